@@ -1,0 +1,47 @@
+# PrDP Explorer: `make run` starts the app, `make test` runs every test.
+# Both install what is missing first (uv bootstrapped with pip if absent) and are idempotent:
+# a second call installs nothing unless requirements.lock or pyproject.toml changed.
+
+PYTHON ?= python3
+PORT ?= 8501
+HOST ?= 127.0.0.1
+VENV := .venv
+VPY := $(VENV)/bin/python
+STAMP := $(VENV)/.prdp-installed
+PYTEST_ARGS ?= -n 2 --dist loadgroup
+
+export UV_COMPILE_BYTECODE := 1
+export UV_LINK_MODE := copy
+
+UV := $(shell command -v uv 2>/dev/null)
+ifeq ($(UV),)
+UV := $(PYTHON) -m uv
+endif
+
+.PHONY: run test install bench clean lock
+
+install: $(STAMP)
+
+$(STAMP): requirements.lock pyproject.toml
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	@test -x $(VPY) || $(UV) venv --quiet --python 3.11 $(VENV)
+	$(UV) pip sync --quiet --python $(VPY) requirements.lock
+	$(UV) pip install --quiet --python $(VPY) --no-deps --config-settings editable_mode=compat -e .
+	@touch $(STAMP)
+
+run: $(STAMP)
+	$(VPY) -m streamlit run app.py --server.address $(HOST) --server.port $(PORT) \
+	  --server.headless true --browser.gatherUsageStats false
+
+test: $(STAMP)
+	$(VPY) -m pytest $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(VPY) benchmarks/run_all.py
+
+# Regenerate the URL-free lock after editing pyproject.toml dependencies.
+lock:
+	$(UV) pip compile pyproject.toml --extra dev --python-version 3.11 --quiet -o requirements.lock
+
+clean:
+	rm -rf $(VENV) .pytest_cache test-artifacts

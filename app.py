@@ -1,0 +1,26 @@
+"""PrDP Explorer: design, preview and run per-record privacy policies.
+
+Entry point: ``streamlit run app.py`` (or ``make run``). Pages live in pages/ and are
+registered here with st.navigation; the sidebar shared by every page shows the
+active dataset, the active policy and the mode.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from ui import sidebar, state
+
+st.set_page_config(page_title="PrDP Explorer", page_icon=":material/shield_person:", layout="wide")
+
+state.init_state()
+
+PAGES = {
+    "Prepare": [
+        st.Page("pages/data.py", title="Data", icon=":material/table:", default=True),
+    ],
+}
+
+nav = st.navigation(PAGES)
+sidebar.render()
+nav.run()

@@ -1,0 +1,131 @@
+"""Data page: pick a sample or upload a table, map column roles, profile the measures."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import prdp_core
+from prdp_core import charts
+from prdp_core.data import GENERATED_ID, check_table
+from prdp_core.errors import PrdpError
+from ui import datasource, state
+from ui.common import code_expander, confidential, learn, show_error
+
+st.title("Data")
+st.caption("Pick a sample or upload a table, say which columns are measures, groups and owners, and see how "
+           "skewed the measures are.")
+learn("**Records and measures.** A *record* is the unit whose privacy is protected (an establishment, an "
+      "account). *Measures* are the non-negative numbers a policy is about (employees, payroll, balance). "
+      "Skewed measures — a few records holding most of the total — are why per-record policies exist: any "
+      "single clipping bound is either far too large (noise) or far too small (bias).")
+
+prof_tab, src_tab, up_tab, roles_tab = st.tabs([":material/insights: Profile", ":material/dataset: Samples",
+                                                 ":material/upload_file: Upload a file",
+                                                 ":material/view_column: Column roles"])
+
+with prof_tab:
+    ds = state.dataset()
+    st.subheader(f"Profile of {ds.name}")
+    for note in ds.notes:
+        st.caption(f":material/info: {note}")
+    prof = state.profile()
+    confidential()
+    tbl = prof.table()[["count", "min", "median", "p90", "p99", "max", "mean", "skewness", "top1_share"]]
+    st.dataframe(tbl.rename(columns={"top1_share": "top 1% share"}).style.format(
+        {"count": "{:,.0f}", "min": "{:,.4g}", "median": "{:,.4g}", "p90": "{:,.4g}", "p99": "{:,.4g}",
+         "max": "{:,.4g}", "mean": "{:,.4g}", "skewness": "{:,.2f}", "top 1% share": "{:.1%}"}))
+    for m, p in prof.measures.items():
+        ratio = f"{p.max / p.median:,.0f}× the median" if p.median > 0 else "far above the median (which is 0)"
+        st.markdown(f"- **{m}**: the top 1% of records hold **{p.top1_share:.1%}** of the total; the largest "
+                    f"record is {ratio}.")
+    learn("**Reading the profile.** Skewness far above 1 and a top-1% share far above 1% signal a heavy tail. "
+          "The Lorenz curve bows away from the diagonal the more the total is concentrated in few records.")
+    c1, c2 = st.columns(2)
+    with c1:
+        m = st.selectbox("Histogram of", list(prof.histograms), key="profile_measure")
+        st.plotly_chart(charts.histogram_figure(prof.histograms[m], m), key="hist_chart")
+    with c2:
+        st.plotly_chart(charts.lorenz_figure(prof.lorenz), key="lorenz_chart")
+
+with src_tab:
+    names = prdp_core.samples.names()
+    c1, c2, c3 = st.columns([3, 1, 1])
+    name = c1.selectbox("Sample", names, format_func=lambda n: prdp_core.samples.info(n).title, key="sample_name")
+    meta = prdp_core.samples.info(name)
+    if meta.kind == "synthetic":
+        c2.number_input("Records", min_value=1, max_value=meta.max_n or 10_000_000, value=meta.default_n or 1000,
+                        step=10_000, key=f"sample_n_{name}", disabled=meta.default_n == meta.max_n)
+    else:
+        c2.number_input("Rows to sample (0 = all)", min_value=0, value=0, step=1000, key=f"sample_n_{name}")
+    c3.number_input("Seed", min_value=0, value=0, step=1, key="sample_seed")
+    st.markdown(f"{meta.description}  \n*Source:* {meta.source}")
+    if meta.properties:
+        st.markdown("\n".join(f"- {p}" for p in meta.properties))
+    st.button("Load sample", type="primary", key="load_sample", on_click=datasource.on_load_sample)
+    datasource.message("samples")
+
+with up_tab:
+    st.markdown("CSV or TSV (delimiter detected), Parquet or Excel (.xlsx), up to "
+                f"{prdp_core.limits.MAX_UPLOAD_MB} MB. The active dataset stays in place until the new one "
+                "is checked.")
+    st.file_uploader("Upload a table", key="upload", on_change=datasource.on_upload,
+                     help="CSV, TSV, TXT, Parquet, XLSX")
+    datasource.message("upload")
+
+with roles_tab:
+    if st.session_state.get("raw") is None and state.source().get("kind") == "sample":
+        src = state.source()
+        datasource.raw_from_sample(src["name"], src.get("n"), int(src.get("seed", 0)))
+    raw = st.session_state["raw"]
+    df, rid, guess = raw["df"], raw["id"], raw["schema"]
+    cols = list(df.columns)
+    learn("**Roles.** The *record id* names the privacy unit. *Measures* are split or clipped by the policy. "
+          "*Groups* are filters and group-by keys (copied to every split piece). An *owner* (e.g. a firm) "
+          "owns several records; its loss follows from group privacy.")
+    st.caption(f"Table **{raw['name']}**: {len(df):,} rows × {len(cols)} columns. Roles were guessed from the "
+               "data (or documented, for samples); edit them as needed, then press *Use this table*.")
+    with st.expander("Preview of the first rows", expanded=False):
+        confidential()
+        st.dataframe(df.head(20), hide_index=True)
+    c1, c2 = st.columns(2)
+    id_options = [None] + cols
+    c1.selectbox("Record id", id_options, index=id_options.index(guess.id_col),
+                 format_func=lambda c: f"(generate from row number: {GENERATED_ID})" if c is None else c,
+                 key=f"map_id_{rid}")
+    c2.selectbox("Owner id (optional)", id_options, index=id_options.index(guess.owner_col),
+                 format_func=lambda c: "(none)" if c is None else c, key=f"map_owner_{rid}")
+    st.multiselect("Measures (numeric, non-negative)", cols, default=list(guess.measures), key=f"map_measures_{rid}")
+    st.multiselect("Groups (filters / group-by keys)", cols, default=list(guess.groups), key=f"map_groups_{rid}")
+    schema = datasource.schema_from_widgets(rid)
+    try:
+        chk = check_table(df, schema)
+    except PrdpError as err:
+        show_error(err)
+        chk = None
+    if chk is not None:
+        if chk.non_numeric:
+            bad = next(mi for mi in chk.measures if mi.non_numeric)
+            st.warning(f"Measure **{bad.column}** has {bad.non_numeric:,} value(s) that are not numbers "
+                       f"(e.g. {', '.join(repr(x) for x in bad.non_numeric_examples)}).")
+            st.checkbox("Treat non-numeric values as missing", key=f"fix_nonnum_{rid}")
+        n_missing = chk.rows_with_bad if st.session_state.get(f"fix_nonnum_{rid}") else chk.rows_with_missing
+        if n_missing:
+            st.warning(f"{n_missing:,} row(s) have a missing, empty or infinite measure value.")
+            st.checkbox(f"Drop these {n_missing:,} rows", key=f"fix_missing_{rid}")
+        if chk.negative:
+            desc = ", ".join(f"{c} ({k:,} rows)" for c, k in chk.negative.items())
+            st.warning(f"Negative values in {desc}. The papers assume non-negative measures.")
+            st.radio("Negative values", ["reject", "shift"], key=f"fix_neg_{rid}", horizontal=True,
+                     format_func={"reject": "Reject (fix the file)",
+                                  "shift": "Shift each such measure by a constant so its minimum is 0"}.get)
+            if st.session_state.get(f"fix_neg_{rid}") == "shift":
+                st.caption("Shifting adds the same constant to every record of that measure: relative sizes are "
+                           "kept, sums move by n × constant, and thresholds apply to the shifted values.")
+        if chk.duplicate_ids or chk.missing_ids:
+            st.warning(f"The record id **{schema.id_col}** has {chk.duplicate_ids + chk.missing_ids:,} duplicate "
+                       "or missing value(s). If it identifies an owner of several records, map it as the owner.")
+            st.checkbox("Generate ids from row numbers instead", key=f"fix_dup_{rid}")
+        st.button("Use this table", type="primary", key=f"apply_{rid}", on_click=datasource.on_apply, args=(rid,))
+    datasource.message("roles")
+
+code_expander(datasource.reproduce_code(state.source(), state.dataset()))

@@ -1,0 +1,80 @@
+"""Plotly figures shared by the app and the HTML report.
+
+Every figure has a title, axis labels and units. Builders take the engine's
+results (profiles, loss profiles, error tables) and never compute privacy math
+themselves beyond arranging numbers for display.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+
+from .profile import Histogram
+
+#: Colour sequence used for overlaid policies (colour-blind friendly, Okabe–Ito).
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+
+
+def _layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, log_y: bool = False,
+            height: int = 360) -> go.Figure:
+    fig.update_layout(title=dict(text=title, x=0.0, xanchor="left"), height=height,
+                      margin=dict(l=60, r=20, t=50, b=50), legend=dict(orientation="h", y=-0.2),
+                      template="plotly_white")
+    fig.update_xaxes(title_text=x, type="log" if log_x else "linear")
+    fig.update_yaxes(title_text=y, type="log" if log_y else "linear")
+    return fig
+
+
+def histogram_figure(hist: Histogram, measure: str, *, unit: str = "") -> go.Figure:
+    """Log-scale histogram of a measure; zeros are reported in the title (no log bin)."""
+    e = hist.edges
+    centers = np.sqrt(e[:-1] * e[1:])
+    widths = e[1:] - e[:-1]
+    fig = go.Figure(go.Bar(x=centers, y=hist.counts, width=widths, marker_color=PALETTE[0],
+                           customdata=np.stack([e[:-1], e[1:]], axis=1),
+                           hovertemplate="%{customdata[0]:.3g} – %{customdata[1]:.3g}: %{y:,} records<extra></extra>"))
+    zeros = f" ({hist.zeros:,} zeros not shown)" if hist.zeros else ""
+    label = f"{measure} ({unit})" if unit else measure
+    return _layout(fig, f"Distribution of {measure}{zeros}", f"{label}, log scale", "records", log_x=True)
+
+
+def lorenz_figure(curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> go.Figure:
+    """Lorenz (concentration) curves of one or several measures with the equality line."""
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[0, 100], y=[0, 100], mode="lines", name="perfect equality",
+                             line=dict(color="#999999", dash="dash")))
+    for i, (name, (pop, share)) in enumerate(curves.items()):
+        fig.add_trace(go.Scatter(x=100 * pop, y=100 * share, mode="lines", name=name,
+                                 line=dict(color=PALETTE[i % len(PALETTE)]),
+                                 hovertemplate="smallest %{x:.1f}% of records hold %{y:.2f}% of the total"
+                                               "<extra>" + name + "</extra>"))
+    return _layout(fig, "Concentration (Lorenz curve)", "share of records, smallest first (%)",
+                   "share of the total (%)")
+
+
+def cdf_figure(series: Mapping[str, tuple[np.ndarray, np.ndarray]], *, title: str, x_label: str,
+               y_label: str = "share of records (%)", log_x: bool = False,
+               vlines: Iterable[tuple[float, str]] = ()) -> go.Figure:
+    """Step CDFs: each series is (x values, cumulative share in [0, 1])."""
+    fig = go.Figure()
+    for i, (name, (x, y)) in enumerate(series.items()):
+        fig.add_trace(go.Scatter(x=x, y=100 * np.asarray(y), mode="lines", line_shape="hv", name=name,
+                                 line=dict(color=PALETTE[i % len(PALETTE)]),
+                                 hovertemplate="%{y:.2f}% at or below %{x:.4g}<extra>" + name + "</extra>"))
+    for xv, label in vlines:
+        fig.add_vline(x=xv, line_dash="dot", line_color="#666666", annotation_text=label,
+                      annotation_position="top left")
+    return _layout(fig, title, x_label, y_label, log_x=log_x)
+
+
+def line_figure(x: Sequence[float], ys: Mapping[str, Sequence[float]], *, title: str, x_label: str,
+                y_label: str, log_x: bool = False, log_y: bool = False, mode: str = "lines") -> go.Figure:
+    """Several named lines over a common x."""
+    fig = go.Figure()
+    for i, (name, y) in enumerate(ys.items()):
+        fig.add_trace(go.Scatter(x=list(x), y=list(y), mode=mode, name=name,
+                                 line=dict(color=PALETTE[i % len(PALETTE)])))
+    return _layout(fig, title, x_label, y_label, log_x=log_x, log_y=log_y)

@@ -1,0 +1,681 @@
+"""Data intake: files into validated tables, and the schema that gives columns their roles.
+
+A dataset for PrDP Explorer is a table of *records* (the privacy units: an
+establishment, an account, a person). Its columns play one of four roles:
+
+* **record id** – identifies a record; generated from the row number when absent.
+* **measures** – non-negative numbers the privacy loss is about (employment,
+  payroll, balance). Per-record policies are functions of these values, so they
+  are confidential.
+* **groups** – conditional attributes used in filters and group-by keys (county,
+  industry). In unit splitting they are copied to every split piece.
+* **owner** – optional id of an entity owning several records (a firm owning
+  establishments); owner-level losses follow from group privacy.
+
+Entry points: :func:`load_table` (bytes/paths → DataFrame, raising only
+:class:`~prdp_core.errors.PrdpError`), :func:`guess_schema`, :func:`check_table`
+and :func:`prepare_dataset` (a checked :class:`Dataset` the rest of the engine uses).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import re
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import IO, Any, Iterable, Literal
+
+import numpy as np
+import pandas as pd
+
+from . import limits
+from .errors import DataError, PrdpError, ResourceLimitError, SchemaError
+
+#: File types the loader reads, by extension.
+SUPPORTED_EXTENSIONS = {
+    ".csv": "text",
+    ".tsv": "text",
+    ".tab": "text",
+    ".txt": "text",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+    ".xlsx": "excel",
+}
+
+#: Name of the id column added when a table has no record id.
+GENERATED_ID = "row_id"
+
+_PARQUET_MAGIC = b"PAR1"
+_ZIP_MAGIC = b"PK\x03\x04"
+_OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # legacy .xls / .doc
+
+
+# ---------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------
+
+
+def _read_bytes(path_or_buffer: str | os.PathLike | bytes | IO[bytes], max_bytes: int) -> tuple[bytes, str | None]:
+    """Return the raw bytes and, for paths, the file name. Enforces the size limit."""
+    name: str | None = None
+    if isinstance(path_or_buffer, (bytes, bytearray, memoryview)):
+        data = bytes(path_or_buffer)
+    elif isinstance(path_or_buffer, (str, os.PathLike)):
+        p = Path(path_or_buffer)
+        name = p.name
+        try:
+            size = p.stat().st_size
+        except OSError as exc:
+            raise DataError(f"Cannot open '{p}': {exc.strerror or exc}.", hint="Check the path.") from None
+        if p.is_dir():
+            raise DataError(f"'{p}' is a folder, not a file.", hint="Choose a data file.")
+        if size > max_bytes:
+            raise _too_large(size, max_bytes)
+        try:
+            data = p.read_bytes()
+        except OSError as exc:
+            raise DataError(f"Cannot read '{p}': {exc.strerror or exc}.") from None
+    else:
+        name = getattr(path_or_buffer, "name", None)
+        try:
+            if hasattr(path_or_buffer, "seek"):
+                path_or_buffer.seek(0)
+            data = path_or_buffer.read(max_bytes + 1)
+        except Exception as exc:  # a foreign file-like object: translate whatever it raises
+            raise DataError(f"Cannot read the uploaded file: {exc}.") from None
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if not isinstance(data, (bytes, bytearray)):
+            raise DataError("The uploaded object did not return bytes.", hint="Upload a data file.")
+        data = bytes(data)
+    if len(data) > max_bytes:
+        raise _too_large(len(data), max_bytes)
+    return data, (Path(name).name if name else None)
+
+
+def _too_large(size: int, max_bytes: int) -> ResourceLimitError:
+    return ResourceLimitError(
+        f"The file is {size / 2**20:.1f} MB, over the {max_bytes / 2**20:.0f} MB limit.",
+        hint="Keep only the columns you need, sample rows, or save it as Parquet (smaller).",
+    )
+
+
+def _kind_from(filename: str | None, data: bytes) -> str:
+    ext = Path(filename).suffix.lower() if filename else ""
+    if ext in SUPPORTED_EXTENSIONS:
+        return SUPPORTED_EXTENSIONS[ext]
+    if ext == ".xls" or data[:4] == _OLE_MAGIC:
+        raise DataError(
+            "Legacy Excel (.xls) files are not supported.",
+            hint="Open it in a spreadsheet program and save it as .xlsx or .csv.",
+        )
+    if ext and ext not in ("",):
+        # Unknown extension: trust the content if it is unambiguous, otherwise refuse.
+        if data[:4] == _PARQUET_MAGIC:
+            return "parquet"
+        if data[:4] == _ZIP_MAGIC and ext != ".zip":
+            raise DataError(
+                f"Files of type '{ext}' are not supported.",
+                hint="Upload CSV, TSV, Parquet or Excel (.xlsx).",
+            )
+        if _looks_binary(data):
+            raise DataError(
+                f"Files of type '{ext}' are not supported (the content is binary).",
+                hint="Upload CSV, TSV, Parquet or Excel (.xlsx).",
+            )
+        raise DataError(
+            f"Files of type '{ext}' are not supported.",
+            hint="Upload CSV, TSV, Parquet or Excel (.xlsx); rename a text table to .csv if that is what it is.",
+        )
+    if data[:4] == _PARQUET_MAGIC:
+        return "parquet"
+    if data[:4] == _ZIP_MAGIC:
+        return "excel"
+    return "text"
+
+
+def _looks_binary(data: bytes) -> bool:
+    head = data[:8192]
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return False  # UTF-16 with BOM
+    return b"\x00" in head
+
+
+def _decode(data: bytes) -> tuple[str, str]:
+    """Decode text bytes; returns (text, encoding). Raises DataError when not text."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16"), "utf-16"
+        except UnicodeDecodeError:
+            raise DataError("The file claims to be UTF-16 text but cannot be decoded.",
+                            hint="Re-save it as UTF-8 CSV.") from None
+    if _looks_binary(data):
+        raise DataError(
+            "The file is not readable text (it contains binary bytes).",
+            hint="Upload a CSV/TSV text file, or a Parquet or .xlsx file with the right extension.",
+        )
+    try:
+        return data.decode("utf-8-sig"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"The text cannot be decoded (neither UTF-8 nor Windows-1252; bad byte at position {exc.start}).",
+            hint="Re-save the file as UTF-8 CSV.",
+        ) from None
+
+
+def _sniff_delimiter(text: str, filename: str | None) -> str:
+    ext = Path(filename).suffix.lower() if filename else ""
+    default = "\t" if ext in (".tsv", ".tab") else ","
+    sample = text[:65536]
+    lines = [ln for ln in sample.splitlines() if ln.strip()][:50]
+    if not lines:
+        return default
+    try:
+        dialect = csv.Sniffer().sniff("\n".join(lines), delimiters=",;\t|")
+        delim = dialect.delimiter
+    except csv.Error:
+        delim = default
+    # The sniffer can pick a delimiter that never splits the header: fall back to counting.
+    if delim not in lines[0]:
+        counts = {d: lines[0].count(d) for d in ",;\t|"}
+        best = max(counts, key=counts.get)
+        delim = best if counts[best] > 0 else default
+    return delim
+
+
+def _read_text(data: bytes, filename: str | None) -> pd.DataFrame:
+    text, encoding = _decode(data)
+    if not text.strip():
+        raise DataError("The file contains no data (only blank lines).", hint="Upload a table with a header row.")
+    delim = _sniff_delimiter(text, filename)
+    try:
+        df = pd.read_csv(io.StringIO(text), sep=delim, engine="c", low_memory=False, skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        raise DataError("The file contains no columns.", hint="Upload a table with a header row.") from None
+    except pd.errors.ParserError as exc:
+        msg = str(exc).strip().split("\n")[0]
+        m = re.search(r"line (\d+)", msg)
+        where = f" (around line {m.group(1)})" if m else ""
+        raise DataError(
+            f"The rows do not all have the same number of fields{where}: {msg}",
+            hint="Check for stray delimiters or unquoted text containing the delimiter.",
+        ) from None
+    except (ValueError, OverflowError, UnicodeError, MemoryError) as exc:
+        raise DataError(f"The text could not be read as a table: {exc}.") from None
+    df.attrs["prdp_encoding"] = encoding
+    df.attrs["prdp_delimiter"] = delim
+    return df
+
+
+def _read_parquet(data: bytes) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(io.BytesIO(data))
+    except Exception as exc:  # pyarrow raises many types; all mean "not a usable parquet file"
+        raise DataError(f"The Parquet file could not be read: {_short(exc)}.",
+                        hint="Check that it is a valid, uncorrupted Parquet file.") from None
+
+
+def _read_excel(data: bytes) -> pd.DataFrame:
+    try:
+        return pd.read_excel(io.BytesIO(data), sheet_name=0, engine="openpyxl")
+    except Exception as exc:  # openpyxl/zipfile raise many types
+        raise DataError(f"The Excel file could not be read: {_short(exc)}.",
+                        hint="Save it as .xlsx (first sheet holds the table) or export it as CSV.") from None
+
+
+def _short(exc: BaseException, limit: int = 200) -> str:
+    s = str(exc).strip().split("\n")[0] or type(exc).__name__
+    return s[:limit]
+
+
+def _normalise_columns(df: pd.DataFrame) -> pd.DataFrame:
+    cols = []
+    seen: dict[str, int] = {}
+    for i, c in enumerate(df.columns):
+        name = str(c).strip() or f"column_{i + 1}"
+        if name in seen:
+            seen[name] += 1
+            name = f"{name}_{seen[name]}"
+        else:
+            seen[name] = 0
+        cols.append(name)
+    df.columns = cols
+    return df
+
+
+def load_table(
+    path_or_buffer: str | os.PathLike | bytes | IO[bytes],
+    *,
+    filename: str | None = None,
+    max_bytes: int | None = None,
+) -> pd.DataFrame:
+    """Load a CSV/TSV (delimiter sniffed), Parquet or Excel (.xlsx) table.
+
+    Parameters
+    ----------
+    path_or_buffer:
+        A path, raw bytes, or a binary file-like object (e.g. a Streamlit upload).
+    filename:
+        Name used to pick the format when the buffer has none (``"data.tsv"``).
+    max_bytes:
+        Size limit; defaults to :data:`prdp_core.limits.MAX_UPLOAD_MB`.
+
+    Returns a DataFrame with unique, stripped column names. Only
+    :class:`~prdp_core.errors.PrdpError` subclasses are raised: unsupported type,
+    empty file, undecodable text, ragged rows, over-size files, too many columns.
+    """
+    limit = limits.max_upload_bytes() if max_bytes is None else int(max_bytes)
+    try:
+        data, name_from_source = _read_bytes(path_or_buffer, limit)
+        name = filename or name_from_source
+        if len(data) == 0:
+            raise DataError("The file is empty (0 bytes).", hint="Upload a file that contains a table.")
+        kind = _kind_from(name, data)
+        if kind == "text":
+            df = _read_text(data, name)
+        elif kind == "parquet":
+            df = _read_parquet(data)
+        else:
+            df = _read_excel(data)
+        df = _normalise_columns(df)
+        if df.shape[1] == 0:
+            raise DataError("The table has no columns.", hint="Upload a table with a header row.")
+        if df.shape[1] > limits.MAX_COLUMNS:
+            raise ResourceLimitError(
+                f"The table has {df.shape[1]:,} columns, over the {limits.MAX_COLUMNS:,} column limit.",
+                hint="Keep only the id, measure and grouping columns.",
+            )
+        if len(df) == 0:
+            raise DataError("The table has a header but no data rows.", hint="Upload a table with at least one row.")
+        if len(df) > limits.MAX_ROWS:
+            raise ResourceLimitError(
+                f"The table has {len(df):,} rows, over the {limits.MAX_ROWS:,} row limit.",
+                hint="Sample the rows before uploading.",
+            )
+        df.attrs["prdp_source"] = name or "uploaded table"
+        return df
+    except PrdpError:
+        raise
+    except MemoryError:
+        raise ResourceLimitError("The table does not fit in memory.", hint="Sample rows or drop columns.") from None
+    except Exception as exc:  # last line of defence: nothing but PrdpError escapes
+        raise DataError(f"The file could not be read: {_short(exc)}.",
+                        hint="Upload CSV, TSV, Parquet or Excel (.xlsx).") from None
+
+
+# ---------------------------------------------------------------------------
+# Schema
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Schema:
+    """Roles of the columns of a table.
+
+    Attributes
+    ----------
+    id_col:
+        Record id column (the privacy unit). ``None`` means "generate one from the row number".
+    measures:
+        Numeric, non-negative columns the privacy policy is about. Their per-record
+        values are confidential; policies such as splitting thresholds act on them.
+    groups:
+        Conditional attributes (filters, group-by keys); copied to every split piece.
+    owner_col:
+        Optional id of an owner of several records (a firm owning establishments);
+        owner-level losses follow from group privacy.
+    """
+
+    id_col: str | None = None
+    measures: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    owner_col: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "measures", tuple(self.measures))
+        object.__setattr__(self, "groups", tuple(self.groups))
+
+    def columns(self) -> list[str]:
+        cols = [c for c in (self.id_col, self.owner_col) if c]
+        return cols + list(self.measures) + [g for g in self.groups if g not in cols]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id_col": self.id_col, "measures": list(self.measures), "groups": list(self.groups),
+                "owner_col": self.owner_col}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Schema":
+        return cls(id_col=d.get("id_col"), measures=tuple(d.get("measures") or ()),
+                   groups=tuple(d.get("groups") or ()), owner_col=d.get("owner_col"))
+
+
+_ID_NAME = re.compile(r"(^|[_\s.-])(id|key|uid|record|recid|estab_?id)$|^id[_\s]", re.IGNORECASE)
+_OWNER_NAME = re.compile(r"firm|owner|company|employer|parent|household|hh_?id|user|customer|agency|org", re.IGNORECASE)
+_CODE_NAME = re.compile(r"code|naics|fips|zip|postal|year|month|cat|class|type|level|state|county|region|sector",
+                        re.IGNORECASE)
+
+
+def _numeric_share(s: pd.Series) -> float:
+    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        return 1.0
+    sample = s.dropna()
+    if len(sample) == 0:
+        return 0.0
+    sample = sample.iloc[:2000]
+    conv = pd.to_numeric(sample, errors="coerce")
+    return float(conv.notna().mean())
+
+
+def guess_schema(df: pd.DataFrame) -> Schema:
+    """Guess column roles from names and content; every guess is editable in the UI.
+
+    * id: an id-like name with unique values (else none → generated row ids);
+    * owner: an owner-like name (firm, company, user, …) with repeated values;
+    * measures: numeric columns that are not ids/codes (negative values are flagged by
+      :func:`check_table`, not guessed away);
+    * groups: the remaining columns with few distinct values (≤ 5,000 or ≤ 50% of rows).
+    """
+    n = len(df)
+    id_col: str | None = None
+    owner_col: str | None = None
+    for c in df.columns:
+        s = df[c]
+        if id_col is None and _ID_NAME.search(c) and not _OWNER_NAME.search(c):
+            if s.notna().all() and s.is_unique:
+                id_col = c
+                continue
+        if owner_col is None and _OWNER_NAME.search(c) and n > 1:
+            nun = s.nunique(dropna=True)
+            if 1 < nun < n:
+                owner_col = c
+    measures: list[str] = []
+    groups: list[str] = []
+    for c in df.columns:
+        if c in (id_col, owner_col):
+            continue
+        s = df[c]
+        nun = s.nunique(dropna=True)
+        is_num = _numeric_share(s) >= 0.99
+        codeish = bool(_CODE_NAME.search(c))
+        if is_num and not codeish and not pd.api.types.is_bool_dtype(s) and nun > 2:
+            measures.append(c)  # negative values are flagged later by check_table, with fixes offered
+            continue
+        if nun <= max(2, min(5000, n // 2)) and nun >= 1:
+            groups.append(c)
+    return Schema(id_col=id_col, measures=tuple(measures), groups=tuple(groups), owner_col=owner_col)
+
+
+def validate_schema(df: pd.DataFrame, schema: Schema) -> None:
+    """Check that the schema fits the table; raise :class:`SchemaError` naming the fix."""
+    cols = set(df.columns)
+    named = [("record id", schema.id_col), ("owner", schema.owner_col)]
+    named += [("measure", m) for m in schema.measures] + [("group", g) for g in schema.groups]
+    missing = [f"{role} '{c}'" for role, c in named if c is not None and c not in cols]
+    if missing:
+        raise SchemaError(f"Columns not in the table: {', '.join(missing)}.", hint="Pick columns that exist.")
+    if not schema.measures:
+        raise SchemaError("Choose at least one measure column (the numeric values the privacy policy is about).")
+    seen: dict[str, str] = {}
+    for role, c in named:
+        if c is None:
+            continue
+        # an owner (e.g. a state owning counties) may also be a group-by key; other roles are exclusive
+        if c in seen and {seen[c], role} != {"owner", "group"}:
+            raise SchemaError(f"Column '{c}' is both {seen[c]} and {role}.", hint="Give each column one role.")
+        seen[c] = role
+    if len(set(schema.measures)) != len(schema.measures):
+        raise SchemaError("A measure column is listed twice.")
+    if len(set(schema.groups)) != len(schema.groups):
+        raise SchemaError("A group column is listed twice.")
+
+
+# ---------------------------------------------------------------------------
+# Checks and preparation
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MeasureIssue:
+    """What is wrong with one measure column."""
+
+    column: str
+    non_numeric: int = 0
+    non_numeric_examples: tuple[str, ...] = ()
+    missing: int = 0  # NaN / empty cells
+    infinite: int = 0
+    negative: int = 0
+    minimum: float = float("nan")
+
+
+@dataclass(frozen=True)
+class TableCheck:
+    """Everything :func:`prepare_dataset` would refuse, counted, so a UI can offer fixes."""
+
+    n_rows: int
+    measures: tuple[MeasureIssue, ...]
+    rows_with_missing: int  # rows with a NaN/empty/inf value in some measure
+    rows_with_bad: int  # rows that would be dropped if non-numeric cells were treated as missing too
+    duplicate_ids: int
+    duplicate_id_examples: tuple[str, ...] = ()
+    missing_ids: int = 0
+
+    @property
+    def non_numeric(self) -> dict[str, int]:
+        return {m.column: m.non_numeric for m in self.measures if m.non_numeric}
+
+    @property
+    def negative(self) -> dict[str, int]:
+        return {m.column: m.negative for m in self.measures if m.negative}
+
+    @property
+    def ok(self) -> bool:
+        return (self.rows_with_missing == 0 and not self.negative and not self.non_numeric
+                and self.duplicate_ids == 0 and self.missing_ids == 0)
+
+
+def _coerce_measure(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Return float values and a mask of cells that were present but not numbers."""
+    if pd.api.types.is_bool_dtype(s):
+        vals = s.astype("float64").to_numpy()
+        return vals, np.zeros(len(s), dtype=bool)
+    if pd.api.types.is_numeric_dtype(s):
+        return s.to_numpy(dtype="float64", na_value=np.nan), np.zeros(len(s), dtype=bool)
+    conv = pd.to_numeric(s, errors="coerce")
+    vals = conv.to_numpy(dtype="float64", na_value=np.nan)
+    present = s.notna().to_numpy().copy()
+    if s.dtype == object or pd.api.types.is_string_dtype(s):
+        blank = s.astype("string").str.strip().eq("").fillna(False).to_numpy(dtype=bool)
+        present &= ~blank
+    bad = present & np.isnan(vals)
+    return vals, bad
+
+
+def check_table(df: pd.DataFrame, schema: Schema) -> TableCheck:
+    """Count the problems that would stop this table from being used with ``schema``."""
+    validate_schema(df, schema)
+    issues = []
+    row_bad = np.zeros(len(df), dtype=bool)
+    row_bad_any = np.zeros(len(df), dtype=bool)
+    for m in schema.measures:
+        vals, bad = _coerce_measure(df[m])
+        nan = np.isnan(vals) & ~bad
+        inf = np.isinf(vals)
+        neg = vals < 0
+        examples = tuple(str(x)[:40] for x in pd.unique(df[m][bad])[:3]) if bad.any() else ()
+        finite = vals[np.isfinite(vals)]
+        issues.append(MeasureIssue(
+            column=m, non_numeric=int(bad.sum()), non_numeric_examples=examples,
+            missing=int(nan.sum()), infinite=int(inf.sum()), negative=int(neg.sum()),
+            minimum=float(finite.min()) if finite.size else float("nan"),
+        ))
+        row_bad |= nan | inf
+        row_bad_any |= nan | inf | bad
+    dup = 0
+    dup_examples: tuple[str, ...] = ()
+    missing_ids = 0
+    if schema.id_col:
+        ids = df[schema.id_col]
+        missing_ids = int(ids.isna().sum())
+        d = ids.duplicated(keep="first") & ids.notna()
+        dup = int(d.sum())
+        if dup:
+            dup_examples = tuple(str(x)[:40] for x in pd.unique(ids[d])[:3])
+    return TableCheck(n_rows=len(df), measures=tuple(issues), rows_with_missing=int(row_bad.sum()),
+                      rows_with_bad=int(row_bad_any.sum()),
+                      duplicate_ids=dup, duplicate_id_examples=dup_examples, missing_ids=missing_ids)
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A checked table ready for the engine.
+
+    ``table`` has the record-id column (``schema.id_col``, generated as ``row_id``
+    when the source had none), float64 measures that are finite and non-negative,
+    and the group/owner columns as loaded. ``notes`` lists every transformation
+    applied (rows dropped, shifts), so reports can say what was done.
+    """
+
+    name: str
+    table: pd.DataFrame
+    schema: Schema
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    shifts: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.table)
+
+    def measure(self, name: str) -> np.ndarray:
+        return self.table[name].to_numpy()
+
+    def describe(self) -> str:
+        return f"{self.name}: {self.n:,} records, measures {', '.join(self.schema.measures)}"
+
+
+def prepare_dataset(
+    df: pd.DataFrame,
+    schema: Schema,
+    *,
+    name: str = "dataset",
+    non_numeric: Literal["error", "missing"] = "error",
+    missing: Literal["error", "drop"] = "error",
+    negative: Literal["error", "shift"] = "error",
+    duplicate_ids: Literal["error", "regenerate"] = "error",
+) -> Dataset:
+    """Validate ``df`` against ``schema`` and return a :class:`Dataset`.
+
+    Parameters choose what to do with each kind of bad input (the default refuses):
+
+    * ``non_numeric="missing"`` treats cells that are not numbers as missing;
+    * ``missing="drop"`` drops rows with a missing or infinite measure (count noted);
+    * ``negative="shift"`` adds a constant to a measure so its minimum is 0 — the
+      papers assume non-negative measures; sums and thresholds are then on the
+      shifted scale (the shift is recorded in ``Dataset.shifts``);
+    * ``duplicate_ids="regenerate"`` replaces the id column by row numbers (if the
+      id really names an owner of several records, map it as owner instead).
+    """
+    validate_schema(df, schema)
+    chk = check_table(df, schema)
+    notes: list[str] = []
+    if chk.non_numeric and non_numeric == "error":
+        first = next(m for m in chk.measures if m.non_numeric)
+        ex = ", ".join(repr(x) for x in first.non_numeric_examples)
+        raise DataError(
+            f"Measure '{first.column}' has {first.non_numeric:,} value(s) that are not numbers (e.g. {ex}).",
+            hint="Fix them in the file, pick another measure, or treat them as missing and drop those rows.",
+        )
+    out = pd.DataFrame(index=df.index)
+    bad_rows = np.zeros(len(df), dtype=bool)
+    for m in schema.measures:
+        vals, bad = _coerce_measure(df[m])
+        if bad.any():
+            notes.append(f"{int(bad.sum()):,} non-numeric value(s) in '{m}' treated as missing.")
+            vals = vals.copy()
+            vals[bad] = np.nan
+        out[m] = vals
+        bad_rows |= ~np.isfinite(vals)
+    n_bad = int(bad_rows.sum())
+    if n_bad:
+        if missing == "error":
+            raise DataError(
+                f"{n_bad:,} row(s) have a missing, empty or infinite value in a measure column.",
+                hint="Drop those rows (their count is shown) or fix the file.",
+            )
+        notes.append(f"Dropped {n_bad:,} row(s) with missing or infinite measure values.")
+    keep = ~bad_rows
+    if not keep.any():
+        raise DataError("No row is left after dropping rows with missing measure values.",
+                        hint="Check the measure columns: they look empty.")
+    base = df.loc[keep]
+    out = out.loc[keep]
+    shifts: dict[str, float] = {}
+    for m in schema.measures:
+        mn = float(out[m].min())
+        if mn < 0:
+            if negative == "error":
+                cnt = int((out[m] < 0).sum())
+                raise DataError(
+                    f"Measure '{m}' has {cnt:,} negative value(s) (minimum {mn:g}); per-record policies assume "
+                    "non-negative measures.",
+                    hint="Reject the file and fix it, or shift the measure by a constant so its minimum is 0.",
+                )
+            out[m] = out[m] - mn
+            shifts[m] = -mn
+            notes.append(f"Measure '{m}' shifted by +{-mn:g} so its minimum is 0 (sums are on the shifted scale: "
+                         f"subtract n×{-mn:g} to return to the original scale).")
+    id_col = schema.id_col
+    if id_col is None:
+        id_col = GENERATED_ID if GENERATED_ID not in df.columns else "_prdp_row_id"
+        ids = pd.Series(np.arange(1, int(keep.sum()) + 1), index=base.index, name=id_col)
+        notes.append("Record ids generated from the row number.")
+    else:
+        ids = base[id_col]
+        if ids.isna().any() or ids.duplicated().any():
+            if duplicate_ids == "error":
+                n_dup = int(ids.duplicated().sum()) + int(ids.isna().sum())
+                ex = ", ".join(repr(str(x)) for x in pd.unique(ids[ids.duplicated()])[:3])
+                raise DataError(
+                    f"The record id column '{id_col}' has {n_dup:,} duplicate or missing value(s)"
+                    + (f" (e.g. {ex})." if ex else "."),
+                    hint="Choose a unique id, generate ids from row numbers, or — if the column names an owner of "
+                         "several records — map it as the owner column instead.",
+                )
+            ids = pd.Series(np.arange(1, len(base) + 1), index=base.index, name=id_col)
+            notes.append(f"Duplicate ids in '{id_col}' replaced by row numbers.")
+    table = pd.DataFrame({id_col: ids.to_numpy()})
+    if schema.owner_col:
+        table[schema.owner_col] = base[schema.owner_col].to_numpy()
+    for g in schema.groups:
+        if g not in table.columns:
+            table[g] = base[g].to_numpy()
+    for m in schema.measures:
+        table[m] = out[m].to_numpy(dtype="float64")
+    final_schema = replace(schema, id_col=id_col)
+    return Dataset(name=name, table=table, schema=final_schema, notes=tuple(notes), shifts=shifts)
+
+
+def dataset_from_frame(df: pd.DataFrame, schema: Schema | None = None, *, name: str = "dataset",
+                       **options: Any) -> Dataset:
+    """Shortcut: guess the schema when not given, then :func:`prepare_dataset`."""
+    return prepare_dataset(df, schema or guess_schema(df), name=name, **options)
+
+
+def as_measure_array(values: Iterable[float] | pd.Series | np.ndarray, *, name: str = "values") -> np.ndarray:
+    """Return finite, non-negative float values or raise :class:`DataError` naming the problem."""
+    try:
+        arr = np.asarray(values, dtype="float64")
+    except (TypeError, ValueError):
+        raise DataError(f"'{name}' must be numbers.") from None
+    if arr.ndim != 1:
+        arr = arr.reshape(-1)
+    if arr.size and not np.isfinite(arr).all():
+        raise DataError(f"'{name}' contains missing or infinite values.", hint="Drop those records first.")
+    if arr.size and (arr < 0).any():
+        raise DataError(f"'{name}' contains negative values.", hint="Shift the measure so its minimum is 0.")
+    return arr

@@ -1,0 +1,63 @@
+"""One exception family for everything prdp_core refuses to do.
+
+Every message is written for a workshop participant: it names what is wrong and
+what to do about it. Callers (the app, the CLI) show ``str(err)`` as is; they never
+need to show a traceback. Raw pandas/pyarrow/numpy exceptions never escape the
+public entry points: they are translated into one of these.
+"""
+
+from __future__ import annotations
+
+
+class PrdpError(Exception):
+    """Base class of every error prdp_core raises on purpose."""
+
+    #: short label shown before the message in the UI
+    title = "Problem"
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(message if hint is None else f"{message} {hint}")
+
+
+class DataError(PrdpError):
+    """A file or table could not be used as a dataset (type, encoding, content)."""
+
+    title = "Data problem"
+
+
+class SchemaError(PrdpError):
+    """The mapping of columns to roles (id, measures, groups, owner) is invalid."""
+
+    title = "Schema problem"
+
+
+class PolicyError(PrdpError):
+    """A privacy policy (thresholds, budget function, tiers) is invalid."""
+
+    title = "Policy problem"
+
+
+class ExpressionError(PolicyError):
+    """A user expression could not be parsed or evaluated safely."""
+
+    title = "Expression problem"
+
+
+class ParameterError(PrdpError):
+    """A numeric parameter is impossible (negative budget, empty range, ...)."""
+
+    title = "Parameter problem"
+
+
+class ConfigError(PrdpError):
+    """A study configuration file is invalid."""
+
+    title = "Configuration problem"
+
+
+class ResourceLimitError(PrdpError):
+    """A request exceeds a configured limit (file size, rows, sweep size, ...)."""
+
+    title = "Limit reached"

@@ -1,0 +1,29 @@
+"""Resource limits shared by the engine and the app.
+
+They keep a workshop laptop responsive and a shared server safe. Each limit is
+enforced where the data enters (loader, expression parser, sweep builder) with a
+message that names the limit and how to stay under it. The upload limit must agree
+with ``server.maxUploadSize`` in ``.streamlit/config.toml`` (a test checks it).
+"""
+
+from __future__ import annotations
+
+#: Largest file the loader accepts, in megabytes (Streamlit's upload limit too).
+MAX_UPLOAD_MB: int = 200
+
+#: Largest number of rows a loaded table may have.
+MAX_ROWS: int = 20_000_000
+
+#: Largest number of columns a loaded table may have.
+MAX_COLUMNS: int = 2_000
+
+#: Largest length (characters) of a user expression such as a budget function.
+MAX_EXPRESSION_CHARS: int = 2_000
+
+#: Largest number of grid points in a parameter sweep (thresholds x budgets x ...).
+MAX_SWEEP_POINTS: int = 100_000
+
+
+def max_upload_bytes() -> int:
+    """The upload limit in bytes."""
+    return MAX_UPLOAD_MB * 1024 * 1024

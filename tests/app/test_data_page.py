@@ -1,0 +1,148 @@
+"""AppTest of the Data page: default sample, sample switching, uploads good and bad, schema edits."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+
+from .conftest import texts
+
+
+def _upload(at, name: str, content: bytes):
+    at.file_uploader(key="upload").set_value((name, content, "application/octet-stream"))
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_default_sample_profiled(data_page):
+    at = data_page
+    assert at.session_state["dataset"].name == "cbp_like"
+    t = texts(at)
+    assert "100,000 records" in t
+    assert "top 1% of records hold" in t
+    assert len(at.get("plotly_chart")) == 2
+    assert any("Confidential" in c.value for c in at.caption)
+
+
+def test_load_other_sample(data_page):
+    at = data_page
+    at.selectbox(key="sample_name").set_value("sim_pareto")
+    at.run()
+    at.number_input(key="sample_n_sim_pareto").set_value(5000)
+    at.button(key="load_sample").click()
+    at.run()
+    assert not at.exception
+    ds = at.session_state["dataset"]
+    assert ds.name == "sim_pareto" and ds.n == 5000
+    assert "Loaded sim_pareto" in texts(at)
+
+
+def test_upload_good_csv_becomes_active(data_page):
+    at = _upload(data_page, "firms.csv", b"estab_id,firm,county,emp\nA,f1,X,1\nB,f1,Y,50\nC,f2,X,3\n")
+    # a clean file with unambiguous roles becomes active at once; roles stay editable
+    ds = at.session_state["dataset"]
+    assert ds.name == "firms.csv" and ds.n == 3 and ds.schema.measures == ("emp",)
+    assert ds.schema.owner_col == "firm" and ds.schema.id_col == "estab_id"
+    assert "Column roles were guessed" in at.success[0].value
+    assert "Profile of firms.csv" in texts(at)  # the profile of the same rerun shows the new data
+
+
+def test_bad_uploads_keep_previous_dataset(data_page):
+    at = data_page
+    for name, content, fragment in [
+        ("empty.csv", b"", "empty"),
+        ("doc.pdf", b"%PDF-1.4 binary", "not supported"),
+        ("bin.csv", b"\x00\x01\x02\x03", "binary"),
+        ("ragged.csv", b"a,b\n1,2\n1,2,3,4\n", "same number of fields"),
+    ]:
+        _upload(at, name, content)
+        assert at.error, name
+        assert fragment in at.error[0].value, (name, at.error[0].value)
+        assert at.session_state["dataset"].name == "cbp_like"
+
+
+def test_non_numeric_and_missing_values_offer_fixes(data_page):
+    csv = b"id,emp,grp\n1,5,a\n2,unknown,b\n3,,a\n4,7,b\n"
+    at = _upload(data_page, "messy.csv", csv)
+    rid = at.session_state["raw"]["id"]
+    at.multiselect(key=f"map_measures_{rid}").set_value(["emp"])
+    at.multiselect(key=f"map_groups_{rid}").set_value(["grp"])
+    at.run()
+    t = texts(at)
+    assert "not numbers" in t and "'unknown'" in t
+    at.button(key=f"apply_{rid}").click()
+    at.run()
+    assert "not numbers" in at.error[0].value
+    assert at.session_state["dataset"].name == "cbp_like"
+    at.checkbox(key=f"fix_nonnum_{rid}").check()
+    at.run()
+    assert "2 row(s) have a missing" in texts(at)
+    at.checkbox(key=f"fix_missing_{rid}").check()
+    at.button(key=f"apply_{rid}").click()
+    at.run()
+    ds = at.session_state["dataset"]
+    assert ds.name == "messy.csv" and ds.n == 2
+    assert any("Dropped 2" in c.value for c in at.caption)
+
+
+def test_negative_values_reject_or_shift(data_page):
+    at = _upload(data_page, "neg.csv", b"id,bal\n1,-5\n2,10\n3,20\n")
+    rid = at.session_state["raw"]["id"]
+    assert "Negative values" in texts(at)
+    at.button(key=f"apply_{rid}").click()
+    at.run()
+    assert "negative" in at.error[0].value
+    at.radio(key=f"fix_neg_{rid}").set_value("shift")
+    at.button(key=f"apply_{rid}").click()
+    at.run()
+    ds = at.session_state["dataset"]
+    assert ds.table["bal"].tolist() == [0.0, 15.0, 25.0]
+
+
+def test_duplicate_ids_and_schema_edits(data_page):
+    at = _upload(data_page, "dup.csv", b"acct_id,branch,bal\n1,x,5\n1,y,10\n2,x,20\n")
+    rid = at.session_state["raw"]["id"]
+    at.selectbox(key=f"map_id_{rid}").set_value("acct_id")
+    at.run()
+    assert "both record id and group" in at.error[0].value  # a column has one role
+    at.multiselect(key=f"map_groups_{rid}").set_value(["branch"])
+    at.run()
+    assert "duplicate" in texts(at)
+    # editing the schema: make the repeated id the owner and generate record ids
+    at.selectbox(key=f"map_id_{rid}").set_value(None)
+    at.selectbox(key=f"map_owner_{rid}").set_value("acct_id")
+    at.multiselect(key=f"map_groups_{rid}").set_value(["branch"])
+    at.run()
+    at.button(key=f"apply_{rid}").click()
+    at.run()
+    ds = at.session_state["dataset"]
+    assert ds.schema.owner_col == "acct_id" and ds.schema.id_col == "row_id"
+    assert ds.schema.groups == ("branch",)
+
+
+def test_schema_without_measure_is_explained(data_page):
+    at = _upload(data_page, "t.csv", b"id,v\n1,2\n2,3\n")
+    rid = at.session_state["raw"]["id"]
+    at.multiselect(key=f"map_measures_{rid}").set_value([])
+    at.run()
+    assert "at least one measure" in at.error[0].value
+
+
+def test_parquet_and_excel_uploads(data_page):
+    df = pd.DataFrame({"id": [1, 2, 3], "emp": [1, 20, 300]})
+    buf = io.BytesIO()
+    df.to_parquet(buf)
+    at = _upload(data_page, "t.parquet", buf.getvalue())
+    assert at.session_state["raw"]["name"] == "t.parquet"
+    buf = io.BytesIO()
+    df.to_excel(buf, index=False)
+    at = _upload(at, "t.xlsx", buf.getvalue())
+    assert at.session_state["raw"]["name"] == "t.xlsx"
+    assert not at.error
+
+
+def test_reproduce_code_shown(data_page):
+    code = [c.value for c in data_page.code]
+    assert any("prdp_core.samples.load_dataset('cbp_like'" in c for c in code)

@@ -1,0 +1,108 @@
+"""Schema guessing, checks and preparation of datasets (bad values, fixes, notes)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import prdp_core
+from prdp_core.data import Schema, check_table, guess_schema, prepare_dataset
+from prdp_core.errors import DataError, SchemaError
+
+
+def frame():
+    return pd.DataFrame({
+        "estab_id": ["e1", "e2", "e3", "e4"],
+        "firm_id": ["f1", "f1", "f2", "f3"],
+        "county": ["A", "B", "A", "B"],
+        "emp": [1, 5, 100, 2],
+        "payroll": [10.0, 50.0, 900.0, 20.0],
+    })
+
+
+def test_guess_schema_roles():
+    s = guess_schema(frame())
+    assert s.id_col == "estab_id"
+    assert s.owner_col == "firm_id"
+    assert set(s.measures) == {"emp", "payroll"}
+    assert "county" in s.groups
+
+
+def test_guess_schema_on_cbp_like_matches_documented():
+    df = prdp_core.samples.load("cbp_like", n=2000, seed=3)
+    assert guess_schema(df) == prdp_core.samples.info("cbp_like").schema
+
+
+def test_validate_schema_errors():
+    df = frame()
+    with pytest.raises(SchemaError, match="at least one measure"):
+        check_table(df, Schema(id_col="estab_id"))
+    with pytest.raises(SchemaError, match="not in the table"):
+        check_table(df, Schema(measures=("nope",)))
+    with pytest.raises(SchemaError, match="both"):
+        check_table(df, Schema(id_col="emp", measures=("emp",)))
+    # an owner may also be a group-by key
+    check_table(df, Schema(measures=("emp",), groups=("firm_id",), owner_col="firm_id"))
+
+
+def test_non_numeric_measure_reported_then_fixable():
+    df = frame().astype({"emp": object})
+    df.loc[1, "emp"] = "n/a"
+    chk = check_table(df, guess_schema(frame()))
+    assert chk.non_numeric == {"emp": 1}
+    with pytest.raises(DataError, match="not numbers"):
+        prepare_dataset(df, guess_schema(frame()))
+    ds = prepare_dataset(df, guess_schema(frame()), non_numeric="missing", missing="drop")
+    assert ds.n == 3
+    assert any("non-numeric" in n for n in ds.notes) and any("Dropped 1" in n for n in ds.notes)
+
+
+def test_nan_and_inf_rows_dropped_with_count():
+    df = frame()
+    df.loc[0, "payroll"] = np.nan
+    df["emp"] = df["emp"].astype(float)
+    df.loc[2, "emp"] = np.inf
+    sch = guess_schema(frame())
+    chk = check_table(df, sch)
+    assert chk.rows_with_missing == 2
+    with pytest.raises(DataError, match="2 row"):
+        prepare_dataset(df, sch)
+    ds = prepare_dataset(df, sch, missing="drop")
+    assert ds.n == 2 and np.isfinite(ds.table[list(sch.measures)].to_numpy()).all()
+
+
+def test_negative_reject_or_shift():
+    df = frame()
+    df.loc[3, "payroll"] = -30.0
+    sch = guess_schema(frame())
+    with pytest.raises(DataError, match="negative"):
+        prepare_dataset(df, sch)
+    ds = prepare_dataset(df, sch, negative="shift")
+    assert ds.table["payroll"].min() == 0.0
+    assert ds.shifts == {"payroll": 30.0}
+    assert ds.table["payroll"].tolist() == [40.0, 80.0, 930.0, 0.0]
+
+
+def test_duplicate_ids_reject_or_regenerate():
+    df = frame()
+    df.loc[1, "estab_id"] = "e1"
+    sch = Schema(id_col="estab_id", measures=("emp",))
+    assert check_table(df, sch).duplicate_ids == 1
+    with pytest.raises(DataError, match="duplicate"):
+        prepare_dataset(df, sch)
+    ds = prepare_dataset(df, sch, duplicate_ids="regenerate")
+    assert ds.table["estab_id"].is_unique
+
+
+def test_generated_ids_and_column_order():
+    ds = prepare_dataset(frame(), Schema(measures=("emp",), groups=("county",), owner_col="firm_id"))
+    assert list(ds.table.columns) == ["row_id", "firm_id", "county", "emp"]
+    assert ds.table["row_id"].tolist() == [1, 2, 3, 4]
+    assert ds.table["emp"].dtype == np.float64
+
+
+def test_all_rows_missing():
+    df = pd.DataFrame({"v": [np.nan, np.nan]})
+    with pytest.raises(DataError, match="No row is left"):
+        prepare_dataset(df, Schema(measures=("v",)), missing="drop")

@@ -1,0 +1,42 @@
+"""Small widgets every page uses: errors, learn notes, confidentiality notes, code expander."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Iterator
+
+import streamlit as st
+
+from prdp_core.errors import PrdpError
+
+
+def show_error(err: PrdpError) -> None:
+    """Show an engine error as a message the user can act on (never a traceback)."""
+    st.error(f"**{err.title}.** {err}")
+
+
+@contextmanager
+def guarded(what: str = "") -> Iterator[None]:
+    """Run a block; show :class:`PrdpError` as a message and keep the rest of the page."""
+    try:
+        yield
+    except PrdpError as err:
+        show_error(err)
+
+
+def learn(text: str) -> None:
+    """A short explanation shown when the sidebar's "learn" toggle is on."""
+    if st.session_state.get("learn"):
+        st.info(text, icon=":material/school:")
+
+
+def confidential(text: str = "") -> None:
+    """Mark numbers that describe real records (confidential; for the designer only)."""
+    st.caption(":material/lock: **Confidential:** these values describe real records. They are shown to the "
+               "policy designer only and are left out of review-mode exports." + (f" {text}" if text else ""))
+
+
+def code_expander(code: str, label: str = "Reproduce in Python") -> None:
+    """The prdp_core code that reproduces what the page shows."""
+    with st.expander(label, icon=":material/code:"):
+        st.code(code.strip() + "\n", language="python")

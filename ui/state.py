@@ -1,0 +1,80 @@
+"""Session state of the app: the active dataset, mode, and cached engine calls.
+
+Keys (all in ``st.session_state``):
+
+* ``dataset`` – the active :class:`prdp_core.Dataset` (a sample is loaded at start-up);
+* ``dataset_source`` – how it was obtained (for the reproduce-in-Python code and configs);
+* ``mode`` – ``"teaching"`` (seeded runs, true values shown) or ``"review"``;
+* ``learn`` – whether short explanations are shown on every page;
+* ``seed`` – the seed of teaching-mode runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import streamlit as st
+
+import prdp_core
+from prdp_core.data import Dataset
+from prdp_core.profile import DatasetProfile, profile_dataset
+
+DEFAULT_SAMPLE = "cbp_like"
+MODES = {"teaching": "Teaching (seeded, shows true values)", "review": "Review (true values hidden)"}
+
+
+@st.cache_data(show_spinner="Generating sample…", max_entries=8)
+def cached_sample(name: str, n: int | None, seed: int) -> Dataset:
+    """A sample dataset, generated once per (name, size, seed)."""
+    return prdp_core.samples.load_dataset(name, n=n, seed=seed)
+
+
+@st.cache_data(show_spinner="Profiling measures…", max_entries=8)
+def cached_profile(token: str, _ds: Dataset) -> DatasetProfile:
+    """Profile of the dataset identified by ``token`` (the dataset itself is not hashed)."""
+    return profile_dataset(_ds)
+
+
+def dataset_token(ds: Dataset, source: dict[str, Any]) -> str:
+    """A short key identifying a dataset and its schema, for caches."""
+    h = hashlib.sha1(repr((sorted(source.items()), ds.schema, ds.n, ds.notes)).encode()).hexdigest()
+    return h[:16]
+
+
+def init_state() -> None:
+    """Fill in defaults on the first run of a session (loads the default sample)."""
+    ss = st.session_state
+    ss.setdefault("mode", "teaching")
+    ss.setdefault("learn", False)
+    ss.setdefault("seed", 0)
+    if "dataset" not in ss:
+        set_dataset(cached_sample(DEFAULT_SAMPLE, None, 0),
+                    {"kind": "sample", "name": DEFAULT_SAMPLE, "n": None, "seed": 0})
+
+
+def set_dataset(ds: Dataset, source: dict[str, Any]) -> None:
+    """Make ``ds`` the active dataset (the previous one is replaced only on success)."""
+    st.session_state["dataset"] = ds
+    st.session_state["dataset_source"] = dict(source)
+    st.session_state["dataset_token"] = dataset_token(ds, source)
+
+
+def dataset() -> Dataset:
+    return st.session_state["dataset"]
+
+
+def source() -> dict[str, Any]:
+    return st.session_state.get("dataset_source", {})
+
+
+def token() -> str:
+    return st.session_state["dataset_token"]
+
+
+def profile() -> DatasetProfile:
+    return cached_profile(token(), dataset())
+
+
+def teaching() -> bool:
+    return st.session_state.get("mode", "teaching") == "teaching"
