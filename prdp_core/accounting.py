@@ -1,0 +1,440 @@
+"""The privacy ledger: releases, their per-record loss functions, composition, conversions.
+
+A **loss function** is the public form of what a release promises each record: a
+function of a (hypothetical) record's values, e.g. "ρ for everyone" or "ρ·m(r)² with
+m(r) = max_a ⌈r(a)/T(a)⌉". Evaluated on a real table it gives per-record losses, which
+are confidential.
+
+Composition (per-record zCDP paper, Lemmas 2–3; general framework, Sec. 3):
+
+* sequential — losses add per record (:class:`SumLoss`, and :meth:`Ledger.total`);
+* parallel over a partition of the record universe (e.g. disjoint groups with their own
+  thresholds) — each record pays only its own part's loss, so the worst case over the
+  universe is the max over parts (:class:`ParallelLoss`).
+
+Measures: ``"rho"`` (zCDP) and ``"eps"`` (pure DP). A pure ε-DP release is also
+ε²/2-zCDP (Bun and Steinke 2016, Prop. 1.4), which is how mixed ledgers are totalled in ρ.
+
+Conversions to (ε, δ)-DP: :func:`zcdp_to_approx_dp` with the Canonne–Kamath–Steinke bound
+(default, tight) or the textbook ε = ρ + 2√(ρ ln(1/δ)).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterable, Literal
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize_scalar
+
+from .errors import ConfigError, ParameterError, PolicyError
+from .policy import MEASURE_SYMBOL, Measure, _check_measure
+
+# ---------------------------------------------------------------------------
+# Conversions
+# ---------------------------------------------------------------------------
+
+
+def _check_rho_delta(rho: float, delta: float) -> tuple[float, float]:
+    r, d = float(rho), float(delta)
+    if not math.isfinite(r) or r < 0:
+        raise ParameterError(f"ρ must be a non-negative number (got {rho!r}).")
+    if not (0 < d < 1):
+        raise ParameterError(f"δ must be strictly between 0 and 1 (got {delta!r}).")
+    return r, d
+
+
+def zcdp_to_approx_dp(rho: float, delta: float, *, method: Literal["cks", "textbook"] = "cks") -> float:
+    """ε such that ρ-zCDP implies (ε, δ)-DP.
+
+    * ``"cks"`` — Canonne, Kamath and Steinke (2020), Prop. 12 / Cor. 13:
+      ε = inf_{α>1} αρ + [ln(1/δ) + (α−1)·ln(1−1/α) − ln α] / (α−1).
+    * ``"textbook"`` — Bun and Steinke (2016), Prop. 1.3: ε = ρ + 2√(ρ·ln(1/δ)).
+
+    Example: ρ = 2.63, δ = 1e-6 gives ε ≈ 13.79 (CKS) and ≈ 14.69 (textbook).
+    """
+    r, d = _check_rho_delta(rho, delta)
+    if r == 0:
+        return 0.0
+    if method == "textbook":
+        return r + 2.0 * math.sqrt(r * math.log(1.0 / d))
+    if method != "cks":
+        raise ParameterError(f"Unknown conversion '{method}'.", hint="Use 'cks' or 'textbook'.")
+    ld = math.log(1.0 / d)
+
+    def eps_at(log_am1: float) -> float:
+        a = 1.0 + math.exp(log_am1)
+        return a * r + (ld + (a - 1.0) * math.log1p(-1.0 / a) - math.log(a)) / (a - 1.0)
+
+    # α* ≈ 1 + sqrt(ln(1/δ)/ρ); search log(α−1) around it
+    centre = 0.5 * math.log(max(ld / r, 1e-300))
+    res = minimize_scalar(eps_at, bounds=(centre - 30.0, centre + 30.0), method="bounded",
+                          options={"xatol": 1e-10})
+    best = min(float(res.fun), r + 2.0 * math.sqrt(r * ld))  # never worse than the textbook bound
+    return max(best, 0.0)
+
+
+def approx_dp_delta(rho: float, eps: float) -> float:
+    """Smallest δ (CKS bound) such that ρ-zCDP implies (ε, δ)-DP."""
+    r, e = float(rho), float(eps)
+    if r < 0 or not math.isfinite(r) or not math.isfinite(e):
+        raise ParameterError("ρ and ε must be finite, ρ ≥ 0.")
+    if r == 0:
+        return 0.0
+
+    def log_delta(log_am1: float) -> float:
+        a = 1.0 + math.exp(log_am1)
+        return (a - 1.0) * (a * r - e) - math.log(a - 1.0) + a * math.log1p(-1.0 / a)
+
+    res = minimize_scalar(log_delta, bounds=(-30.0, 30.0), method="bounded", options={"xatol": 1e-10})
+    return float(min(1.0, math.exp(min(res.fun, 0.0))))
+
+
+def pure_to_zcdp(eps: float | np.ndarray) -> float | np.ndarray:
+    """ε-DP implies (ε²/2)-zCDP (Bun and Steinke 2016, Prop. 1.4)."""
+    return 0.5 * np.square(eps)
+
+
+# ---------------------------------------------------------------------------
+# Loss functions
+# ---------------------------------------------------------------------------
+
+_LOSS_KINDS: dict[str, type["LossFunction"]] = {}
+
+
+def register_loss(cls: type["LossFunction"]) -> type["LossFunction"]:
+    """Class decorator: make a loss-function kind loadable by :func:`loss_from_dict`."""
+    _LOSS_KINDS[cls.kind] = cls
+    return cls
+
+
+class LossFunction(ABC):
+    """The public form of a per-record loss: record values → loss (in ``measure``)."""
+
+    kind: ClassVar[str] = "abstract"
+    measure: Measure
+
+    @abstractmethod
+    def __call__(self, table: pd.DataFrame) -> np.ndarray:
+        """Loss of every record (row) of ``table``."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """One-line public form, e.g. "0.5ρ for every record"."""
+
+    def minimum(self) -> float:
+        """Loss of the records the policy treats best (PolicyMin)."""
+        return 0.0
+
+    def supremum(self) -> float:
+        """Largest loss over the record universe (inf when unbounded, as for splitting)."""
+        return math.inf
+
+    @abstractmethod
+    def to_dict(self) -> dict[str, Any]:
+        ...
+
+
+def loss_from_dict(d: dict[str, Any]) -> LossFunction:
+    """Rebuild a loss function serialised by ``to_dict``."""
+    kind = d.get("kind")
+    if kind not in _LOSS_KINDS:
+        raise ConfigError(f"Unknown loss-function kind '{kind}'.",
+                          hint=f"Known kinds: {', '.join(sorted(_LOSS_KINDS))}.")
+    return _LOSS_KINDS[kind].from_dict(d)  # type: ignore[attr-defined]
+
+
+@register_loss
+@dataclass(frozen=True)
+class FlatLoss(LossFunction):
+    """The same loss for every record: a standard (global) DP or zCDP release."""
+
+    value: float
+    measure: Measure = "rho"
+    kind: ClassVar[str] = "flat"
+
+    def __post_init__(self) -> None:
+        _check_measure(self.measure)
+        if not math.isfinite(self.value) or self.value < 0:
+            raise ParameterError("A loss must be a non-negative finite number.")
+
+    def __call__(self, table: pd.DataFrame) -> np.ndarray:
+        return np.full(len(table), float(self.value))
+
+    def describe(self) -> str:
+        return f"{self.value:.4g}{MEASURE_SYMBOL[self.measure]} for every record"
+
+    def minimum(self) -> float:
+        return float(self.value)
+
+    def supremum(self) -> float:
+        return float(self.value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "value": float(self.value), "measure": self.measure}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "FlatLoss":
+        return cls(float(d["value"]), d.get("measure", "rho"))
+
+
+@register_loss
+@dataclass(frozen=True)
+class SumLoss(LossFunction):
+    """Sequential composition: the per-record losses of the parts add (Lemma 2)."""
+
+    parts: tuple[LossFunction, ...]
+    measure: Measure = "rho"
+    kind: ClassVar[str] = "sum"
+
+    def __post_init__(self) -> None:
+        for p in self.parts:
+            if p.measure != self.measure:
+                raise PolicyError("Sequential composition needs parts in the same measure; convert ε to ρ first.")
+
+    def __call__(self, table: pd.DataFrame) -> np.ndarray:
+        out = np.zeros(len(table))
+        for p in self.parts:
+            out = out + p(table)
+        return out
+
+    def describe(self) -> str:
+        return " + ".join(f"({p.describe()})" for p in self.parts) or "no loss"
+
+    def minimum(self) -> float:
+        return float(sum(p.minimum() for p in self.parts))
+
+    def supremum(self) -> float:
+        return float(sum(p.supremum() for p in self.parts))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "measure": self.measure, "parts": [p.to_dict() for p in self.parts]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SumLoss":
+        return cls(tuple(loss_from_dict(p) for p in d.get("parts", [])), d.get("measure", "rho"))
+
+
+@register_loss
+@dataclass(frozen=True)
+class ParallelLoss(LossFunction):
+    """Parallel composition over a partition by ``column`` (Lemma 3): each record pays its part's loss.
+
+    ``parts`` maps a group value to the loss function of that part; ``default`` covers
+    every other value (the universe must be covered). The worst case over the universe is
+    the max over parts.
+    """
+
+    column: str
+    parts: tuple[tuple[Any, LossFunction], ...]
+    default: LossFunction | None = None
+    measure: Measure = "rho"
+    kind: ClassVar[str] = "parallel"
+
+    def __call__(self, table: pd.DataFrame) -> np.ndarray:
+        if self.column not in table.columns:
+            raise PolicyError(f"The policy is split by '{self.column}', which is not a column of the table.")
+        key = table[self.column]
+        out = np.full(len(table), np.nan)
+        for value, fn in self.parts:
+            m = (key == value).to_numpy()
+            if m.any():
+                out[m] = fn(table.loc[m])
+        rest = np.isnan(out)
+        if rest.any():
+            if self.default is None:
+                missing = pd.unique(key[rest])[:3]
+                raise PolicyError(f"No policy part covers {self.column} = {', '.join(map(str, missing))}.",
+                                  hint="Add a row for these values or a default ('*') row.")
+            out[rest] = self.default(table.loc[rest])
+        return out
+
+    def describe(self) -> str:
+        parts = [f"{self.column} = {v}: {f.describe()}" for v, f in self.parts]
+        if self.default is not None:
+            parts.append(f"otherwise: {self.default.describe()}")
+        return "; ".join(parts)
+
+    def _all(self) -> list[LossFunction]:
+        return [f for _, f in self.parts] + ([self.default] if self.default is not None else [])
+
+    def minimum(self) -> float:
+        return float(min(f.minimum() for f in self._all()))
+
+    def supremum(self) -> float:
+        return float(max(f.supremum() for f in self._all()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "measure": self.measure, "column": self.column,
+                "parts": [{"value": v, "loss": f.to_dict()} for v, f in self.parts],
+                "default": None if self.default is None else self.default.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "ParallelLoss":
+        return cls(d["column"], tuple((p["value"], loss_from_dict(p["loss"])) for p in d.get("parts", [])),
+                   None if d.get("default") is None else loss_from_dict(d["default"]), d.get("measure", "rho"))
+
+
+@register_loss
+@dataclass(frozen=True)
+class RecordLoss(LossFunction):
+    """Realised per-record losses of a data-dependent release (no public closed form).
+
+    Used when a mechanism's delivered loss depends on the data set (e.g. the PrDP
+    framework delivers ε_τ-based losses, Sample delivers min(Φ, t)). ``values`` are
+    aligned with the rows of the table the release ran on; they are confidential and
+    :meth:`to_dict` keeps only their summary unless ``include_values`` is set.
+    """
+
+    values: tuple[float, ...] | np.ndarray
+    measure: Measure = "eps"
+    note: str = ""
+    bound: float = math.inf
+    kind: ClassVar[str] = "record"
+
+    def __call__(self, table: pd.DataFrame) -> np.ndarray:
+        v = np.asarray(self.values, dtype=float)
+        if v.size != len(table):
+            raise PolicyError("These per-record losses belong to a table with a different number of records.")
+        return v
+
+    def describe(self) -> str:
+        return self.note or "data-dependent per-record loss"
+
+    def minimum(self) -> float:
+        v = np.asarray(self.values, dtype=float)
+        return float(v.min()) if v.size else 0.0
+
+    def supremum(self) -> float:
+        return float(self.bound)
+
+    def to_dict(self, include_values: bool = False) -> dict[str, Any]:
+        v = np.asarray(self.values, dtype=float)
+        d: dict[str, Any] = {"kind": self.kind, "measure": self.measure, "note": self.note,
+                             "bound": None if math.isinf(self.bound) else float(self.bound), "n": int(v.size)}
+        if include_values:
+            d["values"] = v.tolist()
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "RecordLoss":
+        if "values" not in d:
+            raise ConfigError("These per-record losses were exported without their values (review mode).")
+        b = d.get("bound")
+        return cls(np.asarray(d["values"], dtype=float), d.get("measure", "eps"), d.get("note", ""),
+                   math.inf if b is None else float(b))
+
+
+def as_rho(fn: LossFunction, table: pd.DataFrame) -> np.ndarray:
+    """Per-record loss in zCDP units (pure ε converted by ε²/2)."""
+    v = fn(table)
+    return v if fn.measure == "rho" else pure_to_zcdp(v)
+
+
+# ---------------------------------------------------------------------------
+# The ledger
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One release recorded in the ledger."""
+
+    label: str
+    mechanism: str
+    loss: LossFunction
+    params: dict[str, Any] = field(default_factory=dict)
+    seed: int | None = None
+    secure: bool = False
+
+    @property
+    def measure(self) -> Measure:
+        return self.loss.measure
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"label": self.label, "mechanism": self.mechanism, "loss": self.loss.to_dict(),
+                "params": _plain(self.params), "seed": self.seed, "secure": self.secure}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "LedgerEntry":
+        try:
+            return cls(label=str(d["label"]), mechanism=str(d["mechanism"]), loss=loss_from_dict(d["loss"]),
+                       params=dict(d.get("params") or {}), seed=d.get("seed"), secure=bool(d.get("secure", False)))
+        except KeyError as exc:
+            raise ConfigError(f"A ledger entry lacks the key {exc}.") from None
+
+
+def _plain(obj: Any) -> Any:
+    """Make params YAML/JSON friendly (numpy scalars and arrays to Python)."""
+    if isinstance(obj, dict):
+        return {str(k): _plain(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_plain(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    return obj
+
+
+@dataclass
+class Ledger:
+    """An ordered list of releases; per-record totals by sequential composition."""
+
+    entries: list[LedgerEntry] = field(default_factory=list)
+
+    def add(self, entry: LedgerEntry) -> "Ledger":
+        self.entries.append(entry)
+        return self
+
+    def extend(self, entries: Iterable[LedgerEntry]) -> "Ledger":
+        self.entries.extend(entries)
+        return self
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def measures(self) -> set[str]:
+        return {e.measure for e in self.entries}
+
+    def total(self, table: pd.DataFrame, measure: Measure = "rho") -> np.ndarray:
+        """Per-record total loss of all releases (sequential composition).
+
+        In ``"rho"`` pure-ε entries count as ε²/2 each. In ``"eps"`` every entry must be
+        pure ε (zCDP has no pure-ε equivalent).
+        """
+        _check_measure(measure)
+        out = np.zeros(len(table))
+        for e in self.entries:
+            if measure == "rho":
+                out = out + as_rho(e.loss, table)
+            else:
+                if e.measure != "eps":
+                    raise PolicyError(f"'{e.label}' is a zCDP release: totals in pure ε are not defined.",
+                                      hint="Total the ledger in ρ instead.")
+                out = out + e.loss(table)
+        return out
+
+    def summary(self, table: pd.DataFrame | None = None) -> pd.DataFrame:
+        """One row per release: label, mechanism, measure, public form, min and sup over the universe,
+        and (when a table is given) the smallest and largest loss among its records."""
+        rows = []
+        for i, e in enumerate(self.entries, 1):
+            row = {"#": i, "release": e.label, "mechanism": e.mechanism, "measure": MEASURE_SYMBOL[e.measure],
+                   "policy (public form)": e.loss.describe(), "base loss": e.loss.minimum(),
+                   "worst case": e.loss.supremum(), "seed": e.seed, "secure": e.secure}
+            if table is not None:
+                v = e.loss(table)
+                row["largest record loss"] = float(v.max()) if v.size else 0.0
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"entries": [e.to_dict() for e in self.entries]}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Ledger":
+        return cls([LedgerEntry.from_dict(e) for e in d.get("entries", [])])

@@ -1,0 +1,81 @@
+"""Noise samplers: right distribution, with power against ±10% scale (both directions)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from prdp_core import noise
+from prdp_core.errors import ParameterError
+
+N = 40_000
+
+
+def _ks_p(sample, dist):
+    return stats.kstest(sample, dist.cdf).pvalue
+
+
+@pytest.mark.parametrize("scale", [0.5, 3.0])
+def test_laplace_scale_with_power(scale):
+    x = noise.laplace(scale, N, rng=np.random.default_rng(1))
+    assert _ks_p(x, stats.laplace(scale=scale)) > 1e-3
+    assert _ks_p(x, stats.laplace(scale=scale * 0.9)) < 1e-4
+    assert _ks_p(x, stats.laplace(scale=scale * 1.1)) < 1e-4
+
+
+@pytest.mark.parametrize("sigma", [1.0, 50.0])
+def test_gaussian_sigma_with_power(sigma):
+    x = noise.gaussian(sigma, N, rng=np.random.default_rng(2))
+    assert _ks_p(x, stats.norm(scale=sigma)) > 1e-3
+    assert _ks_p(x, stats.norm(scale=sigma * 0.9)) < 1e-4
+    assert _ks_p(x, stats.norm(scale=sigma * 1.1)) < 1e-4
+
+
+def _chi2_p(sample, pmf, support):
+    obs = np.array([(sample == k).sum() for k in support] + [(np.abs(sample) > support.max()).sum()])
+    p = pmf(support)
+    exp = np.concatenate((p, [max(1 - p.sum(), 1e-12)])) * sample.size
+    keep = exp > 5
+    obs, exp = obs[keep], exp[keep]
+    exp = exp * obs.sum() / exp.sum()
+    return stats.chisquare(obs, exp).pvalue
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.5])
+def test_two_sided_geometric_exact_pmf_with_power(eps):
+    x = noise.two_sided_geometric(eps, N, rng=np.random.default_rng(3))
+    support = np.arange(-40, 41)
+    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps), support) > 1e-3
+    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps * 1.1), support) < 1e-4
+    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps / 1.1), support) < 1e-4
+
+
+@pytest.mark.parametrize("sigma", [0.7, 4.0])
+def test_discrete_gaussian_with_power(sigma):
+    x = noise.discrete_gaussian(sigma, N, rng=np.random.default_rng(4))
+    support = np.arange(-int(8 * sigma) - 2, int(8 * sigma) + 3)
+    assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma), support) > 1e-3
+    assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma * 0.9), support) < 1e-4
+    assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma * 1.1), support) < 1e-4
+
+
+def test_exponential_mechanism_distribution():
+    scores = np.array([0.0, 1.0, 3.0, 2.0])
+    probs = noise.exponential_mechanism_probs(scores, eps=2.0)
+    draws = noise.exponential_mechanism(scores, 2.0, rng=np.random.default_rng(5), size=N)
+    obs = np.bincount(draws, minlength=4)
+    assert stats.chisquare(obs, probs * N).pvalue > 1e-3
+    wrong = noise.exponential_mechanism_probs(scores, eps=2.2)
+    assert stats.chisquare(obs, wrong * N).pvalue < 1e-4
+    assert isinstance(noise.exponential_mechanism(scores, 1.0, rng=np.random.default_rng(0)), int)
+
+
+def test_calibration_helpers_and_validation():
+    assert noise.gaussian_sigma_for_rho(10.0, 0.5) == pytest.approx(10.0)
+    assert noise.laplace_scale_for_eps(2.0, 0.5) == 4.0
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ParameterError):
+            noise.laplace(bad, 3, rng=np.random.default_rng(0))
+    with pytest.raises(ParameterError):
+        noise.exponential_mechanism(np.array([]), 1.0, rng=np.random.default_rng(0))

@@ -1,0 +1,96 @@
+"""Loss-profile helpers agree with brute force; owner losses follow Lemmas 4 and 5."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from prdp_core.errors import ParameterError
+from prdp_core.policy import LossProfile, ecdf, owner_losses
+
+losses = st.lists(st.sampled_from([0.5, 1.0, 2.0, 4.5, 8.0, 12.5, 50.0]), min_size=1, max_size=200).map(np.array)
+
+
+@given(losses)
+def test_ecdf_matches_brute_force(v):
+    x, y = ecdf(v)
+    for xi, yi in zip(x, y):
+        assert yi == pytest.approx(np.mean(v <= xi))
+    assert y[-1] == pytest.approx(1.0)
+
+
+@given(st.lists(st.floats(0, 1e6), min_size=1, max_size=500).map(np.array))
+def test_ecdf_thinning_passes_through_exact_points(v):
+    x, y = ecdf(v, max_points=10)
+    for xi, yi in zip(x, y):
+        assert yi == pytest.approx(np.mean(v <= xi))
+    assert x[-1] == v.max()
+
+
+@given(losses, st.floats(0, 60))
+def test_share_above_and_top_k(v, level):
+    p = LossProfile(v)
+    assert p.share_above(level) == pytest.approx(np.mean(v > level * (1 + 1e-12)))
+    idx, top = p.top_k(3)
+    assert np.allclose(top, np.sort(v)[::-1][: len(top)])
+    assert np.allclose(v[idx], top)
+
+
+def test_by_group_summary():
+    p = LossProfile(np.array([1.0, 4.0, 1.0, 9.0]))
+    t = p.by_group(np.array(["a", "a", "b", "b"]))
+    assert t["max"].tolist() == [4.0, 9.0]
+    assert t["share_above_base"].tolist() == [0.5, 0.5]
+
+
+def test_owner_losses_lemma4_and_pure():
+    v = np.array([1.0, 4.0, 9.0, 2.0])
+    own = np.array(["f1", "f1", "f1", "f2"])
+    lem4 = owner_losses(v, own)
+    assert lem4["f1"] == 3 * 14.0 and lem4["f2"] == 2.0
+    pure = owner_losses(v, own, measure="eps")
+    assert pure["f1"] == 14.0
+
+
+def test_lemma5_two_records_closed_form():
+    # J = 2: inf_k is P1 + P2 + 2·sqrt(P1·P2) (proof of Lemma 5)
+    for p1, p2 in [(9.0, 1.0), (4.0, 4.0), (100.0, 1.0)]:
+        got = owner_losses(np.array([p2, p1]), np.array(["f", "f"]), method="lemma5", k_grid=4000)["f"]
+        exact = p1 + p2 + 2 * np.sqrt(p1 * p2)
+        assert exact <= got <= exact * 1.001
+        assert got <= owner_losses(np.array([p2, p1]), np.array(["f", "f"]))["f"] + 1e-9
+
+
+@given(st.lists(st.floats(0.1, 50), min_size=1, max_size=6))
+def test_lemma5_matches_brute_force_and_never_exceeds_lemma4(v):
+    v = np.array(v)
+    got = owner_losses(v, np.zeros(v.size, dtype=int), method="lemma5", k_grid=1000)[0]
+    s = np.sort(v)[::-1]
+    ks = 1 + np.logspace(-4, 3, 3000)
+    J = v.size
+
+    def chain(k):  # the proof of Lemma 5: last step has coefficient k^(J-1)
+        c = k ** np.arange(1, J + 1) / (k - 1)
+        c[-1] = k ** (J - 1)
+        return float(np.sum(c * s))
+
+    brute = min(min(chain(k) for k in ks), J * v.sum())
+    assert got == pytest.approx(brute, rel=5e-3)
+    assert got <= J * v.sum() + 1e-9
+
+
+def test_profile_validation():
+    with pytest.raises(ParameterError):
+        LossProfile(np.array([1.0, -1.0]))
+    with pytest.raises(ParameterError):
+        LossProfile(np.array([1.0]), measure="delta")  # type: ignore[arg-type]
+    with pytest.raises(ParameterError):
+        owner_losses(np.array([1.0]), np.array(["a", "b"]))
+
+
+def test_plain_language():
+    p = LossProfile(np.array([1.0] * 99 + [4.0]))
+    assert p.plain_language(1.0).startswith("1 in 100 records pays more than 1")
