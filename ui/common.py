@@ -40,3 +40,9 @@ def code_expander(code: str, label: str = "Reproduce in Python") -> None:
     """The prdp_core code that reproduces what the page shows."""
     with st.expander(label, icon=":material/code:"):
         st.code(code.strip() + "\n", language="python")
+
+
+def seeded_notice(seed: int) -> None:
+    """Say that a run is seeded: reproducible, for teaching and review, never a real release."""
+    st.caption(f":material/science: Seeded run (seed {seed}): reproducible and meant for teaching and review, "
+               "not for a real release.")

@@ -6,19 +6,26 @@ Keys (all in ``st.session_state``):
 * ``dataset_source`` – how it was obtained (for the reproduce-in-Python code and configs);
 * ``mode`` – ``"teaching"`` (seeded runs, true values shown) or ``"review"``;
 * ``learn`` – whether short explanations are shown on every page;
-* ``seed`` – the seed of teaching-mode runs.
+* ``seed`` – the seed of teaching-mode runs;
+* ``ledger`` – the session's :class:`prdp_core.accounting.Ledger` (every release run).
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
 import prdp_core
 from prdp_core.data import Dataset
 from prdp_core.profile import DatasetProfile, profile_dataset
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from prdp_core.accounting import Ledger
+    from prdp_core.release import Release
 
 DEFAULT_SAMPLE = "cbp_like"
 MODES = {"teaching": "Teaching (seeded, shows true values)", "review": "Review (true values hidden)"}
@@ -78,3 +85,25 @@ def profile() -> DatasetProfile:
 
 def teaching() -> bool:
     return st.session_state.get("mode", "teaching") == "teaching"
+
+
+def rng_and_seed() -> tuple["np.random.Generator", int]:
+    """The generator of a seeded (teaching/review) run and its seed."""
+    import numpy as np
+
+    seed = int(st.session_state.get("seed", 0))
+    return np.random.default_rng(seed), seed
+
+
+def ledger() -> "Ledger":
+    """The session's privacy ledger: every release run in this session, in order."""
+    from prdp_core.accounting import Ledger
+
+    if "ledger" not in st.session_state:
+        st.session_state["ledger"] = Ledger()
+    return st.session_state["ledger"]
+
+
+def record_release(release: "Release") -> None:
+    """Add a release's ledger entries to the session ledger."""
+    ledger().extend(release.entries)

@@ -2,7 +2,9 @@
 
 Every figure has a title, axis labels and units. Builders take the engine's
 results (profiles, loss profiles, error tables) and never compute privacy math
-themselves beyond arranging numbers for display.
+themselves beyond arranging numbers for display. Generic builders live here;
+topic-specific ones in submodules (``prdp_core.charts.<topic>``), which use
+:func:`layout` and :data:`PALETTE` for a consistent look.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from .profile import Histogram
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
 
-def _layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, log_y: bool = False,
-            height: int = 360) -> go.Figure:
+def layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, log_y: bool = False,
+           height: int = 360) -> go.Figure:
+    """Common title, axes, legend and template of every figure."""
     fig.update_layout(title=dict(text=title, x=0.0, xanchor="left"), height=height,
                       margin=dict(l=60, r=20, t=50, b=50), legend=dict(orientation="h", y=-0.2),
                       template="plotly_white")
@@ -38,7 +41,7 @@ def histogram_figure(hist: Histogram, measure: str, *, unit: str = "") -> go.Fig
                            hovertemplate="%{customdata[0]:.3g} – %{customdata[1]:.3g}: %{y:,} records<extra></extra>"))
     zeros = f" ({hist.zeros:,} zeros not shown)" if hist.zeros else ""
     label = f"{measure} ({unit})" if unit else measure
-    return _layout(fig, f"Distribution of {measure}{zeros}", f"{label}, log scale", "records", log_x=True)
+    return layout(fig, f"Distribution of {measure}{zeros}", f"{label}, log scale", "records", log_x=True)
 
 
 def lorenz_figure(curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> go.Figure:
@@ -51,7 +54,7 @@ def lorenz_figure(curves: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> go.Fig
                                  line=dict(color=PALETTE[i % len(PALETTE)]),
                                  hovertemplate="smallest %{x:.1f}% of records hold %{y:.2f}% of the total"
                                                "<extra>" + name + "</extra>"))
-    return _layout(fig, "Concentration (Lorenz curve)", "share of records, smallest first (%)",
+    return layout(fig, "Concentration (Lorenz curve)", "share of records, smallest first (%)",
                    "share of the total (%)")
 
 
@@ -67,7 +70,7 @@ def cdf_figure(series: Mapping[str, tuple[np.ndarray, np.ndarray]], *, title: st
     for xv, label in vlines:
         fig.add_vline(x=xv, line_dash="dot", line_color="#666666", annotation_text=label,
                       annotation_position="top left")
-    return _layout(fig, title, x_label, y_label, log_x=log_x)
+    return layout(fig, title, x_label, y_label, log_x=log_x)
 
 
 def line_figure(x: Sequence[float], ys: Mapping[str, Sequence[float]], *, title: str, x_label: str,
@@ -77,4 +80,4 @@ def line_figure(x: Sequence[float], ys: Mapping[str, Sequence[float]], *, title:
     for i, (name, y) in enumerate(ys.items()):
         fig.add_trace(go.Scatter(x=list(x), y=list(y), mode=mode, name=name,
                                  line=dict(color=PALETTE[i % len(PALETTE)])))
-    return _layout(fig, title, x_label, y_label, log_x=log_x, log_y=log_y)
+    return layout(fig, title, x_label, y_label, log_x=log_x, log_y=log_y)
