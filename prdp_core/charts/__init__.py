@@ -14,7 +14,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import plotly.graph_objects as go
 
-from .profile import Histogram
+from ..profile import Histogram
 
 #: Colour sequence used for overlaid policies (colour-blind friendly, Okabe–Ito).
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
