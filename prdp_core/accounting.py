@@ -438,3 +438,110 @@ class Ledger:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Ledger":
         return cls([LedgerEntry.from_dict(e) for e in d.get("entries", [])])
+
+
+# ---------------------------------------------------------------------------
+# Per-attribute (granular) accounting — partial DP paper (Ghazi, Kumar, Manurangsi,
+# Steinke), §2.2 (Prop. 8, Lemmas 9–10) and §7 ("2020 US Census").
+# Neighbours here are *replacements*: one person's record changes, n is fixed.
+# ---------------------------------------------------------------------------
+
+
+def _check_nonneg(name: str, value: float) -> float:
+    v = float(value)
+    if not math.isfinite(v) or v < 0:
+        raise ParameterError(f"{name} must be a non-negative finite number (got {value!r}).")
+    return v
+
+
+def per_attribute_to_record(eps0: float, attributes: int, *,
+                            kind: Literal["pure", "cdp"] = "pure") -> float:
+    """Loss of a change of ``attributes`` attributes under a per-attribute guarantee (Prop. 8).
+
+    ``eps0`` is the per-attribute parameter ε0: a change of one attribute of one person
+    costs ε0 (ε0-∇0DP, pure) or ρ = ½ε0² (ε0-∇0CDP). Group privacy along the Hamming
+    path gives, for a change of k attributes:
+
+    * ``kind="pure"`` — ε = k·ε0 (returned in ε);
+    * ``kind="cdp"`` — ρ = ½(k·ε0)² (returned in ρ; the "ε" of CDP adds, so ρ is
+      quadratic in k).
+
+    With k = d (all attributes) this is the whole-record guarantee.
+    """
+    e = _check_nonneg("The per-attribute ε0", eps0)
+    k = int(attributes)
+    if k < 0 or k != attributes:
+        raise ParameterError(f"The number of attributes must be a whole number ≥ 0 (got {attributes!r}).")
+    if kind == "pure":
+        return k * e
+    if kind == "cdp":
+        return 0.5 * (k * e) ** 2
+    raise ParameterError(f"Unknown guarantee kind '{kind}'.", hint="Use 'pure' (∇0DP) or 'cdp' (∇0CDP).")
+
+
+def disjoint_attribute_releases(losses: Iterable[float], *, measure: Measure = "rho") -> tuple[float, float]:
+    """Per-attribute and whole-record loss of releases on disjoint attributes (Lemma 10).
+
+    ``losses[j]`` is the loss of a release that reads only attribute (column) j, in
+    ``measure`` (ε for pure DP, ρ for zCDP), against a change of that column's entry.
+    Changing one attribute touches one release, so the per-attribute loss is the max;
+    changing a whole record touches all of them, so the whole-record loss is the sum
+    (ε adds for pure DP, ρ adds for zCDP — in "ε" units, √d·ε for d equal releases).
+
+    Returns ``(per_attribute, whole_record)`` in ``measure``.
+    """
+    _check_measure(measure)
+    v = [_check_nonneg("A release's loss", x) for x in losses]
+    if not v:
+        return 0.0, 0.0
+    return max(v), float(sum(v))
+
+
+@dataclass(frozen=True)
+class AttributeRelease:
+    """One release over a subset of attributes, for the attribute-subset accountant.
+
+    ``rho`` is the release's zCDP parameter against replacing a whole record (e.g. a
+    histogram or marginal on ``attributes`` with L2 sensitivity √2). A change confined
+    to attributes outside ``attributes`` leaves the release unchanged.
+    """
+
+    label: str
+    attributes: frozenset[str]
+    rho: float
+
+    def __post_init__(self) -> None:
+        _check_nonneg(f"ρ of '{self.label}'", self.rho)
+        if not self.attributes:
+            raise ParameterError(f"The release '{self.label}' reads no attribute.",
+                                 hint="List the attributes it is computed from.")
+        object.__setattr__(self, "attributes", frozenset(self.attributes))
+
+
+def attribute_subset_rho(releases: Iterable[AttributeRelease], subset: Iterable[str]) -> float:
+    """ρ of a change confined to the attributes in ``subset`` (partial CDP, §7 "2020 US Census").
+
+    ρ(S) = Σ_{r : A_r ∩ S ≠ ∅} ρ_r: only releases that read a changed attribute move, and
+    each moves by at most its whole-record sensitivity. ρ(S) is monotone and subadditive,
+    ρ({j}) is attribute j's budget and ρ(all attributes) = Σ_r ρ_r is the whole record.
+    """
+    s = frozenset(subset)
+    return float(sum(r.rho for r in releases if r.attributes & s))
+
+
+def attribute_rho_table(releases: Iterable[AttributeRelease], delta: float = 1e-6) -> pd.DataFrame:
+    """One row per attribute: its ρ({j}), the releases reading it and (ε, δ) by CKS.
+
+    A final row ``(whole record)`` gives Σ_r ρ_r.
+    """
+    rel = list(releases)
+    attrs = sorted(set().union(*(r.attributes for r in rel))) if rel else []
+    rows = []
+    for a in attrs:
+        rho = attribute_subset_rho(rel, [a])
+        rows.append({"attribute": a, "rho": rho, "releases": sum(1 for r in rel if a in r.attributes),
+                     "eps_cks": zcdp_to_approx_dp(rho, delta)})
+    total = float(sum(r.rho for r in rel))
+    rows.append({"attribute": "(whole record)", "rho": total, "releases": len(rel),
+                 "eps_cks": zcdp_to_approx_dp(total, delta)})
+    return pd.DataFrame(rows)
