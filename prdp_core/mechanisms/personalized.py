@@ -1,0 +1,1669 @@
+"""Personalized differential privacy (PDP): every user publicly chooses an ε.
+
+Jorgensen, Yu and Cormode, "Conservative or Liberal? Personalized Differential Privacy"
+(ICDE 2015). A *privacy specification* Φ : U → ℝ⁺ (Def. 5) gives each user u of a
+public universe U its own ε, Φ^u (smaller = stronger privacy). A mechanism M is
+**Φ-PDP** (Def. 6) when, for neighbouring datasets D ∼ D′ that differ in one tuple x
+owned by user u, Pr[M(D) ∈ O] ≤ exp(Φ^u) · Pr[M(D′) ∈ O] (in both directions).
+
+Neighbour notions (they differ between mechanisms, and the app says so):
+
+* :class:`Minimum`, :class:`Threshold`, :class:`Sample` and :class:`Stretching` are proved
+  under **add/remove** neighbours (Def. 2: D′ = D plus or minus one tuple);
+* :class:`PE` is proved only under **substitution** neighbours (Sec. IV-C: one tuple's
+  *value* changes, n is public). A substitution is a removal plus an addition, so a
+  substitution-ε is roughly twice as weak as an add/remove-ε; releases of the two
+  kinds should not be totalled in one ledger as if they were the same unit.
+
+The guarantee is per **tuple**: a user owning k tuples is protected at about k·Φ^u
+(group privacy), which the specification builders report.
+
+Mechanisms (Sec. IV):
+
+* :class:`Minimum` (Def. 7) — any ε-DP mechanism at α = min_u Φ^u;
+* :class:`Threshold` (Def. 8) — drop users with Φ^u < t, run at ε = t;
+* :class:`Sample` (Def. 9, Thm 5) — keep tuple x with probability
+  π_x = (e^{Φ^x} − 1)/(e^t − 1) (1 if Φ^x ≥ t), then run a t-DP mechanism on the kept
+  tuples; user x receives exactly min(Φ^x, t);
+* :class:`PE` (Def. 10, Thm 6) — the personalized exponential mechanism with score
+  d_f(D, r, Φ) (Eq. 5), for count, median and min, computed with the fast formulas of
+  Sec. IV-C (sign-corrected, tie-safe for the median; brute-force verified in tests);
+* :class:`Stretching` (Alaggan et al., as translated in Sec. V-A) — scale each value by
+  Φ^x/ε_ref and add Laplace(Δ/ε_ref); for sums and counts.
+
+The black-box ε-DP mechanisms wrapped by Minimum, Threshold and Sample are add/remove
+DP and cope with any input size (also empty): Laplace (or the two-sided geometric)
+for count and sum, a split-budget ratio for the mean, and the exponential mechanism
+for the median (rank score, sensitivity ½) and the minimum (change-count score,
+sensitivity 1).
+
+Thresholds and the Minimum's α are computed from the **public specification over U**
+(:class:`PrivacySpec`), never from the users present in the dataset (see
+:meth:`PrivacySpec.threshold`).
+
+The module also holds the analytic error formulas (closed forms where the noise allows),
+vectorised simulations, the paper's synthetic experiments (Sec. V-A, Table I) and the
+PDP → PrDP reduction E(r) = c·v_bud of the general framework paper (Sec. 3.4).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, ClassVar, Literal, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..accounting import LedgerEntry, RecordLoss
+from ..errors import ParameterError, PolicyError
+from ..release import Release
+from .. import noise as _noise
+
+QueryKind = Literal["count", "sum", "mean", "median", "min"]
+QUERY_KINDS: tuple[str, ...] = ("count", "sum", "mean", "median", "min")
+Neighbours = Literal["add/remove", "substitution"]
+ThresholdSpec = float | Literal["max", "mean", "min"]
+MEDIAN_SCORES = ("rank", "changes")
+
+#: Plain-language statement of each neighbour notion, for docstrings and the UI.
+NEIGHBOUR_TEXT: dict[str, str] = {
+    "add/remove": "add/remove neighbours (datasets differ by one tuple being present or absent)",
+    "substitution": "substitution neighbours (datasets differ in the value of one tuple; the number of "
+                    "tuples n is public)",
+}
+
+TIER_NAMES = ("conservative", "moderate", "liberal")
+
+
+# ---------------------------------------------------------------------------
+# Privacy specifications (Def. 5, Sec. V)
+# ---------------------------------------------------------------------------
+
+
+def _check_eps(value: float, name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number (got {value!r}).") from None
+    if not math.isfinite(v) or v <= 0:
+        raise ParameterError(f"{name} must be a positive finite number (got {value!r}).",
+                             hint="Privacy parameters ε are strictly positive; the paper uses values in (0.01, 1].")
+    return v
+
+
+@dataclass(frozen=True)
+class TierConfig:
+    """Generated three-tier specification of the paper's Sec. V (defaults of Table I).
+
+    Users are split at random into *conservative* (share ``f_c``), *moderate*
+    (``f_m``) and *liberal* (1 − f_c − f_m) groups. Conservative users draw
+    Φ ~ U[ε_C, ε_M], moderate users Φ ~ U[ε_M, ε_L], both rounded to ``round_to``
+    (0.01 in the paper); liberal users get ε_L. Smaller ε = stronger privacy. Group
+    sizes are exact (⌊f·|U|⌉), assigned by a random permutation (the paper does not say
+    whether shares are exact or multinomial).
+    """
+
+    f_c: float = 0.54
+    f_m: float = 0.37
+    eps_c: float = 0.01
+    eps_m: float = 0.2
+    eps_l: float = 1.0
+    round_to: float = 0.01
+
+    def __post_init__(self) -> None:
+        for name in ("f_c", "f_m"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= 1):
+                raise ParameterError(f"The share {name} must be between 0 and 1 (got {v!r}).")
+        if self.f_c + self.f_m > 1 + 1e-12:
+            raise ParameterError(f"The conservative and moderate shares add up to {self.f_c + self.f_m:.3g} > 1.",
+                                 hint="Lower one of them: the liberal share is 1 − f_C − f_M.")
+        ec, em, el = (_check_eps(self.eps_c, "ε_C"), _check_eps(self.eps_m, "ε_M"), _check_eps(self.eps_l, "ε_L"))
+        if not ec <= em <= el:
+            raise ParameterError(f"The tier ranges need ε_C ≤ ε_M ≤ ε_L (got {ec:g}, {em:g}, {el:g}).")
+        if not (math.isfinite(self.round_to) and self.round_to >= 0):
+            raise ParameterError("The rounding step must be 0 (no rounding) or a positive number.")
+
+    @property
+    def f_l(self) -> float:
+        return max(0.0, 1.0 - self.f_c - self.f_m)
+
+    def expected_mean(self) -> float:
+        """Expected mean Φ over users (before rounding), e.g. 0.369 at the defaults."""
+        return (self.f_c * (self.eps_c + self.eps_m) / 2 + self.f_m * (self.eps_m + self.eps_l) / 2
+                + self.f_l * self.eps_l)
+
+
+@dataclass(frozen=True)
+class PrivacySpec:
+    """A privacy specification Φ over the public universe U of users (Def. 5).
+
+    Attributes
+    ----------
+    users:
+        The public roster U (unique user ids). With ``user_col=None`` each row of the
+        table the spec is applied to is its own user and ``users`` are row positions.
+    eps:
+        Φ^u for each user of ``users`` (strictly positive; missing choices already
+        replaced by ``default_eps``). **Public** under PDP, like ε in DP: a user's
+        choice must not depend on their sensitive values.
+    default_eps:
+        ε_def given to users who did not choose (Def. 5 discussion; 1.0 in the paper).
+    user_col:
+        Column of a table naming each tuple's owner, or ``None`` (one tuple per user).
+    tiers:
+        Tier label of each user for generated specifications, else ``None``.
+    source:
+        How the specification was obtained (shown in the UI and in release params).
+    n_defaulted:
+        Number of users who received ``default_eps``.
+    notes:
+        Warnings for the designer (several tuples per user, values outside (0.01, 1]…).
+    """
+
+    users: np.ndarray
+    eps: np.ndarray
+    default_eps: float = 1.0
+    user_col: str | None = None
+    tiers: np.ndarray | None = None
+    source: str = ""
+    n_defaulted: int = 0
+    notes: tuple[str, ...] = ()
+    tuples_per_user_max: int = 1
+
+    def __post_init__(self) -> None:
+        e = np.asarray(self.eps, dtype=float)
+        if e.ndim != 1 or e.size == 0:
+            raise PolicyError("A privacy specification needs at least one user.")
+        if not np.isfinite(e).all() or (e <= 0).any():
+            raise PolicyError("Every ε of a privacy specification must be a positive finite number.")
+        object.__setattr__(self, "eps", e)
+        object.__setattr__(self, "users", np.asarray(self.users))
+        _check_eps(self.default_eps, "The default ε")
+
+    @property
+    def n_users(self) -> int:
+        return int(self.eps.size)
+
+    @property
+    def min_eps(self) -> float:
+        """min_u Φ^u over the public universe U (the Minimum mechanism's α)."""
+        return float(self.eps.min())
+
+    @property
+    def max_eps(self) -> float:
+        """max_u Φ^u over U (the paper's default threshold for S and T)."""
+        return float(self.eps.max())
+
+    @property
+    def mean_eps(self) -> float:
+        """(1/|U|) Σ_u Φ^u over U (the paper's S-avg threshold)."""
+        return float(self.eps.mean())
+
+    def threshold(self, t: ThresholdSpec) -> float:
+        """Resolve a threshold: ``"max"``, ``"mean"``, ``"min"`` or a positive number.
+
+        The named thresholds are computed over the **public universe U**, never over the
+        users whose tuples happen to be in the dataset. If they were computed from the
+        users present, adding one conservative user's tuple would change t (or α) and
+        with it the noise scale of everybody's answer: the output distributions on D and
+        D + x would then differ by more than e^{Φ^x} (two Laplace laws with different
+        scales have an unbounded likelihood ratio), and the proofs of Defs. 7–9 no longer
+        apply. The roster and its choices are public under PDP, so statistics of it are
+        free to use (notes §5.7).
+        """
+        if isinstance(t, str):
+            key = t.strip().lower()
+            if key == "max":
+                return self.max_eps
+            if key in ("mean", "avg", "average"):
+                return self.mean_eps
+            if key == "min":
+                return self.min_eps
+            raise ParameterError(f"Unknown threshold '{t}'.", hint="Use 'max', 'mean', 'min' or a positive number.")
+        return _check_eps(t, "The threshold t")
+
+    def phi_for(self, table: pd.DataFrame | int) -> np.ndarray:
+        """Φ of the owner of every tuple (row) of ``table``, aligned with its rows."""
+        n = table if isinstance(table, (int, np.integer)) else len(table)
+        if self.user_col is None:
+            if n != self.eps.size:
+                raise PolicyError(f"The specification lists {self.eps.size:,} users but the table has {n:,} rows.",
+                                  hint="Rebuild the specification for this table, or name a user column.")
+            return self.eps.copy()
+        if isinstance(table, (int, np.integer)):
+            raise PolicyError("This specification maps users through a column; pass the table.")
+        if self.user_col not in table.columns:
+            raise PolicyError(f"The specification's user column '{self.user_col}' is not in the table.")
+        idx = pd.Index(self.users).get_indexer(table[self.user_col].to_numpy())
+        missing = idx < 0
+        if missing.any():
+            ex = ", ".join(map(str, pd.unique(table[self.user_col].to_numpy()[missing])[:3]))
+            raise PolicyError(f"{int(missing.sum()):,} tuple(s) belong to users outside the specification "
+                              f"(e.g. {ex}).", hint="Every user of the universe U needs an ε (or the default).")
+        return self.eps[idx]
+
+    def tier_table(self) -> pd.DataFrame:
+        """Users, share and ε range per tier (or per distinct ε when there are no tiers)."""
+        if self.tiers is not None:
+            df = pd.DataFrame({"tier": self.tiers, "eps": self.eps})
+            order = {name: i for i, name in enumerate(TIER_NAMES)}
+            out = df.groupby("tier", sort=False)["eps"].agg(users="size", min="min", mean="mean", max="max")
+            out = out.reset_index()
+            out["order"] = out["tier"].map(order).fillna(99)
+            out = out.sort_values("order").drop(columns="order").reset_index(drop=True)
+        else:
+            q = pd.Series(self.eps)
+            out = pd.DataFrame({"tier": ["all users"], "users": [q.size], "min": [q.min()], "mean": [q.mean()],
+                                "max": [q.max()]})
+        out.insert(2, "share", out["users"] / self.n_users)
+        return out
+
+    def summary(self) -> dict[str, Any]:
+        return {"users": self.n_users, "min": self.min_eps, "mean": self.mean_eps, "max": self.max_eps,
+                "defaulted": self.n_defaulted, "source": self.source}
+
+
+def _finish_spec(users: np.ndarray, eps: np.ndarray, *, default_eps: float, user_col: str | None, source: str,
+                 n_defaulted: int, tiers: np.ndarray | None = None, tuples_max: int = 1,
+                 extra_notes: Sequence[str] = ()) -> PrivacySpec:
+    notes = list(extra_notes)
+    if n_defaulted:
+        notes.append(f"{n_defaulted:,} user(s) had no ε and received the default ε_def = {default_eps:g}.")
+    out_of_range = int(((eps < 0.01 - 1e-12) | (eps > 1.0 + 1e-12)).sum())
+    if out_of_range:
+        notes.append(f"{out_of_range:,} user(s) chose ε outside the paper's range [0.01, 1] — allowed, but check "
+                     "the units of the column.")
+    if tuples_max > 1:
+        notes.append(f"Some users own several tuples (up to {tuples_max}). PDP protects single tuples: a user with "
+                     f"k tuples is protected at about k·Φ (group privacy).")
+    return PrivacySpec(users=users, eps=eps, default_eps=default_eps, user_col=user_col, tiers=tiers, source=source,
+                       n_defaulted=n_defaulted, notes=tuple(notes), tuples_per_user_max=tuples_max)
+
+
+def spec_from_values(eps: Sequence[float] | np.ndarray, *, default_eps: float = 1.0,
+                     source: str = "given values") -> PrivacySpec:
+    """A specification with one user per value (missing values get ``default_eps``)."""
+    d = _check_eps(default_eps, "The default ε")
+    e = pd.to_numeric(pd.Series(np.asarray(eps, dtype=object)), errors="coerce").to_numpy(dtype=float)
+    _check_column_eps(e, source)
+    miss = np.isnan(e)
+    e = np.where(miss, d, e)
+    return _finish_spec(np.arange(e.size), e, default_eps=d, user_col=None, source=source,
+                        n_defaulted=int(miss.sum()))
+
+
+def _check_column_eps(e: np.ndarray, what: str) -> None:
+    bad = np.isfinite(e) & (e <= 0)
+    if bad.any():
+        raise PolicyError(f"{int(bad.sum()):,} value(s) of {what} are zero or negative; ε must be positive.",
+                          hint="Fix those values or blank them so that they receive the default ε.")
+    if np.isinf(e).any():
+        raise PolicyError(f"{what} contains infinite values.", hint="Blank them so they receive the default ε.")
+
+
+def spec_from_column(table: pd.DataFrame, column: str, *, user_col: str | None = None,
+                     default_eps: float = 1.0) -> PrivacySpec:
+    """Read Φ from a numeric column of the data (one row per tuple).
+
+    ``column``: each tuple's owner's ε (non-numbers and blanks → ``default_eps``).
+    ``user_col``: the owner of each tuple (the user the ε belongs to). When a user has
+    several tuples with different ε, the smallest (most protective) is used and a
+    note says so. The users present in the table are taken as the public roster U:
+    under PDP the roster and its choices are published (Def. 5), which the UI states.
+    """
+    if column not in table.columns:
+        raise PolicyError(f"'{column}' is not a column of the table.")
+    d = _check_eps(default_eps, "The default ε")
+    e = pd.to_numeric(table[column], errors="coerce").to_numpy(dtype=float)
+    _check_column_eps(e, f"'{column}'")
+    miss = np.isnan(e)
+    src = f"column '{column}'"
+    if user_col is None:
+        e = np.where(miss, d, e)
+        return _finish_spec(np.arange(e.size), e, default_eps=d, user_col=None, source=src,
+                            n_defaulted=int(miss.sum()))
+    if user_col not in table.columns:
+        raise PolicyError(f"The user column '{user_col}' is not in the table.")
+    owners = table[user_col].to_numpy()
+    if pd.isna(owners).any():
+        raise PolicyError(f"The user column '{user_col}' has missing values.", hint="Every tuple needs an owner.")
+    codes, users = pd.factorize(owners, sort=False)
+    m = users.size
+    vals = np.where(miss, np.inf, e)
+    per_user = np.full(m, np.inf)
+    np.minimum.at(per_user, codes, vals)
+    hi = np.full(m, -np.inf)
+    np.maximum.at(hi, codes, np.where(miss, -np.inf, e))
+    conflicting = int(((np.isfinite(hi)) & (hi > per_user + 1e-12)).sum())
+    defaulted = ~np.isfinite(per_user)
+    per_user = np.where(defaulted, d, per_user)
+    counts = np.bincount(codes, minlength=m)
+    notes = []
+    if conflicting:
+        notes.append(f"{conflicting:,} user(s) have tuples with different ε; each gets the smallest of them.")
+    return _finish_spec(np.asarray(users), per_user, default_eps=d, user_col=user_col, source=f"{src} per '{user_col}'",
+                        n_defaulted=int(defaulted.sum()), tuples_max=int(counts.max()) if m else 1,
+                        extra_notes=notes)
+
+
+def spec_from_labels(table: pd.DataFrame, column: str, mapping: dict[Any, float], *, user_col: str | None = None,
+                     default_eps: float = 1.0) -> PrivacySpec:
+    """Map friendly labels (e.g. low / medium / high privacy) to ε with an expert table (Sec. III).
+
+    Labels missing from ``mapping`` (and blanks) receive ``default_eps``.
+    """
+    if column not in table.columns:
+        raise PolicyError(f"'{column}' is not a column of the table.")
+    clean = {}
+    for k, v in mapping.items():
+        clean[k] = _check_eps(v, f"ε for label '{k}'")
+    e = table[column].map(clean).astype(float)
+    mapped = pd.DataFrame({"_eps": e.to_numpy()})
+    if user_col is not None:
+        mapped[user_col] = table[user_col].to_numpy()
+    spec = spec_from_column(mapped, "_eps", user_col=user_col, default_eps=default_eps)
+    return replace(spec, source=f"labels of '{column}' mapped to ε")
+
+
+def generate_tiers(users: int | Sequence[Any] | np.ndarray, config: TierConfig | None = None, *,
+                   rng: np.random.Generator, user_col: str | None = None,
+                   default_eps: float = 1.0) -> PrivacySpec:
+    """Generate a conservative / moderate / liberal specification (paper Sec. V).
+
+    ``users``: the number of users (one tuple each, ``user_col=None``) or the roster of
+    user ids (with ``user_col`` naming the owner column of the tables it will be
+    applied to). The draw uses only ``rng`` and ``config`` — never the data — so the
+    resulting Φ is a legitimate public specification.
+    """
+    cfg = config or TierConfig()
+    if isinstance(users, (int, np.integer)):
+        n = int(users)
+        ids = np.arange(n)
+        if user_col is not None:
+            raise ParameterError("Give the roster of user ids when the specification maps users by a column.")
+    else:
+        ids = np.asarray(users)
+        n = ids.size
+        if pd.Index(ids).has_duplicates:
+            raise ParameterError("The roster of users has duplicate ids.")
+    if n < 1:
+        raise ParameterError("A specification needs at least one user.")
+    n_c = int(round(cfg.f_c * n))
+    n_m = min(int(round(cfg.f_m * n)), n - n_c)
+    tier_idx = np.zeros(n, dtype=np.int8)
+    perm = rng.permutation(n)
+    tier_idx[perm[n_c:n_c + n_m]] = 1
+    tier_idx[perm[n_c + n_m:]] = 2
+    eps = np.full(n, float(cfg.eps_l))
+    u = rng.random(n)
+    lo = np.where(tier_idx == 0, cfg.eps_c, cfg.eps_m)
+    hi = np.where(tier_idx == 0, cfg.eps_m, cfg.eps_l)
+    draw = lo + u * (hi - lo)
+    if cfg.round_to > 0:
+        draw = np.round(np.round(draw / cfg.round_to) * cfg.round_to, 10)
+        draw = np.maximum(draw, cfg.round_to)  # rounding must never give ε = 0
+    eps = np.where(tier_idx == 2, eps, draw)
+    labels = np.asarray(TIER_NAMES, dtype=object)[tier_idx]
+    src = (f"generated tiers (f_C={cfg.f_c:g}, f_M={cfg.f_m:g}, ε_C={cfg.eps_c:g}, ε_M={cfg.eps_m:g}, "
+           f"ε_L={cfg.eps_l:g})")
+    return _finish_spec(ids, eps, default_eps=default_eps, user_col=user_col, source=src, n_defaulted=0,
+                        tiers=labels)
+
+
+def generate_tiers_for(table: pd.DataFrame, config: TierConfig | None = None, *, rng: np.random.Generator,
+                       user_col: str | None = None) -> PrivacySpec:
+    """Generated tiers for the users of ``table`` (one per row, or one per value of ``user_col``)."""
+    if user_col is None:
+        return generate_tiers(len(table), config, rng=rng)
+    if user_col not in table.columns:
+        raise PolicyError(f"The user column '{user_col}' is not in the table.")
+    owners = table[user_col].to_numpy()
+    users = pd.unique(owners)
+    counts = pd.Series(owners).value_counts()
+    spec = generate_tiers(users, config, rng=rng, user_col=user_col)
+    if len(counts) and int(counts.max()) > 1:
+        spec = replace(spec, tuples_per_user_max=int(counts.max()),
+                       notes=spec.notes + (f"Some users own several tuples (up to {int(counts.max())}). PDP protects "
+                                           "single tuples: a user with k tuples is protected at about k·Φ.",))
+    return spec
+
+
+# ---------------------------------------------------------------------------
+# Queries
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Query:
+    """What is asked of the data.
+
+    kind:
+        ``count`` (tuples with value ≥ ``cutoff``; every tuple when ``column`` is None),
+        ``sum``, ``mean``, ``median`` or ``min`` of ``column``.
+    column:
+        The value column.
+    cutoff:
+        For count: a tuple counts when its value is ≥ ``cutoff`` (1 for a 0/1 column —
+        the paper's setting).
+    median_score:
+        Score of the black-box ε-DP median used by Minimum, Threshold and Sample:
+        ``"rank"`` (default; −(max(L, G) − n/2)⁺, add/remove sensitivity ½, so weights
+        exp(ε·s)) or ``"changes"`` (the change-count score of Eq. 3, sensitivity 1, weights
+        exp(ε·s/2) — twice as flat; what the paper's uniform-Φ PE reduces to). Both are
+        ε-DP under add/remove neighbours (brute-force checked in the tests).
+    lo, hi:
+        Public bounds of the values for sum, mean, median and min: values are clipped
+        to [lo, hi] (a per-tuple step, no privacy cost). They set the sensitivity of
+        sums (max(|lo|, |hi|)) and the output range R of median and min. Choose them
+        without looking at the data in a real release.
+    """
+
+    kind: str = "count"
+    column: str | None = None
+    cutoff: float = 1.0
+    lo: float = 0.0
+    hi: float | None = None
+    median_score: str = "rank"
+
+    def __post_init__(self) -> None:
+        if self.median_score not in MEDIAN_SCORES:
+            raise ParameterError(f"Unknown median score '{self.median_score}'.",
+                                 hint="Use 'rank' (sensitivity ½) or 'changes' (the paper's Eq. 3, sensitivity 1).")
+        if self.kind not in QUERY_KINDS:
+            raise ParameterError(f"Unknown query '{self.kind}'.", hint=f"Use one of: {', '.join(QUERY_KINDS)}.")
+        if self.kind != "count":
+            if self.column is None:
+                raise ParameterError(f"A {self.kind} needs a value column.")
+            if self.hi is None or not math.isfinite(float(self.hi)) or not math.isfinite(float(self.lo)):
+                raise ParameterError(f"A {self.kind} needs finite public bounds lo and hi for the values.")
+            if float(self.hi) <= float(self.lo):
+                raise ParameterError(f"The value bounds must satisfy lo < hi (got {self.lo:g} and {self.hi:g}).")
+        elif not math.isfinite(float(self.cutoff)):
+            raise ParameterError("The count cut-off must be a finite number.")
+
+    @property
+    def bound(self) -> float:
+        """Add/remove sensitivity of a sum of clipped values: max(|lo|, |hi|) (1 for count)."""
+        if self.kind == "count":
+            return 1.0
+        return float(max(abs(self.lo), abs(self.hi or 0.0)))
+
+    def describe(self) -> str:
+        if self.kind == "count":
+            return "count of tuples" if self.column is None else f"count of {self.column} ≥ {self.cutoff:g}"
+        return f"{self.kind} of {self.column} in [{self.lo:g}, {self.hi:g}]"
+
+    def raw(self, table: pd.DataFrame) -> np.ndarray:
+        """The column as numbers (for true answers)."""
+        if self.column is None:
+            return np.ones(len(table))
+        if self.column not in table.columns:
+            raise ParameterError(f"'{self.column}' is not a column of the table.")
+        v = pd.to_numeric(table[self.column], errors="coerce").to_numpy(dtype=float)
+        if np.isnan(v).any():
+            raise ParameterError(f"'{self.column}' has {int(np.isnan(v).sum()):,} missing or non-numeric value(s).",
+                                 hint="Choose a measure column (the Data page cleans measures).")
+        return v
+
+    def prepare(self, raw: np.ndarray) -> np.ndarray:
+        """Per-tuple inputs of the mechanisms: 0/1 bits for count, clipped values otherwise."""
+        v = np.asarray(raw, dtype=float)
+        if self.kind == "count":
+            return (v >= self.cutoff).astype(float) if self.column is not None else np.ones(v.size)
+        return np.clip(v, float(self.lo), float(self.hi))
+
+    def truth(self, raw: np.ndarray) -> float:
+        """True answer on the unclipped values (so errors include any clipping bias)."""
+        v = np.asarray(raw, dtype=float)
+        if self.kind == "count":
+            return float(self.prepare(v).sum())
+        if v.size == 0:
+            return float("nan")
+        if self.kind == "sum":
+            return float(v.sum())
+        if self.kind == "mean":
+            return float(v.mean())
+        if self.kind == "median":
+            return float(np.sort(v)[v.size // 2])  # upper median, as the mechanisms (0-indexed rank ⌊n/2⌋)
+        return float(v.min())
+
+    def integer_grid(self, values: np.ndarray) -> bool:
+        """Median/min output range: the integers of [lo, hi] when bounds and values are integers."""
+        lo, hi = float(self.lo), float(self.hi or 0.0)
+        return bool(lo == round(lo) and hi == round(hi) and np.all(np.asarray(values) == np.round(values)))
+
+
+# ---------------------------------------------------------------------------
+# Output-range pieces (Sec. IV-C "for large R"): data points and the open gaps between them
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pieces:
+    """The output range [lo, hi] cut at the data values.
+
+    Every r inside one piece has the same counts L(r) = #{x < r} and G(r) = #{x > r},
+    hence the same score. ``size`` is the number of integers (integer grid) or the
+    length (continuous range) of each piece; points have size 1 on an integer grid and
+    are left out of a continuous range (measure zero).
+    """
+
+    start: np.ndarray
+    end: np.ndarray
+    size: np.ndarray
+    L: np.ndarray
+    G: np.ndarray
+    is_point: np.ndarray
+    n: int
+    integer: bool
+
+
+def _pieces(xs_sorted: np.ndarray, lo: float, hi: float, integer: bool) -> Pieces:
+    xs = np.asarray(xs_sorted, dtype=float)
+    n = xs.size
+    if n == 0:
+        size = (hi - lo + 1) if integer else (hi - lo)
+        return Pieces(np.array([lo]), np.array([hi]), np.array([max(size, 0.0)]), np.array([0]), np.array([0]),
+                      np.array([False]), 0, integer)
+    change = np.empty(n, dtype=bool)
+    change[0] = True
+    np.not_equal(xs[1:], xs[:-1], out=change[1:])
+    first = np.flatnonzero(change)
+    u = xs[first]
+    cnt = np.diff(np.append(first, n))
+    cum = np.cumsum(cnt)
+    before = cum - cnt
+    k = u.size
+    step = 1.0 if integer else 0.0
+    # points
+    p_start, p_end = u, u
+    p_size = np.full(k, 1.0 if integer else 0.0)
+    p_L, p_G = before, n - cum
+    # gaps: below u0, between consecutive values, above the last value
+    g_start = np.concatenate(([lo], u + step))
+    g_end = np.concatenate((u - step, [hi]))
+    g_size = (g_end - g_start + 1.0) if integer else (g_end - g_start)
+    g_L = np.concatenate(([0], cum))
+    g_G = n - g_L
+    start = np.concatenate((p_start, g_start))
+    end = np.concatenate((p_end, g_end))
+    size = np.concatenate((p_size, g_size))
+    L = np.concatenate((p_L, g_L)).astype(np.int64)
+    G = np.concatenate((p_G, g_G)).astype(np.int64)
+    is_point = np.concatenate((np.ones(k, bool), np.zeros(k + 1, bool)))
+    keep = size > 0
+    order = np.argsort(start[keep], kind="stable")
+    return Pieces(start[keep][order], end[keep][order], size[keep][order], L[keep][order], G[keep][order],
+                  is_point[keep][order], n, integer)
+
+
+def _log_weights(pieces: Pieces, logits: np.ndarray) -> np.ndarray:
+    return np.log(pieces.size) + logits
+
+
+def _draw_from_pieces(pieces: Pieces, logits: np.ndarray, rng: np.random.Generator) -> float:
+    """Pick a piece with probability ∝ size·exp(logit) (Gumbel-max), then a value uniformly in it."""
+    if pieces.size.size == 0:
+        raise ParameterError("The output range is empty.", hint="Choose bounds with lo < hi.")
+    lw = _log_weights(pieces, logits)
+    i = int(np.argmax(lw + rng.gumbel(size=lw.size)))
+    if pieces.integer:
+        return float(pieces.start[i] + math.floor(rng.random() * pieces.size[i]))
+    return float(pieces.start[i] + rng.random() * (pieces.end[i] - pieces.start[i]))
+
+
+def _pieces_probs(pieces: Pieces, logits: np.ndarray) -> np.ndarray:
+    lw = _log_weights(pieces, logits)
+    w = np.exp(lw - lw.max())
+    return w / w.sum()
+
+
+def _pieces_mse(pieces: Pieces, probs: np.ndarray, target: float) -> tuple[float, float]:
+    """Exact mean and mean squared error (about ``target``) of a value drawn from the pieces."""
+    mid = (pieces.start + pieces.end) / 2
+    if pieces.integer:
+        var_in = (pieces.size ** 2 - 1) / 12
+    else:
+        var_in = (pieces.end - pieces.start) ** 2 / 12
+    mean = float(np.sum(probs * mid))
+    mse = float(np.sum(probs * (var_in + (mid - target) ** 2)))
+    return mean, mse
+
+
+def expand_pieces(pieces: Pieces, probs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The full pmf over the integer range (small ranges only; for audits and plots)."""
+    if not pieces.integer:
+        raise ParameterError("Only integer output ranges can be expanded to a pmf.")
+    r = np.arange(int(pieces.start.min()), int(pieces.end.max()) + 1)
+    idx = np.searchsorted(pieces.start, r, side="right") - 1
+    return r, probs[idx] / pieces.size[idx]
+
+
+# ---------------------------------------------------------------------------
+# Black-box ε-DP mechanisms (add/remove neighbours, any input size)
+# ---------------------------------------------------------------------------
+
+CountNoise = Literal["laplace", "geometric"]
+
+
+def noise_variance(eps: float, sensitivity: float = 1.0, noise: CountNoise = "laplace") -> float:
+    """Variance of the noise of an ε-DP count or sum: 2(Δ/ε)² (Laplace) or 2a/(1 − a)², a = e^{−ε} (geometric, Δ = 1)."""
+    e = _check_eps(eps, "ε")
+    if noise == "geometric":
+        a = math.exp(-e)
+        return 2 * a / (1 - a) ** 2
+    return 2.0 * (sensitivity / e) ** 2
+
+
+def dp_count(bits: np.ndarray, eps: float, *, rng: np.random.Generator, noise: CountNoise = "laplace") -> float:
+    """ε-DP count (add/remove, sensitivity 1): Σ bits + Laplace(1/ε) or two-sided geometric(ε)."""
+    e = _check_eps(eps, "ε")
+    c = float(np.sum(bits))
+    if noise == "geometric":
+        return c + float(_noise.two_sided_geometric(e, rng=rng))
+    return c + float(_noise.laplace(1.0 / e, rng=rng))
+
+
+def dp_sum(values: np.ndarray, eps: float, bound: float, *, rng: np.random.Generator) -> float:
+    """ε-DP sum of values clipped to |v| ≤ ``bound``: Σ v + Laplace(bound/ε)."""
+    e = _check_eps(eps, "ε")
+    return float(np.sum(values)) + float(_noise.laplace(_check_eps(bound, "The value bound") / e, rng=rng))
+
+
+def dp_mean(values: np.ndarray, eps: float, lo: float, hi: float, *, rng: np.random.Generator) -> float:
+    """ε-DP mean: noisy sum (ε/2, Laplace) over noisy count (ε/2, Laplace), clamped to [lo, hi].
+
+    Both parts are add/remove DP, so the ratio is ε-DP (sequential composition); an
+    empty or tiny input gives a clamped, very noisy answer rather than an error.
+    """
+    e = _check_eps(eps, "ε")
+    bound = max(abs(lo), abs(hi))
+    s = float(np.sum(values)) + float(_noise.laplace(2 * bound / e, rng=rng))
+    c = float(np.size(values)) + float(_noise.laplace(2.0 / e, rng=rng))
+    return float(np.clip(s / max(c, 1.0), lo, hi))
+
+
+def median_scores(pieces: Pieces, score: str = "rank") -> np.ndarray:
+    """Scores of the black-box median.
+
+    ``"rank"``: s(D, r) = −(max(L(r), G(r)) − n/2)⁺. Adding or removing one tuple moves
+    max(L, G) by at most 1 and n/2 by ½ in the same direction, so the sensitivity is ½;
+    s = 0 exactly on the median(s).
+    ``"changes"``: s(D, r) = −[(L − a)⁺ + (G − b)⁺], a = ⌊n/2⌋, b = n − 1 − a — the number
+    of tuples to change for r to become the (upper) median (Eq. 3); sensitivity 1.
+    """
+    if score == "changes":
+        n = pieces.n
+        a = n // 2
+        b = n - 1 - a
+        if n == 0:
+            return np.zeros(pieces.L.size)
+        return -(np.maximum(pieces.L - a, 0) + np.maximum(pieces.G - b, 0)).astype(float)
+    return -np.maximum(np.maximum(pieces.L, pieces.G) - pieces.n / 2.0, 0.0)
+
+
+def min_scores(pieces: Pieces) -> np.ndarray:
+    """Change-count score of the minimum: −#{x < r}, and −1 below the minimum (−1 everywhere if empty).
+
+    Sensitivity 1 under add/remove (and under substitution: it is Eq. 3 for min).
+    """
+    below = (pieces.L == 0) & ~(pieces.is_point & (pieces.n > 0))
+    return -(pieces.L.astype(float) + below)
+
+
+def _em_logits(kind: str, pieces: Pieces, eps: float, score: str = "rank") -> np.ndarray:
+    if kind == "median":
+        if score == "changes":
+            return eps * median_scores(pieces, "changes") / 2.0  # Δ = 1
+        return eps * median_scores(pieces)  # ε·s/(2Δ) with Δ = ½
+    return eps * min_scores(pieces) / 2.0  # Δ = 1
+
+
+def em_pieces(kind: str, values: np.ndarray, eps: float, lo: float, hi: float, *, integer: bool | None = None,
+              presorted: bool = False, score: str = "rank") -> tuple[Pieces, np.ndarray]:
+    """Pieces and exact piece probabilities of the ε-DP exponential mechanism for median or min."""
+    e = _check_eps(eps, "ε")
+    v = np.asarray(values, dtype=float)
+    xs = v if presorted else np.sort(v)
+    xs = np.clip(xs, lo, hi)
+    integ = bool(integer) if integer is not None else _integer_range(xs, lo, hi)
+    pcs = _pieces(xs, lo, hi, integ)
+    return pcs, _pieces_probs(pcs, _em_logits(kind, pcs, e, score))
+
+
+def dp_quantile_em(kind: str, values: np.ndarray, eps: float, lo: float, hi: float, *, rng: np.random.Generator,
+                   integer: bool | None = None, presorted: bool = False, score: str = "rank") -> float:
+    """ε-DP median or min by the exponential mechanism over [lo, hi] (add/remove, any input size).
+
+    An empty input gives a uniform draw from the range.
+    """
+    e = _check_eps(eps, "ε")
+    v = np.asarray(values, dtype=float)
+    xs = v if presorted else np.sort(v)
+    xs = np.clip(xs, lo, hi)
+    integ = bool(integer) if integer is not None else _integer_range(xs, lo, hi)
+    pcs = _pieces(xs, lo, hi, integ)
+    return _draw_from_pieces(pcs, _em_logits(kind, pcs, e, score), rng)
+
+
+def _integer_range(xs: np.ndarray, lo: float, hi: float) -> bool:
+    return bool(lo == round(lo) and hi == round(hi) and np.all(xs == np.round(xs)))
+
+
+def dp_answer(kind: str, values: np.ndarray, eps: float, query: Query, *, rng: np.random.Generator,
+              noise: CountNoise = "laplace", integer: bool | None = None, presorted: bool = False) -> float:
+    """Run the ε-DP black box of ``kind`` on prepared values (bits or clipped values)."""
+    if kind == "count":
+        return dp_count(values, eps, rng=rng, noise=noise)
+    if kind == "sum":
+        return dp_sum(values, eps, query.bound, rng=rng)
+    if kind == "mean":
+        return dp_mean(values, eps, float(query.lo), float(query.hi), rng=rng)
+    return dp_quantile_em(kind, values, eps, float(query.lo), float(query.hi), rng=rng, integer=integer,
+                          presorted=presorted, score=query.median_score)
+
+
+# ---------------------------------------------------------------------------
+# Sample mechanism helpers (Def. 9, Thm 5)
+# ---------------------------------------------------------------------------
+
+
+def sample_probability(phi: np.ndarray | float, t: float) -> np.ndarray:
+    """π_x = (e^{Φ^x} − 1)/(e^t − 1) if Φ^x < t, else 1 (computed with expm1 for small ε)."""
+    tt = _check_eps(t, "The threshold t")
+    p = np.asarray(phi, dtype=float)
+    return np.where(p < tt, np.expm1(np.minimum(p, tt)) / math.expm1(tt), 1.0)
+
+
+def sample_delivered(phi: np.ndarray | float, t: float) -> np.ndarray:
+    """ln(1 + π_x(e^t − 1)) = min(Φ^x, t): the ε each user receives from Sample(t)."""
+    return np.minimum(np.asarray(phi, dtype=float), _check_eps(t, "The threshold t"))
+
+
+# ---------------------------------------------------------------------------
+# PE: personalized exponential mechanism (Def. 10, Eqs. 4–5, Sec. IV-C)
+# ---------------------------------------------------------------------------
+
+
+def k_smallest_prefix_sums(phi: np.ndarray, p: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """out[j] = sum of the k[j] smallest entries of phi[:p[j]] (0 ≤ k[j] ≤ p[j] ≤ len(phi)).
+
+    All queries at once with a wavelet matrix over the distinct levels of phi:
+    O((n + q)·log K) numpy work for K distinct values (no loop over records).
+    """
+    phi = np.asarray(phi, dtype=float)
+    p = np.asarray(p, dtype=np.int64)
+    kk = np.asarray(k, dtype=np.int64).copy()
+    out = np.zeros(p.size)
+    n = phi.size
+    if n == 0 or p.size == 0:
+        return out
+    if (kk < 0).any() or (kk > p).any() or (p > n).any():
+        raise ParameterError("k_smallest_prefix_sums needs 0 ≤ k ≤ p ≤ n.")
+    levels, codes = np.unique(phi, return_inverse=True)
+    nbits = max(1, int(levels.size - 1).bit_length())
+    cur_codes = codes.astype(np.int64)
+    cur_phi = phi.copy()
+    lo = np.zeros(p.size, dtype=np.int64)
+    hi = p.copy()
+    c0 = np.zeros(n + 1, dtype=np.int64)
+    s0 = np.zeros(n + 1)
+    for bit in range(nbits - 1, -1, -1):
+        is0 = ((cur_codes >> bit) & 1) == 0
+        np.cumsum(is0, out=c0[1:])
+        np.cumsum(np.where(is0, cur_phi, 0.0), out=s0[1:])
+        z = c0[-1]
+        c0_lo, c0_hi = c0[lo], c0[hi]
+        n0 = c0_hi - c0_lo
+        go0 = n0 >= kk
+        out += np.where(go0, 0.0, s0[hi] - s0[lo])
+        kk = np.where(go0, kk, kk - n0)
+        lo, hi = np.where(go0, c0_lo, z + lo - c0_lo), np.where(go0, c0_hi, z + hi - c0_hi)
+        order = np.concatenate((np.flatnonzero(is0), np.flatnonzero(~is0)))
+        cur_codes = cur_codes[order]
+        cur_phi = cur_phi[order]
+    has = kk > 0
+    out[has] += kk[has] * cur_phi[lo[has]]
+    return out
+
+
+def d_count(bits: np.ndarray, phi: np.ndarray, r: np.ndarray | None = None) -> np.ndarray:
+    """Personalized score d_count(D, r, Φ) (Eq. 5, Sec. IV-C, sign-corrected) for r ∈ {0..n} (or given r).
+
+    With x = count(D): r > x costs the r − x smallest Φ among the 0-tuples, r < x the
+    x − r smallest Φ among the 1-tuples, r = x costs 0; d is minus that cost.
+    """
+    b = np.asarray(bits, dtype=float) > 0
+    ph = np.asarray(phi, dtype=float)
+    n = b.size
+    x = int(b.sum())
+    rr = np.arange(n + 1) if r is None else np.asarray(r, dtype=np.int64)
+    ones = np.concatenate(([0.0], np.cumsum(np.sort(ph[b]))))
+    zeros = np.concatenate(([0.0], np.cumsum(np.sort(ph[~b]))))
+    up = np.clip(rr - x, 0, n - x)
+    down = np.clip(x - rr, 0, x)
+    return -(zeros[up] + ones[down])
+
+
+def _median_side_costs(phi_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """SL[p] = Σ of the (p − a)⁺ smallest Φ among the p smallest values; SR[q] likewise for the q largest."""
+    n = phi_sorted.size
+    a = n // 2
+    b = n - 1 - a
+    p = np.arange(n + 1)
+    SL = k_smallest_prefix_sums(phi_sorted, p, np.maximum(p - a, 0))
+    SR = k_smallest_prefix_sums(phi_sorted[::-1], p, np.maximum(p - b, 0))
+    return SL, SR
+
+
+def d_median_pieces(values: np.ndarray, phi: np.ndarray, lo: float, hi: float, *,
+                    integer: bool | None = None) -> tuple[Pieces, np.ndarray]:
+    """d_med over the output range, piece by piece (tie-safe form of Sec. IV-C).
+
+    With L(r) = #{x < r}, G(r) = #{x > r}, a = ⌊n/2⌋, b = n − 1 − a:
+    d = −[Σ of the (L − a)⁺ smallest Φ among {x < r}] − [Σ of the (G − b)⁺ smallest Φ
+    among {x > r}]. For even n this prices the upper median (rank ⌊n/2⌋, 0-indexed).
+    """
+    v = np.clip(np.asarray(values, dtype=float), lo, hi)
+    if v.size == 0:
+        raise ParameterError("PE needs at least one tuple (n is public under substitution neighbours).")
+    order = np.argsort(v, kind="stable")
+    xs, ps = v[order], np.asarray(phi, dtype=float)[order]
+    integ = bool(integer) if integer is not None else _integer_range(xs, lo, hi)
+    pcs = _pieces(xs, lo, hi, integ)
+    SL, SR = _median_side_costs(ps)
+    return pcs, -(SL[pcs.L] + SR[pcs.G])
+
+
+def d_min_pieces(values: np.ndarray, phi: np.ndarray, lo: float, hi: float, *,
+                 integer: bool | None = None) -> tuple[Pieces, np.ndarray]:
+    """d_min over the output range: r > min costs Σ{Φ : x < r}, r < min costs min Φ, r = min costs 0."""
+    v = np.clip(np.asarray(values, dtype=float), lo, hi)
+    if v.size == 0:
+        raise ParameterError("PE needs at least one tuple (n is public under substitution neighbours).")
+    order = np.argsort(v, kind="stable")
+    xs, ps = v[order], np.asarray(phi, dtype=float)[order]
+    integ = bool(integer) if integer is not None else _integer_range(xs, lo, hi)
+    pcs = _pieces(xs, lo, hi, integ)
+    cum = np.concatenate(([0.0], np.cumsum(ps)))
+    d = -cum[pcs.L]
+    below = (pcs.L == 0) & ~pcs.is_point
+    d = np.where(below, -float(ps.min()), d)
+    return pcs, d
+
+
+def d_median(values: np.ndarray, phi: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """d_med(D, r, Φ) at given points r (for checks against brute force and plots)."""
+    v = np.asarray(values, dtype=float)
+    order = np.argsort(v, kind="stable")
+    xs, ps = v[order], np.asarray(phi, dtype=float)[order]
+    SL, SR = _median_side_costs(ps)
+    rr = np.asarray(r, dtype=float)
+    L = np.searchsorted(xs, rr, side="left")
+    G = v.size - np.searchsorted(xs, rr, side="right")
+    return -(SL[L] + SR[G])
+
+
+def d_min(values: np.ndarray, phi: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """d_min(D, r, Φ) at given points r."""
+    v = np.asarray(values, dtype=float)
+    order = np.argsort(v, kind="stable")
+    xs, ps = v[order], np.asarray(phi, dtype=float)[order]
+    cum = np.concatenate(([0.0], np.cumsum(ps)))
+    rr = np.asarray(r, dtype=float)
+    L = np.searchsorted(xs, rr, side="left")
+    return np.where(rr < xs[0], -float(ps.min()), -cum[L])
+
+
+def pe_distribution(kind: str, values: np.ndarray, phi: np.ndarray, *, lo: float = 0.0, hi: float | None = None,
+                    integer: bool | None = None) -> tuple[Pieces, np.ndarray, np.ndarray]:
+    """PE's exact output distribution (Eq. 4): pieces, d per piece, probability per piece.
+
+    For count the pieces are the points 0..n.
+    """
+    if kind == "count":
+        b = np.asarray(values, dtype=float)
+        n = b.size
+        r = np.arange(n + 1, dtype=float)
+        pcs = Pieces(r, r, np.ones(n + 1), np.zeros(n + 1, np.int64), np.zeros(n + 1, np.int64),
+                     np.ones(n + 1, bool), n, True)
+        d = d_count(b, phi)
+    elif kind in ("median", "min"):
+        if hi is None:
+            raise ParameterError(f"PE for {kind} needs the output range [lo, hi].")
+        fn = d_median_pieces if kind == "median" else d_min_pieces
+        pcs, d = fn(values, phi, float(lo), float(hi), integer=integer)
+    else:
+        raise ParameterError(f"PE is defined for count, median and min, not for {kind}.",
+                             hint="Use Sample, Threshold, Minimum or Stretching for sums and means.")
+    return pcs, d, _pieces_probs(pcs, d / 2.0)
+
+
+def pe_draw(kind: str, values: np.ndarray, phi: np.ndarray, *, rng: np.random.Generator, lo: float = 0.0,
+            hi: float | None = None, integer: bool | None = None) -> float:
+    """One draw of PE: piece ∝ size·exp(d/2), then uniform inside the piece."""
+    pcs, d, _ = pe_distribution(kind, values, phi, lo=lo, hi=hi, integer=integer)
+    return _draw_from_pieces(pcs, d / 2.0, rng)
+
+
+# ---------------------------------------------------------------------------
+# Mechanisms
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A mechanism's answer and what it may say about it publicly."""
+
+    estimate: float
+    eps_used: float | None = None
+    scale: float | None = None
+    private: dict[str, Any] = field(default_factory=dict)
+
+
+class PDPMechanism:
+    """Common interface: ``answer`` on prepared arrays, ``delivered`` ε per tuple, ``release`` on a table."""
+
+    name: ClassVar[str] = "pdp"
+    title: ClassVar[str] = "PDP mechanism"
+    neighbours: ClassVar[Neighbours] = "add/remove"
+    kinds: ClassVar[tuple[str, ...]] = QUERY_KINDS
+
+    def label(self, spec: PrivacySpec | None = None) -> str:
+        return self.title
+
+    def check_kind(self, kind: str) -> None:
+        if kind not in self.kinds:
+            raise ParameterError(f"{self.title} does not answer a {kind} query.",
+                                 hint=f"It supports: {', '.join(self.kinds)}.")
+
+    def answer(self, values: np.ndarray, phi: np.ndarray, query: Query, spec: PrivacySpec, *,
+               rng: np.random.Generator) -> Answer:
+        raise NotImplementedError
+
+    def delivered(self, phi: np.ndarray, spec: PrivacySpec) -> np.ndarray:
+        """The ε each tuple's owner receives from this mechanism (a function of the public Φ)."""
+        raise NotImplementedError
+
+    def promise(self, spec: PrivacySpec) -> str:
+        """Public form of the per-user loss."""
+        raise NotImplementedError
+
+    def release(self, table: pd.DataFrame, spec: PrivacySpec, query: Query, *, rng: np.random.Generator,
+                seed: int | None = None, reveal: bool = False, label: str | None = None) -> Release:
+        return release(table, spec, query, self, rng=rng, seed=seed, reveal=reveal, label=label)
+
+    def params(self, spec: PrivacySpec) -> dict[str, Any]:
+        return {}
+
+
+@dataclass(frozen=True)
+class Minimum(PDPMechanism):
+    """Minimum (Def. 7, baseline "M"): a standard ε-DP mechanism at α = min_u Φ^u over U.
+
+    α ≤ Φ^x for every x, so the result is Φ-PDP. Neighbours: add/remove.
+    ``noise``: count noise, ``"laplace"`` or the discrete ``"geometric"``.
+    """
+
+    noise: CountNoise = "laplace"
+    name: ClassVar[str] = "minimum"
+    title: ClassVar[str] = "Minimum (M)"
+
+    def answer(self, values, phi, query, spec, *, rng):
+        a = spec.min_eps
+        est = dp_answer(query.kind, values, a, query, rng=rng, noise=self.noise)
+        return Answer(est, eps_used=a, scale=_scale(query, a))
+
+    def delivered(self, phi, spec):
+        return np.full(np.size(phi), spec.min_eps)
+
+    def promise(self, spec):
+        return f"α = min Φ = {spec.min_eps:.4g} for every user (add/remove)"
+
+    def params(self, spec):
+        return {"alpha": spec.min_eps, "noise": self.noise}
+
+
+@dataclass(frozen=True)
+class Threshold(PDPMechanism):
+    """Threshold (Def. 8, baseline "T"): drop tuples with Φ < t, run a t-DP mechanism on the rest.
+
+    ``t``: ``"max"`` (the paper's εL), ``"mean"``, ``"min"`` or a number; resolved on the
+    public specification. Users below t receive 0 (their data is not used), the others
+    t ≤ Φ. Neighbours: add/remove. The count of the kept subset is not rescaled (as in
+    the paper), so it is biased low.
+    """
+
+    t: ThresholdSpec = "max"
+    noise: CountNoise = "laplace"
+    name: ClassVar[str] = "threshold"
+    title: ClassVar[str] = "Threshold (T)"
+
+    def label(self, spec=None):
+        return f"Threshold (T, t = {_t_label(self.t, spec)})"
+
+    def answer(self, values, phi, query, spec, *, rng):
+        t = spec.threshold(self.t)
+        keep = np.asarray(phi) >= t
+        est = dp_answer(query.kind, np.asarray(values)[keep], t, query, rng=rng, noise=self.noise)
+        return Answer(est, eps_used=t, scale=_scale(query, t), private={"kept": int(keep.sum())})
+
+    def delivered(self, phi, spec):
+        t = spec.threshold(self.t)
+        return np.where(np.asarray(phi) >= t, t, 0.0)
+
+    def promise(self, spec):
+        t = spec.threshold(self.t)
+        return f"t = {t:.4g} for users with Φ ≥ t, 0 for the others (their data is dropped; add/remove)"
+
+    def params(self, spec):
+        return {"t": spec.threshold(self.t), "t_rule": str(self.t), "noise": self.noise}
+
+
+@dataclass(frozen=True)
+class Sample(PDPMechanism):
+    """Sample (Def. 9, Thm 5, "S"; "S-avg" with ``t="mean"``): amplification by sampling.
+
+    Each tuple x is kept independently with π_x = (e^{Φ^x} − 1)/(e^t − 1) (1 when
+    Φ^x ≥ t); a t-DP black box (add/remove, any input size) runs on the kept tuples.
+    User x receives ln(1 + π_x(e^t − 1)) = **min(Φ^x, t)** exactly (Eq. 2), in both
+    directions. Any t > 0 is valid (the paper's range [min Φ, max Φ] is not needed by
+    the proof); t = max Φ gives everyone exactly their Φ, t = min Φ is Minimum.
+    The kept set must stay secret: only the answer is released.
+
+    ``t``: threshold (``"max"``, ``"mean"``, ``"min"`` or a number; named ones from the
+    public spec). ``rescale`` (ours, not the paper's): divide count and sum answers by the
+    mean π over the public universe U — post-processing of public quantities only,
+    unbiased when values are independent of Φ. Neighbours: add/remove.
+    """
+
+    t: ThresholdSpec = "max"
+    noise: CountNoise = "laplace"
+    rescale: bool = False
+    name: ClassVar[str] = "sample"
+    title: ClassVar[str] = "Sample (S)"
+
+    def label(self, spec=None):
+        base = "S-avg" if self.t in ("mean", "avg") else "S"
+        resc = ", rescaled" if self.rescale else ""
+        return f"Sample ({base}, t = {_t_label(self.t, spec)}{resc})"
+
+    def answer(self, values, phi, query, spec, *, rng):
+        t = spec.threshold(self.t)
+        pi = sample_probability(phi, t)
+        keep = rng.random(pi.size) < pi
+        est = dp_answer(query.kind, np.asarray(values)[keep], t, query, rng=rng, noise=self.noise)
+        if self.rescale and query.kind in ("count", "sum"):
+            est = est / self.rescale_factor(spec)
+        return Answer(est, eps_used=t, scale=_scale(query, t), private={"kept": int(keep.sum())})
+
+    def rescale_factor(self, spec: PrivacySpec) -> float:
+        """Mean π over the public universe U (the expected share of tuples kept)."""
+        return float(sample_probability(spec.eps, spec.threshold(self.t)).mean())
+
+    def delivered(self, phi, spec):
+        return sample_delivered(phi, spec.threshold(self.t))
+
+    def promise(self, spec):
+        t = spec.threshold(self.t)
+        return f"min(Φ, t) with t = {t:.4g} (add/remove)"
+
+    def params(self, spec):
+        t = spec.threshold(self.t)
+        return {"t": t, "t_rule": str(self.t), "noise": self.noise, "rescale": self.rescale,
+                "expected_share_kept": float(sample_probability(spec.eps, t).mean())}
+
+
+@dataclass(frozen=True)
+class PE(PDPMechanism):
+    """PE, the personalized exponential mechanism (Def. 10, Thm 6) for count, median and min.
+
+    Pr[PE(D) = r] ∝ exp(½ d_f(D, r, Φ)), d_f = −(cheapest total Φ of the tuples that
+    must change for r to be the answer) (Eq. 5; the paper's "sum of …" descriptions of
+    d_count and d_min miss the minus sign). Every user gets at most Φ^x.
+    Neighbours: **substitution** only (one tuple's value changes, n is public; PE-count's
+    output range {0..n} itself reveals n). Not comparable one-to-one with the add/remove
+    mechanisms.
+    """
+
+    name: ClassVar[str] = "pe"
+    title: ClassVar[str] = "PE (personalized exponential)"
+    neighbours: ClassVar[Neighbours] = "substitution"
+    kinds: ClassVar[tuple[str, ...]] = ("count", "median", "min")
+
+    def answer(self, values, phi, query, spec, *, rng):
+        self.check_kind(query.kind)
+        est = pe_draw(query.kind, values, phi, rng=rng, lo=float(query.lo),
+                      hi=None if query.hi is None else float(query.hi))
+        return Answer(est)
+
+    def delivered(self, phi, spec):
+        return np.asarray(phi, dtype=float).copy()
+
+    def promise(self, spec):
+        return "at most Φ for every user (substitution neighbours, n public)"
+
+
+@dataclass(frozen=True)
+class Stretching(PDPMechanism):
+    """Stretching (Alaggan et al., "Alag." in Sec. V-A) for sums and counts.
+
+    Each tuple's value is multiplied by Φ^x/ε_ref, then f(D′) + Laplace(Δ/ε_ref) is
+    released. A tuple contributes at most Δ·Φ^x/ε_ref, so its owner receives Φ^x whatever
+    ε_ref is; ``reference`` (``"max"`` = the paper's ε_L, or a number) only moves the
+    bias/noise balance. The answer is biased (Σ v·Φ/ε_ref ≠ Σ v) unless ``rescale``
+    (ours) divides by the mean Φ/ε_ref over U. Neighbours: add/remove.
+    """
+
+    reference: ThresholdSpec = "max"
+    rescale: bool = False
+    name: ClassVar[str] = "stretching"
+    title: ClassVar[str] = "Stretching (Alag.)"
+    kinds: ClassVar[tuple[str, ...]] = ("count", "sum")
+
+    def label(self, spec=None):
+        resc = ", rescaled" if self.rescale else ""
+        return f"Stretching (Alag., ε_ref = {_t_label(self.reference, spec)}{resc})"
+
+    def answer(self, values, phi, query, spec, *, rng):
+        self.check_kind(query.kind)
+        ref = spec.threshold(self.reference)
+        scaled = np.asarray(values, dtype=float) * (np.asarray(phi, dtype=float) / ref)
+        est = float(scaled.sum()) + float(_noise.laplace(query.bound / ref, rng=rng))
+        if self.rescale:
+            est = est / float(np.mean(spec.eps / ref))
+        return Answer(est, eps_used=ref, scale=query.bound / ref)
+
+    def delivered(self, phi, spec):
+        return np.asarray(phi, dtype=float).copy()
+
+    def promise(self, spec):
+        return "Φ for every user (add/remove)"
+
+    def params(self, spec):
+        return {"eps_ref": spec.threshold(self.reference), "rescale": self.rescale}
+
+
+def _t_label(t: ThresholdSpec, spec: PrivacySpec | None) -> str:
+    if isinstance(t, str):
+        name = {"max": "max Φ", "mean": "mean Φ", "avg": "mean Φ", "min": "min Φ"}.get(t, t)
+        return f"{name} = {spec.threshold(t):.3g}" if spec is not None else name
+    return f"{float(t):.3g}"
+
+
+def _scale(query: Query, eps: float) -> float | None:
+    if query.kind in ("count", "sum"):
+        return query.bound / eps
+    return None
+
+
+def paper_mechanisms(kind: str) -> dict[str, PDPMechanism]:
+    """The mechanisms of the paper's count/median comparison (Sec. V-A) under their short names."""
+    mechs: dict[str, PDPMechanism] = {"M": Minimum(), "T": Threshold("max"), "S": Sample("max"),
+                                      "S-avg": Sample("mean")}
+    if kind in PE.kinds:
+        mechs["PE"] = PE()
+    if kind in Stretching.kinds:
+        mechs["Alag"] = Stretching()
+    return mechs
+
+
+# ---------------------------------------------------------------------------
+# Releases (ledger-ready)
+# ---------------------------------------------------------------------------
+
+
+def release(table: pd.DataFrame, spec: PrivacySpec, query: Query, mechanism: PDPMechanism, *,
+            rng: np.random.Generator, seed: int | None = None, reveal: bool = False,
+            label: str | None = None) -> Release:
+    """Run ``mechanism`` on ``table`` under ``spec`` and return a ledger-ready :class:`Release`.
+
+    ``loss`` is the delivered ε of each tuple's owner (aligned with the rows),
+    ``requested`` their Φ; the ledger entry carries them as a :class:`RecordLoss` in
+    pure ε. ``reveal=True`` (teaching mode) adds the true answer and the error.
+    """
+    mechanism.check_kind(query.kind)
+    phi = spec.phi_for(table)
+    raw = query.raw(table)
+    vals = query.prepare(raw)
+    ans = mechanism.answer(vals, phi, query, spec, rng=rng)
+    delivered = mechanism.delivered(phi, spec)
+    row: dict[str, Any] = {"query": query.describe(), "estimate": ans.estimate}
+    if ans.scale is not None:
+        row["scale"] = ans.scale
+    if reveal:
+        truth = query.truth(raw)
+        row.update({"true": truth, "error": ans.estimate - truth, "abs_error": abs(ans.estimate - truth)})
+    params = {"mechanism": mechanism.label(spec), "query": query.kind, "column": query.column,
+              "cutoff": query.cutoff, "lo": query.lo, "hi": query.hi, "neighbours": mechanism.neighbours,
+              "spec_source": spec.source, **mechanism.params(spec)}
+    sup = float(mechanism.delivered(spec.eps, spec).max()) if spec.n_users else 0.0
+    note = f"{mechanism.promise(spec)}; PDP, {NEIGHBOUR_TEXT[mechanism.neighbours]}"
+    entry = LedgerEntry(label=label or f"{mechanism.label(spec)} · {query.describe()}",
+                        mechanism=f"personalized.{mechanism.name}",
+                        loss=RecordLoss(delivered, "eps", note=note, bound=sup), params=params, seed=seed)
+    extras: dict[str, Any] = {"neighbours": mechanism.neighbours, "promise": mechanism.promise(spec)}
+    if ans.eps_used is not None:
+        extras["eps_used"] = ans.eps_used
+    if reveal:
+        extras.update({f"private_{k}": v for k, v in ans.private.items()})
+    return Release(mechanism=f"personalized.{mechanism.name}", answers=pd.DataFrame([row]), measure="eps",
+                   loss=delivered, entries=(entry,), params=params, seed=seed, requested=phi,
+                   truth_included=reveal, extras=extras)
+
+
+# ---------------------------------------------------------------------------
+# Error analysis: closed forms, exact pmfs, simulations
+# ---------------------------------------------------------------------------
+
+
+def example1_errors(n: int = 200, density: float = 0.1, share_conservative: float = 0.65, eps_c: float = 0.1,
+                    t: float = 1.0) -> dict[str, float]:
+    """Example 1 (Sec. IV-B): squared error of Sample's count split into sampling and Laplace parts.
+
+    k = n·share·density conservative 1-tuples are each kept with π_C; sampling MSE =
+    k·π_C(1 − π_C) + (k(1 − π_C))², Laplace variance 2/t². The paper's figures:
+    t = 1 → ≈ 150 + 2 = 152; t = 0.2 → ≈ 50 + 50 = 100.
+    """
+    pi = float(sample_probability(eps_c, t))
+    k = n * share_conservative * density
+    sampling = k * pi * (1 - pi) + (k * (pi - 1)) ** 2
+    lap = noise_variance(t)
+    return {"pi_c": pi, "k": k, "sampling_mse": sampling, "laplace_var": lap, "total": sampling + lap}
+
+
+def linear_moments(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray, query: Query,
+                   spec: PrivacySpec) -> tuple[float, float]:
+    """Exact mean and variance of a count or sum answer on fixed data (closed forms).
+
+    Sample: Σ v·π and Σ v²·π(1 − π) + noise variance; Threshold: Σ_{Φ≥t} v and the noise;
+    Minimum: Σ v and the noise at α; Stretching: Σ v·Φ/ε_ref and 2(Δ/ε_ref)².
+    """
+    v = np.asarray(values, dtype=float)
+    ph = np.asarray(phi, dtype=float)
+    nz = getattr(mechanism, "noise", "laplace") if query.kind == "count" else "laplace"
+    if isinstance(mechanism, Minimum):
+        a = spec.min_eps
+        return float(v.sum()), noise_variance(a, query.bound, nz)
+    if isinstance(mechanism, Threshold):
+        t = spec.threshold(mechanism.t)
+        return float(v[ph >= t].sum()), noise_variance(t, query.bound, nz)
+    if isinstance(mechanism, Sample):
+        t = spec.threshold(mechanism.t)
+        pi = sample_probability(ph, t)
+        mean = float(np.sum(v * pi))
+        var = float(np.sum(v * v * pi * (1 - pi))) + noise_variance(t, query.bound, nz)
+        if mechanism.rescale:
+            c = mechanism.rescale_factor(spec)
+            mean, var = mean / c, var / c ** 2
+        return mean, var
+    if isinstance(mechanism, Stretching):
+        ref = spec.threshold(mechanism.reference)
+        mean = float(np.sum(v * ph / ref))
+        var = noise_variance(ref, query.bound)
+        if mechanism.rescale:
+            c = float(np.mean(spec.eps / ref))
+            mean, var = mean / c, var / c ** 2
+        return mean, var
+    raise ParameterError(f"No closed form for {mechanism.title} on a {query.kind}.")
+
+
+def exact_mse(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray, query: Query, spec: PrivacySpec,
+              truth: float) -> tuple[float, float] | None:
+    """(bias, MSE) exactly, where the output law on fixed data is known; ``None`` otherwise.
+
+    Closed forms for count and sum (all but PE), exact pmfs for PE (count, median,
+    min) and for Minimum/Threshold on median and min. Sample on median/min/mean and
+    everything on mean need simulation.
+    """
+    kind = query.kind
+    if kind in ("count", "sum") and not isinstance(mechanism, PE):
+        mean, var = linear_moments(mechanism, values, phi, query, spec)
+        return mean - truth, var + (mean - truth) ** 2
+    if isinstance(mechanism, PE):
+        pcs, _, probs = pe_distribution(kind, values, phi, lo=float(query.lo),
+                                        hi=None if query.hi is None else float(query.hi))
+        mean, mse = _pieces_mse(pcs, probs, truth)
+        return mean - truth, mse
+    if kind in ("median", "min") and isinstance(mechanism, (Minimum, Threshold)):
+        if isinstance(mechanism, Minimum):
+            eps, sub = spec.min_eps, np.asarray(values)
+        else:
+            eps = spec.threshold(mechanism.t)
+            sub = np.asarray(values)[np.asarray(phi) >= eps]
+        pcs, probs = em_pieces(kind, sub, eps, float(query.lo), float(query.hi),
+                               integer=query.integer_grid(values), score=query.median_score)
+        mean, mse = _pieces_mse(pcs, probs, truth)
+        return mean - truth, mse
+    return None
+
+
+def simulate_answers(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray, query: Query,
+                     spec: PrivacySpec, *, runs: int, rng: np.random.Generator) -> np.ndarray:
+    """``runs`` independent answers on fixed data (vectorised over runs where the noise allows)."""
+    v = np.asarray(values, dtype=float)
+    ph = np.asarray(phi, dtype=float)
+    R = int(runs)
+    if R < 1:
+        raise ParameterError("The number of runs must be at least 1.")
+    kind = query.kind
+    if isinstance(mechanism, Sample):
+        t = spec.threshold(mechanism.t)
+        pi = sample_probability(ph, t)
+        if kind in ("count", "sum"):
+            # independent Bernoulli inclusions: the kept total is Σ v·Bernoulli(π), drawn in batches
+            totals = _bernoulli_weighted_sums(v, pi, R, rng)
+            if kind == "count" and mechanism.noise == "geometric":
+                nz = _noise.two_sided_geometric(t, R, rng=rng).astype(float)
+            else:
+                nz = rng.laplace(0.0, query.bound / t, R)
+            est = totals + nz
+            if mechanism.rescale:
+                est = est / mechanism.rescale_factor(spec)
+            return est
+        integer = query.integer_grid(v) if kind in ("median", "min") else None
+        order = np.argsort(v, kind="stable")
+        vs, pis = v[order], pi[order]
+        out = np.empty(R)
+        for i in range(R):  # loop over runs (each run is vectorised over tuples)
+            keep = rng.random(vs.size) < pis
+            out[i] = dp_answer(kind, vs[keep], t, query, rng=rng, noise=mechanism.noise, integer=integer,
+                               presorted=True)
+        return out
+    if kind in ("count", "sum") and not isinstance(mechanism, PE):
+        if isinstance(mechanism, Minimum):
+            eps, base, back = spec.min_eps, float(v.sum()), 1.0
+        elif isinstance(mechanism, Threshold):
+            eps = spec.threshold(mechanism.t)
+            base, back = float(v[ph >= eps].sum()), 1.0
+        elif isinstance(mechanism, Stretching):
+            eps = spec.threshold(mechanism.reference)
+            base = float(np.sum(v * ph / eps))
+            back = float(np.mean(spec.eps / eps)) if mechanism.rescale else 1.0
+        else:
+            raise ParameterError(f"No simulation for {mechanism.title}.")
+        if kind == "count" and getattr(mechanism, "noise", "laplace") == "geometric":
+            nz = _noise.two_sided_geometric(eps, R, rng=rng).astype(float)
+        else:
+            nz = rng.laplace(0.0, query.bound / eps, R)
+        return (base + nz) / back
+    if isinstance(mechanism, PE) or (kind in ("median", "min") and isinstance(mechanism, (Minimum, Threshold))):
+        if isinstance(mechanism, PE):
+            pcs, _, probs = pe_distribution(kind, v, ph, lo=float(query.lo),
+                                            hi=None if query.hi is None else float(query.hi))
+        else:
+            eps = spec.min_eps if isinstance(mechanism, Minimum) else spec.threshold(mechanism.t)
+            sub = v if isinstance(mechanism, Minimum) else v[ph >= eps]
+            pcs, probs = em_pieces(kind, sub, eps, float(query.lo), float(query.hi), integer=query.integer_grid(v),
+                                   score=query.median_score)
+        idx = rng.choice(probs.size, size=R, p=probs)
+        u = rng.random(R)
+        if pcs.integer:
+            return pcs.start[idx] + np.floor(u * pcs.size[idx])
+        return pcs.start[idx] + u * (pcs.end[idx] - pcs.start[idx])
+    # mean with Minimum / Threshold
+    eps = spec.min_eps if isinstance(mechanism, Minimum) else spec.threshold(getattr(mechanism, "t", "max"))
+    sub = v if isinstance(mechanism, Minimum) else v[ph >= eps]
+    bound = query.bound
+    s = sub.sum() + rng.laplace(0.0, 2 * bound / eps, R)
+    c = sub.size + rng.laplace(0.0, 2.0 / eps, R)
+    return np.clip(s / np.maximum(c, 1.0), float(query.lo), float(query.hi))
+
+
+def _bernoulli_weighted_sums(v: np.ndarray, pi: np.ndarray, runs: int, rng: np.random.Generator,
+                             max_cells: int = 4_000_000) -> np.ndarray:
+    """Σ_i v_i·Bernoulli(π_i) for ``runs`` independent draws (grouped by distinct (v, π) when that is smaller)."""
+    keyed = pd.DataFrame({"v": v, "p": pi}).groupby(["v", "p"], sort=False).size().reset_index(name="c")
+    out = np.zeros(runs)
+    if len(keyed) <= max(1, v.size // 4):
+        cnt, pv, vv = keyed["c"].to_numpy(), keyed["p"].to_numpy(), keyed["v"].to_numpy()
+        step = max(1, max_cells // len(keyed))
+        for s in range(0, runs, step):  # batches of runs, vectorised over groups
+            m = min(step, runs - s)
+            out[s:s + m] = rng.binomial(cnt[None, :], pv[None, :], size=(m, cnt.size)) @ vv
+        return out
+    step = max(1, max_cells // max(v.size, 1))
+    for s in range(0, runs, step):
+        m = min(step, runs - s)
+        out[s:s + m] = (rng.random((m, v.size)) < pi[None, :]) @ v
+    return out
+
+
+def evaluate(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray, query: Query, spec: PrivacySpec,
+             truth: float, *, runs: int = 200, rng: np.random.Generator) -> dict[str, Any]:
+    """RMSE of one mechanism on fixed data: exact when possible, else simulated with a 95% interval."""
+    ex = exact_mse(mechanism, values, phi, query, spec, truth)
+    if ex is not None:
+        bias, mse = ex
+        r = math.sqrt(max(mse, 0.0))
+        return {"rmse": r, "bias": bias, "ci_low": r, "ci_high": r, "method": "exact"}
+    est = simulate_answers(mechanism, values, phi, query, spec, runs=runs, rng=rng)
+    sq = (est - truth) ** 2
+    mse = float(sq.mean())
+    half = 1.96 * float(sq.std(ddof=1)) / math.sqrt(sq.size) if sq.size > 1 else float("nan")
+    return {"rmse": math.sqrt(mse), "bias": float(est.mean() - truth),
+            "ci_low": math.sqrt(max(mse - half, 0.0)), "ci_high": math.sqrt(mse + half),
+            "method": f"simulated ({sq.size} runs)"}
+
+
+def compare(table: pd.DataFrame, spec: PrivacySpec, query: Query,
+            mechanisms: dict[str, PDPMechanism] | None = None, *, runs: int = 200,
+            rng: np.random.Generator) -> pd.DataFrame:
+    """RMSE of several mechanisms on ``table`` (uses the private data: for design and teaching only).
+
+    One row per mechanism: RMSE (exact or simulated with a 95% interval), bias, the
+    neighbour notion, and what users receive (share of users given their full Φ).
+    """
+    mechs = mechanisms or paper_mechanisms(query.kind)
+    phi = spec.phi_for(table)
+    raw = query.raw(table)
+    vals = query.prepare(raw)
+    truth = query.truth(raw)
+    rows = []
+    for name, m in mechs.items():
+        if query.kind not in m.kinds:
+            continue
+        res = evaluate(m, vals, phi, query, spec, truth, runs=runs, rng=rng)
+        dl = m.delivered(spec.eps, spec)
+        rows.append({"mechanism": name, "label": m.label(spec), **res, "neighbours": m.neighbours,
+                     "users_full_phi": float(np.mean(dl >= spec.eps * (1 - 1e-12))),
+                     "mean_delivered": float(dl.mean())})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["truth"] = truth
+    return out
+
+
+def threshold_curve(table: pd.DataFrame, spec: PrivacySpec, query: Query, ts: Sequence[float], *,
+                    mechanism: Literal["sample", "threshold"] = "sample", runs: int = 100,
+                    rng: np.random.Generator, noise: CountNoise = "laplace") -> pd.DataFrame:
+    """RMSE against the threshold t on the actual data (**oracle: uses the private data**).
+
+    Count and sum: closed form, split into the sampling (or dropping) part and the noise
+    variance. Mean, median and min: vectorised simulation (``runs`` per t) for Sample;
+    exact pmfs for Threshold on median and min. Choosing t from this curve leaks
+    information about the data (Sec. IV-B); use :func:`count_mse_proxy` or old/public
+    data for a private choice.
+    """
+    phi = spec.phi_for(table)
+    raw = query.raw(table)
+    vals = query.prepare(raw)
+    truth = query.truth(raw)
+    rows = []
+    for t in ts:
+        tt = _check_eps(t, "The threshold t")
+        m: PDPMechanism = Sample(tt, noise=noise) if mechanism == "sample" else Threshold(tt, noise=noise)
+        if query.kind in ("count", "sum"):
+            mean, var = linear_moments(m, vals, phi, query, spec)
+            nv = noise_variance(tt, query.bound, noise if query.kind == "count" else "laplace")
+            mse = var + (mean - truth) ** 2
+            rows.append({"t": tt, "rmse": math.sqrt(mse), "data_part_mse": mse - nv, "noise_var": nv,
+                         "method": "closed form"})
+        else:
+            res = evaluate(m, vals, phi, query, spec, truth, runs=runs, rng=rng)
+            rows.append({"t": tt, "rmse": res["rmse"], "data_part_mse": float("nan"), "noise_var": float("nan"),
+                         "method": res["method"], "ci_low": res["ci_low"], "ci_high": res["ci_high"]})
+    return pd.DataFrame(rows)
+
+
+def count_mse_proxy(phi_universe: np.ndarray, ts: Sequence[float], *, density: float,
+                    noise: CountNoise = "laplace") -> pd.DataFrame:
+    """Sample's count MSE with an *assumed* density δ of 1s (no private data used).
+
+    With bits i.i.d. Bernoulli(δ), independent of Φ, over the public universe U:
+    MSE(t) = Σ_i δ(1 − π_i)(1 − δ(1 − π_i)) + δ²(Σ_i(1 − π_i))² + Var(noise at t).
+    """
+    return sum_mse_proxy(phi_universe, ts, mean=density, second_moment=density, bound=1.0, noise=noise)
+
+
+def sum_mse_proxy(phi_universe: np.ndarray, ts: Sequence[float], *, mean: float, second_moment: float,
+                  bound: float, noise: CountNoise = "laplace") -> pd.DataFrame:
+    """Sample's sum MSE with values assumed i.i.d. (mean m₁, second moment m₂), independent of Φ.
+
+    MSE(t) = Σ_i [m₂(1 − π_i) − m₁²(1 − π_i)²] + (m₁ Σ_i (1 − π_i))² + Var(noise at t);
+    for a count m₁ = m₂ = δ. Uses only the public specification and the assumed moments
+    (e.g. from old or public data, as the paper suggests), so choosing t from it is safe.
+    """
+    ph = np.asarray(phi_universe, dtype=float)
+    if not (math.isfinite(mean) and math.isfinite(second_moment)) or second_moment < mean ** 2 - 1e-12:
+        raise ParameterError("The assumed moments are impossible: the second moment must be ≥ mean².")
+    rows = []
+    for t in ts:
+        tt = _check_eps(t, "The threshold t")
+        q = 1.0 - sample_probability(ph, tt)
+        data = float(np.sum(second_moment * q - mean ** 2 * q ** 2) + (mean * q.sum()) ** 2)
+        nv = noise_variance(tt, bound, noise)
+        rows.append({"t": tt, "rmse": math.sqrt(data + nv), "data_part_mse": data, "noise_var": nv,
+                     "method": "closed form (assumed data)"})
+    return pd.DataFrame(rows)
+
+
+def delivered_table(spec: PrivacySpec, mechanisms: dict[str, PDPMechanism]) -> pd.DataFrame:
+    """Per mechanism: what users receive relative to what they asked for (over the public universe)."""
+    rows = []
+    for name, m in mechanisms.items():
+        d = m.delivered(spec.eps, spec)
+        rows.append({"mechanism": name, "label": m.label(spec), "neighbours": m.neighbours,
+                     "mean_delivered": float(d.mean()), "mean_requested": spec.mean_eps,
+                     "users_full_phi": float(np.mean(d >= spec.eps * (1 - 1e-12))),
+                     "users_unused": float(np.mean(d == 0)),
+                     "mean_excess_protection": float(np.mean(spec.eps - d))})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------
+# The paper's synthetic experiments (Sec. V-A, Table I)
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """Table I defaults: count on n = 1,000 bits of density δ = 0.15; median on n = 1,001
+    values ~ N(μ = 500, σ = 200) rounded and clipped to [1, 1000]; tiers f_C = 0.54,
+    f_M = 0.37, ε_C = 0.01, ε_M = 0.2, ε_L = 1. Each run draws a new dataset and a new
+    specification (bits are i.i.d. Bernoulli(δ): the paper does not say whether the
+    fraction is exact)."""
+
+    n_count: int = 1000
+    n_median: int = 1001
+    density: float = 0.15
+    mu: float = 500.0
+    sigma: float = 200.0
+    lo: int = 1
+    hi: int = 1000
+    tiers: TierConfig = field(default_factory=TierConfig)
+    median_score: str = "rank"
+
+
+def _paper_run(task: str, cfg: ExperimentConfig, mechs: dict[str, PDPMechanism],
+               rng: np.random.Generator) -> dict[str, float]:
+    if task == "count":
+        n = cfg.n_count
+        vals = (rng.random(n) < cfg.density).astype(float)
+        query = Query("count")
+        truth = float(vals.sum())
+    else:
+        n = cfg.n_median
+        vals = np.clip(np.rint(rng.normal(cfg.mu, cfg.sigma, n)), cfg.lo, cfg.hi)
+        query = Query("median", column="x", lo=cfg.lo, hi=cfg.hi, median_score=cfg.median_score)
+        truth = float(np.sort(vals)[n // 2])
+    spec = generate_tiers(n, cfg.tiers, rng=rng)
+    out = {}
+    for name, m in mechs.items():
+        out[name] = m.answer(vals, spec.eps, query, spec, rng=rng).estimate - truth
+    return out
+
+
+def paper_experiment(task: Literal["count", "median"], *, runs: int = 1000, rng: np.random.Generator,
+                     config: ExperimentConfig | None = None,
+                     progress: Callable[[float], None] | None = None) -> pd.DataFrame:
+    """RMSE of M, T, S, S-avg, PE (and Alag for count) over ``runs`` runs (Sec. V-A protocol).
+
+    Returns one row per mechanism with RMSE, a 95% interval (delta method on the MSE),
+    the mean error (bias) and the neighbour notion.
+    """
+    if task not in ("count", "median"):
+        raise ParameterError("The paper's synthetic experiments are 'count' and 'median'.")
+    cfg = config or ExperimentConfig()
+    mechs = paper_mechanisms(task)
+    errs: dict[str, list[float]] = {k: [] for k in mechs}
+    for i in range(int(runs)):
+        for k, e in _paper_run(task, cfg, mechs, rng).items():
+            errs[k].append(e)
+        if progress is not None and (i + 1) % max(1, runs // 50) == 0:
+            progress((i + 1) / runs)
+    rows = []
+    for k, e in errs.items():
+        a = np.asarray(e)
+        sq = a ** 2
+        mse = float(sq.mean())
+        half = 1.96 * float(sq.std(ddof=1)) / math.sqrt(a.size) if a.size > 1 else float("nan")
+        rows.append({"mechanism": k, "rmse": math.sqrt(mse), "ci_low": math.sqrt(max(mse - half, 0.0)),
+                     "ci_high": math.sqrt(mse + half), "bias": float(a.mean()),
+                     "neighbours": mechs[k].neighbours, "runs": a.size})
+    return pd.DataFrame(rows)
+
+
+# ---------------------------------------------------------------------------
+# PDP → PrDP reduction (general framework paper, Sec. 3.4)
+# ---------------------------------------------------------------------------
+
+BUDGET_COLUMN = "v_bud"
+
+
+@dataclass(frozen=True)
+class PrdpReduction:
+    """The same users under PrDP: each tuple carries its ε as an attribute v_bud and the
+    budget function is E(r) = c·v_bud. Unlike PDP, the choices stay private (only E is
+    published); ε̌ = c·min Φ and ε̂ = c·max Φ bound the budgets (from the public range of
+    choices)."""
+
+    table: pd.DataFrame
+    expression: str
+    c: float
+    eps_min: float
+    eps_max: float
+    column: str = BUDGET_COLUMN
+
+
+def to_prdp(table: pd.DataFrame, spec: PrivacySpec, *, c: float = 1.0, column: str = BUDGET_COLUMN,
+            eps_min: float | None = None, eps_max: float | None = None) -> PrdpReduction:
+    """Reduce a PDP problem to PrDP: add the budget column and the expression ``c * v_bud``.
+
+    ``eps_min``/``eps_max`` (ε̌, ε̂): bounds of the possible budgets; by default c times the
+    smallest and largest ε of the specification (in a real deployment: of the menu of
+    choices offered to users, which is public).
+    """
+    cc = _check_eps(c, "The constant c")
+    if column in table.columns:
+        raise ParameterError(f"The table already has a column '{column}'.", hint="Name the budget column differently.")
+    phi = spec.phi_for(table)
+    out = table.copy()
+    out[column] = phi
+    lo = cc * spec.min_eps if eps_min is None else _check_eps(eps_min, "ε̌")
+    hi = cc * spec.max_eps if eps_max is None else _check_eps(eps_max, "ε̂")
+    if lo > hi:
+        raise ParameterError("ε̌ must not exceed ε̂.")
+    return PrdpReduction(out, f"{cc:g} * {column}", cc, lo, hi, column)
