@@ -19,6 +19,9 @@ PAGES = {
     "Prepare": [
         st.Page("pages/data.py", title="Data", icon=":material/table:", default=True),
     ],
+    "Learn": [
+        st.Page("pages/concepts.py", title="Concepts", icon=":material/school:"),
+    ],
 }
 
 nav = st.navigation(PAGES)

@@ -291,6 +291,12 @@ def releases_from_table(table: pd.DataFrame) -> list[AttributeRelease]:
     return out
 
 
+def releases_table(releases: Sequence[AttributeRelease]) -> pd.DataFrame:
+    """Attribute releases as an editable table (inverse of :func:`releases_from_table`)."""
+    return pd.DataFrame([{"release": r.label, "attributes": ", ".join(sorted(r.attributes)), "rho": r.rho}
+                         for r in releases], columns=["release", "attributes", "rho"])
+
+
 def subset_curve(releases: Sequence[AttributeRelease], order: Sequence[str]) -> pd.DataFrame:
     """ρ(S) for the nested subsets S = first s attributes of ``order`` (Census accountant)."""
     rows = [{"attributes": s, "subset": ", ".join(order[:s]), "rho": attribute_subset_rho(releases, order[:s])}
@@ -1030,3 +1036,64 @@ def histogram_accuracy(data: AttributeData, release: Release, nu: float) -> dict
         "occupied_cells": int(truth.counts.size),
         "singletons": int((truth.counts == 1).sum()),
     }
+
+
+def cell_labels(data: AttributeData, codes: np.ndarray, *, max_chars: int = 40) -> list[str]:
+    """Short labels of cells: "value · value · …", or the bit pattern for binary data."""
+    codes = np.asarray(codes)
+    if all(s == 2 for s in data.domain_sizes) and all(dm == (0, 1) for dm in data.domains):
+        out = ["".join(map(str, r)) for r in codes.astype(np.uint8)]
+    else:
+        out = [" · ".join(str(data.domains[j][int(c)]) for j, c in enumerate(r)) for r in codes]
+    return [s if len(s) <= max_chars else s[: max_chars - 1] + "…" for s in out]
+
+
+def compare_cells(data: AttributeData, releases: Mapping[str, Release], *, top: int = 20,
+                  truth: bool = False) -> pd.DataFrame:
+    """The ``top`` cells with the largest estimates across releases, one column per release.
+
+    A cell a release did not publish shows 0 (its implicit estimate). ``truth`` adds the
+    exact counts (confidential: teaching mode only).
+    """
+    blocks = []
+    for name, rel in releases.items():
+        cells = np.asarray(rel.extras["cells"])
+        if cells.shape[0]:
+            blocks.append((name, cells, rel.answers["estimate"].to_numpy(dtype=float)))
+    if not blocks:
+        return pd.DataFrame(columns=["cell", *releases.keys()])
+    allc = np.vstack([b[1] for b in blocks])
+    keys = _row_keys(allc, data.domain_sizes)
+    uk, first = np.unique(keys, return_index=True)
+    table = pd.DataFrame(index=range(uk.size))
+    for name, cells, est in blocks:
+        pos = np.searchsorted(uk, _row_keys(cells, data.domain_sizes))
+        col = np.zeros(uk.size)
+        col[pos] = est
+        table[name] = col
+    for name in releases:
+        if name not in table:
+            table[name] = 0.0
+    table["_max"] = table[list(releases)].max(axis=1)
+    order = table["_max"].to_numpy().argsort(kind="stable")[::-1][: int(top)]
+    codes = allc[first][order]
+    out = pd.DataFrame({"cell": cell_labels(data, codes)})
+    for name in releases:
+        out[name] = table[name].to_numpy()[order]
+    if truth:
+        out["true"] = _true_counts_of(data, codes, true_histogram(data)).astype(float)
+    return out
+
+
+def record_ratio_table(d_max: int, *, k: int = 2, workload: WorkloadKind = "marginals") -> pd.DataFrame:
+    """Whole-record loss over per-attribute ε0 as the number of attributes d grows (notes §3.3).
+
+    ``group`` — any ε0-∇0 mechanism (Prop. 8): d; ``disjoint`` — d per-attribute zCDP
+    releases (Lemma 10): √d; ``workload`` — the Gaussian k-way workload (Thm 11): Δ/Δ0 (= √(d/k)),
+    shown from d = k.
+    """
+    d_max = _int_param("The largest d", d_max, 1, MAX_ATTRIBUTES)
+    k = _int_param("The order k", k, 1)
+    ds = np.arange(1, d_max + 1)
+    work = [workload_ratio(workload, int(d), k) if d >= k else math.nan for d in ds]
+    return pd.DataFrame({"d": ds, "group": ds.astype(float), "disjoint": np.sqrt(ds), "workload": work})

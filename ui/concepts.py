@@ -1,0 +1,173 @@
+"""Helpers of the Concepts page: histogram-lab inputs, the cached run, its callback and the
+reproduce-in-Python code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from prdp_core.data import Dataset
+from prdp_core.errors import PrdpError
+from prdp_core.mechanisms import partial
+from prdp_core.release import Release
+
+from . import state
+
+#: Widget keys of the histogram lab and their defaults.
+LAB_DEFAULTS: dict[str, Any] = {"hl_source": "generated", "hl_d": 64, "hl_n": 50_000, "hl_patterns": 20,
+                                "hl_heavy": 0.5, "hl_eps0": 1.0, "hl_nu": 0.01, "hl_method": "exact",
+                                "hl_match": "eps0"}
+#: Largest number of categories a column may have to be picked by default.
+DEFAULT_MAX_CATEGORIES = 60
+
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def _distinct_counts(token: str, _ds: Dataset) -> dict[str, int]:
+    return {c: int(_ds.table[c].nunique(dropna=False)) for c in _ds.schema.groups}
+
+
+def attribute_options(ds: Dataset) -> list[str]:
+    """Columns usable as attributes: group columns, then measures (as decade size classes)."""
+    return list(ds.schema.groups) + list(ds.schema.measures)
+
+
+def default_columns(ds: Dataset) -> list[str]:
+    """Up to two group columns with few categories, plus the first measure (as size classes)."""
+    counts = _distinct_counts(state.token(), ds)
+    groups = [c for c in ds.schema.groups if counts.get(c, 0) <= DEFAULT_MAX_CATEGORIES][:2]
+    return groups + list(ds.schema.measures[:1])
+
+
+def lab_params() -> dict[str, Any]:
+    """The lab's parameters as currently set in the widgets."""
+    ss = st.session_state
+    p = {k: ss.get(k, v) for k, v in LAB_DEFAULTS.items()}
+    p["hl_columns"] = tuple(ss.get("hl_columns") or ())
+    return p
+
+
+@dataclass(frozen=True)
+class LabResult:
+    """Both histograms of one lab run, and what the page shows about them."""
+
+    heavy: Release
+    standard: Release
+    d: int
+    n: int
+    notes: tuple[str, ...]
+    compare: pd.DataFrame
+    accuracy: dict[str, dict[str, Any]] | None
+
+
+def _data(params: dict[str, Any], ds: Dataset, rng: np.random.Generator) -> partial.AttributeData:
+    if params["hl_source"] == "dataset":
+        return partial.encode_attributes(ds.table, list(params["hl_columns"]))
+    return partial.synthetic_attribute_data(int(params["hl_n"]), int(params["hl_d"]),
+                                            patterns=int(params["hl_patterns"]),
+                                            heavy_share=float(params["hl_heavy"]), rng=rng)
+
+
+@st.cache_data(show_spinner="Running both histograms…", max_entries=8)
+def run_lab(token: str, params_items: tuple[tuple[str, Any], ...], seed: int, teaching: bool,
+            _ds: Dataset) -> LabResult:
+    """Run the heavy-hitter and the standard histogram (cached by dataset token, parameters, seed, mode)."""
+    params = dict(params_items)
+    rng = np.random.default_rng(seed)
+    data = _data(params, _ds, rng)
+    hh = partial.heavy_hitter_histogram(data, eps0=float(params["hl_eps0"]), nu=float(params["hl_nu"]),
+                                        method=params["hl_method"], rng=rng, seed=seed, reveal=teaching)
+    eps_std = float(params["hl_eps0"]) if params["hl_match"] == "eps0" else float(hh.extras["whole_record"])
+    std = partial.standard_histogram(data, eps=eps_std, rng=rng, seed=seed, reveal=teaching)
+    names = {"heavy-hitter (per attribute)": hh, "standard Laplace": std}
+    compare = partial.compare_cells(data, names, top=20, truth=teaching)
+    acc = None
+    if teaching:
+        acc = {k: partial.histogram_accuracy(data, r, float(params["hl_nu"])) for k, r in names.items()}
+    return LabResult(hh, std, data.d, data.n, data.notes, compare, acc)
+
+
+def accuracy_table(res: LabResult) -> pd.DataFrame:
+    """One row per histogram: published, heavy and small cells, largest error (teaching mode only)."""
+    cols = ["released", "heavy", "heavy_found", "released_empty", "released_small", "linf_error"]
+    return pd.DataFrame(res.accuracy or {}).T.reindex(columns=cols)
+
+
+def _items(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    return tuple(sorted(params.items()))
+
+
+def current_result() -> LabResult | None:
+    """The result of the last run, if its parameters are still those of the widgets."""
+    ran = st.session_state.get("hl_ran")
+    if not ran:
+        return None
+    params, seed, teaching = ran
+    if params != _items(lab_params()) or seed != state.rng_and_seed()[1] or teaching != state.teaching():
+        return None
+    try:
+        return run_lab(state.token(), params, seed, teaching, state.dataset())
+    except PrdpError:
+        return None
+
+
+def on_run() -> None:
+    """Run-button callback: run both histograms once, record them in the session ledger."""
+    params = lab_params()
+    st.session_state.pop("hl_error", None)
+    if params["hl_source"] == "dataset" and not params["hl_columns"]:
+        st.session_state["hl_error"] = "Pick at least one column of the active dataset as an attribute."
+        return
+    _, seed = state.rng_and_seed()
+    teaching = state.teaching()
+    try:
+        res = run_lab(state.token(), _items(params), seed, teaching, state.dataset())
+    except PrdpError as err:
+        st.session_state["hl_error"] = f"**{err.title}.** {err}"
+        st.session_state.pop("hl_ran", None)
+        return
+    state.record_release(res.heavy)
+    state.record_release(res.standard)
+    st.session_state["hl_ran"] = (_items(params), seed, teaching)
+
+
+def reproduce_code(calc: dict[str, Any], explorer: dict[str, Any], params: dict[str, Any], seed: int,
+                   teaching: bool, source_code: str) -> str:
+    """prdp_core code reproducing the calculators, the explorer and the histogram lab."""
+    if params["hl_source"] == "dataset":
+        data = f"{source_code}\ndata = partial.encode_attributes(ds.table, {list(params['hl_columns'])!r})"
+    else:
+        data = (f"data = partial.synthetic_attribute_data({int(params['hl_n'])}, {int(params['hl_d'])}, "
+                f"patterns={int(params['hl_patterns'])}, heavy_share={float(params['hl_heavy'])}, rng=rng)")
+    std_eps = repr(float(params["hl_eps0"])) if params["hl_match"] == "eps0" else 'hh.extras["whole_record"]'
+    return f"""import numpy as np
+import prdp_core
+from prdp_core import accounting, interpret
+from prdp_core.mechanisms import partial
+
+# calculators
+interpret.inference_accuracy({calc['eps']!r})             # best guess of one bit
+interpret.posterior_bound({calc['eps']!r}, {calc['prior']!r})
+interpret.laplace_round_back_eps({calc['eps']!r})         # count + Lap(1/ε) rounds back
+interpret.zcdp_side_by_side({calc['rho']!r}, {calc['delta']!r})  # CKS vs textbook
+interpret.record_guarantee({calc['record']!r}, {calc['record_measure']!r}, delta={calc['delta']!r}).sentences()
+
+# per-attribute explorer
+partial.record_cost_table({explorer['d']}, {explorer['eps0']!r}, k={explorer['k']}, delta={calc['delta']!r})
+partial.granularity_table({explorer['d']}, {explorer['eps0']!r}, k={explorer['k']}, kind={explorer['kind']!r})
+releases = partial.census_2020_illustrative()
+accounting.attribute_subset_rho(releases, ["race", "ethnicity"])  # 1.02
+accounting.attribute_rho_table(releases, delta={calc['delta']!r})
+
+# histogram lab (seeded: for teaching and review, not a real release)
+rng = np.random.default_rng({seed})
+{data}
+hh = partial.heavy_hitter_histogram(data, eps0={float(params['hl_eps0'])!r}, nu={float(params['hl_nu'])!r},
+                                    method={params['hl_method']!r}, rng=rng, seed={seed}, reveal={teaching})
+std = partial.standard_histogram(data, eps={std_eps}, rng=rng, seed={seed}, reveal={teaching})
+print(hh.extras["calibration"])
+print(hh.answers.head(20))
+"""
