@@ -281,12 +281,12 @@ def releases_from_table(table: pd.DataFrame) -> list[AttributeRelease]:
         attrs = frozenset(a.strip() for a in attrs_raw.split(",") if a.strip())
         if not label and not attrs and pd.isna(row.rho):
             continue
+        if pd.isna(row.rho):
+            raise ParameterError(f"Row {i} ('{label or 'unnamed'}') has no ρ.", hint="Enter its zCDP budget.")
         try:
             rho = float(row.rho)
         except (TypeError, ValueError):
             raise ParameterError(f"Row {i}: ρ must be a number (got {row.rho!r}).") from None
-        if pd.isna(row.rho):
-            raise ParameterError(f"Row {i} ('{label or 'unnamed'}') has no ρ.", hint="Enter its zCDP budget.")
         out.append(AttributeRelease(label or f"release {i}", attrs, rho))
     return out
 
