@@ -125,7 +125,7 @@ def adversarial_d4(c, extra, tau_offset=0.0, new_count=None):
 def worst_over_tau(lam, mu, c, count_scale=None, new_count=None):
     """Scan the base threshold τ (public) near the adversarial margins; worst log-ratio."""
     best = 0.0
-    for m1 in np.linspace(-1.5, 1.5, 13):
+    for m1 in np.linspace(-1.0, 1.0, 5):
         tau = c - 1 - m1
         hx, hy = adversarial_d4(c, int(tau) + 3, new_count=new_count)
         best = max(best, max_log_ratio_d4(hx, hy, lam, mu, tau, count_scale,
