@@ -22,6 +22,10 @@ PAGES = {
     "Learn": [
         st.Page("pages/concepts.py", title="Concepts", icon=":material/school:"),
     ],
+    "Policies": [
+        st.Page("pages/personalized.py", title="Personalized DP", icon=":material/groups:"),
+        st.Page("pages/budget_functions.py", title="Budget functions", icon=":material/function:"),
+    ],
 }
 
 nav = st.navigation(PAGES)

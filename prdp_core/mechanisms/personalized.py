@@ -773,8 +773,9 @@ def dp_answer(kind: str, values: np.ndarray, eps: float, query: Query, *, rng: n
 def sample_probability(phi: np.ndarray | float, t: float) -> np.ndarray:
     """π_x = (e^{Φ^x} − 1)/(e^t − 1) if Φ^x < t, else 1 (computed with expm1 for small ε)."""
     tt = _check_eps(t, "The threshold t")
-    p = np.asarray(phi, dtype=float)
-    return np.where(p < tt, np.expm1(np.minimum(p, tt)) / math.expm1(tt), 1.0)
+    p = np.minimum(np.asarray(phi, dtype=float), tt)
+    # (e^Φ − 1)/(e^t − 1) = e^{Φ−t}·(1 − e^{−Φ})/(1 − e^{−t}): accurate for tiny ε and no overflow for huge ε
+    return np.where(p < tt, np.exp(p - tt) * -np.expm1(-p) / -math.expm1(-tt), 1.0)
 
 
 def sample_delivered(phi: np.ndarray | float, t: float) -> np.ndarray:
@@ -1515,25 +1516,34 @@ def count_mse_proxy(phi_universe: np.ndarray, ts: Sequence[float], *, density: f
     With bits i.i.d. Bernoulli(δ), independent of Φ, over the public universe U:
     MSE(t) = Σ_i δ(1 − π_i)(1 − δ(1 − π_i)) + δ²(Σ_i(1 − π_i))² + Var(noise at t).
     """
-    return sum_mse_proxy(phi_universe, ts, mean=density, second_moment=density, bound=1.0, noise=noise)
+    d = float(density)
+    if not 0 <= d <= 1:
+        raise ParameterError("The assumed density must be between 0 and 1.")
+    return _mse_proxy(phi_universe, ts, d, d, 1.0, noise)
 
 
-def sum_mse_proxy(phi_universe: np.ndarray, ts: Sequence[float], *, mean: float, second_moment: float,
-                  bound: float, noise: CountNoise = "laplace") -> pd.DataFrame:
-    """Sample's sum MSE with values assumed i.i.d. (mean m₁, second moment m₂), independent of Φ.
+def sum_mse_proxy(phi_universe: np.ndarray, ts: Sequence[float], *, mean: float, sd: float,
+                  bound: float) -> pd.DataFrame:
+    """Sample's sum MSE with values assumed i.i.d. (mean m₁, standard deviation s), independent of Φ.
 
-    MSE(t) = Σ_i [m₂(1 − π_i) − m₁²(1 − π_i)²] + (m₁ Σ_i (1 − π_i))² + Var(noise at t);
-    for a count m₁ = m₂ = δ. Uses only the public specification and the assumed moments
-    (e.g. from old or public data, as the paper suggests), so choosing t from it is safe.
+    With m₂ = m₁² + s²: MSE(t) = Σ_i [m₂(1 − π_i) − m₁²(1 − π_i)²] + (m₁ Σ_i (1 − π_i))² +
+    2(Δ/t)²; for a count m₁ = m₂ = δ. Uses only the public specification and the assumed
+    moments (e.g. from old or public data, as the paper suggests): choosing t from it is safe.
     """
+    m, sd_ = float(mean), float(sd)
+    if not (math.isfinite(m) and math.isfinite(sd_)) or sd_ < 0:
+        raise ParameterError("The assumed mean and standard deviation must be finite (standard deviation ≥ 0).")
+    return _mse_proxy(phi_universe, ts, m, m * m + sd_ * sd_, bound, "laplace")
+
+
+def _mse_proxy(phi_universe: np.ndarray, ts: Sequence[float], m1: float, m2: float, bound: float,
+               noise: CountNoise) -> pd.DataFrame:
     ph = np.asarray(phi_universe, dtype=float)
-    if not (math.isfinite(mean) and math.isfinite(second_moment)) or second_moment < mean ** 2 - 1e-12:
-        raise ParameterError("The assumed moments are impossible: the second moment must be ≥ mean².")
     rows = []
     for t in ts:
         tt = _check_eps(t, "The threshold t")
         q = 1.0 - sample_probability(ph, tt)
-        data = float(np.sum(second_moment * q - mean ** 2 * q ** 2) + (mean * q.sum()) ** 2)
+        data = float(np.sum(m2 * q - m1 ** 2 * q ** 2) + (m1 * q.sum()) ** 2)
         nv = noise_variance(tt, bound, noise)
         rows.append({"t": tt, "rmse": math.sqrt(data + nv), "data_part_mse": data, "noise_var": nv,
                      "method": "closed form (assumed data)"})
@@ -1551,6 +1561,42 @@ def delivered_table(spec: PrivacySpec, mechanisms: dict[str, PDPMechanism]) -> p
                      "users_unused": float(np.mean(d == 0)),
                      "mean_excess_protection": float(np.mean(spec.eps - d))})
     return pd.DataFrame(rows)
+
+
+def delivered_by_mechanism(spec: PrivacySpec, mechanisms: dict[str, PDPMechanism]) -> dict[str, np.ndarray]:
+    """Delivered ε of every user of U under each mechanism (for CDF plots)."""
+    return {name: m.delivered(spec.eps, spec) for name, m in mechanisms.items()}
+
+
+def pi_curves(thresholds: dict[str, float], upto: float, points: int = 200) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """Sample's keep probability π(Φ; t) on a grid of Φ in (0, upto] for each named threshold."""
+    grid = np.linspace(_check_eps(upto, "The largest ε") / points, upto, points)
+    return grid, {name: sample_probability(grid, t) for name, t in thresholds.items()}
+
+
+#: The worked example of Sec. IV-C: D = ⟨3, 5, 6, 9, 11⟩ with Φ = ⟨0.1, 1, 1, 0.5, 1⟩.
+PE_EXAMPLE = (np.array([3.0, 5, 6, 9, 11]), np.array([0.1, 1.0, 1.0, 0.5, 1.0]))
+
+
+def pe_profile(kind: str, values: np.ndarray, phi: np.ndarray, *, lo: float = 0.0, hi: float | None = None,
+               max_points: int = 2000) -> pd.DataFrame:
+    """PE's score d and output probability density over the range, for plots.
+
+    Integer ranges up to ``max_points`` values are expanded value by value; otherwise one
+    row per piece (its start), with the probability spread over the piece's size.
+    """
+    pcs, d, probs = pe_distribution(kind, values, phi, lo=lo, hi=hi)
+    if pcs.integer and (pcs.end.max() - pcs.start.min() + 1) <= max_points:
+        r, pmf = expand_pieces(pcs, probs)
+        idx = np.searchsorted(pcs.start, r, side="right") - 1
+        return pd.DataFrame({"r": r, "d": d[idx], "probability": pmf})
+    return pd.DataFrame({"r": pcs.start, "d": d, "probability": probs / np.maximum(pcs.size, 1e-300)})
+
+
+def neighbour_table(mechanisms: dict[str, PDPMechanism], spec: PrivacySpec) -> pd.DataFrame:
+    """What each mechanism promises and under which neighbour notion (for the UI)."""
+    return pd.DataFrame([{"mechanism": name, "promise to each user": m.promise(spec),
+                          "neighbours": NEIGHBOUR_TEXT[m.neighbours]} for name, m in mechanisms.items()])
 
 
 # ---------------------------------------------------------------------------
@@ -1667,3 +1713,85 @@ def to_prdp(table: pd.DataFrame, spec: PrivacySpec, *, c: float = 1.0, column: s
     if lo > hi:
         raise ParameterError("ε̌ must not exceed ε̂.")
     return PrdpReduction(out, f"{cc:g} * {column}", cc, lo, hi, column)
+
+
+def prdp_available() -> bool:
+    """Whether the PrDP framework (:mod:`prdp_core.mechanisms.prdp`) and budget functions can be imported."""
+    try:
+        from . import prdp  # noqa: F401
+        from .. import budget  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Query, *, c: float = 1.0, beta: float = 0.1,
+             rng: np.random.Generator, seed: int | None = None, reveal: bool = False) -> Release:
+    """Answer ``query`` with the PrDP framework (Algorithm 2) under E(r) = c·v_bud.
+
+    The table gets the budget column v_bud = Φ (:func:`to_prdp`); the budget function is
+    parsed with ε̌ = c·min Φ, ε̂ = c·max Φ and U = the query's public upper bound. A count
+    with a cut-off runs on the tuples meeting it (a per-tuple filter: a tuple failing it
+    never influences the answer, so each tuple's guarantee is unchanged); a sum uses the
+    framework's clipped sum on the value column. Neighbours: add/remove, like PDP's
+    Sample; the users' choices stay private (only E is public).
+    """
+    if query.kind not in ("count", "sum"):
+        raise ParameterError("The PDP vs PrDP comparison covers count and sum.",
+                             hint="The PrDP framework has no median; pick count or sum.")
+    try:
+        from .. import budget as _budget
+        from . import prdp as _prdp
+    except ImportError:
+        raise ParameterError("The PrDP framework is not available in this installation.") from None
+    red = to_prdp(table, spec, c=c)
+    t = red.table
+    if query.kind == "count" and query.column is not None:
+        t = t.loc[query.prepare(query.raw(t)) > 0]
+    U = float(query.hi) if query.hi is not None else max(1.0, float(query.cutoff))
+    bud = _budget.parse_budget(red.expression, eps_min=red.eps_min, eps_max=red.eps_max, U=U)
+    q = "count" if query.kind == "count" else f"sum:{query.column}"
+    return _prdp.framework(t, bud, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+
+
+def compare_with_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Query, *, c: float = 1.0,
+                      beta: float = 0.1, rng: np.random.Generator, reveal: bool = False,
+                      runs: int = 1) -> pd.DataFrame:
+    """The same users and query under PDP (Minimum, Sample with t = max and mean Φ, PE/Stretching)
+    and under PrDP (the framework with E(r) = c·v_bud), one seeded run each (or the RMSE over
+    ``runs`` runs when ``reveal``).
+
+    Columns: mechanism, model, estimate (first run), are the users' choices public, the
+    neighbour notion, the largest delivered ε and whether every tuple got at most its
+    request; with ``reveal`` also the true answer, the error and the RMSE.
+    """
+    if query.kind not in ("count", "sum"):
+        raise ParameterError("The PDP vs PrDP comparison covers count and sum.")
+    raw = query.raw(table)
+    truth = query.truth(raw)
+    pdp_mechs = {k: v for k, v in paper_mechanisms(query.kind).items() if k in ("M", "S", "S-avg", "PE", "Alag")}
+    rows = []
+    R = max(1, int(runs)) if reveal else 1
+    for name, m in pdp_mechs.items():
+        rels = [m.release(table, spec, query, rng=rng, reveal=reveal) for _ in range(R)]
+        rows.append(_compare_row(f"PDP · {m.label(spec)}", "PDP", rels, truth, "public (published)", m.neighbours,
+                                 reveal))
+    rels = [run_prdp(table, spec, query, c=c, beta=beta, rng=rng, reveal=reveal) for _ in range(R)]
+    rows.append(_compare_row(f"PrDP framework · E(r) = {c:g}·v_bud", "PrDP", rels, truth, "private", "add/remove",
+                             reveal))
+    return pd.DataFrame(rows)
+
+
+def _compare_row(label: str, model: str, rels: list[Release], truth: float, choices: str, neighbours: str,
+                 reveal: bool) -> dict[str, Any]:
+    first = rels[0]
+    row: dict[str, Any] = {"mechanism": label, "model": model, "estimate": float(first.answers["estimate"].iloc[0]),
+                           "users' ε": choices, "neighbours": neighbours}
+    if first.loss is not None and first.requested is not None:
+        row["largest delivered ε"] = float(np.max(first.loss)) if first.loss.size else 0.0
+        row["within request"] = bool(first.check_delivered_within_requested())
+    if reveal:
+        est = np.array([float(r.answers["estimate"].iloc[0]) for r in rels])
+        row.update({"true": truth, "error": row["estimate"] - truth,
+                    "rmse": float(np.sqrt(np.mean((est - truth) ** 2))), "runs": est.size})
+    return row

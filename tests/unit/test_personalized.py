@@ -81,8 +81,10 @@ def test_pi_formula_properties():
         low = math.log(1 - p + p * math.exp(-tt))
         assert low == pytest.approx(expected, abs=1e-6)
         assert low >= -ph
-    # tiny ε: no cancellation
+    # tiny ε: no cancellation; huge ε (a mis-scaled column): no overflow
     assert float(P.sample_probability(1e-6, 0.01)) == pytest.approx(math.expm1(1e-6) / math.expm1(0.01), rel=1e-12)
+    assert float(P.sample_probability(900.0, 1000.0)) == pytest.approx(math.exp(-100.0), rel=1e-12)
+    assert float(P.sample_probability(5.0, 60_000.0)) == 0.0
 
 
 def test_sample_at_min_threshold_is_minimum():
@@ -529,7 +531,12 @@ def test_count_proxy_formula_matches_simulation():
     err = kept.sum(1) - bits.sum(1) + rng.laplace(0, 1 / t, R)
     assert np.mean(err ** 2) == pytest.approx(proxy, rel=0.04)
     with pytest.raises(ParameterError):
-        P.sum_mse_proxy(spec.eps, [t], mean=2.0, second_moment=1.0, bound=1.0)
+        P.sum_mse_proxy(spec.eps, [t], mean=2.0, sd=-1.0, bound=1.0)
+    with pytest.raises(ParameterError):
+        P.count_mse_proxy(spec.eps, [t], density=1.5)
+    # the sum proxy with 0/1 values of mean δ (sd² = δ(1 − δ)) is the count proxy
+    s = P.sum_mse_proxy(spec.eps, [t], mean=delta, sd=math.sqrt(delta * (1 - delta)), bound=1.0)
+    assert s["rmse"].iloc[0] ** 2 == pytest.approx(proxy)
 
 
 def test_compare_and_threshold_curve_tables():

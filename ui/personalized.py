@@ -1,0 +1,217 @@
+"""Helpers of the Personalized DP page: specification and query from the widgets, cached engine
+calls, the release callback and the reproduce-in-Python code."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from prdp_core.data import Dataset
+from prdp_core.errors import ParameterError, PrdpError
+from prdp_core.mechanisms import personalized as P
+
+from . import state
+
+EACH_RECORD = "(each record is its own user)"
+
+#: Widget keys of the specification and their defaults.
+SPEC_DEFAULTS: dict[str, Any] = {"pdp_source": "tiers", "pdp_user": EACH_RECORD, "pdp_fc": 0.54, "pdp_fm": 0.37,
+                                 "pdp_ec": 0.01, "pdp_em": 0.2, "pdp_el": 1.0, "pdp_default": 1.0,
+                                 "pdp_col": None}
+
+MECHANISM_CHOICES = {
+    "Minimum (M)": "M", "Threshold (T)": "T", "Sample (S)": "S", "PE (personalized exponential)": "PE",
+    "Stretching (Alag.)": "Alag",
+}
+T_RULES = {"max Φ (paper's S)": "max", "mean Φ (paper's S-avg)": "mean", "custom": "custom"}
+
+
+def nice_ceil(x: float) -> float:
+    """The next 1–2–5 × 10^k at or above x (for default public bounds)."""
+    if not math.isfinite(x) or x <= 0:
+        return 1.0
+    k = math.floor(math.log10(x))
+    for m in (1, 2, 5, 10):
+        if m * 10**k >= x:
+            return float(m * 10**k)
+    return float(10 ** (k + 1))
+
+
+def assumed_default(query: P.Query) -> float:
+    """A neutral starting guess for the assumed mean and spread of the values: a tenth of the upper bound."""
+    return float(query.bound) / 10.0
+
+
+def eps_columns(ds: Dataset) -> list[str]:
+    """Columns that can hold the users' ε: measures and group columns (labels are mapped)."""
+    return list(ds.schema.measures) + [g for g in ds.schema.groups if g not in ds.schema.measures]
+
+
+def label_column(ds: Dataset, col: str) -> bool:
+    """True when ``col`` holds labels (not numbers) and needs an expert mapping to ε."""
+    if col in ds.schema.measures:
+        return False
+    v = pd.to_numeric(ds.table[col], errors="coerce")
+    return bool(v.isna().mean() > 0.5)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _labels(token: str, col: str, _ds: Dataset) -> list[str]:
+    return [str(x) for x in pd.unique(_ds.table[col].astype(str))[:50]]
+
+
+def labels_of(ds: Dataset, col: str) -> list[str]:
+    return _labels(state.token(), col, ds)
+
+
+def default_label_map(labels: list[str]) -> pd.DataFrame:
+    eps = np.round(np.linspace(0.1, 1.0, len(labels)), 2) if len(labels) > 1 else np.array([1.0])
+    return pd.DataFrame({"label": labels, "ε": eps})
+
+
+def spec_params() -> dict[str, Any]:
+    ss = st.session_state
+    p = {k: ss.get(k, v) for k, v in SPEC_DEFAULTS.items()}
+    mp = ss.get("pdp_label_map_df")
+    p["labels"] = tuple(map(tuple, mp.to_numpy().tolist())) if isinstance(mp, pd.DataFrame) else ()
+    p["seed"] = int(ss.get("seed", 0))
+    return p
+
+
+@st.cache_data(show_spinner="Building the privacy specification…", max_entries=16)
+def _build_spec(token: str, params: tuple, _ds: Dataset) -> P.PrivacySpec:
+    p = dict(params)
+    user_col = None if p["pdp_user"] in (None, EACH_RECORD) else p["pdp_user"]
+    table = _ds.table
+    if p["pdp_source"] == "tiers":
+        cfg = P.TierConfig(f_c=float(p["pdp_fc"]), f_m=float(p["pdp_fm"]), eps_c=float(p["pdp_ec"]),
+                           eps_m=float(p["pdp_em"]), eps_l=float(p["pdp_el"]))
+        return P.generate_tiers_for(table, cfg, rng=np.random.default_rng(p["seed"]), user_col=user_col)
+    col = p["pdp_col"]
+    if not col or col not in table.columns:
+        raise ParameterError("Choose the column that holds each user's ε.")
+    if p["labels"]:
+        mapping = {str(k): v for k, v in p["labels"] if k is not None and v is not None and not pd.isna(v)}
+        tab = pd.DataFrame({col: table[col].astype(str)})
+        if user_col:
+            tab[user_col] = table[user_col].to_numpy()
+        return P.spec_from_labels(tab, col, mapping, user_col=user_col, default_eps=float(p["pdp_default"]))
+    return P.spec_from_column(table, col, user_col=user_col, default_eps=float(p["pdp_default"]))
+
+
+def build_spec(ds: Dataset) -> P.PrivacySpec:
+    p = spec_params()
+    return _build_spec(state.token(), tuple(sorted(p.items(), key=lambda kv: kv[0])), ds)
+
+
+def spec_key() -> tuple:
+    return tuple(sorted(spec_params().items(), key=lambda kv: kv[0]))
+
+
+def query_from_widgets(kind: str) -> P.Query:
+    ss = st.session_state
+    col = ss.get("pdp_value")
+    lo = float(ss.get("pdp_lo", 0.0))
+    hi = float(ss.get("pdp_hi", 1.0))
+    return P.Query(kind, column=col, cutoff=float(ss.get("pdp_cutoff", 1.0)), lo=lo, hi=hi,
+                   median_score=ss.get("pdp_score", "rank"))
+
+
+def mechanism(short: str, t_rule: str = "max", t_custom: float = 0.5, rescale: bool = False) -> P.PDPMechanism:
+    t: Any = t_custom if t_rule == "custom" else t_rule
+    if short == "M":
+        return P.Minimum()
+    if short == "T":
+        return P.Threshold(t)
+    if short == "S":
+        return P.Sample(t, rescale=rescale)
+    if short == "PE":
+        return P.PE()
+    return P.Stretching(rescale=rescale)
+
+
+@st.cache_data(show_spinner="Comparing mechanisms on the data…", max_entries=16)
+def cached_compare(token: str, skey: tuple, query: P.Query, runs: int, seed: int, _ds: Dataset,
+                   _spec: P.PrivacySpec) -> pd.DataFrame:
+    return P.compare(_ds.table, _spec, query, runs=runs, rng=np.random.default_rng(seed))
+
+
+@st.cache_data(show_spinner="Computing the error curve…", max_entries=16)
+def cached_curve(token: str, skey: tuple, query: P.Query, ts: tuple[float, ...], which: str, runs: int, seed: int,
+                 _ds: Dataset, _spec: P.PrivacySpec) -> pd.DataFrame:
+    return P.threshold_curve(_ds.table, _spec, query, list(ts), mechanism=which, runs=runs,
+                             rng=np.random.default_rng(seed))
+
+
+@st.cache_data(show_spinner="Running the paper's experiment…", max_entries=8)
+def cached_experiment(task: str, runs: int, score: str, seed: int) -> pd.DataFrame:
+    cfg = P.ExperimentConfig(median_score=score)
+    return P.paper_experiment(task, runs=runs, rng=np.random.default_rng(seed), config=cfg)
+
+
+def t_grid(spec: P.PrivacySpec, points: int = 14) -> tuple[float, ...]:
+    """Thresholds from min Φ to 1.5·max Φ on a log scale, plus max Φ and mean Φ."""
+    lo = max(spec.min_eps, 1e-3)
+    hi = spec.max_eps * 1.5
+    g = np.geomspace(lo, hi, points)
+    return tuple(float(x) for x in np.unique(np.round(np.r_[g, spec.max_eps, spec.mean_eps], 6)))
+
+
+def on_run_release() -> None:
+    """Callback of the "Run release" button: run, record in the session ledger, keep the result."""
+    ss = st.session_state
+    ss.pop("pdp_release_error", None)
+    try:
+        ds = state.dataset()
+        spec = build_spec(ds)
+        q = query_from_widgets(ss.get("pdp_rel_kind", "count"))
+        m = mechanism(MECHANISM_CHOICES[ss.get("pdp_rel_mech", "Sample (S)")], T_RULES[ss.get("pdp_rel_t", "max Φ (paper's S)")],
+                      float(ss.get("pdp_rel_tc", 0.5)), bool(ss.get("pdp_rel_rescale", False)))
+        rng, seed = state.rng_and_seed()
+        rel = m.release(ds.table, spec, q, rng=rng, seed=seed, reveal=state.teaching())
+        state.record_release(rel)
+        ss["pdp_last_release"] = rel
+    except PrdpError as err:
+        ss["pdp_release_error"] = err
+
+
+def reproduce_code(ds_source: dict[str, Any], params: dict[str, Any], query: P.Query, seed: int) -> str:
+    """prdp_core code that rebuilds the specification and runs the comparison shown on the page."""
+    src = ds_source or {}
+    if src.get("kind") == "sample":
+        load = (f'ds = prdp_core.samples.load_dataset("{src.get("name")}", n={src.get("n")!r}, '
+                f'seed={int(src.get("seed", 0))})')
+    else:
+        load = "ds = ...  # your prdp_core.Dataset (see the Data page's code)"
+    user = None if params["pdp_user"] in (None, EACH_RECORD) else params["pdp_user"]
+    if params["pdp_source"] == "tiers":
+        spec = (f"cfg = P.TierConfig(f_c={params['pdp_fc']}, f_m={params['pdp_fm']}, eps_c={params['pdp_ec']}, "
+                f"eps_m={params['pdp_em']}, eps_l={params['pdp_el']})\n"
+                f"spec = P.generate_tiers_for(ds.table, cfg, rng=np.random.default_rng({params['seed']}), "
+                f"user_col={user!r})")
+    elif params["labels"]:
+        mapping = {k: v for k, v in params["labels"]}
+        spec = (f"spec = P.spec_from_labels(ds.table.astype({{{params['pdp_col']!r}: str}}), {params['pdp_col']!r}, "
+                f"{mapping!r}, user_col={user!r}, default_eps={params['pdp_default']})")
+    else:
+        spec = (f"spec = P.spec_from_column(ds.table, {params['pdp_col']!r}, user_col={user!r}, "
+                f"default_eps={params['pdp_default']})")
+    return f"""
+import numpy as np
+import prdp_core
+from prdp_core.mechanisms import personalized as P
+
+{load}
+{spec}
+print(spec.summary(), spec.tier_table(), sep="\\n")
+
+query = P.Query({query.kind!r}, column={query.column!r}, cutoff={query.cutoff!r}, lo={query.lo!r}, hi={query.hi!r})
+print(P.delivered_table(spec, P.paper_mechanisms(query.kind)))
+print(P.compare(ds.table, spec, query, runs=100, rng=np.random.default_rng({seed})))  # uses the private data
+release = P.Sample("max").release(ds.table, spec, query, rng=np.random.default_rng({seed}), seed={seed})
+print(release.answers, release.entries[0].loss.describe())
+"""
