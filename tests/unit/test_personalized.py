@@ -570,3 +570,26 @@ def test_to_prdp_adds_the_budget_column():
     assert red.expression == "2 * v_bud" and red.eps_min == pytest.approx(0.2) and red.eps_max == 2.0
     with pytest.raises(ParameterError):
         P.to_prdp(red.table, spec)
+
+
+def test_pdp_data_through_the_prdp_framework():
+    rng = np.random.default_rng(25)
+    n = 20_000
+    tab = pd.DataFrame({"v": np.ceil(rng.lognormal(1.5, 1.0, n))})
+    spec = P.generate_tiers(n, rng=rng)
+    assert P.prdp_available()
+    q = P.Query("count", "v", cutoff=5, hi=1000)
+    rel = P.run_prdp(tab, spec, q, c=2.0, rng=rng, reveal=True)
+    kept = q.prepare(q.raw(tab)) > 0
+    # the requested budgets are E(r) = c·v_bud = 2Φ of the tuples that meet the cut-off, and are honoured
+    np.testing.assert_allclose(rel.requested, 2.0 * spec.eps[kept])
+    assert rel.check_delivered_within_requested()
+    assert rel.answers["true"].iloc[0] == kept.sum()
+    s = P.run_prdp(tab, spec, P.Query("sum", "v", hi=1000), rng=rng)
+    assert s.check_delivered_within_requested() and s.measure == "eps"
+    df = P.compare_with_prdp(tab, spec, q, rng=rng, reveal=True, runs=3)
+    assert set(df["model"]) == {"PDP", "PrDP"}
+    assert df.set_index("model").loc["PrDP", "users' ε"] == "private"
+    assert (df["within request"]).all() and (df["runs"] == 3).all()
+    with pytest.raises(ParameterError):
+        P.compare_with_prdp(tab, spec, P.Query("median", "v", hi=100), rng=rng)
