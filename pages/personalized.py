@@ -136,9 +136,11 @@ rng, seed = state.rng_and_seed()
 
 if view == "Delivered ε":
     st.subheader("What each mechanism delivers to each user")
-    ss.setdefault("pdp_t", round(float(spec.mean_eps), 2))
-    st.slider("Threshold t for T(t) and S(t)", min_value=0.01, max_value=float(round(max(spec.max_eps * 1.5, 0.05), 2)),
-              step=0.01, key="pdp_t")
+    lo_t, hi_t, start_t = upd.t_slider_range(spec)
+    ss.setdefault("pdp_t", start_t)
+    if not lo_t <= ss["pdp_t"] <= hi_t:
+        ss["pdp_t"] = start_t
+    st.slider("Threshold t for T(t) and S(t)", min_value=lo_t, max_value=hi_t, step=0.01, key="pdp_t")
     t = float(ss["pdp_t"])
     shown = {"Minimum": P.Minimum(), f"Threshold t={t:g}": P.Threshold(t), f"Sample t={t:g}": P.Sample(t),
              "Sample t=max Φ": P.Sample("max"), "PE": P.PE(), "Stretching": P.Stretching()}

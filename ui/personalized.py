@@ -153,6 +153,13 @@ def cached_experiment(task: str, runs: int, score: str, seed: int) -> pd.DataFra
     return P.paper_experiment(task, runs=runs, rng=np.random.default_rng(seed), config=cfg)
 
 
+def t_slider_range(spec: P.PrivacySpec) -> tuple[float, float, float]:
+    """(min, max, start) of the threshold slider: 0.01 to 1.5·max Φ, starting at mean Φ."""
+    hi = float(round(max(spec.max_eps * 1.5, 0.05), 2))
+    start = float(min(max(round(spec.mean_eps, 2), 0.01), hi))
+    return 0.01, hi, start
+
+
 def t_grid(spec: P.PrivacySpec, points: int = 14) -> tuple[float, ...]:
     """Thresholds from min Φ to 1.5·max Φ on a log scale, plus max Φ and mean Φ."""
     lo = max(spec.min_eps, 1e-3)

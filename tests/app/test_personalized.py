@@ -143,3 +143,18 @@ def test_small_sample_with_label_column():
         at = _view(at, view)
     at.button(key="pdp_cmp_go").click().run()
     assert not at.exception, at.exception
+
+
+@pytest.mark.parametrize("source", ["tiers", "column", "labels"])
+def test_reproduce_code_runs(source):
+    from prdp_core.mechanisms import personalized as P
+    from ui import personalized as upd
+
+    params = dict(upd.SPEC_DEFAULTS, labels=(), seed=3)
+    if source != "tiers":
+        params.update(pdp_source="column", pdp_col="HT2" if source == "column" else "CatIX")
+    if source == "labels":
+        params["labels"] = (("1", 0.1), ("2", 0.5))
+    code = upd.reproduce_code({"kind": "sample", "name": "sim_pareto", "n": 2000, "seed": 0}, params,
+                              P.Query("count", "HT1", cutoff=2, hi=100), 3)
+    exec(compile(code, "<reproduce>", "exec"), {})
