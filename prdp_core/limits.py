@@ -20,6 +20,9 @@ MAX_COLUMNS: int = 2_000
 #: Largest length (characters) of a user expression such as a budget function.
 MAX_EXPRESSION_CHARS: int = 2_000
 
+#: Largest number of rows a materialised split table may have (Algorithm 1 output).
+MAX_SPLIT_ROWS: int = 20_000_000
+
 #: Largest number of grid points in a parameter sweep (thresholds x budgets x ...).
 MAX_SWEEP_POINTS: int = 100_000
 

@@ -1,0 +1,418 @@
+"""Unit splitting (per-record zCDP paper, Sec. 5, Algorithm 1).
+
+A record whose measure r(a) exceeds the splitting threshold T(a) is cut into pieces of
+at most T(a) that sum to r(a); its other measures are cut alongside (zero-padded), and
+its conditional attributes (group keys, filters) are copied to every piece. The number
+of pieces is
+
+    m(r) = max_a ⌈r(a) / T(a)⌉, at least 1.
+
+Any ρ-zCDP mechanism run on the split table then satisfies P-PRzCDP with
+P(r) = ρ·m(r)² (Lemma 7 as proved — the printed statement (ρ|A(r)|)² is a typo; group
+privacy of zCDP multiplies ρ by the square of the group size). Sums over split data
+have sensitivity T(a): that is how splitting bounds the noise without clipping.
+
+Thresholds may differ between groups (a group value → thresholds table with a ``"*"``
+default row): by parallel composition over the groups (Lemma 3) the policy is then
+piecewise, each record being split with its own group's thresholds.
+
+Privacy meaning of a threshold: a record with r(a) ≤ T(a) for every measure pays the
+base loss; each extra piece multiplies its loss as m². Smaller thresholds mean less
+noise on sums and more loss for large records.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping
+
+import numpy as np
+import pandas as pd
+
+from . import limits
+from .accounting import LossFunction, register_loss
+from .errors import ParameterError, PolicyError, ResourceLimitError
+
+DEFAULT_KEY = "*"
+
+
+def _check_threshold(measure: str, value: Any) -> float:
+    try:
+        t = float(value)
+    except (TypeError, ValueError):
+        raise PolicyError(f"The threshold of '{measure}' must be a number (got {value!r}).") from None
+    if not math.isfinite(t) or t <= 0:
+        raise PolicyError(f"The threshold of '{measure}' must be a positive number (got {value!r}).",
+                          hint="A threshold is the largest piece a record is cut into; use a value > 0.")
+    return t
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """Splitting thresholds T(a) per measure, optionally per group.
+
+    ``rows`` maps a group value (or ``"*"``, the default row) to ``{measure: T}``;
+    without ``group_col`` there is a single ``"*"`` row. Build from the plain mapping
+    forms with :func:`as_thresholds`.
+    """
+
+    rows: tuple[tuple[Any, tuple[tuple[str, float], ...]], ...]
+    group_col: str | None = None
+
+    @property
+    def measures(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for _, row in self.rows:
+            for m, _t in row:
+                seen.setdefault(m, None)
+        return tuple(seen)
+
+    def as_dict(self) -> dict[Any, dict[str, float]]:
+        return {g: dict(row) for g, row in self.rows}
+
+    def default(self) -> dict[str, float] | None:
+        d = self.as_dict()
+        return d.get(DEFAULT_KEY)
+
+    def for_group(self, value: Any) -> dict[str, float]:
+        d = self.as_dict()
+        if value in d:
+            return d[value]
+        if DEFAULT_KEY in d:
+            return d[DEFAULT_KEY]
+        raise PolicyError(f"No thresholds for {self.group_col} = {value!r} and no default ('*') row.",
+                          hint="Add a row for this group or a default row.")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"group_col": self.group_col, "rows": {str(g): dict(r) for g, r in self.rows}}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Thresholds":
+        return as_thresholds(d["rows"], group_col=d.get("group_col"))
+
+    def describe(self) -> str:
+        def fmt(row: tuple[tuple[str, float], ...]) -> str:
+            return ", ".join(f"T({m}) = {t:,.6g}" for m, t in row)
+        if self.group_col is None:
+            return fmt(self.rows[0][1])
+        return "; ".join(f"{self.group_col} = {g}: {fmt(r)}" if g != DEFAULT_KEY else f"otherwise: {fmt(r)}"
+                         for g, r in self.rows)
+
+    def validate(self, table: pd.DataFrame, measures: tuple[str, ...] | None = None) -> None:
+        """Check measures exist and every group present in ``table`` is covered."""
+        cols = set(table.columns)
+        for m in self.measures:
+            if m not in cols:
+                raise PolicyError(f"Threshold given for '{m}', which is not a column of the table.",
+                                  hint="Use measure columns of the active dataset.")
+        if measures is not None:
+            missing = [m for m in self.measures if m not in measures]
+            if missing:
+                raise PolicyError(f"'{missing[0]}' is not a measure of the dataset.",
+                                  hint="Thresholds apply to measure columns only.")
+        if self.group_col is not None:
+            if self.group_col not in cols:
+                raise PolicyError(f"Group column '{self.group_col}' is not in the table.")
+            if self.default() is None:
+                present = pd.unique(table[self.group_col])
+                known = {g for g, _ in self.rows}
+                uncovered = [g for g in present if g not in known]
+                if uncovered:
+                    ex = ", ".join(map(str, uncovered[:3]))
+                    raise PolicyError(f"{len(uncovered):,} group value(s) of '{self.group_col}' have no thresholds "
+                                      f"(e.g. {ex}).", hint="Add a default ('*') row or a row for each group.")
+        meas = self.measures
+        for g, row in self.rows:
+            names = {m for m, _ in row}
+            if names != set(meas):
+                lacking = sorted(set(meas) - names)
+                raise PolicyError(f"The thresholds row for {g!r} lacks {', '.join(lacking)}.",
+                                  hint="Give every row a threshold for every measure.")
+
+
+def as_thresholds(thresholds: Mapping[Any, Any] | Thresholds, *, group_col: str | None = None) -> Thresholds:
+    """Normalise ``{measure: T}`` or ``{group value: {measure: T}, "*": {...}}`` to :class:`Thresholds`.
+
+    Raises :class:`PolicyError` for non-positive or non-numeric thresholds, an empty
+    mapping, or a per-group mapping without ``group_col``.
+    """
+    if isinstance(thresholds, Thresholds):
+        if group_col is not None and thresholds.group_col != group_col:
+            return Thresholds(thresholds.rows, group_col)
+        return thresholds
+    if not isinstance(thresholds, Mapping) or not thresholds:
+        raise PolicyError("Give at least one splitting threshold (measure → threshold).")
+    nested = [isinstance(v, Mapping) for v in thresholds.values()]
+    if all(nested):
+        if group_col is None:
+            keys = list(thresholds)
+            if keys == [DEFAULT_KEY]:
+                return as_thresholds(thresholds[DEFAULT_KEY])
+            raise PolicyError("Per-group thresholds need a group column.", hint="Pass group_col=… .")
+        rows = []
+        for g, row in thresholds.items():
+            if not row:
+                raise PolicyError(f"The thresholds row for {g!r} is empty.")
+            rows.append((g, tuple((str(m), _check_threshold(str(m), t)) for m, t in row.items())))
+        return Thresholds(tuple(rows), group_col)
+    if any(nested):
+        raise PolicyError("Mix of per-group rows and plain thresholds.",
+                          hint="Use {measure: T} or {group: {measure: T}, '*': {measure: T}}.")
+    row = tuple((str(m), _check_threshold(str(m), t)) for m, t in thresholds.items())
+    return Thresholds(((DEFAULT_KEY, row),), None)
+
+
+def _measure_matrix(table: pd.DataFrame, measures: tuple[str, ...]) -> list[np.ndarray]:
+    out = []
+    for m in measures:
+        v = table[m].to_numpy(dtype="float64", copy=False)
+        if v.size and (not np.isfinite(v).all() or (v < 0).any()):
+            raise PolicyError(f"Measure '{m}' has missing, infinite or negative values.",
+                              hint="Prepare the dataset first (drop missing rows, shift negatives).")
+        out.append(v)
+    return out
+
+
+def _threshold_arrays(table: pd.DataFrame, thr: Thresholds) -> dict[str, np.ndarray | float]:
+    """Per-measure threshold: a scalar, or one value per record for per-group thresholds."""
+    if thr.group_col is None:
+        return dict(thr.rows[0][1])
+    key = table[thr.group_col]
+    codes, uniques = pd.factorize(key, sort=False)
+    out: dict[str, np.ndarray | float] = {}
+    for m in thr.measures:
+        per_group = np.array([thr.for_group(u)[m] for u in uniques], dtype="float64")
+        out[m] = per_group[codes] if len(uniques) else np.empty(0)
+    return out
+
+
+def _pieces(v: np.ndarray, t: np.ndarray | float) -> np.ndarray:
+    """⌈v / t⌉ corrected so that pieces·t ≥ v holds exactly in floating point."""
+    k = np.ceil(v / t)
+    short = k * t < v
+    if short.any():
+        k[short] += 1
+    return k
+
+
+def split_counts(table: pd.DataFrame, thresholds: Mapping[Any, Any] | Thresholds, *,
+                 group_col: str | None = None) -> np.ndarray:
+    """m(r) = max_a ⌈r(a)/T(a)⌉, at least 1, for every record (vectorised).
+
+    Parameters
+    ----------
+    table:
+        Records with non-negative measure columns.
+    thresholds:
+        ``{measure: T}``, or ``{group value: {measure: T}, "*": {measure: T}}`` with
+        ``group_col`` naming the group column (piecewise policy, Lemma 3).
+    group_col:
+        The column whose value picks a record's thresholds row.
+
+    Returns an int64 array: the number of pieces of each record, hence its loss multiplier
+    m(r)² for every ρ spent on split data.
+    """
+    thr = as_thresholds(thresholds, group_col=group_col)
+    thr.validate(table)
+    tarr = _threshold_arrays(table, thr)
+    vals = _measure_matrix(table, thr.measures)
+    m = np.ones(len(table), dtype="float64")
+    for name, v in zip(thr.measures, vals):
+        np.maximum(m, _pieces(v, tarr[name]), out=m)
+    return m.astype(np.int64)
+
+
+def unit_split(table: pd.DataFrame, thresholds: Mapping[Any, Any] | Thresholds, *, id_col: str,
+               group_col: str | None = None, measures: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """Materialised split table (Algorithm 1).
+
+    Each record becomes m(r) rows: its non-measure columns (id, groups, owner, …) are
+    copied; each thresholded measure is cut greedily into pieces of T(a) with the
+    remainder in the last non-empty piece and zeros after it, so every piece is ≤ T(a)
+    and the pieces sum to r(a) (Table 2(b) of the paper). Measures listed in
+    ``measures`` but without a threshold are copied into the first piece and zeroed in
+    the others (their sums are preserved too). A ``piece`` column numbers the pieces
+    from 1.
+    """
+    thr = as_thresholds(thresholds, group_col=group_col)
+    if id_col not in table.columns:
+        raise PolicyError(f"Record id column '{id_col}' is not in the table.")
+    m = split_counts(table, thr)
+    n = len(table)
+    total = int(m.sum())
+    if total > limits.MAX_SPLIT_ROWS:
+        raise ResourceLimitError(
+            f"The split table would have {total:,} rows (limit {limits.MAX_SPLIT_ROWS:,}).",
+            hint="Raise the thresholds, or use the engine's sufficient statistics (split counts) instead of "
+                 "materialising the table.")
+    idx = np.repeat(np.arange(n), m)
+    starts = np.concatenate(([0], np.cumsum(m)[:-1]))
+    piece = np.arange(idx.size) - np.repeat(starts, m)  # 0-based position within the record
+    out = table.iloc[idx].reset_index(drop=True)
+    tarr = _threshold_arrays(table, thr)
+    for name in thr.measures:
+        v = table[name].to_numpy(dtype="float64")[idx]
+        t = tarr[name]
+        t_rep = t[idx] if isinstance(t, np.ndarray) else t
+        out[name] = np.clip(v - piece * t_rep, 0.0, t_rep)
+    for name in (measures or ()):
+        if name not in thr.measures and name in out.columns:
+            v = table[name].to_numpy(dtype="float64")[idx]
+            out[name] = np.where(piece == 0, v, 0.0)
+    out.insert(list(out.columns).index(id_col) + 1, "piece", piece + 1)
+    return out
+
+
+@register_loss
+@dataclass(frozen=True)
+class SplitLoss(LossFunction):
+    """ρ·m(r)² — the loss of a ρ-zCDP release on data split with ``thresholds`` (Lemma 7)."""
+
+    rho: float
+    thresholds: Thresholds
+    measure: str = "rho"
+    kind: ClassVar[str] = "split"
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.rho) or self.rho < 0:
+            raise ParameterError("ρ must be a non-negative number.")
+
+    def __call__(self, table: pd.DataFrame) -> np.ndarray:
+        m = split_counts(table, self.thresholds).astype("float64")
+        return self.rho * m * m
+
+    def describe(self) -> str:
+        return f"{self.rho:.4g}ρ·m(r)², m(r) = max_a ⌈r(a)/T(a)⌉ with {self.thresholds.describe()}"
+
+    def minimum(self) -> float:
+        return float(self.rho)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "measure": "rho", "rho": float(self.rho), "thresholds": self.thresholds.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "SplitLoss":
+        return cls(float(d["rho"]), Thresholds.from_dict(d["thresholds"]))
+
+
+# ---------------------------------------------------------------------------
+# Threshold suggestions
+# ---------------------------------------------------------------------------
+
+
+def _positive_quantile(v: np.ndarray, q: float) -> float:
+    t = float(np.quantile(v, q)) if v.size else 1.0
+    if t <= 0:
+        pos = v[v > 0]
+        t = float(pos.min()) if pos.size else 1.0
+    return t
+
+
+def percentile_thresholds(table: pd.DataFrame, measures: tuple[str, ...] | list[str], pct: float | Mapping[str, float],
+                          *, group_col: str | None = None) -> Thresholds:
+    """Thresholds at chosen percentiles of each measure (the "PctScore" of Table 8).
+
+    ``pct`` in (0, 100], one value or one per measure. With ``group_col`` each group gets
+    its own percentiles (plus a ``"*"`` row from the whole table for unseen groups).
+    Computed from the confidential data: a suggestion for the designer, not a public fact.
+    """
+    def pct_of(m: str) -> float:
+        p = float(pct[m]) if isinstance(pct, Mapping) else float(pct)
+        if not (0 < p <= 100):
+            raise ParameterError(f"The percentile for '{m}' must be in (0, 100] (got {p:g}).")
+        return p / 100.0
+
+    measures = tuple(measures)
+    if not measures:
+        raise PolicyError("Choose at least one measure.")
+
+    def row(df: pd.DataFrame) -> dict[str, float]:
+        return {m: _positive_quantile(df[m].to_numpy(dtype="float64"), pct_of(m)) for m in measures}
+
+    if group_col is None:
+        return as_thresholds(row(table))
+    rows: dict[Any, dict[str, float]] = {DEFAULT_KEY: row(table)}
+    for g, sub in table.groupby(group_col, sort=True, observed=True):
+        rows[g] = row(sub)
+    return as_thresholds(rows, group_col=group_col)
+
+
+def threshold_percentiles(table: pd.DataFrame, thresholds: Mapping[Any, Any] | Thresholds) -> dict[str, float]:
+    """Share of records (in %) at or below each measure's threshold (PctScore of Table 8)."""
+    thr = as_thresholds(thresholds)
+    out = {}
+    tarr = _threshold_arrays(table, thr)
+    for m in thr.measures:
+        v = table[m].to_numpy(dtype="float64")
+        out[m] = float(np.mean(v <= tarr[m]) * 100.0) if v.size else 100.0
+    return out
+
+
+def max_pieces_for_cap(cap: float, flat: float, split: float) -> int:
+    """Largest m with flat + split·m² ≤ cap (the pieces a record may have under a loss cap)."""
+    if split <= 0:
+        raise PolicyError("No budget is spent on split data, so thresholds do not change any loss.")
+    if cap < flat + split:
+        raise PolicyError(f"The cap {cap:g} is below the base loss {flat + split:g} that every record pays.",
+                          hint="Raise the cap or lower the budgets.")
+    m = int(math.floor(math.sqrt((cap - flat) / split) + 1e-12))
+    while flat + split * (m + 1) ** 2 <= cap * (1 + 1e-12):
+        m += 1
+    while m > 1 and flat + split * m * m > cap * (1 + 1e-12):
+        m -= 1
+    return max(m, 1)
+
+
+def thresholds_for_cap(table: pd.DataFrame, measures: tuple[str, ...] | list[str], *, cap: float, flat: float,
+                       split: float, share: float = 0.0, group_col: str | None = None) -> Thresholds:
+    """The smallest (most useful) thresholds meeting a loss cap, for P(r) = flat + split·m(r)².
+
+    * ``share = 0`` — "no record above ``cap``": T(a) = max r(a) / m_max, where m_max is
+      the largest number of pieces the cap allows;
+    * ``share = q > 0`` — "at most a share q of records above ``cap``": T(a) = Q_a(p) / m_max
+      at the smallest common percentile p whose joint share of records with P(r) > cap is
+      ≤ q (binary search; the share is monotone in p).
+
+    With ``group_col`` the rule is applied within each group (so it holds overall).
+    Computed on the confidential data: show it to the designer only.
+    """
+    measures = tuple(measures)
+    if not measures:
+        raise PolicyError("Choose at least one measure.")
+    if not (0.0 <= share < 1.0):
+        raise ParameterError("The share of records allowed above the cap must be in [0, 1).")
+    m_max = max_pieces_for_cap(cap, flat, split)
+
+    def row(df: pd.DataFrame) -> dict[str, float]:
+        vals = {m: df[m].to_numpy(dtype="float64") for m in measures}
+        if share == 0.0 or len(df) == 0:
+            return {m: max(float(v.max()) if v.size else 1.0, 1e-300) / m_max for m, v in vals.items()}
+
+        def thr_at(p: float) -> dict[str, float]:
+            return {m: max(_positive_quantile(v, p), 1e-300) / m_max for m, v in vals.items()}
+
+        def share_above(p: float) -> float:
+            t = thr_at(p)
+            over = np.zeros(len(df), dtype=bool)
+            for m, v in vals.items():
+                over |= v > m_max * t[m]
+            return float(over.mean())
+
+        lo, hi = max(0.0, 1.0 - share - 1e-9), 1.0
+        if share_above(lo) <= share:
+            return thr_at(lo)
+        for _ in range(50):
+            mid = 0.5 * (lo + hi)
+            if share_above(mid) <= share:
+                hi = mid
+            else:
+                lo = mid
+        return thr_at(hi)
+
+    if group_col is None:
+        return as_thresholds(row(table))
+    rows: dict[Any, dict[str, float]] = {DEFAULT_KEY: row(table)}
+    for g, sub in table.groupby(group_col, sort=True, observed=True):
+        rows[g] = row(sub)
+    return as_thresholds(rows, group_col=group_col)

@@ -1,0 +1,397 @@
+"""Query workloads and the per-record policy they imply under unit splitting.
+
+A workload is a list of aggregate queries (COUNT, SUM(measure), AVG(measure)), each with
+an optional group-by and filter and its own zCDP budget ρ_q, answered either
+
+* **before splitting** (flat): COUNT as COUNT DISTINCT of record ids, SUM/AVG with the
+  measure top-coded (clamped) at a bound — every record pays ρ_q; or
+* **on split data**: SUM/AVG over the split table (sensitivity T(a)) — a record pays
+  ρ_q·m(r)² (Lemma 7 as proved; the printed (ρ|A(r)|)² is a typo).
+
+Optional partition selection on split data (unknown group keys) costs ρ_ps·m(r)².
+
+By sequential composition (Lemma 2) the policy loss of a record is
+
+    P(r) = Σ_{flat q ∋ r} ρ_q + Σ_{split q ∋ r} ρ_q·m(r)² (+ ρ_ps·m(r)²),
+
+where "q ∋ r" means r passes q's filter (a filter partitions the record universe, so a
+record outside it pays nothing for q — Lemma 3). Group-by keys partition the universe
+too: each record sits in one group, so a group-by costs the same as one query.
+
+AVG = noisy SUM / noisy COUNT DISTINCT: its sum part costs ρ_q (·m² on split data) and
+its count part ``rho_count`` (flat).
+
+With ``joint=True`` (the paper's Algorithm 1) one split table serves every split query,
+with m(r) the max over all thresholded measures; with ``joint=False`` each SUM/AVG on
+split data splits on its own measure only (m_a(r) = ⌈r(a)/T(a)⌉), which never costs more.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Any, ClassVar, Literal, Mapping
+
+import numpy as np
+import pandas as pd
+
+from .accounting import LossFunction, register_loss
+from .errors import ConfigError, ParameterError, PolicyError
+from .splitting import DEFAULT_KEY, Thresholds, as_thresholds, split_counts
+
+QueryKind = Literal["count", "sum", "avg"]
+
+
+@dataclass(frozen=True)
+class Filter:
+    """Keep records whose ``column`` takes one of ``values`` (a public predicate)."""
+
+    column: str
+    values: tuple[Any, ...]
+
+    def mask(self, table: pd.DataFrame) -> np.ndarray:
+        if self.column not in table.columns:
+            raise PolicyError(f"Filter column '{self.column}' is not in the table.")
+        col = table[self.column]
+        if col.isin(list(self.values)).any() or not len(col):
+            return col.isin(list(self.values)).to_numpy()
+        # values typed as text in an editor: compare as text so "5" matches 5
+        return col.astype(str).isin([str(v) for v in self.values]).to_numpy()
+
+    def describe(self) -> str:
+        vals = ", ".join(map(str, self.values))
+        return f"{self.column} = {vals}" if len(self.values) == 1 else f"{self.column} in ({vals})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"column": self.column, "values": list(self.values)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Filter":
+        return cls(str(d["column"]), tuple(d.get("values") or ()))
+
+
+@dataclass(frozen=True)
+class Query:
+    """One aggregate query of a workload.
+
+    Attributes
+    ----------
+    kind:
+        ``"count"``, ``"sum"`` or ``"avg"``.
+    measure:
+        Measure column for SUM/AVG (None for COUNT).
+    rho:
+        zCDP budget of the query (of its SUM part for AVG). Every record passing the
+        filter pays ``rho`` (flat) or ``rho·m(r)²`` (split).
+    split:
+        SUM/AVG answered on split data (True) or top-coded at ``clamp`` before splitting
+        (False). COUNT is always answered before splitting (COUNT DISTINCT semantics).
+    group_by:
+        Group-by columns (known keys, or keys found by partition selection).
+    filter:
+        Optional public predicate; records outside it pay nothing for this query.
+    clamp:
+        Top-coding bound for a flat SUM/AVG (its sensitivity).
+    rho_count:
+        Budget of the COUNT DISTINCT denominator of an AVG.
+    """
+
+    kind: QueryKind
+    measure: str | None = None
+    rho: float = 1.0
+    split: bool = True
+    group_by: tuple[str, ...] = ()
+    filter: Filter | None = None
+    clamp: float | None = None
+    rho_count: float = 0.0
+    label: str = ""
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("count", "sum", "avg"):
+            raise PolicyError(f"Unknown query kind '{self.kind}'.", hint="Use count, sum or avg.")
+        object.__setattr__(self, "group_by", tuple(self.group_by))
+        if self.kind == "count":
+            object.__setattr__(self, "split", False)
+            object.__setattr__(self, "measure", None)
+        elif not self.measure:
+            raise PolicyError(f"A {self.kind.upper()} query needs a measure.")
+        for name, v in (("ρ", self.rho), ("ρ of the AVG count", self.rho_count)):
+            if not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise PolicyError(f"{name} must be a non-negative number (got {v!r}).")
+        if self.kind != "count" and not self.split:
+            if self.clamp is None or not math.isfinite(self.clamp) or self.clamp <= 0:
+                raise PolicyError(f"{self.name()} is answered before splitting: give it a positive top-coding "
+                                  "bound (clamp).")
+        if self.kind == "avg" and self.rho_count <= 0:
+            raise PolicyError(f"{self.name()} needs a budget for its COUNT DISTINCT denominator (rho_count > 0).")
+
+    def name(self) -> str:
+        if self.label:
+            return self.label
+        core = "COUNT(*)" if self.kind == "count" else f"{self.kind.upper()}({self.measure})"
+        if self.group_by:
+            core += f" BY {', '.join(self.group_by)}"
+        if self.filter is not None:
+            core += f" WHERE {self.filter.describe()}"
+        return core
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "measure": self.measure, "rho": float(self.rho), "split": bool(self.split),
+                "group_by": list(self.group_by), "filter": None if self.filter is None else self.filter.to_dict(),
+                "clamp": self.clamp, "rho_count": float(self.rho_count), "label": self.label}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Query":
+        known = {"kind", "measure", "rho", "split", "group_by", "filter", "clamp", "rho_count", "label"}
+        unknown = set(d) - known
+        if unknown:
+            raise ConfigError(f"Unknown query key(s): {', '.join(sorted(unknown))}.")
+        return cls(kind=d["kind"], measure=d.get("measure"), rho=float(d.get("rho", 1.0)),
+                   split=bool(d.get("split", True)), group_by=tuple(d.get("group_by") or ()),
+                   filter=None if not d.get("filter") else Filter.from_dict(d["filter"]),
+                   clamp=None if d.get("clamp") is None else float(d["clamp"]),
+                   rho_count=float(d.get("rho_count", 0.0)), label=str(d.get("label", "")))
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Queries plus the optional partition-selection step; see the module docstring."""
+
+    queries: tuple[Query, ...]
+    partition_rho: float = 0.0
+    joint: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "queries", tuple(self.queries))
+        if not math.isfinite(self.partition_rho) or self.partition_rho < 0:
+            raise PolicyError("The partition-selection budget must be a non-negative number.")
+
+    def validate(self, table: pd.DataFrame, measures: tuple[str, ...] | None = None) -> None:
+        if not self.queries:
+            raise PolicyError("The workload is empty.", hint="Add at least one query.")
+        cols = set(table.columns)
+        for q in self.queries:
+            if q.measure is not None:
+                if q.measure not in cols or (measures is not None and q.measure not in measures):
+                    raise PolicyError(f"{q.name()}: '{q.measure}' is not a measure of the dataset.")
+            for g in q.group_by:
+                if g not in cols:
+                    raise PolicyError(f"{q.name()}: group-by column '{g}' is not in the table.")
+            if q.filter is not None and q.filter.column not in cols:
+                raise PolicyError(f"{q.name()}: filter column '{q.filter.column}' is not in the table.")
+
+    @property
+    def flat_rho(self) -> float:
+        """ρ every record pays at most from queries answered before splitting."""
+        total = 0.0
+        for q in self.queries:
+            total += q.rho_count if q.kind == "avg" else 0.0
+            if not q.split or q.kind == "count":
+                total += q.rho
+        return total
+
+    @property
+    def split_rho(self) -> float:
+        """Total ρ spent on split data (multiplied by m(r)² per record)."""
+        return sum(q.rho for q in self.queries if q.split and q.kind != "count") + self.partition_rho
+
+    @property
+    def total_rho(self) -> float:
+        """The base loss: what a record that is never split pays (PolicyMin)."""
+        return self.flat_rho + self.split_rho
+
+    def needs_split(self) -> bool:
+        return self.split_rho > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"queries": [q.to_dict() for q in self.queries], "partition_rho": float(self.partition_rho),
+                "joint": bool(self.joint)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Workload":
+        return cls(tuple(Query.from_dict(q) for q in d.get("queries", [])), float(d.get("partition_rho", 0.0)),
+                   bool(d.get("joint", True)))
+
+    def scaled(self, factor: float) -> "Workload":
+        """The same workload with every budget multiplied by ``factor`` (for sweeps)."""
+        if not math.isfinite(factor) or factor <= 0:
+            raise ParameterError("The budget scale must be a positive number.")
+        return replace(self, queries=tuple(replace(q, rho=q.rho * factor, rho_count=q.rho_count * factor)
+                                           for q in self.queries), partition_rho=self.partition_rho * factor)
+
+
+@register_loss
+@dataclass(frozen=True)
+class SplittingPolicy(LossFunction):
+    """The per-record zCDP policy P of a workload answered with unit splitting.
+
+    This is the public policy function an agency can publish: P(r) depends on the
+    record's measures (through m(r)), its group (piecewise thresholds) and the filters
+    it passes. Evaluated on real records its values are confidential.
+    """
+
+    thresholds: Thresholds
+    workload: Workload
+    measure: str = "rho"
+    kind: ClassVar[str] = "splitting_policy"
+
+    def _pieces(self, table: pd.DataFrame, q: Query | None) -> np.ndarray:
+        """m(r) for query q (joint: all measures; separate: q's measure only)."""
+        if self.workload.joint or q is None or q.measure is None:
+            return split_counts(table, self.thresholds).astype("float64")
+        thr = self.thresholds
+        rows = {g: {q.measure: dict(r)[q.measure]} for g, r in thr.rows if q.measure in dict(r)}
+        if not rows:
+            raise PolicyError(f"No splitting threshold for '{q.measure}', which {q.name()} sums on split data.",
+                              hint="Add a threshold for this measure.")
+        sub = as_thresholds(rows if thr.group_col else rows[DEFAULT_KEY], group_col=thr.group_col)
+        return split_counts(table, sub).astype("float64")
+
+    def components(self, table: pd.DataFrame) -> pd.DataFrame:
+        """Per-record loss of each query (columns) — their row sums are P(r)."""
+        wl = self.workload
+        cols: dict[str, np.ndarray] = {}
+        n = len(table)
+        joint_m2: np.ndarray | None = None
+        for i, q in enumerate(wl.queries):
+            mask = q.filter.mask(table) if q.filter is not None else np.ones(n, dtype=bool)
+            if q.kind == "count" or not q.split:
+                v = np.full(n, q.rho)
+            else:
+                if wl.joint:
+                    if joint_m2 is None:
+                        m = self._pieces(table, None)
+                        joint_m2 = m * m
+                    m2 = joint_m2
+                else:
+                    m = self._pieces(table, q)
+                    m2 = m * m
+                v = q.rho * m2
+            if q.kind == "avg":
+                v = v + q.rho_count
+            cols[f"{i + 1}. {q.name()}"] = np.where(mask, v, 0.0)
+        if wl.partition_rho > 0:
+            if joint_m2 is None:
+                m = self._pieces(table, None)
+                joint_m2 = m * m
+            cols["partition selection"] = wl.partition_rho * joint_m2
+        return pd.DataFrame(cols, index=table.index)
+
+    def __call__(self, table: pd.DataFrame) -> np.ndarray:
+        return self.components(table).to_numpy().sum(axis=1) if len(self.workload.queries) else np.zeros(len(table))
+
+    def describe(self) -> str:
+        wl = self.workload
+        parts = []
+        if wl.flat_rho:
+            parts.append(f"{wl.flat_rho:.4g}ρ")
+        if wl.split_rho:
+            parts.append(f"{wl.split_rho:.4g}ρ·m(r)²")
+        form = " + ".join(parts) or "0"
+        mode = "" if wl.joint else " (each sum split on its own measure)"
+        return f"P(r) = {form}{mode}, with {self.thresholds.describe()} (records outside a query's filter pay " \
+               "nothing for it)"
+
+    def minimum(self) -> float:
+        return 0.0 if any(q.filter is not None for q in self.workload.queries) else self.workload.total_rho
+
+    def supremum(self) -> float:
+        return self.workload.total_rho if not self.workload.needs_split() else math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "measure": "rho", "thresholds": self.thresholds.to_dict(),
+                "workload": self.workload.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "SplittingPolicy":
+        return cls(Thresholds.from_dict(d["thresholds"]), Workload.from_dict(d["workload"]))
+
+    def validate(self, table: pd.DataFrame, measures: tuple[str, ...] | None = None) -> None:
+        self.thresholds.validate(table, measures)
+        self.workload.validate(table, measures)
+        for q in self.workload.queries:
+            if q.split and q.kind != "count" and q.measure not in self.thresholds.measures:
+                raise PolicyError(f"{q.name()} sums '{q.measure}' on split data but '{q.measure}' has no "
+                                  "splitting threshold.", hint="Add a threshold for it, or top-code it instead.")
+
+    def public_function(self, measure: str, grid: np.ndarray, *, group: Any = DEFAULT_KEY) -> np.ndarray:
+        """P as a function of one measure's (hypothetical) value, the other measures at most
+        their thresholds, for a record of ``group`` passing every filter: the curve an agency
+        publishes (a step function of ⌈v/T(a)⌉)."""
+        thr = self.thresholds.for_group(group) if self.thresholds.group_col else self.thresholds.as_dict()[DEFAULT_KEY]
+        if measure not in thr:
+            raise PolicyError(f"'{measure}' has no splitting threshold.")
+        v = np.asarray(grid, dtype="float64")
+        m = np.maximum(1.0, np.ceil(v / thr[measure]))
+        wl = self.workload
+        total = np.zeros_like(v)
+        for q in wl.queries:
+            if q.kind == "count" or not q.split:
+                total += q.rho
+            elif wl.joint or q.measure == measure:
+                total += q.rho * m * m
+            else:
+                total += q.rho  # another measure at most its threshold: one piece
+            if q.kind == "avg":
+                total += q.rho_count
+        total += wl.partition_rho * m * m
+        return total
+
+
+def default_workload(measures: tuple[str, ...] | list[str], group_by: tuple[str, ...] = (), *,
+                     rho_count: float = 0.5, rho_sum: float = 0.5) -> Workload:
+    """COUNT plus one SUM per measure on split data, all grouped by ``group_by``: the CBP workload shape."""
+    qs = [Query("count", rho=rho_count, group_by=group_by)]
+    qs += [Query("sum", m, rho=rho_sum, split=True, group_by=group_by) for m in measures]
+    return Workload(tuple(qs))
+
+
+def workload_from_frame(df: pd.DataFrame) -> Workload:
+    """Build a workload from an editor table with columns kind, measure, group_by, rho, split,
+    clamp, rho_count (and optionally filter_column, filter_values as text separated by ';')."""
+    qs = []
+    for i, r in enumerate(df.to_dict("records"), 1):
+        kind = str(r.get("kind") or "").strip().lower()
+        if not kind:
+            continue
+
+        def num(key: str, default: float | None = None) -> float | None:
+            v = r.get(key)
+            if v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip()):
+                return default
+            try:
+                return float(v)
+            except (TypeError, ValueError):
+                raise PolicyError(f"Row {i}: '{key}' must be a number (got {v!r}).") from None
+
+        gb = r.get("group_by")
+        group_by = tuple(x.strip() for x in str(gb).split(",") if x.strip()) if gb and str(gb) != "nan" else ()
+        filt = None
+        fc = r.get("filter_column")
+        if fc and str(fc).strip() and str(fc) != "nan":
+            vals = tuple(x.strip() for x in str(r.get("filter_values") or "").split(";") if x.strip())
+            if not vals:
+                raise PolicyError(f"Row {i}: the filter on '{fc}' has no values.")
+            filt = Filter(str(fc).strip(), vals)
+        measure = r.get("measure")
+        measure = None if measure is None or str(measure) in ("", "nan", "None") else str(measure)
+        try:
+            qs.append(Query(kind=kind, measure=measure, rho=num("rho", 0.0) or 0.0,  # type: ignore[arg-type]
+                            split=bool(r.get("split", True)) if r.get("split") is not None else True,
+                            group_by=group_by, filter=filt, clamp=num("clamp"),
+                            rho_count=num("rho_count", 0.0) or 0.0))
+        except PolicyError as err:
+            raise PolicyError(f"Row {i}: {err.message}", hint=err.hint) from None
+    return Workload(tuple(qs))
+
+
+def workload_to_frame(wl: Workload) -> pd.DataFrame:
+    """Inverse of :func:`workload_from_frame` (for editors)."""
+    rows = []
+    for q in wl.queries:
+        rows.append({"kind": q.kind, "measure": q.measure or "", "group_by": ", ".join(q.group_by),
+                     "rho": q.rho, "split": q.split, "clamp": q.clamp, "rho_count": q.rho_count,
+                     "filter_column": q.filter.column if q.filter else "",
+                     "filter_values": "; ".join(map(str, q.filter.values)) if q.filter else ""})
+    return pd.DataFrame(rows, columns=["kind", "measure", "group_by", "rho", "split", "clamp", "rho_count",
+                                       "filter_column", "filter_values"])
