@@ -81,7 +81,8 @@ with calc_tab:
         r_cks = interpret.rho_for_approx_dp(eps_target, delta)
         r_tb = interpret.rho_for_approx_dp(eps_target, delta, method="textbook")
         st.markdown(
-            f"- ρ = {rho:g} zCDP is ({conv.eps_cks:.4g}, {delta:.0e})-DP by the Canonne–Kamath–Steinke conversion; "
+            f"- ρ = {rho:g} zCDP is ({conv.eps_cks:.4g}, {delta:.0e})-DP by the Canonne–Kamath–Steinke "
+            f"conversion; "
             f"the textbook bound ρ + 2√(ρ ln(1/δ)) only certifies ε = {conv.eps_textbook:.4g}. Same mechanism, "
             f"same privacy — the conversion is just tighter.\n"
             f"- To promise ({eps_target:g}, {delta:.0e})-DP you may spend up to ρ = **{r_cks:.4g}** (CKS) or "
@@ -105,6 +106,8 @@ with calc_tab:
         ref = interpret.record_guarantee_table([0.01, 0.1, 0.5, 1.0, 2.0, 5.0], measure, delta=delta,
                                                prior=prior_pct / 100)
         sym = "ρ" if measure == "rho" else "ε"
+        if measure == "rho":
+            ref = ref.drop(columns=["rho"])
         st.dataframe(ref.rename(columns={"loss": f"P(r) in {sym}", "rho": "ρ", "eps_cks": "ε (CKS)",
                                          "eps_textbook": "ε (textbook)", "accuracy": "best guess of a bit",
                                          "posterior": f"posterior from {prior_pct:g}%"}).style.format(
@@ -154,7 +157,8 @@ with attr_tab:
                 f"- Gaussian {k}-way marginal tables calibrated to ε0 per attribute: the whole record pays only "
                 f"ρ = {work['rho']:.4g} (ε/ε0 = √(d/k) = {partial.workload_ratio('marginals', d, k):.3g}), i.e. "
                 f"({work['eps_cks']:.3g}, {delta:.0e})-DP.")
-        st.dataframe(cost.rename(columns={"pure": "ε (pure)", "rho": "ρ (zCDP)", "eps_cks": f"ε at δ = {delta:.0e}"})
+        st.dataframe(cost.rename(columns={"pure": "ε (pure)", "rho": "ρ (zCDP)",
+                                          "eps_cks": f"ε at δ = {delta:.0e}"})
                      .style.format({"ε (pure)": "{:.4g}", "ρ (zCDP)": "{:.4g}", f"ε at δ = {delta:.0e}": "{:.4g}"},
                                    na_rep="—"), hide_index=True, key="pa_cost_table")
         c1, c2 = st.columns(2)
@@ -208,7 +212,8 @@ with lab_tab:
           "over the attributes and keeps only attribute combinations whose noisy count passes a rising "
           "threshold, so it never publishes small cells, and each attribute is charged once per tree level: its "
           "*per-attribute* ε0 stays small however many attributes there are. Its whole-record loss is up to "
-          "about d·ε0/2 + ε0/2.")
+          "about d·ε0/2 + ε0/2. The standard histogram's public threshold grows with d (about (2/ε)·d·ln 2), the "
+          "heavy-hitter tree's with log d: try d = 512 with n = 50,000.")
     ds = state.dataset()
     st.radio("Records", ["generated", "dataset"], key="hl_source", horizontal=True,
              format_func={"generated": "Generated binary records", "dataset": f"Active dataset ({ds.name})"}.get)

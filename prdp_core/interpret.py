@@ -253,7 +253,8 @@ class RecordGuarantee:
         else:
             out = [f"Each Rényi divergence of order α between the outputs with and without this record is at most "
                    f"α × {self.value:.4g}.",
-                   f"As (ε, δ)-DP with δ = {self.delta:.0e}: ε = {self.eps_cks:.3g} by the Canonne–Kamath–Steinke "
+                   f"As (ε, δ)-DP with δ = {self.delta:.0e}: ε = {self.eps_cks:.3g} by the "
+                   f"Canonne–Kamath–Steinke "
                    f"conversion (the textbook bound ρ + 2√(ρ ln(1/δ)) says {self.eps_textbook:.3g}).",
                    f"Someone who knows everything else guesses one yes/no fact about this record correctly with "
                    f"probability at most {pct(self.accuracy)} (a coin flip is 50%).",

@@ -223,7 +223,8 @@ def record_cost_table(d: int, eps0: float, *, k: int = 2, delta: float = 1e-6,
                       workload: WorkloadKind = "marginals") -> pd.DataFrame:
     """What an ε0 per-attribute guarantee costs for k attributes and for a whole record.
 
-    One row per statement: ``pure`` ε (pure ∇0DP), ``rho`` (∇0CDP), ``eps_cks`` — the
+    One row per statement: ``pure`` ε (pure ∇0DP; NaN for the Gaussian workload), ``rho`` (∇0CDP),
+    ``eps_cks`` — the
     (ε, δ)-DP ε of that ρ by the Canonne–Kamath–Steinke conversion. Rows: one attribute;
     k attributes (Prop. 8); the whole record by group privacy (Prop. 8); d disjoint
     per-attribute releases (Lemma 10); the Gaussian k-way workload (Thm 11).
@@ -233,7 +234,7 @@ def record_cost_table(d: int, eps0: float, *, k: int = 2, delta: float = 1e-6,
     e0 = _pos("The per-attribute ε0", eps0)
     rows: list[dict[str, Any]] = []
 
-    def add(what: str, pure: float | None, rho: float) -> None:
+    def add(what: str, pure: float, rho: float) -> None:
         rows.append({"statement": what, "pure": pure, "rho": rho, "eps_cks": zcdp_to_approx_dp(rho, delta)})
 
     add("one attribute", e0, per_attribute_to_record(e0, 1, kind="cdp"))
@@ -242,7 +243,7 @@ def record_cost_table(d: int, eps0: float, *, k: int = 2, delta: float = 1e-6,
         per_attribute_to_record(e0, d, kind="cdp"))
     add(f"whole record, {d} disjoint per-attribute releases", d * e0, d * 0.5 * e0**2)
     cal = calibrate_workload(workload, d, k, e0)
-    add(f"whole record, Gaussian {k}-way {workload}", None, cal.rho_record)
+    add(f"whole record, Gaussian {k}-way {workload}", math.nan, cal.rho_record)
     return pd.DataFrame(rows)
 
 
@@ -1077,7 +1078,7 @@ def compare_cells(data: AttributeData, releases: Mapping[str, Release], *, top: 
     table["_max"] = table[list(releases)].max(axis=1)
     order = table["_max"].to_numpy().argsort(kind="stable")[::-1][: int(top)]
     codes = allc[first][order]
-    out = pd.DataFrame({"cell": cell_labels(data, codes)})
+    out = pd.DataFrame({"cell": cell_labels(data, codes, max_chars=28)})
     for name in releases:
         out[name] = table[name].to_numpy()[order]
     if truth:

@@ -33,6 +33,9 @@ def test_renders_with_published_numbers(page):
     code = at.code[0].value
     assert "interpret.zcdp_side_by_side(2.63, 1e-06)" in code and "partial.heavy_hitter_histogram" in code
     assert not at.error
+    scope: dict = {}
+    exec(compile(code, "reproduce.py", "exec"), scope)  # the shown code runs as is
+    assert scope["hh"].extras["calibration"].method == "exact" and len(scope["std"].answers) > 0
 
 
 def test_calculators_respond(page):

@@ -33,7 +33,7 @@ def test_prop8_group_privacy():
 
 
 def test_prop8_delta_formula_is_the_textbook_conversion():
-    """Prop. 8: δ̃ = exp(−(ε̃ − ½d²ε0²)²/(2d²ε0²)) is ε̃ = ρ + 2√(ρ ln 1/δ̃) with ρ = ½d²ε0²."""
+    """Prop. 8: δ̃ = exp(−(ε̃ − ½d²ε0²)²/(2d²ε0²)) is ε̃ = ρ + 2√(ρ ln 1/δ̃), ρ = ½d²ε0²."""
     for d, e0 in ((10, 0.1), (5, 0.7), (64, 0.05)):
         rho = A.per_attribute_to_record(e0, d, kind="cdp")
         for delta in (1e-3, 1e-6, 1e-10):
