@@ -54,6 +54,8 @@ ROWS = [  # (query, label, simulate method, release function)
 
 
 def _fmt(x: float) -> str:
+    if x == float("inf"):
+        return "declined"
     if x >= 100:
         return f"{x:,.0f}" if x < 1e6 else f"{x:.2e}"
     return f"{x:.3g}"

@@ -95,6 +95,15 @@ def ceil_log2(x: np.ndarray) -> np.ndarray:
     return b
 
 
+def _ceil_log2_inplace(a: np.ndarray) -> np.ndarray:
+    """:func:`ceil_log2` reusing the buffer of a float64 array the caller owns (no allocation)."""
+    b = a.view(np.int64)
+    b -= 1
+    b >>= 52
+    b -= 1022
+    return b
+
+
 def _suggest(name: str, options: list[str]) -> str | None:
     """The option closest to ``name`` (case-insensitive), if any is close."""
     low = {o.lower(): o for o in options}
@@ -518,8 +527,10 @@ class Inverse(_Univariate):
 
     def raw(self, cols: Columns, n: int) -> np.ndarray:
         v = self._v(cols)
+        out = np.full(v.shape, np.inf)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(v > 0, self.alpha / np.where(v > 0, v, 1.0), np.inf)
+            np.divide(self.alpha, v, out=out, where=v > 0)
+        return out
 
     def upper(self, levels: np.ndarray, U: float) -> np.ndarray:
         lv = np.asarray(levels, dtype=float)
@@ -819,14 +830,13 @@ class DomainPartition:
         """
         e = np.asarray(eps, dtype=float)
         L = self.L
-        k = ceil_log2(e / self.eps_min)
+        k = _ceil_log2_inplace(np.divide(e, self.eps_min))
         np.clip(k, 1, L, out=k)
-        i = k.astype(np.int16 if L < 30000 else np.int32)
-        over = self.lo[i - 1] > e  # never true for exact powers of two; kept as a guard
-        if over.any():
-            i[over] -= 1
-            np.clip(i, 1, L, out=i)
-        return i
+        # No record is charged more than its budget: with r = fl(e/ε̌) and i = ⌈log2 r⌉ (exact),
+        # 2^{i−1} < r, and since 2^{i−1} is a double and rounding is monotone, 2^{i−1} ≤ e/ε̌ exactly;
+        # ε̌·2^{i−1} is computed exactly, so lo[i−1] ≤ e (clipping to 1..L only lowers the charge
+        # for budgets in [ε̌, ε̂]). Tests check the invariant on boundary values.
+        return k.astype(np.int16 if L < 30000 else np.int32)
 
     def thresholds(self, beta: float, *, scale: float = 1.0) -> np.ndarray:
         """T_i = ln(L/β) / (2^{i−1}ε̌) (Algorithm 1, line 9); ``scale`` multiplies them (√(8n) for PrLDP)."""
@@ -992,21 +1002,23 @@ class BudgetFunction:
         honoured by raising it. ``strict=False`` (plots) caps everything and keeps NaN.
         """
         r = self.raw(table_or_values)
-        if strict and r.size:
+        if r.base is not None or not r.flags.writeable:
+            r = r.copy()
+        lowest = float(np.min(r)) if r.size else 1.0  # one pass; NaN propagates
+        if strict and r.size and not lowest >= self.eps_min * (1 - 1e-9):
             bad = ~(r > 0)  # NaN or <= 0
             if bad.any():
                 k = int(bad.sum())
                 raise PolicyError(f"The budget formula gives no valid ε (zero, negative or undefined) for {k:,} "
                                   "record(s).", hint="Guard divisions and logarithms, e.g. 1e4 / max(BALANCE, 1).")
             below = r < self.eps_min * (1 - 1e-9)
-            if below.any():
-                k = int(below.sum())
-                dom = f" above the domain bound U = {self.U:g}" if self.shape.decreasing() else ""
-                raise PolicyError(f"{k:,} record(s) ask for a budget below ε̌ = {self.eps_min:.4g} (as low as "
-                                  f"{np.nanmin(r):.4g}); for this budget that means values{dom or ' outside the domain'}.",
-                                  hint="Raise U (or lower ε̌) so that every record's requirement can be honoured.")
+            k = int(below.sum())
+            dom = f" above the domain bound U = {self.U:g}" if self.shape.decreasing() else ""
+            raise PolicyError(f"{k:,} record(s) ask for a budget below ε̌ = {self.eps_min:.4g} (as low as "
+                              f"{np.nanmin(r):.4g}); for this budget that means values{dom or ' outside the domain'}.",
+                              hint="Raise U (or lower ε̌) so that every record's requirement can be honoured.")
         with np.errstate(invalid="ignore"):
-            return np.clip(r, self.eps_min, self.eps_max)
+            return np.clip(r, self.eps_min, self.eps_max, out=r)
 
     def curve(self, values: np.ndarray) -> np.ndarray:
         """E over a grid of values of the measure (for plots; never raises for out-of-range values)."""

@@ -35,8 +35,11 @@ Built-in standard mechanisms M (each ε-DP with respect to adding/removing one r
   estimator of Dong and Yi used in Sec. 8).
 * ``max`` — :class:`RankMax`, rank-error selection with the exponential mechanism: candidates
   0 and a log grid of ``steps`` points per doubling up to U; score −|#{v > x} − t| with
-  target rank t = ⌈(2/ε)·ln(m/β)⌉ (m candidates), P ∝ exp(ε·score/2). The answer has about
-  t records above it, and overshooting Max(D) has probability ≤ β. Error is measured as a
+  target rank t = ⌈(2/ε)·ln(m/β)⌉ (m candidates), P ∝ w(x)·exp(ε·score/2) with the
+  data-independent weight w = exp(−2 per doubling of x). The answer has about t records
+  above it; when it overshoots Max(D) it lands just above it. It needs n > t: when t exceeds
+  the largest table the engine accepts (``limits.MAX_ROWS``, a public fact) the answer is NaN
+  ("declined") — the naive max at ε̌ always declines, as in the paper. Error is measured as a
   rank error (records above the answer), as in Sec. 8.
 * ``distinct`` — number of distinct values of a column + Laplace(1/ε) (sensitivity 1).
 * a custom M: ``Query.custom(name, fn)`` with ``fn(table, eps, beta, rng) -> float``, run on
@@ -66,6 +69,7 @@ import pandas as pd
 from ..accounting import LedgerEntry, RecordLoss
 from ..budget import BudgetFunction, DomainPartition, ceil_log2
 from ..errors import ParameterError, PolicyError
+from ..limits import MAX_ROWS
 from ..release import Release
 
 QueryKind = Literal["count", "sum", "max", "distinct", "custom"]
@@ -222,14 +226,15 @@ def _pow2_bin(v: np.ndarray, j0: int, J: int) -> np.ndarray:
 
 
 def _pow2_range(U: float) -> tuple[int, int]:
-    """(j0, J): candidate thresholds 2^j0 … 2^J with 2^J the smallest power of two ≥ U (J ≥ 0);
-    j0 = 0 for integer-valued domains, lower when U is small (fractional measures)."""
+    """(j0, J): candidates 2^j0 … 2^J with 2^J the smallest power of two ≥ U (J ≥ 0). j0 = 0
+    when U ≥ 1 (values are integers in [U], Sec. 3.1: the smallest positive one is 1); −30 for
+    measures bounded by U < 1 (fractions)."""
     J = max(0, int(math.ceil(math.log2(U))))
     while 2.0 ** J < U:
         J += 1
     while J > 0 and 2.0 ** (J - 1) >= U:
         J -= 1
-    return min(0, J - 40), J
+    return (0 if U >= 1 else -30), J
 
 
 @dataclass(frozen=True)
@@ -253,10 +258,15 @@ class ClippedSum:
     def stats(self, v: np.ndarray, idx: np.ndarray, L: int, U: float) -> dict[str, Any]:
         j0, J = _pow2_range(U)
         B = J - j0 + 2
-        key = _pow2_bin(v, j0, J)
-        key += (idx.astype(np.int32) - 1) * B
-        cnt = np.bincount(key, minlength=L * B).reshape(L, B).astype(float)
-        sm = np.bincount(key, weights=v, minlength=L * B).reshape(L, B)
+        key = ceil_log2(v)                   # one new int64 array, then everything in place
+        np.clip(key, j0, J + 1, out=key)     # bin of v: smallest j with v ≤ 2^j (J + 1: above 2^J)
+        if j0:
+            key -= j0
+        key *= L                             # key = bin·L + (domain − 1)
+        key += idx
+        key -= 1
+        cnt = np.bincount(key, minlength=L * B).reshape(B, L).T.astype(float)
+        sm = np.bincount(key, weights=v, minlength=L * B).reshape(B, L).T.copy()
         return {"cnt": cnt, "sum": sm, "j0": j0, "J": J}
 
     def run(self, st: dict[str, Any], ell: np.ndarray, eps: np.ndarray, beta: float, rng: np.random.Generator
@@ -291,29 +301,56 @@ class RankMax:
     """Maximum by rank-error selection with the exponential mechanism (ε-DP).
 
     ``steps``: grid points per doubling of the value (the answer's resolution, 2^(1/steps)).
+    ``decay``: data-independent weight exp(−decay per doubling) on the candidates, so that when
+    no candidate sits near the target rank an answer above Max(D) lands just above it rather
+    than anywhere up to U (every candidate above Max(D) has the same score).
     """
 
     steps: int = 16
+    decay: float = 2.0
     name: str = "rank-error max"
 
     def __post_init__(self) -> None:
         if not 1 <= int(self.steps) <= 256:
             raise ParameterError("Grid steps per doubling must be between 1 and 256.")
+        if not self.decay >= 0:
+            raise ParameterError("The decay must be non-negative.")
+
+    def log_weights(self, m: int) -> np.ndarray:
+        """Data-independent log-weight of each candidate: −decay per doubling of the value."""
+        return -self.decay * np.arange(m) / self.steps
 
     def grid(self, U: float) -> np.ndarray:
-        j0, J = _pow2_range(U)
-        k = np.arange(0, self.steps * (J - j0) + 1)
-        g = np.exp2(j0 + k / self.steps)
-        g = g[g <= U * (1 + 1e-12)]
-        if g.size == 0 or g[-1] < U:
-            g = np.append(g, U)
+        """Candidates: 0, then 2^(j0 + k/steps) for k = 0..K, the last one replaced by U."""
+        j0, _ = _pow2_range(U)
+        K = max(0, int(math.ceil(self.steps * (math.log2(U) - j0))))
+        g = np.exp2(j0 + np.arange(K + 1) / self.steps)
+        g[-1] = U
         return np.concatenate(([0.0], g))
+
+    def _bins(self, v: np.ndarray, U: float, m: int) -> np.ndarray:
+        """Smallest candidate index k with v ≤ grid[k] (m when v > U), from log2 (a value within
+        rounding of a grid point may land one bin off: that moves the answer, not the privacy)."""
+        j0, _ = _pow2_range(U)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            k = np.log2(v)
+        k -= j0
+        k *= self.steps
+        np.ceil(k, out=k)
+        k += 1
+        np.clip(k, 1, m - 1, out=k, where=np.isfinite(k))
+        b = np.nan_to_num(k, nan=0.0, neginf=0.0, posinf=m - 1).astype(np.int64)
+        b[v <= 0] = 0
+        b[v > U] = m
+        return b
 
     def stats(self, v: np.ndarray, idx: np.ndarray, L: int, U: float) -> dict[str, Any]:
         g = self.grid(U)
         m = g.size
-        b = np.searchsorted(g, v, side="left")  # smallest k with v ≤ g[k]; m when above the grid
-        key = (idx.astype(np.int64) - 1) * (m + 1) + b
+        key = idx.astype(np.int64)
+        key -= 1
+        key *= m + 1
+        key += self._bins(v, U, m)
         cnt = np.bincount(key, minlength=L * (m + 1)).reshape(L, m + 1).astype(float)
         return {"cnt": cnt, "grid": g, "max": float(v.max()) if v.size else 0.0, "v": v, "idx": idx}
 
@@ -332,9 +369,10 @@ class RankMax:
             cnt = rc[l - 1]
             above = np.cumsum(cnt[::-1])[::-1][1:]  # #{v > g[k]}, k = 0..m−1
             t = self.target(eps[rows], beta, m)
-            logits = -(eps[rows, None] / 2.0) * np.abs(above[None, :] - t[:, None])
+            logits = self.log_weights(m)[None, :] - (eps[rows, None] / 2.0) * np.abs(above[None, :] - t[:, None])
             k = np.argmax(logits + rng.gumbel(size=logits.shape), axis=1)
-            out[rows] = g[k]
+            # a target rank beyond any table the engine accepts: the mechanism cannot work (Sec. 8.2.1)
+            out[rows] = np.where(t > MAX_ROWS, np.nan, g[k])
             t_out[rows] = t
         return out, {"target_rank": t_out}
 
@@ -354,8 +392,10 @@ class RankMax:
         est = np.asarray(estimates, dtype=float)
         n = max(1, st["v"].size)
         mx = st["max"]
-        over = (est - mx) / mx if mx > 0 else np.where(est > 0, np.inf, 0.0)
-        return np.where(est > mx, over, RankMax.rank_error(st, est) / n)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            over = (est - mx) / mx if mx > 0 else np.where(est > 0, np.inf, 0.0)
+        out = np.where(est > mx, over, RankMax.rank_error(st, est) / n)
+        return np.where(np.isnan(est), np.inf, out)  # declined: no answer
 
 
 @dataclass(frozen=True)
@@ -476,8 +516,11 @@ def _query_input(table: pd.DataFrame, q: Query) -> np.ndarray:
     if q.kind in ("sum", "max"):
         if q.column not in table.columns:
             raise ParameterError(f"Column '{q.column}' is not in the table.")
-        v = pd.to_numeric(table[q.column], errors="coerce").to_numpy(dtype=float)
-        if v.size and (not np.all(np.isfinite(v)) or np.min(v) < 0):
+        col = table[q.column]
+        v = col.to_numpy(dtype=float) if pd.api.types.is_numeric_dtype(col) else \
+            pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
+        lowest = float(np.min(v)) if v.size else 0.0
+        if v.size and not (lowest >= 0 and np.isfinite(np.max(v))):
             raise ParameterError(f"Column '{q.column}' must hold finite non-negative numbers to be summed "
                                  "or maximised (the papers assume non-negative measures).")
         return v
@@ -528,10 +571,14 @@ def prepare(table: Any, budget: BudgetFunction, query: "str | Query") -> Prepare
     eps = budget(t)
     dp = budget.domains()
     idx = dp.index(eps)
-    counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
     stats: dict[str, Any] = {}
     if q.kind != "custom":
         stats = q.mechanism.stats(_query_input(t, q), idx, dp.L, budget.U)
+    cnt = stats.get("cnt")
+    if q.kind in ("sum", "max", "count") and cnt is not None:  # records per domain from M's histogram
+        counts = cnt.sum(axis=1) if cnt.ndim == 2 else cnt.copy()
+    else:
+        counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
     return Prepared(budget, q, eps, idx, counts, stats, t if q.kind == "custom" else None)
 
 
@@ -595,7 +642,8 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
     dp = p.domains
     ell, est, eps_m = int(sel.ell[0]), float(est_a[0]), float(eps_m_a[0])
     eps_tau = float(dp.lo[ell - 1])
-    loss = dp.lo[p.idx - 1] / 2.0 + np.where(p.idx >= ell, eps_m, 0.0)
+    loss = np.ldexp(dp.eps_min / 4.0, p.idx.astype(np.int32))  # Part 1: 2^{i−2}ε̌ (exact)
+    loss[p.idx >= ell] += eps_m                                # Part 2: ε_τ/2 for kept records
     row: dict[str, Any] = {"query": p.query.label, "estimate": est, "eps_tau": eps_tau, "ell": ell}
     extras: dict[str, Any] = {"eps_tau": eps_tau, "ell": ell, "eps_M": eps_m, "passed": bool(sel.passed[0]),
                               "L": dp.L, "noisy_counts": sel.noisy[0].copy(), "thresholds": sel.thresholds,
@@ -604,9 +652,11 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
                               "private_domain_counts": p.counts.astype(int)}
     for k, v in det.items():
         extras[k] = float(v[0])
+    if math.isnan(est):
+        extras["declined"] = True  # e.g. a maximum needing more records than any table can have
     if reveal:
         row.update(_truth_cols(est, p.truth()))
-        if p.query.kind == "max":
+        if p.query.kind == "max" and not math.isnan(est):
             extras["private_rank_error"] = int(RankMax.rank_error(p.stats, est_a)[0])
             extras["private_max_error"] = float(RankMax.relative_error(p.stats, est_a)[0])
     params = {"query": p.query.label, "beta": b, "budget": budget.to_dict(), "L": dp.L}
@@ -725,9 +775,11 @@ def naive(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: flo
     extras: dict[str, Any] = {"eps_M": budget.eps_min, "mechanism_M": getattr(p.query.mechanism, "name", "")}
     for k, v in det.items():
         extras[k] = float(v[0])
+    if math.isnan(est):
+        extras["declined"] = True  # e.g. a maximum needing more records than any table can have
     if reveal:
         row.update(_truth_cols(est, p.truth()))
-        if p.query.kind == "max":
+        if p.query.kind == "max" and not math.isnan(est):
             extras["private_rank_error"] = int(RankMax.rank_error(p.stats, est_a)[0])
             extras["private_max_error"] = float(RankMax.relative_error(p.stats, est_a)[0])
     params = {"query": p.query.label, "beta": b, "budget": budget.to_dict()}
