@@ -44,14 +44,16 @@ from ..release import Release
 from . import multitier_central as mc
 from . import multitier_local as ml
 from .multitier_central import (CHECK_FAMILIES, FAMILY_LABELS, RELEASE_FAMILIES, NoiseFamily, ResidualCheck,
-                                bochner_min_eigenvalue, check_residual, noise_family)
+                                bochner_min_eigenvalue, check_residual, noise_family,
+                                residual_ratio)
 from .multitier_local import VARIANTS, Template, paper_rescale_parameter, rescale_keep_probability
 
 __all__ = [
     "CHECK_FAMILIES", "FAMILY_LABELS", "RELEASE_FAMILIES", "VARIANTS", "CentralPlan", "CoalitionLoss", "LocalPlan",
     "NoiseFamily", "RecordFilter", "ResidualCheck", "Template", "Tier", "bin_measure", "bochner_min_eigenvalue",
     "central_query", "check_residual", "coalition_loss", "coalition_table", "noise_family", "paper_rescale_parameter",
-    "plan_central", "plan_local", "release_central", "release_local", "rescale_keep_probability", "tiers_from",
+    "plan_central", "plan_local", "release_central", "release_local", "rescale_keep_probability", "residual_ratio",
+    "tiers_from",
 ]
 
 #: Largest number of tiers in one plan.

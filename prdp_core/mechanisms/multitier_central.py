@@ -566,6 +566,16 @@ def lattice_residual_pmf(ratio: Callable[[np.ndarray], np.ndarray], n: int = 1 <
     return np.fft.fftshift(coef)
 
 
+def residual_ratio(family: str | NoiseFamily, eps_from: float, eps_to: float, t: np.ndarray, *,
+                   sensitivity: float = 1.0, delta: float | None = None,
+                   params: tuple[float, float] | None = None) -> np.ndarray:
+    """R(t) = Φ_to(t)/Φ_from(t), the characteristic function the residual would need (Algorithm 1)."""
+    fam = family if isinstance(family, NoiseFamily) else noise_family(family, sensitivity=sensitivity, delta=delta)
+    a, b = params if params is not None else (fam.param(eps_from), fam.param(eps_to))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(fam.cf(t, b), dtype=float) / np.asarray(fam.cf(t, a), dtype=float)
+
+
 @dataclass(frozen=True)
 class ResidualCheck:
     """Does a residual distribution exist from budget ``eps_from`` to ``eps_to``? (Algorithm 1)

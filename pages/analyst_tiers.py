@@ -1,0 +1,287 @@
+"""Analyst tiers page: one query, several analysts with different budgets, bounded total loss."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from prdp_core.charts import multitier as mch
+from prdp_core.errors import PrdpError
+from prdp_core.mechanisms import multitier as mt
+from ui import multitier as umt
+from ui import state
+from ui.common import code_expander, confidential, learn, seeded_notice, show_error
+
+st.title("Analyst tiers")
+st.caption("The public gets ε = 0.5, trusted researchers ε = 2, the agency ε = 8: what does that cost in total, "
+           "and what accuracy does each tier get? Multi-tier release of *Multi-tier Differential Private Query "
+           "Release* (Wang et al.): every lower tier is derived from a higher one without looking at the data again.")
+learn("**Multi-tier release.** Several analysts ask the *same* question with different budgets. Answering each "
+      "one independently costs the **sum** of the budgets if they share their answers. The multi-tier release "
+      "answers the most trusted tier once and obtains every lower tier by adding more noise to that answer — so "
+      "any group of analysts together learns no more than its most trusted member, while each tier still gets "
+      "(almost) the accuracy of a release made just for it.")
+
+ds = state.dataset()
+ss = st.session_state
+umt.init(ds)
+
+# ---------------------------------------------------------------------------
+# 1. Tiers
+# ---------------------------------------------------------------------------
+st.subheader("1 · Tiers")
+p1, p2 = st.columns([3, 1])
+p1.selectbox("Start from a preset", list(umt.PRESETS), key="mt_preset", label_visibility="collapsed")
+p2.button("Use this preset", key="mt_preset_apply", on_click=umt.on_preset, width="stretch")
+edited = st.data_editor(
+    ss["mt_tiers_base"], key=umt.editor_key(), num_rows="dynamic", hide_index=True, width="stretch",
+    column_config={
+        "name": st.column_config.TextColumn("Tier (analyst)", required=True, max_chars=40),
+        "eps": st.column_config.NumberColumn("Budget ε", min_value=mt.MIN_EPS, max_value=mt.MAX_EPS, step=0.1,
+                                             format="%.4g", help="Smaller ε = stronger privacy for the data subjects."),
+    })
+try:
+    tiers = mt.tiers_from(edited)
+except PrdpError as err:
+    show_error(err)
+    st.stop()
+tier_rows = umt.tiers_key(tiers)
+st.caption("Tiers are ordered from the largest budget (most trusted) to the smallest. "
+           + " · ".join(f"**{t.name}** ε = {t.eps:g}" for t in tiers))
+
+# ---------------------------------------------------------------------------
+# 2. Query and model
+# ---------------------------------------------------------------------------
+st.subheader("2 · Query and model")
+st.radio("Model", ["central", "local"], key="mt_model", horizontal=True,
+         format_func={"central": "Central: a curator adds noise to the exact answer",
+                      "local": "Local: every record's owner randomizes its own category"}.get)
+measures = list(ds.schema.measures)
+fcols = umt.filter_columns(ds)
+if ss.get("mt_filter_col") not in fcols:
+    ss["mt_filter_col"] = umt.NO_FILTER
+f1, f2, f3 = st.columns([2, 1, 2])
+f1.selectbox("Optional filter: only records whose", fcols, key="mt_filter_col")
+fcol = ss["mt_filter_col"]
+if fcol != umt.NO_FILTER:
+    is_group = fcol in ds.schema.groups
+    ops = ["==", "!="] if is_group else [">=", "<=", ">", "<"]
+    if ss.get("mt_filter_op") not in ops:
+        ss["mt_filter_op"] = ops[0]
+    f2.selectbox("is", ops, key="mt_filter_op")
+    if is_group:
+        vals = umt.filter_values(state.token(), fcol, ds)
+        if ss.get("mt_filter_val") not in vals:
+            ss["mt_filter_val"] = vals[0] if vals else ""
+        f3.selectbox("value", vals, key="mt_filter_val")
+    else:
+        if not isinstance(ss.get("mt_filter_val"), (int, float)):
+            ss["mt_filter_val"] = 0.0
+        f3.number_input("value", key="mt_filter_val", step=1.0)
+
+if ss["mt_model"] == "central":
+    c1, c2, c3 = st.columns(3)
+    c1.radio("Query", ["count", "sum"], key="mt_query", horizontal=True,
+             format_func={"count": "count of records", "sum": "sum of a measure"}.get)
+    if ss["mt_query"] == "sum":
+        c2.selectbox("Measure", measures, key="mt_measure")
+        c3.number_input("Clipping bound U (one record adds at most U)", min_value=1.0, step=1.0, key="mt_clip",
+                        help="Sensitivity of the sum. Choose it without looking at the data in a real release; "
+                             "the default was rounded up from the 90th percentile (fine for design).")
+    fams = list(umt.FAMILY_CHOICES)
+    if ss["mt_query"] == "count":
+        fams.remove("multiscale_geometric")
+    if ss.get("mt_family") not in fams:
+        ss["mt_family"] = fams[0]
+    g1, g2 = st.columns([3, 1])
+    g1.selectbox("Noise", fams, key="mt_family", format_func=umt.FAMILY_CHOICES.get)
+    if ss["mt_family"] == "gaussian":
+        g2.number_input("δ (every tier)", min_value=1e-12, max_value=0.1, format="%.1e", key="mt_delta")
+    learn("**Which noise?** The two-sided geometric noise is *exactly* optimal for counts, and its multi-tier "
+          "version loses nothing: every tier's answer has the same distribution as a release made only for it. "
+          "Laplace and Gaussian noise also have exact multi-tier versions. Some families have none (discrete "
+          "Gaussian, staircase): see section 5.")
+else:
+    l1, l2, l3, l4 = st.columns(4)
+    l1.selectbox("Measure to categorize", measures, key="mt_local_measure")
+    l2.number_input("Categories d", min_value=2, max_value=256, step=1, key="mt_d")
+    l3.selectbox("Bins", ["log", "linear"], key="mt_scale",
+                 format_func={"log": "equal width on log(1+v)", "linear": "equal width"}.get)
+    l4.selectbox("Templates", list(mt.VARIANTS), key="mt_variant", format_func=mt.VARIANTS.get)
+    learn("**Local model.** Each record's owner reports a random *subset* of the d categories that contains its "
+          "own category more often than the others (the Subset mechanism). Lower tiers are obtained by two "
+          "operations on the report itself — add a random category (*Expansion*) or replace the report by a "
+          "random one with some probability (*Rescale*) — so no owner is ever asked twice.")
+
+try:
+    cur = umt.current_plan_and_data(ds, tiers)
+except PrdpError as err:
+    show_error(err)
+    st.stop()
+
+plan = cur["plan"]
+teaching = state.teaching()
+
+# ---------------------------------------------------------------------------
+# 3. Accuracy per tier
+# ---------------------------------------------------------------------------
+st.subheader("3 · Accuracy of each tier")
+if cur["model"] == "central":
+    q = cur["query"]
+    table = plan.table()
+    st.caption(f"Query: **{q.label}** over {q.n_matching:,} records; sensitivity Δ = {q.sensitivity:g} "
+               f"(add/remove one record). Noise: {plan.family.label}.")
+    st.dataframe(umt.central_display(table, plan.family.param_name()), hide_index=True)
+    st.plotly_chart(mch.mse_by_tier_figure(table, {"multi-tier (= ideal, = independent)": "mse_multitier",
+                                                   "gradual (budget split)": "mse_gradual"},
+                                           title="Mean squared error of each tier's answer",
+                                           y_label="MSE (squared units of the answer), log scale"),
+                    key="mt_mse_central")
+    lines = []
+    for _, r in table.iterrows():
+        hw = (f"is exactly right at least 95% of the time" if r["halfwidth_95"] == 0
+              else f"is within ±{r['halfwidth_95']:.4g} of the truth 95% of the time")
+        grad = (f"budget splitting would make its error {r['ratio_gradual']:.2f}× larger"
+                if r["ratio_gradual"] > 1.005 else "budget splitting gives the lowest tier the same error")
+        lines.append(f"- **{r['tier']}** (ε = {r['eps']:g}): the answer {hw} — exactly as good as a release made "
+                     f"for this tier alone; {grad}.")
+    st.markdown("\n".join(lines))
+    learn("**Gradual release** (budget splitting) gives tier j the pieces ε_j − ε_{j+1}, …, ε_m and averages them: "
+          "collusion is also bounded, but the top tiers lose a lot of accuracy. Independent releases are as "
+          "accurate as multi-tier ones but cost the sum of the budgets (section 4).")
+else:
+    n = int(cur["codes"].size)
+    table = plan.table()
+    st.caption(f"{n:,} records (users), each in one of d = {plan.d} categories of *{ss['mt_local_measure']}*. "
+               "Errors are the mean squared error of the estimated count vector (n·V).")
+    st.dataframe(umt.local_display(table, n), hide_index=True)
+    tt = table.copy()
+    for c in ("var_multitier", "var_ideal", "var_grr", "var_brr", "var_gradual"):
+        tt[c] = tt[c] * n
+    st.plotly_chart(mch.mse_by_tier_figure(tt, {"multi-tier Subset": "var_multitier", "ideal (independent)": "var_ideal",
+                                                "multi-tier GRR": "var_grr", "multi-tier BRR": "var_brr",
+                                                "gradual": "var_gradual"},
+                                           title="Mean squared error of each tier's estimated counts",
+                                           y_label="MSE (users²), log scale"), key="mt_mse_local")
+    lines = []
+    for _, r in table.iterrows():
+        unused = (f"; ε = {r['unused_eps']:.3g} of its budget is left unused" if r["unused_eps"] > 1e-9
+                  else "; its whole budget is used")
+        lines.append(f"- **{r['tier']}** (ε = {r['eps']:g}) is served by a template with k = {int(r['k'])} at "
+                     f"ε = {r['eps_template']:.4g}{unused}. Its error is {r['ratio_multitier']:.2f}× that of the "
+                     f"ideal release made only for it (k* = {int(r['k_ideal'])}).")
+    st.markdown("\n".join(lines))
+    learn("**Why not exactly ideal?** The best subset size k depends on ε, and the operations that lower ε can only "
+          "grow k one step at a time, so lower tiers are matched to prepared *templates* at or below their budget. "
+          "The real privacy of a tier is its template's level; the rest of its budget stays unused.")
+
+# ---------------------------------------------------------------------------
+# 4. Privacy: total and coalitions
+# ---------------------------------------------------------------------------
+st.subheader("4 · Total privacy loss and colluding tiers")
+summary = plan.loss_summary()
+unit = "ε" if cur["model"] == "local" else plan.unit
+m1, m2, m3 = st.columns(3)
+m1.metric("All tiers together: multi-tier", f"{unit} = {summary['multitier']:.4g}")
+m2.metric("Independent releases", f"{unit} = {summary['independent']:.4g}",
+          delta=f"{summary['independent'] - summary['multitier']:+.4g} vs multi-tier", delta_color="inverse")
+m3.metric("Gradual (budget split)", f"{unit} = {summary['gradual']:.4g}")
+st.multiselect("Which tiers share their answers?", plan.names, default=plan.names, key="mt_coalition")
+members = tuple(m for m in ss.get("mt_coalition", plan.names) if m in plan.names) or tuple(plan.names)
+settings = (cur["model"], getattr(plan, "d", None), getattr(getattr(plan, "family", None), "name", None),
+            tuple(getattr(plan, "params", ())), getattr(plan, "variant", None))
+try:
+    ctable, cl = umt.cached_coalitions(cur["model"], tier_rows, settings, plan, members)
+except PrdpError as err:
+    show_error(err)
+    st.stop()
+st.markdown(f"Together, **{' + '.join(cl.members)}** learn **{unit} = {cl.multitier:.4g}** about any single "
+            f"{'record' if cur['model'] == 'central' else 'user'} with the multi-tier release — the largest budget "
+            f"among them is {cl.bound:.4g}. With independent releases they would learn {unit} = "
+            f"{cl.independent:.4g} (sum of budgets {cl.naive:.4g}).")
+if cl.eps_at_delta:
+    st.caption(f"In (ε, δ = {cl.eps_at_delta['delta']:.1e}): multi-tier ε = {cl.eps_at_delta['multitier']:.4g}, "
+               f"independent ε = {cl.eps_at_delta['independent']:.4g} (exact for Gaussian outputs).")
+st.caption(f":material/calculate: Computed from {cl.method}, not assumed.")
+st.plotly_chart(mch.coalition_figure(ctable, unit=unit), key="mt_coalitions")
+learn("**Why is the total bounded?** Only the top tier's answer touches the data; every other answer is that "
+      "answer plus extra randomness that does not depend on the data. Whatever several tiers compute together "
+      "could have been computed from their most trusted member's answer alone.")
+
+# ---------------------------------------------------------------------------
+# 5. Residual noise (central) / template plan (local)
+# ---------------------------------------------------------------------------
+if cur["model"] == "central":
+    st.subheader("5 · The residual noise between tiers")
+    if plan.checks:
+        for c in plan.checks:
+            st.markdown(f"- {c.sentence()}")
+    else:
+        st.markdown("Only one distinct budget: no residual is needed.")
+    st.caption("Each residual's characteristic function is the ratio of the two tiers' noise characteristic "
+               "functions (Algorithm 1); its existence is decided from the budgets alone, before any data is used.")
+    with st.expander("When no multi-tier version exists (discrete Gaussian, staircase)", icon=":material/block:"):
+        ex = umt.table1_examples()
+        dg, sc = ex["dg"], ex["sc"]
+        st.markdown(f"- **Discrete Gaussian**, σ = 1 → 1.1: {dg.detail} The Bochner matrix at t ∈ {{0, π/2, π, "
+                    f"3π/2}} has smallest eigenvalue **{dg.min_eigenvalue:.7f}** < 0.\n"
+                    f"- **Staircase**, ε = 2.8 → 1: R(5π) = {ex['r5pi']:.5f}; the Bochner matrix at t ∈ {{0, 5π}} "
+                    f"has eigenvalue **{sc.min_eigenvalue:.5f}** < 0.")
+        st.plotly_chart(mch.residual_ratio_figure(ex["t"], ex["ratios"], title="Ratio of characteristic functions "
+                                                  "R(t): a valid residual never leaves [−1, 1]"), key="mt_ratio_fig")
+        learn("**Bochner's theorem.** A function is the characteristic function of some noise only if every matrix "
+              "[R(t_a − t_b)] is positive semi-definite. One negative eigenvalue proves that no noise, however "
+              "clever, turns one tier's answer into the other's.")
+else:
+    st.subheader("5 · Template plan")
+    ttab = plan.template_table()
+    st.plotly_chart(mch.template_plan_figure(ttab, plan.names, list(plan.eps), list(plan.served)), key="mt_plan")
+    unused = plan.eps - plan.served_eps
+    st.markdown(f"{len(ttab)} templates; {len(set(plan.served))} of them serve a tier. "
+                f"Unused budget: " + ", ".join(f"**{nm}** {u:.3g}" for nm, u in zip(plan.names, unused)) + ".")
+    with st.expander("All templates (operator, subset size, level, keep probability)"):
+        st.dataframe(ttab.style.format({"eps": "{:.4g}", "keep_probability": "{:.4g}"}, na_rep="—"), hide_index=True)
+        st.caption("Rescale keeps the report with the *keep probability* β = (e^ε′−1)(k e^ε+d−k) / ((e^ε−1)(k e^ε′+d−k)). "
+                   "The paper prints (e^ε′−1)(k e^ε+d−k) / (d(e^ε−e^ε′)), which is β/(1−β): it can exceed 1 and "
+                   "otherwise misses the target level. The corrected form is verified by exact enumeration.")
+
+# ---------------------------------------------------------------------------
+# 6. Release
+# ---------------------------------------------------------------------------
+st.subheader("6 · Release every tier")
+if not teaching:
+    st.info("Review mode: no release is run on this page (it would show true values next to the noisy ones). "
+            "Switch to teaching mode in the sidebar for a seeded demonstration.", icon=":material/visibility_off:")
+else:
+    rng_seed = int(ss.get("seed", 0))
+    st.button("Release every tier (seeded)", key="mt_release_btn", type="primary", on_click=umt.on_release,
+              args=(tier_rows,))
+    err = ss.get("mt_release_error")
+    if err is not None:
+        show_error(err)
+    stored = ss.get("mt_release")
+    if stored is not None and stored["key"] == umt.settings_key(tiers):
+        rel = stored["release"]
+        seeded_notice(rel.seed if rel.seed is not None else rng_seed)
+        confidential("The true values are computed from the real records.")
+        ans = rel.answers
+        if cur["model"] == "central":
+            st.plotly_chart(mch.release_central_figure(ans, truth=True), key="mt_release_fig")
+            st.dataframe(ans.drop(columns=["query"]).style.format(
+                {"eps": "{:g}", "estimate": "{:.6g}", "sd": "{:.4g}", "ci_low": "{:.6g}", "ci_high": "{:.6g}",
+                 "true": "{:.6g}", "error": "{:+.4g}", "abs_error": "{:.4g}"}), hide_index=True)
+        else:
+            st.plotly_chart(mch.release_local_figure(ans, truth=True), key="mt_release_fig")
+            per = ans.groupby("tier", sort=False).apply(lambda g: float((g["error"] ** 2).sum()),
+                                                        include_groups=False)
+            st.markdown("Squared error of each tier's estimated counts in this run: " + ", ".join(
+                f"**{t}** {v:,.0f}" for t, v in per.items()) + ".")
+            with st.expander("Estimated counts per category"):
+                st.dataframe(ans.style.format({"eps": "{:g}", "eps_used": "{:.4g}", "estimate": "{:.1f}",
+                                               "sd": "{:.1f}", "true": "{:.0f}", "error": "{:+.1f}",
+                                               "abs_error": "{:.1f}"}), hide_index=True)
+        st.caption(f"Added to the session ledger: {rel.entries[0].label if len(rel.entries) == 1 else f'{len(rel.entries)} entries'} "
+                   f"({rel.entries[0].loss.describe()}).")
+    elif stored is not None:
+        st.caption("The settings changed since the last release: press the button to release again.")
+
+code_expander(umt.reproduce_code(state.source(), tiers, cur, int(ss.get("seed", 0))))

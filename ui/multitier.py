@@ -1,0 +1,288 @@
+"""Helpers of the Analyst tiers page: tiers from the editor, the query from the widgets, cached engine
+calls, the release callback and the reproduce-in-Python code."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from prdp_core.data import Dataset
+from prdp_core.errors import ParameterError, PrdpError
+from prdp_core.mechanisms import multitier as mt
+
+from . import state
+
+NO_FILTER = "(no filter)"
+
+PRESETS: dict[str, list[tuple[str, float]]] = {
+    "Workshop example: public 0.5, researchers 2, agency 8": [("public", 0.5), ("researchers", 2.0),
+                                                               ("agency", 8.0)],
+    "Paper's grid: ε = 0.4, 0.8, …, 4.0 (10 tiers)": [(f"tier {i}", round(0.4 * i, 2)) for i in range(10, 0, -1)],
+    "Two tiers far apart: 5 and 0.1": [("insiders", 5.0), ("open data", 0.1)],
+}
+
+#: Widget keys of the page and their defaults.
+DEFAULTS: dict[str, Any] = {
+    "mt_model": "central", "mt_clip": 100.0, "mt_query": "count", "mt_family": "geometric", "mt_delta": 1e-6,
+    "mt_filter_col": NO_FILTER, "mt_filter_op": "==", "mt_d": 16, "mt_scale": "log", "mt_variant": "subset2",
+    "mt_editor_version": 0,
+}
+
+FAMILY_CHOICES = {
+    "geometric": "Two-sided geometric (integer noise; optimal for counts)",
+    "laplace": "Laplace",
+    "gaussian": "Gaussian ((ε, δ); ledger in ρ)",
+    "multiscale_geometric": "Multi-scale geometric Σξ·TSG (Δ > 1 construction)",
+}
+
+
+def init(ds: Dataset) -> None:
+    """Fill in the page's defaults (once per session; measure defaults when the dataset changes)."""
+    ss = st.session_state
+    for k, v in DEFAULTS.items():
+        ss.setdefault(k, v)
+    ss.setdefault("mt_tiers_base", pd.DataFrame(PRESETS[next(iter(PRESETS))], columns=["name", "eps"]))
+    measures = list(ds.schema.measures)
+    if ss.get("mt_measure") not in measures:
+        ss["mt_measure"] = measures[0]
+        ss["mt_clip"] = nice_ceil(float(state.profile().measures[measures[0]].p90))
+    if ss.get("mt_local_measure") not in measures:
+        ss["mt_local_measure"] = measures[0]
+
+
+def nice_ceil(x: float) -> float:
+    """The next 1–2–5 × 10^k at or above x (a round default clipping bound)."""
+    if not math.isfinite(x) or x <= 0:
+        return 1.0
+    k = math.floor(math.log10(x))
+    for m in (1, 2, 5, 10):
+        if m * 10 ** k >= x:
+            return float(m * 10 ** k)
+    return float(10 ** (k + 1))
+
+
+def on_preset() -> None:
+    """Replace the tier table by the chosen preset (a fresh editor, so old edits do not linger)."""
+    ss = st.session_state
+    rows = PRESETS.get(ss.get("mt_preset", ""), [])
+    if rows:
+        ss["mt_tiers_base"] = pd.DataFrame(rows, columns=["name", "eps"])
+        ss["mt_editor_version"] = int(ss.get("mt_editor_version", 0)) + 1
+        ss.pop("mt_release", None)
+
+
+def editor_key() -> str:
+    return f"mt_tiers_editor_{st.session_state.get('mt_editor_version', 0)}"
+
+
+def tiers_key(tiers: tuple[mt.Tier, ...]) -> tuple[tuple[str, float], ...]:
+    return tuple((t.name, float(t.eps)) for t in tiers)
+
+
+def filter_columns(ds: Dataset) -> list[str]:
+    return [NO_FILTER] + [g for g in ds.schema.groups] + [m for m in ds.schema.measures if m not in ds.schema.groups]
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def filter_values(token: str, col: str, _ds: Dataset) -> list[str]:
+    """Up to 200 values of a group column (for the filter's value box)."""
+    return sorted(str(v) for v in pd.unique(_ds.table[col].astype(str))[:200])
+
+
+def record_filter(ds: Dataset) -> mt.RecordFilter | None:
+    col = _get("mt_filter_col")
+    if col in (None, NO_FILTER) or col not in ds.table.columns:
+        return None
+    return mt.RecordFilter(col, _get("mt_filter_op"), st.session_state.get("mt_filter_val"))
+
+
+def _fkey(f: mt.RecordFilter | None) -> tuple | None:
+    return None if f is None else (f.column, f.op, str(f.value))
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_query(token: str, kind: str, measure: str | None, clip: float | None, fkey: tuple | None,
+                 integer: bool, _ds: Dataset) -> mt.CentralQuery:
+    f = None if fkey is None else mt.RecordFilter(*fkey)
+    return mt.central_query(_ds.table, kind, measure=measure, clip=clip, filter=f, integer=integer)
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cached_codes(token: str, measure: str, d: int, scale: str, fkey: tuple | None,
+                 _ds: Dataset) -> tuple[np.ndarray, list[str]]:
+    """Category (0…d−1) of every (filtered) record for the local model, and the bin labels."""
+    table = _ds.table
+    if fkey is not None:
+        table = table[mt.RecordFilter(*fkey).mask(table)]
+    return mt.bin_measure(table[measure].to_numpy(), d, scale=scale)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_central_plan(tkey: tuple, family: str, sensitivity: float, delta: float) -> mt.CentralPlan:
+    return mt.plan_central(list(tkey), family, sensitivity=sensitivity, delta=delta)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cached_local_plan(tkey: tuple, d: int, variant: str) -> mt.LocalPlan:
+    return mt.plan_local(list(tkey), d, variant=variant)
+
+
+@st.cache_data(show_spinner="Computing coalition losses…", max_entries=32)
+def cached_coalitions(model: str, tkey: tuple, settings: tuple, _plan: mt.CentralPlan | mt.LocalPlan,
+                      members: tuple[str, ...]) -> tuple[pd.DataFrame, mt.CoalitionLoss]:
+    return mt.coalition_table(_plan), mt.coalition_loss(_plan, list(members))
+
+
+@st.cache_data(show_spinner=False, max_entries=2)
+def table1_examples() -> dict[str, Any]:
+    """The paper's non-existence counterexamples, computed by the validity check (Remark 4.1, App. F)."""
+    dg = mt.check_residual("discrete_gaussian", 1.0, 1.0, params=(1.0, 1.1))
+    sc = mt.check_residual("staircase", 2.8, 1.0, points=(0.0, 5 * math.pi))
+    r5 = float(mt.residual_ratio("staircase", 2.8, 1.0, np.array([5 * math.pi]))[0])
+    t = np.linspace(0.01, 6 * math.pi, 1500)
+    ratios = {"discrete Gaussian σ 1 → 1.1": mt.residual_ratio("discrete_gaussian", 1, 1, t, params=(1.0, 1.1)),
+              "staircase ε 2.8 → 1": mt.residual_ratio("staircase", 2.8, 1.0, t),
+              "two-sided geometric ε 2.8 → 1 (valid)": mt.residual_ratio("geometric", 2.8, 1.0, t)}
+    return {"dg": dg, "sc": sc, "r5pi": r5, "t": t, "ratios": ratios}
+
+
+def _get(key: str) -> Any:
+    """A widget value, or its default when the widget is not on screen (Streamlit forgets those)."""
+    v = st.session_state.get(key)
+    return DEFAULTS.get(key) if v is None else v
+
+
+def settings() -> dict[str, Any]:
+    """The page settings that determine a release (for caching and for the release's validity)."""
+    keys = ["mt_model", "mt_filter_col"]
+    if _get("mt_filter_col") != NO_FILTER:
+        keys += ["mt_filter_op", "mt_filter_val"]
+    if _get("mt_model") == "central":
+        keys += ["mt_query", "mt_family"]
+        if _get("mt_query") == "sum":
+            keys += ["mt_measure", "mt_clip"]
+        if _get("mt_family") == "gaussian":
+            keys += ["mt_delta"]
+    else:
+        keys += ["mt_local_measure", "mt_d", "mt_scale", "mt_variant"]
+    return {k: _get(k) for k in keys}
+
+
+def settings_key(tiers: tuple[mt.Tier, ...]) -> tuple:
+    return (state.token(), tiers_key(tiers), tuple(sorted((k, str(v)) for k, v in settings().items())))
+
+
+def current_plan_and_data(ds: Dataset, tiers: tuple[mt.Tier, ...]) -> dict[str, Any]:
+    """Everything the page shows for the current widgets: query/codes and the plan (raises PrdpError)."""
+    f = record_filter(ds)
+    if _get("mt_model") == "central":
+        family = _get("mt_family")
+        integer = family in ("geometric", "multiscale_geometric")
+        kind = _get("mt_query")
+        q = cached_query(state.token(), kind, _get("mt_measure") if kind == "sum" else None,
+                         float(_get("mt_clip")) if kind == "sum" else None, _fkey(f), integer, ds)
+        plan = cached_central_plan(tiers_key(tiers), family, float(q.sensitivity), float(_get("mt_delta")))
+        return {"model": "central", "query": q, "plan": plan, "filter": f}
+    d = int(_get("mt_d"))
+    codes, labels = cached_codes(state.token(), _get("mt_local_measure"), d, _get("mt_scale"), _fkey(f), ds)
+    if codes.size == 0:
+        raise ParameterError("No record passes the filter: the local model needs at least one user.")
+    plan = cached_local_plan(tiers_key(tiers), d, _get("mt_variant"))
+    return {"model": "local", "codes": codes, "labels": labels, "plan": plan, "filter": f}
+
+
+def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
+    """Release every tier (seeded, teaching mode): store the result and add it to the session ledger."""
+    ss = st.session_state
+    ss.pop("mt_release_error", None)
+    try:
+        ds = state.dataset()
+        tiers = mt.tiers_from(list(tier_rows))
+        cur = current_plan_and_data(ds, tiers)
+        rng, seed = state.rng_and_seed()
+        if cur["model"] == "central":
+            q = cur["query"]
+            rel = mt.release_central(cur["plan"], q.value, rng=rng, seed=seed, reveal=True, records=q.mask,
+                                     query=q.label)
+        else:
+            rel = mt.release_local(cur["plan"], cur["codes"], rng=rng, seed=seed, reveal=True, labels=cur["labels"])
+        ss["mt_release"] = {"key": settings_key(tiers), "release": rel}
+        state.record_release(rel)
+    except PrdpError as err:
+        ss["mt_release_error"] = err
+
+
+def central_display(table: pd.DataFrame, param_name: str) -> pd.io.formats.style.Styler:
+    show = table.rename(columns={"eps": "ε", param_name: f"noise {param_name}", "mse_multitier": "MSE multi-tier",
+                                 "mse_independent": "MSE independent (= ideal)", "mse_gradual": "MSE gradual",
+                                 "ratio_gradual": "gradual ÷ ideal", "halfwidth_95": "± (95%)"})
+    show = show.drop(columns=["mse_ideal", "ratio_multitier"])
+    return show.style.format({"ε": "{:g}", f"noise {param_name}": "{:.4g}", "MSE multi-tier": "{:.4g}",
+                              "MSE independent (= ideal)": "{:.4g}", "MSE gradual": "{:.4g}",
+                              "gradual ÷ ideal": "{:.2f}×", "± (95%)": "{:.4g}"})
+
+
+def local_display(table: pd.DataFrame, n: int) -> pd.io.formats.style.Styler:
+    t = table.copy()
+    for c in ("var_multitier", "var_ideal", "var_grr", "var_brr", "var_gradual"):
+        t[c] = t[c] * n
+    show = t.rename(columns={"eps": "ε", "eps_template": "ε used (template)", "k": "subset size k",
+                             "unused_eps": "ε left unused", "var_multitier": "MSE multi-tier",
+                             "k_ideal": "ideal k*", "var_ideal": "MSE ideal", "ratio_multitier": "multi-tier ÷ ideal",
+                             "var_grr": "MSE GRR", "var_brr": "MSE BRR", "var_gradual": "MSE gradual"})
+    show = show.drop(columns=["template"])
+    fmt = {c: "{:.4g}" for c in ("MSE multi-tier", "MSE ideal", "MSE GRR", "MSE BRR", "MSE gradual")}
+    fmt.update({"ε": "{:g}", "ε used (template)": "{:.4g}", "ε left unused": "{:.3g}", "multi-tier ÷ ideal": "{:.2f}×"})
+    return show.style.format(fmt)
+
+
+def reproduce_code(ds_source: dict[str, Any], tiers: tuple[mt.Tier, ...], cur: dict[str, Any], seed: int) -> str:
+    """prdp_core code that rebuilds the plan, the coalition losses and the release shown on the page."""
+    src = ds_source or {}
+    if src.get("kind") == "sample" and "schema" not in src:
+        load = (f'ds = prdp_core.samples.load_dataset({src.get("name")!r}, n={src.get("n")!r}, '
+                f'seed={int(src.get("seed", 0))})')
+    else:
+        load = "ds = ...  # your prdp_core.Dataset (see the Data page's code)"
+    tiers_txt = "{" + ", ".join(f"{t.name!r}: {t.eps!r}" for t in tiers) + "}"
+    f = cur.get("filter")
+    ftxt = "None" if f is None else f"mt.RecordFilter({f.column!r}, {f.op!r}, {f.value!r})"
+    if cur["model"] == "central":
+        q = cur["query"]
+        plan: mt.CentralPlan = cur["plan"]
+        if q.kind == "count":
+            qtxt = f'q = mt.central_query(ds.table, "count", filter={ftxt})'
+        else:
+            qtxt = (f'q = mt.central_query(ds.table, "sum", measure={_get("mt_measure")!r}, clip={float(_get("mt_clip"))!r},'
+                    f'\n                     filter={ftxt}, integer={q.integer!r})')
+        body = f"""{qtxt}
+plan = mt.plan_central(tiers, {plan.family.name!r}, sensitivity=q.sensitivity, delta={float(_get('mt_delta'))!r})
+print(plan.table())               # per-tier error: multi-tier = ideal; gradual is worse
+print(mt.coalition_table(plan))   # computed privacy loss of colluding tiers
+release = mt.release_central(plan, q.value, rng=np.random.default_rng({seed}), seed={seed}, reveal=True,
+                             records=q.mask, query=q.label)
+print(release.answers)"""
+    else:
+        plan_l: mt.LocalPlan = cur["plan"]
+        sel = "ds.table" if f is None else f"ds.table[{ftxt}.mask(ds.table)]"
+        body = f"""table = {sel}
+codes, labels = mt.bin_measure(table[{_get('mt_local_measure')!r}].to_numpy(), {plan_l.d}, scale={_get('mt_scale')!r})
+plan = mt.plan_local(tiers, {plan_l.d}, variant={plan_l.variant!r})
+print(plan.table())            # template, unused budget, MSE per user against the ideal, GRR, BRR, gradual
+print(plan.template_table())   # the template chain (Algorithms 2–5, corrected Rescale)
+print(mt.coalition_table(plan))
+release = mt.release_local(plan, codes, rng=np.random.default_rng({seed}), seed={seed}, reveal=True, labels=labels)
+print(release.answers)"""
+    return f"""
+import numpy as np
+import prdp_core
+from prdp_core.mechanisms import multitier as mt
+
+{load}
+tiers = mt.tiers_from({tiers_txt})
+{body}
+"""
