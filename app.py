@@ -26,6 +26,9 @@ PAGES = {
         st.Page("pages/personalized.py", title="Personalized DP", icon=":material/groups:"),
         st.Page("pages/budget_functions.py", title="Budget functions", icon=":material/function:"),
     ],
+    "Release": [
+        st.Page("pages/analyst_tiers.py", title="Analyst tiers", icon=":material/stairs:"),
+    ],
 }
 
 nav = st.navigation(PAGES)
