@@ -146,10 +146,7 @@ if view == "Delivered ε":
              "Sample t=max Φ": P.Sample("max"), "PE": P.PE(), "Stretching": P.Stretching()}
     st.plotly_chart(pch.delivered_cdf_figure(spec.eps, P.delivered_by_mechanism(spec, shown)), key="pdp_cdf")
     table = P.delivered_table(spec, shown)
-    st.dataframe(table[["mechanism", "neighbours", "mean_delivered", "mean_requested", "users_full_phi",
-                        "users_unused", "mean_excess_protection"]].style.format(
-        {"mean_delivered": "{:.3g}", "mean_requested": "{:.3g}", "users_full_phi": "{:.1%}", "users_unused": "{:.1%}",
-         "mean_excess_protection": "{:.3g}"}), hide_index=True)
+    st.dataframe(upd.delivered_display(table), hide_index=True)
     row = table.set_index("mechanism").loc[f"Sample t={t:g}"]
     unused = table.set_index("mechanism").loc[f"Threshold t={t:g}"].users_unused
     st.markdown(f"- **Sample(t = {t:g})** gives {row.users_full_phi:.0%} of users exactly their Φ; the others "
@@ -159,8 +156,7 @@ if view == "Delivered ε":
     learn("**Reading the CDFs.** A curve to the left of *requested Φ* means users are protected more than they "
           "asked (their data is used less, or with more noise). PDP only requires delivered ≤ requested; "
           "everything between costs accuracy.")
-    grid, curves = P.pi_curves({f"t = {t:g}": t, f"t = max Φ = {spec.max_eps:.3g}": spec.max_eps,
-                                f"t = mean Φ = {spec.mean_eps:.3g}": spec.mean_eps}, upto=spec.max_eps)
+    grid, curves = P.pi_curves(upd.pi_thresholds(spec, t), upto=spec.max_eps)
     st.plotly_chart(pch.pi_curve_figure(grid, curves), key="pdp_pi")
     st.markdown("**Neighbour notion of each guarantee**")
     st.dataframe(P.neighbour_table(mechs_all, spec), hide_index=True)
@@ -218,8 +214,8 @@ elif view == "Threshold explorer":
                 best = curve.loc[curve["rmse"].idxmin()]
                 confidential("Errors computed against the true answer.")
             at_max = curve.loc[(curve["t"] - spec.max_eps).abs().idxmin()]
-            st.markdown(f"Lowest RMSE on this grid at **t ≈ {best.t:.3g}** ({best.rmse:,.4g} {unit}); at t = max Φ "
-                        f"the RMSE is {at_max.rmse:,.4g}. Small t keeps more tuples but adds more noise; large t the "
+            st.markdown(f"Lowest RMSE on this grid at **t ≈ {best.t:.3g}** ({upd.fmt(best.rmse)} {unit}); at t = max Φ "
+                        f"the RMSE is {upd.fmt(at_max.rmse)}. Small t keeps more tuples but adds more noise; large t the "
                         f"reverse. Method: {best.method}.")
         except PrdpError as err:
             show_error(err)
@@ -246,12 +242,9 @@ elif view == "Compare mechanisms":
                     st.plotly_chart(pch.comparison_figure(df, unit=unit, title=f"RMSE of {q.describe()}"),
                                     key=f"pdp_cmp_{kind}")
                     best = df.loc[df["rmse"].idxmin()]
-                    st.markdown(f"**{q.describe()}** (true answer {df['truth'].iloc[0]:,.4g}): lowest RMSE "
-                                f"**{best.mechanism}** ({best.rmse:,.4g}, {best.neighbours} neighbours).")
-                    st.dataframe(df[["mechanism", "rmse", "ci_low", "ci_high", "bias", "method", "neighbours",
-                                     "users_full_phi"]].style.format(
-                        {"rmse": "{:,.4g}", "ci_low": "{:,.4g}", "ci_high": "{:,.4g}", "bias": "{:+,.4g}",
-                         "users_full_phi": "{:.0%}"}), hide_index=True)
+                    st.markdown(f"**{q.describe()}** (true answer {upd.fmt(df['truth'].iloc[0])}): lowest RMSE "
+                                f"**{best.mechanism}** ({upd.fmt(best.rmse)}, {best.neighbours} neighbours).")
+                    st.dataframe(upd.compare_display(df), hide_index=True)
                 except PrdpError as err:
                     show_error(err)
             confidential("True answers and errors describe the real records.")
@@ -350,7 +343,8 @@ else:  # Paper experiments
     if ss.get("pdp_exp_on"):
         for task in ("count", "median"):
             df = upd.cached_experiment(task, int(runs), score, seed)
-            st.plotly_chart(pch.experiment_figure(df, title=f"{task.capitalize()}: RMSE over {int(runs)} runs"),
+            st.plotly_chart(pch.experiment_figure(df, title=f"{task.capitalize()}: RMSE over {int(runs)} runs",
+                                                  unit="tuples" if task == "count" else "value, 1..1000"),
                             key=f"pdp_exp_{task}")
             order = " < ".join(df.sort_values("rmse")["mechanism"])
             st.markdown(f"**{task}**: {order} (lower is better). The paper: "

@@ -153,6 +153,48 @@ def cached_experiment(task: str, runs: int, score: str, seed: int) -> pd.DataFra
     return P.paper_experiment(task, runs=runs, rng=np.random.default_rng(seed), config=cfg)
 
 
+def fmt(v: Any) -> str:
+    """Numbers for tables: thousands separators for large values, 4 significant digits otherwise."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    if not math.isfinite(x):
+        return "–"
+    return f"{x:,.0f}" if abs(x) >= 1000 else f"{x:.4g}"
+
+
+def compare_display(df: pd.DataFrame) -> pd.io.formats.style.Styler:
+    """The comparison table with plain column names."""
+    out = df[["mechanism", "rmse", "ci_low", "ci_high", "bias", "method", "neighbours", "users_full_phi"]].rename(
+        columns={"rmse": "RMSE", "ci_low": "95% low", "ci_high": "95% high", "bias": "bias (mean error)",
+                 "method": "how computed", "users_full_phi": "users given their full Φ"})
+    return out.style.format({"RMSE": fmt, "95% low": fmt, "95% high": fmt, "bias (mean error)": fmt,
+                             "users given their full Φ": "{:.0%}"})
+
+
+def delivered_display(df: pd.DataFrame) -> pd.io.formats.style.Styler:
+    """The delivered-ε table with plain column names."""
+    out = df[["mechanism", "neighbours", "mean_delivered", "mean_requested", "users_full_phi", "users_unused",
+              "mean_excess_protection"]].rename(
+        columns={"mean_delivered": "mean delivered ε", "mean_requested": "mean requested Φ",
+                 "users_full_phi": "users given their full Φ", "users_unused": "users whose data is unused",
+                 "mean_excess_protection": "mean extra protection (Φ − delivered)"})
+    return out.style.format({"mean delivered ε": "{:.3g}", "mean requested Φ": "{:.3g}",
+                             "users given their full Φ": "{:.1%}", "users whose data is unused": "{:.1%}",
+                             "mean extra protection (Φ − delivered)": "{:.3g}"})
+
+
+def pi_thresholds(spec: P.PrivacySpec, t: float) -> dict[str, float]:
+    """The thresholds whose π curves are drawn: the chosen t, max Φ and mean Φ (near-duplicates dropped)."""
+    out: dict[str, float] = {}
+    for name, v in ((f"t = {t:g}", t), (f"t = max Φ = {spec.max_eps:.3g}", spec.max_eps),
+                    (f"t = mean Φ = {spec.mean_eps:.3g}", spec.mean_eps)):
+        if all(abs(v - w) > 0.005 * max(v, w) for w in out.values()):
+            out[name] = v
+    return out
+
+
 def t_slider_range(spec: P.PrivacySpec) -> tuple[float, float, float]:
     """(min, max, start) of the threshold slider: 0.01 to 1.5·max Φ, starting at mean Φ."""
     hi = float(round(max(spec.max_eps * 1.5, 0.05), 2))

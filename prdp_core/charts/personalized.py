@@ -24,9 +24,10 @@ def spec_figure(eps: np.ndarray, tiers: np.ndarray | None = None) -> go.Figure:
     groups = [("all users", np.ones(e.size, bool))] if tiers is None else [
         (str(t), np.asarray(tiers) == t) for t in pd.unique(np.asarray(tiers))]
     lo, hi = float(e.min()), float(e.max())
-    bins = dict(start=lo - 1e-9, end=hi + 1e-9, size=max((hi - lo) / 50, 0.005))
+    size = max((hi - lo) / 50, 0.005)
+    bins = dict(start=lo - size / 2, end=hi + size, size=size)  # bins centred so that lo and hi are inside
     for i, (name, m) in enumerate(groups):
-        fig.add_trace(go.Histogram(x=e[m], name=name, xbins=bins, marker_color=PALETTE[i % len(PALETTE)],
+        fig.add_trace(go.Histogram(x=e[m].tolist(), name=name, xbins=bins, marker_color=PALETTE[i % len(PALETTE)],
                                    hovertemplate="ε %{x}: %{y:,} users<extra>" + name + "</extra>"))
     fig.update_layout(barmode="stack")
     return layout(fig, "Requested ε (Φ) per user", "requested ε (smaller = stronger privacy)", "users")
@@ -58,11 +59,13 @@ def threshold_curve_figure(curves: Mapping[str, pd.DataFrame], markers: Mapping[
     fig = go.Figure()
     for i, (name, df) in enumerate(curves.items()):
         colour = PALETTE[i % len(PALETTE)]
-        fig.add_trace(go.Scatter(x=df["t"], y=df["rmse"], mode="lines+markers", name=name,
+        fig.add_trace(go.Scatter(x=df["t"].tolist(), y=df["rmse"].tolist(), mode="lines+markers", name=name,
                                  line=dict(color=colour),
                                  hovertemplate="t = %{x:.3g}: RMSE %{y:,.4g}<extra>" + name + "</extra>"))
         if "ci_low" in df and df["ci_low"].notna().any() and (df["ci_high"] > df["ci_low"]).any():
-            fig.add_trace(go.Scatter(x=np.r_[df["t"], df["t"][::-1]], y=np.r_[df["ci_high"], df["ci_low"][::-1]],
+            t = df["t"].to_numpy(float)
+            fig.add_trace(go.Scatter(x=np.r_[t, t[::-1]].tolist(),
+                                     y=np.r_[df["ci_high"].to_numpy(float), df["ci_low"].to_numpy(float)[::-1]].tolist(),
                                      fill="toself", line=dict(width=0), fillcolor=colour, opacity=0.15,
                                      name=f"{name} 95% interval", showlegend=False, hoverinfo="skip"))
     for label, t in markers.items():
@@ -72,28 +75,39 @@ def threshold_curve_figure(curves: Mapping[str, pd.DataFrame], markers: Mapping[
 
 
 def comparison_figure(df: pd.DataFrame, *, unit: str, title: str) -> go.Figure:
-    """RMSE per mechanism with 95% intervals; colour = neighbour notion of the guarantee."""
+    """RMSE per mechanism with 95% intervals; colour = neighbour notion of the guarantee.
+
+    The axis is logarithmic when the RMSEs span more than a factor 30 and are all positive.
+    """
     fig = go.Figure()
+    rmse = df["rmse"].to_numpy(dtype=float)
+    positive = rmse[rmse > 0]
+    log_x = bool(positive.size == rmse.size and rmse.size and positive.max() / positive.min() > 30)
     for notion, colour in NEIGHBOUR_COLOURS.items():
         part = df[df["neighbours"] == notion]
         if part.empty:
             continue
+        r = part["rmse"].to_numpy(dtype=float)
         fig.add_trace(go.Bar(
-            x=part["rmse"], y=part["mechanism"], orientation="h", name=f"{notion} neighbours", marker_color=colour,
-            error_x=dict(type="data", symmetric=False, array=part["ci_high"] - part["rmse"],
-                         arrayminus=part["rmse"] - part["ci_low"]),
-            customdata=np.stack([part["method"]], axis=1),
+            x=r.tolist(), y=[str(m) for m in part["mechanism"]], orientation="h", name=f"{notion} neighbours",
+            marker_color=colour,
+            error_x=dict(type="data", symmetric=False, array=(part["ci_high"].to_numpy(float) - r).tolist(),
+                         arrayminus=(r - part["ci_low"].to_numpy(float)).tolist()),
+            customdata=[[str(m)] for m in part["method"]],
             hovertemplate="%{y}: RMSE %{x:,.4g} (%{customdata[0]})<extra></extra>"))
-    fig.update_yaxes(categoryorder="array", categoryarray=list(df["mechanism"])[::-1])
-    return layout(fig, title, f"RMSE ({unit}), log scale", "mechanism", log_x=True)
+    layout(fig, title, f"RMSE ({unit})" + (", log scale" if log_x else ""), "mechanism", log_x=log_x)
+    # layout() sets numeric axes; the mechanism axis is categorical
+    fig.update_yaxes(type="category", categoryorder="array", categoryarray=[str(m) for m in df["mechanism"]][::-1])
+    return fig
 
 
 def pe_score_figure(r: np.ndarray, d: np.ndarray, pmf: np.ndarray, *, truth: float | None = None) -> go.Figure:
     """PE's personalized score d_f(D, r, Φ) and output probabilities over the range."""
     fig = go.Figure()
+    r, d, pmf = (np.asarray(a, dtype=float).tolist() for a in (r, d, pmf))
     fig.add_trace(go.Scatter(x=r, y=d, mode="lines", name="score d(D, r, Φ)", line=dict(color=PALETTE[0]),
                              line_shape="hv", hovertemplate="r = %{x:.4g}: d = %{y:.3g}<extra></extra>"))
-    fig.add_trace(go.Scatter(x=r, y=100 * np.asarray(pmf), mode="lines", name="output probability",
+    fig.add_trace(go.Scatter(x=r, y=[100 * p for p in pmf], mode="lines", name="output probability",
                              yaxis="y2", line=dict(color=PALETTE[1]), line_shape="hv",
                              hovertemplate="r = %{x:.4g}: %{y:.3g}%<extra></extra>"))
     if truth is not None:
@@ -104,6 +118,6 @@ def pe_score_figure(r: np.ndarray, d: np.ndarray, pmf: np.ndarray, *, truth: flo
     return fig
 
 
-def experiment_figure(df: pd.DataFrame, *, title: str) -> go.Figure:
+def experiment_figure(df: pd.DataFrame, *, title: str, unit: str = "answer units") -> go.Figure:
     """RMSE per mechanism of a paper experiment (bars with 95% intervals)."""
-    return comparison_figure(df.assign(method=df.get("method", "simulated")), unit="answer units", title=title)
+    return comparison_figure(df.assign(method=df.get("method", "simulated")), unit=unit, title=title)

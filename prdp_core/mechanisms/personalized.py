@@ -1595,8 +1595,8 @@ def pe_profile(kind: str, values: np.ndarray, phi: np.ndarray, *, lo: float = 0.
 
 def neighbour_table(mechanisms: dict[str, PDPMechanism], spec: PrivacySpec) -> pd.DataFrame:
     """What each mechanism promises and under which neighbour notion (for the UI)."""
-    return pd.DataFrame([{"mechanism": name, "promise to each user": m.promise(spec),
-                          "neighbours": NEIGHBOUR_TEXT[m.neighbours]} for name, m in mechanisms.items()])
+    return pd.DataFrame([{"mechanism": name, "promise to each user": m.promise(spec), "neighbours": m.neighbours}
+                         for name, m in mechanisms.items()])
 
 
 # ---------------------------------------------------------------------------
