@@ -500,17 +500,17 @@ def epoch_counts(keep: Sequence[float], x_counts: np.ndarray, *, rng: np.random.
 def _draw_values(size: int, d: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Uniform draws on [0, d) from random bytes/words, with a validity flag (exact rejection)."""
     if d <= 256:
-        v = np.frombuffer(rng.bytes(size), dtype=np.uint8).astype(np.int32)
+        v = np.frombuffer(rng.bytes(size), dtype=np.uint8)
         if d & (d - 1) == 0:
-            return v & (d - 1), np.ones(size, dtype=bool)
+            return v & np.uint8(d - 1), np.ones(size, dtype=bool)
         lim = (256 // d) * d
-        return v % d, v < lim
+        return v % np.uint8(d), v < lim
     v = rng.integers(0, d, size=size, dtype=np.int32)
     return v, np.ones(size, dtype=bool)
 
 
 def nested_prefix_counts(start: np.ndarray, end: np.ndarray, exclude: np.ndarray, sizes: np.ndarray, d: int, *,
-                         rng: np.random.Generator, chunk: int = 1 << 20) -> np.ndarray:
+                         rng: np.random.Generator) -> np.ndarray:
     """Aggregate reports of independent *epochs*, exactly (vectorised over all epochs).
 
     Epoch e spans served templates start[e]..end[e]; its set at template τ is the prefix of
@@ -518,68 +518,96 @@ def nested_prefix_counts(start: np.ndarray, end: np.ndarray, exclude: np.ndarray
     {x} followed by a uniform ordering of [d]∖{x} with x = exclude[e]. Returns the counts
     C[τ, j] = number of epochs whose set at τ contains j, for τ = 0…T−1.
 
-    Implementation: a lock-step stream of uniform draws per epoch; a draw not yet seen in
-    the epoch is its next element (the first occurrences of i.i.d. uniform draws form a
-    uniform ordering). An element at rank p counts for the templates τ in
-    [max(start, τ(p)), end], τ(p) being the first template whose size exceeds p (sizes are
-    non-decreasing); these intervals are accumulated in a difference array.
+    Implementation: position by position (rank p = 0, 1, …), every epoch still growing draws
+    its next element uniformly among the elements it does not hold yet (uniform draws,
+    redrawn on a repeat — exact rejection), which builds a uniformly random ordering. An
+    element at rank p counts for the templates τ in [max(start, τ(p)), end], τ(p) being the
+    first template whose size exceeds p (sizes are non-decreasing); these intervals are
+    accumulated in a difference array. Epochs are sorted by final size, so the epochs still
+    growing at rank p are a prefix of the arrays.
     """
     sizes = np.asarray(sizes, dtype=np.int64)
     T = sizes.size
-    first_gt = np.searchsorted(sizes, np.arange(sizes.max() + 2), side="right").astype(np.int32)
+    first_gt = np.searchsorted(sizes, np.arange(sizes.max() + 2), side="right")
     nbins = (T + 1) * d
-    dummy = nbins  # bin for draws that add nothing
-    D = np.zeros(nbins + 1, dtype=np.int64)
+    D = np.zeros(nbins, dtype=np.int64)
+    if start.size == 0:
+        return np.zeros((T, d), dtype=np.int64)
     W = (d + 63) // 64
     one = np.uint64(1)
     zero = np.uint64(0)
-    for c0 in range(0, start.size, chunk):
-        s = np.asarray(start[c0:c0 + chunk], dtype=np.int32)
-        e1 = np.asarray(end[c0:c0 + chunk], dtype=np.int32) + 1
-        x = np.asarray(exclude[c0:c0 + chunk], dtype=np.int64)
-        K = sizes[e1 - 1].astype(np.int32)
-        p = np.zeros(s.size, dtype=np.int32)
-        seen = np.zeros((W, s.size), dtype=np.uint64)
-        hasx = np.flatnonzero(x >= 0)
-        if hasx.size:
-            xi = x[hasx]
-            seen[xi >> 6, hasx] = np.left_shift(one, (xi & 63).astype(np.uint64))
-            p[hasx] = 1
-            D += np.bincount(s[hasx] * d + xi, minlength=D.size)  # x has rank 0: in every set of its epoch
-            D -= np.bincount(e1[hasx] * d + xi, minlength=D.size)
-        live = np.flatnonzero(p < K)
-        s, e1, K, p, seen = s[live], e1[live], K[live], p[live], seen[:, live]
-        while s.size:
-            v, ok = _draw_values(s.size, d, rng)
-            sh = (v & 63).astype(np.uint64)
-            if W == 1:
-                word = seen[0]
-            elif W == 2:
-                hi = v >= 64
-                word = np.where(hi, seen[1], seen[0])
-            else:
-                word = seen[v >> 6, np.arange(s.size)]
-            new = ((word >> sh) & one) == zero
-            new &= ok
-            new &= p < K  # finished epochs wait for the next compaction
-            bits = np.left_shift(new.astype(np.uint64), sh)
-            if W == 1:
-                seen[0] |= bits
-            elif W == 2:
-                seen[1] |= np.where(hi, bits, zero)
-                seen[0] |= np.where(hi, zero, bits)
-            else:
-                seen[v >> 6, np.arange(s.size)] |= bits
-            ts = np.maximum(s, first_gt[p])
-            D += np.bincount(np.where(new, ts * d + v, dummy), minlength=D.size)
-            D -= np.bincount(np.where(new, e1 * d + v, dummy), minlength=D.size)
-            p += new
-            done = p >= K
-            ndone = int(np.count_nonzero(done))
-            if ndone and (ndone * 8 > s.size or s.size < 4096):
-                live = np.flatnonzero(~done)
-                s, e1, K, p, seen = s[live], e1[live], K[live], p[live], seen[:, live]
-    return np.cumsum(D[:nbins].reshape(T + 1, d), axis=0)[:T]
+    st0 = np.asarray(start, dtype=np.int64)
+    en0 = np.asarray(end, dtype=np.int64)
+    K = sizes[en0]
+    # sort by final size (descending), then by (start, end): the epochs still growing at rank p are
+    # a prefix, and epochs with the same (start, end) — a "run" — share their template interval
+    order = np.lexsort((en0, st0, -K))
+    K, s, e, x = K[order], st0[order], en0[order], np.asarray(exclude, dtype=np.int64)[order]
+    n = s.size
+    seen = np.zeros((W, n), dtype=np.uint64)
+    hasx = np.flatnonzero(x >= 0)
+    if hasx.size:
+        xi = x[hasx]
+        seen[xi >> 6, hasx] = np.left_shift(one, (xi & 63).astype(np.uint64))
+        D += np.bincount(s[hasx] * d + xi, minlength=nbins)  # x has rank 0: in every set of its epoch
+        D -= np.bincount((e[hasx] + 1) * d + xi, minlength=nbins)
+    brk = np.flatnonzero((np.diff(s) != 0) | (np.diff(e) != 0)) + 1
+    run_start = np.concatenate(([0], brk))
+    run_s, run_e1 = s[run_start], e[run_start] + 1
+    run_id = np.repeat(np.arange(run_start.size), np.diff(np.append(run_start, n)))
+    run_off = run_id * d
+    R = run_start.size
+    grow = np.searchsorted(-K, -np.arange(int(K.max()) + 1), side="right")  # grow[p] = #epochs with K > p
+    D2 = D.reshape(T + 1, d)
+    for p in range(int(K.max())):
+        A = int(grow[p])
+        if A == 0:
+            break
+        if p == 0 and hasx.size:
+            rows: np.ndarray | slice = np.flatnonzero(x[:A] < 0)  # x already holds rank 0
+            m = rows.size
+        else:
+            rows = slice(0, A)  # the epochs still growing are a prefix: contiguous arrays
+            m = A
+        if m == 0:
+            continue
+        v, ok = _draw_values(m, d, rng)
+        sh = (v & 63).astype(np.uint64)
+        b = np.left_shift(one, sh)
+        if W == 1:
+            word = seen[0, rows]
+        elif W == 2:
+            hi = v >= 64
+            word = np.where(hi, seen[1, rows], seen[0, rows])
+        else:
+            word = seen[(v >> 6).astype(np.int64), np.arange(n)[rows]]
+        bad = (word & b) != zero
+        bad |= ~ok
+        pend = np.flatnonzero(bad)
+        idx = np.arange(n)[rows] if pend.size else None
+        while pend.size:  # a repeat (or a rejected raw draw): draw again, exactly uniform on the rest
+            v2, ok2 = _draw_values(pend.size, d, rng)
+            r2 = idx[pend]
+            b2 = np.left_shift(one, (v2 & 63).astype(np.uint64))
+            word2 = seen[0, r2] if W == 1 else seen[(v2 >> 6).astype(np.int64), r2]
+            again = ((word2 & b2) != zero) | ~ok2
+            v[pend] = v2
+            b[pend] = b2
+            pend = pend[again]
+        if W == 1:
+            seen[0, rows] |= b
+        elif W == 2:
+            hi = v >= 64
+            seen[1, rows] |= np.where(hi, b, zero)
+            seen[0, rows] |= np.where(hi, zero, b)
+        else:
+            seen[(v >> 6).astype(np.int64), np.arange(n)[rows]] |= b
+        # counts per (run, element), then each run's template interval [max(s, τ(p)), e]
+        cnt = np.bincount(run_off[rows] + v, minlength=R * d).reshape(R, d)
+        live = np.flatnonzero(cnt.any(axis=1))
+        np.add.at(D2, np.maximum(run_s[live], first_gt[p]), cnt[live])
+        np.add.at(D2, run_e1[live], -cnt[live])
+    return np.cumsum(D.reshape(T + 1, d), axis=0)[:T]
 
 
 def iid_subset_counts(n: int | np.ndarray, k: int | np.ndarray, d: int, *, rng: np.random.Generator) -> np.ndarray:
