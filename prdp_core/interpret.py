@@ -24,6 +24,7 @@ closed form or a conversion, with the paper it comes from:
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Iterable, Literal, Sequence
@@ -197,7 +198,11 @@ def zcdp_inference_accuracy(rho: float) -> float:
     The smaller of two valid bounds: Pinsker (KL ≤ ρ ⇒ accuracy ≤ ½ + ½√(ρ/2)) and the
     best (ε, δ(ε)) point of the CKS conversion, min_ε (e^ε + δ(ε))/(1 + e^ε).
     """
-    r = _nonneg("ρ", rho)
+    return _zcdp_accuracy(_nonneg("ρ", rho))
+
+
+@functools.lru_cache(maxsize=512)
+def _zcdp_accuracy(r: float) -> float:
     if r == 0:
         return 0.5
     pinsker = 0.5 + 0.5 * math.sqrt(r / 2.0)
@@ -206,7 +211,7 @@ def zcdp_inference_accuracy(rho: float) -> float:
         return inference_accuracy(e, min(approx_dp_delta(r, e), 1.0 - 1e-16))
 
     hi = r + 10.0 * math.sqrt(r) + 10.0
-    grid = np.linspace(0.0, hi, 41)
+    grid = np.linspace(0.0, hi, 25)
     vals = [acc(float(e)) for e in grid]
     i = int(np.argmin(vals))
     res = minimize_scalar(acc, bounds=(grid[max(i - 1, 0)], grid[min(i + 1, grid.size - 1)]), method="bounded")
