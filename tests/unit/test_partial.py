@@ -316,9 +316,13 @@ def test_standard_histogram_threshold_and_guarantee():
     assert rel.entries[0].loss.value == 1.0
     acc = P.histogram_accuracy(data, rel, 0.01)
     assert acc["heavy_found"] == acc["heavy"] == 5
-    small = P.encode_attributes(pd.DataFrame({"g": list("aab")}), ["g"])
-    full = P.standard_histogram(small, eps=1.0, threshold=-math.inf, rng=np.random.default_rng(0))
-    assert len(full.answers) == 2  # every cell of a small domain when asked
+    small = P.encode_attributes(pd.DataFrame({"g": list("aab"), "h": [1.0, 50.0, 50.0]}), ["g", "h"])
+    full = P.standard_histogram(small, eps=1.0, threshold=-math.inf, rng=np.random.default_rng(0), reveal=True)
+    assert len(full.answers) == 2 * 11  # every cell of a small domain when asked
+    # the published labels and cells match the true counts (dense path)
+    truth = P._true_counts_of(small, full.extras["cells"], P.true_histogram(small))
+    assert np.array_equal(truth, full.answers["true"].to_numpy())
+    assert full.answers.set_index(["g", "h"]).loc[("b", "10–99"), "true"] == 1
     with pytest.raises(ParameterError):
         P.standard_histogram(data, eps=1.0, threshold=-1.0, rng=np.random.default_rng(0))
     with pytest.raises(ResourceLimitError):
