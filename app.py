@@ -23,6 +23,7 @@ PAGES = {
         st.Page("pages/concepts.py", title="Concepts", icon=":material/school:"),
     ],
     "Policies": [
+        st.Page("pages/policy_designer.py", title="Policy designer", icon=":material/tune:"),
         st.Page("pages/personalized.py", title="Personalized DP", icon=":material/groups:"),
         st.Page("pages/budget_functions.py", title="Budget functions", icon=":material/function:"),
     ],
@@ -32,5 +33,6 @@ PAGES = {
 }
 
 nav = st.navigation(PAGES)
-sidebar.render()
 nav.run()
+# after the page, so the sidebar shows what the page just set (e.g. the active policy)
+sidebar.render()

@@ -93,6 +93,16 @@ def approx_dp_delta(rho: float, eps: float) -> float:
     return float(min(1.0, math.exp(min(res.fun, 0.0))))
 
 
+def conversion_table(levels: dict[str, float], delta: float) -> pd.DataFrame:
+    """(ε, δ) equivalents of several zCDP losses: one row per named level, CKS and textbook."""
+    rows = []
+    for name, rho in levels.items():
+        rows.append({"level": name, "ρ (zCDP)": float(rho),
+                     "ε at δ (CKS)": zcdp_to_approx_dp(rho, delta, method="cks"),
+                     "ε at δ (textbook)": zcdp_to_approx_dp(rho, delta, method="textbook")})
+    return pd.DataFrame(rows)
+
+
 def pure_to_zcdp(eps: float | np.ndarray) -> float | np.ndarray:
     """ε-DP implies (ε²/2)-zCDP (Bun and Steinke 2016, Prop. 1.4)."""
     return 0.5 * np.square(eps)

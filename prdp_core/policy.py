@@ -40,6 +40,16 @@ def _check_measure(measure: str) -> None:
         raise ParameterError(f"Unknown loss measure '{measure}'.", hint="Use 'rho' (zCDP) or 'eps' (pure DP).")
 
 
+def format_loss(x: float, measure: Measure = "rho") -> str:
+    """A loss with its unit, readable at any magnitude: 0.25ρ, 19ρ, 480,000ρ."""
+    sym = MEASURE_SYMBOL[measure]
+    if not np.isfinite(x):
+        return f"∞{sym}"
+    if abs(x) >= 1e4:
+        return f"{x:,.0f}{sym}"
+    return f"{x:.3g}{sym}"
+
+
 def ecdf(values: np.ndarray, *, max_points: int = 4000) -> tuple[np.ndarray, np.ndarray]:
     """Empirical CDF as step points (x ascending, share of values ≤ x).
 
@@ -147,16 +157,16 @@ class LossProfile:
             share_above_base=lambda s: float(np.mean(s > base * (1 + 1e-12))))
         return out.reset_index()
 
-    def plain_language(self, level: float | None = None) -> str:
+    def plain_language(self, level: float | None = None, noun: str = "records") -> str:
         """A read-out such as "1 in 100 records pays more than 4ρ"."""
-        sym = MEASURE_SYMBOL[self.measure]
         lv = self.base_loss if level is None else float(level)
         share = self.share_above(lv)
         if share == 0:
-            return f"No record pays more than {lv:.4g}{'' if sym == 'ε' else ''} ({sym})."
+            return f"No one of the {self.n:,} {noun} pays more than {format_loss(lv, self.measure)}."
         one_in = 1 / share
-        ratio = f"1 in {one_in:,.0f}" if one_in >= 1.5 else f"{share:.0%}"
-        return f"{ratio} records pays more than {lv:.4g} ({sym}); the largest loss is {self.values.max():.4g}."
+        ratio = f"1 in {one_in:,.0f} {noun} pays" if one_in >= 1.5 else f"{share:.0%} of {noun} pay"
+        return (f"{ratio} more than {format_loss(lv, self.measure)}; the largest loss is "
+                f"{format_loss(float(self.values.max()), self.measure)}.")
 
 
 def owner_losses(losses: np.ndarray, owners: np.ndarray | pd.Series, *, measure: Measure = "rho",

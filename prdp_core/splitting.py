@@ -296,6 +296,58 @@ class SplitLoss(LossFunction):
         return cls(float(d["rho"]), Thresholds.from_dict(d["thresholds"]))
 
 
+def thresholds_from_frame(rows: pd.DataFrame, *, group_col: str | None, table: pd.DataFrame | None = None,
+                          key_col: str = "group") -> Thresholds:
+    """Thresholds from an editor table: one row per group value (``key_col``, ``"*"`` = default)
+    and one column per measure.
+
+    Keys typed as text are matched to the table's group values as text (so ``"5"`` finds the
+    integer group 5); keys that match no value of ``table[group_col]`` are reported, since a
+    typo would silently fall back to the default row.
+    """
+    if rows is None or len(rows) == 0:
+        raise PolicyError("The thresholds table is empty.", hint="Add a default ('*') row.")
+    measures = [c for c in rows.columns if c != key_col]
+    if not measures:
+        raise PolicyError("The thresholds table has no measure columns.")
+    lookup: dict[str, Any] = {}
+    if group_col is not None and table is not None:
+        if group_col not in table.columns:
+            raise PolicyError(f"Group column '{group_col}' is not in the table.")
+        for v in pd.unique(table[group_col]):
+            lookup.setdefault(str(v), v)
+    out: dict[Any, dict[str, float]] = {}
+    for i, r in enumerate(rows.to_dict("records"), 1):
+        key = r.get(key_col)
+        key_s = "" if key is None or (isinstance(key, float) and math.isnan(key)) else str(key).strip()
+        if not key_s:
+            if all(r.get(m) is None or (isinstance(r.get(m), float) and math.isnan(r.get(m))) for m in measures):
+                continue  # a blank row left by the editor
+            raise PolicyError(f"Row {i} of the thresholds table has no group value.", hint="Use '*' for the default.")
+        if group_col is None or key_s == DEFAULT_KEY:
+            gkey: Any = DEFAULT_KEY if key_s == DEFAULT_KEY or group_col is None else key_s
+        elif lookup:
+            if key_s not in lookup:
+                raise PolicyError(f"'{key_s}' is not a value of '{group_col}'.",
+                                  hint="Check the spelling, or delete the row.")
+            gkey = lookup[key_s]
+        else:
+            gkey = key_s
+        if gkey in out:
+            raise PolicyError(f"The thresholds table has two rows for {key_s!r}.")
+        out[gkey] = {m: r.get(m) for m in measures}
+    if not out:
+        raise PolicyError("The thresholds table is empty.", hint="Add a default ('*') row.")
+    if group_col is None:
+        return as_thresholds(out.get(DEFAULT_KEY) or next(iter(out.values())))
+    return as_thresholds(out, group_col=group_col)
+
+
+def thresholds_to_frame(thr: Thresholds, key_col: str = "group") -> pd.DataFrame:
+    """Inverse of :func:`thresholds_from_frame` (for editors)."""
+    return pd.DataFrame([{key_col: str(g), **dict(r)} for g, r in thr.rows])
+
+
 # ---------------------------------------------------------------------------
 # Threshold suggestions
 # ---------------------------------------------------------------------------

@@ -10,6 +10,26 @@ from streamlit.testing.v1 import AppTest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture(autouse=True)
+def _navigation_as_in_the_server(monkeypatch):
+    """Run every AppTest through app.py and its st.navigation, as the real server does.
+
+    AppTest resets Streamlit's "legacy pages/ folder" flag before each run, so after
+    ``switch_page`` it would run the page file alone (no app.py: no sidebar, no set-up).
+    A real server clears that flag for good the first time app.py calls st.navigation;
+    this fixture gives AppTest the same behaviour.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    original = PagesManager.__init__
+
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        PagesManager.uses_pages_directory = False
+
+    monkeypatch.setattr(PagesManager, "__init__", init)
+
+
 def open_page(page: str, *, timeout: float = 120) -> AppTest:
     """Run app.py (default sample loaded), then switch to ``pages/<page>.py``."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
@@ -33,3 +53,29 @@ def texts(at: AppTest) -> str:
     for kind in ("markdown", "caption", "error", "warning", "info", "success", "title", "subheader"):
         parts += [str(e.value) for e in getattr(at, kind)]
     return "\n".join(parts)
+
+
+def _decode(v):
+    """Plotly encodes numpy arrays as {"dtype", "bdata"} (base64); return a plain list."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).tolist()
+    return v
+
+
+def chart_traces(at: AppTest, key: str) -> list[dict]:
+    """The traces of the Plotly chart with widget key ``key``, with x/y decoded to lists."""
+    import json
+
+    for el in at.get("plotly_chart"):
+        if el.proto.id and el.proto.id.endswith(key):
+            data = json.loads(el.proto.spec)["data"]
+            for tr in data:
+                for axis in ("x", "y"):
+                    if axis in tr:
+                        tr[axis] = _decode(tr[axis])
+            return data
+    raise AssertionError(f"no chart with key {key!r}")

@@ -93,4 +93,6 @@ def test_profile_validation():
 
 def test_plain_language():
     p = LossProfile(np.array([1.0] * 99 + [4.0]))
-    assert p.plain_language(1.0).startswith("1 in 100 records pays more than 1")
+    assert p.plain_language(1.0) == "1 in 100 records pays more than 1ρ; the largest loss is 4ρ."
+    assert LossProfile(np.array([1.0, 2.0e5]), "eps").plain_language(1.0, noun="firms") == \
+        "50% of firms pay more than 1ε; the largest loss is 200,000ε."

@@ -1,0 +1,212 @@
+"""Policy designer: splitting thresholds and workload budgets → per-record (and per-owner) losses."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from prdp_core.accounting import conversion_table
+from prdp_core.charts.policy import loss_cdf_figure, public_function_figure
+from prdp_core.policy import format_loss
+from prdp_core.splitting import (DEFAULT_KEY, as_thresholds, percentile_thresholds, threshold_percentiles,
+                                 thresholds_for_cap, thresholds_from_frame)
+from prdp_core.workload import SplittingPolicy, Workload, workload_from_frame
+from ui import policy as pstate
+from ui import state
+from ui.common import code_expander, confidential, learn, show_error
+from ui.policy_code import policy_code
+
+st.title("Policy designer")
+st.caption("Set splitting thresholds and budgets; see at once what every record — and every owner — would lose.")
+learn("**Unit splitting** (per-record zCDP paper, Sec. 5). A record larger than the threshold T(a) of a measure is "
+      "cut into m(r) = max_a ⌈r(a)/T(a)⌉ pieces of at most T(a). Sums over split data need noise for T(a) only, "
+      "but a record cut into m pieces pays m² times the budget: P(r) = Σ flat ρ + Σ split ρ·m(r)². The *form* "
+      "of P is public; the loss of a real record is confidential.")
+
+ds = state.dataset()
+active = pstate.ensure_policy()
+measures = list(ds.schema.measures)
+groups = list(ds.schema.groups)
+
+left, right = st.columns([1, 1], gap="large")
+with left:
+    st.subheader("Splitting thresholds")
+    per_group = st.toggle("Different thresholds per group", key="policy_per_group", disabled=not groups,
+                          help="Each group is split with its own thresholds; by parallel composition (Lemma 3) "
+                               "the policy is piecewise.")
+    if not per_group:
+        cols = st.columns(min(3, len(measures)))
+        for i, m in enumerate(measures):
+            cols[i % len(cols)].number_input(f"T({m})", min_value=0.0, step=None, format="%g", key=f"thr_{m}",
+                                             help=f"Largest piece a record's {m} is cut into.")
+        thr_make = lambda: as_thresholds({m: st.session_state[f"thr_{m}"] for m in measures})  # noqa: E731
+    else:
+        gcol = st.selectbox("Group column", groups, key="policy_group_col")
+        st.caption("One row per group value; the `*` row is the default for every other group.")
+        base = st.session_state.get("thr_group_base")
+        if base is None or list(base.columns) != ["group", *measures]:
+            base = pstate.thresholds_frame_for_editor(ds)
+            st.session_state["thr_group_base"] = base
+        edited = st.data_editor(base, num_rows="dynamic", key="thr_table", hide_index=True,
+                                column_config={"group": st.column_config.TextColumn("group value", required=True)})
+        thr_make = lambda: thresholds_from_frame(edited, group_col=gcol, table=ds.table)  # noqa: E731
+    with st.expander("Suggest thresholds", icon=":material/auto_fix_high:"):
+        st.caption("Suggestions are computed on the confidential data: they guide the designer and are not "
+                   "public facts.")
+        pct = st.slider("At this percentile of each measure (PctScore)", 50.0, 100.0, 97.0, 0.5, key="sugg_pct")
+        st.button("Use percentile thresholds", key="sugg_pct_apply", on_click=lambda: pstate.apply_suggestion(
+            percentile_thresholds(ds.table, measures, st.session_state["sugg_pct"])), disabled=per_group)
+        c1, c2 = st.columns(2)
+        cap = c1.number_input("Loss cap (ρ)", min_value=0.0, value=10.0, key="sugg_cap")
+        share = c2.number_input("Share of records allowed above the cap (%)", 0.0, 99.0, 0.0, key="sugg_share")
+
+        def _apply_cap() -> None:
+            wl = st.session_state["policy"].workload
+            try:
+                pstate.apply_suggestion(thresholds_for_cap(
+                    ds.table, measures, cap=st.session_state["sugg_cap"], flat=wl.flat_rho, split=wl.split_rho,
+                    share=st.session_state["sugg_share"] / 100.0))
+                st.session_state.pop("sugg_error", None)
+            except Exception as err:  # PrdpError: shown below
+                st.session_state["sugg_error"] = err
+
+        st.button("Smallest thresholds meeting the cap", key="sugg_cap_apply", on_click=_apply_cap,
+                  disabled=per_group)
+        if st.session_state.get("sugg_error") is not None:
+            show_error(st.session_state["sugg_error"])
+
+with right:
+    st.subheader("Workload and budgets")
+    st.caption("One row per query. *split*: answered on split data (costs ρ·m(r)²); otherwise COUNTs use COUNT "
+               "DISTINCT and SUM/AVG are top-coded at *clamp* (flat ρ). Separate several group-by columns with "
+               "commas; filter values with `;`.")
+    wl_frame = st.data_editor(
+        st.session_state["wl_frame"], num_rows="dynamic", key="wl_table", hide_index=True,
+        column_config={
+            "kind": st.column_config.SelectboxColumn("query", options=["count", "sum", "avg"], required=True),
+            "measure": st.column_config.SelectboxColumn("measure", options=[""] + measures),
+            "group_by": st.column_config.TextColumn("group by", help=f"Columns: {', '.join(groups) or 'none'}"),
+            "rho": st.column_config.NumberColumn("ρ", min_value=0.0, format="%.4g"),
+            "split": st.column_config.CheckboxColumn("split"),
+            "clamp": st.column_config.NumberColumn("clamp", min_value=0.0, format="%g"),
+            "rho_count": st.column_config.NumberColumn("ρ count (AVG)", min_value=0.0, format="%.4g"),
+            "filter_column": st.column_config.SelectboxColumn("filter on", options=[""] + groups),
+            "filter_values": st.column_config.TextColumn("filter values"),
+        })
+    c1, c2 = st.columns(2)
+    c1.number_input("Partition selection ρ (0 = keys known)", min_value=0.0, format="%.4g",
+                    key="policy_partition_rho",
+                    help="Finding unknown group keys on split data costs ρ·m(r)² (Sec. 5.4).")
+    c2.checkbox("One split table for all sums (Algorithm 1)", key="policy_joint",
+                help="Off: each SUM is split on its own measure only, which never costs more.")
+
+
+def _make_policy() -> SplittingPolicy:
+    wl = workload_from_frame(wl_frame)
+    wl = Workload(wl.queries, partition_rho=float(st.session_state["policy_partition_rho"]),
+                  joint=bool(st.session_state["policy_joint"]))
+    pol = SplittingPolicy(thr_make(), wl)
+    pol.validate(ds.table, ds.schema.measures)
+    return pol
+
+
+candidate, err = pstate.try_policy(_make_policy)
+if err is not None:
+    show_error(err)
+    st.caption("The charts below show the **last valid policy**; fix the input above to update them.")
+else:
+    pstate.set_policy(candidate)
+pol = st.session_state["policy"]
+
+st.divider()
+st.subheader("What each record loses")
+c1, c2, c3 = st.columns(3)
+owner_bound = c1.radio("Owner losses", ["lemma4", "lemma5"], horizontal=True, key="policy_owner_bound",
+                       format_func={"lemma4": "Lemma 4 (J·ΣP)", "lemma5": "Lemma 5 (optimistic)"}.get,
+                       disabled=not ds.schema.owner_col,
+                       help="Lemma 4 holds whatever the order of the records; Lemma 5 is tighter when losses "
+                            "differ and is shown as an optimistic view.")
+log_x = c2.toggle("Log-scale loss axis", value=True, key="policy_logx")
+view = c3.radio("View", ["zoom", "cdf", "tail"], horizontal=True, key="policy_view",
+                format_func={"zoom": "CDF, zoomed", "cdf": "CDF", "tail": "share above (log)"}.get,
+                help="Zoomed: the y-axis starts just below the share of records paying the base loss.")
+prev = pstate.preview(pol, owner_bound)
+summ = prev.summary()
+confidential("Per-record and per-owner losses are computed from the records' confidential values.")
+m1, m2, m3, m4 = st.columns(4)
+m1.metric("Base loss (unsplit records)", format_loss(pol.workload.total_rho))
+m2.metric("Records split", f"{summ['share_split']:.2%}", help="Share of records cut into more than one piece.")
+m3.metric("99th percentile loss", format_loss(summ["p99"]))
+m4.metric("Largest record loss", format_loss(summ["max"]), help=f"{summ['max_pieces']:,} pieces")
+st.markdown(f"- {prev.records.plain_language()}")
+if prev.owners is not None:
+    st.markdown(f"- Owners ({ds.schema.owner_col}): {prev.owners.plain_language(noun='owners')}")
+thr_pct = threshold_percentiles(ds.table, pol.thresholds) if pol.thresholds.group_col is None else {}
+if thr_pct:
+    st.markdown("- Thresholds sit at the " + ", ".join(f"**{p:.1f}th** percentile of {m}" for m, p in
+                                                      thr_pct.items()) + " (PctScore).")
+
+series_rec = {c["label"]: c["records"] for c in st.session_state.get("policy_compare", [])}
+series_rec["current policy"] = prev.records.ecdf()
+ch1, ch2 = st.columns(2)
+ch1.plotly_chart(loss_cdf_figure(series_rec, title="Policy-loss CDF over records", base=pol.workload.total_rho,
+                                 log_x=log_x, view=view), key="cdf_records")
+if prev.owners is not None:
+    series_own = {c["label"]: c["owners"] for c in st.session_state.get("policy_compare", []) if "owners" in c}
+    series_own["current policy"] = prev.owners.ecdf()
+    label = "Lemma 5, optimistic" if owner_bound == "lemma5" else "Lemma 4"
+    ch2.plotly_chart(loss_cdf_figure(series_own, title=f"Policy-loss CDF over owners ({label})",
+                                     base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_owners")
+else:
+    ch2.info("Map an owner column on the Data page (e.g. a firm id) to see owner-level losses.")
+b1, b2, _ = st.columns([1, 1, 2])
+cmp_label = b1.text_input("Name", value=f"policy {len(st.session_state.get('policy_compare', [])) + 1}",
+                          key="policy_cmp_label", label_visibility="collapsed")
+b2.button("Keep for comparison", key="policy_keep", on_click=lambda: pstate.save_comparison(
+    st.session_state["policy_cmp_label"], prev))
+if st.session_state.get("policy_compare"):
+    st.button("Clear comparisons", key="policy_clear", on_click=lambda: st.session_state.update(policy_compare=[]))
+learn("**Reading the CDF.** A point (x, y) says that y% of records lose at most x. The curve jumps at the base "
+      "loss (every unsplit record) and then climbs in steps ρ·m² as records are cut into more pieces. Owners "
+      "(firms) lose at least what their establishments lose together.")
+
+st.subheader("The public policy function")
+pc1, pc2 = st.columns([1, 3])
+fm = pc1.selectbox("As a function of", [m for m in measures if m in pol.thresholds.measures], key="policy_fn_measure")
+show_data = pc1.checkbox("Mark the data's median / p90 / p99", value=False, key="policy_fn_marks",
+                         help="Confidential: quantiles of the real records.")
+vals = ds.table[fm].to_numpy()
+grid = pstate.value_grid(float(vals.max()) if vals.size else 1.0, min(dict(r)[fm] for _, r in pol.thresholds.rows))
+curves = {}
+for g, _row in pol.thresholds.rows[:8]:
+    lab = "every record" if pol.thresholds.group_col is None else (
+        "other groups (*)" if g == DEFAULT_KEY else f"{pol.thresholds.group_col} = {g}")
+    curves[lab] = pol.public_function(fm, grid, group=g)
+pc2.plotly_chart(public_function_figure(grid, curves, measure=fm, observed=vals if show_data else None),
+                 key="public_fn")
+st.caption("This function — not any record's value — is what an agency can publish: anyone who knows a record's "
+           f"{fm} can read off its loss (other measures at most their thresholds, record passing every filter).")
+
+st.subheader("In (ε, δ) terms")
+d1, d2 = st.columns([1, 3])
+delta = d1.select_slider("δ", options=[1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10], value=1e-6, key="policy_delta",
+                         format_func=lambda d: f"{d:.0e}")
+d2.dataframe(conversion_table(prev.levels(), delta).style.format(
+    {"ρ (zCDP)": "{:,.6g}", "ε at δ (CKS)": "{:,.3f}", "ε at δ (textbook)": "{:,.3f}"}), hide_index=True)
+learn("**Conversions.** ρ-zCDP implies (ε, δ)-DP for every δ. The Canonne–Kamath–Steinke bound is tight; the "
+      "textbook ρ + 2√(ρ ln 1/δ) is simpler and larger. Each row applies to records losing that much.")
+
+with st.expander("Losses by group", icon=":material/table_chart:"):
+    if groups:
+        gsel = st.selectbox("Group column", groups, key="policy_group_summary")
+        confidential()
+        st.dataframe(prev.records.by_group(ds.table[gsel].to_numpy(), name=gsel).sort_values(
+            "max", ascending=False).head(200), hide_index=True)
+    if state.teaching():
+        idx, top = prev.records.top_k(10)
+        st.markdown("**The ten largest record losses** (teaching mode only)")
+        confidential()
+        st.dataframe(ds.table.iloc[idx][[ds.schema.id_col, *measures]].assign(loss=top), hide_index=True)
+    else:
+        st.caption("Review mode: the records with the largest losses are not listed.")
+
+code_expander(policy_code(state.source(), ds, pol, owner_bound))

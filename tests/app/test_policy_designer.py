@@ -1,0 +1,130 @@
+"""AppTest of the Policy designer: thresholds, group table, workload edits, errors keep the last valid policy."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import chart_traces as chart_data
+from .conftest import open_page, texts
+
+
+def current_curve(at, key: str = "cdf_records") -> tuple[list, list]:
+    tr = [t for t in chart_data(at, key) if t.get("name") == "current policy"][0]
+    return tr["x"], tr["y"]
+
+
+@pytest.fixture
+def page():
+    return open_page("policy_designer")
+
+
+def test_default_policy_renders(page):
+    at = page
+    pol = at.session_state["policy"]
+    assert pol.workload.total_rho == pytest.approx(1.0)
+    assert [m.label for m in at.metric][:2] == ["Base loss (unsplit records)", "Records split"]
+    t = texts(at)
+    assert "records pays more than 1ρ" in t and "Owners (FIRM_ID)" in t
+    assert "Confidential" in t
+    assert "Unit splitting" in at.session_state["policy_summary"]
+    assert any("SplittingPolicy" in c.value for c in at.code)
+
+
+def test_threshold_edit_changes_cdf(page):
+    at = page
+    x0, y0 = current_curve(at)
+    at.number_input(key="thr_EMP").set_value(5.0)
+    at.run()
+    assert not at.exception
+    x1, y1 = current_curve(at)
+    assert (x1, y1) != (x0, y0)
+    assert at.session_state["policy"].thresholds.as_dict()["*"]["EMP"] == 5.0
+    # EMP 5 is the ≈66th percentile: about a third of establishments are now split
+    assert 100 - y1[0] > 25
+
+
+def test_invalid_threshold_keeps_last_valid_policy(page):
+    at = page
+    at.number_input(key="thr_EMP").set_value(50.0)
+    at.run()
+    good = at.session_state["policy"]
+    x_good = current_curve(at)
+    at.number_input(key="thr_EMP").set_value(0.0)
+    at.run()
+    assert not at.exception
+    assert "threshold of 'EMP' must be a positive number" in at.error[0].value
+    assert "last valid policy" in texts(at)
+    assert at.session_state["policy"] == good
+    assert current_curve(at) == x_good
+
+
+def test_group_thresholds_table_changes_cdf(page):
+    at = page
+    x0 = current_curve(at)
+    at.toggle(key="policy_per_group").set_value(True)
+    at.run()
+    at.selectbox(key="policy_group_col").set_value("NAICS2")
+    at.run()
+    assert not at.exception
+    # retail gets much smaller thresholds than the default row
+    at.session_state["thr_table"] = {"edited_rows": {}, "deleted_rows": [],
+                                     "added_rows": [{"group": "44-45", "EMP": 2, "PAYANN": 50, "PAYQTR1": 10}]}
+    at.run()
+    assert not at.exception, at.exception
+    pol = at.session_state["policy"]
+    assert pol.thresholds.group_col == "NAICS2"
+    assert pol.thresholds.for_group("44-45")["EMP"] == 2
+    assert current_curve(at) != x0
+    # a group value that does not exist is reported, and the last valid policy stays
+    at.session_state["thr_table"] = {"edited_rows": {}, "deleted_rows": [],
+                                     "added_rows": [{"group": "99-99", "EMP": 2, "PAYANN": 50, "PAYQTR1": 10}]}
+    at.run()
+    assert "'99-99' is not a value of 'NAICS2'" in at.error[0].value
+    assert at.session_state["policy"] == pol
+
+
+def test_workload_edit_and_error(page):
+    at = page
+    base = at.session_state["policy"].workload.total_rho
+    at.session_state["wl_table"] = {"edited_rows": {"0": {"rho": 1.25}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    assert not at.exception
+    assert at.session_state["policy"].workload.total_rho == pytest.approx(base + 1.0)
+    at.session_state["wl_table"] = {"edited_rows": {"1": {"measure": ""}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    assert "needs a measure" in at.error[0].value
+
+
+def test_keep_for_comparison_overlays(page):
+    at = page
+    at.button(key="policy_keep").click()
+    at.run()
+    at.number_input(key="thr_PAYANN").set_value(500.0)
+    at.run()
+    names = [t.get("name") for t in chart_data(at, "cdf_records")]
+    assert "policy 1" in names and "current policy" in names
+
+
+def test_suggestions_fill_thresholds(page):
+    at = page
+    at.slider(key="sugg_pct").set_value(80.0)
+    at.button(key="sugg_pct_apply").click()
+    at.run()
+    assert not at.exception
+    t_emp = at.session_state["policy"].thresholds.as_dict()["*"]["EMP"]
+    assert t_emp < 100  # the 80th percentile of EMP is far below Table 8's conservative 100
+    at.number_input(key="sugg_cap").set_value(10.0)
+    at.button(key="sugg_cap_apply").click()
+    at.run()
+    assert at.session_state["policy"].workload.total_rho == pytest.approx(1.0)
+    prev_max = max(current_curve(at)[0])
+    assert prev_max <= 10.0 + 1e-9
+
+
+def test_review_mode_hides_largest_records(page):
+    at = page
+    assert "ten largest record losses" in texts(at)
+    at.sidebar.radio(key="mode").set_value("review")
+    at.run()
+    assert "ten largest record losses" not in texts(at)
+    assert "Review mode" in texts(at)
