@@ -213,8 +213,7 @@ def test_pe_respects_each_users_phi_on_all_neighbour_pairs(kind):
     """Every pair of substitution neighbours on small datasets (not only neighbours of one D)."""
     rng = np.random.default_rng({"median": 35, "min": 36, "count": 37}[kind])
     dom = (0, 1) if kind == "count" else range(1, 6)
-    for _ in range(4):
-        n = int(rng.integers(1, 5))
+    for n in ((1, 3, 5) if kind == "count" else (1, 2, 3)):
         phi = np.round(rng.uniform(0.05, 1.0, n), 2)
         worst = np.zeros(n)
         for D in itertools.product(dom, repeat=n):

@@ -233,14 +233,23 @@ def _chi2_p(draws, support, pmf):
     return stats.chisquare(o, e).pvalue
 
 
+def _piece_draws(pcs, logits, n, seed):
+    rng = np.random.default_rng(seed)
+    return np.array([P._draw_from_pieces(pcs, logits, rng) for _ in range(n)])
+
+
 @pytest.mark.parametrize("score", ["rank", "changes"])
 def test_median_em_sampler_matches_pmf_with_power(score):
     vals = np.array([2.0, 3, 3, 5, 6, 9, 9, 10])
     eps = 0.8
     pcs, probs = P.em_pieces("median", vals, eps, 1, 12, score=score)
     r, pmf = P.expand_pieces(pcs, probs)
+    logits = P._em_logits("median", pcs, eps, score)
+    # the public sampler is exactly: pieces → logits → piece draw (same seed, same draws)
     rng = np.random.default_rng(11)
-    draws = np.array([P.dp_quantile_em("median", vals, eps, 1, 12, rng=rng, score=score) for _ in range(8000)])
+    direct = [P.dp_quantile_em("median", vals, eps, 1, 12, rng=rng, score=score) for _ in range(200)]
+    np.testing.assert_array_equal(direct, _piece_draws(pcs, logits, 200, 11))
+    draws = _piece_draws(pcs, logits, 8000, 12)
     assert _chi2_p(draws, r, pmf) > 1e-3
     for f in (0.9, 1.1):
         _, wrong = P.em_pieces("median", vals, eps * f ** 6, 1, 12, score=score)
@@ -254,7 +263,9 @@ def test_pe_sampler_matches_pmf_with_power():
     pcs, d, probs = P.pe_distribution("median", vals, phi, lo=1, hi=9)
     r, pmf = P.expand_pieces(pcs, probs)
     rng = np.random.default_rng(12)
-    draws = np.array([P.pe_draw("median", vals, phi, rng=rng, lo=1, hi=9) for _ in range(8000)])
+    direct = [P.pe_draw("median", vals, phi, rng=rng, lo=1, hi=9) for _ in range(200)]
+    np.testing.assert_array_equal(direct, _piece_draws(pcs, d / 2.0, 200, 12))
+    draws = _piece_draws(pcs, d / 2.0, 8000, 13)
     assert _chi2_p(draws, r, pmf) > 1e-3
     for f in (0.5, 2.0):
         _, _, wrong = P.pe_distribution("median", vals, phi * f, lo=1, hi=9)
