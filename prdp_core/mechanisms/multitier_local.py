@@ -582,7 +582,8 @@ def nested_prefix_counts(start: np.ndarray, end: np.ndarray, exclude: np.ndarray
         else:
             word = seen[(v >> 6).astype(np.int64), np.arange(n)[rows]]
         bad = (word & b) != zero
-        bad |= ~ok
+        if d & (d - 1):  # d not a power of two: some raw draws were rejected
+            bad |= ~ok
         pend = np.flatnonzero(bad)
         idx = np.arange(n)[rows] if pend.size else None
         while pend.size:  # a repeat (or a rejected raw draw): draw again, exactly uniform on the rest
@@ -593,11 +594,12 @@ def nested_prefix_counts(start: np.ndarray, end: np.ndarray, exclude: np.ndarray
             again = ((word2 & b2) != zero) | ~ok2
             v[pend] = v2
             b[pend] = b2
+            if W == 2:
+                hi[pend] = v2 >= 64
             pend = pend[again]
         if W == 1:
             seen[0, rows] |= b
         elif W == 2:
-            hi = v >= 64
             seen[1, rows] |= np.where(hi, b, zero)
             seen[0, rows] |= np.where(hi, zero, b)
         else:
