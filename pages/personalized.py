@@ -103,12 +103,9 @@ st.subheader("2 · Query")
 measures = list(ds.schema.measures)
 if ss.get("pdp_value") not in measures:
     ss["pdp_value"] = measures[0]
-    p99 = float(state.profile().measures[measures[0]].p99)
-    ss["pdp_hi"] = upd.nice_ceil(p99)
-    ss["pdp_cutoff"] = 10.0 if p99 > 10 else 1.0
-ss.setdefault("pdp_lo", 0.0)
+    upd.set_query_defaults(measures[0])
 q1, q2, q3, q4 = st.columns(4)
-q1.selectbox("Value column", measures, key="pdp_value")
+q1.selectbox("Value column", measures, key="pdp_value", on_change=upd.on_value_change)
 q2.number_input("Count: tuples with value ≥", step=1.0, key="pdp_cutoff")
 q3.number_input("Public lower bound lo", step=1.0, key="pdp_lo")
 q4.number_input("Public upper bound hi", step=1.0, key="pdp_hi",

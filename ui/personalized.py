@@ -46,6 +46,23 @@ def assumed_default(query: P.Query) -> float:
     return float(query.bound) / 10.0
 
 
+def set_query_defaults(column: str) -> None:
+    """Default public bounds and count cut-off for ``column``: hi = the 99th percentile rounded up
+    to 1–2–5 × 10^k, cut-off 10 (or 1 for small values). Design defaults only."""
+    ss = st.session_state
+    p99 = float(state.profile().measures[column].p99)
+    ss["pdp_hi"] = nice_ceil(p99)
+    ss["pdp_lo"] = 0.0
+    ss["pdp_cutoff"] = 10.0 if p99 > 10 else 1.0
+
+
+def on_value_change() -> None:
+    """Callback of the value-column select box: new column, new default bounds."""
+    col = st.session_state.get("pdp_value")
+    if col:
+        set_query_defaults(col)
+
+
 def eps_columns(ds: Dataset) -> list[str]:
     """Columns that can hold the users' ε: measures and group columns (labels are mapped)."""
     return list(ds.schema.measures) + [g for g in ds.schema.groups if g not in ds.schema.measures]

@@ -29,6 +29,16 @@ def test_default_page_generated_tiers(page):
     assert "Reproduce in Python" in [e.label for e in at.expander]
 
 
+def test_value_column_change_resets_bounds(page):
+    at = page
+    hi_emp = at.number_input(key="pdp_hi").value
+    at.selectbox(key="pdp_value").set_value("PAYANN").run()
+    assert not at.exception
+    assert at.number_input(key="pdp_hi").value > hi_emp
+    at.selectbox(key="pdp_value").set_value("EMP").run()
+    assert at.number_input(key="pdp_hi").value == hi_emp
+
+
 def test_threshold_explorer_proxy_then_oracle_warning(page):
     at = _view(page, "Threshold explorer")
     assert "costs no privacy" in texts(at)
