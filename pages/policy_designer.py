@@ -146,7 +146,7 @@ if thr_pct:
                                                       thr_pct.items()) + " (PctScore).")
 
 series_rec = {c["label"]: c["records"] for c in st.session_state.get("policy_compare", [])}
-series_rec["current policy"] = prev.records.ecdf()
+series_rec["current policy"] = prev.record_cdf()
 ch1, ch2 = st.columns(2)
 ch1.plotly_chart(loss_cdf_figure(series_rec, title="Policy-loss CDF over records", base=pol.workload.total_rho,
                                  log_x=log_x, view=view), key="cdf_records")

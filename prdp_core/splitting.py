@@ -167,7 +167,8 @@ def _measure_matrix(table: pd.DataFrame, measures: tuple[str, ...]) -> list[np.n
     out = []
     for m in measures:
         v = table[m].to_numpy(dtype="float64", copy=False)
-        if v.size and (not np.isfinite(v).all() or (v < 0).any()):
+        # two reductions, no temporaries: a NaN makes min() NaN, which fails "≥ 0"
+        if v.size and not (v.min() >= 0 and np.isfinite(v.max())):
             raise PolicyError(f"Measure '{m}' has missing, infinite or negative values.",
                               hint="Prepare the dataset first (drop missing rows, shift negatives).")
         out.append(v)
@@ -187,10 +188,17 @@ def _threshold_arrays(table: pd.DataFrame, thr: Thresholds) -> dict[str, np.ndar
     return out
 
 
-def _pieces(v: np.ndarray, t: np.ndarray | float) -> np.ndarray:
-    """⌈v / t⌉ corrected so that pieces·t ≥ v holds exactly in floating point."""
-    k = np.ceil(v / t)
-    short = k * t < v
+def _pieces(v: np.ndarray, t: np.ndarray | float, out: np.ndarray | None = None,
+            scratch: np.ndarray | None = None, flags: np.ndarray | None = None) -> np.ndarray:
+    """⌈v / t⌉ corrected so that pieces·t ≥ v holds exactly in floating point.
+
+    ``out``, ``scratch`` (float) and ``flags`` (bool) are optional buffers of v's shape,
+    reused across measures to avoid allocating large temporaries.
+    """
+    k = np.divide(v, t, out=out)
+    np.ceil(k, out=k)
+    prod = np.multiply(k, t, out=scratch)
+    short = np.less(prod, v, out=flags)
     if short.any():
         k[short] += 1
     return k
@@ -217,9 +225,11 @@ def split_counts(table: pd.DataFrame, thresholds: Mapping[Any, Any] | Thresholds
     thr.validate(table)
     tarr = _threshold_arrays(table, thr)
     vals = _measure_matrix(table, thr.measures)
-    m = np.ones(len(table), dtype="float64")
+    n = len(table)
+    m = np.ones(n, dtype="float64")
+    k, scratch, flags = np.empty(n), np.empty(n), np.empty(n, dtype=bool)
     for name, v in zip(thr.measures, vals):
-        np.maximum(m, _pieces(v, tarr[name]), out=m)
+        np.maximum(m, _pieces(v, tarr[name], k, scratch, flags), out=m)
     return m.astype(np.int64)
 
 

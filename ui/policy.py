@@ -118,7 +118,7 @@ def preview(pol: SplittingPolicy, owner_method: str = "lemma4") -> PolicyPreview
 
 def save_comparison(label: str, prev: PolicyPreview) -> None:
     """Keep this policy's CDFs to overlay on the charts."""
-    entry: dict[str, Any] = {"label": label, "records": prev.records.ecdf()}
+    entry: dict[str, Any] = {"label": label, "records": prev.record_cdf()}
     if prev.owners is not None:
         entry["owners"] = prev.owners.ecdf()
     st.session_state.setdefault("policy_compare", []).append(entry)

@@ -95,4 +95,6 @@ def test_plain_language():
     p = LossProfile(np.array([1.0] * 99 + [4.0]))
     assert p.plain_language(1.0) == "1 in 100 records pays more than 1ρ; the largest loss is 4ρ."
     assert LossProfile(np.array([1.0, 2.0e5]), "eps").plain_language(1.0, noun="firms") == \
-        "50% of firms pay more than 1ε; the largest loss is 200,000ε."
+        "1 in 2 firms pays more than 1ε; the largest loss is 200,000ε."
+    assert LossProfile(np.array([1.0, 2.0, 3.0, 2.0e5]), "eps").plain_language(1.0, noun="firms") == \
+        "75% of firms pay more than 1ε; the largest loss is 200,000ε."

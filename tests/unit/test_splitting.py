@@ -197,3 +197,18 @@ def test_thresholds_for_cap_meet_the_cap_and_are_tight():
     p1 = SplittingPolicy(thr1, wl)(df)
     assert np.mean(p1 > wl.total_rho + 1e-12) <= 0.01
     assert np.mean(p1 > wl.total_rho + 1e-12) > 0.005  # and close to the allowed share (tight)
+
+
+def test_fast_record_cdf_matches_brute_force():
+    from prdp_core.policy import ecdf
+    from prdp_core.preview import preview_policy
+    from prdp_core.workload import default_workload
+
+    ds = prdp_core.samples.load_dataset("cbp_like", n=20_000, seed=3)
+    pol = SplittingPolicy(as_thresholds({"EMP": 20, "PAYANN": 500, "PAYQTR1": 125}),
+                          default_workload(ds.schema.measures, ("COUNTY",)))
+    prev = preview_policy(ds, pol)
+    x, y = prev.record_cdf()
+    bx, by = ecdf(pol(ds.table))
+    np.testing.assert_allclose(x, bx)
+    np.testing.assert_allclose(y, by)
