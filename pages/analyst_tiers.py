@@ -128,8 +128,11 @@ st.subheader("3 · Accuracy of each tier")
 if cur["model"] == "central":
     q = cur["query"]
     table = plan.table()
-    st.caption(f"Query: **{q.label}** over {q.n_matching:,} records; sensitivity Δ = {q.sensitivity:g} "
-               f"(add/remove one record). Noise: {plan.family.label}.")
+    over = f" over {q.n_matching:,} matching records" if teaching else ""
+    st.caption(f"Query: **{q.label}**{over}; sensitivity Δ = {q.sensitivity:g} (add/remove one record). "
+               f"Noise: {plan.family.label}.")
+    if teaching and cur["filter"] is not None:
+        confidential("The number of matching records is the count query's true answer.")
     st.dataframe(umt.central_display(table, plan.family.param_name()), hide_index=True)
     st.plotly_chart(mch.mse_by_tier_figure(table, {"multi-tier (= ideal, = independent)": "mse_multitier",
                                                    "gradual (budget split)": "mse_gradual"},
@@ -149,11 +152,15 @@ if cur["model"] == "central":
           "collusion is also bounded, but the top tiers lose a lot of accuracy. Independent releases are as "
           "accurate as multi-tier ones but cost the sum of the budgets (section 4).")
 else:
-    n = int(cur["codes"].size)
+    n = int(cur["codes"].size) if teaching else 1  # review mode: errors per user (they do not reveal n)
     table = plan.table()
-    st.caption(f"{n:,} records (users), each in one of d = {plan.d} categories of *{ss['mt_local_measure']}*. "
-               "Errors are the mean squared error of the estimated count vector (n·V).")
-    st.dataframe(umt.local_display(table, n), hide_index=True)
+    if teaching:
+        st.caption(f"{n:,} records (users), each in one of d = {plan.d} categories of *{ss['mt_local_measure']}*. "
+                   "Errors are the mean squared error of the estimated count vector (n·V).")
+    else:
+        st.caption(f"Each record's owner (user) is in one of d = {plan.d} categories of *{ss['mt_local_measure']}*. "
+                   "Errors are per user (V); n users give n·V for the count vector.")
+    st.dataframe(umt.local_display(table, n, per_user=not teaching), hide_index=True)
     tt = table.copy()
     for c in ("var_multitier", "var_ideal", "var_grr", "var_brr", "var_gradual"):
         tt[c] = tt[c] * n
@@ -161,7 +168,8 @@ else:
                                                 "multi-tier GRR": "var_grr", "multi-tier BRR": "var_brr",
                                                 "gradual": "var_gradual"},
                                            title="Mean squared error of each tier's estimated counts",
-                                           y_label="MSE (users²), log scale"), key="mt_mse_local")
+                                           y_label="MSE (users²), log scale" if teaching else "MSE per user, log scale"),
+                    key="mt_mse_local")
     lines = []
     for _, r in table.iterrows():
         unused = (f"; ε = {r['unused_eps']:.3g} of its budget is left unused" if r["unused_eps"] > 1e-9

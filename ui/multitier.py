@@ -49,7 +49,7 @@ def init(ds: Dataset) -> None:
     measures = list(ds.schema.measures)
     if ss.get("mt_measure") not in measures:
         ss["mt_measure"] = measures[0]
-        ss["mt_clip"] = nice_ceil(float(state.profile().measures[measures[0]].p90))
+        ss["mt_clip"] = max(1.0, nice_ceil(float(state.profile().measures[measures[0]].p90)))
     if ss.get("mt_local_measure") not in measures:
         ss["mt_local_measure"] = measures[0]
 
@@ -226,16 +226,18 @@ def central_display(table: pd.DataFrame, param_name: str) -> pd.io.formats.style
                               "gradual ÷ ideal": "{:.2f}×", "± (95%)": "{:.4g}"})
 
 
-def local_display(table: pd.DataFrame, n: int) -> pd.io.formats.style.Styler:
+def local_display(table: pd.DataFrame, n: int, *, per_user: bool = False) -> pd.io.formats.style.Styler:
+    """The local plan's table; errors of the count vector (× n) or per user."""
     t = table.copy()
     for c in ("var_multitier", "var_ideal", "var_grr", "var_brr", "var_gradual"):
         t[c] = t[c] * n
+    err = "V per user" if per_user else "MSE"
     show = t.rename(columns={"eps": "ε", "eps_template": "ε used (template)", "k": "subset size k",
-                             "unused_eps": "ε left unused", "var_multitier": "MSE multi-tier",
-                             "k_ideal": "ideal k*", "var_ideal": "MSE ideal", "ratio_multitier": "multi-tier ÷ ideal",
-                             "var_grr": "MSE GRR", "var_brr": "MSE BRR", "var_gradual": "MSE gradual"})
+                             "unused_eps": "ε left unused", "var_multitier": f"{err} multi-tier",
+                             "k_ideal": "ideal k*", "var_ideal": f"{err} ideal", "ratio_multitier": "multi-tier ÷ ideal",
+                             "var_grr": f"{err} GRR", "var_brr": f"{err} BRR", "var_gradual": f"{err} gradual"})
     show = show.drop(columns=["template"])
-    fmt = {c: "{:.4g}" for c in ("MSE multi-tier", "MSE ideal", "MSE GRR", "MSE BRR", "MSE gradual")}
+    fmt = {f"{err} {c}": "{:.4g}" for c in ("multi-tier", "ideal", "GRR", "BRR", "gradual")}
     fmt.update({"ε": "{:g}", "ε used (template)": "{:.4g}", "ε left unused": "{:.3g}", "multi-tier ÷ ideal": "{:.2f}×"})
     return show.style.format(fmt)
 

@@ -536,6 +536,14 @@ def nested_prefix_counts(start: np.ndarray, end: np.ndarray, exclude: np.ndarray
     W = (d + 63) // 64
     one = np.uint64(1)
     zero = np.uint64(0)
+    # independent epochs: process them in chunks that keep the seen-sets under ~200 MB
+    chunk = max(1, int(2e8 // (8 * W)))
+    if start.size > chunk:
+        out = np.zeros((T, d), dtype=np.int64)
+        for c0 in range(0, start.size, chunk):
+            out += nested_prefix_counts(start[c0:c0 + chunk], end[c0:c0 + chunk], exclude[c0:c0 + chunk], sizes,
+                                        d, rng=rng)
+        return out
     st0 = np.asarray(start, dtype=np.int64)
     en0 = np.asarray(end, dtype=np.int64)
     K = sizes[en0]

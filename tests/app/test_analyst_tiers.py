@@ -98,6 +98,11 @@ def test_release_central_and_review_mode():
     t = texts(at)
     assert "Review mode: no release is run" in t
     assert not [b for b in at.button if b.key == "mt_release_btn"]
+    assert "matching records" not in t  # the count's true answer is not shown in review mode
+    at.radio(key="mt_model").set_value("local")
+    _ok(at)
+    t = texts(at)
+    assert "Errors are per user" in t and "records (users)" not in t
 
 
 def test_bad_tiers_show_an_error_and_keep_the_session():
