@@ -32,6 +32,10 @@ DEFAULTS: dict[str, Any] = {
     "mt_editor_version": 0,
 }
 
+#: Widget keys whose values survive while their widgets are hidden (Streamlit forgets those otherwise).
+KEEP = ("mt_query", "mt_family", "mt_delta", "mt_measure", "mt_clip", "mt_local_measure", "mt_d", "mt_scale",
+        "mt_variant", "mt_filter_op", "mt_filter_val")
+
 FAMILY_CHOICES = {
     "geometric": "Two-sided geometric (integer noise; optimal for counts)",
     "laplace": "Laplace",
@@ -43,6 +47,9 @@ FAMILY_CHOICES = {
 def init(ds: Dataset) -> None:
     """Fill in the page's defaults (once per session; measure defaults when the dataset changes)."""
     ss = st.session_state
+    for k in KEEP:  # keep settings of widgets that are not on screen (model switch, filter off)
+        if k in ss:
+            ss[k] = ss[k]
     for k, v in DEFAULTS.items():
         ss.setdefault(k, v)
     ss.setdefault("mt_tiers_base", pd.DataFrame(PRESETS[next(iter(PRESETS))], columns=["name", "eps"]))
