@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from prdp_core.budget import BudgetFunction
 from prdp_core.charts import budget as bch
 from prdp_core.errors import PrdpError
 from ui import budget as ubf
@@ -26,206 +27,220 @@ ss = st.session_state
 ubf.init(ds)
 teaching = state.teaching()
 measures = list(ds.schema.measures)
-if not measures:
-    st.info("The active dataset has no measure. Mark a numeric, non-negative column as a measure on the Data page.")
-    st.stop()
 
-c1, c2 = st.columns([3, 2])
-c1.radio("Model", list(ubf.MODELS), format_func=ubf.MODELS.get, key="bf_model", horizontal=True,
-         help="Central: a trusted curator holds the data (PrDP). Local: every party randomises its own record "
-              "before sending it (PrLDP, Sec. 7).")
-c2.selectbox("Measure v (the value the budget depends on)", measures, key="bf_measure")
-measure = ss["bf_measure"]
 
-# ---------------------------------------------------------------------------
-# 1. The editor
-# ---------------------------------------------------------------------------
-st.subheader("1 · Budget function E(r)")
-st.radio("Define E by", list(ubf.MODES), format_func=ubf.MODES.get, key="bf_mode", horizontal=True)
-mode = ss["bf_mode"]
-if mode == "preset":
-    p1, p2, p3 = st.columns(3)
-    p1.selectbox("Preset", list(ubf.PRESET_LABELS), format_func=ubf.PRESET_LABELS.get, key="bf_preset",
-                 on_change=ubf.on_preset_change)
-    if ss["bf_preset"] == "constant":
-        p2.number_input("ε for every record", min_value=1e-6, max_value=1e3, key="bf_eps", format="%.4g")
+def editor() -> BudgetFunction | None:
+    """Section 1: the editor. Returns the budget (or the last valid one), showing any error."""
+    st.subheader("1 · Budget function E(r)")
+    st.radio("Define E by", list(ubf.MODES), format_func=ubf.MODES.get, key="bf_mode", horizontal=True)
+    mode = ss["bf_mode"]
+    if mode == "preset":
+        p1, p2, p3 = st.columns(3)
+        p1.selectbox("Preset", list(ubf.PRESET_LABELS), format_func=ubf.PRESET_LABELS.get, key="bf_preset",
+                     on_change=ubf.on_preset_change)
+        if ss["bf_preset"] == "constant":
+            p2.number_input("ε for every record", min_value=1e-6, max_value=1e3, key="bf_eps", format="%.4g")
+        else:
+            p2.number_input("α", min_value=1e-9, max_value=1e15, key="bf_alpha", format="%.6g",
+                            help="The paper's experiments use 10⁴ (inverse), 500 (log, k = 4) and 8 (sqrt).")
+            if ss["bf_preset"] == "log":
+                p3.number_input("k (power of the logarithm)", min_value=0.1, max_value=16.0, key="bf_k", step=0.5)
+    elif mode == "step":
+        st.caption(f"Bands of **{measure}**: a record gets the ε of the first band whose upper value it does not "
+                   "exceed; leave the last band's upper value empty (it is open).")
+        ss["bf_steps_current"] = st.data_editor(ss["bf_steps"], key="bf_steps_edit", num_rows="dynamic",
+                                                hide_index=True)
+    elif mode == "groups":
+        groups = list(ds.schema.groups)
+        if not groups:
+            st.info("The dataset has no group column: mark one on the Data page to split the budget by group.")
+        else:
+            st.selectbox("Group column", groups, key="bf_group_col")
+            st.caption("One budget expression per group value; the row `*` covers every other group.")
+            base = ss.get("bf_groups_base")
+            if base is None or ss.get("bf_groups_base_col") != ss["bf_group_col"]:
+                base = ubf.default_group_table(ds, ss["bf_group_col"], measure)
+                ss["bf_groups_base"], ss["bf_groups_base_col"] = base, ss["bf_group_col"]
+            ss["bf_groups_table"] = st.data_editor(base, key=f"bf_groups_edit_{ss['bf_group_col']}",
+                                                   num_rows="dynamic", hide_index=True)
     else:
-        p2.number_input("α", min_value=1e-9, max_value=1e15, key="bf_alpha", format="%.6g",
-                        help="The paper's experiments use 10⁴ (inverse), 500 (log, k = 4) and 8 (sqrt).")
-        if ss["bf_preset"] == "log":
-            p3.number_input("k (power of the logarithm)", min_value=0.1, max_value=16.0, key="bf_k", step=0.5)
-elif mode == "step":
-    st.caption(f"Bands of **{measure}**: a record gets the ε of the first band whose upper value it does not "
-               "exceed; leave the last band's upper value empty (it is open).")
-    ss["bf_steps_current"] = st.data_editor(ss["bf_steps"], key="bf_steps_edit", num_rows="dynamic",
-                                            hide_index=True)
-elif mode == "groups":
-    groups = list(ds.schema.groups)
-    if not groups:
-        st.info("The dataset has no group column: mark one on the Data page to split the budget by group.")
+        st.text_input("E(r) =", key="bf_expr", help="Numbers, column names (in `backticks` if they contain spaces), "
+                      "+ − × ÷ **, comparisons and min, max, log, log2, log10, sqrt, exp, abs, where(cond, a, b). "
+                      "Example: 1e4 / max(BALANCE, 1)")
+    b1, b2, b3, b4 = st.columns(4)
+    b1.number_input("ε̂ (cap: the weakest requirement)", min_value=1e-9, max_value=1e6, key="bf_eps_max", format="%.4g")
+    b2.number_input(f"U (largest possible {measure})", min_value=1e-6, max_value=1e18, key="bf_U", format="%.4g")
+    b3.checkbox("Set ε̌ myself", key="bf_eps_min_on", help="By default ε̌ = E(U), the budget of a record at the "
+                "domain bound.")
+    if ss["bf_eps_min_on"]:
+        b4.number_input("ε̌ (the strongest requirement)", min_value=1e-15, max_value=1e6, key="bf_eps_min",
+                        format="%.4g")
+
+    budget, err = ubf.current_budget(ds)
+    if err is not None:
+        show_error(err)
+        if budget is not None:
+            st.caption(f":material/history: Keeping the last valid budget: {budget.describe()}")
+    return budget
+
+
+def describe(budget: BudgetFunction) -> None:
+    """Section 1 continued: bounds, notes and the curve of E."""
+
+    st.markdown(f"**{budget.describe()}**")
+    for note in budget.notes:
+        st.caption(f":material/info: {note}")
+    dp = budget.domains()
+    st.markdown(f"Records may require anything from **ε̌ = {budget.eps_min:.4g}** (strongest) to **ε̂ = "
+                f"{budget.eps_max:.4g}**: the ratio ε̂/ε̌ = {budget.eps_max / budget.eps_min:,.4g} gives "
+                f"**L = {dp.L}** privacy-specified domains.")
+    values = ubf.measure_values(ds, measure)
+    if budget.value_column is not None or ss["bf_mode"] == "groups":
+        vmax = max(budget.U, 1.0)
+        fig = bch.budget_curve_figure(budget, measure=measure, values=values if teaching else None, vmax=vmax,
+                                      seed=int(ss.get("seed", 0)))
+        st.plotly_chart(fig, key="bf_curve")
+        if teaching:
+            confidential("The orange points are a sample of the dataset's records at their required budgets.")
     else:
-        st.selectbox("Group column", groups, key="bf_group_col")
-        st.caption("One budget expression per group value; the row `*` covers every other group.")
-        base = ss.get("bf_groups_base")
-        if base is None or ss.get("bf_groups_base_col") != ss["bf_group_col"]:
-            base = ubf.default_group_table(ds, ss["bf_group_col"], measure)
-            ss["bf_groups_base"], ss["bf_groups_base_col"] = base, ss["bf_group_col"]
-        ss["bf_groups_table"] = st.data_editor(base, key=f"bf_groups_edit_{ss['bf_group_col']}",
-                                               num_rows="dynamic", hide_index=True)
-else:
-    st.text_input("E(r) =", key="bf_expr", help="Numbers, column names (in `backticks` if they contain spaces), "
-                  "+ − × ÷ **, comparisons and min, max, log, log2, log10, sqrt, exp, abs, where(cond, a, b). "
-                  "Example: 1e4 / max(BALANCE, 1)")
-b1, b2, b3, b4 = st.columns(4)
-b1.number_input("ε̂ (cap: the weakest requirement)", min_value=1e-9, max_value=1e6, key="bf_eps_max", format="%.4g")
-b2.number_input(f"U (largest possible {measure})", min_value=1e-6, max_value=1e18, key="bf_U", format="%.4g")
-b3.checkbox("Set ε̌ myself", key="bf_eps_min_on", help="By default ε̌ = E(U), the budget of a record at the "
-            "domain bound.")
-if ss["bf_eps_min_on"]:
-    b4.number_input("ε̌ (the strongest requirement)", min_value=1e-15, max_value=1e6, key="bf_eps_min",
-                    format="%.4g")
+        st.plotly_chart(bch.budget_histogram_figure(budget(ds.table), budget), key="bf_hist")
+        if teaching:
+            confidential()
+    learn("**Reading the curve.** Each dotted horizontal line is a domain boundary 2^(i−1)·ε̌. A record whose "
+          "budget lies between two lines belongs to that domain and is charged the lower line's budget — never more "
+          "than it asked for, at most half of it.")
 
-budget, err = ubf.current_budget(ds)
-if err is not None:
-    show_error(err)
-    if budget is not None:
-        st.caption(f":material/history: Keeping the last valid budget: {budget.describe()}")
-if budget is None:
-    st.stop()
 
-st.markdown(f"**{budget.describe()}**")
-for note in budget.notes:
-    st.caption(f":material/info: {note}")
-dp = budget.domains()
-st.markdown(f"Records may require anything from **ε̌ = {budget.eps_min:.4g}** (strongest) to **ε̂ = "
-            f"{budget.eps_max:.4g}**: the ratio ε̂/ε̌ = {budget.eps_max / budget.eps_min:,.4g} gives "
-            f"**L = {dp.L}** privacy-specified domains.")
-values = ubf.measure_values(ds, measure)
-if budget.value_column is not None or ss["bf_mode"] == "groups":
-    vmax = max(budget.U, 1.0)
-    fig = bch.budget_curve_figure(budget, measure=measure, values=values if teaching else None, vmax=vmax,
-                                  seed=int(ss.get("seed", 0)))
-    st.plotly_chart(fig, key="bf_curve")
-    if teaching:
-        confidential("The orange points are a sample of the dataset's records at their required budgets.")
-else:
-    st.plotly_chart(bch.budget_histogram_figure(budget(ds.table), budget), key="bf_hist")
-    if teaching:
-        confidential()
-learn("**Reading the curve.** Each dotted horizontal line is a domain boundary 2^(i−1)·ε̌. A record whose "
-      "budget lies between two lines belongs to that domain and is charged the lower line's budget — never more "
-      "than it asked for, at most half of it.")
-
-# ---------------------------------------------------------------------------
-# 2. Domains
-# ---------------------------------------------------------------------------
-st.subheader("2 · Privacy-specified domains")
-st.slider("Failure rate β", 0.01, 0.5, key="bf_beta", step=0.01,
-          help="With probability at least 1 − β the chosen ε_τ is at least half the smallest budget present "
-               "(Theorem 5.1). The paper uses β = 0.1.")
-beta = float(ss["bf_beta"])
-try:
-    dtab = ubf.domain_table(state.token(), ubf.budget_key(budget), beta, ds, budget)
-except PrdpError as e:
-    show_error(e)
-    st.stop()
-shown = dtab.rename(columns={"eps_low": "ε from (excl.)", "eps_high": "ε up to", "charged": "charged ε",
-                             "threshold": "threshold T_i", "value_from": f"{measure} from", "value_to": f"{measure} to",
-                             "records": "records"})
-if not teaching:
-    shown = shown.drop(columns=["records"], errors="ignore")
-st.plotly_chart(bch.domain_figure(dtab, show_counts=teaching), key="bf_domains")
-with st.expander(f"Table of the {dp.L} domains", expanded=False):
-    st.dataframe(shown, hide_index=True, width="stretch")
-if teaching:
-    confidential("Record counts per domain are true counts.")
-    present = dtab[dtab["records"] > 0]
-    if not present.empty:
-        first = int(present["domain"].iloc[0])
-        st.markdown(f"The smallest budget present falls in **domain {first}**; Algorithm 1 releases ε_τ near "
-                    f"{dp.lo[first - 1]:.4g} if that domain holds enough records to beat its threshold "
-                    f"({dtab['threshold'].iloc[first - 1]:,.4g}), else the next domains — records below ℓ are "
-                    "dropped.")
-learn("**Algorithm 1.** Each domain's count gets Laplace noise of scale 1/(2^(i−1)·ε̌). The first domain whose "
-      "noisy count reaches T_i = ln(L/β)/(2^(i−1)·ε̌) fixes ℓ and ε_τ = 2^(ℓ−1)·ε̌; the answer sums the noisy "
-      "counts from ℓ on. Records in lighter domains before ℓ are dropped: there are few of them, w.h.p.")
-
-# ---------------------------------------------------------------------------
-# 3. Run
-# ---------------------------------------------------------------------------
-st.subheader("3 · Run the mechanisms side by side")
-local = ss["bf_model"] == "local"
-qopts = list(ubf.LOCAL_QUERIES) if local else list(ubf.QUERIES)
-if ss.get("bf_query") not in qopts:
-    ss["bf_query"] = "sum"
-r1, r2 = st.columns(2)
-r1.selectbox("Query", qopts, format_func=ubf.QUERIES.get, key="bf_query")
-if ss["bf_query"] == "distinct":
-    cols = [c for c in ds.table.columns if c != ds.schema.id_col]
-    if ss.get("bf_distinct_col") not in cols:
-        ss["bf_distinct_col"] = (list(ds.schema.groups) or cols)[0]
-    r2.selectbox("Distinct values of", cols, key="bf_distinct_col")
-if local:
-    r2.radio("Thresholds of Algorithm 4", list(ubf.THRESHOLDS), format_func=ubf.THRESHOLDS.get,
-             key="bf_threshold", help="Both give the same guarantee; the tighter one reproduces the paper's "
-                                      "Appendix B figures.")
-    st.caption("The local model answers counts and sums (no local protocol for max or distinct count is built in).")
-st.button("Run", type="primary", key="bf_run", on_click=ubf.on_run)
-if ss.get("bf_run_error"):
-    st.error(f"**Run failed.** {ss['bf_run_error']}")
-res = ss.get("bf_result")
-if res and res.get("token") == state.token():
-    rows = res["rows"]
-    if not teaching:
-        rows = rows[[c for c in rows.columns if c in ("mechanism", "estimate", "ε_τ", "ℓ", "ε of M")]]
-    st.markdown(f"**{res['query']}** ({ubf.MODELS[res['model']]}), budget {res['budget']}")
-    st.dataframe(rows, hide_index=True, width="stretch")
-    seeded_notice(res["seed"])
-    fw = [r for label, r in res["releases"] if "framework" in label]
-    if fw:
-        x = fw[0].extras
-        msg = (f"The framework released ε_τ = {x['eps_tau']:.4g} (domain ℓ = {x['ell']} of {x['L']}) and ran the "
-               f"standard mechanism at ε_τ/2 = {x['eps_M']:.4g}")
-        if not x.get("passed", True):
-            msg += ". No domain reached its threshold: the data set is too small for these budgets, so only the last " \
-                   "domain was used (the guarantee still holds)"
-        st.markdown(msg + ".")
-    truth = float(res["rows"]["true"].iloc[0]) if res["teaching"] and teaching and "true" in res["rows"] else None
-    st.plotly_chart(bch.comparison_figure(res["rows"], truth=truth, title="Released answers"), key="bf_compare")
-    if res["teaching"] and teaching:
-        confidential("True answers, errors, dropped records and per-record losses describe the real records.")
-        rel0 = res["releases"][0][1]
-        st.plotly_chart(bch.loss_figure(rel0.requested, {label: r.loss for label, r in res["releases"]}),
-                        key="bf_losses")
-        ok = all(r.check_delivered_within_requested() for _, r in res["releases"])
-        st.markdown(("Every record's delivered loss is at most its requirement E(r)." if ok else
-                     "Some record received more than its requirement!") + " The runs were added to the session "
-                    "ledger (their budgets add up per record).")
-learn("**Algorithm 2.** Part 1 runs Algorithm 1 with half the budgets (E/2) to find ε_τ; Part 2 drops the "
-      "records of domains below ℓ and runs any standard ε_τ/2-DP mechanism on the rest — a clipped sum with a "
-      "private threshold, a rank-based maximum, a distinct count. The naive baseline runs the same mechanism at ε̌ "
-      "for everyone: its noise is far too large.")
-
-# ---------------------------------------------------------------------------
-# 4. Scaling
-# ---------------------------------------------------------------------------
-st.subheader("4 · Scaling: sum error vs n, U and skew")
-st.caption("Simulated Normal(μ = 50k, σ) balances and the paper's three budget functions (10⁴/v, 500/ln⁴v, 8/√v; "
-           "ε̂ = 100), central model, as in Figs. 3–5. Synthetic data only: nothing here describes your records.")
-s1, s2, s3 = st.columns([2, 1, 1])
-s1.radio("Vary", ["n", "U", "sigma"], key="bf_scale_vary", horizontal=True,
-         format_func={"n": "records n (Fig. 3)", "U": "domain bound U (Fig. 4)", "sigma": "skew σ (Fig. 5)"}.get)
-s2.number_input("Runs per point", min_value=5, max_value=200, step=5, key="bf_scale_trials")
-if s3.button("Simulate", key="bf_scale_go"):
-    ss["bf_scale_shown"] = (ss["bf_scale_vary"], int(ss["bf_scale_trials"]))
-shown_scale = ss.get("bf_scale_shown")
-if shown_scale:
+def domains(budget: BudgetFunction) -> bool:
+    """Section 2: the privacy-specified domains. False when they cannot be shown."""
+    dp = budget.domains()
+    st.subheader("2 · Privacy-specified domains")
+    st.slider("Failure rate β", 0.01, 0.5, key="bf_beta", step=0.01,
+              help="With probability at least 1 − β the chosen ε_τ is at least half the smallest budget present "
+                   "(Theorem 5.1). The paper uses β = 0.1.")
+    beta = float(ss["bf_beta"])
     try:
-        study = ubf.scaling(shown_scale[0], shown_scale[1], int(ss.get("seed", 0)))
-        st.plotly_chart(bch.scaling_figure(study, shown_scale[0]), key="bf_scaling")
-        st.caption("Solid: 10⁴/v, dashed: 500/ln⁴v, dotted: 8/√v. The extension is best for 10⁴/v; for the slowly "
-                   "decreasing log budget the framework wins (Appendix A).")
+        dtab = ubf.domain_table(state.token(), ubf.budget_key(budget), beta, ds, budget)
     except PrdpError as e:
         show_error(e)
+        return False
+    shown = dtab.rename(columns={"eps_low": "ε from (excl.)", "eps_high": "ε up to", "charged": "charged ε",
+                                 "threshold": "threshold T_i", "value_from": f"{measure} from", "value_to": f"{measure} to",
+                                 "records": "records"})
+    if not teaching:
+        shown = shown.drop(columns=["records"], errors="ignore")
+    st.plotly_chart(bch.domain_figure(dtab, show_counts=teaching), key="bf_domains")
+    with st.expander(f"Table of the {dp.L} domains", expanded=False):
+        st.dataframe(shown, hide_index=True, width="stretch")
+    if teaching:
+        confidential("Record counts per domain are true counts.")
+        present = dtab[dtab["records"] > 0]
+        if not present.empty:
+            first = int(present["domain"].iloc[0])
+            st.markdown(f"The smallest budget present falls in **domain {first}**; Algorithm 1 releases ε_τ near "
+                        f"{dp.lo[first - 1]:.4g} if that domain holds enough records to beat its threshold "
+                        f"({dtab['threshold'].iloc[first - 1]:,.4g}), else the next domains — records below ℓ are "
+                        "dropped.")
+    learn("**Algorithm 1.** Each domain's count gets Laplace noise of scale 1/(2^(i−1)·ε̌). The first domain whose "
+          "noisy count reaches T_i = ln(L/β)/(2^(i−1)·ε̌) fixes ℓ and ε_τ = 2^(ℓ−1)·ε̌; the answer sums the noisy "
+          "counts from ℓ on. Records in lighter domains before ℓ are dropped: there are few of them, w.h.p.")
 
-code_expander(ubf.code(budget, ds.name))
+    return True
+
+
+def run(budget: BudgetFunction) -> None:
+    """Section 3: the mechanisms side by side."""
+    st.subheader("3 · Run the mechanisms side by side")
+    local = ss["bf_model"] == "local"
+    qopts = list(ubf.LOCAL_QUERIES) if local else list(ubf.QUERIES)
+    if ss.get("bf_query") not in qopts:
+        ss["bf_query"] = "sum"
+    r1, r2 = st.columns(2)
+    r1.selectbox("Query", qopts, format_func=ubf.QUERIES.get, key="bf_query")
+    if ss["bf_query"] == "distinct":
+        cols = [c for c in ds.table.columns if c != ds.schema.id_col]
+        if ss.get("bf_distinct_col") not in cols:
+            ss["bf_distinct_col"] = (list(ds.schema.groups) or cols)[0]
+        r2.selectbox("Distinct values of", cols, key="bf_distinct_col")
+    if local:
+        r2.radio("Thresholds of Algorithm 4", list(ubf.THRESHOLDS), format_func=ubf.THRESHOLDS.get,
+                 key="bf_threshold", help="Both give the same guarantee; the tighter one reproduces the paper's "
+                                          "Appendix B figures.")
+        st.caption("The local model answers counts and sums (no local protocol for max or distinct count is built in).")
+    st.button("Run", type="primary", key="bf_run", on_click=ubf.on_run)
+    if ss.get("bf_run_error"):
+        st.error(f"**Run failed.** {ss['bf_run_error']}")
+    res = ss.get("bf_result")
+    if res and res.get("token") == state.token():
+        rows = res["rows"]
+        if not teaching:
+            rows = rows[[c for c in rows.columns if c in ("mechanism", "estimate", "ε_τ", "ℓ", "ε of M")]]
+        st.markdown(f"**{res['query']}** ({ubf.MODELS[res['model']]}), budget {res['budget']}")
+        st.dataframe(rows, hide_index=True, width="stretch")
+        seeded_notice(res["seed"])
+        fw = [r for label, r in res["releases"] if "framework" in label]
+        if fw:
+            x = fw[0].extras
+            msg = (f"The framework released ε_τ = {x['eps_tau']:.4g} (domain ℓ = {x['ell']} of {x['L']}) and ran the "
+                   f"standard mechanism at ε_τ/2 = {x['eps_M']:.4g}")
+            if not x.get("passed", True):
+                msg += ". No domain reached its threshold: the data set is too small for these budgets, so only the last " \
+                       "domain was used (the guarantee still holds)"
+            st.markdown(msg + ".")
+        truth = float(res["rows"]["true"].iloc[0]) if res["teaching"] and teaching and "true" in res["rows"] else None
+        st.plotly_chart(bch.comparison_figure(res["rows"], truth=truth, title="Released answers"), key="bf_compare")
+        if res["teaching"] and teaching:
+            confidential("True answers, errors, dropped records and per-record losses describe the real records.")
+            rel0 = res["releases"][0][1]
+            st.plotly_chart(bch.loss_figure(rel0.requested, {label: r.loss for label, r in res["releases"]}),
+                            key="bf_losses")
+            ok = all(r.check_delivered_within_requested() for _, r in res["releases"])
+            st.markdown(("Every record's delivered loss is at most its requirement E(r)." if ok else
+                         "Some record received more than its requirement!") + " The runs were added to the session "
+                        "ledger (their budgets add up per record).")
+    learn("**Algorithm 2.** Part 1 runs Algorithm 1 with half the budgets (E/2) to find ε_τ; Part 2 drops the "
+          "records of domains below ℓ and runs any standard ε_τ/2-DP mechanism on the rest — a clipped sum with a "
+          "private threshold, a rank-based maximum, a distinct count. The naive baseline runs the same mechanism at ε̌ "
+          "for everyone: its noise is far too large.")
+
+
+def scaling() -> None:
+    """Section 4: the scaling study (synthetic data)."""
+    st.subheader("4 · Scaling: sum error vs n, U and skew")
+    st.caption("Simulated Normal(μ = 50k, σ) balances and the paper's three budget functions (10⁴/v, 500/ln⁴v, 8/√v; "
+               "ε̂ = 100), central model, as in Figs. 3–5. Synthetic data only: nothing here describes your records.")
+    s1, s2, s3 = st.columns([2, 1, 1])
+    s1.radio("Vary", ["n", "U", "sigma"], key="bf_scale_vary", horizontal=True,
+             format_func={"n": "records n (Fig. 3)", "U": "domain bound U (Fig. 4)", "sigma": "skew σ (Fig. 5)"}.get)
+    s2.number_input("Runs per point", min_value=5, max_value=200, step=5, key="bf_scale_trials")
+    if s3.button("Simulate", key="bf_scale_go"):
+        ss["bf_scale_shown"] = (ss["bf_scale_vary"], int(ss["bf_scale_trials"]))
+    shown_scale = ss.get("bf_scale_shown")
+    if shown_scale:
+        try:
+            study = ubf.scaling(shown_scale[0], shown_scale[1], int(ss.get("seed", 0)))
+            st.plotly_chart(bch.scaling_figure(study, shown_scale[0]), key="bf_scaling")
+            st.caption("Solid: 10⁴/v, dashed: 500/ln⁴v, dotted: 8/√v. The extension is best for 10⁴/v; for the slowly "
+                       "decreasing log budget the framework wins (Appendix A).")
+        except PrdpError as e:
+            show_error(e)
+
+
+if not measures:
+    st.info("The active dataset has no measure. Mark a numeric, non-negative column as a measure on the Data page.")
+    code_expander(ubf.code(None, ds.name))
+else:
+    c1, c2 = st.columns([3, 2])
+    c1.radio("Model", list(ubf.MODELS), format_func=ubf.MODELS.get, key="bf_model", horizontal=True,
+             help="Central: a trusted curator holds the data (PrDP). Local: every party randomises its own record "
+                  "before sending it (PrLDP, Sec. 7).")
+    c2.selectbox("Measure v (the value the budget depends on)", measures, key="bf_measure")
+    measure = ss["bf_measure"]
+
+    budget = editor()
+    if budget is not None:
+        describe(budget)
+        if domains(budget):
+            run(budget)
+    scaling()
+    code_expander(ubf.code(budget, ds.name))

@@ -97,8 +97,9 @@ def domain_figure(table: pd.DataFrame, *, show_counts: bool) -> go.Figure:
         rng_txt = [f"{t}; values {a:,.4g} – {b:,.4g}" if np.isfinite(a) else f"{t}; no values"
                    for t, a, b in zip(rng_txt, table["value_from"], table["value_to"])]
     if show_counts and "records" in table:
-        fig.add_trace(go.Bar(x=x, y=np.maximum(table["records"], 0.5), name="records in the domain (true)",
-                             marker_color=PALETTE[0], customdata=np.stack([table["records"], rng_txt], axis=1),
+        rec = np.asarray(table["records"], dtype=float)
+        fig.add_trace(go.Bar(x=x, y=np.where(rec > 0, rec, np.nan), name="records in the domain (true)",
+                             marker_color=PALETTE[0], customdata=np.stack([rec, rng_txt], axis=1),
                              hovertemplate="domain %{x}: %{customdata[0]:,} records<br>%{customdata[1]}<extra></extra>"))
     if "threshold" in table:
         fig.add_trace(go.Scatter(x=x, y=table["threshold"], mode="lines+markers", name="threshold T_i",
@@ -123,21 +124,49 @@ def loss_figure(requested: np.ndarray, delivered: dict[str, np.ndarray], *, max_
                              line=dict(color="#999999", dash="dash")))
     for i, (name, d) in enumerate(delivered.items()):
         dd = np.asarray(d, dtype=float)[idx]
-        fig.add_trace(go.Scatter(x=req[idx], y=np.maximum(dd, lo * 1e-3), mode="markers", name=name,
+        dd = np.where(dd > 0, dd, np.nan)  # a zero loss (e.g. a value of 0 in a sum) has no place on a log axis
+        fig.add_trace(go.Scatter(x=req[idx], y=dd, mode="markers", name=name,
                                  marker=dict(color=PALETTE[i % len(PALETTE)], size=5, opacity=0.5),
                                  hovertemplate="requested %{x:.4g}, delivered %{y:.4g}<extra>" + name + "</extra>"))
     return layout(fig, "Per-record loss: delivered vs requested E(r) (every point on or below the line)",
                   "requested E(r), log scale", "delivered loss ε, log scale", log_x=True, log_y=True)
 
 
+def _num(v: float) -> str:
+    return f"{v:,.0f}" if 1e4 <= abs(v) < 1e15 else f"{v:,.4g}"
+
+
 def comparison_figure(rows: pd.DataFrame, *, truth: float | None = None, title: str = "") -> go.Figure:
-    """Answers of several mechanisms side by side (bars), with the true answer in teaching mode."""
-    fig = go.Figure(go.Bar(x=rows["mechanism"], y=rows["estimate"], marker_color=PALETTE[: len(rows)],
-                           hovertemplate="%{x}: %{y:,.6g}<extra></extra>"))
+    """Answers of several mechanisms side by side (bars, value labels), with the true answer in teaching
+    mode. Answers far outside the others (the naive baseline) are drawn off scale, their labels give them."""
+    names = [str(x) for x in rows["mechanism"]]
+    est = np.asarray(rows["estimate"], dtype=float)
+    labels = ["declined" if np.isnan(v) else _num(v) for v in est]
+    fig = go.Figure(go.Bar(x=names, y=np.nan_to_num(est, nan=0.0), text=labels, textposition="outside",
+                           marker_color=[PALETTE[i % len(PALETTE)] for i in range(len(names))], cliponaxis=False,
+                           hovertemplate="%{x}: %{text}<extra></extra>"))
+    finite = est[np.isfinite(est)]
+    ref = truth if truth is not None else (float(np.median(finite)) if finite.size else 0.0)
     if truth is not None:
         fig.add_hline(y=truth, line=dict(color="#000000", dash="dash"), annotation_text="true answer",
                       annotation_position="top left")
-    return layout(fig, title or "Released answers", "mechanism", "released answer")
+    span = max(abs(ref), 1e-300)
+    inside = finite[np.abs(finite - ref) <= 10 * span]
+    off = finite.size - inside.size
+    fig = layout(fig, title or "Released answers", "mechanism", "released answer")
+    fig.update_xaxes(type="category")  # layout() sets a linear axis, which would hide named bars
+    if off and inside.size:
+        lo = min(0.0, float(inside.min()), ref)
+        hi = max(float(inside.max()), ref)
+        pad = 0.25 * (hi - lo or span)
+        y0, y1 = lo - (pad if lo < 0 else 0), hi + pad
+        fig.update_yaxes(range=[y0, y1])
+        fig.update_layout(title=dict(text=(title or "Released answers") + f" ({off} off the scale)"))
+        for name, v in zip(names, est):
+            if np.isfinite(v) and abs(v - ref) > 10 * span:
+                fig.add_annotation(x=name, y=y1 if v > ref else y0, text=f"{_num(v)} (off the scale)",
+                                   showarrow=False, yanchor="top" if v > ref else "bottom", font=dict(color=PALETTE[3]))
+    return fig
 
 
 def scaling_figure(df: pd.DataFrame, vary: str, *, budgets: Sequence[str] | None = None) -> go.Figure:
