@@ -21,7 +21,7 @@ from .accounting import LedgerEntry
 from .policy import LossProfile, Measure
 
 #: Columns of ``Release.answers`` that reveal true (confidential) values.
-TRUTH_COLUMNS = ("true", "error", "abs_error", "rel_error", "are")
+TRUTH_COLUMNS = ("true", "error", "abs_error", "rel_error", "are", "n_records")
 
 
 @dataclass(frozen=True)

@@ -26,8 +26,9 @@ def layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, l
     fig.update_layout(title=dict(text=title, x=0.0, xanchor="left"), height=height,
                       margin=dict(l=60, r=20, t=50, b=50), legend=dict(orientation="h", y=-0.2),
                       template="plotly_white")
-    fig.update_xaxes(title_text=x, type="log" if log_x else "linear")
-    fig.update_yaxes(title_text=y, type="log" if log_y else "linear")
+    # "-" lets Plotly pick linear, date or category axes itself (category bars stay visible)
+    fig.update_xaxes(title_text=x, type="log" if log_x else "-")
+    fig.update_yaxes(title_text=y, type="log" if log_y else "-")
     return fig
 
 

@@ -1,0 +1,468 @@
+"""Unit-splitting releases: Gaussian answers of a workload under per-record zCDP.
+
+Per-record zCDP paper, Secs. 5.2–6. A :class:`~prdp_core.workload.SplittingPolicy`
+(thresholds + workload) is released query by query:
+
+* **COUNT** — COUNT DISTINCT of record ids per cell, sensitivity 1, Gaussian σ = 1/√(2ρ_q);
+  every record in the query's scope pays ρ_q.
+* **SUM on split data** — the sum over the split table equals the sum of the original values
+  (Lemma 8: no bias); each piece is ≤ T(a), so the sensitivity of a cell is the threshold that
+  applies to it: T_g(a) when the thresholds' group column is among the group-by keys, else the
+  largest T(a) over all groups (a data-independent bound). σ = Δ/√(2ρ_q); a record in m(r)
+  pieces pays ρ_q·m(r)² (group privacy, Lemma 7 as proved).
+* **SUM before splitting** (top-coding, the Table 7 baseline) — values clamped at c,
+  sensitivity c, σ = c/√(2ρ_q); biased, every record pays ρ_q.
+* **AVG** — noisy SUM / noisy COUNT DISTINCT (post-processing), the count with ``rho_count``.
+* **Group keys** — either treated as public (the cells present in the data are declared
+  public: fine for teaching, a real release needs a public key list) or found by **partition
+  selection on split data** (Gaussian thresholding): a cell is kept when its number of split
+  rows plus N(0, σ_ps²) exceeds τ = 1 + σ_ps·Φ⁻¹(1 − δ_ps), σ_ps = 1/√(2ρ_ps). Its noisy counts
+  cost ρ_ps·m(r)²; in addition the appearance of a cell is an (approximate) event: a record
+  whose m(r) pieces are alone in their cell makes it appear with probability
+  δ(r) = Φ̄((τ − m(r))/σ_ps), which is small for small records and *large for large ones* —
+  the price of finding groups made of few large records (the paper states only the ρ part).
+  The budget ρ_ps is split evenly across the workload's distinct group-by sets.
+
+Realized loss (Sec. 6.1) is exact for Gaussian answers: for a record r,
+RealizedLoss = Σ_q Δ_q(r)² / (2σ_q²), where Δ_q(r) is the change of q's answer when r is
+removed (its value, clamped or not, for a SUM; 1 for a COUNT). It never exceeds P(r)
+because r(a) ≤ m(r)·T(a). Owner-level realized loss removes all of an owner's records at
+once: Σ_q Σ_cells (Σ_{r ∈ owner, cell} Δ_q(r))² / (2σ_cell²).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from ..accounting import LedgerEntry
+from ..data import Dataset
+from ..errors import ParameterError, PolicyError
+from ..release import Release
+from ..splitting import DEFAULT_KEY, as_thresholds, split_counts
+from ..workload import Query, SplittingPolicy, Workload
+
+Z95 = float(stats.norm.ppf(0.975))
+
+
+# ---------------------------------------------------------------------------
+# Sufficient statistics
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class QueryStats:
+    """Per-cell sufficient statistics of one query (computed once, reused by releases and sweeps).
+
+    ``cell_of`` maps each record to its cell (-1 when the record is outside the query's filter);
+    ``count`` is the true number of records per cell, ``total`` the true (clamped, for flat
+    SUM/AVG) sum, ``pieces`` the number of split rows per cell, and ``sens`` the per-cell
+    sensitivity divided by nothing — i.e. Δ of one piece (1 for COUNT).
+    """
+
+    query: Query
+    keys: pd.DataFrame
+    cell_of: np.ndarray
+    count: np.ndarray
+    total: np.ndarray | None
+    sens: np.ndarray
+    pieces: np.ndarray
+
+    @property
+    def n_cells(self) -> int:
+        return len(self.keys)
+
+    def labels(self, rows: np.ndarray | None = None) -> pd.Series:
+        """Cell labels ("01001 | 44-45"), optionally only for the cells selected by ``rows``."""
+        keys = self.keys if rows is None else self.keys[rows]
+        if keys.shape[1] == 0:
+            return pd.Series(["all records"] * len(keys), index=keys.index, dtype=object)
+        out = keys.iloc[:, 0].astype(str)
+        for c in keys.columns[1:]:
+            out = out + " | " + keys[c].astype(str)
+        return out
+
+    def true_answer(self) -> np.ndarray:
+        q = self.query
+        if q.kind == "count":
+            return self.count.astype("float64")
+        if q.kind == "sum":
+            return self.total  # type: ignore[return-value]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.total / np.maximum(self.count, 1)  # type: ignore[operator]
+
+
+class _Factorizer:
+    """Codes of group-by columns, factorised once per column and combined per group-by set."""
+
+    def __init__(self, table: pd.DataFrame) -> None:
+        self.table = table
+        self._cols: dict[str, tuple[np.ndarray, pd.Index]] = {}
+
+    def column(self, c: str) -> tuple[np.ndarray, pd.Index]:
+        if c not in self._cols:
+            codes, uniq = pd.factorize(self.table[c], sort=True)
+            if (codes < 0).any():
+                raise PolicyError(f"Group-by column '{c}' has missing values.",
+                                  hint="Fill or drop them on the Data page.")
+            self._cols[c] = (codes.astype(np.int64), pd.Index(uniq))
+        return self._cols[c]
+
+    def cells(self, group_by: tuple[str, ...], mask: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+        """Keys (sorted combinations present among masked records) and each record's cell (-1 outside)."""
+        n = len(self.table)
+        cell_of = np.full(n, -1, dtype=np.int64)
+        if not group_by:
+            cell_of[mask] = 0
+            return pd.DataFrame(index=[0]), cell_of
+        combined = np.zeros(n, dtype=np.int64)
+        sizes = []
+        for c in group_by:
+            codes, uniq = self.column(c)
+            combined = combined * np.int64(len(uniq)) + codes
+            sizes.append(len(uniq))
+        u, inv = np.unique(combined[mask], return_inverse=True)
+        cell_of[mask] = inv
+        parts = {}
+        rest = u
+        for c, size in zip(reversed(group_by), reversed(sizes)):
+            # categorical keys: codes plus the column's distinct values, no per-cell objects
+            parts[c] = pd.Categorical.from_codes(rest % size, categories=self.column(c)[1])
+            rest = rest // size
+        return pd.DataFrame({c: parts[c] for c in group_by}), cell_of
+
+
+def _cells(table: pd.DataFrame, group_by: tuple[str, ...], mask: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+    return _Factorizer(table).cells(group_by, mask)
+
+
+def _cell_sensitivity(q: Query, policy: SplittingPolicy, keys: pd.DataFrame) -> np.ndarray:
+    """Data-independent sensitivity (per piece) of each cell of query q."""
+    n_cells = len(keys)
+    if q.kind == "count":
+        return np.ones(n_cells)
+    if not q.split:
+        return np.full(n_cells, float(q.clamp))  # type: ignore[arg-type]
+    thr = policy.thresholds
+    a = q.measure
+    rows = thr.as_dict()
+    if thr.group_col is None:
+        return np.full(n_cells, float(rows[DEFAULT_KEY][a]))  # type: ignore[index]
+    if thr.group_col in keys.columns:
+        default = rows.get(DEFAULT_KEY)
+        out = np.empty(n_cells)
+        for i, g in enumerate(keys[thr.group_col].to_numpy()):
+            r = rows.get(g, default)
+            if r is None:
+                raise PolicyError(f"No thresholds for {thr.group_col} = {g!r}.")
+            out[i] = float(r[a])  # type: ignore[index]
+        return out
+    return np.full(n_cells, max(float(r[a]) for r in rows.values()))  # type: ignore[index]
+
+
+def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndarray | None = None
+                   ) -> list[QueryStats]:
+    """Sufficient statistics of every query of the policy's workload.
+
+    Group-by columns are factorised once; queries sharing a group-by and filter share cells.
+    """
+    policy.validate(table)
+    m = split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)
+    mf = m.astype("float64")
+    fact = _Factorizer(table)
+    shared: dict[tuple, tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+    out = []
+    n = len(table)
+    for q in policy.workload.queries:
+        fkey = (q.group_by, None if q.filter is None else (q.filter.column, q.filter.values))
+        if fkey not in shared:
+            mask = q.filter.mask(table) if q.filter is not None else np.ones(n, dtype=bool)
+            keys, cell_of = fact.cells(q.group_by, mask)
+            inside = cell_of >= 0
+            c = cell_of[inside]
+            shared[fkey] = (keys, cell_of, inside, np.bincount(c, minlength=len(keys)),
+                            np.bincount(c, weights=mf[inside], minlength=len(keys)))
+        keys, cell_of, inside, count, pcs = shared[fkey]
+        total = None
+        if q.kind != "count":
+            v = table[q.measure].to_numpy(dtype="float64")[inside]
+            if not q.split:
+                v = np.minimum(v, float(q.clamp))  # type: ignore[arg-type]
+            total = np.bincount(cell_of[inside], weights=v, minlength=len(keys))
+        out.append(QueryStats(q, keys, cell_of, count, total, _cell_sensitivity(q, policy, keys), pcs))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Partition selection
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionSelection:
+    """Gaussian thresholding on split data (see the module docstring).
+
+    ``rho`` is the zCDP budget of one selection (its noisy piece counts cost ρ·m(r)² per
+    record); ``delta`` sets the threshold so that a cell holding a single one-piece record
+    appears with probability at most δ.
+    """
+
+    rho: float
+    delta: float = 1e-6
+
+    def __post_init__(self) -> None:
+        if not (math.isfinite(self.rho) and self.rho > 0):
+            raise ParameterError("The partition-selection budget must be positive.")
+        if not (0 < self.delta < 0.5):
+            raise ParameterError("The partition-selection δ must be in (0, 0.5).")
+
+    @property
+    def sigma(self) -> float:
+        return 1.0 / math.sqrt(2.0 * self.rho)
+
+    @property
+    def tau(self) -> float:
+        return 1.0 + self.sigma * float(stats.norm.isf(self.delta))
+
+    def keep_probability(self, pieces: np.ndarray | float) -> np.ndarray:
+        """P(a cell with this many split rows is kept) = Φ̄((τ − pieces)/σ)."""
+        return stats.norm.sf((self.tau - np.asarray(pieces, dtype=float)) / self.sigma)
+
+    def record_delta(self, m: np.ndarray | float) -> np.ndarray:
+        """δ(r): probability that a record alone in its cell makes that cell appear."""
+        return self.keep_probability(m)
+
+    def select(self, pieces: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        noisy = pieces + rng.normal(0.0, self.sigma, size=np.shape(pieces))
+        return noisy > self.tau
+
+
+# ---------------------------------------------------------------------------
+# Releases
+# ---------------------------------------------------------------------------
+
+
+def _sigmas(st_: QueryStats) -> tuple[np.ndarray, np.ndarray | None]:
+    """σ of the sum (or count) part per cell, and σ of the AVG's count part."""
+    q = st_.query
+    if q.rho <= 0:
+        raise PolicyError(f"{q.name()} has no budget (ρ = 0).", hint="Give every query a positive ρ.")
+    s = st_.sens / math.sqrt(2.0 * q.rho)
+    sc = None
+    if q.kind == "avg":
+        sc = np.full(st_.n_cells, 1.0 / math.sqrt(2.0 * q.rho_count))
+    return s, sc
+
+
+def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.random.Generator,
+            reveal: bool = False, seed: int | None = None, partition_delta: float = 1e-6,
+            stats_: list[QueryStats] | None = None, pieces: np.ndarray | None = None,
+            owner_col: str | None = None, owner_realized: bool = True,
+            mechanism: str = "unit_splitting.gaussian") -> Release:
+    """Release every query of ``policy.workload`` with Gaussian noise on split data.
+
+    Parameters
+    ----------
+    data:
+        The records (a Dataset, or a table with the measure/group columns).
+    policy:
+        Thresholds and workload; the release satisfies P-PRzCDP with P = ``policy``
+        (plus the partition-selection δ(r) when ``workload.partition_rho > 0``).
+    rng:
+        Randomness; seeded generators are for teaching and review only.
+    reveal:
+        Attach true answers and errors (teaching mode). Never in review exports.
+    partition_delta:
+        δ of partition selection (ignored when the keys are treated as public).
+    stats_, pieces:
+        Precomputed sufficient statistics / split counts (caches).
+    owner_col, owner_realized:
+        Column of owners (firms) for owner-level realized losses (defaults to the dataset's);
+        set ``owner_realized=False`` to skip them.
+    """
+    table = data.table if isinstance(data, Dataset) else data
+    if owner_col is None and isinstance(data, Dataset):
+        owner_col = data.schema.owner_col
+    m = split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)
+    sts = workload_stats(table, policy, m) if stats_ is None else stats_
+    wl = policy.workload
+    ps = None
+    kept: dict[tuple[str, ...], pd.Index] = {}
+    candidates: dict[tuple[str, ...], int] = {}
+    if wl.partition_rho > 0:
+        sets = list(dict.fromkeys(s.query.group_by for s in sts if s.query.group_by))
+        if sets:
+            ps = PartitionSelection(wl.partition_rho / len(sets), partition_delta)
+            for gb in sets:
+                keys, cell_of = _cells(table, gb, np.ones(len(table), dtype=bool))
+                pcs = np.bincount(cell_of, weights=m.astype("float64"), minlength=len(keys))
+                kept[gb] = _key_index(keys[ps.select(pcs, rng)])
+                candidates[gb] = len(keys)
+    frames = []
+    query_names = [f"{i + 1}. {s.query.name()}" for i, s in enumerate(sts)]
+    realized = np.zeros(len(table))
+    own_real = None
+    if owner_col and owner_realized:
+        own_codes, own_uniques = pd.factorize(table[owner_col], sort=True)
+        own_real = np.zeros(len(own_uniques))
+        owner_cells = _OwnerCells(own_codes, len(own_uniques))
+    for i, s in enumerate(sts):
+        q = s.query
+        sig, sig_c = _sigmas(s)
+        truth = s.true_answer()
+        if q.kind == "avg":
+            noisy_sum = s.total + rng.normal(0.0, 1.0, s.n_cells) * sig  # type: ignore[operator]
+            noisy_cnt = s.count + rng.normal(0.0, 1.0, s.n_cells) * sig_c  # type: ignore[operator]
+            denom = np.maximum(noisy_cnt, 1.0)
+            est = noisy_sum / denom
+            # delta-method standard error of the ratio (from released values only)
+            sd = np.sqrt(sig**2 + est**2 * sig_c**2) / denom  # type: ignore[operator]
+        else:
+            est = truth + rng.normal(0.0, 1.0, s.n_cells) * sig
+            sd = sig
+        keep = np.ones(s.n_cells, dtype=bool)
+        if q.group_by and q.group_by in kept:
+            keep = _key_index(s.keys).isin(kept[q.group_by])
+        cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(int(keep.sum()), i), query_names)}
+        for c in s.keys.columns:
+            cols[c] = s.keys[c].array[keep]
+        cols.update({"estimate": est[keep], "sigma": sd[keep], "ci_low": (est - Z95 * sd)[keep],
+                     "ci_high": (est + Z95 * sd)[keep]})
+        if reveal:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = np.where(truth != 0, np.abs(est - truth) / np.abs(truth), np.nan)
+            cols.update({"true": truth[keep], "n_records": s.count[keep], "error": (est - truth)[keep],
+                         "rel_error": rel[keep]})
+        frames.append(pd.DataFrame(cols))
+        contrib = _record_delta(s, table)
+        inside = s.cell_of >= 0
+        realized[inside] += contrib[inside] ** 2 / (2.0 * sig[s.cell_of[inside]] ** 2)
+        if q.kind == "avg":
+            realized[inside] += q.rho_count
+        if own_real is not None:
+            own_real += owner_cells.realized(s, contrib, sig)
+            if q.kind == "avg":
+                own_real += owner_cells.realized(s, inside.astype("float64"), sig_c)
+    if wl.partition_rho > 0:
+        realized += wl.partition_rho * m.astype("float64") ** 2
+        if own_real is not None:
+            pc = np.bincount(own_codes, weights=m.astype("float64"), minlength=len(own_uniques))
+            own_real += wl.partition_rho * pc**2
+    answers = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    loss = policy(table)
+    params: dict[str, Any] = {"policy": policy.to_dict(), "partition_delta": partition_delta if ps else None,
+                              "keys": "partition selection" if ps else "public (the cells present in the data)"}
+    extras: dict[str, Any] = {"private_realized": realized, "private_pieces": m,
+                              "partition_selection": None if ps is None else
+                              {"rho_each": ps.rho, "sigma": ps.sigma, "tau": ps.tau, "delta": ps.delta,
+                               "kept": {",".join(k): len(v) for k, v in kept.items()},
+                               "candidates": {",".join(k): n for k, n in candidates.items()}}}
+    if ps is not None:
+        extras["private_record_delta"] = ps.record_delta(m)
+    if own_real is not None:
+        extras["private_owner_realized"] = pd.Series(own_real, index=own_uniques, name="owner_realized")
+    entry = LedgerEntry(label=f"Unit splitting: {len(sts)} quer{'y' if len(sts) == 1 else 'ies'}",
+                        mechanism=mechanism, loss=policy, params=params, seed=seed)
+    return Release(mechanism=mechanism, answers=answers, measure="rho", loss=loss, entries=(entry,),
+                   params=params, seed=seed, truth_included=reveal, extras=extras)
+
+
+def _record_delta(s: QueryStats, table: pd.DataFrame) -> np.ndarray:
+    """Δ_q(r): change of the record's cell answer (sum part) when r is removed."""
+    q = s.query
+    if q.kind == "count":
+        return (s.cell_of >= 0).astype("float64")
+    v = table[q.measure].to_numpy(dtype="float64")
+    if not q.split:
+        v = np.minimum(v, float(q.clamp))  # type: ignore[arg-type]
+    return np.where(s.cell_of >= 0, v, 0.0)
+
+
+class _OwnerCells:
+    """(owner, cell) pairs of the records inside a query's scope, computed once per cell layout."""
+
+    def __init__(self, own_codes: np.ndarray, n_own: int) -> None:
+        self.own_codes = own_codes.astype(np.int64)
+        self.n_own = n_own
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def pairs(self, s: QueryStats) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        key = id(s.cell_of)
+        if key not in self._cache:
+            inside = s.cell_of >= 0
+            pair = self.own_codes[inside] * np.int64(max(s.n_cells, 1)) + s.cell_of[inside]
+            uniq, idx = np.unique(pair, return_inverse=True)
+            self._cache[key] = (inside, idx, (uniq // max(s.n_cells, 1)).astype(np.int64),
+                                (uniq % max(s.n_cells, 1)).astype(np.int64))
+        return self._cache[key]
+
+    def realized(self, s: QueryStats, contrib: np.ndarray, sig: np.ndarray) -> np.ndarray:
+        """Σ_cells (Σ_{r ∈ owner, cell} Δ(r))² / (2σ_cell²) for every owner."""
+        inside, idx, owner, cell = self.pairs(s)
+        if not inside.any():
+            return np.zeros(self.n_own)
+        sums = np.bincount(idx, weights=contrib[inside], minlength=owner.size)
+        return np.bincount(owner, weights=sums**2 / (2.0 * sig[cell] ** 2), minlength=self.n_own)
+
+
+def _key_index(keys: pd.DataFrame) -> pd.Index:
+    """The cells' keys as an index (MultiIndex for several group-by columns)."""
+    cols = list(keys.columns)
+    return pd.MultiIndex.from_frame(keys) if len(cols) > 1 else pd.Index(keys[cols[0]])
+
+
+# ---------------------------------------------------------------------------
+# Baselines and joint releases
+# ---------------------------------------------------------------------------
+
+
+def topcode_workload(workload: Workload, clamps: Mapping[str, float]) -> Workload:
+    """The same workload with every SUM/AVG answered before splitting, top-coded at ``clamps``
+    (the Table 7 schemes): flat losses, sensitivity = the clamp, biased sums."""
+    qs = []
+    for q in workload.queries:
+        if q.kind == "count":
+            qs.append(q)
+            continue
+        if q.measure not in clamps:
+            raise PolicyError(f"No top-coding bound for '{q.measure}'.")
+        qs.append(replace(q, split=False, clamp=float(clamps[q.measure])))
+    return Workload(tuple(qs), partition_rho=0.0, joint=workload.joint)
+
+
+def topcode_policy(policy: SplittingPolicy, clamps: Mapping[str, float]) -> SplittingPolicy:
+    """A flat (global zCDP) policy: the workload top-coded at ``clamps``; thresholds are unused."""
+    return SplittingPolicy(policy.thresholds, topcode_workload(policy.workload, clamps))
+
+
+def joint_sum_sigmas(thresholds: Mapping[str, float], rho: float, *, scaled: bool = True) -> dict[str, float]:
+    """σ per measure of a joint Gaussian release of SUM(a) for several measures of the same split rows.
+
+    One piece changes the vector of sums by at most (T(a))_a. With ``scaled=False`` the noise is
+    isotropic with the ℓ2 sensitivity √(Σ_a T(a)²): σ = √(Σ T²)/√(2ρ) on every coordinate. With
+    ``scaled=True`` each coordinate is divided by T(a) first (ℓ2 sensitivity √k), i.e.
+    σ_a = T(a)·√k/√(2ρ) — the same as k separate releases at ρ/k each, and never worse than the
+    isotropic form. Either way a record in m(r) pieces pays ρ·m(r)².
+    """
+    t = {a: float(v) for a, v in thresholds.items()}
+    if not t or rho <= 0:
+        raise ParameterError("Give at least one threshold and a positive ρ.")
+    if scaled:
+        k = len(t)
+        return {a: v * math.sqrt(k) / math.sqrt(2.0 * rho) for a, v in t.items()}
+    l2 = math.sqrt(sum(v * v for v in t.values()))
+    return {a: l2 / math.sqrt(2.0 * rho) for a in t}
+
+
+def policy_for_thresholds(policy: SplittingPolicy, thresholds: Mapping[str, float]) -> SplittingPolicy:
+    """The same workload with other (single-row) thresholds — for sweeps."""
+    return SplittingPolicy(as_thresholds(dict(thresholds)), policy.workload)
+
+
+__all__ = ["PartitionSelection", "QueryStats", "joint_sum_sigmas", "policy_for_thresholds", "release",
+           "topcode_policy", "topcode_workload", "workload_stats"]

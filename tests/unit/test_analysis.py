@@ -1,0 +1,129 @@
+"""Analytic errors agree with simulation; sweeps, solvers and the paper's claims."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import minimize_scalar
+
+import prdp_core
+from prdp_core import analysis as A
+from prdp_core.mechanisms.unit_splitting import release, topcode_policy
+from prdp_core.splitting import as_thresholds
+from prdp_core.workload import Query, SplittingPolicy, Workload
+
+
+def test_query_rel_err_matches_monte_carlo():
+    df = pd.DataFrame({"id": range(40), "g": np.repeat(np.arange(8), 5), "v": np.arange(40.0) * 10 + 5})
+    pol = SplittingPolicy(as_thresholds({"v": 100.0}), Workload((Query("sum", "v", rho=0.3, group_by=("g",)),)))
+    trials = 1500
+    rng = np.random.default_rng(7)
+    are = np.array([release(df, pol, rng=rng, reveal=True, owner_realized=False).answers["rel_error"].to_numpy()
+                    for _ in range(trials)])
+    errs = A.workload_errors(df, pol, gamma=0.9)
+    for col, q in (("query_rel_err", 0.9), ("median_are", 0.5)):
+        emp = np.quantile(are, q, axis=0)
+        # sampling error of a quantile: a few percent at 1,500 draws
+        assert np.allclose(emp, errs[col].to_numpy(), rtol=0.08)
+
+
+def test_biased_are_quantiles_match_simulation():
+    rng = np.random.default_rng(2)
+    bias, sigma, true = np.array([0.0, -30.0, 80.0]), np.array([10.0, 10.0, 40.0]), np.array([100.0, 100.0, 500.0])
+    sim = np.abs(bias + sigma * rng.standard_normal((200_000, 3))) / true
+    for q in (0.5, 0.95):
+        assert np.allclose(A.are_quantile(bias, sigma, true, q), np.quantile(sim, q, axis=0), rtol=0.01)
+
+
+def test_avg_errors_by_monte_carlo_are_close_to_simulated_releases():
+    df = pd.DataFrame({"id": range(60), "g": np.repeat([0, 1, 2], 20), "v": np.tile(np.arange(20.0), 3) * 7})
+    pol = SplittingPolicy(as_thresholds({"v": 50.0}),
+                          Workload((Query("avg", "v", rho=0.5, rho_count=0.5, group_by=("g",)),)))
+    est = A.workload_errors(df, pol, mc_trials=4000, rng=np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    sims = np.array([release(df, pol, rng=rng, reveal=True, owner_realized=False).answers["rel_error"]
+                     for _ in range(1500)])
+    assert np.allclose(np.median(sims, axis=0), est["median_are"], rtol=0.1)
+
+
+def test_figure1_optimum_and_orders_of_magnitude():
+    for alpha, rho in ((1.2, 1.0), (1.5, 0.1), (2.0, 10.0)):
+        d_star = A.optimal_clip(n=1000, alpha=alpha, rho=rho)
+        res = minimize_scalar(lambda ld: float(A.clipped_pareto_mse_ratio(math.exp(ld), n=1000, alpha=alpha,
+                                                                           rho=rho)), bounds=(0, 20), method="bounded")
+        assert math.exp(res.x) == pytest.approx(d_star, rel=1e-3)
+    # even at the optimum, the noise-to-signal ratio is huge (Fig. 1's point)
+    assert A.clipped_pareto_mse_ratio(A.optimal_clip(n=1000, alpha=1.2, rho=1.0), n=1000, alpha=1.2, rho=1.0) > 100
+
+
+def test_sim_pareto_claim_at_rho_1():
+    # Paper, Sec. 6.3: at ρ = 1 a median ARE of about 10% with under 1% of records above ρ
+    ds = prdp_core.samples.load_dataset("sim_pareto")
+    pol = SplittingPolicy(as_thresholds({"HT1": 1.0}), Workload((Query("sum", "HT1", rho=1.0, group_by=("CatIX",)),)))
+    grid = A.percentile_grid(ds.table, ["HT1"], [99.5])
+    _, losses = A.sweep(ds.table, pol, grid, [1.0])
+    row = losses.iloc[0]
+    assert row["share_above_base"] < 0.01
+    assert row["median ARE SUM(HT1)"] < 0.12
+
+
+def test_splitting_beats_topcoding_on_cbp_like():
+    # Table 8 split schemes vs Table 7 top-code schemes (Fig. 3's qualitative result)
+    ds = prdp_core.samples.load_dataset("cbp_like")
+    meas = ("EMP", "PAYANN", "PAYQTR1")
+    qs = []
+    for lvl in ("NAICS2", "NAICS3"):
+        qs.append(Query("count", rho=0.1, group_by=("COUNTY", lvl)))
+        qs += [Query("sum", a, rho=0.1, group_by=("COUNTY", lvl)) for a in meas]
+    wl = Workload(tuple(qs))
+    split = {"Conservative": {"EMP": 100, "PAYANN": 10_000, "PAYQTR1": 2_500},
+             "Moderate": {"EMP": 5, "PAYANN": 500, "PAYQTR1": 125}}
+    top = {"Conservative": {"EMP": 1e3, "PAYANN": 1e5, "PAYQTR1": 2.5e4},
+           "Aggressive": {"EMP": 1e2, "PAYANN": 1e3, "PAYQTR1": 2.5e2}}
+    med = {}
+    for name, thr in split.items():
+        e = A.workload_errors(ds.table, SplittingPolicy(as_thresholds(thr), wl), min_count=100)
+        med["split " + name] = e.groupby("family")["median_are"].median()
+    for name, clamp in top.items():
+        pol = topcode_policy(SplittingPolicy(as_thresholds(split["Conservative"]), wl), clamp)
+        e = A.workload_errors(ds.table, pol, min_count=100)
+        med["top " + name] = e.groupby("family")["median_are"].median()
+    for a in meas:
+        fam = f"SUM({a})"
+        worst_split = max(med["split Conservative"][fam], med["split Moderate"][fam])
+        best_top = min(med["top Conservative"][fam], med["top Aggressive"][fam])
+        assert worst_split * 2 < best_top, (fam, worst_split, best_top)
+    counts = {k: v["COUNT"] for k, v in med.items()}
+    assert max(counts.values()) == pytest.approx(min(counts.values()))
+
+
+def test_solve_budget_meets_the_goal():
+    ds = prdp_core.samples.load_dataset("cbp_like", n=30_000, seed=4)
+    pol = SplittingPolicy(as_thresholds({"EMP": 100, "PAYANN": 10_000}),
+                          Workload((Query("count", rho=0.1, group_by=("NAICS2",)),
+                                    Query("sum", "EMP", rho=0.1, group_by=("NAICS2",)),
+                                    Query("sum", "PAYANN", rho=0.1, group_by=("NAICS3",)))))
+    sol = A.solve_budget(ds.table, pol, target=0.05, gamma=0.95, share=0.9, min_count=50)
+    errs = A.workload_errors(ds.table, sol.policy, gamma=0.95, min_count=50)
+    for fam, grp in errs.groupby("family"):
+        assert np.mean(grp["query_rel_err"] <= 0.05 * (1 + 1e-9)) >= 0.9 - 1e-9, fam
+    # and no smaller budget would do for the binding cell
+    smaller = A.solve_budget(ds.table, pol, target=0.05, gamma=0.95, share=0.9, min_count=50)
+    assert smaller.rho_by_family == sol.rho_by_family
+    assert "relative error" in sol.describe()
+    caps = A.largest_thresholds(ds.table, pol, target=0.2, share=0.5, min_count=50)
+    assert set(caps) == {"EMP", "PAYANN"} and all(v > 0 for v in caps.values())
+
+
+def test_sweep_limits_and_validation():
+    df = pd.DataFrame({"id": [1, 2], "g": [1, 1], "v": [1.0, 2.0]})
+    pol = SplittingPolicy(as_thresholds({"v": 1.0}), Workload((Query("sum", "v", rho=1.0),)))
+    with pytest.raises(prdp_core.errors.ParameterError):
+        A.sweep(df, pol, [], [1.0])
+    with pytest.raises(prdp_core.errors.ParameterError):
+        A.sweep(df, pol, [{"v": 1.0}], [0.0])
+    e, l_ = A.sweep(df, pol, [{"v": 1.0}, {"v": 3.0}], [1.0, 2.0])
+    assert len(l_) == 4 and set(e["setting"]) == {"T(v)=1", "T(v)=3"}
