@@ -170,3 +170,8 @@ def value_grid(hi: float, threshold: float, points: int = 3000) -> np.ndarray:
     jumps = threshold * np.arange(1, 201)
     jumps = np.concatenate((jumps, jumps * (1 + 1e-9)))
     return np.unique(np.concatenate((grid, jumps[jumps <= top])))
+
+
+def workload_frame(pol: SplittingPolicy) -> pd.DataFrame:
+    """The workload as a read-only table."""
+    return workload_to_frame(pol.workload)

@@ -1,0 +1,103 @@
+"""Run: release the active policy's workload, see answers, errors, the ledger and realized losses."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from prdp_core.charts.policy import loss_cdf_figure
+from prdp_core.charts.tradeoffs import answers_figure
+from prdp_core.export import to_csv_bytes
+from ui import policy as pstate
+from ui import run as rstate
+from ui import state
+from ui.common import code_expander, confidential, learn, seeded_notice, show_error
+from ui.run_code import run_code
+
+st.title("Run")
+st.caption("Release the workload of the active policy with unit splitting and Gaussian noise.")
+learn("**What a release does.** Each SUM is computed on the split table (same total, Lemma 8) with Gaussian noise "
+      "scaled to the splitting threshold; COUNTs use COUNT DISTINCT before splitting. Every answer comes with its "
+      "noise σ and a 95% interval. The *realized* loss of a record is what this very release revealed about it — "
+      "always at most its policy loss.")
+
+ds = state.dataset()
+pol = pstate.ensure_policy()
+teaching = state.teaching()
+st.markdown(f"**Active policy** (edit it on the Policy designer page): {pol.describe()}")
+with st.expander(f"Workload: {len(pol.workload.queries)} quer{'y' if len(pol.workload.queries) == 1 else 'ies'}"):
+    st.dataframe(pstate.workload_frame(pol), hide_index=True)
+
+c1, c2, c3 = st.columns([2, 1, 1])
+if pol.workload.partition_rho > 0:
+    c1.number_input("Partition-selection δ", min_value=1e-12, max_value=0.1, value=1e-6, format="%.0e",
+                    key="run_ps_delta", help="Threshold τ = 1 + σ·Φ⁻¹(1 − δ): a cell with a single one-piece "
+                                             "record appears with probability ≤ δ.")
+    c1.caption("Group keys are found by partition selection on split data.")
+else:
+    c1.caption("Group keys: the cells present in the data are treated as **public** (a real release needs a public "
+               "key list, or partition selection — set its ρ on the Policy designer page).")
+min_records = c2.number_input("Evaluate answers with at least … records", min_value=1, value=1, step=1,
+                              key="run_min_records", help="The paper evaluates CBP cells with ≥ 100 establishments.")
+c3.button("Run release", type="primary", key="run_go", on_click=rstate.on_run, args=("run_ps_delta",))
+if st.session_state.get("run_error") is not None:
+    show_error(st.session_state["run_error"])
+
+rel = rstate.current_release()
+if rel is None:
+    st.info("Press **Run release** to release the workload once. Each run is added to the session's privacy ledger.")
+else:
+    seeded_notice(rel.seed if rel.seed is not None else 0)
+    ps = rel.extras.get("partition_selection")
+    if ps:
+        st.markdown("Partition selection kept " + ", ".join(
+            f"**{ps['kept'][k]:,}** of {ps['candidates'][k]:,} cells by {k}" for k in ps["kept"])
+            + f" (τ = {ps['tau']:.1f} split rows, σ = {ps['sigma']:.2f}, δ = {ps['delta']:.0e}).")
+    shown = rstate.answers_for_display(rel, teaching)
+    st.subheader("Released answers")
+    if teaching:
+        confidential("True values and errors are shown because the app is in teaching mode.")
+        summ = rstate.error_summary(rel, int(min_records))
+        st.dataframe(summ.style.format({"median ARE": "{:.2%}", "90th pct ARE": "{:.2%}", "within 5%": "{:.1%}",
+                                        "within 20%": "{:.1%}"}), hide_index=True)
+    else:
+        st.caption("Review mode: true values, errors and record counts are hidden.")
+    q = st.selectbox("Query", list(shown["query"].cat.categories) if hasattr(shown["query"], "cat") else
+                     sorted(shown["query"].unique()), key="run_query")
+    sub = shown[shown["query"] == q]
+    st.plotly_chart(answers_figure(sub), key="run_answers_chart")
+    st.dataframe(sub.head(2000), hide_index=True)
+    st.caption(f"{len(sub):,} answers for this query ({len(shown):,} in all); the table shows at most 2,000 — the "
+               "download has them all.")
+    st.download_button("Download answers (CSV)", to_csv_bytes(shown), file_name="prdp_answers.csv",
+                       mime="text/csv", key="run_download")
+
+    st.subheader("Policy loss and realized loss")
+    if teaching:
+        confidential()
+        cdfs = rstate.loss_cdfs(rel, ds)
+        l1, l2 = st.columns(2)
+        l1.plotly_chart(loss_cdf_figure(cdfs["records"], title="Records: policy vs realized loss",
+                                        base=pol.workload.total_rho, view="tail"), key="run_cdf_records")
+        if "owners" in cdfs:
+            l2.plotly_chart(loss_cdf_figure(cdfs["owners"], title=f"Owners ({ds.schema.owner_col}): policy vs "
+                                            "realized loss", base=pol.workload.total_rho, view="tail"),
+                            key="run_cdf_owners")
+        learn("**Fig. 5 of the paper.** The realized loss of a record is Σ_q Δ_q(r)²/(2σ_q²): what removing it changes "
+              "in each answer, against the noise. It is exact for Gaussian answers and always below the policy loss; "
+              "owners' realized loss removes all their records at once.")
+        if rel.extras.get("private_record_delta") is not None:
+            st.caption("Partition selection also has a per-record δ(r) = Φ̄((τ − m(r))/σ): the chance that a record "
+                       "alone in its cell makes the cell appear. It is tiny for small records and large for records "
+                       "cut into about τ pieces or more.")
+    else:
+        st.caption("Review mode: per-record losses are hidden.")
+
+st.subheader("Privacy ledger of this session")
+led = state.ledger()
+if len(led):
+    st.dataframe(led.summary(), hide_index=True)
+    st.caption("Losses of successive releases add up for every record (sequential composition).")
+else:
+    st.caption("No release yet.")
+
+code_expander(run_code(state.source(), ds, pol, st.session_state.get("seed", 0)))

@@ -1,0 +1,39 @@
+"""Safe exports: CSV that spreadsheets cannot execute, and review-mode stripping.
+
+A cell starting with ``=``, ``+``, ``-``, ``@`` (or a tab / carriage return) is read as a
+formula by spreadsheet programs; exported text cells that start so are prefixed with a
+single quote (the OWASP "CSV injection" mitigation). Numbers are written as numbers.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+
+_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(value: object) -> object:
+    """Prefix a text cell that a spreadsheet would evaluate as a formula."""
+    if isinstance(value, str) and value.startswith(_DANGEROUS):
+        return "'" + value
+    return value
+
+
+def safe_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy whose text cells (and column names) cannot be evaluated as formulas."""
+    out = df.copy()
+    for c in out.columns:
+        col = out[c]
+        if not (pd.api.types.is_numeric_dtype(col) or pd.api.types.is_bool_dtype(col)):
+            out[c] = col.astype(object).map(neutralise)
+    out.columns = [neutralise(str(c)) for c in out.columns]
+    return out
+
+
+def to_csv_bytes(df: pd.DataFrame) -> bytes:
+    """UTF-8 CSV of ``df`` with formula injection neutralised."""
+    buf = io.StringIO()
+    safe_frame(df).to_csv(buf, index=False)
+    return buf.getvalue().encode("utf-8")

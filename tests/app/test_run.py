@@ -1,0 +1,83 @@
+"""AppTest of the Run page: a seeded release, errors in teaching mode, nothing true in review mode."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+import pytest
+
+from .conftest import chart_traces, open_page, texts
+
+
+@pytest.fixture
+def page():
+    return open_page("run")
+
+
+def _run(at):
+    at.button(key="run_go").click()
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_release_in_teaching_mode(page):
+    at = _run(page)
+    rel = at.session_state["run_release"]
+    assert rel.truth_included and len(rel.answers) > 100
+    t = texts(at)
+    assert "Seeded run (seed 0)" in t and "Confidential" in t
+    shown_cols = set(at.dataframe[2].value.columns)
+    assert {"true", "error", "rel_error"} <= shown_cols
+    names = [tr["name"] for tr in chart_traces(at, "run_cdf_records")]
+    assert names == ["policy loss", "realized loss"]
+    led = at.session_state["ledger"]
+    assert len(led) == 1 and led.entries[0].mechanism == "unit_splitting.gaussian"
+    # same seed, same answers
+    first = rel.answers["estimate"].to_numpy().copy()
+    at = _run(at)
+    assert (at.session_state["run_release"].answers["estimate"].to_numpy() == first).all()
+    assert len(at.session_state["ledger"]) == 2
+
+
+def test_review_mode_shows_no_true_values(page):
+    at = page
+    at.sidebar.radio(key="mode").set_value("review")
+    at.run()
+    at = _run(at)
+    for df in at.dataframe:
+        assert not {"true", "error", "rel_error", "n_records"} & set(df.value.columns)
+    assert "Review mode: true values" in texts(at)
+    assert "Review mode: per-record losses are hidden" in texts(at)
+    assert not any(el.proto.id.endswith("run_cdf_records") for el in at.get("plotly_chart"))
+    data = at.get("download_button")[0]
+    assert data.proto.label == "Download answers (CSV)"
+
+
+def test_download_is_the_review_table_in_review_mode(page):
+    from ui.run import answers_for_display
+
+    at = _run(page)
+    rel = at.session_state["run_release"]
+    review = answers_for_display(rel, teaching=False)
+    assert not {"true", "error"} & set(review.columns)
+    teach = answers_for_display(rel, teaching=True)
+    assert {"true", "error"} <= set(teach.columns) and "label" in teach.columns
+    from prdp_core.export import to_csv_bytes
+    back = pd.read_csv(io.BytesIO(to_csv_bytes(review)))
+    assert len(back) == len(review)
+
+
+def test_partition_selection_run(page):
+    at = page
+    at.switch_page("pages/policy_designer.py")
+    at.run()
+    at.number_input(key="policy_partition_rho").set_value(0.1)
+    at.run()
+    at.switch_page("pages/run.py")
+    at.run()
+    at = _run(at)
+    assert "Partition selection kept" in texts(at)
+    ps = at.session_state["run_release"].extras["partition_selection"]
+    assert ps["kept"]["COUNTY"] < ps["candidates"]["COUNTY"]

@@ -1,0 +1,29 @@
+"""CSV exports neutralise spreadsheet formulas and keep numbers as numbers."""
+
+from __future__ import annotations
+
+import io
+
+import pandas as pd
+from hypothesis import given
+from hypothesis import strategies as st
+
+from prdp_core.export import neutralise, to_csv_bytes
+
+
+def test_formula_cells_are_prefixed():
+    df = pd.DataFrame({"name": ["=1+1", "+cmd", "-2+3", "@SUM(A1)", "safe", "\t=x"], "v": [-1.5, 2, 3, 4, 5, 6]})
+    out = pd.read_csv(io.BytesIO(to_csv_bytes(df)), keep_default_na=False)
+    assert out["name"].tolist() == ["'=1+1", "'+cmd", "'-2+3", "'@SUM(A1)", "safe", "'\t=x"]
+    assert out["v"].tolist() == [-1.5, 2, 3, 4, 5, 6]  # negative numbers stay numbers
+
+
+@given(st.text(max_size=20))
+def test_no_text_cell_starts_with_a_formula_character(s):
+    v = neutralise(s)
+    assert not (isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"))
+
+
+def test_column_names_neutralised():
+    df = pd.DataFrame({"=evil": [1]})
+    assert to_csv_bytes(df).decode().splitlines()[0] == "'=evil"

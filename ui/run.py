@@ -1,0 +1,99 @@
+"""State and cached steps of the Run and Trade-offs pages (unit-splitting releases)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from prdp_core import analysis
+from prdp_core.data import Dataset
+from prdp_core.errors import PrdpError
+from prdp_core.mechanisms.unit_splitting import QueryStats, release, workload_stats
+from prdp_core.release import Release
+from prdp_core.workload import SplittingPolicy
+
+from . import policy as pstate
+from . import state
+
+
+@st.cache_data(show_spinner="Computing the workload's sufficient statistics…", max_entries=8)
+def cached_stats(token: str, pol_json: str, _ds: Dataset, _pol: SplittingPolicy) -> list[QueryStats]:
+    return workload_stats(_ds.table, _pol)
+
+
+def stats_for(pol: SplittingPolicy) -> list[QueryStats]:
+    return cached_stats(state.token(), pstate.policy_key(pol), state.dataset(), pol)
+
+
+def on_run(partition_delta_key: str) -> None:
+    """Callback of the Run button: release the active policy's workload once, record it in the ledger."""
+    ss = st.session_state
+    pol: SplittingPolicy = ss["policy"]
+    rng, seed = state.rng_and_seed()
+    try:
+        rel = release(state.dataset(), pol, rng=rng, reveal=True, seed=seed,
+                      partition_delta=float(ss.get(partition_delta_key, 1e-6)), stats_=stats_for(pol))
+    except PrdpError as err:
+        ss["run_error"] = err
+        return
+    ss.pop("run_error", None)
+    ss["run_release"] = rel
+    ss["run_token"] = state.token()
+    state.record_release(rel)
+
+
+def current_release() -> Release | None:
+    ss = st.session_state
+    if ss.get("run_token") != state.token():
+        return None
+    return ss.get("run_release")
+
+
+def answers_for_display(rel: Release, teaching: bool) -> pd.DataFrame:
+    """The answers table as shown: truth columns only in teaching mode; a readable label column."""
+    a = rel.answers if teaching else rel.for_review().answers
+    a = a.copy()
+    key_cols = [c for c in a.columns if c not in ("query", "estimate", "sigma", "ci_low", "ci_high", "true",
+                                                  "n_records", "error", "rel_error")]
+    lab = pd.Series([""] * len(a), index=a.index, dtype=object)
+    for c in key_cols:
+        v = a[c].astype(object)
+        present = v.notna()
+        lab[present] = lab[present] + np.where(lab[present] == "", "", " | ") + v[present].astype(str)
+    a.insert(1, "label", lab.replace("", "all records"))
+    return a.drop(columns=key_cols)
+
+
+def error_summary(rel: Release, min_records: int) -> pd.DataFrame:
+    """Per query: answers, median and 90th-percentile ARE, share within 5% / 20% (teaching only)."""
+    a = rel.answers
+    a = a[a["n_records"] >= min_records]
+    g = a.groupby("query", observed=True)["rel_error"]
+    out = pd.DataFrame({"answers": g.size(), "median ARE": g.median(), "90th pct ARE": g.quantile(0.9),
+                        "within 5%": g.apply(lambda s: float(np.mean(s <= 0.05))),
+                        "within 20%": g.apply(lambda s: float(np.mean(s <= 0.20)))})
+    return out.reset_index()
+
+
+def loss_cdfs(rel: Release, ds: Dataset) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Fig. 5: policy-loss and realized-loss CDFs, for records and (when available) owners."""
+    from prdp_core.policy import ecdf, owner_losses
+
+    out = {"records": {"policy loss": ecdf(rel.loss), "realized loss": ecdf(rel.extras["private_realized"])}}
+    own = rel.extras.get("private_owner_realized")
+    if own is not None and ds.schema.owner_col:
+        pol_own = owner_losses(rel.loss, ds.table[ds.schema.owner_col])
+        out["owners"] = {"policy loss (Lemma 4)": ecdf(pol_own.to_numpy()), "realized loss": ecdf(own.to_numpy())}
+    return out
+
+
+def jsonable(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, default=str)
+
+
+__all__ = ["analysis", "answers_for_display", "cached_stats", "current_release", "error_summary", "loss_cdfs",
+           "on_run", "stats_for"]

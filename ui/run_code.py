@@ -1,0 +1,24 @@
+"""The prdp_core code that reproduces a release of the Run page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prdp_core.data import Dataset
+from prdp_core.workload import SplittingPolicy
+
+from .policy_code import policy_code
+
+
+def run_code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy, seed: int) -> str:
+    base = policy_code(source, ds, pol, "lemma4")
+    head = "\n".join(ln for ln in base.splitlines() if not ln.startswith(("preview =", "print(preview", "x, share")))
+    return f"""{head}
+import numpy as np
+from prdp_core.mechanisms.unit_splitting import release
+
+rng = np.random.default_rng({int(seed)})          # seeded: for teaching and review only
+rel = release(ds, policy, rng=rng, reveal=True, seed={int(seed)})
+print(rel.answers.head())                      # teaching: true values and errors included
+review = rel.for_review()                      # what a review-mode export contains
+realized = rel.extras["private_realized"]      # confidential: realized loss of every record"""
