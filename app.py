@@ -28,6 +28,7 @@ PAGES = {
         st.Page("pages/budget_functions.py", title="Budget functions", icon=":material/function:"),
     ],
     "Release": [
+        st.Page("pages/tradeoffs.py", title="Trade-offs", icon=":material/balance:"),
         st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
         st.Page("pages/analyst_tiers.py", title="Analyst tiers", icon=":material/stairs:"),
     ],

@@ -203,16 +203,26 @@ def percentile_grid(table: pd.DataFrame, measures: Sequence[str], pcts: Iterable
     return out
 
 
+_BOX_Q = np.array([0.05, 0.25, 0.5, 0.75, 0.95])
+
+
 def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Mapping[str, float]],
           base_rhos: Sequence[float], *, min_count: int = 0, gamma: float = 0.95,
-          labels: Sequence[str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+          labels: Sequence[str] | None = None, stats_: list[QueryStats] | None = None
+          ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Analytic errors and policy losses for every (thresholds, base ρ) pair.
 
     The workload's budgets are scaled so that its base loss (what an unsplit record pays)
-    equals each base ρ. Returns ``(errors, losses)``: per-cell median ARE and QueryRelErr with
-    columns ``setting``, ``base_rho`` added; and one row per pair with the share of records
-    split, the share above the base loss, loss quantiles and the median ARE per family.
-    AVG cells are left out of sweeps (their error needs simulation).
+    equals each base ρ. Returns ``(boxes, losses)``:
+
+    * ``boxes`` — per (setting, base ρ, family): the 5/25/50/75/95th percentiles of the
+      answers' median ARE (``q05`` … ``q95``), the median QueryRelErr(γ) and the number of answers;
+    * ``losses`` — per pair: share of records split, share above the base loss, loss p99 and
+      max, and the median of the answers' median ARE per family.
+
+    Unbiased Gaussian answers scale exactly with Δ/√ρ, so their quantiles are computed once
+    per family and rescaled; top-coded sums (biased) are solved per cell. AVG cells are left
+    out (their error needs simulation).
     """
     n_pairs = len(thresholds) * len(base_rhos)
     if n_pairs == 0:
@@ -226,51 +236,145 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
     base_total = policy.workload.total_rho
     if base_total <= 0:
         raise PolicyError("The workload spends no budget.")
-    sts = workload_stats(table, policy)
-    raw = {id(s): (_raw_totals(table, s) if s.query.kind == "sum" and not s.query.split else None) for s in sts}
-    keep = {id(s): s.count >= max(int(min_count), 1) for s in sts}
-    err_frames, loss_rows = [], []
+    wl = policy.workload
+    sts = workload_stats(table, policy) if stats_ is None else stats_
+    z_g = _z(gamma)
+    # per query: kept cells, 1/|S| (unbiased) or (bias, |S|) (top-coded)
+    prepared = []
+    for s in sts:
+        q = s.query
+        if q.kind == "avg":
+            continue
+        k = s.count >= max(int(min_count), 1)
+        if not k.any():
+            continue
+        if q.kind == "sum" and not q.split:
+            truth = _raw_totals(table, s)[k]
+            prepared.append((s, k, _family(q), None, (s.total[k] - truth, truth)))  # type: ignore[index]
+        else:
+            truth = np.abs(s.true_answer()[k])
+            with np.errstate(divide="ignore"):
+                inv = np.where(truth > 0, 1.0 / truth, np.inf)
+            prepared.append((s, k, _family(q), inv, None))
+    families = list(dict.fromkeys(p[2] for p in prepared))
+    # Fast path: a family of unbiased answers whose per-piece sensitivity is one value for all its
+    # cells (COUNT: 1; SUM on split data with single-row thresholds: T(a)) has ARE = c·Δ/√(2ρ_q)/|S|
+    # with Δ common to the family, so its quantiles are those of the pooled 1/(√(2ρ_q)|S|), rescaled.
+    pooled: dict[str, tuple[np.ndarray, float, str | None]] = {}
+    if policy.thresholds.group_col is None:
+        for fam in families:
+            members = [p for p in prepared if p[2] == fam]
+            if all(p[4] is None for p in members):
+                w = np.concatenate([p[3] / math.sqrt(2.0 * p[0].query.rho) for p in members])
+                wf = w[np.isfinite(w)]
+                q0 = members[0][0].query
+                measure = None if q0.kind == "count" else q0.measure
+                pooled[fam] = (np.quantile(wf, _BOX_Q) if wf.size else np.full(5, np.nan),
+                               float(np.median(w)), measure)
+    has_filter = any(q.filter is not None for q in wl.queries)
+    box_rows, loss_rows = [], []
     for th, lab in zip(thresholds, labels):
-        pol_t = SplittingPolicy(as_thresholds(dict(th)), policy.workload)
+        pol_t = SplittingPolicy(as_thresholds(dict(th)), wl)
         m = split_counts(table, pol_t.thresholds).astype("float64")
         m2 = m * m
-        wl = policy.workload
+        unscaled = (wl.flat_rho + wl.split_rho * m2) if not has_filter else pol_t(table)
+        # each query's (per-cell) scale factor Δ/√(2ρ_q) at base scale 1
+        sens = {id(p[0]): _cell_sensitivity(p[0].query, pol_t, p[0].keys)[p[1]] for p in prepared}
         for rho in base_rhos:
             scale = rho / base_total
-            losses = (wl.flat_rho + wl.split_rho * m2) * scale if not any(
-                q.filter is not None for q in wl.queries) else pol_t(table) * scale
-            fam_med: dict[str, list[np.ndarray]] = {}
-            for i, s in enumerate(sts):
-                q = s.query
-                if q.kind == "avg":
-                    continue
-                k = keep[id(s)]
-                if not k.any():
-                    continue
-                sens = _cell_sensitivity(q, pol_t, s.keys)[k]
-                sig = sens / math.sqrt(2.0 * q.rho * scale)
-                if q.kind == "sum" and not q.split:
-                    truth = raw[id(s)][k]
-                    bias = s.total[k] - truth  # type: ignore[index]
-                    med = are_quantile(bias, sig, truth, 0.5)
-                    qre = are_quantile(bias, sig, truth, gamma)
-                else:
-                    truth = s.true_answer()[k]
-                    med = median_are(sig, truth)
-                    qre = query_rel_err(sig, truth, gamma)
-                fam = _family(q)
-                fam_med.setdefault(fam, []).append(med)
-                err_frames.append(pd.DataFrame({"setting": lab, "base_rho": rho, "query": f"{i + 1}. {q.name()}",
-                                                "family": fam, "level": ", ".join(q.group_by) or "all",
-                                                "median_are": med, "query_rel_err": qre}))
+            losses = unscaled * scale
             row = {"setting": lab, "base_rho": rho, "share_split": float(np.mean(m > 1)),
                    "share_above_base": float(np.mean(losses > rho * (1 + 1e-12))),
                    "loss_p99": float(np.quantile(losses, 0.99)), "loss_max": float(losses.max())}
-            for fam, meds in fam_med.items():
-                row[f"median ARE {fam}"] = float(np.median(np.concatenate(meds)))
+            for fam in families:
+                if fam in pooled:
+                    qw, med_w, measure = pooled[fam]
+                    delta = 1.0 if measure is None else float(dict(th)[measure])
+                    factor = delta / math.sqrt(scale)
+                    qs = Z_MEDIAN * factor * qw
+                    n_ans = sum(int(p[1].sum()) for p in prepared if p[2] == fam)
+                    box_rows.append({"setting": lab, "base_rho": rho, "family": fam, "q05": qs[0], "q25": qs[1],
+                                     "median": qs[2], "q75": qs[3], "q95": qs[4],
+                                     "median_query_rel_err": z_g * factor * med_w, "answers": n_ans})
+                    row[f"median ARE {fam}"] = float(qs[2])
+                    continue
+                parts_med, parts_qre = [], []
+                for s, k, f, inv, biased in prepared:
+                    if f != fam:
+                        continue
+                    sig = sens[id(s)] / math.sqrt(2.0 * s.query.rho * scale)
+                    if biased is None:
+                        parts_med.append(Z_MEDIAN * sig * inv)
+                        parts_qre.append(z_g * sig * inv)
+                    else:
+                        bias, truth = biased
+                        parts_med.append(are_quantile(bias, sig, truth, 0.5))
+                        parts_qre.append(are_quantile(bias, sig, truth, gamma))
+                med = np.concatenate(parts_med)
+                med_f = med[np.isfinite(med)]
+                qs = np.quantile(med_f, _BOX_Q) if med_f.size else np.full(5, np.nan)
+                qre = np.concatenate(parts_qre)
+                box_rows.append({"setting": lab, "base_rho": rho, "family": fam, "q05": qs[0], "q25": qs[1],
+                                 "median": qs[2], "q75": qs[3], "q95": qs[4],
+                                 "median_query_rel_err": float(np.median(qre)), "answers": int(med.size)})
+                row[f"median ARE {fam}"] = float(qs[2])
             loss_rows.append(row)
-    errors = pd.concat(err_frames, ignore_index=True) if err_frames else pd.DataFrame()
-    return errors, pd.DataFrame(loss_rows)
+    return pd.DataFrame(box_rows), pd.DataFrame(loss_rows)
+
+
+def loss_cdf_for(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Mapping[str, float] | None = None,
+                 base_rho: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Policy-loss CDF of the workload under other thresholds and/or a rescaled budget (for sweeps)."""
+    pol = policy if thresholds is None else SplittingPolicy(as_thresholds(dict(thresholds)), policy.workload)
+    if base_rho is not None:
+        pol = SplittingPolicy(pol.thresholds, pol.workload.scaled(base_rho / policy.workload.total_rho))
+    from .policy import ecdf
+
+    wl = pol.workload
+    if wl.joint and not any(q.filter is not None for q in wl.queries):
+        m = split_counts(table, pol.thresholds)
+        counts = np.bincount(m)
+        k = np.flatnonzero(counts)
+        return wl.flat_rho + wl.split_rho * k.astype(float) ** 2, np.cumsum(counts[k]) / m.size
+    return ecdf(pol(table))
+
+
+def level_workload(measures: Sequence[str], levels: Sequence[tuple[str, ...]], base_rho: float) -> Workload:
+    """COUNT plus one SUM per measure at every group-by level, the budget split evenly (base loss = base_rho)."""
+    if not levels:
+        raise ParameterError("Choose at least one group-by level.")
+    per = base_rho / (len(levels) * (1 + len(measures)))
+    qs = []
+    for lv in levels:
+        qs.append(Query("count", rho=per, group_by=tuple(lv)))
+        qs += [Query("sum", a, rho=per, group_by=tuple(lv)) for a in measures]
+    return Workload(tuple(qs))
+
+
+def compare_schemes(table: pd.DataFrame, measures: Sequence[str], levels: Sequence[tuple[str, ...]],
+                    split_schemes: Mapping[str, Mapping[str, float]], topcode_schemes: Mapping[str, Mapping[str, float]],
+                    *, base_rho: float = 1.0, min_count: int = 0) -> pd.DataFrame:
+    """Fig. 3: per-answer median ARE of splitting schemes vs top-coding schemes, by group-by level.
+
+    Every scheme answers the same workload (:func:`level_workload`) at the same base loss;
+    split schemes pay ρ·m(r)² on their SUMs, top-coded ones a flat ρ with biased sums.
+    Returns the per-cell errors with columns ``scheme`` and ``method`` added.
+    """
+    from .mechanisms.unit_splitting import topcode_policy
+
+    wl = level_workload(measures, levels, base_rho)
+    frames = []
+    any_thr = next(iter(split_schemes.values()), None) or next(iter(topcode_schemes.values()), None)
+    if any_thr is None:
+        raise ParameterError("Give at least one scheme.")
+    for name, thr in split_schemes.items():
+        e = workload_errors(table, SplittingPolicy(as_thresholds(dict(thr)), wl), min_count=min_count)
+        frames.append(e.assign(scheme=f"split: {name}", method="unit splitting"))
+    for name, clamp in topcode_schemes.items():
+        pol = topcode_policy(SplittingPolicy(as_thresholds(dict(any_thr)), wl), clamp)
+        e = workload_errors(table, pol, min_count=min_count)
+        frames.append(e.assign(scheme=f"top-code: {name}", method="top-coding"))
+    return pd.concat(frames, ignore_index=True)
 
 
 # ---------------------------------------------------------------------------

@@ -175,3 +175,16 @@ def value_grid(hi: float, threshold: float, points: int = 3000) -> np.ndarray:
 def workload_frame(pol: SplittingPolicy) -> pd.DataFrame:
     """The workload as a read-only table."""
     return workload_to_frame(pol.workload)
+
+
+def adopt_policy(pol: SplittingPolicy) -> None:
+    """Make ``pol`` the active policy and load it into the Policy designer's editors."""
+    ss = st.session_state
+    set_policy(pol)
+    ss["wl_frame"] = workload_to_frame(pol.workload)
+    ss.pop("wl_table", None)
+    if pol.thresholds.group_col is None:
+        for m, t in pol.thresholds.as_dict()["*"].items():
+            ss[f"thr_{m}"] = float(t)
+    ss["policy_partition_rho"] = float(pol.workload.partition_rho)
+    ss["policy_joint"] = bool(pol.workload.joint)

@@ -33,29 +33,28 @@ def box_from_quantiles(stats: pd.DataFrame, *, x: str, color: str, title: str, x
     return layout(fig, title, x_label, y_label, log_y=log_y)
 
 
-def sweep_figure(errors: pd.DataFrame, losses: pd.DataFrame, family: str, *, target_lines=(0.1, 1.0)) -> go.Figure:
+def sweep_figure(boxes: pd.DataFrame, losses: pd.DataFrame, family: str, *, target_lines=(0.1, 1.0)) -> go.Figure:
     """Fig. 2 (left): ARE over the workload vs the share of records with P(r) above the base loss,
-    one box per threshold setting, one panel per base ρ."""
+    one box per threshold setting (from precomputed quantiles), one panel per base ρ."""
     rhos = sorted(losses["base_rho"].unique())
     fig = make_subplots(rows=1, cols=len(rhos), shared_yaxes=True,
                         subplot_titles=[f"base loss ρ = {r:g}" for r in rhos])
-    e = errors[errors["family"] == family]
+    b = boxes[boxes["family"] == family].merge(losses[["setting", "base_rho", "share_above_base"]],
+                                               on=["setting", "base_rho"])
+    settings = list(dict.fromkeys(b["setting"]))
     for j, rho in enumerate(rhos, start=1):
-        sub = losses[losses["base_rho"] == rho]
-        for i, row in enumerate(sub.itertuples(index=False)):
-            vals = e[(e["setting"] == row.setting) & (e["base_rho"] == rho)]["median_are"].to_numpy()
-            vals = vals[np.isfinite(vals)]
-            if not vals.size:
-                continue
-            q = np.quantile(vals, [0.05, 0.25, 0.5, 0.75, 0.95])
-            fig.add_trace(go.Box(x=[f"{100 * row.share_above_base:.2f}%"], q1=[q[1]], median=[q[2]], q3=[q[3]],
-                                 lowerfence=[q[0]], upperfence=[q[4]], name=row.setting,
+        sub = b[b["base_rho"] == rho]
+        for row in sub.itertuples(index=False):
+            i = settings.index(row.setting)
+            fig.add_trace(go.Box(x=[f"{100 * row.share_above_base:.2f}%"], q1=[row.q25], median=[row.median],
+                                 q3=[row.q75], lowerfence=[row.q05], upperfence=[row.q95], name=row.setting,
                                  marker_color=PALETTE[i % len(PALETTE)], showlegend=(j == 1), boxpoints=False,
                                  legendgroup=row.setting), row=1, col=j)
         for yv, col in zip(target_lines, ("#009E73", "#D55E00")):
             fig.add_hline(y=yv, line_dash="dash", line_color=col, row=1, col=j)
         fig.update_xaxes(title_text="records above the base loss", row=1, col=j, type="category")
-    fig.update_yaxes(type="log", title_text="median ARE per answer (log)", row=1, col=1)
+    fig.update_yaxes(type="log")
+    fig.update_yaxes(title_text="median ARE per answer (log)", row=1, col=1)
     fig.update_layout(title=dict(text=f"{family}: error vs share of records paying more", x=0.0),
                       height=420, template="plotly_white", margin=dict(l=60, r=20, t=70, b=50),
                       legend=dict(orientation="h", y=-0.25))

@@ -109,8 +109,10 @@ def shot(page, name: str) -> Path:
 
 
 def wait_idle(page, timeout: float = 60_000) -> None:
-    """Wait until Streamlit has finished the current run (no 'Running' status widget)."""
+    """Wait until Streamlit has finished the current run: no 'Running' status widget and no
+    skeleton placeholders left (elements still being drawn)."""
     page.wait_for_timeout(300)
     page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=timeout)
-    page.wait_for_timeout(200)
+        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
+        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=timeout)
+    page.wait_for_timeout(300)

@@ -127,3 +127,17 @@ def test_sweep_limits_and_validation():
         A.sweep(df, pol, [{"v": 1.0}], [0.0])
     e, l_ = A.sweep(df, pol, [{"v": 1.0}, {"v": 3.0}], [1.0, 2.0])
     assert len(l_) == 4 and set(e["setting"]) == {"T(v)=1", "T(v)=3"}
+
+
+def test_sweep_boxes_agree_with_per_answer_errors():
+    ds = prdp_core.samples.load_dataset("cbp_like", n=20_000, seed=5)
+    wl = A.level_workload(("EMP", "PAYANN"), (("NAICS2",), ("NAICS3",)), base_rho=1.0)
+    top = SplittingPolicy(as_thresholds({"EMP": 50, "PAYANN": 5000}), wl)
+    pol = topcode_policy(top, {"EMP": 200, "PAYANN": 20_000})  # a mix is not needed: check both kinds
+    for p in (top, pol):
+        boxes, _ = A.sweep(ds.table, p, [{"EMP": 50, "PAYANN": 5000}], [2.0], min_count=20)
+        errs = A.workload_errors(ds.table, SplittingPolicy(p.thresholds, p.workload.scaled(2.0)), min_count=20)
+        for fam, grp in errs.groupby("family"):
+            b = boxes[boxes["family"] == fam].iloc[0]
+            assert b["median"] == pytest.approx(np.median(grp["median_are"]), rel=1e-6)
+            assert b["q95"] == pytest.approx(np.quantile(grp["median_are"], 0.95), rel=1e-6)
