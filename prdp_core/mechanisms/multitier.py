@@ -588,7 +588,8 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
         entries = tuple(LedgerEntry(f"Local counts for {t.name} (independent reports)", "multitier.local.independent",
                                     FlatLoss(float(t.eps), "eps"), {**base, "tier": t.name}, seed) for t in plan.tiers)
     else:
-        entries = (LedgerEntry(f"Multi-tier local counts, {LOCAL_MECHANISMS[mechanism]} ({tiers_txt}) — all tiers",
+        short = {"subset": "Subset templates", "grr": "GRR re-sampling", "brr": "BRR re-sampling"}[mechanism]
+        entries = (LedgerEntry(f"Multi-tier local counts, {short} ({tiers_txt}) — all tiers together",
                                f"multitier.local.{mechanism}", FlatLoss(total, "eps"), base, seed),)
     extras: dict[str, Any] = {"plan": plan.table(), "loss_summary": {**plan.loss_summary(),
                                                                      "multitier": total}}
