@@ -116,3 +116,16 @@ def test_bad_tiers_show_an_error_and_keep_the_session():
     _ok(at)
     assert any("positive budget" in e.value for e in at.error)
     assert at.session_state["dataset"].name == "cbp_like"
+
+
+@pytest.mark.parametrize("model", ["central", "local"])
+def test_reproduce_code_runs(model):
+    at = open_page("analyst_tiers")
+    if model == "local":
+        at.radio(key="mt_model").set_value("local")
+        _ok(at)
+    code = at.code[-1].value
+    assert "mt.tiers_from(" in code
+    ns: dict = {}
+    exec(compile(code, "<reproduce>", "exec"), ns)  # the page's code runs as shown
+    assert ns["release"].answers["tier"].iloc[0] == "agency"
