@@ -1,0 +1,992 @@
+"""The study configuration: one versioned YAML schema for a whole study.
+
+A *study* is everything a review needs to rerun what was discussed: the data source and
+its column roles, the per-record policy (splitting thresholds, budget function E(r),
+personalized specification Φ, analyst tiers), the workload, the mechanisms with their
+parameters, the mode (teaching / review) and the seed. Every key is documented in
+``docs/config.md``; the public entry points are re-exported by :mod:`prdp_core.report`.
+
+* :func:`load_config` reads and validates a YAML file (``yaml.safe_load`` only); a data
+  path is resolved relative to the config file and may not leave its folder.
+* :func:`parse_config` validates YAML text (or an already parsed mapping).
+* :class:`Study` is the validated, normalised study; ``Study.to_dict()`` / ``to_yaml()``
+  write it back (a round trip gives an equal study).
+
+Every error is a :class:`~prdp_core.errors.ConfigError` whose message starts with the
+offending key, e.g. ``policy.thresholds.EMP: must be a positive number (got -3).``
+Unknown keys and unsupported versions are rejected, never ignored.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any, Callable, Iterable, Mapping
+
+import yaml
+
+from .errors import ConfigError, DataError, PrdpError
+
+#: The schema version this build reads and writes.
+SCHEMA_VERSION = 1
+
+#: Largest config file accepted (bytes): a study is small; anything larger is a mistake.
+MAX_CONFIG_BYTES = 1_000_000
+
+MODES = ("teaching", "review")
+MECHANISM_KINDS = ("unit_splitting", "prdp", "personalized", "multitier")
+PREPARE_OPTIONS = {"non_numeric": ("error", "missing"), "missing": ("error", "drop"),
+                   "negative": ("error", "shift"), "duplicate_ids": ("error", "regenerate")}
+BUDGET_PRESETS = ("inverse", "log", "sqrt", "constant")
+PRDP_QUERIES = ("count", "sum", "max", "distinct")
+PRDP_ALGORITHMS = ("count", "framework", "sum_extension", "naive")
+PDP_MECHANISMS = ("minimum", "threshold", "sample", "pe", "stretching")
+PDP_QUERIES = ("count", "sum", "mean", "median", "min")
+MT_FAMILIES = ("geometric", "laplace", "gaussian", "multiscale_geometric")
+MT_OPS = ("==", "!=", ">=", "<=", ">", "<")
+MAX_SEED = 2**31 - 1
+
+
+# ---------------------------------------------------------------------------
+# Small validators: each names the offending key
+# ---------------------------------------------------------------------------
+
+
+def _err(path: str, message: str, hint: str | None = None) -> ConfigError:
+    return ConfigError(f"{path}: {message}", hint=hint)
+
+
+def _fmt(v: Any) -> str:
+    s = repr(v)
+    return s if len(s) <= 60 else s[:57] + "..."
+
+
+def _mapping(v: Any, path: str, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, Any]:
+    if not isinstance(v, Mapping):
+        raise _err(path, f"must be a mapping of keys to values (got {_fmt(v)}).")
+    allowed = tuple(allowed)
+    for k in v:
+        if not isinstance(k, str):
+            raise _err(path, f"keys must be text (got {_fmt(k)}).")
+        if k not in allowed:
+            raise _err(f"{path}.{k}" if path else k, "unknown key.", hint=f"Allowed here: {', '.join(allowed)}.")
+    for k in required:
+        if k not in v or v[k] is None:
+            raise _err(f"{path}.{k}" if path else k, "is required.")
+    return dict(v)
+
+
+def _number(v: Any, path: str, *, positive: bool = False, nonneg: bool = False, lo: float | None = None,
+            hi: float | None = None, open_lo: bool = False) -> float:
+    what = "a positive number" if positive else "a non-negative number" if nonneg else "a number"
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        if isinstance(v, str):
+            try:  # YAML reads 1e-6 (no dot) as text
+                v = float(v.strip())
+            except ValueError:
+                raise _err(path, f"must be {what} (got {_fmt(v)}).") from None
+        else:
+            raise _err(path, f"must be {what} (got {_fmt(v)}).")
+    x = float(v)
+    if not math.isfinite(x):
+        raise _err(path, f"must be {what} (got {_fmt(v)}).")
+    if positive and x <= 0 or nonneg and x < 0:
+        raise _err(path, f"must be {what} (got {_fmt(v)}).")
+    if lo is not None and (x < lo or (open_lo and x <= lo)):
+        raise _err(path, f"must be {'above' if open_lo else 'at least'} {lo:g} (got {_fmt(v)}).")
+    if hi is not None and x > hi:
+        raise _err(path, f"must be at most {hi:g} (got {_fmt(v)}).")
+    return x
+
+
+def _int(v: Any, path: str, *, lo: int = 0, hi: int | None = None) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        else:
+            raise _err(path, f"must be a whole number (got {_fmt(v)}).")
+    if v < lo or (hi is not None and v > hi):
+        rng = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
+        raise _err(path, f"must be a whole number {rng} (got {_fmt(v)}).")
+    return int(v)
+
+
+def _text(v: Any, path: str, *, max_len: int = 2000) -> str:
+    if not isinstance(v, str) or not v.strip():
+        raise _err(path, f"must be non-empty text (got {_fmt(v)}).")
+    if len(v) > max_len:
+        raise _err(path, f"is longer than {max_len:,} characters.")
+    if "\x00" in v:
+        raise _err(path, "contains a NUL character.")
+    return v
+
+
+def _bool(v: Any, path: str) -> bool:
+    if not isinstance(v, bool):
+        raise _err(path, f"must be true or false (got {_fmt(v)}).")
+    return v
+
+
+def _choice(v: Any, path: str, options: Iterable[str]) -> str:
+    options = tuple(options)
+    if not isinstance(v, str) or v not in options:
+        raise _err(path, f"must be one of {', '.join(options)} (got {_fmt(v)}).")
+    return v
+
+
+def _names(v: Any, path: str) -> list[str]:
+    if isinstance(v, str):
+        v = [v]
+    if not isinstance(v, (list, tuple)):
+        raise _err(path, f"must be a list of column names (got {_fmt(v)}).")
+    return [_text(x, f"{path}[{i}]", max_len=500) for i, x in enumerate(v)]
+
+
+def _scalar(v: Any, path: str) -> Any:
+    """A plain value (text, number, boolean) such as a group value."""
+    if isinstance(v, bool) or v is None:
+        return v
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and not math.isfinite(v):
+            raise _err(path, f"must be a finite value (got {_fmt(v)}).")
+        return v
+    if isinstance(v, str):
+        if len(v) > 500 or "\x00" in v:
+            raise _err(path, "is not a valid value (too long or contains NUL).")
+        return v
+    raise _err(path, f"must be a single value (text or number), got {_fmt(v)}.")
+
+
+def _wrap(path: str, fn: Callable[[], Any]) -> Any:
+    """Run an engine constructor; its PrdpError becomes a ConfigError naming ``path``."""
+    try:
+        return fn()
+    except ConfigError:
+        raise
+    except PrdpError as err:
+        raise _err(path, err.message, err.hint) from None
+
+
+# ---------------------------------------------------------------------------
+# Data source
+# ---------------------------------------------------------------------------
+
+
+def safe_data_path(path: str, base_dir: str | os.PathLike, *, key: str = "data.path") -> Path:
+    """Resolve a data path written in a config, relative to ``base_dir`` (the config's folder).
+
+    Refused (ConfigError naming ``key``): absolute paths, drive letters, ``~``, any ``..``
+    component, and paths that leave ``base_dir`` once symbolic links are resolved. This keeps
+    a shared config from reading files outside its own folder.
+    """
+    p = _check_relative(path, key)
+    base = Path(base_dir).resolve()
+    target = (base / Path(*PurePosixPath(p.replace("\\", "/")).parts)).resolve()
+    try:
+        target.relative_to(base)
+    except ValueError:
+        raise _err(key, f"resolves outside the config's folder (a symbolic link?): {_fmt(p)}.",
+                   hint="Copy the data file into the config's folder.") from None
+    return target
+
+
+def _check_relative(path: Any, key: str) -> str:
+    """The static part of :func:`safe_data_path`: relative, no '~', no '..'."""
+    p = _text(path, key, max_len=1000)
+    if p.startswith("~"):
+        raise _err(key, "must be relative to the config's folder (no '~').")
+    if (p.startswith(("/", "\\")) or PurePosixPath(p).is_absolute() or PureWindowsPath(p).is_absolute()
+            or PureWindowsPath(p).drive):
+        raise _err(key, f"must be relative to the config's folder, not absolute (got {_fmt(p)}).",
+                   hint="Put the data file next to the config (or in a subfolder) and give its relative path.")
+    parts = PureWindowsPath(p).parts
+    if any(part == ".." for part in parts):
+        raise _err(key, f"may not leave the config's folder ('..' in {_fmt(p)}).",
+                   hint="Put the data file next to the config (or in a subfolder).")
+    if not PurePosixPath(p.replace("\\", "/")).parts:
+        raise _err(key, "names no file.")
+    return p
+
+
+@dataclass(frozen=True)
+class DataSource:
+    """Where the study's records come from (``data`` section).
+
+    Either a sample (``sample``, optional ``n`` and ``seed``) or a file (``path``, relative
+    to the config's folder). ``schema`` (column roles) and ``prepare`` (how bad input is
+    fixed) apply to files and may override a sample's documented roles.
+    """
+
+    sample: str | None = None
+    n: int | None = None
+    sample_seed: int = 0
+    path: str | None = None
+    schema: dict[str, Any] | None = None
+    prepare: dict[str, str] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        if self.sample:
+            size = f", n = {self.n:,}" if self.n else ""
+            return f"sample '{self.sample}'{size}, seed {self.sample_seed}"
+        return f"file '{self.path}'"
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {}
+        if self.sample:
+            d["sample"] = self.sample
+            if self.n is not None:
+                d["n"] = self.n
+            d["seed"] = self.sample_seed
+        else:
+            d["path"] = self.path
+        if self.schema is not None:
+            s = self.schema
+            d["schema"] = {"id": s.get("id_col"), "measures": list(s.get("measures") or ()),
+                           "groups": list(s.get("groups") or ()), "owner": s.get("owner_col")}
+        if self.prepare:
+            d["prepare"] = dict(self.prepare)
+        return d
+
+
+def _data(v: Any) -> DataSource:
+    d = _mapping(v, "data", ("sample", "n", "seed", "path", "schema", "prepare"))
+    if ("sample" in d) == ("path" in d):
+        raise _err("data", "give exactly one of 'sample' (a built-in sample) or 'path' (a file next to the config).")
+    schema = None
+    if "schema" in d:
+        s = _mapping(d["schema"], "data.schema", ("id", "measures", "groups", "owner"), required=("measures",))
+        measures = _names(s["measures"], "data.schema.measures")
+        if not measures:
+            raise _err("data.schema.measures", "needs at least one measure column.")
+        schema = {"id_col": None if s.get("id") is None else _text(s["id"], "data.schema.id", max_len=500),
+                  "measures": measures, "groups": _names(s.get("groups") or [], "data.schema.groups"),
+                  "owner_col": None if s.get("owner") is None else _text(s["owner"], "data.schema.owner",
+                                                                          max_len=500)}
+    prepare: dict[str, str] = {}
+    if "prepare" in d and d["prepare"] is not None:
+        p = _mapping(d["prepare"], "data.prepare", tuple(PREPARE_OPTIONS))
+        for k, val in p.items():
+            val = _choice(val, f"data.prepare.{k}", PREPARE_OPTIONS[k])
+            if val != "error":
+                prepare[k] = val
+    if "sample" in d:
+        from . import samples
+
+        name = _text(d["sample"], "data.sample", max_len=200)
+        if name not in samples.names():
+            raise _err("data.sample", f"unknown sample {_fmt(name)}.", hint=f"Choose one of: {', '.join(samples.names())}.")
+        n = None if d.get("n") is None else _int(d["n"], "data.n", lo=1, hi=20_000_000)
+        return DataSource(sample=name, n=n, sample_seed=_int(d.get("seed", 0), "data.seed", hi=MAX_SEED),
+                          schema=schema, prepare=prepare)
+    for k in ("n", "seed"):
+        if k in d:
+            raise _err(f"data.{k}", "applies to samples only.")
+    return DataSource(path=_check_relative(d["path"], "data.path"), schema=schema, prepare=prepare)
+
+
+# ---------------------------------------------------------------------------
+# Policy and workload
+# ---------------------------------------------------------------------------
+
+
+def _thresholds(v: Any) -> dict[str, Any]:
+    path = "policy.thresholds"
+    if not isinstance(v, Mapping) or not v:
+        raise _err(path, "must map each measure to its splitting threshold, e.g. {EMP: 100}.")
+    if "rows" in v or "group_column" in v:
+        d = _mapping(v, path, ("group_column", "rows"), required=("group_column", "rows"))
+        col = _text(d["group_column"], f"{path}.group_column", max_len=500)
+        if not isinstance(d["rows"], Mapping) or not d["rows"]:
+            raise _err(f"{path}.rows", "must map group values ('*' = every other group) to thresholds.")
+        rows: dict[str, dict[str, float]] = {}
+        for g, row in d["rows"].items():
+            key = str(_scalar(g, f"{path}.rows"))
+            rp = f"{path}.rows.{key}"
+            if not isinstance(row, Mapping) or not row:
+                raise _err(rp, "must map each measure to its threshold.")
+            rows[key] = {str(m): _number(t, f"{rp}.{m}", positive=True) for m, t in row.items()}
+        return {"group_column": col, "rows": rows}
+    return {str(m): _number(t, f"{path}.{m}", positive=True) for m, t in v.items()}
+
+
+QUERY_KEYS = ("kind", "measure", "rho", "split", "group_by", "filter", "clamp", "rho_count", "label")
+
+
+def _workload(v: Any) -> dict[str, Any]:
+    from .workload import Filter, Query, Workload
+
+    d = _mapping(v, "workload", ("queries", "partition_rho", "joint"), required=("queries",))
+    qs = d["queries"]
+    if not isinstance(qs, list) or not qs:
+        raise _err("workload.queries", "must be a non-empty list of queries.")
+    out = []
+    for i, q in enumerate(qs):
+        p = f"workload.queries[{i}]"
+        qd = _mapping(q, p, QUERY_KEYS, required=("kind",))
+        kind = _choice(qd["kind"], f"{p}.kind", ("count", "sum", "avg"))
+        norm: dict[str, Any] = {"kind": kind, "rho": _number(qd.get("rho", 1.0), f"{p}.rho", nonneg=True)}
+        if kind != "count":
+            if qd.get("measure") is None:
+                raise _err(f"{p}.measure", f"a {kind} query needs a measure.")
+            norm["measure"] = _text(qd["measure"], f"{p}.measure", max_len=500)
+            norm["split"] = _bool(qd.get("split", True), f"{p}.split")
+            if qd.get("clamp") is not None:
+                norm["clamp"] = _number(qd["clamp"], f"{p}.clamp", positive=True)
+            if kind == "avg":
+                norm["rho_count"] = _number(qd.get("rho_count", 0.0), f"{p}.rho_count", nonneg=True)
+        elif qd.get("measure") is not None:
+            raise _err(f"{p}.measure", "a count query has no measure.")
+        if qd.get("group_by"):
+            norm["group_by"] = _names(qd["group_by"], f"{p}.group_by")
+        if qd.get("filter") is not None:
+            f = _mapping(qd["filter"], f"{p}.filter", ("column", "values"), required=("column", "values"))
+            vals = f["values"] if isinstance(f["values"], list) else [f["values"]]
+            if not vals:
+                raise _err(f"{p}.filter.values", "needs at least one value.")
+            norm["filter"] = {"column": _text(f["column"], f"{p}.filter.column", max_len=500),
+                              "values": [_scalar(x, f"{p}.filter.values[{j}]") for j, x in enumerate(vals)]}
+        if qd.get("label"):
+            norm["label"] = _text(qd["label"], f"{p}.label", max_len=200)
+        _wrap(p, lambda n=norm: Query(kind=n["kind"], measure=n.get("measure"), rho=n["rho"],
+                                      split=n.get("split", True), group_by=tuple(n.get("group_by", ())),
+                                      filter=Filter.from_dict(n["filter"]) if "filter" in n else None,
+                                      clamp=n.get("clamp"), rho_count=n.get("rho_count", 0.0),
+                                      label=n.get("label", "")))
+        out.append(norm)
+    norm_wl = {"queries": out,
+               "partition_rho": _number(d.get("partition_rho", 0.0), "workload.partition_rho", nonneg=True),
+               "joint": _bool(d.get("joint", True), "workload.joint")}
+    _wrap("workload", lambda: Workload((), norm_wl["partition_rho"], norm_wl["joint"]))
+    return norm_wl
+
+
+def _budget(v: Any) -> dict[str, Any]:
+    path = "policy.budget"
+    d = _mapping(v, path, ("preset", "column", "alpha", "k", "eps", "expression", "steps", "groups", "eps_min",
+                           "eps_max", "U"))
+    forms = [k for k in ("preset", "expression", "steps", "groups") if k in d]
+    if len(forms) != 1:
+        raise _err(path, "give exactly one of 'preset', 'expression', 'steps' or 'groups'.")
+    out: dict[str, Any] = {}
+    form = forms[0]
+    if form == "preset":
+        out["preset"] = _choice(d["preset"], f"{path}.preset", BUDGET_PRESETS)
+        if out["preset"] == "constant":
+            out["eps"] = _number(d.get("eps", 1.0), f"{path}.eps", positive=True)
+        else:
+            if d.get("column") is None:
+                raise _err(f"{path}.column", "is required for this preset (the measure v).")
+            out["column"] = _text(d["column"], f"{path}.column", max_len=500)
+            out["alpha"] = _number(d.get("alpha", {"inverse": 1e4, "log": 500.0, "sqrt": 8.0}[out["preset"]]),
+                                   f"{path}.alpha", positive=True)
+            if out["preset"] == "log":
+                out["k"] = _number(d.get("k", 4.0), f"{path}.k", positive=True, hi=16.0)
+    elif form == "expression":
+        out["expression"] = _text(d["expression"], f"{path}.expression")
+    elif form == "steps":
+        s = _mapping(d["steps"], f"{path}.steps", ("column", "bounds", "eps"), required=("column", "eps"))
+        eps = s["eps"]
+        if not isinstance(eps, list) or not eps:
+            raise _err(f"{path}.steps.eps", "must be a non-empty list of budgets.")
+        bounds = s.get("bounds") or []
+        if not isinstance(bounds, list) or len(bounds) != len(eps) - 1:
+            raise _err(f"{path}.steps.bounds", f"must list {len(eps) - 1} upper value(s): one per band but the last "
+                                               "(which is open).")
+        out["steps"] = {"column": _text(s["column"], f"{path}.steps.column", max_len=500),
+                        "bounds": [_number(b, f"{path}.steps.bounds[{i}]") for i, b in enumerate(bounds)],
+                        "eps": [_number(e, f"{path}.steps.eps[{i}]", positive=True) for i, e in enumerate(eps)]}
+    else:
+        g = _mapping(d["groups"], f"{path}.groups", ("column", "parts", "default"), required=("column",))
+        parts = g.get("parts") or {}
+        if not isinstance(parts, Mapping):
+            raise _err(f"{path}.groups.parts", "must map group values to budget expressions.")
+        out["groups"] = {"column": _text(g["column"], f"{path}.groups.column", max_len=500),
+                         "parts": {str(_scalar(k, f"{path}.groups.parts")): _text(str(e) if isinstance(e, (int, float))
+                                                                                   and not isinstance(e, bool) else e,
+                                                                                   f"{path}.groups.parts.{k}")
+                                   for k, e in parts.items()},
+                         "default": None if g.get("default") is None else _text(
+                             str(g["default"]) if isinstance(g["default"], (int, float)) else g["default"],
+                             f"{path}.groups.default")}
+        if not out["groups"]["parts"] and out["groups"]["default"] is None:
+            raise _err(f"{path}.groups", "needs at least one part or a default.")
+    out["eps_min"] = None if d.get("eps_min") is None else _number(d["eps_min"], f"{path}.eps_min", positive=True)
+    out["eps_max"] = None if d.get("eps_max") is None else _number(d["eps_max"], f"{path}.eps_max", positive=True)
+    out["U"] = None if d.get("U") is None else _number(d["U"], f"{path}.U", positive=True)
+    _wrap(path, lambda: build_budget(out))
+    return out
+
+
+def build_budget(b: Mapping[str, Any]) -> Any:
+    """The :class:`~prdp_core.budget.BudgetFunction` of a normalised ``policy.budget`` section."""
+    from . import budget as B
+
+    kw = {"eps_min": b.get("eps_min"), "eps_max": b.get("eps_max"), "U": b.get("U")}
+    if "preset" in b:
+        if b["preset"] == "constant":
+            return B.constant(b["eps"], U=b.get("U"))
+        params = {"alpha": b["alpha"], **({"k": b["k"]} if b["preset"] == "log" else {})}
+        return B.preset(b["preset"], b["column"], **kw, **params)
+    if "expression" in b:
+        return B.parse_budget(b["expression"], **kw)
+    if "steps" in b:
+        s = b["steps"]
+        return B.step_table(s["column"], s["bounds"], s["eps"], **kw)
+    g = b["groups"]
+    return B.per_group(g["column"], dict(g["parts"]), default=g.get("default"), **kw)
+
+
+def _specification(v: Any, study_seed: int) -> dict[str, Any]:
+    path = "policy.specification"
+    d = _mapping(v, path, ("tiers", "seed", "user", "column", "default_eps", "labels"))
+    if ("tiers" in d) == ("column" in d):
+        raise _err(path, "give exactly one of 'tiers' (generated, paper Sec. V) or 'column' (read from the data).")
+    out: dict[str, Any] = {"user": None if d.get("user") is None else _text(d["user"], f"{path}.user", max_len=500)}
+    if "tiers" in d:
+        t = _mapping(d["tiers"] or {}, f"{path}.tiers", ("f_c", "f_m", "eps_c", "eps_m", "eps_l"))
+        from .mechanisms.personalized import TierConfig
+
+        base = TierConfig()
+        tiers = {k: _number(t.get(k, getattr(base, k)), f"{path}.tiers.{k}", nonneg=k.startswith("f_"),
+                            positive=k.startswith("eps")) for k in ("f_c", "f_m", "eps_c", "eps_m", "eps_l")}
+        _wrap(f"{path}.tiers", lambda: TierConfig(**tiers))
+        out["tiers"] = tiers
+        out["seed"] = _int(d.get("seed", study_seed), f"{path}.seed", hi=MAX_SEED)
+        for k in ("default_eps", "labels"):
+            if k in d:
+                raise _err(f"{path}.{k}", "applies to a specification read from a column.")
+        return out
+    if "seed" in d:
+        raise _err(f"{path}.seed", "applies to generated tiers only.")
+    out["column"] = _text(d["column"], f"{path}.column", max_len=500)
+    out["default_eps"] = _number(d.get("default_eps", 1.0), f"{path}.default_eps", positive=True)
+    labels = d.get("labels") or {}
+    if not isinstance(labels, Mapping):
+        raise _err(f"{path}.labels", "must map labels to ε.")
+    out["labels"] = {str(_scalar(k, f"{path}.labels")): _number(e, f"{path}.labels.{k}", positive=True)
+                     for k, e in labels.items()}
+    return out
+
+
+def _tiers(v: Any) -> dict[str, float]:
+    from .mechanisms import multitier as mt
+
+    path = "policy.tiers"
+    if not isinstance(v, Mapping) or not v:
+        raise _err(path, "must map each analyst tier's name to its budget ε, e.g. {public: 0.5, agency: 8}.")
+    out = {str(_scalar(k, path)): _number(e, f"{path}.{k}", positive=True) for k, e in v.items()}
+    _wrap(path, lambda: mt.tiers_from(out))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Mechanisms
+# ---------------------------------------------------------------------------
+
+
+def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) -> dict[str, Any]:
+    p = f"mechanisms[{i}]"
+    if not isinstance(v, Mapping) or "kind" not in v:
+        raise _err(p, f"must be a mapping with a 'kind' ({', '.join(MECHANISM_KINDS)}).")
+    kind = _choice(v["kind"], f"{p}.kind", MECHANISM_KINDS)
+    common = ("kind", "label", "seed")
+    out: dict[str, Any] = {"kind": kind}
+    if kind == "unit_splitting":
+        d = _mapping(v, p, common + ("partition_delta",))
+        if "thresholds" not in policy or not has_workload:
+            raise _err(p, "unit splitting needs policy.thresholds and a workload.")
+        out["partition_delta"] = _number(d.get("partition_delta", 1e-6), f"{p}.partition_delta", positive=True,
+                                         hi=0.1)
+    elif kind == "prdp":
+        d = _mapping(v, p, common + ("model", "query", "column", "beta", "threshold", "algorithms"))
+        if "budget" not in policy:
+            raise _err(p, "the PrDP framework needs policy.budget (the budget function E).")
+        model = _choice(d.get("model", "central"), f"{p}.model", ("central", "local"))
+        query = _choice(d.get("query", "sum"), f"{p}.query", PRDP_QUERIES)
+        if model == "local" and query not in ("count", "sum"):
+            raise _err(f"{p}.query", "the local model answers count and sum only.")
+        out.update(model=model, query=query,
+                   beta=_number(d.get("beta", 0.1), f"{p}.beta", lo=0.0, open_lo=True, hi=0.5))
+        if query != "count":
+            if d.get("column") is None:
+                raise _err(f"{p}.column", f"a {query} query needs a column.")
+            out["column"] = _text(d["column"], f"{p}.column", max_len=500)
+        if model == "local":
+            out["threshold"] = _choice(d.get("threshold", "paper"), f"{p}.threshold", ("paper", "bernstein"))
+        allowed = {"count": ("count",) if query == "count" else (), "framework": ("framework",),
+                   "sum_extension": ("sum_extension",) if query == "sum" and model == "central" else (),
+                   "naive": ("naive",)}
+        default = [a for a in PRDP_ALGORITHMS if allowed[a]]
+        algs = d.get("algorithms", default)
+        if isinstance(algs, str):
+            algs = [algs]
+        if not isinstance(algs, list) or not algs:
+            raise _err(f"{p}.algorithms", f"must be a non-empty list from {', '.join(default)}.")
+        for j, a in enumerate(algs):
+            _choice(a, f"{p}.algorithms[{j}]", PRDP_ALGORITHMS)
+            if not allowed[a]:
+                raise _err(f"{p}.algorithms[{j}]", f"'{a}' does not apply to a {model} {query} query.",
+                           hint=f"Use some of: {', '.join(default)}.")
+        out["algorithms"] = list(algs)
+    elif kind == "personalized":
+        d = _mapping(v, p, common + ("mechanism", "t", "rescale", "query"))
+        if "specification" not in policy:
+            raise _err(p, "personalized DP needs policy.specification (each user's ε).")
+        out["mechanism"] = _choice(d.get("mechanism", "sample"), f"{p}.mechanism", PDP_MECHANISMS)
+        t = d.get("t", "max")
+        out["t"] = t if t in ("max", "mean") else _number(t, f"{p}.t", positive=True)
+        out["rescale"] = _bool(d.get("rescale", False), f"{p}.rescale")
+        q = _mapping(d.get("query") or {}, f"{p}.query", ("kind", "column", "cutoff", "lo", "hi", "median_score"))
+        qn: dict[str, Any] = {"kind": _choice(q.get("kind", "count"), f"{p}.query.kind", PDP_QUERIES),
+                              "column": None if q.get("column") is None else _text(q["column"], f"{p}.query.column",
+                                                                                    max_len=500),
+                              "cutoff": _number(q.get("cutoff", 1.0), f"{p}.query.cutoff"),
+                              "lo": _number(q.get("lo", 0.0), f"{p}.query.lo"),
+                              "hi": None if q.get("hi") is None else _number(q["hi"], f"{p}.query.hi"),
+                              "median_score": _choice(q.get("median_score", "rank"), f"{p}.query.median_score",
+                                                      ("rank", "changes"))}
+        from .mechanisms.personalized import Query as PQuery
+
+        _wrap(f"{p}.query", lambda: PQuery(**qn))
+        out["query"] = qn
+    else:
+        d = _mapping(v, p, common + ("model", "query", "measure", "clip", "family", "delta", "filter", "d", "scale",
+                                     "variant"))
+        if "tiers" not in policy:
+            raise _err(p, "a multi-tier release needs policy.tiers (each analyst's ε).")
+        model = _choice(d.get("model", "central"), f"{p}.model", ("central", "local"))
+        out["model"] = model
+        if d.get("filter") is not None:
+            f = _mapping(d["filter"], f"{p}.filter", ("column", "op", "value"), required=("column", "value"))
+            out["filter"] = {"column": _text(f["column"], f"{p}.filter.column", max_len=500),
+                             "op": _choice(f.get("op", "=="), f"{p}.filter.op", MT_OPS),
+                             "value": _scalar(f["value"], f"{p}.filter.value")}
+        if model == "central":
+            out["query"] = _choice(d.get("query", "count"), f"{p}.query", ("count", "sum"))
+            fams = MT_FAMILIES if out["query"] == "sum" else MT_FAMILIES[:3]
+            out["family"] = _choice(d.get("family", "geometric"), f"{p}.family", fams)
+            if out["query"] == "sum":
+                if d.get("measure") is None:
+                    raise _err(f"{p}.measure", "a sum needs a measure.")
+                out["measure"] = _text(d["measure"], f"{p}.measure", max_len=500)
+                out["clip"] = _number(d.get("clip", 100.0), f"{p}.clip", positive=True)
+            out["delta"] = _number(d.get("delta", 1e-6), f"{p}.delta", positive=True, hi=0.1)
+            for k in ("d", "scale", "variant"):
+                if k in d:
+                    raise _err(f"{p}.{k}", "applies to the local model only.")
+        else:
+            if d.get("measure") is None:
+                raise _err(f"{p}.measure", "the local model categorises a measure: name it.")
+            out["measure"] = _text(d["measure"], f"{p}.measure", max_len=500)
+            out["d"] = _int(d.get("d", 16), f"{p}.d", lo=2, hi=256)
+            out["scale"] = _choice(d.get("scale", "log"), f"{p}.scale", ("log", "linear"))
+            out["variant"] = _choice(d.get("variant", "subset2"), f"{p}.variant", ("subset2", "subset1"))
+            for k in ("query", "clip", "family", "delta"):
+                if k in d:
+                    raise _err(f"{p}.{k}", "applies to the central model only.")
+    if d.get("label") is not None:
+        out["label"] = _text(d["label"], f"{p}.label", max_len=200)
+    if d.get("seed") is not None:
+        out["seed"] = _int(d["seed"], f"{p}.seed", hi=MAX_SEED)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The study
+# ---------------------------------------------------------------------------
+
+TOP_KEYS = ("version", "title", "mode", "seed", "data", "policy", "workload", "mechanisms", "report", "app")
+APP_PAGES = ("data", "concepts", "policy_designer", "personalized", "budget_functions", "tradeoffs", "run",
+             "analyst_tiers", "study")
+
+
+@dataclass(frozen=True)
+class Study:
+    """A validated study (see ``docs/config.md`` for every key).
+
+    ``policy`` holds the normalised ``thresholds`` / ``budget`` / ``specification`` /
+    ``tiers`` sections that are present; ``workload`` the normalised workload (or None);
+    ``mechanisms`` one normalised mapping per mechanism. ``base_dir`` is the folder data
+    paths are resolved against (the config file's folder; None for pasted text).
+    """
+
+    data: DataSource
+    mode: str = "review"
+    seed: int = 0
+    title: str = ""
+    policy: dict[str, Any] = field(default_factory=dict)
+    workload: dict[str, Any] | None = None
+    mechanisms: tuple[dict[str, Any], ...] = ()
+    report: dict[str, Any] = field(default_factory=dict)
+    app: dict[str, dict[str, Any]] = field(default_factory=dict)
+    base_dir: str | None = field(default=None, compare=False)
+
+    # -- engine objects ---------------------------------------------------------------
+
+    def mechanism_seed(self, i: int) -> int:
+        """Seed of mechanism ``i``: its own ``seed`` key, else the study seed + i (distinct noise per release)."""
+        m = self.mechanisms[i]
+        return int(m["seed"]) if "seed" in m else (self.seed + i) % (MAX_SEED + 1)
+
+    def mechanism_label(self, i: int) -> str:
+        m = self.mechanisms[i]
+        return m.get("label") or f"{i + 1}. {m['kind']}"
+
+    def thresholds(self, table: Any = None) -> Any:
+        """Splitting thresholds T(a); with ``table`` group values typed as text are matched to the data."""
+        import pandas as pd
+
+        from .splitting import as_thresholds, thresholds_from_frame
+
+        t = self.policy["thresholds"]
+        if "rows" not in t:
+            return as_thresholds(t)
+        frame = pd.DataFrame([{"group": g, **row} for g, row in t["rows"].items()])
+        return _wrap("policy.thresholds", lambda: thresholds_from_frame(frame, group_col=t["group_column"],
+                                                                          table=table))
+
+    def splitting_policy(self, table: Any = None) -> Any:
+        """The :class:`~prdp_core.workload.SplittingPolicy` (thresholds + workload)."""
+        from .workload import SplittingPolicy, Workload
+
+        if "thresholds" not in self.policy or self.workload is None:
+            raise ConfigError("policy.thresholds: unit splitting needs thresholds and a workload.")
+        wl = Workload.from_dict(self.workload)
+        return SplittingPolicy(self.thresholds(table), wl)
+
+    def budget_function(self) -> Any:
+        if "budget" not in self.policy:
+            raise ConfigError("policy.budget: this study has no budget function.")
+        return _wrap("policy.budget", lambda: build_budget(self.policy["budget"]))
+
+    def privacy_spec(self, table: Any) -> Any:
+        """The personalized DP specification Φ over the users of ``table``."""
+        import numpy as np
+        import pandas as pd
+
+        from .mechanisms import personalized as P
+
+        s = self.policy.get("specification")
+        if s is None:
+            raise ConfigError("policy.specification: this study has no personalized DP specification.")
+
+        def build() -> Any:
+            if "tiers" in s:
+                return P.generate_tiers_for(table, P.TierConfig(**s["tiers"]), rng=np.random.default_rng(s["seed"]),
+                                            user_col=s["user"])
+            col = s["column"]
+            if s["labels"]:
+                tab = pd.DataFrame({col: table[col].astype(str)})
+                if s["user"]:
+                    tab[s["user"]] = table[s["user"]].to_numpy()
+                return P.spec_from_labels(tab, col, dict(s["labels"]), user_col=s["user"],
+                                          default_eps=s["default_eps"])
+            return P.spec_from_column(table, col, user_col=s["user"], default_eps=s["default_eps"])
+
+        if s.get("column") and s["column"] not in table.columns:
+            raise ConfigError(f"policy.specification.column: '{s['column']}' is not a column of the data.")
+        if s.get("user") and s["user"] not in table.columns:
+            raise ConfigError(f"policy.specification.user: '{s['user']}' is not a column of the data.")
+        return _wrap("policy.specification", build)
+
+    def tiers(self) -> Any:
+        from .mechanisms import multitier as mt
+
+        if "tiers" not in self.policy:
+            raise ConfigError("policy.tiers: this study has no analyst tiers.")
+        return _wrap("policy.tiers", lambda: mt.tiers_from(self.policy["tiers"]))
+
+    # -- checks against the data -----------------------------------------------------
+
+    def check_against(self, ds: Any) -> None:
+        """Check every column the study names exists in ``ds`` (a Dataset); ConfigError names the key."""
+        cols = set(map(str, ds.table.columns))
+        measures = set(ds.schema.measures)
+
+        def need(col: str | None, key: str, *, measure: bool = False) -> None:
+            if col is None:
+                return
+            if col not in cols:
+                raise _err(key, f"'{col}' is not a column of the data.",
+                           hint=f"Columns: {', '.join(sorted(cols)[:15])}.")
+            if measure and col not in measures:
+                raise _err(key, f"'{col}' is not a measure of the data.",
+                           hint=f"Measures: {', '.join(ds.schema.measures)}.")
+
+        t = self.policy.get("thresholds")
+        if t is not None:
+            if "rows" in t:
+                need(t["group_column"], "policy.thresholds.group_column")
+                for g, row in t["rows"].items():
+                    for m in row:
+                        need(m, f"policy.thresholds.rows.{g}.{m}", measure=True)
+            else:
+                for m in t:
+                    need(m, f"policy.thresholds.{m}", measure=True)
+        if self.workload is not None:
+            for i, q in enumerate(self.workload["queries"]):
+                p = f"workload.queries[{i}]"
+                need(q.get("measure"), f"{p}.measure", measure=True)
+                for g in q.get("group_by", ()):
+                    need(g, f"{p}.group_by")
+                if "filter" in q:
+                    need(q["filter"]["column"], f"{p}.filter.column")
+        if t is not None and self.workload is not None:
+            _wrap("policy", lambda: self.splitting_policy(ds.table).validate(ds.table, ds.schema.measures))
+        if "budget" in self.policy:
+            b = self.budget_function()
+            _wrap("policy.budget", lambda: b.check_columns(ds.table.columns))
+        s = self.policy.get("specification")
+        if s is not None:
+            need(s.get("column"), "policy.specification.column")
+            need(s.get("user"), "policy.specification.user")
+        for i, m in enumerate(self.mechanisms):
+            p = f"mechanisms[{i}]"
+            if m["kind"] == "prdp":
+                need(m.get("column"), f"{p}.column", measure=m["query"] in ("sum", "max"))
+            elif m["kind"] == "personalized":
+                need(m["query"].get("column"), f"{p}.query.column")
+            elif m["kind"] == "multitier":
+                need(m.get("measure"), f"{p}.measure", measure=True)
+                if "filter" in m:
+                    need(m["filter"]["column"], f"{p}.filter.column")
+
+    # -- serialisation ----------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The study as a plain mapping in the documented schema (``parse_config`` reads it back)."""
+        d: dict[str, Any] = {"version": SCHEMA_VERSION}
+        if self.title:
+            d["title"] = self.title
+        d.update(mode=self.mode, seed=self.seed, data=self.data.to_dict())
+        if self.policy:
+            d["policy"] = _policy_out(self.policy)
+        if self.workload is not None:
+            d["workload"] = _workload_out(self.workload)
+        d["mechanisms"] = [dict(m) for m in self.mechanisms]
+        if self.report:
+            d["report"] = dict(self.report)
+        if self.app:
+            d["app"] = {k: dict(v) for k, v in self.app.items()}
+        return d
+
+    def to_yaml(self) -> str:
+        """YAML text of :meth:`to_dict`, with a header naming the schema."""
+        head = ("# PrDP Explorer study (schema version 1; every key is described in docs/config.md).\n"
+                "# Validate: prdp validate FILE    Run: prdp run FILE --out DIR\n")
+        return head + yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True, width=100)
+
+
+def _policy_out(p: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k in ("thresholds", "budget", "specification", "tiers"):
+        if k not in p:
+            continue
+        v = p[k]
+        if k == "budget":
+            v = {kk: vv for kk, vv in v.items() if vv is not None}
+        elif k == "specification":
+            v = {kk: vv for kk, vv in v.items() if vv is not None and not (kk == "labels" and not vv)}
+        out[k] = v
+    return out
+
+
+def _workload_out(w: Mapping[str, Any]) -> dict[str, Any]:
+    return {"queries": [dict(q) for q in w["queries"]], "partition_rho": w["partition_rho"], "joint": w["joint"]}
+
+
+def _report(v: Any) -> dict[str, Any]:
+    d = _mapping(v or {}, "report", ("delta", "min_records", "title"))
+    out: dict[str, Any] = {}
+    if "delta" in d:
+        out["delta"] = _number(d["delta"], "report.delta", positive=True, hi=0.1)
+    if "min_records" in d:
+        out["min_records"] = _int(d["min_records"], "report.min_records", lo=1)
+    if "title" in d:
+        out["title"] = _text(d["title"], "report.title", max_len=200)
+    return out
+
+
+def _app(v: Any) -> dict[str, dict[str, Any]]:
+    """Settings of the app's pages that are not part of the engine's study (views, sweeps):
+    page → setting → plain value. The app checks the setting names when it imports them."""
+    d = _mapping(v or {}, "app", APP_PAGES)
+    out: dict[str, dict[str, Any]] = {}
+    for page, settings in d.items():
+        if settings is None:
+            continue
+        if not isinstance(settings, Mapping):
+            raise _err(f"app.{page}", "must map settings to values.")
+        clean: dict[str, Any] = {}
+        for k, val in settings.items():
+            key = f"app.{page}.{k}"
+            if not isinstance(k, str) or not k.replace("_", "").isalnum() or len(k) > 80:
+                raise _err(key, "is not a valid setting name.")
+            if isinstance(val, list):
+                if len(val) > 1000:
+                    raise _err(key, "is too long a list.")
+                clean[k] = [_scalar(x, f"{key}[{j}]") for j, x in enumerate(val)]
+            else:
+                clean[k] = _scalar(val, key)
+        out[page] = clean
+    return out
+
+
+def study_from_dict(d: Any, *, base_dir: str | os.PathLike | None = None) -> Study:
+    """Validate a parsed config mapping and return the :class:`Study` (ConfigError otherwise)."""
+    if not isinstance(d, Mapping):
+        raise ConfigError("The config must be a YAML mapping (key: value lines) at its top level.",
+                          hint="Start from one of the examples in examples/.")
+    if "version" not in d:
+        raise _err("version", f"is required (this build reads version {SCHEMA_VERSION}).",
+                   hint=f"Add 'version: {SCHEMA_VERSION}' at the top of the file.")
+    ver = d["version"]
+    if isinstance(ver, bool) or not isinstance(ver, int) or ver != SCHEMA_VERSION:
+        raise _err("version", f"unsupported version {_fmt(ver)}: this build reads version {SCHEMA_VERSION} only.",
+                   hint="Export the study again from this version of the app, or update the file by hand "
+                        "(docs/config.md).")
+    top = _mapping(d, "", TOP_KEYS, required=("data",))
+    seed = _int(top.get("seed", 0), "seed", hi=MAX_SEED)
+    mode = _choice(top.get("mode", "review"), "mode", MODES)
+    title = "" if top.get("title") is None else _text(top["title"], "title", max_len=200)
+    data = _data(top["data"])
+    if data.path is not None and base_dir is not None:
+        safe_data_path(data.path, base_dir)
+    policy: dict[str, Any] = {}
+    if top.get("policy") is not None:
+        pd_ = _mapping(top["policy"], "policy", ("thresholds", "budget", "specification", "tiers"))
+        if pd_.get("thresholds") is not None:
+            policy["thresholds"] = _thresholds(pd_["thresholds"])
+        if pd_.get("budget") is not None:
+            policy["budget"] = _budget(pd_["budget"])
+        if pd_.get("specification") is not None:
+            policy["specification"] = _specification(pd_["specification"], seed)
+        if pd_.get("tiers") is not None:
+            policy["tiers"] = _tiers(pd_["tiers"])
+    workload = None if top.get("workload") is None else _workload(top["workload"])
+    if workload is not None and "thresholds" in policy:
+        th = policy["thresholds"]
+        measures = set(th) if "rows" not in th else {m for r in th["rows"].values() for m in r}
+        for i, q in enumerate(workload["queries"]):
+            if q["kind"] != "count" and q.get("split", True) and q["measure"] not in measures:
+                raise _err(f"workload.queries[{i}].measure", f"'{q['measure']}' is summed on split data but has no "
+                           "splitting threshold in policy.thresholds.",
+                           hint="Add a threshold for it, or set split: false with a clamp (top-coding).")
+    mechs = top.get("mechanisms") or []
+    if not isinstance(mechs, list):
+        raise _err("mechanisms", "must be a list of mechanisms.")
+    mechanisms = tuple(_mechanism(m, i, policy, workload is not None) for i, m in enumerate(mechs))
+    return Study(data=data, mode=mode, seed=seed, title=title, policy=policy, workload=workload,
+                 mechanisms=mechanisms, report=_report(top.get("report")), app=_app(top.get("app")),
+                 base_dir=None if base_dir is None else str(base_dir))
+
+
+def parse_config(text: str | bytes | Mapping[str, Any], *, base_dir: str | os.PathLike | None = None) -> Study:
+    """Validate a study config given as YAML text (or an already parsed mapping).
+
+    ``base_dir`` is the folder a ``data.path`` is resolved against (None: the path can only
+    be used once a data file is supplied separately, as in the app). YAML is read with
+    ``yaml.safe_load`` only (no Python objects). Raises :class:`ConfigError`.
+    """
+    if isinstance(text, Mapping):
+        return study_from_dict(text, base_dir=base_dir)
+    if isinstance(text, bytes):
+        if len(text) > MAX_CONFIG_BYTES:
+            raise ConfigError(f"The config is larger than {MAX_CONFIG_BYTES:,} bytes.",
+                              hint="A study config is a short text file.")
+        try:
+            text = text.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            raise ConfigError("The config is not UTF-8 text.", hint="Save it as UTF-8 YAML.") from None
+    if not isinstance(text, str):
+        raise ConfigError("The config must be YAML text.")
+    if len(text) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"The config is larger than {MAX_CONFIG_BYTES:,} characters.",
+                          hint="A study config is a short text file.")
+    if not text.strip():
+        raise ConfigError("The config is empty.", hint="Start from one of the examples in examples/.")
+    try:
+        d = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid syntax"
+        raise ConfigError(f"The config is not valid YAML{where}: {problem}.",
+                          hint="Check the indentation and the ':' after each key.") from None
+    except RecursionError:
+        raise ConfigError("The config is nested too deeply.") from None
+    return study_from_dict(d, base_dir=base_dir)
+
+
+def load_config(path: str | os.PathLike) -> Study:
+    """Read and validate the study config at ``path`` (YAML; ``yaml.safe_load`` only).
+
+    A ``data.path`` in the file is resolved relative to the file's folder and may not leave
+    it (no absolute paths, no ``..``, no symbolic links pointing outside). Raises
+    :class:`~prdp_core.errors.ConfigError` (invalid or unreadable config) with a message
+    naming the offending key, e.g. ``policy.thresholds.EMP: must be a positive number``.
+    """
+    p = Path(path)
+    try:
+        if p.stat().st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(f"{p.name} is larger than {MAX_CONFIG_BYTES:,} bytes.",
+                              hint="A study config is a short text file.")
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"No config file at {p}.", hint="Check the path.") from None
+    except IsADirectoryError:
+        raise ConfigError(f"{p} is a folder, not a config file.") from None
+    except OSError as exc:
+        raise ConfigError(f"The config {p} cannot be read: {exc.strerror or exc}.") from None
+    return parse_config(raw, base_dir=p.resolve().parent)
+
+
+def resolve_data_path(study: Study) -> Path:
+    """The data file of a study (``data.path`` under the config's folder); DataError if missing."""
+    if study.data.path is None:
+        raise ConfigError("data.path: this study reads a sample, not a file.")
+    if study.base_dir is None:
+        raise DataError(f"data.path: the study reads '{study.data.path}', but it was not loaded from a file, so "
+                        "the data's folder is unknown.", hint="Supply the data file (--data FILE, or upload it).")
+    p = safe_data_path(study.data.path, study.base_dir)
+    if not p.is_file():
+        raise DataError(f"data.path: no data file '{study.data.path}' next to the config (looked for {p}).",
+                        hint="Copy the file there, or pass --data FILE.")
+    return p
+
+
+def load_data(study: Study, data: str | os.PathLike | None = None) -> Any:
+    """The study's :class:`~prdp_core.data.Dataset`: its sample, its file, or ``data`` (overrides).
+
+    Column roles come from ``data.schema`` (or the sample's documented roles, or a guess for
+    an override file without a schema); ``data.prepare`` says how bad input is fixed.
+    Raises DataError / SchemaError for data problems.
+    """
+    from . import samples
+    from .data import Schema, guess_schema, load_table, prepare_dataset
+
+    src = study.data
+    opts = dict(src.prepare)
+    if data is not None or src.path is not None:
+        path = Path(data) if data is not None else resolve_data_path(study)
+        if not path.is_file():
+            raise DataError(f"No data file at {path}.", hint="Check the path.")
+        df = load_table(path)
+        if src.schema is not None:
+            schema = Schema.from_dict(src.schema)
+        elif src.sample is not None:
+            schema = samples.info(src.sample).schema
+        else:
+            schema = guess_schema(df)
+        return prepare_dataset(df, schema, name=path.name, **opts)
+    if src.schema is None and not opts:
+        return samples.load_dataset(src.sample or "", n=src.n, seed=src.sample_seed)
+    df = samples.load(src.sample or "", n=src.n, seed=src.sample_seed)
+    schema = Schema.from_dict(src.schema) if src.schema is not None else samples.info(src.sample or "").schema
+    return prepare_dataset(df, schema, name=src.sample or "sample", **opts)
+
+
+__all__ = ["ConfigError", "DataSource", "SCHEMA_VERSION", "Study", "build_budget", "load_config", "load_data",
+           "parse_config", "resolve_data_path", "safe_data_path", "study_from_dict"]
