@@ -11,7 +11,7 @@ import pandas as pd
 
 import prdp_core
 from prdp_core import analysis
-from prdp_core.mechanisms.unit_splitting import release, topcode_policy
+from prdp_core.mechanisms.unit_splitting import release
 from prdp_core.policy import owner_losses
 from prdp_core.splitting import as_thresholds, threshold_percentiles
 from prdp_core.workload import Query, SplittingPolicy, Workload

@@ -31,6 +31,7 @@ import pandas as pd
 from scipy.optimize import minimize_scalar
 
 from .errors import ConfigError, ParameterError, PolicyError
+from .validate import non_negative as _check_nonneg
 from .policy import MEASURE_SYMBOL, Measure, _check_measure
 
 # ---------------------------------------------------------------------------
@@ -455,13 +456,6 @@ class Ledger:
 # Steinke), §2.2 (Prop. 8, Lemmas 9–10) and §7 ("2020 US Census").
 # Neighbours here are *replacements*: one person's record changes, n is fixed.
 # ---------------------------------------------------------------------------
-
-
-def _check_nonneg(name: str, value: float) -> float:
-    v = float(value)
-    if not math.isfinite(v) or v < 0:
-        raise ParameterError(f"{name} must be a non-negative finite number (got {value!r}).")
-    return v
 
 
 def per_attribute_to_record(eps0: float, attributes: int, *,

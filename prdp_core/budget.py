@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ConfigError, ExpressionError, ParameterError, PolicyError
+from .validate import positive as _positive
 from .limits import MAX_EXPRESSION_CHARS
 
 #: ε̂ used when none is given (the paper's experiments, Sec. 8.1).
@@ -69,16 +70,6 @@ _GRID_POINTS = 4001
 # ---------------------------------------------------------------------------
 
 Columns = Mapping[str, np.ndarray]
-
-
-def _positive(name: str, value: float) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number (got {value!r}).") from None
-    if not math.isfinite(v) or v <= 0:
-        raise ParameterError(f"{name} must be a positive finite number (got {value!r}).")
-    return v
 
 
 def _fmt(x: float) -> str:

@@ -35,24 +35,9 @@ from scipy.optimize import brentq, minimize_scalar
 
 from .accounting import approx_dp_delta, zcdp_to_approx_dp
 from .errors import ParameterError
+from .validate import non_negative as _nonneg
+from .validate import probability as _prob
 from .policy import Measure, _check_measure
-
-
-def _nonneg(name: str, value: float) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number (got {value!r}).") from None
-    if not math.isfinite(v) or v < 0:
-        raise ParameterError(f"{name} must be a non-negative finite number (got {value!r}).")
-    return v
-
-
-def _prob(name: str, value: float, *, open_low: bool = True) -> float:
-    v = _nonneg(name, value)
-    if v >= 1 or (open_low and v <= 0):
-        raise ParameterError(f"{name} must be strictly between 0 and 1 (got {value!r}).")
-    return v
 
 
 # ---------------------------------------------------------------------------

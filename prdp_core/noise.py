@@ -24,15 +24,9 @@ import math
 import numpy as np
 
 from .errors import ParameterError
+from .validate import positive as _positive
 
 Size = int | tuple[int, ...] | None
-
-
-def _positive(name: str, value: float) -> float:
-    v = float(value)
-    if not math.isfinite(v) or v <= 0:
-        raise ParameterError(f"{name} must be a positive finite number (got {value!r}).")
-    return v
 
 
 def laplace(scale: float, size: Size = None, *, rng: np.random.Generator) -> np.ndarray | float:

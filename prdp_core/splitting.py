@@ -33,19 +33,14 @@ import pandas as pd
 from . import limits
 from .accounting import LossFunction, register_loss
 from .errors import ParameterError, PolicyError, ResourceLimitError
+from .validate import positive
 
 DEFAULT_KEY = "*"
 
 
 def _check_threshold(measure: str, value: Any) -> float:
-    try:
-        t = float(value)
-    except (TypeError, ValueError):
-        raise PolicyError(f"The threshold of '{measure}' must be a number (got {value!r}).") from None
-    if not math.isfinite(t) or t <= 0:
-        raise PolicyError(f"The threshold of '{measure}' must be a positive number (got {value!r}).",
-                          hint="A threshold is the largest piece a record is cut into; use a value > 0.")
-    return t
+    return positive(f"The threshold of '{measure}'", value, error=PolicyError,
+                    hint="A threshold is the largest piece a record is cut into; use a value > 0.")
 
 
 @dataclass(frozen=True)

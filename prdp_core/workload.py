@@ -29,7 +29,7 @@ split data splits on its own measure only (m_a(r) = ⌈r(a)/T(a)⌉), which neve
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, Mapping
 
 import numpy as np

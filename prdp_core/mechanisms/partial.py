@@ -48,6 +48,8 @@ from .. import noise
 from ..accounting import (AttributeRelease, FlatLoss, LedgerEntry, attribute_subset_rho,
                           per_attribute_to_record, zcdp_to_approx_dp)
 from ..errors import ParameterError, ResourceLimitError
+from ..validate import positive as _pos
+from ..validate import whole_number as _int_param
 from ..release import Release
 
 WorkloadKind = Literal["conjunctions", "marginals", "parities"]
@@ -69,27 +71,6 @@ LAPLACE_CI95 = math.log(20.0)
 # ---------------------------------------------------------------------------
 # Per-attribute vs whole-record accounting (Prop. 8, Lemma 10, Thm 11)
 # ---------------------------------------------------------------------------
-
-
-def _int_param(name: str, value: int, lo: int, hi: int | None = None) -> int:
-    try:
-        v = int(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a whole number (got {value!r}).") from None
-    if v != value or v < lo or (hi is not None and v > hi):
-        rng = f"between {lo} and {hi}" if hi is not None else f"at least {lo}"
-        raise ParameterError(f"{name} must be a whole number {rng} (got {value!r}).")
-    return v
-
-
-def _pos(name: str, value: float) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number (got {value!r}).") from None
-    if not math.isfinite(v) or v <= 0:
-        raise ParameterError(f"{name} must be a positive finite number (got {value!r}).")
-    return v
 
 
 def workload_size(kind: WorkloadKind, d: int, k: int) -> int:

@@ -57,6 +57,7 @@ import pandas as pd
 
 from ..accounting import LedgerEntry, RecordLoss
 from ..errors import ParameterError, PolicyError
+from ..validate import positive
 from ..release import Release
 from .. import noise as _noise
 
@@ -82,14 +83,8 @@ TIER_NAMES = ("conservative", "moderate", "liberal")
 
 
 def _check_eps(value: float, name: str) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number (got {value!r}).") from None
-    if not math.isfinite(v) or v <= 0:
-        raise ParameterError(f"{name} must be a positive finite number (got {value!r}).",
-                             hint="Privacy parameters ε are strictly positive; the paper uses values in (0.01, 1].")
-    return v
+    return positive(name, value, hint="Privacy parameters ε are strictly positive; the paper uses values in "
+                                      "(0.01, 1].")
 
 
 @dataclass(frozen=True)

@@ -52,7 +52,7 @@ def test_invalid_threshold_keeps_last_valid_policy(page):
     at.number_input(key="thr_EMP").set_value(0.0)
     at.run()
     assert not at.exception
-    assert "threshold of 'EMP' must be a positive number" in at.error[0].value
+    assert "threshold of 'EMP' must be a positive finite number" in at.error[0].value
     assert "last valid policy" in texts(at)
     assert at.session_state["policy"] == good
     assert current_curve(at) == x_good

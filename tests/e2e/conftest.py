@@ -7,7 +7,6 @@ Screenshots go to test-artifacts/e2e/.
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
