@@ -16,12 +16,8 @@ from prdp_core.policy import owner_losses
 from prdp_core.splitting import as_thresholds, threshold_percentiles
 from prdp_core.workload import Query, SplittingPolicy, Workload
 
-TABLE7 = {"Conservative": {"EMP": 1e3, "PAYANN": 1e5, "PAYQTR1": 2.5e4},
-          "Moderate": {"EMP": 3e2, "PAYANN": 1e4, "PAYQTR1": 2.5e3},
-          "Aggressive": {"EMP": 1e2, "PAYANN": 1e3, "PAYQTR1": 2.5e2}}
-TABLE8 = {"Conservative": {"EMP": 100, "PAYANN": 10_000, "PAYQTR1": 2_500},
-          "Moderate": {"EMP": 5, "PAYANN": 500, "PAYQTR1": 125},
-          "Median": {"EMP": 2, "PAYANN": 104, "PAYQTR1": 24}}
+TABLE7 = prdp_core.samples.CBP_TOPCODE_SCHEMES
+TABLE8 = prdp_core.samples.CBP_SPLIT_SCHEMES
 MEAS = ("EMP", "PAYANN", "PAYQTR1")
 
 

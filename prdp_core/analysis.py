@@ -134,6 +134,16 @@ def workload_errors(table: pd.DataFrame, policy: SplittingPolicy, *, gamma: floa
     return pd.concat(rows, ignore_index=True)
 
 
+def _evaluated_cells(sts: list[QueryStats], min_count: int) -> Iterable[tuple[QueryStats, np.ndarray]]:
+    """Queries with a closed-form error (not AVG) and the mask of their cells with ≥ min_count records."""
+    for s in sts:
+        if s.query.kind == "avg":
+            continue
+        k = s.count >= max(int(min_count), 1)
+        if k.any():
+            yield s, k
+
+
 def _raw_totals(table: pd.DataFrame, s: QueryStats) -> np.ndarray:
     inside = s.cell_of >= 0
     v = table[s.query.measure].to_numpy(dtype="float64")[inside]
@@ -241,13 +251,8 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
     z_g = _z(gamma)
     # per query: kept cells, 1/|S| (unbiased) or (bias, |S|) (top-coded)
     prepared = []
-    for s in sts:
+    for s, k in _evaluated_cells(sts, min_count):
         q = s.query
-        if q.kind == "avg":
-            continue
-        k = s.count >= max(int(min_count), 1)
-        if not k.any():
-            continue
         if q.kind == "sum" and not q.split:
             truth = _raw_totals(table, s)[k]
             prepared.append((s, k, _family(q), None, (s.total[k] - truth, truth)))  # type: ignore[index]
@@ -415,13 +420,8 @@ def solve_budget(table: pd.DataFrame, policy: SplittingPolicy, *, target: float,
     z = _z(gamma)
     sts = workload_stats(table, policy) if stats_ is None else stats_
     need: dict[str, list[np.ndarray]] = {}
-    for s in sts:
+    for s, k in _evaluated_cells(sts, min_count):
         q = s.query
-        if q.kind == "avg":
-            continue
-        k = s.count >= max(int(min_count), 1)
-        if not k.any():
-            continue
         truth = np.abs(s.true_answer()[k]) if not (q.kind == "sum" and not q.split) else np.abs(_raw_totals(table, s)[k])
         sens = s.sens[k]
         with np.errstate(divide="ignore"):

@@ -312,6 +312,19 @@ def table2_example(n: int = 5, seed: int = 0) -> pd.DataFrame:
     })
 
 
+#: Table 8 of the per-record zCDP paper: the splitting schemes of the CBP use case.
+CBP_SPLIT_SCHEMES: dict[str, dict[str, float]] = {
+    "Conservative": {"EMP": 100, "PAYANN": 10_000, "PAYQTR1": 2_500},
+    "Moderate": {"EMP": 5, "PAYANN": 500, "PAYQTR1": 125},
+    "Median": {"EMP": 2, "PAYANN": 104, "PAYQTR1": 24},
+}
+#: Table 7 of the per-record zCDP paper: the top-coding (clamping) schemes of the CBP use case.
+CBP_TOPCODE_SCHEMES: dict[str, dict[str, float]] = {
+    "Conservative": {"EMP": 1e3, "PAYANN": 1e5, "PAYQTR1": 2.5e4},
+    "Moderate": {"EMP": 3e2, "PAYANN": 1e4, "PAYQTR1": 2.5e3},
+    "Aggressive": {"EMP": 1e2, "PAYANN": 1e3, "PAYQTR1": 2.5e2},
+}
+
 _BANK_SCHEMA = Schema(id_col="ACCOUNT_ID", measures=("BALANCE",), groups=("BRANCH",))
 
 _REGISTRY: dict[str, SampleInfo] = {}

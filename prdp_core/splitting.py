@@ -366,6 +366,17 @@ def _positive_quantile(v: np.ndarray, q: float) -> float:
     return t
 
 
+def _rows_by_group(table: pd.DataFrame, row: Any, group_col: str | None) -> Thresholds:
+    """Thresholds from ``row(frame) -> {measure: T}``: one row, or one per group plus a ``"*"`` row
+    computed on the whole table (for groups absent from the data)."""
+    if group_col is None:
+        return as_thresholds(row(table))
+    rows: dict[Any, dict[str, float]] = {DEFAULT_KEY: row(table)}
+    for g, sub in table.groupby(group_col, sort=True, observed=True):
+        rows[g] = row(sub)
+    return as_thresholds(rows, group_col=group_col)
+
+
 def percentile_thresholds(table: pd.DataFrame, measures: tuple[str, ...] | list[str], pct: float | Mapping[str, float],
                           *, group_col: str | None = None) -> Thresholds:
     """Thresholds at chosen percentiles of each measure (the "PctScore" of Table 8).
@@ -387,12 +398,7 @@ def percentile_thresholds(table: pd.DataFrame, measures: tuple[str, ...] | list[
     def row(df: pd.DataFrame) -> dict[str, float]:
         return {m: _positive_quantile(df[m].to_numpy(dtype="float64"), pct_of(m)) for m in measures}
 
-    if group_col is None:
-        return as_thresholds(row(table))
-    rows: dict[Any, dict[str, float]] = {DEFAULT_KEY: row(table)}
-    for g, sub in table.groupby(group_col, sort=True, observed=True):
-        rows[g] = row(sub)
-    return as_thresholds(rows, group_col=group_col)
+    return _rows_by_group(table, row, group_col)
 
 
 def threshold_percentiles(table: pd.DataFrame, thresholds: Mapping[Any, Any] | Thresholds) -> dict[str, float]:
@@ -467,9 +473,4 @@ def thresholds_for_cap(table: pd.DataFrame, measures: tuple[str, ...] | list[str
                 lo = mid
         return thr_at(hi)
 
-    if group_col is None:
-        return as_thresholds(row(table))
-    rows: dict[Any, dict[str, float]] = {DEFAULT_KEY: row(table)}
-    for g, sub in table.groupby(group_col, sort=True, observed=True):
-        rows[g] = row(sub)
-    return as_thresholds(rows, group_col=group_col)
+    return _rows_by_group(table, row, group_col)

@@ -23,13 +23,14 @@ from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
 from prdp_core.policy import LossProfile
 from prdp_core.preview import PolicyPreview, preview_policy
+from prdp_core.samples import CBP_SPLIT_SCHEMES
 from prdp_core.splitting import Thresholds, as_thresholds, split_counts, thresholds_to_frame
 from prdp_core.workload import SplittingPolicy, Workload, default_workload, workload_to_frame
 
 from . import state
 
 #: Table 8 "Conservative" thresholds for the CBP-like sample (the ≈97–99th percentiles).
-_CBP_DEFAULT = {"EMP": 100.0, "PAYANN": 10_000.0, "PAYQTR1": 2_500.0}
+_CBP_DEFAULT = {m: float(t) for m, t in CBP_SPLIT_SCHEMES["Conservative"].items()}
 
 
 def _round2(x: float) -> float:

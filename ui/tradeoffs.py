@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+import prdp_core
 from prdp_core import analysis
 from prdp_core.data import Dataset
 from prdp_core.workload import SplittingPolicy
@@ -16,13 +17,8 @@ from prdp_core.workload import SplittingPolicy
 from . import policy as pstate
 from . import state
 
-#: Table 7 (top-coding) and Table 8 (splitting) schemes of the per-record zCDP paper, for CBP-like data.
-TABLE7 = {"Conservative": {"EMP": 1e3, "PAYANN": 1e5, "PAYQTR1": 2.5e4},
-          "Moderate": {"EMP": 3e2, "PAYANN": 1e4, "PAYQTR1": 2.5e3},
-          "Aggressive": {"EMP": 1e2, "PAYANN": 1e3, "PAYQTR1": 2.5e2}}
-TABLE8 = {"Conservative": {"EMP": 100, "PAYANN": 10_000, "PAYQTR1": 2_500},
-          "Moderate": {"EMP": 5, "PAYANN": 500, "PAYQTR1": 125},
-          "Median": {"EMP": 2, "PAYANN": 104, "PAYQTR1": 24}}
+TABLE7 = prdp_core.samples.CBP_TOPCODE_SCHEMES
+TABLE8 = prdp_core.samples.CBP_SPLIT_SCHEMES
 
 
 def split_measures(pol: SplittingPolicy) -> list[str]:
@@ -119,6 +115,7 @@ def code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy) -> str:
     base = policy_code(source, ds, pol, "lemma4")
     head = "\n".join(ln for ln in base.splitlines() if not ln.startswith(("preview =", "print(preview", "x, share")))
     return f"""{head}
+import prdp_core
 from prdp_core import analysis
 
 # Fig. 2: thresholds at percentiles × base budgets (analytic: nothing is released)
