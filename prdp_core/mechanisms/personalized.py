@@ -854,6 +854,18 @@ def _median_side_costs(phi_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return SL, SR
 
 
+def _sorted_pieces(values: np.ndarray, phi: np.ndarray, lo: float, hi: float,
+                   integer: bool | None) -> tuple[Pieces, np.ndarray]:
+    """Values clipped to [lo, hi] and sorted, cut into output pieces; Φ in the same order."""
+    v = np.clip(np.asarray(values, dtype=float), lo, hi)
+    if v.size == 0:
+        raise ParameterError("PE needs at least one tuple (n is public under substitution neighbours).")
+    order = np.argsort(v, kind="stable")
+    xs, ps = v[order], np.asarray(phi, dtype=float)[order]
+    integ = bool(integer) if integer is not None else _integer_range(xs, lo, hi)
+    return _pieces(xs, lo, hi, integ), ps
+
+
 def d_median_pieces(values: np.ndarray, phi: np.ndarray, lo: float, hi: float, *,
                     integer: bool | None = None) -> tuple[Pieces, np.ndarray]:
     """d_med over the output range, piece by piece (tie-safe form of Sec. IV-C).
@@ -862,13 +874,7 @@ def d_median_pieces(values: np.ndarray, phi: np.ndarray, lo: float, hi: float, *
     d = −[Σ of the (L − a)⁺ smallest Φ among {x < r}] − [Σ of the (G − b)⁺ smallest Φ
     among {x > r}]. For even n this prices the upper median (rank ⌊n/2⌋, 0-indexed).
     """
-    v = np.clip(np.asarray(values, dtype=float), lo, hi)
-    if v.size == 0:
-        raise ParameterError("PE needs at least one tuple (n is public under substitution neighbours).")
-    order = np.argsort(v, kind="stable")
-    xs, ps = v[order], np.asarray(phi, dtype=float)[order]
-    integ = bool(integer) if integer is not None else _integer_range(xs, lo, hi)
-    pcs = _pieces(xs, lo, hi, integ)
+    pcs, ps = _sorted_pieces(values, phi, lo, hi, integer)
     SL, SR = _median_side_costs(ps)
     return pcs, -(SL[pcs.L] + SR[pcs.G])
 
@@ -876,13 +882,7 @@ def d_median_pieces(values: np.ndarray, phi: np.ndarray, lo: float, hi: float, *
 def d_min_pieces(values: np.ndarray, phi: np.ndarray, lo: float, hi: float, *,
                  integer: bool | None = None) -> tuple[Pieces, np.ndarray]:
     """d_min over the output range: r > min costs Σ{Φ : x < r}, r < min costs min Φ, r = min costs 0."""
-    v = np.clip(np.asarray(values, dtype=float), lo, hi)
-    if v.size == 0:
-        raise ParameterError("PE needs at least one tuple (n is public under substitution neighbours).")
-    order = np.argsort(v, kind="stable")
-    xs, ps = v[order], np.asarray(phi, dtype=float)[order]
-    integ = bool(integer) if integer is not None else _integer_range(xs, lo, hi)
-    pcs = _pieces(xs, lo, hi, integ)
+    pcs, ps = _sorted_pieces(values, phi, lo, hi, integer)
     cum = np.concatenate(([0.0], np.cumsum(ps)))
     d = -cum[pcs.L]
     below = (pcs.L == 0) & ~pcs.is_point

@@ -619,6 +619,21 @@ def framework_trials(p: Prepared, *, beta: float, rng: np.random.Generator, tria
     return est, sel, eps_m, det
 
 
+
+def _finish_row(row: dict[str, Any], extras: dict[str, Any], det: dict[str, np.ndarray], p: Any, est: float,
+                est_a: np.ndarray, reveal: bool) -> None:
+    """Shared tail of a single release: details, a declined answer, truth and rank errors (teaching)."""
+    for k, v in det.items():
+        extras[k] = float(v[0])
+    if math.isnan(est):
+        extras["declined"] = True  # e.g. a maximum needing more records than any table can have
+    if reveal:
+        row.update(_truth_cols(est, p.truth()))
+        if p.query.kind == "max" and not math.isnan(est):
+            extras["private_rank_error"] = int(RankMax.rank_error(p.stats, est_a)[0])
+            extras["private_max_error"] = float(RankMax.relative_error(p.stats, est_a)[0])
+
+
 def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float,
               rng: np.random.Generator, reveal: bool = False, seed: int | None = None) -> Release:
     """Algorithm 2 (general PrDP framework, Sec. 6): answer ``query`` under E-PrDP.
@@ -650,15 +665,7 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
                               "mechanism_M": getattr(p.query.mechanism, "name", p.query.label),
                               "private_dropped": int(p.counts[: ell - 1].sum()),
                               "private_domain_counts": p.counts.astype(int)}
-    for k, v in det.items():
-        extras[k] = float(v[0])
-    if math.isnan(est):
-        extras["declined"] = True  # e.g. a maximum needing more records than any table can have
-    if reveal:
-        row.update(_truth_cols(est, p.truth()))
-        if p.query.kind == "max" and not math.isnan(est):
-            extras["private_rank_error"] = int(RankMax.rank_error(p.stats, est_a)[0])
-            extras["private_max_error"] = float(RankMax.relative_error(p.stats, est_a)[0])
+    _finish_row(row, extras, det, p, est, est_a, reveal)
     params = {"query": p.query.label, "beta": b, "budget": budget.to_dict(), "L": dp.L}
     name = f"prdp.framework.{p.query.kind}"
     return Release(mechanism=name, answers=pd.DataFrame([row]), measure="eps", loss=loss,
@@ -773,15 +780,7 @@ def naive(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: flo
     loss = np.full(p.eps.size, budget.eps_min)
     row: dict[str, Any] = {"query": p.query.label, "estimate": est, "eps_tau": budget.eps_min, "ell": 1}
     extras: dict[str, Any] = {"eps_M": budget.eps_min, "mechanism_M": getattr(p.query.mechanism, "name", "")}
-    for k, v in det.items():
-        extras[k] = float(v[0])
-    if math.isnan(est):
-        extras["declined"] = True  # e.g. a maximum needing more records than any table can have
-    if reveal:
-        row.update(_truth_cols(est, p.truth()))
-        if p.query.kind == "max" and not math.isnan(est):
-            extras["private_rank_error"] = int(RankMax.rank_error(p.stats, est_a)[0])
-            extras["private_max_error"] = float(RankMax.relative_error(p.stats, est_a)[0])
+    _finish_row(row, extras, det, p, est, est_a, reveal)
     params = {"query": p.query.label, "beta": b, "budget": budget.to_dict()}
     name = f"prdp.naive.{p.query.kind}"
     return Release(mechanism=name, answers=pd.DataFrame([row]), measure="eps", loss=loss,
