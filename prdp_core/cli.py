@@ -1,0 +1,223 @@
+"""The ``prdp`` command line: run, validate and inspect studies headless.
+
+::
+
+    prdp run study.yaml [--data FILE] [--out DIR] [--quiet]
+    prdp validate study.yaml [--no-data]
+    prdp samples
+
+Exit codes (scripts can rely on them):
+
+====  ==========================================================================
+0     success
+1     unexpected internal error (a bug: please report it with the command)
+2     usage error (unknown command or option, missing argument)
+3     invalid config (ConfigError: the message names the offending key)
+4     data problem (file missing or unreadable, bad values, roles, size limits)
+5     any other refusal of the engine (PrdpError: policy, parameter, ...)
+====  ==========================================================================
+
+Progress of long runs is written to stderr as a plain-text bar (one line per step when
+stderr is not a terminal); results go to files, a one-line summary to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import IO, Sequence
+
+from .errors import ConfigError, DataError, PrdpError, ResourceLimitError, SchemaError
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_USAGE = 2
+EXIT_CONFIG = 3
+EXIT_DATA = 4
+EXIT_ERROR = 5
+
+EXIT_CODES = {EXIT_OK: "success", EXIT_INTERNAL: "unexpected internal error", EXIT_USAGE: "usage error",
+              EXIT_CONFIG: "invalid config", EXIT_DATA: "data problem", EXIT_ERROR: "other engine error"}
+
+
+def exit_code(err: BaseException) -> int:
+    """The documented exit code of an error."""
+    if isinstance(err, ConfigError):
+        return EXIT_CONFIG
+    if isinstance(err, (DataError, SchemaError, ResourceLimitError)):
+        return EXIT_DATA
+    if isinstance(err, PrdpError):
+        return EXIT_ERROR
+    return EXIT_INTERNAL
+
+
+class TextProgress:
+    """A plain-text progress bar on a stream (stderr): redrawn in place on a terminal, one line
+    per step otherwise (logs, CI). No dependency beyond the standard library."""
+
+    def __init__(self, stream: IO[str] | None = None, width: int = 24, enabled: bool = True) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.enabled = enabled
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._open = False
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        if not self.enabled:
+            return
+        total = max(int(total), 1)
+        filled = int(round(self.width * min(done, total) / total))
+        bar = "#" * filled + "-" * (self.width - filled)
+        line = f"[{bar}] {done}/{total} {what}"
+        if self.tty:
+            self.stream.write("\r" + line.ljust(self.width + 60))
+            self._open = done < total
+            if not self._open:
+                self.stream.write("\n")
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self._open and self.enabled:
+            self.stream.write("\n")
+            self._open = False
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the documented usage exit code (2) and no traceback."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"prdp: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    codes = "\n".join(f"  {k}  {v}" for k, v in EXIT_CODES.items())
+    p = _Parser(prog="prdp", formatter_class=argparse.RawDescriptionHelpFormatter,
+                description="PrDP Explorer from the command line: run per-record privacy studies headless.",
+                epilog=f"exit codes:\n{codes}\n\nThe config schema is described in docs/config.md; examples are in "
+                       "examples/.")
+    from . import __version__
+
+    p.add_argument("--version", action="version", version=f"prdp {__version__} (study schema version 1)")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    r = sub.add_parser("run", help="run a study and write results, ledger, report and a reproduction script",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Run every mechanism of a study with its seed (headless) and write into DIR:\n"
+                                   "  results.csv   every released answer (true values only in teaching mode)\n"
+                                   "  budget.csv    the budget table (release x group level x rho or epsilon)\n"
+                                   "  ledger.csv    the privacy ledger (public forms); ledger.json the same as data\n"
+                                   "  report.html   self-contained report (opens without network)\n"
+                                   "  reproduce.py  a Python script that reruns the study bit for bit\n"
+                                   "  study.yaml    the normalised config",
+                       epilog=f"exit codes:\n{codes}")
+    r.add_argument("config", metavar="STUDY.yaml", help="the study config (YAML, docs/config.md)")
+    r.add_argument("--data", metavar="FILE", help="use this data file instead of the config's data source "
+                                                  "(the config's column roles and fixes still apply)")
+    r.add_argument("--out", metavar="DIR", help="output folder (default: ./<config name>-results)")
+    r.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    v = sub.add_parser("validate", help="check a study config (and that it fits its data)",
+                       description="Check a study config: schema, values, and — unless --no-data — that every "
+                                   "column it names exists in its data.", epilog=f"exit codes:\n{codes}",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    v.add_argument("config", metavar="STUDY.yaml", help="the study config (YAML)")
+    v.add_argument("--data", metavar="FILE", help="check against this data file instead of the config's source")
+    v.add_argument("--no-data", action="store_true", help="check the config alone, without loading its data")
+    sub.add_parser("samples", help="list the built-in samples a config can name in data.sample",
+                   description="List the built-in samples (name, kind, default size, description).",
+                   epilog=f"exit codes:\n{codes}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    return p
+
+
+def _fail(err: BaseException, out: IO[str]) -> int:
+    code = exit_code(err)
+    if isinstance(err, PrdpError):
+        out.write(f"prdp: {err.title.lower()}: {err}\n")
+    else:
+        out.write(f"prdp: internal error: {type(err).__name__}: {err}\n"
+                  "Set PRDP_DEBUG=1 to see the traceback, and please report it.\n")
+    return code
+
+
+def _cmd_samples(stdout: IO[str]) -> int:
+    from . import samples
+
+    rows = []
+    for name in samples.names():
+        info = samples.info(name)
+        n = "all rows" if info.default_n is None else f"{info.default_n:,}"
+        rows.append((name, info.kind, n, info.title))
+    w = max(len(r[0]) for r in rows)
+    stdout.write(f"{'name'.ljust(w)}  kind       default n   title\n")
+    for name, kind, n, title in rows:
+        stdout.write(f"{name.ljust(w)}  {kind.ljust(9)}  {n.rjust(9)}   {title}\n")
+    return EXIT_OK
+
+
+def _cmd_validate(args: argparse.Namespace, stdout: IO[str]) -> int:
+    from .config import load_config, load_data
+
+    study = load_config(args.config)
+    where = "config only"
+    if not args.no_data:
+        ds = load_data(study, args.data)
+        study.check_against(ds)
+        where = f"fits its data ({ds.name}: {len(ds.schema.measures)} measure(s))"
+    kinds = ", ".join(m["kind"] for m in study.mechanisms) or "none"
+    stdout.write(f"OK: {args.config} is a valid study (schema version 1, mode {study.mode}, seed {study.seed}); "
+                 f"mechanisms: {kinds}; {where}.\n")
+    return EXIT_OK
+
+
+def _cmd_run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    from .config import load_config
+    from .report import run_study, write_outputs
+
+    study = load_config(args.config)
+    out = Path(args.out) if args.out else Path.cwd() / f"{Path(args.config).stem}-results"
+    bar = TextProgress(stderr, enabled=not args.quiet)
+    try:
+        run = run_study(study, args.data, progress=bar)
+        files = write_outputs(run, out, progress=lambda d, t, w: bar(d, t, f"output: {w}"))
+    finally:
+        bar.close()
+    stdout.write(f"{len(run.releases)} release(s) of {args.config} ({study.mode} mode, seed {study.seed}) written "
+                 f"to {out}: {', '.join(sorted(files))}\n")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
+    """Entry point of the ``prdp`` console script; returns the exit code (see the module docstring)."""
+    stdout = stdout if stdout is not None else sys.stdout
+    stderr = stderr if stderr is not None else sys.stderr
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help, --version (0) and usage errors (2)
+        return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        if args.command == "samples":
+            return _cmd_samples(stdout)
+        if args.command == "validate":
+            return _cmd_validate(args, stdout)
+        return _cmd_run(args, stdout, stderr)
+    except KeyboardInterrupt:
+        stderr.write("prdp: interrupted\n")
+        return 130
+    except Exception as err:  # every error becomes a message and a documented exit code
+        if os.environ.get("PRDP_DEBUG") and not isinstance(err, PrdpError):
+            raise
+        return _fail(err, stderr)
+
+
+def console() -> None:
+    """``prdp`` console script: run :func:`main` and exit with its code."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # python -m prdp_core.cli
+    console()
