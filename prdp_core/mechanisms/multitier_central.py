@@ -48,6 +48,8 @@ from scipy import optimize, special
 
 from .. import noise as _noise
 from ..errors import ParameterError
+from ..validate import positive as _pos
+from ..validate import probability
 
 #: Families a release can use (each has an exact residual sampler).
 RELEASE_FAMILIES: tuple[str, ...] = ("geometric", "multiscale_geometric", "laplace", "gaussian")
@@ -71,16 +73,6 @@ MAX_MULTISCALE_SENSITIVITY = 1000
 # ---------------------------------------------------------------------------
 # Small numerical helpers
 # ---------------------------------------------------------------------------
-
-
-def _pos(name: str, value: float) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number (got {value!r}).") from None
-    if not math.isfinite(v) or v <= 0:
-        raise ParameterError(f"{name} must be a positive finite number (got {value!r}).")
-    return v
 
 
 def tsg_variance(a: float | np.ndarray) -> float | np.ndarray:
@@ -132,8 +124,7 @@ def gaussian_sigma_for(eps: float, delta: float, sensitivity: float = 1.0) -> fl
     """Smallest σ for which N(0, σ²) on a Δ-sensitive query is (ε, δ)-DP (analytic calibration)."""
     eps = _pos("ε", eps)
     sens = _pos("sensitivity", sensitivity)
-    if not (0 < float(delta) < 1):
-        raise ParameterError(f"δ must be strictly between 0 and 1 (got {delta!r}).")
+    delta = probability("δ", delta)
 
     def f(log_s: float) -> float:
         return math.log(max(analytic_gaussian_delta(eps, math.exp(log_s), sens), 1e-300)) - math.log(delta)
@@ -405,8 +396,7 @@ class GaussianNoise(NoiseFamily):
     delta: float | None = 1e-6
 
     def __post_init__(self) -> None:
-        if self.delta is None or not (0 < float(self.delta) < 1):
-            raise ParameterError(f"The Gaussian family needs δ strictly between 0 and 1 (got {self.delta!r}).")
+        probability("The Gaussian family's δ", self.delta)
 
     def param(self, eps):
         return gaussian_sigma_for(eps, float(self.delta), self.sensitivity)

@@ -50,6 +50,7 @@ from typing import Literal, Sequence
 import numpy as np
 
 from ..errors import ParameterError, ResourceLimitError
+from ..validate import whole_number
 
 Variant = Literal["subset2", "subset1"]
 VARIANTS: dict[str, str] = {
@@ -202,13 +203,7 @@ class Template:
 
 
 def _check_domain(d: int) -> int:
-    try:
-        dd = int(d)
-    except (TypeError, ValueError):
-        raise ParameterError(f"The domain size d must be an integer (got {d!r}).") from None
-    if dd != d or not (2 <= dd <= MAX_DOMAIN):
-        raise ParameterError(f"The domain size d must be an integer between 2 and {MAX_DOMAIN} (got {d!r}).")
-    return dd
+    return whole_number("The domain size d", d, 2, MAX_DOMAIN)
 
 
 def template_chain(eps: Sequence[float], d: int, variant: Variant = "subset2") -> tuple[Template, ...]:
