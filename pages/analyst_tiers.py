@@ -141,7 +141,7 @@ if cur["model"] == "central":
                     key="mt_mse_central")
     lines = []
     for _, r in table.iterrows():
-        hw = (f"is exactly right at least 95% of the time" if r["halfwidth_95"] == 0
+        hw = ("is exactly right at least 95% of the time" if r["halfwidth_95"] == 0
               else f"is within ±{r['halfwidth_95']:.4g} of the truth 95% of the time")
         grad = (f"budget splitting would make its error {r['ratio_gradual']:.2f}× larger"
                 if r["ratio_gradual"] > 1.005 else "budget splitting gives the lowest tier the same error")
