@@ -71,6 +71,7 @@ from ..budget import BudgetFunction, DomainPartition, ceil_log2
 from ..errors import ParameterError, PolicyError
 from ..limits import MAX_ROWS
 from ..release import Release
+from ..secure import SecureSampler, to_units
 
 QueryKind = Literal["count", "sum", "max", "distinct", "custom"]
 CustomMechanism = Callable[[pd.DataFrame, float, float, np.random.Generator], float]
@@ -124,10 +125,34 @@ def _truth_cols(est: float, true: float) -> dict[str, float]:
 
 
 def _entry(label: str, mechanism: str, loss: np.ndarray, note: str, bound: float, params: dict[str, Any],
-           seed: int | None) -> LedgerEntry:
+           seed: int | None, secure: bool = False) -> LedgerEntry:
     return LedgerEntry(label=label, mechanism=mechanism,
                        loss=RecordLoss(loss, measure="eps", note=note, bound=float(bound)),
-                       params=params, seed=seed)
+                       params=params, seed=seed, secure=secure)
+
+
+def _sampler(secure: bool, sampler: SecureSampler | None, rng: Any) -> SecureSampler | None:
+    """The secure sampler of a run (None for a seeded run, which then needs a numpy Generator)."""
+    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+    if smp is None:
+        _check_rng(rng)
+    return smp
+
+
+def secure_select_domain(true: np.ndarray, eps: np.ndarray, thresholds: np.ndarray, sampler: SecureSampler
+                         ) -> Selection:
+    """Algorithm 1's rule with exact noise: integer per-domain counts + discrete Laplace of scale
+    1/eps[i] (OpenDP; ε_i-DP per domain for a count of sensitivity 1), answers on the integers."""
+    c = np.asarray(true, dtype=float)
+    if not np.all(c == np.rint(c)):
+        raise ParameterError("Secure PrDP counts need whole-number per-domain counts.")
+    noisy = np.empty(c.size)
+    for i in range(c.size):  # one scale per domain
+        noisy[i] = sampler.laplace_answers(np.array([int(c[i])]), 1.0, 1.0, float(eps[i])).estimate[0]
+    ok = noisy >= thresholds
+    passed = bool(ok.any())
+    ell = int(np.argmax(ok)) + 1 if passed else c.size
+    return Selection(noisy[None, :], np.asarray(thresholds, dtype=float), np.array([ell]), np.array([passed]))
 
 
 # ---------------------------------------------------------------------------
@@ -167,8 +192,9 @@ def select_domain(true: np.ndarray, scales: np.ndarray, thresholds: np.ndarray, 
 # ---------------------------------------------------------------------------
 
 
-def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: np.random.Generator,
-          reveal: bool = False, seed: int | None = None) -> Release:
+def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: np.random.Generator | None = None,
+          reveal: bool = False, seed: int | None = None, secure: bool = False,
+          sampler: SecureSampler | None = None) -> Release:
     """Algorithm 1 (PrDP Count, Sec. 5.1): count the records under E-PrDP.
 
     Parameters
@@ -177,21 +203,28 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     eps_min, eps_max: ε̌ and ε̂, the public bounds of E; they fix the L domains.
     beta: failure rate β: with probability ≥ 1 − β, ε_τ ≥ ε_min(D)/2 and the error is
         O(log(log(ε̂/ε̌)/β)/ε_min(D)) (Thm 5.1).
-    rng: noise generator.
+    rng: noise generator of a seeded (teaching/review) run.
     reveal: attach the true count and errors (teaching mode).
+    secure, sampler: secure mode — exact discrete Laplace noise from OpenDP on the integer
+        counts (same scales 1/(2^{i−1}ε̌), so the same per-record loss), no seed
+        (:mod:`prdp_core.secure`).
 
     Returns a Release whose ``extras`` hold ``eps_tau`` = 2^{ℓ−1}ε̌ and ``ell``. Record r in
     domain i is charged 2^{i−1}ε̌ ≤ E(r).
     """
     b = _check_beta(beta)
-    rng = _check_rng(rng)
+    smp = _sampler(secure, sampler, rng)
+    seed = None if smp is not None else seed
     dp = DomainPartition(float(eps_min), float(eps_max))
     e = _eps_array(values_eps, dp.eps_min, dp.eps_max)
     idx = dp.index(e)
     L, lo = dp.L, dp.lo
     counts = np.bincount(idx, minlength=L + 1)[1:].astype(float)
     th = dp.thresholds(b)
-    sel = select_domain(counts, 1.0 / lo, th, rng=rng)
+    if smp is not None:
+        sel = secure_select_domain(counts, lo, th, smp)
+    else:
+        sel = select_domain(counts, 1.0 / lo, th, rng=rng)  # type: ignore[arg-type]
     ell = int(sel.ell[0])
     est = float(sel.retained_sum()[0])
     eps_tau = float(lo[ell - 1])
@@ -199,14 +232,18 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     if reveal:
         row.update(_truth_cols(est, float(e.size)))
     loss = lo[idx - 1]
-    params = {"eps_min": dp.eps_min, "eps_max": dp.eps_max, "beta": b, "L": L}
+    params: dict[str, Any] = {"eps_min": dp.eps_min, "eps_max": dp.eps_max, "beta": b, "L": L}
+    if smp is not None:
+        params["secure"] = smp.describe()
     extras = {"eps_tau": eps_tau, "ell": ell, "passed": bool(sel.passed[0]), "L": L,
               "noisy_counts": sel.noisy[0].copy(), "thresholds": th, "scales": 1.0 / lo,
               "private_dropped": int(counts[: ell - 1].sum()), "private_domain_counts": counts.astype(int)}
+    sec = smp is not None
     return Release(mechanism="prdp.count", answers=pd.DataFrame([row]), measure="eps", loss=loss,
                    entries=(_entry("PrDP count (Algorithm 1)", "prdp.count", loss,
-                                   "PrDP count: 2^(i−1)·ε̌ for a record of domain i", dp.eps_max, params, seed),),
-                   params=params, seed=seed, requested=np.asarray(values_eps, dtype=float).ravel(),
+                                   "PrDP count: 2^(i−1)·ε̌ for a record of domain i", dp.eps_max, params, seed,
+                                   sec),),
+                   params=params, seed=seed, secure=sec, requested=np.asarray(values_eps, dtype=float).ravel(),
                    truth_included=reveal, extras=extras)
 
 
@@ -634,8 +671,48 @@ def _finish_row(row: dict[str, Any], extras: dict[str, Any], det: dict[str, np.n
             extras["private_max_error"] = float(RankMax.relative_error(p.stats, est_a)[0])
 
 
+def _secure_m(p: Prepared, table: Any, ell: int, eps_m: float, beta: float, sampler: SecureSampler
+              ) -> tuple[float, dict[str, float]]:
+    """Part 2 of Algorithm 2 with exact noise (OpenDP), on D_ℓ = records of domains ≥ ℓ.
+
+    count / distinct: integer count + discrete Laplace(1/ε_M). sum (:class:`ClippedSum`): the
+    threshold τ = 2^j is chosen by OpenDP's report-noisy-max over the same monotone scores
+    −#{v > 2^j} and preference weights (ε_sel), then Σ min(v, τ) is quantised record by record on
+    the grid of τ, summed exactly, and gets discrete Laplace calibrated to τ (ε_sum). max
+    (:class:`RankMax`): report-noisy-max over the rank scores −|#{v > x} − t| (not monotone).
+    """
+    q = p.query
+    mech = q.mechanism
+    if q.kind == "custom" or not isinstance(mech, (LaplaceCount, DistinctCount, ClippedSum, RankMax)):
+        raise ParameterError("Secure mode runs the built-in count, sum, max and distinct mechanisms only.",
+                             hint="Run a custom mechanism as a seeded teaching run.")
+    st = p.stats
+    if isinstance(mech, (LaplaceCount, DistinctCount)):
+        n_kept = int(round(float(st["cnt"][ell - 1:].sum())))
+        return float(sampler.laplace_answers(np.array([n_kept]), 1.0, 1.0, eps_m).estimate[0]), {}
+    if isinstance(mech, ClippedSum):
+        cnt = st["cnt"][ell - 1:].sum(axis=0)             # records of D_ℓ per power-of-two bin
+        above = np.cumsum(cnt[::-1])[::-1][1:]             # #{v > 2^j}, j = j0..J
+        e_sel = mech.split * eps_m
+        j, _ = sampler.select(-above, e_sel, monotonic=True, log_weights=-mech.decay * np.arange(above.size))
+        tau = math.ldexp(1.0, st["j0"] + j)
+        v = _query_input(_table_of(table), q)[p.idx >= ell]
+        g = sampler.grid(tau)
+        total = int(to_units(np.minimum(v, tau), g).sum())  # exact integer sum
+        est = float(sampler.laplace_answers(np.array([total]), g, tau, eps_m - e_sel).estimate[0])
+        return est, {"tau": tau}
+    g = st["grid"]
+    m = g.size
+    cnt = st["cnt"][ell - 1:].sum(axis=0)
+    above = np.cumsum(cnt[::-1])[::-1][1:]
+    t = float(mech.target(np.array([eps_m]), beta, m)[0])
+    k, _ = sampler.select(-np.abs(above - t), eps_m, monotonic=False, log_weights=mech.log_weights(m))
+    return (math.nan if t > MAX_ROWS else float(g[k])), {"target_rank": t}
+
+
 def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float,
-              rng: np.random.Generator, reveal: bool = False, seed: int | None = None) -> Release:
+              rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
+              secure: bool = False, sampler: SecureSampler | None = None) -> Release:
     """Algorithm 2 (general PrDP framework, Sec. 6): answer ``query`` under E-PrDP.
 
     Parameters
@@ -645,15 +722,26 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
     query: ``"count"``, ``"sum"``, ``"max"``, ``"distinct:COLUMN"`` … or a :class:`Query`
         (sum/max default to the budget's measure).
     beta: failure rate β (Part 1 and M each get β/2; Thm 6.1).
-    rng: noise generator. reveal: attach true answers and errors (teaching mode).
+    rng: noise generator of a seeded run. reveal: attach true answers and errors (teaching mode).
+    secure, sampler: secure mode — Part 1 and M draw exact noise and selections from OpenDP
+        (:func:`secure_select_domain`, :func:`_secure_m`) with the same budgets, so the same
+        per-record losses; no seed. Built-in mechanisms only.
 
     Privacy: record r of domain i pays 2^{i−2}ε̌ in Part 1 and, if i ≥ ℓ, ε_τ/2 in Part 2;
     both are ≤ E(r)/2, so the release is E-PrDP (sequential composition, Lemma 3.10).
     """
-    rng = _check_rng(rng)
+    smp = _sampler(secure, sampler, rng)
+    seed = None if smp is not None else seed
     b = _check_beta(beta)
     p = prepare(table, budget, query)
-    est_a, sel, eps_m_a, det = framework_trials(p, beta=b, rng=rng, trials=1)
+    if smp is None:
+        est_a, sel, eps_m_a, det = framework_trials(p, beta=b, rng=rng, trials=1)  # type: ignore[arg-type]
+    else:
+        dp_ = p.domains
+        sel = secure_select_domain(p.counts, dp_.lo / 2.0, math.log(dp_.L / (b / 2.0)) / (dp_.lo / 2.0), smp)
+        eps_m_a = dp_.lo[sel.ell - 1] / 2.0
+        est1, det1 = _secure_m(p, table, int(sel.ell[0]), float(eps_m_a[0]), b / 2.0, smp)
+        est_a, det = np.array([est1]), {k: np.array([v]) for k, v in det1.items()}
     dp = p.domains
     ell, est, eps_m = int(sel.ell[0]), float(est_a[0]), float(eps_m_a[0])
     eps_tau = float(dp.lo[ell - 1])
@@ -666,13 +754,16 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
                               "private_dropped": int(p.counts[: ell - 1].sum()),
                               "private_domain_counts": p.counts.astype(int)}
     _finish_row(row, extras, det, p, est, est_a, reveal)
-    params = {"query": p.query.label, "beta": b, "budget": budget.to_dict(), "L": dp.L}
+    params: dict[str, Any] = {"query": p.query.label, "beta": b, "budget": budget.to_dict(), "L": dp.L}
+    if smp is not None:
+        params["secure"] = smp.describe()
     name = f"prdp.framework.{p.query.kind}"
+    sec = smp is not None
     return Release(mechanism=name, answers=pd.DataFrame([row]), measure="eps", loss=loss,
                    entries=(_entry(f"PrDP framework: {p.query.label}", name, loss,
                                    "PrDP framework: 2^(i−2)·ε̌ + ε_τ/2 for kept records (ε_τ data-dependent)",
-                                   dp.eps_max, params, seed),),
-                   params=params, seed=seed, requested=p.eps, truth_included=reveal, extras=extras)
+                                   dp.eps_max, params, seed, sec),),
+                   params=params, seed=seed, secure=sec, requested=p.eps, truth_included=reveal, extras=extras)
 
 
 # ---------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from ..accounting import LedgerEntry
 from ..data import Dataset
 from ..errors import ParameterError, PolicyError
 from ..release import Release
+from ..secure import SecureSampler, exact_cell_sums, to_units
 from ..splitting import DEFAULT_KEY, as_thresholds, split_counts
 from ..workload import Query, SplittingPolicy, Workload
 
@@ -237,9 +238,17 @@ class PartitionSelection:
         """δ(r): probability that a record alone in its cell makes that cell appear."""
         return self.keep_probability(m)
 
-    def select(self, pieces: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        noisy = pieces + rng.normal(0.0, self.sigma, size=np.shape(pieces))
-        return noisy > self.tau
+    def select(self, pieces: np.ndarray, rng: np.random.Generator | None,
+               sampler: SecureSampler | None = None) -> np.ndarray:
+        """Cells kept: pieces + N(0, σ²) > τ. With a secure ``sampler`` the noise is OpenDP's discrete
+        Gaussian on the grid 2^−bits (sensitivity one piece = 2^bits grid steps, so σ maps exactly)."""
+        if sampler is not None:
+            g = sampler.grid(1.0)
+            units = to_units(np.asarray(pieces, dtype=float), g)
+            noisy = sampler.gaussian_answers(units, g, 1.0, self.rho).estimate
+            return noisy.reshape(np.shape(pieces)) > self.tau
+        noise = rng.normal(0.0, self.sigma, size=np.shape(pieces))  # type: ignore[union-attr]
+        return pieces + noise > self.tau
 
 
 # ---------------------------------------------------------------------------
@@ -259,11 +268,12 @@ def _sigmas(st_: QueryStats) -> tuple[np.ndarray, np.ndarray | None]:
     return s, sc
 
 
-def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.random.Generator,
+def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.random.Generator | None = None,
             reveal: bool = False, seed: int | None = None, partition_delta: float = 1e-6,
             stats_: list[QueryStats] | None = None, pieces: np.ndarray | None = None,
             owner_col: str | None = None, owner_realized: bool = True,
-            mechanism: str = "unit_splitting.gaussian") -> Release:
+            mechanism: str = "unit_splitting.gaussian", secure: bool = False,
+            sampler: SecureSampler | None = None) -> Release:
     """Release every query of ``policy.workload`` with Gaussian noise on split data.
 
     Parameters
@@ -274,7 +284,13 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         Thresholds and workload; the release satisfies P-PRzCDP with P = ``policy``
         (plus the partition-selection δ(r) when ``workload.partition_rho > 0``).
     rng:
-        Randomness; seeded generators are for teaching and review only.
+        Randomness of a seeded (teaching/review) run; not used in secure mode.
+    secure, sampler:
+        Secure mode (``secure=True`` or a :class:`~prdp_core.secure.SecureSampler`): exact
+        discrete Gaussian noise from OpenDP, answers on the grid 2^(⌊log₂ T⌋ − bits) (counts on
+        the integers), per-record values quantised and summed exactly; σ is calibrated to the
+        rounded-up sensitivity ⌈T/g⌉ grid steps, so every record still pays at most
+        ρ_q·m(r)². The release has no seed and ``secure=True`` (see :mod:`prdp_core.secure`).
     reveal:
         Attach true answers and errors (teaching mode). Never in review exports.
     partition_delta:
@@ -288,6 +304,11 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
     table = data.table if isinstance(data, Dataset) else data
     if owner_col is None and isinstance(data, Dataset):
         owner_col = data.schema.owner_col
+    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+    if smp is None and not isinstance(rng, np.random.Generator):
+        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
+    if smp is not None:
+        seed = None  # secure runs are unseeded
     m = split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)
     sts = workload_stats(table, policy, m) if stats_ is None else stats_
     wl = policy.workload
@@ -301,11 +322,12 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
             for gb in sets:
                 keys, cell_of = _cells(table, gb, np.ones(len(table), dtype=bool))
                 pcs = np.bincount(cell_of, weights=m.astype("float64"), minlength=len(keys))
-                kept[gb] = _key_index(keys[ps.select(pcs, rng)])
+                kept[gb] = _key_index(keys[ps.select(pcs, rng, smp)])
                 candidates[gb] = len(keys)
     frames = []
     query_names = [f"{i + 1}. {s.query.name()}" for i, s in enumerate(sts)]
     realized = np.zeros(len(table))
+    grids: dict[str, float] = {}
     own_real = None
     if owner_col and owner_realized:
         own_codes, own_uniques = pd.factorize(table[owner_col], sort=True)
@@ -315,7 +337,10 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         q = s.query
         sig, sig_c = _sigmas(s)
         truth = s.true_answer()
-        if q.kind == "avg":
+        contrib = _record_delta(s, table)
+        if smp is not None:
+            est, sd, sig, sig_c, contrib, grids[query_names[i]] = _secure_query(s, contrib, smp)
+        elif q.kind == "avg":
             noisy_sum = s.total + rng.normal(0.0, 1.0, s.n_cells) * sig  # type: ignore[operator]
             noisy_cnt = s.count + rng.normal(0.0, 1.0, s.n_cells) * sig_c  # type: ignore[operator]
             denom = np.maximum(noisy_cnt, 1.0)
@@ -339,7 +364,6 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
             cols.update({"true": truth[keep], "n_records": s.count[keep], "error": (est - truth)[keep],
                          "rel_error": rel[keep]})
         frames.append(pd.DataFrame(cols))
-        contrib = _record_delta(s, table)
         inside = s.cell_of >= 0
         realized[inside] += contrib[inside] ** 2 / (2.0 * sig[s.cell_of[inside]] ** 2)
         if q.kind == "avg":
@@ -357,6 +381,8 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
     loss = policy(table)
     params: dict[str, Any] = {"policy": policy.to_dict(), "partition_delta": partition_delta if ps else None,
                               "keys": "partition selection" if ps else "public (the cells present in the data)"}
+    if smp is not None:
+        params["secure"] = smp.describe()
     extras: dict[str, Any] = {"private_realized": realized, "private_pieces": m,
                               "partition_selection": None if ps is None else
                               {"rho_each": ps.rho, "sigma": ps.sigma, "tau": ps.tau, "delta": ps.delta,
@@ -364,12 +390,41 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
                                "candidates": {",".join(k): n for k, n in candidates.items()}}}
     if ps is not None:
         extras["private_record_delta"] = ps.record_delta(m)
+    if smp is not None:
+        extras["grid"] = grids
     if own_real is not None:
         extras["private_owner_realized"] = pd.Series(own_real, index=own_uniques, name="owner_realized")
     entry = LedgerEntry(label=f"Unit splitting: {len(sts)} quer{'y' if len(sts) == 1 else 'ies'}",
-                        mechanism=mechanism, loss=policy, params=params, seed=seed)
+                        mechanism=mechanism, loss=policy, params=params, seed=seed, secure=smp is not None)
     return Release(mechanism=mechanism, answers=answers, measure="rho", loss=loss, entries=(entry,),
-                   params=params, seed=seed, truth_included=reveal, extras=extras)
+                   params=params, seed=seed, secure=smp is not None, truth_included=reveal, extras=extras)
+
+
+def _secure_query(s: QueryStats, contrib: np.ndarray, smp: SecureSampler
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, float]:
+    """Secure answers of one query: (estimate, sd, σ of the sum/count part, σ of an AVG's count part,
+    each record's quantised contribution in value units, grid step).
+
+    COUNT: integer counts + discrete Gaussian (Δ = 1). SUM/AVG: each record's contribution is
+    quantised to the grid of the smallest cell sensitivity and summed exactly; the noise per cell is
+    calibrated to ⌈T_cell/g⌉ grid steps."""
+    q = s.query
+    if q.kind == "count":
+        a = smp.gaussian_answers(s.count.astype(np.int64), 1.0, 1.0, q.rho)
+        return a.estimate, a.scale, a.scale, None, contrib, 1.0
+    g = smp.grid(float(np.min(s.sens)) if s.n_cells else 1.0)
+    units = to_units(contrib, g)
+    inside = s.cell_of >= 0
+    totals = exact_cell_sums(s.cell_of[inside], units[inside], s.n_cells)
+    a = smp.gaussian_answers(totals, g, s.sens, q.rho)
+    quantised = units.astype(np.float64) * g
+    if q.kind == "sum":
+        return a.estimate, a.scale, a.scale, None, quantised, g
+    c = smp.gaussian_answers(s.count.astype(np.int64), 1.0, 1.0, q.rho_count)
+    denom = np.maximum(c.estimate, 1.0)
+    est = a.estimate / denom
+    sd = np.sqrt(a.scale**2 + est**2 * c.scale**2) / denom
+    return est, sd, a.scale, c.scale, quantised, g
 
 
 def _record_delta(s: QueryStats, table: pd.DataFrame) -> np.ndarray:
