@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import sidebar, state
+from ui import sidebar, state, study
 
 st.set_page_config(page_title="PrDP Explorer", page_icon=":material/shield_person:", layout="wide")
 
 state.init_state()
+study.keep_settings()  # pages keep their settings while another page is on screen
 
 PAGES = {
     "Prepare": [
@@ -31,6 +32,9 @@ PAGES = {
         st.Page("pages/tradeoffs.py", title="Trade-offs", icon=":material/balance:"),
         st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
         st.Page("pages/analyst_tiers.py", title="Analyst tiers", icon=":material/stairs:"),
+    ],
+    "Outputs": [
+        st.Page("pages/study.py", title="Study", icon=":material/inventory_2:"),
     ],
 }
 

@@ -339,6 +339,12 @@ def ledger_dict(run: StudyRun) -> dict[str, Any]:
     return d if run.teaching else _scrub(d)
 
 
+def ledger_json(ledger: Ledger, *, teaching: bool) -> str:
+    """A ledger as JSON text (public forms; in review mode without record counts)."""
+    d = _plain(ledger.to_dict())
+    return json.dumps(d if teaching else _scrub(d), indent=2, default=str, ensure_ascii=False) + "\n"
+
+
 def conversion_rows(run: StudyRun) -> pd.DataFrame:
     """(ε, δ) equivalents of the policy's loss levels and of every release's worst case."""
     delta = float(run.study.report.get("delta", 1e-6))
@@ -677,14 +683,15 @@ def _data_code(study: Study, data_file: str | None) -> list[str]:
     src = study.data
     opts = "".join(f", {k}={v!r}" for k, v in src.prepare.items())
     if data_file is not None or src.path is not None:
-        path = data_file if data_file is not None else "(the config's data file)"
+        default = repr(str(data_file)) if data_file is not None else \
+            f"str(Path(__file__).resolve().parent / {src.path!r})"
         if src.schema is not None:
             schema = f"prdp_core.Schema.from_dict({_py(src.schema)})"
         elif src.sample is not None:
             schema = f"prdp_core.samples.info({src.sample!r}).schema"
         else:
             schema = "prdp_core.guess_schema(df)"
-        return [f"DATA = sys.argv[2] if len(sys.argv) > 2 else {str(path)!r}",
+        return [f"DATA = sys.argv[2] if len(sys.argv) > 2 else {default}",
                 "df = prdp_core.load_table(DATA)",
                 f"ds = prdp_core.prepare_dataset(df, {schema}, name=Path(DATA).name{opts})"]
     n = f", n={src.n}" if src.n is not None else ""
@@ -884,6 +891,6 @@ def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progre
 
 
 __all__ = ["ConfigError", "DataSource", "OUTPUT_FILES", "REVIEW_TAIL", "SCHEMA_VERSION", "Study", "StudyRun",
-           "budget_table", "conversion_rows", "error_summary", "ledger_dict", "ledger_frame", "load_config",
+           "budget_table", "conversion_rows", "error_summary", "ledger_dict", "ledger_frame", "ledger_json", "load_config",
            "load_data", "parse_config", "render_html", "reproduction_script", "resolve_data_path", "results_frame",
            "review_cdf", "run_study", "safe_data_path", "study_from_dict", "write_outputs"]

@@ -1,0 +1,129 @@
+"""Study: export the whole app as a re-loadable config, load one back, download the report."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from prdp_core import report as R
+from prdp_core.errors import PrdpError
+from prdp_core.export import to_csv_bytes
+from ui import state
+from ui import study as ustudy
+from ui.common import code_expander, confidential, learn, seeded_notice, show_error
+
+st.title("Study")
+st.caption("Everything a review session needs to take home: the study as a config that loads back (here or in "
+           "the `prdp` command line), a self-contained HTML report, the results and a script that reruns them.")
+learn("**A study config** is a short YAML file: the data source and column roles, the policy (thresholds, budget "
+      "function, specification, tiers), the workload, each mechanism with its parameters, the mode and the seed. "
+      "It holds no data values — share it freely. Load it back to restore every page, or run it headless with "
+      "`prdp run study.yaml`.")
+
+ss = st.session_state
+tab_export, tab_import, tab_report = st.tabs([":material/download: Export the study", ":material/upload: Load a study",
+                                              ":material/summarize: Report"])
+
+study = None
+yaml_text = ""
+try:
+    study = ustudy.export_study()
+    yaml_text = study.to_yaml()
+except PrdpError as err:
+    with tab_export:
+        show_error(err)
+
+with tab_export:
+    if study is not None:
+        kinds = [m["kind"].replace("_", " ") for m in study.mechanisms]
+        st.markdown(f"**Data:** {study.data.describe()}  \n**Mode:** {study.mode}, seed {study.seed}  \n"
+                    f"**Policy parts:** {', '.join(study.policy) or 'none yet'}  \n"
+                    f"**Mechanisms:** {', '.join(kinds) or 'none yet (visit the Policy designer first)'}")
+        for note in ustudy.export_notes():
+            st.warning(note)
+        if study.data.path is not None:
+            st.caption(f":material/info: The config names the data file **{study.data.path}**: keep it next to the "
+                       "config (it is not part of the export).")
+        st.download_button("Download the study config (YAML)", yaml_text.encode("utf-8"), file_name="study.yaml",
+                           mime="application/x-yaml", key="study_dl_config", type="primary",
+                           icon=":material/download:")
+        with st.expander("Preview of the config", icon=":material/code:"):
+            st.code(yaml_text, language="yaml")
+
+with tab_import:
+    st.markdown("Load a study config: every page takes its settings, the data source is loaded, pages the config "
+                "does not mention return to their defaults. The privacy ledger of this session is kept. A config "
+                "that does not validate changes nothing.")
+    c1, c2 = st.columns(2)
+    c1.file_uploader("Study config (YAML)", type=["yaml", "yml"], key="study_upload")
+    c2.file_uploader("Its data file (only for a study that reads a file)", key="study_data_upload",
+                     help="CSV, TSV, Parquet or Excel, as on the Data page.")
+    st.button("Load this study", key="study_load", type="primary", on_click=ustudy.on_import, args=("upload",))
+    with st.expander("… or paste a config", icon=":material/content_paste:"):
+        st.text_area("Study config (YAML)", key="study_paste", height=220)
+        st.button("Load the pasted config", key="study_load_paste", on_click=ustudy.on_import, args=("paste",))
+    msg = ss.get("study_msg")
+    if msg:
+        (st.error if msg["kind"] == "error" else st.success)(msg["text"])
+        if msg["kind"] == "error":
+            st.caption(f"Nothing was changed: the active dataset is still **{state.dataset().name}**.")
+        for note in msg.get("notes", []):
+            st.info(note)
+
+with tab_report:
+    teaching = state.teaching()
+    if study is None:
+        st.info("Fix the problem shown in the first tab to build a report.")
+    elif not study.mechanisms:
+        st.info("The study has no mechanism yet: design a policy (Policy designer) or visit a Policies / Release page.")
+    else:
+        st.markdown("Runs every mechanism of the study on the active dataset with the session seed — the same numbers "
+                    "the pages show — and builds the report, the results table and the reproduction script.")
+        if st.button("Build the report", key="study_build", type="primary", icon=":material/summarize:"):
+            try:
+                with st.spinner("Running the study and building the report…"):
+                    run = R.run_study(study, dataset=state.dataset())
+                    ss["study_outputs"] = {
+                        "key": (state.token(), yaml_text),
+                        "html": R.render_html(run, config_text=yaml_text).encode("utf-8"),
+                        "results": to_csv_bytes(R.results_frame(run.releases, teaching=run.teaching)),
+                        "budget": R.budget_table(run), "script": R.reproduction_script(study).encode("utf-8"),
+                        "releases": len(run.releases), "mode": study.mode}
+            except PrdpError as err:
+                show_error(err)
+        out = ss.get("study_outputs")
+        if out is not None and out["key"] == (state.token(), yaml_text):
+            st.success(f"Report built: {out['releases']} release(s), {out['mode']} mode.")
+            seeded_notice(study.seed)
+            if out["mode"] == "teaching":
+                confidential("Teaching mode: the report and results hold true values and per-record loss "
+                             "distributions. Switch to review mode (sidebar) for a report you can share.")
+            else:
+                st.caption(":material/visibility_off: Review mode: no true value and no per-record loss in the "
+                           "report or the results.")
+            st.dataframe(out["budget"], hide_index=True)
+            d1, d2, d3 = st.columns(3)
+            d1.download_button("Report (HTML)", out["html"], file_name="prdp_report.html", mime="text/html",
+                               key="study_dl_report", type="primary", icon=":material/download:")
+            d2.download_button("Results (CSV)", out["results"], file_name="prdp_results.csv", mime="text/csv",
+                               key="study_dl_results")
+            d3.download_button("Reproduction script (Python)", out["script"], file_name="reproduce.py",
+                               mime="text/x-python", key="study_dl_script")
+        elif out is not None:
+            st.caption("The study changed since the last report: build it again.")
+    led = state.ledger()
+    st.subheader("This session's privacy ledger")
+    if len(led):
+        st.dataframe(led.summary(), hide_index=True)
+        st.download_button("Ledger (JSON)", R.ledger_json(led, teaching=teaching),
+                           file_name="prdp_ledger.json", mime="application/json", key="study_dl_ledger")
+        st.download_button("Ledger (CSV)", to_csv_bytes(led.summary()), file_name="prdp_ledger.csv", mime="text/csv",
+                           key="study_dl_ledger_csv")
+    else:
+        st.caption("No release yet in this session.")
+
+code_expander(f"""from prdp_core import report
+
+study = report.load_config("study.yaml")       # the config downloaded above (ConfigError names a bad key)
+run = report.run_study(study)                   # loads the data, runs every mechanism with its seed
+report.write_outputs(run, "study-results")      # results.csv, budget.csv, ledger, report.html, reproduce.py
+# or from a shell:  prdp run study.yaml --out study-results""")

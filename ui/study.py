@@ -1,0 +1,666 @@
+"""The app's state as a study config, and back (the Study page).
+
+:func:`export_state` reads every page's session state into a study config mapping (the
+schema of :mod:`prdp_core.config`, docs/config.md): the data source, mode and seed, the
+Policy designer's active policy, the Budget functions, Personalized DP and Analyst tiers
+editors with the mechanism each page runs, and — under ``app`` — the view settings of every
+page (sweeps, toggles, calculators). :func:`import_state` does the reverse: it validates the
+whole config and loads its data *before* touching the session, so a bad config leaves the
+session as it was. The session's privacy ledger is never changed by an import (it records
+what this session released).
+
+Keys this module knows, per page (all in ``st.session_state``):
+
+* Policy designer: ``policy`` (+ ``policy_token``, ``policy_summary``), ``thr_<measure>``,
+  ``policy_per_group``, ``policy_group_col``, ``thr_group_base``, ``wl_frame``,
+  ``policy_partition_rho``, ``policy_joint``; views in :data:`PAGE_SETTINGS`.
+* Run: ``run_ps_delta`` (partition-selection δ); Budget functions: ``bf_*``; Personalized DP:
+  ``pdp_*``; Analyst tiers: ``mt_*`` (tiers in ``mt_tiers_base`` and its editor);
+  Trade-offs ``tr_*`` and Concepts ``cc_*``/``pa_*``/``hl_*``: view settings only.
+
+:func:`keep_settings` (called by app.py before each page) keeps these settings when the
+user moves to another page: Streamlit forgets the values of widgets that are not on screen.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+import prdp_core
+from prdp_core.config import PRDP_ALGORITHMS, Study, build_budget, parse_config
+from prdp_core.data import Dataset, Schema, load_table, prepare_dataset
+from prdp_core.errors import ConfigError, DataError, PrdpError
+
+from . import state
+
+#: View settings of each page: exported under ``app.<page>`` (plain values only).
+PAGE_SETTINGS: dict[str, tuple[str, ...]] = {
+    "study": ("learn",),
+    "policy_designer": ("policy_owner_bound", "policy_logx", "policy_view", "policy_fn_measure", "policy_fn_marks",
+                        "policy_delta", "policy_group_summary", "policy_cmp_label", "sugg_pct", "sugg_cap",
+                        "sugg_share"),
+    "tradeoffs": ("tr_pcts", "tr_rhos", "tr_min", "tr_family", "tr_cdf_rho", "tr_geo", "tr_levels", "tr_top_rho",
+                  "tr_top_min", "tr_targets", "tr_gamma", "tr_share", "tr_fmin", "tr_solve_t", "tr_solve_g",
+                  "tr_solve_s", "tr_solve_min", "tr_clip_n", "tr_clip_a", "tr_clip_rho"),
+    "run": ("run_min_records", "run_query"),
+    "budget_functions": ("bf_scale_vary", "bf_scale_trials"),
+    "personalized": ("pdp_view", "pdp_t", "pdp_tq", "pdp_density", "pdp_assumed_mean", "pdp_assumed_sd",
+                     "pdp_curve_runs", "pdp_cmp_runs", "pdp_score", "pdp_exp_runs", "pdp_exp_score", "pdp_pe_src",
+                     "pdp_pe_kind", "pdp_prdp_c", "pdp_prdp_kind"),
+    "analyst_tiers": ("mt_preset", "mt_coalition"),
+    "concepts": ("cc_eps", "cc_prior", "cc_rho", "cc_delta", "cc_eps_target", "cc_rec_measure", "cc_rec_value",
+                 "pa_d", "pa_k", "pa_eps0", "pa_kind", "pa_subset", "hl_source", "hl_d", "hl_n", "hl_patterns",
+                 "hl_heavy", "hl_columns", "hl_eps0", "hl_nu", "hl_method", "hl_match"),
+}
+
+#: Widget keys that make up the engine sections (policy, workload, mechanisms) of a study.
+ENGINE_KEYS: tuple[str, ...] = (
+    "policy_per_group", "policy_group_col", "policy_partition_rho", "policy_joint", "run_ps_delta",
+    "bf_mode", "bf_preset", "bf_alpha", "bf_k", "bf_eps", "bf_expr", "bf_eps_max", "bf_U", "bf_eps_min_on",
+    "bf_eps_min", "bf_measure", "bf_group_col", "bf_model", "bf_query", "bf_distinct_col", "bf_beta", "bf_threshold",
+    "pdp_source", "pdp_user", "pdp_fc", "pdp_fm", "pdp_ec", "pdp_em", "pdp_el", "pdp_col", "pdp_default",
+    "pdp_value", "pdp_cutoff", "pdp_lo", "pdp_hi", "pdp_rel_mech", "pdp_rel_kind", "pdp_rel_t", "pdp_rel_tc",
+    "pdp_rel_rescale",
+    "mt_model", "mt_query", "mt_measure", "mt_clip", "mt_family", "mt_delta", "mt_filter_col", "mt_filter_op",
+    "mt_filter_val", "mt_local_measure", "mt_d", "mt_scale", "mt_variant",
+)
+
+#: Results of earlier runs, dropped by an import (they belong to the previous settings).
+RESULT_KEYS = ("run_release", "run_token", "run_error", "bf_result", "bf_run_error", "bf_last_valid",
+               "pdp_last_release", "pdp_release_error", "pdp_cmp_on", "pdp_exp_on", "pdp_prdp_result",
+               "mt_release", "mt_release_error", "bf_scale_shown", "sugg_error")
+
+#: Threshold given to a measure a config leaves out, where the Policy designer needs one for every
+#: measure: so large that no record is split on it (a public constant, not a data value).
+NO_SPLIT_THRESHOLD = 1e15
+
+_PDP_SHORT = {"M": "minimum", "T": "threshold", "S": "sample", "PE": "pe", "Alag": "stretching"}
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        v = v.item()
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def _is_plain(v: Any) -> bool:
+    v = _plain(v)
+    if isinstance(v, list):
+        return all(x is None or isinstance(x, (bool, int, float, str)) for x in v)
+    return v is None or isinstance(v, (bool, int, float, str))
+
+
+def _all_keys() -> list[str]:
+    keys = list(ENGINE_KEYS)
+    for page in PAGE_SETTINGS.values():
+        keys += page
+    ds = st.session_state.get("dataset")
+    if ds is not None:
+        keys += [f"thr_{m}" for m in ds.schema.measures]
+    return keys
+
+
+def keep_settings() -> None:
+    """Keep the settings of pages that are not on screen (call before the page runs).
+
+    Streamlit drops the value of a widget that is not drawn in a run; re-assigning the known
+    keys at the start of every run keeps them, so the user finds each page as they left it
+    and the Study page can export every page's state."""
+    ss = st.session_state
+    for k in _all_keys():
+        if k in ss and k != "learn":
+            try:
+                ss[k] = ss[k]
+            except Exception:  # a widget that refuses API writes: leave it to Streamlit
+                pass
+
+
+# ---------------------------------------------------------------------------
+# Export
+# ---------------------------------------------------------------------------
+
+
+def _editor_frame(base: pd.DataFrame, delta: Any) -> pd.DataFrame:
+    """Apply a data editor's stored edits (edited / added / deleted rows) to its base table."""
+    df = base.copy().reset_index(drop=True)
+    if not isinstance(delta, Mapping):
+        return df
+    for i, changes in (delta.get("edited_rows") or {}).items():
+        for col, val in changes.items():
+            if col in df.columns and int(i) < len(df):
+                df.loc[int(i), col] = val
+    added = [r for r in (delta.get("added_rows") or []) if isinstance(r, Mapping)]
+    if added:
+        df = pd.concat([df, pd.DataFrame(added)], ignore_index=True)
+    deleted = [int(i) for i in (delta.get("deleted_rows") or []) if int(i) < len(base)]
+    if deleted:
+        df = df.drop(index=deleted).reset_index(drop=True)
+    return df
+
+
+def _data_section() -> dict[str, Any]:
+    src = state.source()
+    d: dict[str, Any]
+    if src.get("kind") == "sample":
+        d = {"sample": src["name"], "seed": int(src.get("seed", 0) or 0)}
+        if src.get("n") is not None:
+            d["n"] = int(src["n"])
+    else:
+        d = {"path": str(src.get("filename") or "data.csv")}
+    if src.get("schema") is not None:
+        s = src["schema"]
+        d["schema"] = {"id": s.get("id_col"), "measures": list(s.get("measures") or ()),
+                       "groups": list(s.get("groups") or ()), "owner": s.get("owner_col")}
+    if src.get("options"):
+        d["prepare"] = dict(src["options"])
+    return d
+
+
+def _budget_section(ss: Any) -> dict[str, Any]:
+    mode = ss.get("bf_mode", "preset")
+    out: dict[str, Any]
+    measure = ss.get("bf_measure")
+    if mode == "preset":
+        kind = ss.get("bf_preset", "inverse")
+        if kind == "constant":
+            return {"preset": "constant", "eps": float(ss.get("bf_eps", 1.0)), "U": float(ss.get("bf_U", 1e12))}
+        out = {"preset": kind, "column": measure, "alpha": float(ss.get("bf_alpha", 1e4))}
+        if kind == "log":
+            out["k"] = float(ss.get("bf_k", 4.0))
+    elif mode == "step":
+        rows = pd.DataFrame(ss.get("bf_steps_current", ss.get("bf_steps"))).dropna(how="all")
+        eps = pd.to_numeric(rows["ε"], errors="coerce").tolist()
+        bounds = pd.to_numeric(rows["up to value"], errors="coerce").tolist()[:-1]
+        out = {"steps": {"column": measure, "bounds": bounds, "eps": eps}}
+    elif mode == "groups":
+        from .budget import default_group_table
+
+        col = ss.get("bf_group_col")
+        tbl = ss.get("bf_groups_table")
+        if tbl is None:
+            tbl = default_group_table(state.dataset(), col, measure)
+        tbl = pd.DataFrame(tbl).dropna(how="all")
+        parts, default = {}, None
+        for g, text in zip(tbl["group"].astype(str), tbl["budget"].astype(str)):
+            if g.strip() == "*":
+                default = text
+            elif g.strip():
+                parts[g.strip()] = text
+        out = {"groups": {"column": col, "parts": parts, "default": default}}
+    else:
+        out = {"expression": str(ss.get("bf_expr", ""))}
+    out["eps_min"] = float(ss["bf_eps_min"]) if ss.get("bf_eps_min_on") else None
+    out["eps_max"] = float(ss.get("bf_eps_max", 100.0))
+    out["U"] = float(ss.get("bf_U", 1e12))
+    return out
+
+
+def _prdp_mechanism(ss: Any, seed: int) -> dict[str, Any]:
+    model = ss.get("bf_model", "central")
+    query = ss.get("bf_query", "sum")
+    m: dict[str, Any] = {"kind": "prdp", "model": model, "query": query, "beta": float(ss.get("bf_beta", 0.1)),
+                         "seed": seed}
+    if query in ("sum", "max"):
+        m["column"] = ss.get("bf_measure")
+    elif query == "distinct":
+        m["column"] = ss.get("bf_distinct_col")
+    if model == "local":
+        m["threshold"] = ss.get("bf_threshold", "paper")
+    allowed = {"count": query == "count", "framework": True, "sum_extension": query == "sum" and model == "central",
+               "naive": True}
+    m["algorithms"] = [a for a in PRDP_ALGORITHMS if allowed[a]]
+    return m
+
+
+def _spec_section(ss: Any, seed: int) -> dict[str, Any]:
+    from .personalized import EACH_RECORD, SPEC_DEFAULTS
+
+    g = lambda k: ss.get(k, SPEC_DEFAULTS.get(k))  # noqa: E731
+    user = g("pdp_user")
+    user = None if user in (None, EACH_RECORD) else user
+    if g("pdp_source") == "tiers":
+        return {"tiers": {"f_c": float(g("pdp_fc")), "f_m": float(g("pdp_fm")), "eps_c": float(g("pdp_ec")),
+                          "eps_m": float(g("pdp_em")), "eps_l": float(g("pdp_el"))}, "seed": seed, "user": user}
+    out: dict[str, Any] = {"column": g("pdp_col"), "default_eps": float(g("pdp_default")), "user": user}
+    mp = ss.get("pdp_label_map_df")
+    if isinstance(mp, pd.DataFrame) and len(mp):
+        out["labels"] = {str(k): float(v) for k, v in zip(mp["label"], mp["ε"]) if v is not None and not pd.isna(v)}
+    return out
+
+
+def _pdp_mechanism(ss: Any, seed: int) -> dict[str, Any]:
+    from .personalized import MECHANISM_CHOICES, T_RULES
+
+    short = MECHANISM_CHOICES.get(ss.get("pdp_rel_mech", "Sample (S)"), "S")
+    rule = T_RULES.get(ss.get("pdp_rel_t", "max Φ (paper's S)"), "max")
+    t: Any = float(ss.get("pdp_rel_tc", 0.5)) if rule == "custom" else rule
+    hi = ss.get("pdp_hi")
+    return {"kind": "personalized", "mechanism": _PDP_SHORT[short], "t": t,
+            "rescale": bool(ss.get("pdp_rel_rescale", False)),
+            "query": {"kind": ss.get("pdp_rel_kind", "count"), "column": ss.get("pdp_value"),
+                      "cutoff": float(ss.get("pdp_cutoff", 1.0)), "lo": float(ss.get("pdp_lo", 0.0)),
+                      "hi": None if hi is None else float(hi), "median_score": ss.get("pdp_score", "rank")},
+            "seed": seed}
+
+
+def current_tiers(ss: Any) -> dict[str, float] | None:
+    """The Analyst tiers editor's tiers (name → ε), edits included; None when invalid or unused."""
+    from prdp_core.mechanisms import multitier as mt
+
+    base = ss.get("mt_tiers_base")
+    if not isinstance(base, pd.DataFrame):
+        return None
+    frame = _editor_frame(base, ss.get(f"mt_tiers_editor_{ss.get('mt_editor_version', 0)}"))
+    try:
+        mt.tiers_from(frame)
+    except PrdpError:
+        return None
+    frame = frame.dropna(how="all")
+    return {str(n): float(e) for n, e in zip(frame["name"], frame["eps"])}
+
+
+def _mt_mechanism(ss: Any, seed: int) -> dict[str, Any]:
+    from .multitier import DEFAULTS, NO_FILTER
+
+    g = lambda k: ss.get(k) if ss.get(k) is not None else DEFAULTS.get(k)  # noqa: E731
+    m: dict[str, Any] = {"kind": "multitier", "model": g("mt_model"), "seed": seed}
+    if g("mt_filter_col") not in (None, NO_FILTER):
+        m["filter"] = {"column": g("mt_filter_col"), "op": g("mt_filter_op"), "value": _plain(ss.get("mt_filter_val"))}
+    if m["model"] == "central":
+        m.update(query=g("mt_query"), family=g("mt_family"), delta=float(g("mt_delta")))
+        if m["query"] == "sum":
+            m.update(measure=g("mt_measure"), clip=float(g("mt_clip")))
+    else:
+        m.update(measure=g("mt_local_measure"), d=int(g("mt_d")), scale=g("mt_scale"), variant=g("mt_variant"))
+    return m
+
+
+def export_state() -> dict[str, Any]:
+    """The whole app as a study config mapping (docs/config.md); ``parse_config`` accepts it.
+
+    Parts a page holds invalid input for (e.g. a budget formula being typed) are left out;
+    :func:`export_notes` says which."""
+    ss = st.session_state
+    seed = int(ss.get("seed", 0))
+    notes: list[str] = []
+    cfg: dict[str, Any] = {"version": 1, "title": f"Study of {state.dataset().name}",
+                           "mode": ss.get("mode", "teaching"), "seed": seed, "data": _data_section()}
+    policy: dict[str, Any] = {}
+    mechanisms: list[dict[str, Any]] = []
+    pol = ss.get("policy")
+    if pol is not None and ss.get("policy_token") == state.token():
+        t = pol.thresholds
+        if t.group_col is None:
+            policy["thresholds"] = {m: float(v) for m, v in t.as_dict()["*"].items()}
+        else:
+            policy["thresholds"] = {"group_column": t.group_col,
+                                    "rows": {str(g): {m: float(v) for m, v in row} for g, row in t.rows}}
+        cfg["workload"] = pol.workload.to_dict()
+        mechanisms.append({"kind": "unit_splitting", "partition_delta": float(ss.get("run_ps_delta", 1e-6)),
+                           "seed": seed})
+    if "bf_mode" in ss:
+        b = _budget_section(ss)
+        try:
+            build_budget(parse_config({"version": 1, "data": {"sample": "table2_example"},
+                                       "policy": {"budget": b}}).policy["budget"])
+            policy["budget"] = b
+            mechanisms.append(_prdp_mechanism(ss, seed))
+        except PrdpError as err:
+            notes.append(f"The budget function editor holds an invalid budget ({err.message}); it was left out.")
+    if "pdp_source" in ss:
+        policy["specification"] = _spec_section(ss, seed)
+        mechanisms.append(_pdp_mechanism(ss, seed))
+    if "mt_tiers_base" in ss:
+        tiers = current_tiers(ss)
+        if tiers is None:
+            notes.append("The tier table is invalid; the analyst tiers were left out.")
+        else:
+            policy["tiers"] = tiers
+            mechanisms.append(_mt_mechanism(ss, seed))
+    if policy:
+        cfg["policy"] = policy
+    cfg["mechanisms"] = mechanisms
+    app: dict[str, dict[str, Any]] = {}
+    for page, keys in PAGE_SETTINGS.items():
+        vals = {k: _plain(ss[k]) for k in keys if k in ss and _is_plain(ss[k])}
+        if vals:
+            app[page] = vals
+    if app:
+        cfg["app"] = app
+    ss["study_export_notes"] = notes
+    return cfg
+
+
+def export_notes() -> list[str]:
+    """What the last :func:`export_state` had to leave out."""
+    return list(st.session_state.get("study_export_notes", []))
+
+
+def export_study() -> Study:
+    """:func:`export_state` validated as a :class:`~prdp_core.config.Study`."""
+    return parse_config(export_state())
+
+
+# ---------------------------------------------------------------------------
+# Import
+# ---------------------------------------------------------------------------
+
+
+def _same_source(src: Mapping[str, Any], cfg_data: Mapping[str, Any]) -> bool:
+    cur = _data_section() if src else {}
+    want = dict(cfg_data)
+    return {k: v for k, v in cur.items() if v not in (None, {}, [])} == \
+        {k: v for k, v in want.items() if v not in (None, {}, [])}
+
+
+def _dataset_for(study: Study, data_bytes: bytes | None, data_name: str | None
+                 ) -> tuple[Dataset | None, dict[str, Any] | None]:
+    """The dataset the study needs and its source dict; (None, None) when the active one fits."""
+    src = study.data
+    if _same_source(state.source(), src.to_dict()) and data_bytes is None:
+        return None, None
+    opts = dict(src.prepare)
+    if src.sample is not None:
+        source: dict[str, Any] = {"kind": "sample", "name": src.sample, "n": src.n, "seed": src.sample_seed}
+        if src.schema is None and not opts:
+            return state.cached_sample(src.sample, src.n, src.sample_seed), source
+        df = prdp_core.samples.load(src.sample, n=src.n, seed=src.sample_seed)
+        schema = Schema.from_dict(src.schema) if src.schema else prdp_core.samples.info(src.sample).schema
+        ds = prepare_dataset(df, schema, name=src.sample, **opts)
+        return ds, {**source, "schema": schema.to_dict(), "options": opts}
+    if data_bytes is None:
+        raise DataError(f"data.path: this study reads the file '{src.path}'. Upload it with the config, or make it "
+                        "the active dataset on the Data page first.", hint="The current session is unchanged.")
+    name = data_name or src.path or "data.csv"
+    df = load_table(data_bytes, filename=name)
+    schema = Schema.from_dict(src.schema) if src.schema else prdp_core.guess_schema(df)
+    ds = prepare_dataset(df, schema, name=name, **opts)
+    return ds, {"kind": "file", "filename": name, "schema": schema.to_dict(), "options": opts}
+
+
+def _policy_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]) -> Any:
+    from prdp_core.splitting import thresholds_from_frame
+    from prdp_core.workload import SplittingPolicy, Workload, workload_to_frame
+
+    measures = list(ds.schema.measures)
+    t = study.policy["thresholds"]
+    wl = Workload.from_dict(study.workload or {"queries": []})
+    if "rows" not in t:
+        for m in measures:
+            up[f"thr_{m}"] = float(t.get(m, NO_SPLIT_THRESHOLD))
+        thr = prdp_core.splitting.as_thresholds({m: up[f"thr_{m}"] for m in measures})
+        up["policy_per_group"] = False
+    else:
+        rows = [{"group": str(g), **{m: float(row.get(m, NO_SPLIT_THRESHOLD)) for m in measures}}
+                for g, row in t["rows"].items()]
+        frame = pd.DataFrame(rows, columns=["group", *measures])
+        thr = thresholds_from_frame(frame, group_col=t["group_column"], table=ds.table)
+        up.update(policy_per_group=True, policy_group_col=t["group_column"], thr_group_base=frame)
+        star = t["rows"].get("*")
+        for m in measures:
+            up[f"thr_{m}"] = float((star or {}).get(m, NO_SPLIT_THRESHOLD))
+        pop.add("thr_table")
+    pol = SplittingPolicy(thr, wl)
+    pol.validate(ds.table, ds.schema.measures)
+    up.update(wl_frame=workload_to_frame(wl), policy_partition_rho=float(wl.partition_rho),
+              policy_joint=bool(wl.joint), policy=pol, policy_compare=[])
+    pop.add("wl_table")
+    return pol
+
+
+def _budget_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str], notes: list[str]) -> None:
+    b = study.policy["budget"]
+    E = study.budget_function()
+    E.check_columns(ds.table.columns)
+    up.update(bf_eps_max=float(b["eps_max"]) if b.get("eps_max") is not None else 100.0,
+              bf_U=float(b["U"]) if b.get("U") is not None else 1e12,
+              bf_eps_min_on=b.get("eps_min") is not None,
+              bf_eps_min=float(b["eps_min"]) if b.get("eps_min") is not None else 1e-8)
+    if "preset" in b:
+        up.update(bf_mode="preset", bf_preset=b["preset"])
+        if b["preset"] == "constant":
+            up["bf_eps"] = float(b["eps"])
+        else:
+            up.update(bf_alpha=float(b["alpha"]), bf_measure=b["column"])
+            if b["preset"] == "log":
+                up["bf_k"] = float(b["k"])
+    elif "expression" in b:
+        up.update(bf_mode="expression", bf_expr=b["expression"])
+    elif "steps" in b:
+        s = b["steps"]
+        up.update(bf_mode="step", bf_measure=s["column"],
+                  bf_steps=pd.DataFrame({"up to value": [*s["bounds"], None], "ε": list(s["eps"])}))
+        pop.update({"bf_steps_current", "bf_steps_edit"})
+    else:
+        g = b["groups"]
+        rows = [{"group": k, "budget": v} for k, v in g["parts"].items()]
+        if g.get("default") is not None:
+            rows.append({"group": "*", "budget": g["default"]})
+        tbl = pd.DataFrame(rows, columns=["group", "budget"])
+        up.update(bf_mode="groups", bf_group_col=g["column"], bf_groups_base=tbl, bf_groups_base_col=g["column"],
+                  bf_groups_table=tbl)
+        pop.add(f"bf_groups_edit_{g['column']}")
+    m = next((m for m in study.mechanisms if m["kind"] == "prdp"), None)
+    if m is not None:
+        up.update(bf_model=m["model"], bf_query=m["query"], bf_beta=float(m["beta"]))
+        if m["model"] == "local":
+            up["bf_threshold"] = m.get("threshold", "paper")
+        if m["query"] == "distinct":
+            up["bf_distinct_col"] = m["column"]
+        elif m["query"] in ("sum", "max"):
+            if "bf_measure" in up and up["bf_measure"] != m["column"]:
+                notes.append(f"The Budget functions page uses one measure for the budget and the query; it shows "
+                             f"{up['bf_measure']}.")
+            else:
+                up["bf_measure"] = m["column"]
+
+
+def _spec_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str], notes: list[str]) -> None:
+    from .personalized import EACH_RECORD, MECHANISM_CHOICES, T_RULES
+
+    s = study.policy["specification"]
+    study.privacy_spec(ds.table)  # validate on the data before changing anything
+    up["pdp_user"] = s["user"] or EACH_RECORD
+    if "tiers" in s:
+        t = s["tiers"]
+        up.update(pdp_source="tiers", pdp_fc=t["f_c"], pdp_fm=t["f_m"], pdp_ec=t["eps_c"], pdp_em=t["eps_m"],
+                  pdp_el=t["eps_l"])
+        if s["seed"] != study.seed:
+            notes.append("The Personalized DP page draws the tiers with the session seed; the config's "
+                         f"specification seed {s['seed']} differs from the study seed {study.seed}.")
+    else:
+        col = s["column"]
+        up.update(pdp_source="column", pdp_col=col, pdp_default=float(s["default_eps"]))
+        if s["labels"]:
+            labels = [str(x) for x in pd.unique(ds.table[col].astype(str))[:50]]
+            eps = [float(s["labels"].get(lab, s["default_eps"])) for lab in labels]
+            up["pdp_label_map_df"] = pd.DataFrame({"label": labels, "ε": eps})
+        else:
+            up["pdp_label_map_df"] = None
+        pop.add(f"pdp_label_editor_{col}")
+    m = next((m for m in study.mechanisms if m["kind"] == "personalized"), None)
+    if m is not None:
+        short = {v: k for k, v in _PDP_SHORT.items()}[m["mechanism"]]
+        up["pdp_rel_mech"] = next(k for k, v in MECHANISM_CHOICES.items() if v == short)
+        t_val = m["t"]
+        rule = t_val if t_val in ("max", "mean") else "custom"
+        up["pdp_rel_t"] = next(k for k, v in T_RULES.items() if v == rule)
+        if rule == "custom":
+            up["pdp_rel_tc"] = float(t_val)
+        q = m["query"]
+        up.update(pdp_rel_rescale=bool(m["rescale"]), pdp_rel_kind=q["kind"], pdp_cutoff=float(q["cutoff"]),
+                  pdp_lo=float(q["lo"]), pdp_score=q["median_score"])
+        if q.get("column"):
+            up["pdp_value"] = q["column"]
+        if q.get("hi") is not None:
+            up["pdp_hi"] = float(q["hi"])
+
+
+def _tier_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]) -> None:
+    from .multitier import NO_FILTER
+
+    study.tiers()
+    up["mt_tiers_base"] = pd.DataFrame(list(study.policy["tiers"].items()), columns=["name", "eps"])
+    up["mt_editor_version"] = int(st.session_state.get("mt_editor_version", 0)) + 1
+    m = next((m for m in study.mechanisms if m["kind"] == "multitier"), None)
+    if m is None:
+        return
+    up["mt_model"] = m["model"]
+    f = m.get("filter")
+    if f is None:
+        up["mt_filter_col"] = NO_FILTER
+    else:
+        is_group = f["column"] in ds.schema.groups
+        up.update(mt_filter_col=f["column"], mt_filter_op=f["op"],
+                  mt_filter_val=str(f["value"]) if is_group else float(f["value"]))
+    if m["model"] == "central":
+        up.update(mt_query=m["query"], mt_family=m["family"], mt_delta=float(m["delta"]))
+        if m["query"] == "sum":
+            up.update(mt_measure=m["measure"], mt_clip=float(m["clip"]))
+    else:
+        up.update(mt_local_measure=m["measure"], mt_d=int(m["d"]), mt_scale=m["scale"], mt_variant=m["variant"])
+
+
+def _set_raw(ds: Dataset, source: Mapping[str, Any], data_bytes: bytes | None, data_name: str | None) -> None:
+    """The Data page's role editor for an imported data source (the table before preparation)."""
+    import uuid
+
+    from . import datasource
+
+    if source.get("kind") == "sample":
+        datasource.raw_from_sample(source["name"], source.get("n"), int(source.get("seed", 0)))
+        if source.get("schema"):
+            raw = st.session_state["raw"]
+            raw["schema"] = Schema.from_dict(source["schema"])
+            raw["source"] = {k: v for k, v in source.items() if k not in ("schema", "options")}
+        return
+    df = load_table(data_bytes or b"", filename=data_name or source.get("filename"))
+    st.session_state["raw"] = {"df": df, "name": source.get("filename"), "schema": Schema.from_dict(source["schema"]),
+                               "source": {"kind": "file", "filename": source.get("filename")},
+                               "id": uuid.uuid4().hex[:8]}
+
+
+def on_import(kind: str) -> None:
+    """Callback of the Study page's import buttons: ``kind`` is ``"upload"`` or ``"paste"``.
+    Leaves a message in ``study_msg``; on error the session is unchanged."""
+    ss = st.session_state
+    try:
+        if kind == "upload":
+            up = ss.get("study_upload")
+            if up is None:
+                raise ConfigError("Choose a study config file (YAML) first.")
+            text: Any = up.getvalue()
+            source = up.name
+        else:
+            text = ss.get("study_paste") or ""
+            source = "the pasted config"
+        data = ss.get("study_data_upload")
+        notes = import_state(text, data_bytes=None if data is None else data.getvalue(),
+                             data_name=None if data is None else data.name)
+    except PrdpError as err:
+        ss["study_msg"] = {"kind": "error", "text": f"**{err.title}.** {err}", "notes": []}
+        return
+    ss["study_msg"] = {"kind": "success", "text": f"Loaded the study from {source}: dataset **{state.dataset().name}**"
+                       f", {ss.get('mode')} mode, seed {ss.get('seed')}.", "notes": notes}
+    ss.pop("study_outputs", None)
+
+
+def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes: bytes | None = None,
+                 data_name: str | None = None) -> list[str]:
+    """Restore the app from a study config (mapping, YAML text or :class:`Study`).
+
+    Everything is validated first — the config, its data (loaded from the sample, from
+    ``data_bytes`` for a file source, or the active dataset when it is the same source), the
+    policy against the data and every ``app`` setting name — and only then written to the
+    session, so on any error (a :class:`PrdpError`) the session is unchanged. Pages the config
+    does not mention return to their defaults; the privacy ledger is kept. Returns notes about
+    anything the app could not show exactly as configured."""
+    study = config if isinstance(config, Study) else parse_config(config)  # type: ignore[arg-type]
+    notes: list[str] = []
+    for page, settings in study.app.items():
+        allowed = PAGE_SETTINGS.get(page, ())
+        for k in settings:
+            if k not in allowed:
+                raise ConfigError(f"app.{page}.{k}: unknown setting of the {page.replace('_', ' ')} page.",
+                                  hint=f"Settings of this page: {', '.join(allowed) or 'none'}.")
+    new_ds, new_src = _dataset_for(study, data_bytes, data_name)
+    ds = new_ds if new_ds is not None else state.dataset()
+    study.check_against(ds)
+    up: dict[str, Any] = {"mode": study.mode, "seed": int(study.seed)}
+    pop: set[str] = set(RESULT_KEYS)
+    if "thresholds" in study.policy and study.workload is not None:
+        _policy_updates(study, ds, up, pop)
+    for m in study.mechanisms:
+        if m["kind"] == "unit_splitting":
+            up["run_ps_delta"] = float(m["partition_delta"])
+            break
+    if "budget" in study.policy:
+        _budget_updates(study, ds, up, pop, notes)
+    if "specification" in study.policy:
+        _spec_updates(study, ds, up, pop, notes)
+    if "tiers" in study.policy:
+        _tier_updates(study, ds, up, pop)
+    for page, settings in study.app.items():
+        up.update(settings)
+    seeds = {study.mechanism_seed(i) for i in range(len(study.mechanisms))}
+    if seeds - {study.seed}:
+        notes.append(f"The app runs every page with the session seed {study.seed}; some mechanisms of this config "
+                     "have other seeds (the CLI and the report use them).")
+
+    # --- everything is valid: write the session -------------------------------------------
+    ss = st.session_state
+    owned = set(ENGINE_KEYS) | {k for keys in PAGE_SETTINGS.values() for k in keys} | {
+        "bf_steps", "bf_steps_current", "bf_groups_base", "bf_groups_base_col", "bf_groups_table", "mt_tiers_base",
+        "pdp_label_map_df", "thr_group_base", "wl_frame", "policy_compare", "raw"}
+    owned |= {k for k in list(ss.keys()) if isinstance(k, str) and k.startswith("thr_") and k not in
+              ("thr_editor_version",)}
+    if new_ds is None:
+        owned.discard("raw")  # same data source: keep the Data page's role editor as it is
+    for k in owned - {"learn"} - set(up):
+        ss.pop(k, None)
+    for k in pop:
+        ss.pop(k, None)
+    if new_ds is not None and new_src is not None:
+        state.set_dataset(new_ds, new_src)
+        _set_raw(new_ds, new_src, data_bytes, data_name)
+    pol = up.pop("policy", None)
+    for k, v in up.items():
+        ss[k] = v
+    if pol is not None:
+        from .policy import set_policy
+
+        set_policy(pol)
+        ss["policy_token"] = state.token()
+    else:
+        ss.pop("policy", None)
+        ss.pop("policy_token", None)
+        ss.pop("policy_summary", None)
+    if study.data.sample is not None:
+        name = study.data.sample
+        ss["sample_name"] = name
+        ss["sample_seed"] = int(study.data.sample_seed)
+        meta = prdp_core.samples.info(name)
+        ss[f"sample_n_{name}"] = int(study.data.n) if study.data.n is not None else int(
+            meta.default_n or 0) if meta.kind == "synthetic" else 0
+    q_hi = up.get("pdp_value")
+    if q_hi is not None and "pdp_hi" not in up:
+        from .personalized import set_query_defaults
+
+        keep = {k: up[k] for k in ("pdp_lo", "pdp_cutoff") if k in up}
+        set_query_defaults(q_hi)  # the page's design default for the public upper bound
+        ss.update(keep)
+    ss["study_import_notes"] = notes
+    return notes
+
+
+__all__ = ["ENGINE_KEYS", "PAGE_SETTINGS", "current_tiers", "export_state", "export_study", "import_state",
+           "keep_settings"]
