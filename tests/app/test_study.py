@@ -1,0 +1,149 @@
+"""Study page: export → import restores every page (policy, workload, results with the seed)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from prdp_core.config import parse_config
+
+from .conftest import open_page, texts
+
+BASE = """
+version: 1
+mode: teaching
+seed: 5
+data: {sample: cbp_like, n: 4000, seed: 1}
+policy:
+  thresholds: {EMP: 50, PAYANN: 5000, PAYQTR1: 2000}
+  budget: {expression: "1e3 / max(EMP, 1)", eps_max: 50, U: 1e6}
+  specification: {tiers: {f_c: 0.3, f_m: 0.3}}
+  tiers: {public: 1.0, agency: 4.0}
+workload:
+  queries:
+    - {kind: count, group_by: [STATE], rho: 0.3}
+    - {kind: sum, measure: EMP, rho: 0.4, group_by: [STATE]}
+mechanisms:
+  - {kind: unit_splitting, partition_delta: 1.0e-5}
+  - {kind: prdp, query: count}
+  - {kind: personalized, mechanism: threshold, t: mean, query: {kind: count, column: EMP, cutoff: 5}}
+  - {kind: multitier, family: laplace}
+app:
+  tradeoffs: {tr_rhos: [0.5, 2.0]}
+"""
+
+
+def _load(at, text: str):
+    at.switch_page("pages/study.py").run()
+    at.text_area(key="study_paste").set_value(text).run()
+    at.button(key="study_load_paste").click().run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _exported(at) -> str:
+    at.switch_page("pages/study.py").run()
+    assert not at.exception, at.exception
+    return next(c.value for c in at.code if c.language == "yaml")
+
+
+def _run_everything(at) -> dict[str, pd.DataFrame]:
+    """Press every page's release button once; the answers of each release."""
+    out = {}
+    at.switch_page("pages/run.py").run()
+    at.button(key="run_go").click().run()
+    out["run"] = at.session_state["run_release"].answers
+    at.switch_page("pages/budget_functions.py").run()
+    at.button(key="bf_run").click().run()
+    out["budget"] = at.session_state["bf_result"]["rows"]
+    at.switch_page("pages/personalized.py").run()
+    at.radio(key="pdp_view").set_value("Run a release").run()
+    at.button(key="pdp_run").click().run()
+    out["personalized"] = at.session_state["pdp_last_release"].answers
+    at.switch_page("pages/analyst_tiers.py").run()
+    at.button(key="mt_release_btn").click().run()
+    out["tiers"] = at.session_state["mt_release"]["release"].answers
+    assert not at.exception, at.exception
+    return out
+
+
+def test_round_trip_of_every_page():
+    # session 1: load a study, change settings on several pages, run every release
+    a = _load(open_page("study"), BASE)
+    assert a.session_state["dataset"].n == 4000 and a.session_state["seed"] == 5
+    a.switch_page("pages/policy_designer.py").run()
+    a.number_input(key="thr_EMP").set_value(25.0).run()
+    a.switch_page("pages/budget_functions.py").run()
+    a.radio(key="bf_model").set_value("local").run()
+    a.switch_page("pages/analyst_tiers.py").run()
+    a.selectbox(key="mt_family").set_value("gaussian").run()
+    a.switch_page("pages/tradeoffs.py").run()
+    a.multiselect(key="tr_pcts").set_value([95.0, 99.0]).run()
+    first = _run_everything(a)
+    exported = _exported(a)
+    study = parse_config(exported)
+    assert study.policy["thresholds"]["EMP"] == 25.0
+    assert study.app["tradeoffs"]["tr_pcts"] == [95.0, 99.0]
+    policy = a.session_state["policy"]
+
+    # session 2: a fresh app loads the export and gets the same policy, settings and results
+    b = _load(open_page("study"), exported)
+    assert "Loaded the study" in texts(b)
+    assert b.session_state["policy"] == policy
+    assert b.session_state["bf_model"] == "local" and b.session_state["mt_family"] == "gaussian"
+    assert b.session_state["tr_pcts"] == [95.0, 99.0]
+    second = _run_everything(b)
+    for name in first:
+        pd.testing.assert_frame_equal(first[name].reset_index(drop=True), second[name].reset_index(drop=True),
+                                      check_exact=True, obj=name)
+    # and exporting again gives the same config
+    assert parse_config(_exported(b)) == study
+
+
+def test_settings_survive_visiting_other_pages():
+    at = _load(open_page("study"), BASE)
+    before = _exported(at)
+    for page in ("policy_designer", "run", "budget_functions", "personalized", "analyst_tiers", "tradeoffs"):
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, (page, at.exception)
+    after = parse_config(_exported(at))
+    ref = parse_config(before)
+    assert after.policy == ref.policy and after.workload == ref.workload and after.data == ref.data
+    assert [m["kind"] for m in after.mechanisms] == [m["kind"] for m in ref.mechanisms]
+
+
+def test_invalid_config_keeps_the_session():
+    at = _load(open_page("study"), BASE)
+    policy, ds = at.session_state["policy"], at.session_state["dataset"]
+    bad = BASE.replace("EMP: 50,", "EMP: -50,")
+    _load(at, bad)
+    assert "policy.thresholds.EMP" in texts(at) and "Nothing was changed" in texts(at)
+    assert at.session_state["policy"] == policy and at.session_state["dataset"] is ds
+    _load(at, "version: 7\ndata: {sample: cbp_like}\n")
+    assert "unsupported version 7" in texts(at)
+    _load(at, BASE + "\nbogus: 1\n")
+    assert "bogus: unknown key" in texts(at)
+    _load(at, BASE.replace("tr_rhos", "tr_nonsense"))
+    assert "app.tradeoffs.tr_nonsense: unknown setting" in texts(at)
+    _load(at, BASE.replace("group_by: [STATE], rho: 0.3", "group_by: [NOPE], rho: 0.3"))
+    assert "workload.queries[0].group_by" in texts(at)
+    assert at.session_state["policy"] == policy
+
+
+def test_file_study_needs_its_data():
+    at = _load(open_page("study"), "version: 1\ndata: {path: firms.csv}\n")
+    assert "firms.csv" in texts(at) and "Nothing was changed" in texts(at)
+
+
+@pytest.mark.parametrize("mode", ["teaching", "review"])
+def test_build_report(mode):
+    at = _load(open_page("study"), BASE.replace("mode: teaching", f"mode: {mode}"))
+    at.switch_page("pages/study.py").run()
+    at.button(key="study_build").click().run()
+    assert not at.exception, at.exception
+    assert "Report built" in texts(at)
+    out = at.session_state["study_outputs"]
+    html = out["html"].decode()
+    assert "<script src=\"http" not in html and "Budget table" in html
+    results = out["results"].decode()
+    assert ("true" in results.splitlines()[0].split(",")) == (mode == "teaching")
