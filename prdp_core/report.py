@@ -611,7 +611,9 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
         if prev.owners is not None:
             series[f"owners ({ds.schema.owner_col}, Lemma 4)"] = _cdf(prev.owners.values, teaching)
         parts.append(_fig_html(loss_cdf_figure(series, title="Policy-loss CDF, unit splitting" + cut,
-                                               base=pol.workload.total_rho, view="cdf"), first))
+                                               base=pol.workload.total_rho, view="zoom"), first))
+        parts.append(_fig_html(loss_cdf_figure(series, title="Share of records paying more than x" + cut,
+                                               base=pol.workload.total_rho, view="tail"), first))
         if teaching:
             parts.append(f"<p>{e(prev.records.plain_language())}</p>")
     for label, m, rel in run.releases:

@@ -1,0 +1,182 @@
+"""The prdp command line: run, validate, samples, exit codes, and the reproduction script."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from prdp_core.cli import EXIT_CONFIG, EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, TextProgress, main
+from prdp_core.report import OUTPUT_FILES
+
+from .test_report import planted_folder, secrets, spellings
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+PRDP = shutil.which("prdp", path=str(Path(sys.executable).parent)) or shutil.which("prdp")
+
+ALL_KINDS = """
+version: 1
+mode: teaching
+seed: 9
+data: {sample: cbp_like, n: 3000, seed: 2}
+policy:
+  thresholds:
+    group_column: STATE
+    rows:
+      "*": {EMP: 100, PAYANN: 10000}
+      CA: {EMP: 40, PAYANN: 4000}
+  budget: {steps: {column: EMP, bounds: [5, 50], eps: [2, 1, 0.2]}, eps_max: 2, U: 1.0e+6}
+  specification: {tiers: {f_c: 0.4}, user: FIRM_ID}
+  tiers: {public: 0.5, researchers: 2, agency: 8}
+workload:
+  queries:
+    - {kind: count, group_by: [STATE], rho: 0.2}
+    - {kind: sum, measure: EMP, group_by: [STATE, NAICS2], rho: 0.3}
+    - {kind: avg, measure: PAYANN, rho: 0.1, rho_count: 0.1, split: false, clamp: 5000, filter: {column: STATE, values: [CA]}}
+  partition_rho: 0.05
+mechanisms:
+  - {kind: unit_splitting}
+  - {kind: prdp, query: count}
+  - {kind: prdp, model: local, query: sum, column: EMP, threshold: bernstein}
+  - {kind: personalized, mechanism: sample, t: 0.3, rescale: true, query: {kind: count, column: EMP, cutoff: 5}}
+  - {kind: personalized, mechanism: pe, query: {kind: median, column: EMP, hi: 500}, seed: 77}
+  - {kind: multitier, query: sum, measure: EMP, clip: 50, family: gaussian, delta: 1.0e-6}
+  - {kind: multitier, model: local, measure: PAYANN, d: 6, scale: linear, filter: {column: EMP, op: ">=", value: 2}}
+"""
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main(list(args), stdout=out, stderr=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_console_script_is_installed_and_runs(tmp_path):
+    assert PRDP, "the prdp console script is not installed (make install)"
+    r = subprocess.run([PRDP, "run", str(EXAMPLES / "cbp_unit_splitting.yaml"), "--out", str(tmp_path / "o")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == EXIT_OK, r.stderr
+    assert "1 release(s)" in r.stdout
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(OUTPUT_FILES)
+    assert "[########################] " in r.stderr  # the progress bar, on stderr
+
+
+@pytest.mark.parametrize("args", [["--help"], ["run", "--help"], ["validate", "--help"], ["samples", "--help"],
+                                  ["--version"]])
+def test_help(args, capsys):
+    assert main(args) == EXIT_OK
+    text = capsys.readouterr().out
+    assert "prdp" in text
+    if args[0] in ("--help", "run"):
+        assert "exit codes" in text and "3  invalid config" in text
+
+
+@pytest.mark.parametrize("args", [[], ["bogus"], ["run"], ["run", "x.yaml", "--frobnicate"], ["validate"]])
+def test_usage_errors(args, capsys):
+    assert main(args) == EXIT_USAGE
+    assert "usage:" in capsys.readouterr().err
+
+
+def test_samples():
+    code, out, _ = cli("samples")
+    assert code == EXIT_OK and "cbp_like" in out and "bank_normal_50k" in out
+
+
+def test_validate_examples():
+    for path in sorted(EXAMPLES.rglob("*.yaml")):
+        code, out, err = cli("validate", str(path))
+        assert code == EXIT_OK, err
+        assert out.startswith("OK:")
+
+
+def test_invalid_config(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("version: 1\ndata: {sample: cbp_like}\npolicy: {thresholds: {EMP: -3}}\n")
+    for cmd in ("run", "validate"):
+        code, out, err = cli(cmd, str(bad), *(["--out", str(tmp_path / "o")] if cmd == "run" else []))
+        assert code == EXIT_CONFIG
+        assert "policy.thresholds.EMP: must be a positive number (got -3)" in err
+    bad.write_text("version: 3\ndata: {sample: cbp_like}\n")
+    assert cli("validate", str(bad))[0] == EXIT_CONFIG
+    bad.write_text("version: 1\ndata: {sample: cbp_like}\npolicy: {thresholds: {NOPE: 3}}\n")
+    code, _, err = cli("validate", str(bad))
+    assert code == EXIT_CONFIG and "policy.thresholds.NOPE" in err
+    assert cli("validate", str(bad), "--no-data")[0] == EXIT_OK
+    assert cli("run", str(tmp_path / "missing.yaml"))[0] == EXIT_CONFIG
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_and_bad_data(tmp_path):
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text("version: 1\ndata: {path: gone.csv}\n")
+    code, _, err = cli("run", str(cfg), "--out", str(tmp_path / "o"))
+    assert code == EXIT_DATA and "gone.csv" in err
+    assert cli("validate", str(cfg))[0] == EXIT_DATA
+    (tmp_path / "bad.csv").write_text("id,v\n1,abc\n2,-5\n")
+    cfg.write_text("version: 1\ndata: {path: bad.csv, schema: {id: id, measures: [v]}}\n")
+    code, _, err = cli("run", str(cfg), "--out", str(tmp_path / "o"))
+    assert code == EXIT_DATA and "not numbers" in err
+    code, _, err = cli("run", str(EXAMPLES / "cbp_unit_splitting.yaml"), "--data", str(tmp_path / "nothing.csv"))
+    assert code == EXIT_DATA
+
+
+def test_other_engine_errors_exit_5(tmp_path):
+    cfg = tmp_path / "s.yaml"
+    # every record asks for less than ε̌ = 50: refused at run time (PolicyError)
+    cfg.write_text("version: 1\ndata: {sample: bank_normal_50k, n: 500}\n"
+                   "policy: {budget: {expression: '1 / max(BALANCE, 1)', eps_min: 50, eps_max: 60}}\n"
+                   "mechanisms: [{kind: prdp, query: count}]\n")
+    code, _, err = cli("run", str(cfg), "--out", str(tmp_path / "o"))
+    assert code == EXIT_ERROR, err
+    assert "mechanisms[0] (prdp)" in err
+
+
+def test_review_mode_output_contains_no_true_values(tmp_path):
+    folder = planted_folder(tmp_path, "review")
+    code, _, err = cli("run", str(folder / "study.yaml"), "--out", str(folder / "out"), "-q")
+    assert code == EXIT_OK, err
+    assert err == ""  # --quiet: no progress bar
+    texts = {p.name: p.read_text(encoding="utf-8") for p in (folder / "out").iterdir()}
+    found = [(n, s) for n, t in texts.items() for v in secrets(folder) for s in spellings(v) if len(s) >= 5 and s in t]
+    assert not found, found
+
+
+@pytest.mark.parametrize("case", ["all_kinds", "file_study"])
+def test_reproduction_script_matches_the_cli_bit_for_bit(tmp_path, case):
+    if case == "all_kinds":
+        cfg = tmp_path / "study.yaml"
+        cfg.write_text(ALL_KINDS)
+    else:
+        shutil.copytree(EXAMPLES / "file_study", tmp_path / "fs")
+        cfg = tmp_path / "fs" / "study.yaml"
+    out = tmp_path / "cli-out"
+    code, _, err = cli("run", str(cfg), "--out", str(out), "-q")
+    assert code == EXIT_OK, err
+    script = out / "reproduce.py"
+    assert len(script.read_text().splitlines()) < 120  # short and readable
+    r = subprocess.run([sys.executable, str(script), str(tmp_path / "again")], capture_output=True, text=True,
+                       timeout=300, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "again" / "results.csv").read_bytes() == (out / "results.csv").read_bytes()
+
+
+def test_data_override(tmp_path):
+    shutil.copy(EXAMPLES / "file_study" / "firms.csv", tmp_path / "other.csv")
+    code, out, err = cli("run", str(EXAMPLES / "file_study" / "study.yaml"), "--data", str(tmp_path / "other.csv"),
+                         "--out", str(tmp_path / "o"), "-q")
+    assert code == EXIT_OK, err
+    assert "other.csv" in (tmp_path / "o" / "reproduce.py").read_text()
+
+
+def test_text_progress_bar():
+    s = io.StringIO()
+    bar = TextProgress(s, width=10)
+    for i in range(4):
+        bar(i, 3, f"step {i}")
+    lines = s.getvalue().splitlines()
+    assert lines[0].startswith("[----------] 0/3") and lines[-1].startswith("[##########] 3/3")
