@@ -305,6 +305,33 @@ def case_unit_splitting(secure: bool = False) -> Case:
                 sizes={"n_search": 10_000, "n_test": 40_000} if secure else {"n_search": 20_000, "n_test": 60_000})
 
 
+def case_unit_splitting_topcoded() -> Case:
+    """The Table 7 baseline inside a workload: SUM top-coded at c = 20 before splitting; a record above
+    c pays ρ = ½ (µ = 1) whatever its size; broken: σ halved."""
+    c, rho, K = 20.0, 0.5, 10_000
+    d, d2 = _unit_split_tables(K, 10.0, 7)
+    q = Query("sum", "v", rho=rho, group_by=("g",), split=False, clamp=c)
+    pol = SplittingPolicy(as_thresholds({"v": 10.0}), Workload((q,)))
+    assert float(pol(d.tail(1))[0]) == pytest.approx(rho)
+
+    def draw(tab):
+        def s(n, rng):
+            out = [US.release(tab, pol, rng=rng, owner_realized=False).answers.sort_values("g")["estimate"]
+                   .to_numpy() for _ in range(math.ceil(n / K))]
+            return np.concatenate(out)[:n]
+        return s
+
+    orig = US._sigmas
+
+    def half(st):
+        a, b = orig(st)
+        return a / 2, b
+
+    return Case(draw(d), draw(d2), {"delta": gaussian_delta(math.sqrt(2 * rho)), "eps_grid": (0.25, 0.5, 1.0, 1.5)},
+                broken=(_patched(draw(d), (US, "_sigmas", half)), _patched(draw(d2), (US, "_sigmas", half))),
+                sizes={"n_search": 20_000, "n_test": 60_000})
+
+
 def case_partition_selection(alone: bool) -> Case:
     """Gaussian thresholding on split data: a record in m = 3 pieces moves its cell's piece count by 3
     (ρ_ps·m² zCDP); alone in its cell it makes the cell appear with probability δ(r)."""
@@ -484,6 +511,7 @@ CASES: dict[str, Callable[[], Case]] = {
     "prldp.naive": case_prldp_naive,
     "unit_splitting.sum": case_unit_splitting,
     "unit_splitting.sum.secure": lambda: case_unit_splitting(secure=True),
+    "unit_splitting.topcoded_sum": case_unit_splitting_topcoded,
     "unit_splitting.partition_selection": lambda: case_partition_selection(False),
     "unit_splitting.partition_selection.alone": lambda: case_partition_selection(True),
     "baselines.clipped_sum.laplace": lambda: case_baseline("laplace"),

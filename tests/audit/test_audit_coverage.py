@@ -1,0 +1,157 @@
+"""Every mechanism in prdp_core has an audit test: an inventory, checked against the code.
+
+The inventory names, for every release entry point of ``prdp_core.mechanisms`` (functions
+returning a Release, mechanism classes with ``release``/``answer``) and for the noise
+components they are built from, the tests that audit its promised per-record loss: exact
+output distributions on neighbouring datasets (discrete mechanisms), statistical checks of
+the noise at the claimed scale with power against ±10% (continuous ones), and the
+StatDP-style neighbouring-dataset search of tests/audit/test_statdp_audit.py.
+
+The test fails when a new mechanism appears without an entry, or when an entry points to a
+test (or StatDP case) that does not exist.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+from pathlib import Path
+
+import pytest
+
+from .test_statdp_audit import CASES
+
+ROOT = Path(__file__).resolve().parents[2]
+MODULES = ("unit_splitting", "prdp", "prldp", "personalized", "multitier", "multitier_central", "multitier_local",
+           "partial", "baselines")
+
+A = "tests/audit/"
+U = "tests/unit/"
+
+#: mechanism → audits ("path::test_name" or "statdp:<case>")
+INVENTORY: dict[str, list[str]] = {
+    # per-record zCDP, unit splitting
+    "unit_splitting.release": [
+        U + "test_unit_splitting_release.py::test_gaussian_noise_has_promised_sigma_with_power",
+        U + "test_unit_splitting_release.py::test_realized_never_exceeds_policy",
+        U + "test_unit_splitting_release.py::test_realized_loss_is_exact_for_gaussian_sums",
+        A + "test_scale_audit.py::test_topcoded_sum_of_a_workload_scale_with_power",
+        U + "test_secure.py::test_secure_gaussian_noise_of_a_release_has_the_claimed_sigma_with_power",
+        "statdp:unit_splitting.sum", "statdp:unit_splitting.sum.secure", "statdp:unit_splitting.topcoded_sum"],
+    "unit_splitting.PartitionSelection": [
+        U + "test_unit_splitting_release.py::test_partition_selection_keep_probability_matches_formula",
+        A + "test_scale_audit.py::test_partition_selection_keep_rate_with_power",
+        U + "test_secure.py::test_secure_partition_selection_keeps_with_the_formula",
+        "statdp:unit_splitting.partition_selection", "statdp:unit_splitting.partition_selection.alone"],
+    # general PrDP framework, central
+    "prdp.count": [
+        A + "test_prdp_audit.py::test_per_domain_laplace_scales_give_each_record_at_most_its_budget",
+        A + "test_prdp_audit.py::test_output_density_ratio_on_neighbours_is_the_domain_budget",
+        A + "test_prdp_audit.py::test_count_noise_has_the_claimed_scale_end_to_end_with_power",
+        "statdp:prdp.count", "statdp:prdp.count.secure"],
+    "prdp.framework": [
+        A + "test_prdp_audit.py::test_each_domain_noise_scale_with_power",
+        "statdp:prdp.framework.part1", "statdp:prdp.framework.M.count", "statdp:prdp.framework.M.sum",
+        "statdp:prdp.framework.M.max", "statdp:prdp.framework.M.distinct"],
+    "prdp.ClippedSum": [U + "test_prdp.py::test_clipped_sum_threshold_selection_exact_audit",
+                        U + "test_prdp.py::test_clipped_sum_laplace_scale_with_power", "statdp:prdp.framework.M.sum"],
+    "prdp.RankMax": [U + "test_prdp.py::test_rank_max_exact_audit_and_sampling", "statdp:prdp.framework.M.max"],
+    "prdp.LaplaceCount": ["statdp:prdp.framework.M.count", "statdp:prdp.naive"],
+    "prdp.DistinctCount": ["statdp:prdp.framework.M.distinct"],
+    "prdp.sum_extension": [A + "test_scale_audit.py::test_sum_extension_noise_per_domain_scale_with_power",
+                           "statdp:prdp.sum_extension"],
+    "prdp.naive": ["statdp:prdp.naive"],
+    # PrLDP
+    "prldp.count": [U + "test_prldp.py::test_laplace_sum_is_exactly_a_sum_of_laplace_with_power",
+                    "statdp:prldp.count"],
+    "prldp.framework": [A + "test_scale_audit.py::test_prldp_round_two_scale_with_power", "statdp:prldp.framework"],
+    "prldp.naive": ["statdp:prldp.naive"],
+    # personalized DP
+    "personalized.Minimum": [A + "test_personalized_audit.py::test_minimum_and_threshold_median_respect_the_promise",
+                             U + "test_personalized.py::test_laplace_noise_scale_with_power",
+                             "statdp:personalized.minimum", "statdp:personalized.minimum.median"],
+    "personalized.Threshold": [A + "test_personalized_audit.py::test_minimum_and_threshold_median_respect_the_promise",
+                               "statdp:personalized.threshold", "statdp:personalized.threshold.below"],
+    "personalized.Sample": [A + "test_personalized_audit.py::test_sample_count_delivers_exactly_min_phi_t",
+                            A + "test_personalized_audit.py::test_sample_count_exact_on_random_small_datasets",
+                            A + "test_personalized_audit.py::test_sample_median_respects_each_users_phi",
+                            "statdp:personalized.sample"],
+    "personalized.PE": [A + "test_personalized_audit.py::test_pe_respects_each_users_phi_on_all_neighbour_pairs",
+                        U + "test_personalized.py::test_pe_sampler_matches_pmf_with_power",
+                        "statdp:personalized.pe.count", "statdp:personalized.pe.median"],
+    "personalized.Stretching": [A + "test_personalized_audit.py::test_stretching_log_ratio_is_phi_times_value_share",
+                                "statdp:personalized.stretching"],
+    "personalized.PDPMechanism": [A + "test_personalized_audit.py::test_sample_count_implementation_matches_the_exact_law"],
+    "personalized.release": [U + "test_personalized.py::test_every_release_delivers_at_most_the_request"],
+    "personalized.run_prdp": [U + "test_personalized.py::test_pdp_data_through_the_prdp_framework",
+                              "statdp:prdp.framework.part1"],
+    # multi-tier
+    "multitier.release_central": [A + "test_multitier_audit.py::test_central_full_coalition_costs_the_top_budget",
+                                  A + "test_multitier_audit.py::test_central_marginal_of_a_derived_tier_is_exact",
+                                  U + "test_multitier_central.py::test_continuous_chain_reproduces_every_tier_with_power",
+                                  U + "test_multitier_central.py::test_multiscale_noise_is_eps_dp_exactly",
+                                  "statdp:multitier.central.geometric", "statdp:multitier.central.laplace"],
+    "multitier.release_local": [A + "test_multitier_audit.py::test_every_template_and_served_tier_is_exact",
+                                A + "test_multitier_audit.py::test_coalitions_of_templates_cost_the_top_level",
+                                A + "test_multitier_audit.py::test_grr_and_brr_resampling_chains_are_exact"],
+    # granular DP
+    "partial.heavy_hitter_histogram": [A + "test_partial_audit.py::test_accountant_bounds_every_output_on_random_data",
+                                       A + "test_partial_audit.py::test_whole_histogram_exact_and_paper_failure",
+                                       A + "test_partial_audit.py::test_engine_outputs_d8_within_accountant",
+                                       U + "test_partial.py::test_heavy_hitter_counts_are_laplace_4_over_eps"],
+    "partial.standard_histogram": [A + "test_partial_audit.py::test_second_stage_sensitivity_is_two",
+                                   U + "test_partial.py::test_standard_histogram_noise_dense",
+                                   "statdp:partial.standard_histogram"],
+    "partial.census_2020_illustrative": [
+        A + "test_partial_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
+    "partial.releases_from_table": [
+        A + "test_partial_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
+    # baselines and the secure sampler
+    "baselines.ClippedSum": [A + "test_scale_audit.py::test_baseline_clipped_sum_scale_with_power",
+                             "statdp:baselines.clipped_sum.laplace", "statdp:baselines.clipped_sum.gaussian",
+                             "statdp:baselines.clipped_sum.secure"],
+    "secure.SecureSampler": [U + "test_secure.py::test_discrete_gaussian_exact_law_with_power",
+                             U + "test_secure.py::test_discrete_laplace_exact_law_with_power",
+                             U + "test_secure.py::test_secure_selection_law_and_its_privacy",
+                             U + "test_secure.py::test_rounded_up_sensitivity_never_weakens_the_guarantee",
+                             "statdp:prdp.count.secure", "statdp:baselines.clipped_sum.secure"],
+}
+
+
+def _mechanism_entry_points() -> set[str]:
+    """Public functions returning a Release (or release lists) and classes with release/answer."""
+    found = set()
+    for m in MODULES:
+        mod = importlib.import_module(f"prdp_core.mechanisms.{m}")
+        for name, obj in vars(mod).items():
+            if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
+                continue
+            if inspect.isfunction(obj) and "Release" in str(inspect.signature(obj).return_annotation):
+                found.add(f"{m}.{name}")
+            elif inspect.isclass(obj) and (hasattr(obj, "release") or hasattr(obj, "answer")):
+                found.add(f"{m}.{name}")
+    return found
+
+
+def _test_names(path: str) -> set[str]:
+    tree = ast.parse((ROOT / path).read_text())
+    return {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")}
+
+
+def test_every_mechanism_entry_point_has_an_audit():
+    missing = sorted(_mechanism_entry_points() - set(INVENTORY))
+    assert not missing, f"mechanisms without an audit entry: {missing}"
+
+
+@pytest.mark.parametrize("mechanism", sorted(INVENTORY))
+def test_inventory_points_to_existing_audits(mechanism):
+    refs = INVENTORY[mechanism]
+    assert refs, mechanism
+    for ref in refs:
+        if ref.startswith("statdp:"):
+            assert ref.removeprefix("statdp:") in CASES, ref
+        else:
+            path, name = ref.split("::")
+            assert name in _test_names(path), ref
+
