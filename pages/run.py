@@ -7,6 +7,7 @@ import streamlit as st
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.charts.tradeoffs import answers_figure
 from prdp_core.export import to_csv_bytes
+from prdp_core.secure import mode_label
 from ui import policy as pstate
 from ui import run as rstate
 from ui import state
@@ -38,6 +39,9 @@ else:
                "key list, or partition selection — set its ρ on the Policy designer page).")
 min_records = c2.number_input("Evaluate answers with at least … records", min_value=1, value=1, step=1,
                               key="run_min_records", help="The paper evaluates CBP cells with ≥ 100 establishments.")
+c3.toggle("Secure release", key="run_secure",
+          help="Exact discrete Gaussian noise from OpenDP with a cryptographic generator, answers on a documented "
+               "grid; unseeded, so not reproducible. Off: a seeded teaching run (numpy's generator).")
 c3.button("Run release", type="primary", key="run_go", on_click=rstate.on_run, args=("run_ps_delta",))
 if st.session_state.get("run_error") is not None:
     show_error(st.session_state["run_error"])
@@ -46,7 +50,12 @@ rel = rstate.current_release()
 if rel is None:
     st.info("Press **Run release** to release the workload once. Each run is added to the session's privacy ledger.")
 else:
-    seeded_notice(rel.seed if rel.seed is not None else 0)
+    if rel.secure:
+        st.caption(f":material/lock: {mode_label(True)}: exact noise from OpenDP, answers on the grid "
+                   f"{', '.join(f'{g:g}' for g in rel.extras.get('grid', {}).values())} (one per query); "
+                   "not reproducible.")
+    else:
+        seeded_notice(rel.seed if rel.seed is not None else 0)
     ps = rel.extras.get("partition_selection")
     if ps:
         st.markdown("Partition selection kept " + ", ".join(
@@ -54,6 +63,7 @@ else:
             + f" (τ = {ps['tau']:.1f} split rows, σ = {ps['sigma']:.2f}, δ = {ps['delta']:.0e}).")
     shown = rstate.answers_for_display(rel, teaching)
     st.subheader("Released answers")
+    st.caption(f"Mode: **{mode_label(rel.secure)}**")
     if teaching:
         confidential("True values and errors are shown because the app is in teaching mode.")
         summ = rstate.error_summary(rel, int(min_records))
@@ -96,8 +106,10 @@ st.subheader("Privacy ledger of this session")
 led = state.ledger()
 if len(led):
     st.dataframe(led.summary(), hide_index=True)
-    st.caption("Losses of successive releases add up for every record (sequential composition).")
+    st.caption("Losses of successive releases add up for every record (sequential composition). The mode column "
+               "says which numbers came from secure releases and which from seeded teaching runs.")
 else:
     st.caption("No release yet.")
 
-code_expander(run_code(state.source(), ds, pol, st.session_state.get("seed", 0)))
+code_expander(run_code(state.source(), ds, pol, st.session_state.get("seed", 0),
+                       secure=bool(st.session_state.get("run_secure", False))))

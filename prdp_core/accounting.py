@@ -33,6 +33,7 @@ from scipy.optimize import minimize_scalar
 from .errors import ConfigError, ParameterError, PolicyError
 from .validate import non_negative as _check_nonneg
 from .policy import MEASURE_SYMBOL, Measure, _check_measure
+from .secure import mode_label
 
 # ---------------------------------------------------------------------------
 # Conversions
@@ -436,7 +437,8 @@ class Ledger:
         for i, e in enumerate(self.entries, 1):
             row = {"#": i, "release": e.label, "mechanism": e.mechanism, "measure": MEASURE_SYMBOL[e.measure],
                    "policy (public form)": e.loss.describe(), "base loss": e.loss.minimum(),
-                   "worst case": e.loss.supremum(), "seed": e.seed, "secure": e.secure}
+                   "worst case": e.loss.supremum(), "seed": e.seed, "secure": e.secure,
+                   "mode": mode_label(e.secure)}
             if table is not None:
                 v = e.loss(table)
                 row["largest record loss"] = float(v.max()) if v.size else 0.0

@@ -34,9 +34,10 @@ def on_run(partition_delta_key: str) -> None:
     ss = st.session_state
     pol: SplittingPolicy = ss["policy"]
     rng, seed = state.rng_and_seed()
-    try:
+    try:  # secure: exact OpenDP noise, unseeded (the rng is not used)
         rel = release(state.dataset(), pol, rng=rng, reveal=True, seed=seed,
-                      partition_delta=float(ss.get(partition_delta_key, 1e-6)), stats_=stats_for(pol))
+                      partition_delta=float(ss.get(partition_delta_key, 1e-6)), stats_=stats_for(pol),
+                      secure=bool(ss.get("run_secure", False)))
     except PrdpError as err:
         ss["run_error"] = err
         return

@@ -10,9 +10,16 @@ from prdp_core.workload import SplittingPolicy
 from .policy_code import policy_code
 
 
-def run_code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy, seed: int) -> str:
+def run_code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy, seed: int, secure: bool = False) -> str:
     base = policy_code(source, ds, pol, "lemma4")
     head = "\n".join(ln for ln in base.splitlines() if not ln.startswith(("preview =", "print(preview", "x, share")))
+    if secure:
+        return f"""{head}
+from prdp_core.mechanisms.unit_splitting import release
+
+rel = release(ds, policy, secure=True, reveal=True)   # exact OpenDP noise, unseeded, answers on a grid
+print(rel.answers.head(), rel.extras["grid"])
+review = rel.for_review()                      # what a review-mode export contains"""
     return f"""{head}
 import numpy as np
 from prdp_core.mechanisms.unit_splitting import release

@@ -1,0 +1,34 @@
+"""The Run page says which mode produced which numbers: secure releases vs seeded teaching runs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from prdp_core.secure import SECURE_LABEL, TEACHING_LABEL
+from tests.app.conftest import _navigation_as_in_the_server, open_page, texts  # noqa: F401 (autouse fixture)
+
+
+def test_run_page_secure_toggle_labels_results_and_ledger():
+    at = open_page("run")
+    at.button(key="run_go").click()
+    at.run()
+    assert not at.exception, at.exception
+    assert f"Mode: **{TEACHING_LABEL}**" in texts(at)
+    at.toggle(key="run_secure").set_value(True)
+    at.run()
+    at.button(key="run_go").click()
+    at.run()
+    assert not at.exception, at.exception
+    rel = at.session_state["run_release"]
+    assert rel.secure and rel.seed is None and rel.entries[0].secure
+    t = texts(at)
+    assert f"Mode: **{SECURE_LABEL}**" in t and "Seeded run" not in t
+    grids = rel.extras["grid"]
+    for q, g in grids.items():
+        est = rel.answers.loc[rel.answers["query"] == q, "estimate"].to_numpy()
+        if "AVG" not in q:
+            assert np.all(np.mod(est, g) == 0)
+    ledger = [df.value for df in at.dataframe if "mode" in df.value.columns][-1]
+    assert list(ledger["mode"]) == [TEACHING_LABEL, SECURE_LABEL]
+    code = [c.value for c in at.code][-1]
+    assert "secure=True" in code and "default_rng" not in code.split("from prdp_core.mechanisms")[-1]
