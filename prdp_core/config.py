@@ -494,13 +494,13 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) ->
     common = ("kind", "label", "seed")
     out: dict[str, Any] = {"kind": kind}
     if kind == "unit_splitting":
-        d = _mapping(v, p, common + ("partition_delta",))
+        d = _mapping(v, p, common + ("partition_delta", "secure"))
         if "thresholds" not in policy or not has_workload:
             raise _err(p, "unit splitting needs policy.thresholds and a workload.")
         out["partition_delta"] = _number(d.get("partition_delta", 1e-6), f"{p}.partition_delta", positive=True,
                                          hi=0.1)
     elif kind == "prdp":
-        d = _mapping(v, p, common + ("model", "query", "column", "beta", "threshold", "algorithms"))
+        d = _mapping(v, p, common + ("model", "query", "column", "beta", "threshold", "algorithms", "secure"))
         if "budget" not in policy:
             raise _err(p, "the PrDP framework needs policy.budget (the budget function E).")
         model = _choice(d.get("model", "central"), f"{p}.model", ("central", "local"))
@@ -530,6 +530,11 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) ->
                 raise _err(f"{p}.algorithms[{j}]", f"'{a}' does not apply to a {model} {query} query.",
                            hint=f"Use some of: {', '.join(default)}.")
         out["algorithms"] = list(algs)
+        if d.get("secure"):
+            bad = [a for a in algs if a not in ("count", "framework")]
+            if model != "central" or bad:
+                raise _err(f"{p}.secure", "secure mode covers the central PrDP count and framework only.",
+                           hint="Use algorithms: [framework] (or [count, framework] for a count) with model: central.")
     elif kind == "personalized":
         d = _mapping(v, p, common + ("mechanism", "t", "rescale", "query"))
         if "specification" not in policy:
@@ -590,6 +595,10 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) ->
         out["label"] = _text(d["label"], f"{p}.label", max_len=200)
     if d.get("seed") is not None:
         out["seed"] = _int(d["seed"], f"{p}.seed", hi=MAX_SEED)
+    if "secure" in d and _bool(d["secure"], f"{p}.secure"):
+        if "seed" in out:
+            raise _err(f"{p}.seed", "a secure release is unseeded: drop the seed or the secure flag.")
+        out["secure"] = True
     return out
 
 

@@ -90,8 +90,12 @@ def _run_unit_splitting(study: Study, ds: Dataset, m: Mapping[str, Any], seed: i
 
     policy = study.splitting_policy(ds.table)
     policy.validate(ds.table, ds.schema.measures)
-    rel = unit_splitting.release(ds, policy, rng=np.random.default_rng(seed), reveal=reveal, seed=seed,
-                                 partition_delta=m["partition_delta"])
+    if m.get("secure"):
+        rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=reveal,
+                                     partition_delta=m["partition_delta"])
+    else:
+        rel = unit_splitting.release(ds, policy, rng=np.random.default_rng(seed), reveal=reveal, seed=seed,
+                                     partition_delta=m["partition_delta"])
     return [("", rel)]
 
 
@@ -116,7 +120,11 @@ def _run_prdp(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal
                 rel = LP.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
             out.append((PRDP_LOCAL_LABELS[alg], rel))
             continue
-        if alg == "count":
+        if m.get("secure") and alg == "count":
+            rel = P.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, reveal=reveal, secure=True)
+        elif m.get("secure"):
+            rel = P.framework(t, E, q, beta=beta, rng=None, reveal=reveal, secure=True)
+        elif alg == "count":
             rel = P.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, rng=rng, reveal=reveal, seed=seed)
         elif alg == "framework":
             rel = P.framework(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
@@ -662,6 +670,9 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
     seeds = [{"release": label, "mechanism": rel.mechanism, "seed": rel.seed,
               "secure": bool(getattr(rel, "secure", False))} for label, _, rel in run.releases]
     parts.append(_table(pd.DataFrame(seeds)))
+    if any(r["secure"] for r in seeds):
+        parts.append("<p>Releases marked <b>secure</b> used exact samplers with a system random source: they have no "
+                     "seed, and a rerun gives other numbers (the reproduction script reruns them, not bit for bit).</p>")
     parts.append("<p>The study config (reload it in the app's Study page or run <code>prdp run</code>):</p>")
     parts.append(f"<pre>{e(config_text if config_text is not None else st.to_yaml())}</pre>")
     parts.append("<p class='muted'>reproduce.py (written next to this report by <code>prdp run</code>) reruns the "
@@ -777,8 +788,13 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
                 L.append(f"thresholds = as_thresholds({_py(t)})")
             L.append(f"workload = Workload.from_dict({_py(study.workload)})")
             L.append("policy = SplittingPolicy(thresholds, workload)")
-            L.append(f"rel = unit_splitting.release(ds, policy, rng=np.random.default_rng({seed}), reveal=REVEAL, "
-                     f"seed={seed}, partition_delta={m['partition_delta']!r})")
+            if m.get("secure"):
+                L.append("# secure mode: exact samplers and a system random source — unseeded, so every run differs")
+                L.append(f"rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=REVEAL, "
+                         f"partition_delta={m['partition_delta']!r})")
+            else:
+                L.append(f"rel = unit_splitting.release(ds, policy, rng=np.random.default_rng({seed}), "
+                         f"reveal=REVEAL, seed={seed}, partition_delta={m['partition_delta']!r})")
             L.append(f"releases.append(({label!r}, rel))")
         elif k == "prdp":
             L.append(f"E = {_budget_code(pol['budget'])}")
@@ -805,6 +821,12 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
                             "naive": f"prdp.naive(ds.table, E, {q!r}, beta={beta!r}, rng=rng, reveal=REVEAL, "
                                      f"seed={seed})"}[alg]
                     sub = PRDP_LABELS[alg]
+                    if m.get("secure"):
+                        call = (f"prdp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
+                                "reveal=REVEAL, secure=True)" if alg == "count" else
+                                f"prdp.framework(ds.table, E, {q!r}, beta={beta!r}, rng=None, reveal=REVEAL, "
+                                "secure=True)")
+                        L.append("# secure mode: unseeded exact samplers, so every run differs")
                 L.append(f"releases.append(({label + ': ' + sub!r}, {call}))")
         elif k == "personalized":
             s = pol["specification"]

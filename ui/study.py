@@ -100,7 +100,7 @@ def _is_plain(v: Any) -> bool:
 
 
 def _all_keys() -> list[str]:
-    keys = list(ENGINE_KEYS)
+    keys = ["seed", *ENGINE_KEYS]  # the sidebar's seed box is hidden in review mode
     for page in PAGE_SETTINGS.values():
         keys += page
     ds = st.session_state.get("dataset")

@@ -147,3 +147,11 @@ def test_build_report(mode):
     assert "<script src=\"http" not in html and "Budget table" in html
     results = out["results"].decode()
     assert ("true" in results.splitlines()[0].split(",")) == (mode == "teaching")
+
+
+def test_seed_survives_review_mode():
+    at = _load(open_page("study"), BASE)
+    at.radio(key="mode").set_value("review").run()
+    at.switch_page("pages/run.py").run()
+    assert at.session_state["seed"] == 5
+    assert parse_config(_exported(at)).seed == 5

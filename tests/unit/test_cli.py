@@ -165,6 +165,17 @@ def test_reproduction_script_matches_the_cli_bit_for_bit(tmp_path, case):
     assert (tmp_path / "again" / "results.csv").read_bytes() == (out / "results.csv").read_bytes()
 
 
+def test_secure_run(tmp_path):
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text((EXAMPLES / "cbp_unit_splitting.yaml").read_text().replace(
+        "    partition_delta: 1.0e-6", "    partition_delta: 1.0e-6\n    secure: true").replace("n: 20000", "n: 3000"))
+    code, _, err = cli("run", str(cfg), "--out", str(tmp_path / "o"), "-q")
+    assert code == EXIT_OK, err
+    ledger = (tmp_path / "o" / "ledger.json").read_text()
+    assert '"secure": true' in ledger and '"seed": null' in ledger
+    assert "secure=True" in (tmp_path / "o" / "reproduce.py").read_text()
+
+
 def test_data_override(tmp_path):
     shutil.copy(EXAMPLES / "file_study" / "firms.csv", tmp_path / "other.csv")
     code, out, err = cli("run", str(EXAMPLES / "file_study" / "study.yaml"), "--data", str(tmp_path / "other.csv"),
@@ -180,3 +191,19 @@ def test_text_progress_bar():
         bar(i, 3, f"step {i}")
     lines = s.getvalue().splitlines()
     assert lines[0].startswith("[----------] 0/3") and lines[-1].startswith("[##########] 3/3")
+
+
+def test_outputs_neutralise_formulas_and_markup(tmp_path):
+    rows = ["id,grp,v"] + [f"{i},{'=SUM(A1:A9)' if i % 2 else '<script>alert(1)</script>'},{1 + i % 7}"
+                           for i in range(60)]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    (tmp_path / "s.yaml").write_text(
+        "version: 1\nmode: teaching\ndata: {path: t.csv, schema: {id: id, measures: [v], groups: [grp]}}\n"
+        "policy: {thresholds: {v: 5}}\nworkload: {queries: [{kind: sum, measure: v, group_by: [grp], rho: 1}]}\n"
+        "mechanisms: [{kind: unit_splitting}]\n")
+    code, _, err = cli("run", str(tmp_path / "s.yaml"), "--out", str(tmp_path / "o"), "-q")
+    assert code == EXIT_OK, err
+    csv_text = (tmp_path / "o" / "results.csv").read_text()
+    assert "'=SUM(A1:A9)" in csv_text and ",=SUM" not in csv_text
+    html = (tmp_path / "o" / "report.html").read_text()
+    assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html

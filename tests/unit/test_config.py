@@ -123,6 +123,17 @@ def test_messages_name_the_offending_key(path, value, message):
     assert str(e.value).startswith(message) or message in str(e.value), str(e.value)
 
 
+def test_secure_flag():
+    st = parse_config(_with("mechanisms[0].secure", True))
+    assert st.mechanisms[0]["secure"] is True and "seed" not in st.mechanisms[0]
+    with pytest.raises(ConfigError, match=r"mechanisms\[1\].secure: secure mode covers the central PrDP"):
+        parse_config(_with("mechanisms[1].secure", True))   # a max query runs the naive baseline too
+    with pytest.raises(ConfigError, match=r"mechanisms\[0\].seed: a secure release is unseeded"):
+        parse_config(_with("mechanisms[0].seed", 3, _with("mechanisms[0].secure", True)))
+    with pytest.raises(ConfigError, match=r"mechanisms\[0\].secure: must be true or false"):
+        parse_config(_with("mechanisms[0].secure", "yes"))
+
+
 def test_mechanism_needs_its_policy_part():
     d = _with("policy.budget", ...)
     with pytest.raises(ConfigError, match=r"mechanisms\[1\]: the PrDP framework needs policy.budget"):
