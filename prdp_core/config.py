@@ -939,6 +939,8 @@ def load_config(path: str | os.PathLike) -> Study:
     """
     p = Path(path)
     try:
+        if p.exists() and not p.is_dir() and not p.is_file():
+            raise ConfigError(f"{p} is not a regular file.", hint="Give the path of a YAML file.")
         if p.stat().st_size > MAX_CONFIG_BYTES:
             raise ConfigError(f"{p.name} is larger than {MAX_CONFIG_BYTES:,} bytes.",
                               hint="A study config is a short text file.")
