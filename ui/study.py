@@ -60,7 +60,7 @@ PAGE_SETTINGS: dict[str, tuple[str, ...]] = {
 
 #: Widget keys that make up the engine sections (policy, workload, mechanisms) of a study.
 ENGINE_KEYS: tuple[str, ...] = (
-    "policy_per_group", "policy_group_col", "policy_partition_rho", "policy_joint", "run_ps_delta",
+    "policy_per_group", "policy_group_col", "policy_partition_rho", "policy_joint", "run_ps_delta", "run_secure",
     "bf_mode", "bf_preset", "bf_alpha", "bf_k", "bf_eps", "bf_expr", "bf_eps_max", "bf_U", "bf_eps_min_on",
     "bf_eps_min", "bf_measure", "bf_group_col", "bf_model", "bf_query", "bf_distinct_col", "bf_beta", "bf_threshold",
     "pdp_source", "pdp_user", "pdp_fc", "pdp_fm", "pdp_ec", "pdp_em", "pdp_el", "pdp_col", "pdp_default",
@@ -305,8 +305,9 @@ def export_state() -> dict[str, Any]:
             policy["thresholds"] = {"group_column": t.group_col,
                                     "rows": {str(g): {m: float(v) for m, v in row} for g, row in t.rows}}
         cfg["workload"] = pol.workload.to_dict()
-        mechanisms.append({"kind": "unit_splitting", "partition_delta": float(ss.get("run_ps_delta", 1e-6)),
-                           "seed": seed})
+        us: dict[str, Any] = {"kind": "unit_splitting", "partition_delta": float(ss.get("run_ps_delta", 1e-6))}
+        us.update({"secure": True} if ss.get("run_secure") else {"seed": seed})  # secure releases are unseeded
+        mechanisms.append(us)
     if "bf_mode" in ss:
         b = _budget_section(ss)
         try:
@@ -602,6 +603,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     for m in study.mechanisms:
         if m["kind"] == "unit_splitting":
             up["run_ps_delta"] = float(m["partition_delta"])
+            up["run_secure"] = bool(m.get("secure", False))
             break
     if "budget" in study.policy:
         _budget_updates(study, ds, up, pop, notes)
@@ -611,7 +613,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
         _tier_updates(study, ds, up, pop)
     for page, settings in study.app.items():
         up.update(settings)
-    seeds = {study.mechanism_seed(i) for i in range(len(study.mechanisms))}
+    seeds = {study.mechanism_seed(i) for i, m in enumerate(study.mechanisms) if not m.get("secure")}
     if seeds - {study.seed}:
         notes.append(f"The app runs every page with the session seed {study.seed}; some mechanisms of this config "
                      "have other seeds (the CLI and the report use them).")

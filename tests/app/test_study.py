@@ -155,3 +155,13 @@ def test_seed_survives_review_mode():
     at.switch_page("pages/run.py").run()
     assert at.session_state["seed"] == 5
     assert parse_config(_exported(at)).seed == 5
+
+
+def test_secure_toggle_round_trips():
+    at = _load(open_page("study"), BASE.replace("{kind: unit_splitting, partition_delta: 1.0e-5}",
+                                                "{kind: unit_splitting, partition_delta: 1.0e-5, secure: true}"))
+    assert at.session_state["run_secure"] is True
+    at.switch_page("pages/run.py").run()
+    assert not at.exception, at.exception
+    study = parse_config(_exported(at))
+    assert study.mechanisms[0].get("secure") is True and "seed" not in study.mechanisms[0]
