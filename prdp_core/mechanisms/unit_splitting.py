@@ -185,16 +185,19 @@ def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndar
             mask = q.filter.mask(table) if q.filter is not None else np.ones(n, dtype=bool)
             keys, cell_of = fact.cells(q.group_by, mask)
             inside = cell_of >= 0
-            c = cell_of[inside]
+            everyone = bool(inside.all())  # no filter: skip the copies of boolean indexing
+            c = cell_of if everyone else cell_of[inside]
             shared[fkey] = (keys, cell_of, inside, np.bincount(c, minlength=len(keys)),
-                            np.bincount(c, weights=mf[inside], minlength=len(keys)))
+                            np.bincount(c, weights=mf if everyone else mf[inside], minlength=len(keys)))
         keys, cell_of, inside, count, pcs = shared[fkey]
         total = None
         if q.kind != "count":
-            v = table[q.measure].to_numpy(dtype="float64")[inside]
+            everyone = len(count) == 0 or int(count.sum()) == n
+            v = table[q.measure].to_numpy(dtype="float64")
+            v = v if everyone else v[inside]
             if not q.split:
                 v = np.minimum(v, float(q.clamp))  # type: ignore[arg-type]
-            total = np.bincount(cell_of[inside], weights=v, minlength=len(keys))
+            total = np.bincount(cell_of if everyone else cell_of[inside], weights=v, minlength=len(keys))
         out.append(QueryStats(q, keys, cell_of, count, total, _cell_sensitivity(q, policy, keys), pcs))
     return out
 
@@ -365,7 +368,10 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
                          "rel_error": rel[keep]})
         frames.append(pd.DataFrame(cols))
         inside = s.cell_of >= 0
-        realized[inside] += contrib[inside] ** 2 / (2.0 * sig[s.cell_of[inside]] ** 2)
+        if s.n_cells and np.all(sig == sig[0]) and inside.all():  # one σ, no filter: no gathers or copies
+            realized += contrib ** 2 / (2.0 * sig[0] ** 2)
+        else:
+            realized[inside] += contrib[inside] ** 2 / (2.0 * sig[s.cell_of[inside]] ** 2)
         if q.kind == "avg":
             realized[inside] += q.rho_count
         if own_real is not None:
