@@ -20,13 +20,10 @@ PAGES = {
     "Prepare": [
         st.Page("pages/data.py", title="Data", icon=":material/table:", default=True),
     ],
-    "Learn": [
-        st.Page("pages/concepts.py", title="Concepts", icon=":material/school:"),
-    ],
     "Policies": [
         st.Page("pages/policy_designer.py", title="Policy designer", icon=":material/tune:"),
-        st.Page("pages/personalized.py", title="Personalized DP", icon=":material/groups:"),
         st.Page("pages/budget_functions.py", title="Budget functions", icon=":material/function:"),
+        st.Page("pages/personalized.py", title="Personalized DP", icon=":material/groups:"),
     ],
     "Release": [
         st.Page("pages/tradeoffs.py", title="Trade-offs", icon=":material/balance:"),
@@ -35,6 +32,9 @@ PAGES = {
     ],
     "Outputs": [
         st.Page("pages/study.py", title="Study", icon=":material/inventory_2:"),
+    ],
+    "Learn": [
+        st.Page("pages/concepts.py", title="Concepts", icon=":material/school:"),
     ],
 }
 
