@@ -189,11 +189,43 @@ def _sniff_delimiter(text: str, filename: str | None) -> str:
     return delim
 
 
+def _check_header_width(text: str, delim: str) -> None:
+    """Check the header and the first data row before parsing.
+
+    A header wider than the column limit is refused at once (parsing 10⁶ columns takes tens of
+    seconds; counting the header's fields takes milliseconds). A first data row with more fields
+    than the header is refused too: the parser would silently turn the extra leading fields into
+    an index and shift every value into the wrong column.
+    """
+    widths: list[int] = []
+    quoted = False
+    pos = 0
+    while pos < len(text) and len(widths) < 2:
+        end = text.find("\n", pos)
+        end = len(text) if end < 0 else end
+        line = text[pos:end].rstrip("\r")
+        if line.strip():
+            quoted |= '"' in line  # a quoted field may span lines: leave such files to the parser
+            try:
+                widths.append(len(next(csv.reader([line], delimiter=delim))))
+            except (csv.Error, StopIteration):
+                widths.append(line.count(delim) + 1)
+            if widths[0] > limits.MAX_COLUMNS:
+                raise ResourceLimitError(
+                    f"The table has {widths[0]:,} columns, over the {limits.MAX_COLUMNS:,} column limit.",
+                    hint="Keep only the id, measure and grouping columns.")
+        pos = end + 1
+    if len(widths) == 2 and widths[1] > widths[0] and not quoted:
+        raise DataError(f"The first data row has {widths[1]:,} fields but the header names only {widths[0]:,} "
+                        "columns.", hint="Check for stray delimiters, or add the missing column names.")
+
+
 def _read_text(data: bytes, filename: str | None) -> pd.DataFrame:
     text, encoding = _decode(data)
     if not text.strip():
         raise DataError("The file contains no data (only blank lines).", hint="Upload a table with a header row.")
     delim = _sniff_delimiter(text, filename)
+    _check_header_width(text, delim)
     try:
         df = pd.read_csv(io.StringIO(text), sep=delim, engine="c", low_memory=False, skipinitialspace=True)
     except pd.errors.EmptyDataError:
