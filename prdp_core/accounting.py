@@ -62,17 +62,19 @@ def zcdp_to_approx_dp(rho: float, delta: float, *, method: Literal["cks", "textb
     if r == 0:
         return 0.0
     if method == "textbook":
-        return r + 2.0 * math.sqrt(r * math.log(1.0 / d))
+        return r + 2.0 * math.sqrt(r * -math.log(d))
     if method != "cks":
         raise ParameterError(f"Unknown conversion '{method}'.", hint="Use 'cks' or 'textbook'.")
-    ld = math.log(1.0 / d)
+    ld = -math.log(d)  # ln(1/δ), finite even where 1/δ overflows
 
     def eps_at(log_am1: float) -> float:
         a = 1.0 + math.exp(log_am1)
+        if a == 1.0:  # α − 1 below float resolution (huge ρ): outside the useful range
+            return math.inf
         return a * r + (ld + (a - 1.0) * math.log1p(-1.0 / a) - math.log(a)) / (a - 1.0)
 
     # α* ≈ 1 + sqrt(ln(1/δ)/ρ); search log(α−1) around it
-    centre = 0.5 * math.log(max(ld / r, 1e-300))
+    centre = 0.5 * (math.log(ld) - math.log(r))
     res = minimize_scalar(eps_at, bounds=(centre - 30.0, centre + 30.0), method="bounded",
                           options={"xatol": 1e-10})
     best = min(float(res.fun), r + 2.0 * math.sqrt(r * ld))  # never worse than the textbook bound

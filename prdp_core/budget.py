@@ -112,7 +112,7 @@ def value_grid(vmax: float, n: int = 400, *, vmin: float | None = None) -> np.nd
 
 def _search_grid(U: float) -> np.ndarray:
     """Dense value grid on [0, U] used to check a univariate budget numerically."""
-    lo = min(1e-6, U / 1e12)
+    lo = min(1e-6, U / 1e12) or U  # U/1e12 underflows to 0 for a subnormal U
     g = np.geomspace(lo, U, _GRID_POINTS)
     return np.unique(np.concatenate(([0.0], g, np.linspace(0, U, 401), np.arange(0.0, min(U, 1000.0) + 1))))
 
@@ -789,7 +789,7 @@ class DomainPartition:
         hi = _positive("ε̂ (the largest budget)", self.eps_max)
         if hi < lo:
             raise ParameterError(f"ε̂ = {hi:g} is below ε̌ = {lo:g}.", hint="ε̂ must be at least ε̌.")
-        if self.L > 2000:
+        if not math.isfinite(hi / lo) or self.L > 2000:
             raise ParameterError("ε̂/ε̌ is astronomically large.", hint="Use a larger ε̌ or a smaller ε̂.")
 
     @property

@@ -170,11 +170,18 @@ def rho_for_approx_dp(eps: float, delta: float = 1e-6, *,
     if e == 0:
         return 0.0
     if method == "textbook":
-        ld = math.log(1.0 / d)
+        ld = -math.log(d)
         return (math.sqrt(ld + e) - math.sqrt(ld)) ** 2
     if method != "cks":
         raise ParameterError(f"Unknown conversion '{method}'.", hint="Use 'cks' or 'textbook'.")
-    return float(brentq(lambda r: zcdp_to_approx_dp(r, d) - e, 1e-15, e, xtol=1e-14, rtol=1e-12))
+    def f(r: float) -> float:
+        return zcdp_to_approx_dp(r, d) - e
+
+    # CKS gives ε = 0 for tiny ρ (the guarantee is then (0, δ)-DP), so ρ can exceed ε: widen the bracket
+    hi = max(e, 1e-15)
+    while f(hi) <= 0 and hi < 1e300:
+        hi *= 16.0
+    return float(brentq(f, 0.0, hi, xtol=min(1e-14, e), rtol=1e-12))
 
 
 def zcdp_inference_accuracy(rho: float) -> float:

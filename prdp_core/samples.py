@@ -426,6 +426,8 @@ def load(name: str, *, n: int | None = None, seed: int = 0) -> pd.DataFrame:
     draws that many rows without replacement using ``seed``.
     """
     meta = info(name)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**63:
+        raise ParameterError(f"The sample seed must be a whole number from 0 to 2^63 − 1 (got {seed!r}).")
     if n is not None:
         if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
             raise ParameterError("The sample size must be a whole number ≥ 1.")

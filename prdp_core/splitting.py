@@ -225,6 +225,9 @@ def split_counts(table: pd.DataFrame, thresholds: Mapping[Any, Any] | Thresholds
     k, scratch, flags = np.empty(n), np.empty(n), np.empty(n, dtype=bool)
     for name, v in zip(thr.measures, vals):
         np.maximum(m, _pieces(v, tarr[name], k, scratch, flags), out=m)
+    if n and not float(m.max()) <= 2.0**53:  # beyond 2^53 pieces (or inf) the int64 cast is meaningless
+        raise ParameterError("A threshold is so small that a record would be cut into more than 2^53 pieces.",
+                             hint="Use larger splitting thresholds.")
     return m.astype(np.int64)
 
 

@@ -132,6 +132,11 @@ def gaussian_sigma_for(eps: float, delta: float, sensitivity: float = 1.0) -> fl
     lo, hi = math.log(sens) - 12.0, math.log(sens) + 12.0
     if f(lo) < 0:  # already private with almost no noise
         return math.exp(lo)
+    while f(hi) > 0 and hi < math.log(sens) + 600.0:  # tiny ε or δ need more noise than e^12·Δ
+        hi += 12.0
+    if f(hi) > 0:
+        raise ParameterError(f"No Gaussian noise gives (ε, δ) = ({eps:g}, {delta:g}).",
+                             hint="Use a larger ε or δ (δ below about 1e-300 cannot be represented).")
     return float(math.exp(optimize.brentq(f, lo, hi, xtol=1e-12)))
 
 

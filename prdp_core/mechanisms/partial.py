@@ -487,6 +487,8 @@ def calibrate_heavy_hitter_histogram(eps0: float, nu: float = 0.01, d: int = 64,
     Lap(2/ε0).
     """
     e0 = _pos("The per-attribute ε0", eps0)
+    if e0 < 1e-9:  # λ ∝ 1/ε0 would overflow the accountant
+        raise ParameterError(f"The per-attribute ε0 must be at least 1e-9 (got {eps0!r}).")
     nu = _pos("The error target ν", nu)
     if nu > 0.5:
         raise ParameterError(f"The error target ν is a share of the records; use a value ≤ 0.5 (got {nu}).")

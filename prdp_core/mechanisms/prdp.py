@@ -87,8 +87,8 @@ def _check_beta(beta: float) -> float:
         b = float(beta)
     except (TypeError, ValueError):
         raise ParameterError(f"The failure rate β must be a number (got {beta!r}).") from None
-    if not 0 < b < 1:
-        raise ParameterError(f"The failure rate β must be strictly between 0 and 1 (got {beta!r}).",
+    if not 1e-12 <= b < 1:  # below 1e-12 the thresholds' ln(L/β) means nothing (and β/2 can underflow)
+        raise ParameterError(f"The failure rate β must be between 1e-12 and 1 (got {beta!r}).",
                              hint="The paper uses β = 0.1.")
     return b
 
