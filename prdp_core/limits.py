@@ -27,6 +27,19 @@ MAX_SPLIT_ROWS: int = 20_000_000
 MAX_SWEEP_POINTS: int = 100_000
 
 
+#: Largest number of noisy answers one secure release draws. Exact samplers (OpenDP) take about
+#: 20 µs per answer, so this keeps a secure release under about half a minute.
+MAX_SECURE_ANSWERS: int = 1_000_000
+
+
+def check_limit(what: str, value: int | float, limit: int, hint: str) -> None:
+    """Raise :class:`~prdp_core.errors.ResourceLimitError` naming the limit when ``value`` exceeds it."""
+    if value > limit:
+        from .errors import ResourceLimitError
+
+        raise ResourceLimitError(f"{what}: {value:,} is over the limit of {limit:,}.", hint=hint)
+
+
 def max_upload_bytes() -> int:
     """The upload limit in bytes."""
     return MAX_UPLOAD_MB * 1024 * 1024

@@ -61,6 +61,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from . import limits
 from .errors import ParameterError
 
 #: Grid resolution: g = 2^(⌊log₂ Δ⌋ − DEFAULT_BITS), so Δ/g ∈ [1024, 2048).
@@ -210,6 +211,8 @@ class SecureSampler:
             raise ParameterError("The secure grid step must be a power of two.")
         b = _positive("ε" if kind == "laplace" else "ρ", budget)
         u = np.asarray(units, dtype=np.int64).ravel()
+        limits.check_limit("Noisy answers in one secure release", u.size, limits.MAX_SECURE_ANSWERS,
+                           "Release fewer cells (coarser groups) or run it as a seeded teaching run.")
         d_u = np.broadcast_to(units_ceil(sensitivity, g), u.shape).astype(np.int64)
         if d_u.size and d_u.min() < 1:
             raise ParameterError("Sensitivities must be positive.")
