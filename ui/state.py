@@ -13,6 +13,7 @@ Keys (all in ``st.session_state``):
 from __future__ import annotations
 
 import hashlib
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import streamlit as st
@@ -44,8 +45,13 @@ def cached_profile(token: str, _ds: Dataset) -> DatasetProfile:
 
 
 def dataset_token(ds: Dataset, source: dict[str, Any]) -> str:
-    """A short key identifying a dataset and its schema, for caches."""
-    h = hashlib.sha1(repr((sorted(source.items()), ds.schema, ds.n, ds.notes)).encode()).hexdigest()
+    """A short key identifying a dataset and its schema, for caches.
+
+    ``st.cache_data`` is shared by every session of a server: an uploaded table gets a fresh nonce,
+    so two different files with the same name, schema and size never share cached results (or
+    show one user's profile to another). Samples are public generators and keep stable keys."""
+    nonce = "" if source.get("kind") == "sample" else uuid.uuid4().hex
+    h = hashlib.sha1(repr((sorted(source.items()), ds.schema, ds.n, ds.notes, nonce)).encode()).hexdigest()
     return h[:16]
 
 

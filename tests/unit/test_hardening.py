@@ -421,3 +421,18 @@ def test_file_access_in_the_app_goes_through_uploads_or_the_sample_folder():
     from prdp_core import config
 
     assert "safe_data_path" in Path(config.__file__).read_text()
+
+
+def test_uploaded_tables_never_share_cache_keys_across_sessions():
+    """st.cache_data is process-wide: two uploads with the same file name, schema and size (e.g. two
+    analysts on a shared server) must get different cache keys; samples keep stable keys."""
+    from ui.state import dataset_token
+
+    a = prdp_core.data.prepare_dataset(pd.DataFrame({"id": [1, 2], "v": [1.0, 2.0]}), Schema(id_col="id",
+                                                                                            measures=("v",)))
+    b = prdp_core.data.prepare_dataset(pd.DataFrame({"id": [1, 2], "v": [5.0, 9.0]}), Schema(id_col="id",
+                                                                                            measures=("v",)))
+    src = {"kind": "file", "filename": "payroll.csv", "schema": a.schema.to_dict(), "options": {}}
+    assert dataset_token(a, src) != dataset_token(b, src)
+    sample = {"kind": "sample", "name": "cbp_like", "n": None, "seed": 0}
+    assert dataset_token(a, sample) == dataset_token(a, sample)
