@@ -148,7 +148,7 @@ def tasks() -> list[tuple[str, str, Callable[[dict[str, Any]], Callable[[], Any]
         ("clipped sum + Gaussian", "OpenDP", lambda d: lambda: odp_gau(d["v"]), ("v",)),
         ("unit-split sum (release, per-record losses)", "prdp_core",
          lambda d: lambda: release(d["table"], pol, rng=rng, owner_realized=False), ("id", "v")),
-        ("unit-split sum (core: m(r), sum, noise, P(r))", "prdp_core", us_core, ("v",)),
+        ("unit-split sum (core: m(r), sum, noise, P(r))", "prdp_core", us_core, ("id", "v")),
         ("policy-loss CDF over records", "prdp_core",
          lambda d: lambda: preview_policy(d["ds"], pol, pieces=split_counts(d["table"], {"v": T})).record_cdf(), ("id", "v")),
         ("PrDP framework sum (Algorithm 2)", "prdp_core",

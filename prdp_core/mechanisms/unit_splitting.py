@@ -369,7 +369,10 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         frames.append(pd.DataFrame(cols))
         inside = s.cell_of >= 0
         if s.n_cells and np.all(sig == sig[0]) and inside.all():  # one σ, no filter: no gathers or copies
-            realized += contrib ** 2 / (2.0 * sig[0] ** 2)
+            tmp = np.square(contrib)
+            tmp /= 2.0 * sig[0] ** 2
+            realized += tmp
+            del tmp
         else:
             realized[inside] += contrib[inside] ** 2 / (2.0 * sig[s.cell_of[inside]] ** 2)
         if q.kind == "avg":
@@ -384,7 +387,7 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
             pc = np.bincount(own_codes, weights=m.astype("float64"), minlength=len(own_uniques))
             own_real += wl.partition_rho * pc**2
     answers = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    loss = policy(table)
+    loss = _policy_loss(policy, table, m)
     params: dict[str, Any] = {"policy": policy.to_dict(), "partition_delta": partition_delta if ps else None,
                               "keys": "partition selection" if ps else "public (the cells present in the data)"}
     if smp is not None:
@@ -431,6 +434,36 @@ def _secure_query(s: QueryStats, contrib: np.ndarray, smp: SecureSampler
     est = a.estimate / denom
     sd = np.sqrt(a.scale**2 + est**2 * c.scale**2) / denom
     return est, sd, a.scale, c.scale, quantised, g
+
+
+def _policy_loss(policy: SplittingPolicy, table: pd.DataFrame, m: np.ndarray) -> np.ndarray:
+    """P(r) for every record: the public policy function evaluated on the table.
+
+    A joint workload's P depends on a record only through its split count m(r) (ρ_q·m(r)² for
+    split queries, ρ_q for flat ones, filters exempting records), so the split counts at hand are
+    reused instead of splitting the table again; other workloads evaluate ``policy(table)``.
+    tests/audit/test_unit_splitting_loss_audit.py checks both give the same losses."""
+    wl = policy.workload
+    if not wl.joint:
+        return policy(table)
+    out = np.square(m, dtype=np.float64)  # m(r)², then scaled in place: P = a·m² + b (+ filtered terms)
+    a, b = wl.partition_rho, 0.0
+    filtered = []
+    for q in wl.queries:
+        split = q.split and q.kind != "count"
+        if q.filter is not None:
+            filtered.append(q)
+            continue
+        a += q.rho if split else 0.0
+        b += (0.0 if split else q.rho) + (q.rho_count if q.kind == "avg" else 0.0)
+    extra = [np.where(q.filter.mask(table),  # type: ignore[union-attr]
+                      (q.rho * out if (q.split and q.kind != "count") else q.rho)
+                      + (q.rho_count if q.kind == "avg" else 0.0), 0.0) for q in filtered]
+    out *= a
+    out += b
+    for e in extra:
+        out += e
+    return out
 
 
 def _record_delta(s: QueryStats, table: pd.DataFrame) -> np.ndarray:
