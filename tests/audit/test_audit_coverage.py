@@ -36,6 +36,7 @@ INVENTORY: dict[str, list[str]] = {
         U + "test_unit_splitting_release.py::test_gaussian_noise_has_promised_sigma_with_power",
         U + "test_unit_splitting_release.py::test_realized_never_exceeds_policy",
         U + "test_unit_splitting_release.py::test_realized_loss_is_exact_for_gaussian_sums",
+        A + "test_unit_splitting_loss_audit.py::test_reported_loss_is_the_public_policy_function",
         A + "test_scale_audit.py::test_topcoded_sum_of_a_workload_scale_with_power",
         U + "test_secure.py::test_secure_gaussian_noise_of_a_release_has_the_claimed_sigma_with_power",
         "statdp:unit_splitting.sum", "statdp:unit_splitting.sum.secure", "statdp:unit_splitting.topcoded_sum"],
