@@ -94,15 +94,19 @@ def peak_extra_mb(fn: Callable[[], Any]) -> float:
 
 
 def measure(fn: Callable[[], Any], repeat: int) -> tuple[float, float, float]:
-    """(median wall s, best wall s, median CPU s) over ``repeat`` calls after one warm-up call. CPU time
-    (this process) shows the cost when the machine is shared and wall times stretch."""
+    """(median wall s, best wall s, median CPU s) per call over ``repeat`` samples after one warm-up
+    call; calls under 20 ms are repeated within a sample so that timer noise does not dominate. CPU
+    time (this process) shows the cost when the machine is shared and wall times stretch."""
+    t0 = time.perf_counter()
     fn()
+    calls = max(1, min(1000, int(0.02 / max(time.perf_counter() - t0, 1e-7))))
     wall, cpu = [], []
     for _ in range(repeat):
         c0, t0 = time.process_time(), time.perf_counter()
-        fn()
-        wall.append(time.perf_counter() - t0)
-        cpu.append(time.process_time() - c0)
+        for _ in range(calls):
+            fn()
+        wall.append((time.perf_counter() - t0) / calls)
+        cpu.append((time.process_time() - c0) / calls)
     return statistics.median(wall), min(wall), statistics.median(cpu)
 
 

@@ -78,9 +78,18 @@ def clipped_total(values: np.ndarray, lower: float, upper: float, *, chunk: int 
     """Σ clip(v, lower, upper) in chunks (±inf are clipped like any value; NaN is refused).
 
     One pass: a NaN survives clipping and makes the total NaN, which is checked at the end."""
-    v = np.asarray(values, dtype=np.float64).ravel()
     lo, hi, _ = _bounds(lower, upper)
-    buf = np.empty(min(chunk, v.size))
+    return _clipped_total(values, lo, hi, chunk)
+
+
+def _clipped_total(values: np.ndarray, lo: float, hi: float, chunk: int = CHUNK) -> float:
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if v.size <= chunk:  # one chunk: no separate buffer
+        total = float(np.clip(v, lo, hi).sum())
+        if math.isnan(total):
+            raise ParameterError("The values contain NaN: fix or drop them on the Data page first.")
+        return total
+    buf = np.empty(chunk)
     total = 0.0
     for s in range(0, v.size, chunk):
         part = v[s:s + chunk]
@@ -95,17 +104,17 @@ def clipped_total(values: np.ndarray, lower: float, upper: float, *, chunk: int 
 def clipped_sum_laplace(values: np.ndarray, lower: float, upper: float, eps: float, *,
                         rng: np.random.Generator) -> float:
     """Σ clip(v, lower, upper) + Laplace(Δ/ε), Δ = max(|lower|, |upper|): ε-DP (add/remove)."""
-    _, _, d = _bounds(lower, upper)
+    lo, hi, d = _bounds(lower, upper)
     e = _positive("ε", eps)
-    return clipped_total(values, lower, upper) + float(rng.laplace(0.0, d / e))
+    return _clipped_total(values, lo, hi) + float(rng.laplace(0.0, d / e))
 
 
 def clipped_sum_gaussian(values: np.ndarray, lower: float, upper: float, rho: float, *,
                          rng: np.random.Generator) -> float:
     """Σ clip(v, lower, upper) + N(0, σ²), σ = Δ/√(2ρ): ρ-zCDP (add/remove)."""
-    _, _, d = _bounds(lower, upper)
+    lo, hi, d = _bounds(lower, upper)
     r = _positive("ρ", rho)
-    return clipped_total(values, lower, upper) + float(rng.normal(0.0, d / math.sqrt(2.0 * r)))
+    return _clipped_total(values, lo, hi) + float(rng.normal(0.0, d / math.sqrt(2.0 * r)))
 
 
 @dataclass(frozen=True)
