@@ -123,6 +123,7 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
 ]
 
 
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # overflow to inf on purpose (1e308 etc.)
 @pytest.mark.parametrize("page,widget,call", ENTRY_POINTS, ids=[f"{p}: {w}" for p, w, _ in ENTRY_POINTS])
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(x=ADVERSARIAL)
@@ -135,10 +136,13 @@ def test_numeric_entry_points_raise_only_actionable_errors(page, widget, call, x
     assert time.perf_counter() - t0 < 20, f"{page}: {widget} took too long for {x!r}"
 
 
-@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, -1.0, 1e308])
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, -1.0, 1e308, "empty"])
 def test_adversarial_record_values_in_engine_calls(bad):
-    """NaN / inf / negative / huge measure values reaching the engine directly (not via the Data page)."""
-    tab = _TAB.assign(v=[0.0, 1.0, bad, 10.0, 250.0, 7.5, 1e6, 40.0])
+    """NaN / inf / negative / huge measure values, or no records at all, reaching the engine directly
+    (not via the Data page)."""
+    tab = _TAB.head(0) if bad == "empty" else _TAB.assign(v=[0.0, 1.0, bad, 10.0, 250.0, 7.5, 1e6, 40.0])
+    bad = math.nan if bad == "empty" else bad
     for call in (lambda: split_counts(tab, {"v": 10.0}), lambda: _BUD(tab),
                  lambda: P.framework(tab, _BUD, "sum", beta=0.1, rng=_rng()),
                  lambda: release(tab, _POL, rng=_rng()),
