@@ -66,7 +66,7 @@ def test_exact_cell_sums_match_python_integers():
 def test_discrete_gaussian_exact_law_with_power(sigma):
     x = S.gaussian_answers(np.zeros(N, dtype=np.int64), 1.0, 1.0, 1.0 / (2 * sigma**2)).units
     support = np.arange(-int(8 * sigma) - 2, int(8 * sigma) + 3)
-    assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma), support) > 1e-3
+    assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma), support) > 1e-6
     assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, 0.9 * sigma), support) < 1e-4
     assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, 1.1 * sigma), support) < 1e-4
 
@@ -77,7 +77,7 @@ def test_discrete_laplace_exact_law_with_power(eps):
     assert np.allclose(a.loss, eps) and np.allclose(a.scale, 1 / eps)
     support = np.arange(-40, 41)
     x = a.units
-    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps), support) > 1e-3
+    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps), support) > 1e-6
     assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps * 1.1), support) < 1e-4
     assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps / 1.1), support) < 1e-4
 
@@ -89,7 +89,7 @@ def test_quantised_gaussian_on_a_fine_grid_has_the_claimed_sigma_with_power():
     sigma = 40.0 / math.sqrt(2 * rho)
     assert np.allclose(a.scale, sigma) and np.all(a.loss <= rho * (1 + 1e-12))
     assert np.all(np.mod(a.estimate, a.grid) == 0)
-    assert stats.kstest(a.estimate, stats.norm(scale=sigma).cdf).pvalue > 1e-3
+    assert stats.kstest(a.estimate, stats.norm(scale=sigma).cdf).pvalue > 1e-6
     assert stats.kstest(a.estimate, stats.norm(scale=0.9 * sigma).cdf).pvalue < 1e-4
     assert stats.kstest(a.estimate, stats.norm(scale=1.1 * sigma).cdf).pvalue < 1e-4
 
@@ -134,7 +134,7 @@ def _rnm_exponential_probs(scores: np.ndarray, scale: float) -> np.ndarray:
 
 
 def test_secure_selection_law_and_its_privacy():
-    """OpenDP's report-noisy-max matches its exact law; on monotone neighbouring scores the log-ratio
+    """(Unseeded: acceptance at p > 1e-6, power far below 1e-4.) OpenDP's report-noisy-max matches its exact law; on monotone neighbouring scores the log-ratio
     of every outcome is at most ε (and reaches a good part of it)."""
     eps = 1.0
     scores = np.array([0.0, -1.0, -3.0])
@@ -142,7 +142,7 @@ def test_secure_selection_law_and_its_privacy():
     probs = _rnm_exponential_probs(scores, 1.0 / eps)
     assert abs(probs.sum() - 1) < 1e-6
     obs = np.bincount(draws, minlength=3)
-    assert stats.chisquare(obs, probs * draws.size).pvalue > 1e-3
+    assert stats.chisquare(obs, probs * draws.size).pvalue > 1e-6
     assert stats.chisquare(obs, _rnm_exponential_probs(scores, 1.5 / eps) * draws.size).pvalue < 1e-4
     worst = 0.0
     for shift in np.eye(3):  # a neighbour moves some scores by one in the same direction
@@ -214,12 +214,12 @@ def test_secure_release_per_group_thresholds_and_explicit_sampler():
 
 def test_secure_gaussian_noise_of_a_release_has_the_claimed_sigma_with_power():
     rng = np.random.default_rng(1)
-    g = np.repeat(np.arange(12_000), 2)
+    g = np.repeat(np.arange(20_000), 2)
     df = pd.DataFrame({"id": np.arange(g.size), "g": g, "v": rng.integers(0, 300, g.size).astype(float)})
     pol = SplittingPolicy(as_thresholds({"v": 40.0}), Workload((Query("sum", "v", rho=0.5, group_by=("g",)),)))
     rel = release(df, pol, secure=True, reveal=True, owner_realized=False)
     err = rel.answers["error"].to_numpy()
-    assert stats.kstest(err, stats.norm(scale=40.0).cdf).pvalue > 1e-3
+    assert stats.kstest(err, stats.norm(scale=40.0).cdf).pvalue > 1e-6
     assert stats.kstest(err, stats.norm(scale=36.0).cdf).pvalue < 1e-4
     assert stats.kstest(err, stats.norm(scale=44.0).cdf).pvalue < 1e-4
 
