@@ -649,7 +649,8 @@ def noise_variance(eps: float, sensitivity: float = 1.0, noise: CountNoise = "la
     if noise == "geometric":
         a = math.exp(-e)
         return 2 * a / (1 - a) ** 2
-    return 2.0 * (sensitivity / e) ** 2
+    r = sensitivity / e
+    return 2.0 * r * r  # inf for a vanishing ε (float ** would raise OverflowError)
 
 
 def dp_count(bits: np.ndarray, eps: float, *, rng: np.random.Generator, noise: CountNoise = "laplace") -> float:

@@ -25,7 +25,7 @@ import prdp_core
 from prdp_core import budget as B
 from prdp_core import interpret, limits
 from prdp_core.accounting import zcdp_to_approx_dp
-from prdp_core.analysis import optimal_clip, sweep
+from prdp_core.analysis import optimal_clip, solve_budget, sweep
 from prdp_core.data import Dataset, Schema
 from prdp_core.errors import ConfigError, ExpressionError, PrdpError, ResourceLimitError
 from prdp_core.mechanisms import baselines as BL
@@ -81,6 +81,8 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
     ("trade-offs", "sweep ρ", lambda x: sweep(_TAB, _POL, [{"v": 10.0}], [x])),
     ("trade-offs", "sweep threshold", lambda x: sweep(_TAB, _POL, [{"v": x}], [0.5])),
     ("trade-offs", "optimal clip n", lambda x: optimal_clip(n=x, alpha=1.5, rho=0.5)),
+    ("trade-offs", "error target", lambda x: solve_budget(_TAB, _POL, target=x)),
+    ("trade-offs", "share of cells", lambda x: solve_budget(_TAB, _POL, target=0.1, share=x)),
     ("trade-offs", "optimal clip α", lambda x: optimal_clip(n=1000, alpha=x, rho=0.5)),
     ("run", "partition-selection δ", lambda x: PartitionSelection(rho=0.1, delta=x)),
     ("run", "release partition δ", lambda x: release(
@@ -101,6 +103,12 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
     ("personalized", "sample t", lambda x: PD.Sample(x).delivered(_SPEC.eps, _SPEC)),
     ("personalized", "query hi", lambda x: PD.Query("sum", "v", lo=0, hi=x)),
     ("personalized", "query lo", lambda x: PD.Query("median", "v", lo=x, hi=10)),
+    ("personalized", "tier share", lambda x: PD.TierConfig(f_c=x)),
+    ("personalized", "tier ε", lambda x: PD.TierConfig(eps_m=x)),
+    ("personalized", "comparison runs", lambda x: PD.compare(_TAB.assign(u=range(8)), _SPEC, PD.Query("count"),
+                                                             runs=x, rng=_rng())),
+    ("personalized", "curve thresholds", lambda x: PD.threshold_curve(_TAB.assign(u=range(8)), _SPEC,
+                                                                     PD.Query("count"), [x], runs=5, rng=_rng())),
     ("analyst tiers", "tier ε", lambda x: MT.plan_central([("a", x), ("b", 0.5)], "laplace")),
     ("analyst tiers", "gaussian δ", lambda x: MT.plan_central([("a", 1.0)], "gaussian", delta=x)),
     ("analyst tiers", "local d", lambda x: MT.plan_local([("a", 1.0), ("b", 0.5)], x)),
