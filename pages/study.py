@@ -121,7 +121,7 @@ with tab_report:
     else:
         st.caption("No release yet in this session.")
 
-code_expander(f"""from prdp_core import report
+code_expander("""from prdp_core import report
 
 study = report.load_config("study.yaml")       # the config downloaded above (ConfigError names a bad key)
 run = report.run_study(study)                   # loads the data, runs every mechanism with its seed

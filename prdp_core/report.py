@@ -42,7 +42,7 @@ from .config import (SCHEMA_VERSION, ConfigError, DataSource, Study, load_config
 from .data import Dataset
 from .errors import PrdpError
 from .export import to_csv_bytes
-from .release import TRUTH_COLUMNS, Release
+from .release import Release
 
 #: In review mode, loss CDFs stop where fewer than this many records lie above (so no single
 #: record's loss — the largest ones above all — can be read off a report).
@@ -770,7 +770,7 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
     if "multitier" in kinds:
         L.append("from prdp_core.mechanisms import multitier as mt")
     L += [""] + _data_code(study, data_file)
-    L += [f"OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent / 'reproduced'",
+    L += ["OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent / 'reproduced'",
           f"REVEAL = {teaching!r}  # teaching mode: true values are attached (confidential)", "",
           "releases = []  # (label, Release)"]
     pol = study.policy

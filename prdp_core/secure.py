@@ -63,6 +63,7 @@ import numpy as np
 
 from . import limits
 from .errors import ParameterError
+from .validate import positive as _positive
 
 #: Grid resolution: g = 2^(⌊log₂ Δ⌋ − DEFAULT_BITS), so Δ/g ∈ [1024, 2048).
 DEFAULT_BITS: int = 10
@@ -89,16 +90,6 @@ def _dp() -> Any:
 
     dp.enable_features("contrib")
     return dp
-
-
-def _positive(name: str, value: Any) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number (got {value!r}).") from None
-    if not math.isfinite(v) or v <= 0:
-        raise ParameterError(f"{name} must be a positive finite number (got {value!r}).")
-    return v
 
 
 def grid_for(sensitivity: float, bits: int = DEFAULT_BITS) -> float:
