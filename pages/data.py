@@ -9,7 +9,7 @@ from prdp_core import charts
 from prdp_core.data import GENERATED_ID, check_table
 from prdp_core.errors import PrdpError
 from ui import datasource, state
-from ui.common import code_expander, confidential, learn, show_error
+from ui.common import code_expander, confidential, learn, readable, show_error
 
 st.title("Data")
 st.caption("Pick a sample or upload a table, say which columns are measures, groups and owners, and see how "
@@ -32,8 +32,8 @@ with prof_tab:
     confidential()
     tbl = prof.table()[["count", "min", "median", "p90", "p99", "max", "mean", "skewness", "top1_share"]]
     st.dataframe(tbl.rename(columns={"top1_share": "top 1% share"}).style.format(
-        {"count": "{:,.0f}", "min": "{:,.4g}", "median": "{:,.4g}", "p90": "{:,.4g}", "p99": "{:,.4g}",
-         "max": "{:,.4g}", "mean": "{:,.4g}", "skewness": "{:,.2f}", "top 1% share": "{:.1%}"}))
+        {"count": "{:,.0f}", "min": readable, "median": readable, "p90": readable, "p99": readable,
+         "max": readable, "mean": readable, "skewness": "{:,.2f}", "top 1% share": "{:.1%}"}))
     for m, p in prof.measures.items():
         ratio = f"{p.max / p.median:,.0f}× the median" if p.median > 0 else "far above the median (which is 0)"
         st.markdown(f"- **{m}**: the top 1% of records hold **{p.top1_share:.1%}** of the total; the largest "

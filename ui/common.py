@@ -46,3 +46,16 @@ def seeded_notice(seed: int) -> None:
     """Say that a run is seeded: reproducible, for teaching and review, never a real release."""
     st.caption(f":material/science: Seeded run (seed {seed}): reproducible and meant for teaching and review, "
                "not for a real release.")
+
+
+def readable(x: float) -> str:
+    """A number for tables: thousands separators for large values, 4 significant digits otherwise."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    if v != v:
+        return "–"
+    if abs(v) >= 1e4:
+        return f"{v:,.0f}"
+    return f"{v:.4g}"
