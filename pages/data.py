@@ -120,7 +120,14 @@ with roles_tab:
                                   "shift": "Shift each such measure by a constant so its minimum is 0"}.get)
             if st.session_state.get(f"fix_neg_{rid}") == "shift":
                 st.caption("Shifting adds the same constant to every record of that measure: relative sizes are "
-                           "kept, sums move by n × constant, and thresholds apply to the shifted values.")
+                           "kept, sums move by n × constant, and thresholds apply to the shifted values. Use a "
+                           "**public** constant (a documented lower bound): a shift taken from the smallest record "
+                           "would itself reveal that record.")
+                cols_sh = st.columns(max(1, len(chk.negative)))
+                for i, (c, _k) in enumerate(chk.negative.items()):
+                    mn = next(mi.minimum for mi in chk.measures if mi.column == c)
+                    cols_sh[i].number_input(f"Shift {c} by", min_value=0.0,
+                                            value=datasource.public_shift_default(mn), key=f"fix_shift_{rid}_{c}")
         if chk.duplicate_ids or chk.missing_ids:
             st.warning(f"The record id **{schema.id_col}** has {chk.duplicate_ids + chk.missing_ids:,} duplicate "
                        "or missing value(s). If it identifies an owner of several records, map it as the owner.")

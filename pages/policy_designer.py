@@ -192,6 +192,11 @@ delta = d1.select_slider("δ", options=[1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-1
                          format_func=lambda d: f"{d:.0e}")
 d2.dataframe(conversion_table(prev.levels(), delta).style.format(
     {"ρ (zCDP)": "{:,.6g}", "ε at δ (CKS)": "{:,.3f}", "ε at δ (textbook)": "{:,.3f}"}), hide_index=True)
+if pol.workload.partition_rho > 0:
+    st.warning("Partition selection adds an approximate term on top of these: a record alone in its cell makes "
+               "the cell appear with probability δ(r). For a record in " + ", ".join(
+                   f"{k} piece{'s' if k > 1 else ''}: δ(r) = {d:.2g}" for k, d in pstate.partition_deltas(pol))
+               + ". Large records (about τ pieces or more) make their cells appear almost surely.")
 learn("**Conversions.** ρ-zCDP implies (ε, δ)-DP for every δ. The Canonne–Kamath–Steinke bound is tight; the "
       "textbook ρ + 2√(ρ ln 1/δ) is simpler and larger. Each row applies to records losing that much.")
 

@@ -36,7 +36,8 @@ if pol.workload.partition_rho > 0:
     c1.caption("Group keys are found by partition selection on split data.")
 else:
     c1.caption("Group keys: the cells present in the data are treated as **public** (a real release needs a public "
-               "key list, or partition selection — set its ρ on the Policy designer page).")
+               "key list, or partition selection — set its ρ on the Policy designer page). A secure release "
+               "refuses keys taken from the data.")
 min_records = c2.number_input("Evaluate answers with at least … records", min_value=1, value=1, step=1,
                               key="run_min_records", help="The paper evaluates CBP cells with ≥ 100 establishments.")
 c3.toggle("Secure release", key="run_secure",

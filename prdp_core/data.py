@@ -25,7 +25,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Iterable, Literal
+from typing import IO, Any, Iterable, Literal, Mapping
 
 import numpy as np
 import pandas as pd
@@ -599,6 +599,7 @@ def prepare_dataset(
     missing: Literal["error", "drop"] = "error",
     negative: Literal["error", "shift"] = "error",
     duplicate_ids: Literal["error", "regenerate"] = "error",
+    shift_by: Mapping[str, float] | None = None,
 ) -> Dataset:
     """Validate ``df`` against ``schema`` and return a :class:`Dataset`.
 
@@ -606,9 +607,12 @@ def prepare_dataset(
 
     * ``non_numeric="missing"`` treats cells that are not numbers as missing;
     * ``missing="drop"`` drops rows with a missing or infinite measure (count noted);
-    * ``negative="shift"`` adds a constant to a measure so its minimum is 0 — the
-      papers assume non-negative measures; sums and thresholds are then on the
-      shifted scale (the shift is recorded in ``Dataset.shifts``);
+    * ``negative="shift"`` adds a constant to each measure with negative values — the
+      papers assume non-negative measures; sums and thresholds are then on the shifted
+      scale (the shift is recorded in ``Dataset.shifts``). The constant should be
+      **public** (``shift_by={measure: c}``, e.g. a documented lower bound): a shift
+      derived from the data (the default, −min) depends on the smallest record, so removing
+      that record would change every released sum — fine for exploring, not for a release;
     * ``duplicate_ids="regenerate"`` replaces the id column by row numbers (if the
       id really names an owner of several records, map it as owner instead).
     """
@@ -657,10 +661,21 @@ def prepare_dataset(
                     "non-negative measures.",
                     hint="Reject the file and fix it, or shift the measure by a constant so its minimum is 0.",
                 )
+            if shift_by is not None and m in shift_by:
+                c = float(shift_by[m])
+                if not np.isfinite(c) or c < -mn:
+                    raise DataError(f"The shift of '{m}' ({c:g}) is too small: some values stay negative.",
+                                    hint="Use a public lower bound of the measure, with the opposite sign.")
+                out[m] = out[m] + c
+                shifts[m] = c
+                notes.append(f"Measure '{m}' shifted by the public constant +{c:g} (sums are on the shifted scale: "
+                             f"subtract n×{c:g} to return to the original scale).")
+                continue
             out[m] = out[m] - mn
             shifts[m] = -mn
             notes.append(f"Measure '{m}' shifted by +{-mn:g} so its minimum is 0 (sums are on the shifted scale: "
-                         f"subtract n×{-mn:g} to return to the original scale).")
+                         f"subtract n×{-mn:g} to return to the original scale). This shift comes from the "
+                         "smallest record and is itself confidential: for a release, shift by a public constant.")
     id_col = schema.id_col
     if id_col is None:
         id_col = GENERATED_ID if GENERATED_ID not in df.columns else "_prdp_row_id"

@@ -363,6 +363,8 @@ def conversion_rows(run: StudyRun) -> pd.DataFrame:
         levels["unit splitting: base loss (record never split)"] = wl.total_rho
         for k in (2, 5, 10):
             levels[f"unit splitting: record cut into {k} pieces"] = wl.flat_rho + wl.split_rho * k * k
+        pieces_of = {"unit splitting: base loss (record never split)": 1, "unit splitting: record cut into 2 pieces": 2,
+                     "unit splitting: record cut into 5 pieces": 5, "unit splitting: record cut into 10 pieces": 10}
         if run.teaching:
             from .preview import preview_policy
 
@@ -372,6 +374,15 @@ def conversion_rows(run: StudyRun) -> pd.DataFrame:
                     continue
                 levels[f"unit splitting: {name} (teaching)"] = v
     out = conversion_table(levels, delta) if levels else pd.DataFrame()
+    if pol is not None and pol.workload.partition_rho > 0 and len(out):
+        # partition selection adds an approximate term: these records have (ε, δ + δ(r))
+        from .mechanisms.unit_splitting import partition_record_delta
+
+        ps_delta = next((float(m.get("partition_delta", 1e-6)) for _, m, _ in run.releases
+                         if m.get("kind") == "unit_splitting"), 1e-6)
+        out["plus δ(r) of partition selection"] = [
+            float(partition_record_delta(pol, pieces_of[lv], ps_delta)) if lv in pieces_of else float("nan")
+            for lv in out[out.columns[0]]]
     extra = []
     for label, m, rel in run.releases:
         for e in rel.entries:

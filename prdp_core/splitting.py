@@ -176,16 +176,23 @@ def _threshold_arrays(table: pd.DataFrame, thr: Thresholds) -> dict[str, np.ndar
         return dict(thr.rows[0][1])
     key = table[thr.group_col]
     codes, uniques = pd.factorize(key, sort=False)
+    missing = codes < 0
+    default = thr.default()
+    if missing.any() and default is None:
+        raise PolicyError(f"{int(missing.sum()):,} record(s) have no value in '{thr.group_col}' and there is no "
+                          "default ('*') thresholds row for them.", hint="Add a default row or fill the values.")
     out: dict[str, np.ndarray | float] = {}
     for m in thr.measures:
-        per_group = np.array([thr.for_group(u)[m] for u in uniques], dtype="float64")
-        out[m] = per_group[codes] if len(uniques) else np.empty(0)
+        # the last slot is the default row: records with a missing group value (code −1) take it
+        per_group = np.array([thr.for_group(u)[m] for u in uniques] + [default[m] if default else np.nan],
+                             dtype="float64")
+        out[m] = per_group[codes] if len(key) else np.empty(0)
     return out
 
 
 def _pieces(v: np.ndarray, t: np.ndarray | float, out: np.ndarray | None = None,
             scratch: np.ndarray | None = None, flags: np.ndarray | None = None) -> np.ndarray:
-    """⌈v / t⌉ corrected so that pieces·t ≥ v holds exactly in floating point.
+    """⌈v / t⌉ corrected so that pieces·t ≥ v holds exactly (in real arithmetic, not just in floats).
 
     ``out``, ``scratch`` (float) and ``flags`` (bool) are optional buffers of v's shape,
     reused across measures to avoid allocating large temporaries.
@@ -194,9 +201,28 @@ def _pieces(v: np.ndarray, t: np.ndarray | float, out: np.ndarray | None = None,
     np.ceil(k, out=k)
     prod = np.multiply(k, t, out=scratch)
     short = np.less(prod, v, out=flags)
+    # where the rounded product equals v exactly, its rounding error decides: k·t < v iff the
+    # error of fl(k·t) is negative (TwoProduct, Dekker's splitting; only on these rare ties)
+    tie = np.flatnonzero(prod == v)
+    if tie.size:
+        kt = k[tie]
+        tt = t[tie] if isinstance(t, np.ndarray) else np.full(tie.size, float(t))
+        short[tie] = _product_error(kt, tt, prod[tie]) < 0
     if short.any():
         k[short] += 1
     return k
+
+
+def _product_error(a: np.ndarray, b: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """a·b − fl(a·b) exactly (Dekker's TwoProduct), for finite values without overflow."""
+    def split(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        c = 134217729.0 * x  # 2^27 + 1
+        hi = c - (c - x)
+        return hi, x - hi
+
+    ah, al = split(a)
+    bh, bl = split(b)
+    return ((ah * bh - p) + ah * bl + al * bh) + al * bl
 
 
 def split_counts(table: pd.DataFrame, thresholds: Mapping[Any, Any] | Thresholds, *,
@@ -430,6 +456,15 @@ def max_pieces_for_cap(cap: float, flat: float, split: float) -> int:
     return max(m, 1)
 
 
+def _fits(value: float, pieces: int) -> float:
+    """The smallest float T with value ≤ pieces·T as split_counts computes it (value/pieces, nudged up)."""
+    t = value / pieces
+    one = np.array([value])
+    while int(_pieces(one, t)[0]) > pieces:
+        t = float(np.nextafter(t, np.inf))
+    return t
+
+
 def thresholds_for_cap(table: pd.DataFrame, measures: tuple[str, ...] | list[str], *, cap: float, flat: float,
                        split: float, share: float = 0.0, group_col: str | None = None) -> Thresholds:
     """The smallest (most useful) thresholds meeting a loss cap, for P(r) = flat + split·m(r)².
@@ -453,10 +488,10 @@ def thresholds_for_cap(table: pd.DataFrame, measures: tuple[str, ...] | list[str
     def row(df: pd.DataFrame) -> dict[str, float]:
         vals = {m: df[m].to_numpy(dtype="float64") for m in measures}
         if share == 0.0 or len(df) == 0:
-            return {m: max(float(v.max()) if v.size else 1.0, 1e-300) / m_max for m, v in vals.items()}
+            return {m: _fits(max(float(v.max()) if v.size else 1.0, 1e-300), m_max) for m, v in vals.items()}
 
         def thr_at(p: float) -> dict[str, float]:
-            return {m: max(_positive_quantile(v, p), 1e-300) / m_max for m, v in vals.items()}
+            return {m: _fits(max(_positive_quantile(v, p), 1e-300), m_max) for m, v in vals.items()}
 
         def share_above(p: float) -> float:
             t = thr_at(p)

@@ -53,9 +53,12 @@ class Filter:
         if self.column not in table.columns:
             raise PolicyError(f"Filter column '{self.column}' is not in the table.")
         col = table[self.column]
-        if col.isin(list(self.values)).any() or not len(col):
-            return col.isin(list(self.values)).to_numpy()
-        # values typed as text in an editor: compare as text so "5" matches 5
+        # The matching rule depends on the column's type only, never on which values are present:
+        # a numeric column compares numbers (text such as "5" typed in an editor is converted; text
+        # that is not a number matches nothing), any other column compares text.
+        if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+            wanted = pd.to_numeric(pd.Series(list(self.values), dtype=object), errors="coerce").dropna()
+            return col.isin(wanted.astype("float64").tolist()).to_numpy()
         return col.astype(str).isin([str(v) for v in self.values]).to_numpy()
 
     def describe(self) -> str:

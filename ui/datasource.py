@@ -111,15 +111,19 @@ def schema_from_widgets(rid: str) -> Schema:
                   groups=tuple(ss.get(f"map_groups_{rid}") or ()), owner_col=ss.get(f"map_owner_{rid}"))
 
 
-def fix_options(rid: str) -> dict[str, str]:
+def fix_options(rid: str) -> dict[str, Any]:
     ss = st.session_state
-    opts: dict[str, str] = {}
+    opts: dict[str, Any] = {}
     if ss.get(f"fix_nonnum_{rid}"):
         opts["non_numeric"] = "missing"
     if ss.get(f"fix_missing_{rid}"):
         opts["missing"] = "drop"
     if ss.get(f"fix_neg_{rid}") == "shift":
         opts["negative"] = "shift"
+        shifts = {k[len(f"fix_shift_{rid}_"):]: float(v) for k, v in ss.items()
+                  if isinstance(k, str) and k.startswith(f"fix_shift_{rid}_") and v is not None}
+        if shifts:
+            opts["shift_by"] = shifts
     if ss.get(f"fix_dup_{rid}"):
         opts["duplicate_ids"] = "regenerate"
     return opts
@@ -165,3 +169,11 @@ def reproduce_code(source: dict[str, Any], ds: Dataset) -> str:
 {load}
 profile = prdp_core.profile.profile_dataset(ds)
 print(profile.table())"""
+
+
+def public_shift_default(minimum: float) -> float:
+    """A round public-looking shift covering ``minimum`` (the next power of ten above −minimum)."""
+    import math
+
+    need = -float(minimum)
+    return float(10 ** math.ceil(math.log10(need))) if need > 0 else 0.0

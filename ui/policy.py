@@ -189,3 +189,13 @@ def adopt_policy(pol: SplittingPolicy) -> None:
             ss[f"thr_{m}"] = float(t)
     ss["policy_partition_rho"] = float(pol.workload.partition_rho)
     ss["policy_joint"] = bool(pol.workload.joint)
+
+
+def partition_deltas(pol: SplittingPolicy, pieces: tuple[int, ...] = (1, 2, 5, 10, 20, 50)
+                     ) -> list[tuple[int, float]]:
+    """δ(r) of partition selection for records cut into a few piece counts (default δ = 1e-6)."""
+    from prdp_core.mechanisms.unit_splitting import partition_record_delta
+
+    d = partition_record_delta(pol, np.array(pieces, dtype=float),
+                               float(st.session_state.get("run_ps_delta", 1e-6)))
+    return list(zip(pieces, d.tolist()))

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -166,37 +166,73 @@ def _cell_sensitivity(q: Query, policy: SplittingPolicy, keys: pd.DataFrame) -> 
     return np.full(n_cells, max(float(r[a]) for r in rows.values()))  # type: ignore[index]
 
 
-def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndarray | None = None
-                   ) -> list[QueryStats]:
+PublicKeys = Mapping[tuple[str, ...], pd.DataFrame]
+
+
+def _public_cells(table: pd.DataFrame, group_by: tuple[str, ...], keys: pd.DataFrame
+                  ) -> tuple[pd.DataFrame, np.ndarray]:
+    """Cells from a public key list: each record's row in it (−1 when its key is not listed)."""
+    missing = [c for c in group_by if c not in keys.columns]
+    if missing:
+        raise PolicyError(f"The public key list for {', '.join(group_by)} lacks the column(s) "
+                          f"{', '.join(missing)}.")
+    k = keys[list(group_by)].drop_duplicates().reset_index(drop=True)
+    if len(k) == 0:
+        raise PolicyError(f"The public key list for {', '.join(group_by)} is empty.")
+    if len(group_by) == 1:
+        idx = pd.Index(k[group_by[0]]).get_indexer(table[group_by[0]])
+    else:
+        idx = pd.MultiIndex.from_frame(k).get_indexer(pd.MultiIndex.from_frame(table[list(group_by)]))
+    return k, np.asarray(idx, dtype=np.int64)
+
+
+def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndarray | None = None,
+                   public_keys: PublicKeys | None = None) -> list[QueryStats]:
     """Sufficient statistics of every query of the policy's workload.
 
     Group-by columns are factorised once; queries sharing a group-by and filter share cells.
+    ``public_keys`` maps a group-by (tuple of columns) to a public list of its cells: those cells,
+    and only those, are answered (records whose key is not listed take part in no cell of it).
     """
     policy.validate(table)
     m = split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)
     mf = m.astype("float64")
     fact = _Factorizer(table)
-    shared: dict[tuple, tuple[pd.DataFrame, np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-    out = []
     n = len(table)
+    everyone_mask = np.ones(n, dtype=bool)
+    # The cells of a query are those of its group-by over ALL records, whatever its filter: whether
+    # a cell is answered must not depend on whether some record passes the filter (a filtered-out
+    # cell gets a noisy 0). Partition selection, when used, then picks among the same cells.
+    cells: dict[tuple[str, ...], tuple[pd.DataFrame, np.ndarray]] = {}
+    shared: dict[tuple, tuple[np.ndarray, np.ndarray, bool, np.ndarray, np.ndarray]] = {}
+    out = []
     for q in policy.workload.queries:
+        if q.group_by not in cells:
+            if public_keys and q.group_by in public_keys:
+                cells[q.group_by] = _public_cells(table, q.group_by, public_keys[q.group_by])
+            else:
+                cells[q.group_by] = fact.cells(q.group_by, everyone_mask)
+        keys, all_cells = cells[q.group_by]
         fkey = (q.group_by, None if q.filter is None else (q.filter.column, q.filter.values))
         if fkey not in shared:
-            mask = q.filter.mask(table) if q.filter is not None else np.ones(n, dtype=bool)
-            keys, cell_of = fact.cells(q.group_by, mask)
+            if q.filter is None:
+                cell_of = all_cells
+                everyone = bool((all_cells >= 0).all())
+            else:
+                cell_of = np.where(q.filter.mask(table), all_cells, -1)
+                everyone = False
             inside = cell_of >= 0
-            everyone = bool(inside.all())  # no filter: skip the copies of boolean indexing
             c = cell_of if everyone else cell_of[inside]
-            shared[fkey] = (keys, cell_of, inside, np.bincount(c, minlength=len(keys)),
+            shared[fkey] = (cell_of, inside, everyone, np.bincount(c, minlength=len(keys)),
                             np.bincount(c, weights=mf if everyone else mf[inside], minlength=len(keys)))
-        keys, cell_of, inside, count, pcs = shared[fkey]
+        cell_of, inside, everyone, count, pcs = shared[fkey]
         total = None
         if q.kind != "count":
-            everyone = len(count) == 0 or int(count.sum()) == n
             v = table[q.measure].to_numpy(dtype="float64")
             v = v if everyone else v[inside]
             if not q.split:
-                v = np.minimum(v, float(q.clamp))  # type: ignore[arg-type]
+                # top-coding clamps from both sides: the sensitivity is the clamp whatever the values
+                v = np.clip(v, 0.0, float(q.clamp))  # type: ignore[arg-type]
             total = np.bincount(cell_of if everyone else cell_of[inside], weights=v, minlength=len(keys))
         out.append(QueryStats(q, keys, cell_of, count, total, _cell_sensitivity(q, policy, keys), pcs))
     return out
@@ -254,6 +290,25 @@ class PartitionSelection:
         return pieces + noise > self.tau
 
 
+def partition_record_delta(policy: SplittingPolicy, pieces: np.ndarray | float, partition_delta: float = 1e-6,
+                           public: Iterable[tuple[str, ...]] = ()) -> np.ndarray:
+    """δ(r) added by partition selection for a record cut into ``pieces`` pieces (public function of m).
+
+    The workload's ρ_ps is split over its k distinct group-by sets; a record alone in its cells can
+    make one cell appear in each: δ(r) = min(1, k·Φ̄((τ − m(r))/σ)) (basic composition). Zero when the
+    workload has no partition selection or no group-by. Group-bys in ``public`` (with a public key
+    list) need no selection.
+    """
+    wl = policy.workload
+    skip = set(public)
+    sets = list(dict.fromkeys(q.group_by for q in wl.queries if q.group_by and q.group_by not in skip))
+    m = np.asarray(pieces, dtype=float)
+    if wl.partition_rho <= 0 or not sets:
+        return np.zeros_like(m)
+    ps = PartitionSelection(wl.partition_rho / len(sets), partition_delta)
+    return np.minimum(1.0, len(sets) * ps.record_delta(m))
+
+
 # ---------------------------------------------------------------------------
 # Releases
 # ---------------------------------------------------------------------------
@@ -274,7 +329,7 @@ def _sigmas(st_: QueryStats) -> tuple[np.ndarray, np.ndarray | None]:
 def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.random.Generator | None = None,
             reveal: bool = False, seed: int | None = None, partition_delta: float = 1e-6,
             stats_: list[QueryStats] | None = None, pieces: np.ndarray | None = None,
-            owner_col: str | None = None, owner_realized: bool = True,
+            owner_col: str | None = None, owner_realized: bool = True, public_keys: PublicKeys | None = None,
             mechanism: str = "unit_splitting.gaussian", secure: bool = False,
             sampler: SecureSampler | None = None) -> Release:
     """Release every query of ``policy.workload`` with Gaussian noise on split data.
@@ -300,6 +355,11 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         δ of partition selection (ignored when the keys are treated as public).
     stats_, pieces:
         Precomputed sufficient statistics / split counts (caches).
+    public_keys:
+        A public list of cells per group-by (tuple of columns → DataFrame of key combinations):
+        exactly these cells are answered, whatever the data holds. Without it, the cells present in
+        the data are used (fine for teaching; a secure release refuses that) unless partition
+        selection is on.
     owner_col, owner_realized:
         Column of owners (firms) for owner-level realized losses (defaults to the dataset's);
         set ``owner_realized=False`` to skip them.
@@ -312,14 +372,21 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
     if smp is not None:
         seed = None  # secure runs are unseeded
-    m = split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)
-    sts = workload_stats(table, policy, m) if stats_ is None else stats_
     wl = policy.workload
+    unlisted = [q.group_by for q in wl.queries if q.group_by and not (public_keys and q.group_by in public_keys)]
+    if smp is not None and wl.partition_rho <= 0 and unlisted:
+        raise PolicyError(
+            "A secure release cannot take its group keys from the data: which cells exist would reveal "
+            "records.", hint="Set a partition-selection ρ on the Policy designer page (keys are then chosen "
+                             "privately), give a public list of keys, or release without group-by.")
+    m = split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)
+    sts = workload_stats(table, policy, m, public_keys) if stats_ is None else stats_
     ps = None
     kept: dict[tuple[str, ...], pd.Index] = {}
     candidates: dict[tuple[str, ...], int] = {}
     if wl.partition_rho > 0:
-        sets = list(dict.fromkeys(s.query.group_by for s in sts if s.query.group_by))
+        sets = list(dict.fromkeys(s.query.group_by for s in sts
+                                  if s.query.group_by and not (public_keys and s.query.group_by in public_keys)))
         if sets:
             ps = PartitionSelection(wl.partition_rho / len(sets), partition_delta)
             for gb in sets:
@@ -342,7 +409,7 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         truth = s.true_answer()
         contrib = _record_delta(s, table)
         if smp is not None:
-            est, sd, sig, sig_c, contrib, grids[query_names[i]] = _secure_query(s, contrib, smp)
+            est, sd, sig, sig_c, contrib, grids[query_names[i]] = _secure_query(s, contrib, smp, policy)
         elif q.kind == "avg":
             noisy_sum = s.total + rng.normal(0.0, 1.0, s.n_cells) * sig  # type: ignore[operator]
             noisy_cnt = s.count + rng.normal(0.0, 1.0, s.n_cells) * sig_c  # type: ignore[operator]
@@ -390,6 +457,12 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
     loss = _policy_loss(policy, table, m)
     params: dict[str, Any] = {"policy": policy.to_dict(), "partition_delta": partition_delta if ps else None,
                               "keys": "partition selection" if ps else "public (the cells present in the data)"}
+    if public_keys:
+        params["public_keys"] = {",".join(k): int(len(v)) for k, v in public_keys.items()}
+    if ps is not None:
+        params["partition_selection"] = {
+            "selections": len(kept), "rho_each": ps.rho, "sigma": ps.sigma, "tau": ps.tau,
+            "record_delta": "δ(r) = min(1, k·Φ̄((τ − m(r))/σ)) on top of P(r): approximate, not pure zCDP"}
     if smp is not None:
         params["secure"] = smp.describe()
     extras: dict[str, Any] = {"private_realized": realized, "private_pieces": m,
@@ -398,30 +471,44 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
                                "kept": {",".join(k): len(v) for k, v in kept.items()},
                                "candidates": {",".join(k): n for k, n in candidates.items()}}}
     if ps is not None:
-        extras["private_record_delta"] = ps.record_delta(m)
+        extras["private_record_delta"] = partition_record_delta(policy, m, partition_delta, public_keys or ())
     if smp is not None:
         extras["grid"] = grids
     if own_real is not None:
         extras["private_owner_realized"] = pd.Series(own_real, index=own_uniques, name="owner_realized")
-    entry = LedgerEntry(label=f"Unit splitting: {len(sts)} quer{'y' if len(sts) == 1 else 'ies'}",
+    label = f"Unit splitting: {len(sts)} quer{'y' if len(sts) == 1 else 'ies'}"
+    if ps is not None:
+        label += " + partition selection (adds δ(r) per record)"
+    entry = LedgerEntry(label=label,
                         mechanism=mechanism, loss=policy, params=params, seed=seed, secure=smp is not None)
     return Release(mechanism=mechanism, answers=answers, measure="rho", loss=loss, entries=(entry,),
                    params=params, seed=seed, secure=smp is not None, truth_included=reveal, extras=extras)
 
 
-def _secure_query(s: QueryStats, contrib: np.ndarray, smp: SecureSampler
+def _public_sensitivity_floor(q: Query, policy: SplittingPolicy) -> float:
+    """The smallest sensitivity a cell of q can have, from the policy alone (never from the data):
+    1 for COUNT, the clamp for a top-coded sum, the smallest T(a) over every thresholds row."""
+    if q.kind == "count":
+        return 1.0
+    if not q.split:
+        return float(q.clamp)  # type: ignore[arg-type]
+    return min(float(dict(r)[q.measure]) for _, r in policy.thresholds.rows)  # type: ignore[index]
+
+
+def _secure_query(s: QueryStats, contrib: np.ndarray, smp: SecureSampler, policy: SplittingPolicy
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None, np.ndarray, float]:
     """Secure answers of one query: (estimate, sd, σ of the sum/count part, σ of an AVG's count part,
     each record's quantised contribution in value units, grid step).
 
     COUNT: integer counts + discrete Gaussian (Δ = 1). SUM/AVG: each record's contribution is
-    quantised to the grid of the smallest cell sensitivity and summed exactly; the noise per cell is
-    calibrated to ⌈T_cell/g⌉ grid steps."""
+    quantised to the grid of the smallest sensitivity the policy allows (a public value: which groups
+    are present must not change the grid) and summed exactly; the noise per cell is calibrated to
+    ⌈T_cell/g⌉ grid steps."""
     q = s.query
     if q.kind == "count":
         a = smp.gaussian_answers(s.count.astype(np.int64), 1.0, 1.0, q.rho)
         return a.estimate, a.scale, a.scale, None, contrib, 1.0
-    g = smp.grid(float(np.min(s.sens)) if s.n_cells else 1.0)
+    g = smp.grid(_public_sensitivity_floor(q, policy))
     units = to_units(contrib, g)
     inside = s.cell_of >= 0
     totals = exact_cell_sums(s.cell_of[inside], units[inside], s.n_cells)
@@ -473,7 +560,7 @@ def _record_delta(s: QueryStats, table: pd.DataFrame) -> np.ndarray:
         return (s.cell_of >= 0).astype("float64")
     v = table[q.measure].to_numpy(dtype="float64")
     if not q.split:
-        v = np.minimum(v, float(q.clamp))  # type: ignore[arg-type]
+        v = np.clip(v, 0.0, float(q.clamp))  # type: ignore[arg-type]
     return np.where(s.cell_of >= 0, v, 0.0)
 
 

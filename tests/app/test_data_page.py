@@ -99,6 +99,14 @@ def test_negative_values_reject_or_shift(data_page):
     at.run()
     ds = at.session_state["dataset"]
     assert ds.table["bal"].tolist() == [0.0, 15.0, 25.0]
+    assert "confidential" in ds.notes[-1]
+    # the shift should be a public constant: a number input offers one (a power of ten by default)
+    assert at.number_input(key=f"fix_shift_{rid}_bal").value == 10.0
+    at.number_input(key=f"fix_shift_{rid}_bal").set_value(100.0)
+    at.button(key=f"apply_{rid}").click()
+    at.run()
+    ds = at.session_state["dataset"]
+    assert ds.table["bal"].tolist() == [95.0, 110.0, 120.0] and ds.shifts == {"bal": 100.0}
 
 
 def test_duplicate_ids_and_schema_edits(data_page):

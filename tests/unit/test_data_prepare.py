@@ -82,6 +82,11 @@ def test_negative_reject_or_shift():
     assert ds.table["payroll"].min() == 0.0
     assert ds.shifts == {"payroll": 30.0}
     assert ds.table["payroll"].tolist() == [40.0, 80.0, 930.0, 0.0]
+    # a public constant instead of the data's minimum
+    pub = prepare_dataset(df, sch, negative="shift", shift_by={"payroll": 100.0})
+    assert pub.table["payroll"].tolist() == [110.0, 150.0, 1000.0, 70.0] and pub.shifts == {"payroll": 100.0}
+    with pytest.raises(DataError, match="too small"):
+        prepare_dataset(df, sch, negative="shift", shift_by={"payroll": 10.0})
 
 
 def test_duplicate_ids_reject_or_regenerate():

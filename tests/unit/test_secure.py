@@ -13,7 +13,7 @@ import prdp_core
 from prdp_core import budget as B
 from prdp_core import noise
 from prdp_core.accounting import Ledger
-from prdp_core.errors import ParameterError
+from prdp_core.errors import PolicyError, ParameterError
 from prdp_core.mechanisms import prdp as P
 from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
 from prdp_core.secure import (SECURE_LABEL, TEACHING_LABEL, SecureSampler, exact_cell_sums, grid_for, mode_label,
@@ -205,7 +205,8 @@ def test_secure_release_per_group_thresholds_and_explicit_sampler():
     thr = as_thresholds({"Mining": {"Employees": 50, "Payroll": 1e7}, "*": {"Employees": 50, "Payroll": 5e6}},
                         group_col="Industry")
     pol = SplittingPolicy(thr, Workload((Query("sum", "Payroll", rho=0.5, group_by=("Industry",)),)))
-    rel = release(df, pol, sampler=SecureSampler(bits=4), reveal=True)
+    keys = {("Industry",): pd.DataFrame({"Industry": ["Agriculture", "Mining", "Retail"]})}  # a public list
+    rel = release(df, pol, sampler=SecureSampler(bits=4), reveal=True, public_keys=keys)
     g = rel.extras["grid"]["1. SUM(Payroll) BY Industry"]
     assert g == grid_for(5e6, 4)
     sig = dict(zip(rel.answers["Industry"], rel.answers["sigma"]))
@@ -217,7 +218,8 @@ def test_secure_gaussian_noise_of_a_release_has_the_claimed_sigma_with_power():
     g = np.repeat(np.arange(20_000), 2)
     df = pd.DataFrame({"id": np.arange(g.size), "g": g, "v": rng.integers(0, 300, g.size).astype(float)})
     pol = SplittingPolicy(as_thresholds({"v": 40.0}), Workload((Query("sum", "v", rho=0.5, group_by=("g",)),)))
-    rel = release(df, pol, secure=True, reveal=True, owner_realized=False)
+    rel = release(df, pol, secure=True, reveal=True, owner_realized=False,
+                  public_keys={("g",): pd.DataFrame({"g": np.arange(20_000)})})
     err = rel.answers["error"].to_numpy()
     assert stats.kstest(err, stats.norm(scale=40.0).cdf).pvalue > 1e-6
     assert stats.kstest(err, stats.norm(scale=36.0).cdf).pvalue < 1e-4
@@ -274,3 +276,26 @@ def test_secure_prdp_count_and_custom_refused():
         P.framework(df, bud, q, beta=0.1, secure=True)
     with pytest.raises(ParameterError):
         P.count(e, eps_min=bud.eps_min, eps_max=bud.eps_max, beta=0.1)  # neither rng nor secure
+
+
+def test_secure_release_refuses_keys_taken_from_the_data():
+    df = pd.DataFrame({"id": range(4), "g": ["a", "a", "b", "rare"], "v": [1.0, 2.0, 3.0, 4.0]})
+    pol = SplittingPolicy(as_thresholds({"v": 10.0}), Workload((Query("sum", "v", rho=0.5, group_by=("g",)),)))
+    with pytest.raises(PolicyError, match="cannot take its group keys from the data"):
+        release(df, pol, secure=True)
+    # with a public key list, exactly the listed cells are answered (an absent one gets a noisy 0,
+    # records of unlisted keys take part in no cell)
+    rel = release(df, pol, secure=True, reveal=True,
+                  public_keys={("g",): pd.DataFrame({"g": ["a", "b", "c"]})})
+    assert rel.answers["g"].tolist() == ["a", "b", "c"]
+    assert rel.answers["true"].tolist() == [3.0, 3.0, 0.0]
+
+
+def test_secure_grid_does_not_depend_on_which_groups_are_present():
+    thr = as_thresholds({"A": {"v": 1.0}, "B": {"v": 1000.0}}, group_col="g")
+    pol = SplittingPolicy(thr, Workload((Query("sum", "v", rho=0.5, group_by=("g",)),), partition_rho=0.5))
+    with_a = pd.DataFrame({"id": range(3), "g": ["A", "B", "B"], "v": [0.5, 100.0, 200.0]})
+    without_a = with_a.iloc[1:]
+    g1 = release(with_a, pol, secure=True).extras["grid"]
+    g2 = release(without_a, pol, secure=True).extras["grid"]
+    assert g1 == g2

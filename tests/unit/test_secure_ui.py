@@ -18,6 +18,18 @@ def test_run_page_secure_toggle_labels_results_and_ledger():
     at.run()
     at.button(key="run_go").click()
     at.run()
+    # the default workload groups by county with keys taken from the data: a secure run refuses
+    assert "cannot take its group keys from the data" in at.error[0].value
+    at.switch_page("pages/policy_designer.py")
+    at.run()
+    at.number_input(key="policy_partition_rho").set_value(0.1)
+    at.run()
+    at.switch_page("pages/run.py")
+    at.run()
+    at.toggle(key="run_secure").set_value(True)
+    at.run()
+    at.button(key="run_go").click()
+    at.run()
     assert not at.exception, at.exception
     rel = at.session_state["run_release"]
     assert rel.secure and rel.seed is None and rel.entries[0].secure
