@@ -363,6 +363,9 @@ class LedgerEntry:
     params: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     secure: bool = False
+    #: Neighbour notion the loss is stated under ("add/remove", "substitution", …): losses stated under
+    #: different notions do not add up directly.
+    neighbours: str = "add/remove"
 
     @property
     def measure(self) -> Measure:
@@ -370,13 +373,15 @@ class LedgerEntry:
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "mechanism": self.mechanism, "loss": self.loss.to_dict(),
-                "params": _plain(self.params), "seed": self.seed, "secure": self.secure}
+                "params": _plain(self.params), "seed": self.seed, "secure": self.secure,
+                "neighbours": self.neighbours}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "LedgerEntry":
         try:
             return cls(label=str(d["label"]), mechanism=str(d["mechanism"]), loss=loss_from_dict(d["loss"]),
-                       params=dict(d.get("params") or {}), seed=d.get("seed"), secure=bool(d.get("secure", False)))
+                       params=dict(d.get("params") or {}), seed=d.get("seed"), secure=bool(d.get("secure", False)),
+                       neighbours=str(d.get("neighbours", "add/remove")))
         except KeyError as exc:
             raise ConfigError(f"A ledger entry lacks the key {exc}.") from None
 
@@ -421,6 +426,10 @@ class Ledger:
         pure ε (zCDP has no pure-ε equivalent).
         """
         _check_measure(measure)
+        notions = {e.neighbours for e in self.entries}
+        if len(notions) > 1:
+            raise PolicyError("The ledger mixes neighbour notions (" + ", ".join(sorted(notions)) + "): their losses "
+                              "do not add up as they are.", hint="Total the releases of each notion separately.")
         out = np.zeros(len(table))
         for e in self.entries:
             if measure == "rho":
@@ -438,6 +447,7 @@ class Ledger:
         rows = []
         for i, e in enumerate(self.entries, 1):
             row = {"#": i, "release": e.label, "mechanism": e.mechanism, "measure": MEASURE_SYMBOL[e.measure],
+                   "neighbours": e.neighbours,
                    "policy (public form)": e.loss.describe(), "base loss": e.loss.minimum(),
                    "worst case": e.loss.supremum(), "seed": e.seed, "secure": e.secure,
                    "mode": mode_label(e.secure)}

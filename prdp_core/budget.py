@@ -505,6 +505,12 @@ class _Univariate(Shape):
         return np.asarray(cols[self.column], dtype=float)
 
 
+def _outside_domain(v: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """Values outside the domain [0, U] of the papers (negative or missing) get no budget (NaN), so the
+    budget refuses them instead of granting them the weakest protection ε̂."""
+    return np.where(np.isnan(v) | (v < 0), np.nan, e)
+
+
 def _col(c: str) -> str:
     return c if c.isidentifier() else f"`{c}`"
 
@@ -512,7 +518,7 @@ def _col(c: str) -> str:
 @_register_shape
 @dataclass(frozen=True)
 class Inverse(_Univariate):
-    """E(r) = α / v (Eq. (1) of the paper; v = 0 gets ε̂)."""
+    """E(r) = α / v (Eq. (1) of the paper; v = 0 gets ε̂; a negative or missing v has no budget)."""
 
     kind: ClassVar[str] = "inverse"
 
@@ -521,7 +527,7 @@ class Inverse(_Univariate):
         out = np.full(v.shape, np.inf)
         with np.errstate(divide="ignore", invalid="ignore"):
             np.divide(self.alpha, v, out=out, where=v > 0)
-        return out
+        return _outside_domain(v, out)
 
     def upper(self, levels: np.ndarray, U: float) -> np.ndarray:
         lv = np.asarray(levels, dtype=float)
@@ -539,14 +545,14 @@ class Inverse(_Univariate):
 @_register_shape
 @dataclass(frozen=True)
 class Sqrt(_Univariate):
-    """E(r) = α / √v (v = 0 gets ε̂)."""
+    """E(r) = α / √v (v = 0 gets ε̂; a negative or missing v has no budget)."""
 
     kind: ClassVar[str] = "sqrt"
 
     def raw(self, cols: Columns, n: int) -> np.ndarray:
         v = self._v(cols)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(v > 0, self.alpha / np.sqrt(np.where(v > 0, v, 1.0)), np.inf)
+            return _outside_domain(v, np.where(v > 0, self.alpha / np.sqrt(np.where(v > 0, v, 1.0)), np.inf))
 
     def upper(self, levels: np.ndarray, U: float) -> np.ndarray:
         lv = np.asarray(levels, dtype=float)
@@ -574,7 +580,7 @@ class Log(_Univariate):
         v = self._v(cols)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             lg = np.log(np.where(v > 1, v, np.e))
-            return np.where(v > 1, self.alpha / lg ** self.k, np.inf)
+            return _outside_domain(v, np.where(v > 1, self.alpha / lg ** self.k, np.inf))
 
     def upper(self, levels: np.ndarray, U: float) -> np.ndarray:
         lv = np.asarray(levels, dtype=float)
@@ -1001,12 +1007,13 @@ class BudgetFunction:
             if bad.any():
                 k = int(bad.sum())
                 raise PolicyError(f"The budget formula gives no valid ε (zero, negative or undefined) for {k:,} "
-                                  "record(s).", hint="Guard divisions and logarithms, e.g. 1e4 / max(BALANCE, 1).")
+                                  "record(s).", hint="Guard divisions and logarithms, e.g. 1e4 / max(BALANCE, 1), "
+                                                     "and keep values in the domain [0, U].")
             below = r < self.eps_min * (1 - 1e-9)
             k = int(below.sum())
             dom = f" above the domain bound U = {self.U:g}" if self.shape.decreasing() else ""
-            raise PolicyError(f"{k:,} record(s) ask for a budget below ε̌ = {self.eps_min:.4g} (as low as "
-                              f"{np.nanmin(r):.4g}); for this budget that means values{dom or ' outside the domain'}.",
+            raise PolicyError(f"{k:,} record(s) ask for a budget below ε̌ = {self.eps_min:.4g}; for this budget "
+                              f"that means values{dom or ' outside the domain'}.",
                               hint="Raise U (or lower ε̌) so that every record's requirement can be honoured.")
         with np.errstate(invalid="ignore"):
             return np.clip(r, self.eps_min, self.eps_max, out=r)

@@ -96,3 +96,12 @@ def test_flat_loss_validation():
         FlatLoss(-1.0)
     with pytest.raises(ParameterError):
         FlatLoss(math.nan)
+
+
+def test_ledger_refuses_to_total_different_neighbour_notions():
+    led = Ledger([LedgerEntry("a", "m", FlatLoss(1.0, "eps")),
+                  LedgerEntry("b", "m", FlatLoss(1.0, "eps"), neighbours="substitution")])
+    with pytest.raises(PolicyError, match="neighbour notions"):
+        led.total(TABLE, "eps")
+    assert list(led.summary()["neighbours"]) == ["add/remove", "substitution"]
+    assert Ledger.from_dict(led.to_dict()).entries[1].neighbours == "substitution"

@@ -250,3 +250,15 @@ def test_value_grid_and_curve():
     assert c[0] == 100 and np.all(np.diff(c) <= 0)
     with pytest.raises(ParameterError):
         B.value_grid(-1)
+
+
+def test_values_outside_the_domain_are_refused_not_given_the_weakest_budget():
+    from prdp_core.budget import Inverse, Log, Sqrt
+
+    v = {"BALANCE": np.array([0.0, -5e5, np.nan, 100.0])}
+    for shape in (Inverse(1e4, "BALANCE"), Sqrt(8.0, "BALANCE"), Log(500.0, "BALANCE", k=4.0)):
+        raw = shape.raw(v, 4)
+        # v = 0 gets ε̂ (the paper's α/0 capped); negative and missing values get no budget at all
+        assert np.isinf(raw[0]) and np.isnan(raw[1]) and np.isnan(raw[2]) and np.isfinite(raw[3])
+    bud = B.parse_budget("1e4 / max(BALANCE, 1)")
+    assert np.all(np.isfinite(bud(pd.DataFrame({"BALANCE": [10.0, 5e5]}))))
