@@ -125,10 +125,10 @@ def _truth_cols(est: float, true: float) -> dict[str, float]:
 
 
 def _entry(label: str, mechanism: str, loss: np.ndarray, note: str, bound: float, params: dict[str, Any],
-           seed: int | None, secure: bool = False) -> LedgerEntry:
+           seed: int | None, secure: bool = False, neighbours: str = "add/remove") -> LedgerEntry:
     return LedgerEntry(label=label, mechanism=mechanism,
                        loss=RecordLoss(loss, measure="eps", note=note, bound=float(bound)),
-                       params=params, seed=seed, secure=secure)
+                       params=params, seed=seed, secure=secure, neighbours=neighbours)
 
 
 def _sampler(secure: bool, sampler: SecureSampler | None, rng: Any) -> SecureSampler | None:

@@ -45,6 +45,9 @@ from ..release import Release
 from .prdp import (Query, Selection, _check_beta, _check_rng, _entry, _eps_array, _query_input, _table_of,
                    _truth_cols, as_query)
 
+#: Neighbour notion of every PrLDP release: one party's report against the dummy record ⊥ (Def. 7.2).
+LOCAL_NEIGHBOURS = "local: a party's report vs the dummy ⊥ (PrLDP, Def. 7.2)"
+
 
 def laplace_sum(n: int | np.ndarray, scale: np.ndarray | float, *, rng: np.random.Generator,
                 size: tuple[int, ...] | int | None = None) -> np.ndarray:
@@ -152,7 +155,8 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
               "private_dropped": int(counts[: ell - 1].sum()), "private_domain_counts": counts.astype(int)}
     return Release(mechanism="prldp.count", answers=pd.DataFrame([row]), measure="eps", loss=loss,
                    entries=(_entry("PrLDP count (Algorithms 3–4)", "prldp.count", loss,
-                                   "PrLDP count: 2^(i−1)·ε̌ for a party of domain i", dp.eps_max, params, seed),),
+                                   "PrLDP count: 2^(i−1)·ε̌ for a party of domain i", dp.eps_max, params, seed,
+                                   neighbours=LOCAL_NEIGHBOURS),),
                    params=params, seed=seed, requested=np.asarray(values_eps, dtype=float).ravel(),
                    truth_included=reveal, extras=extras)
 
@@ -252,7 +256,7 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
     return Release(mechanism=name, answers=pd.DataFrame([row]), measure="eps", loss=loss,
                    entries=(_entry(f"PrLDP framework: {d.query.label}", name, loss,
                                    "PrLDP framework: 2^(i−2)·ε̌ + ε_τ/2 for kept parties", d.dp.eps_max, params,
-                                   seed),),
+                                   seed, neighbours=LOCAL_NEIGHBOURS),),
                    params=params, seed=seed, requested=d.eps, truth_included=reveal, extras=extras)
 
 
@@ -280,7 +284,7 @@ def naive(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: flo
     name = f"prldp.naive.{d.query.kind}"
     return Release(mechanism=name, answers=pd.DataFrame([row]), measure="eps", loss=loss,
                    entries=(_entry(f"Local naive ε̌: {d.query.label}", name, loss, "global minimum ε̌ for every party",
-                                   budget.eps_min, params, seed),),
+                                   budget.eps_min, params, seed, neighbours=LOCAL_NEIGHBOURS),),
                    params=params, seed=seed, requested=d.eps, truth_included=reveal, extras={"eps_M": budget.eps_min})
 
 
