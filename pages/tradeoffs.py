@@ -153,8 +153,11 @@ with tab_solve:
         show_error(err)
     else:
         st.success(sol.describe())
-        st.button("Use these budgets in the active policy", key="tr_use_budgets",
-                  on_click=pstate.adopt_policy, args=(sol.policy,))
+        st.warning("These budgets are computed from the **true answers**: publishing them exactly would reveal an "
+                   "answer. Adopting them rounds each budget up to two significant digits; for a real release, "
+                   "settle budgets on public grounds (or on public or synthetic data).")
+        st.button("Use these budgets (rounded up) in the active policy", key="tr_use_budgets",
+                  on_click=pstate.adopt_policy, args=(sol.rounded(),))
         if caps:
             st.markdown("At the current budgets, the **largest thresholds** meeting the goal: "
                         + ", ".join(f"T({m}) ≤ {t:,.4g}" for m, t in caps.items()) + ".")

@@ -397,6 +397,23 @@ class BudgetSolution:
     rho_by_family: dict[str, float]
     policy: SplittingPolicy
 
+    def rounded(self, digits: int = 2) -> SplittingPolicy:
+        """The solved policy with every budget rounded UP to ``digits`` significant digits.
+
+        The exact solution is a function of true answers (ρ = ½(z·T/(t·|S|))² at a quantile cell),
+        so publishing it would reveal that answer; rounding coarsens what it reveals and keeps the
+        goal met. Budgets tuned on confidential data remain a design aid, not public facts.
+        """
+        def up(x: float) -> float:
+            if x <= 0 or not math.isfinite(x):
+                return x
+            p = math.floor(math.log10(x)) - digits + 1
+            return float(math.ceil(x / 10**p - 1e-9) * 10**p)
+
+        wl = self.policy.workload
+        qs = tuple(replace(q, rho=up(q.rho), rho_count=up(q.rho_count)) for q in wl.queries)
+        return SplittingPolicy(self.policy.thresholds, Workload(qs, wl.partition_rho, wl.joint))
+
     def describe(self) -> str:
         fams = ", ".join(f"{f}: ρ = {r:.4g}" for f, r in self.rho_by_family.items())
         return (f"For {self.share:.0%} of the queries within {self.target:.0%} relative error with probability "

@@ -114,6 +114,9 @@ def test_solve_budget_meets_the_goal():
     smaller = A.solve_budget(ds.table, pol, target=0.05, gamma=0.95, share=0.9, min_count=50)
     assert smaller.rho_by_family == sol.rho_by_family
     assert "relative error" in sol.describe()
+    rounded = sol.rounded()
+    for a, b in zip(sol.policy.workload.queries, rounded.workload.queries):
+        assert b.rho >= a.rho and b.rho <= a.rho * 1.1 and float(f"{b.rho:.2g}") == b.rho
     caps = A.largest_thresholds(ds.table, pol, target=0.2, share=0.5, min_count=50)
     assert set(caps) == {"EMP", "PAYANN"} and all(v > 0 for v in caps.values())
 
