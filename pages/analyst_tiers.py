@@ -69,10 +69,16 @@ if fcol != umt.NO_FILTER:
         ss["mt_filter_op"] = ops[0]
     f2.selectbox("is", ops, key="mt_filter_op")
     if is_group:
-        vals = umt.filter_values(state.token(), fcol, ds)
-        if ss.get("mt_filter_val") not in vals:
-            ss["mt_filter_val"] = vals[0] if vals else ""
-        f3.selectbox("value", vals, key="mt_filter_val")
+        vals = umt.filter_values(fcol)
+        if vals is not None:
+            if ss.get("mt_filter_val") not in vals:
+                ss["mt_filter_val"] = vals[0] if vals else ""
+            f3.selectbox("value (the sample's documented categories)", vals, key="mt_filter_val")
+        else:
+            if not isinstance(ss.get("mt_filter_val"), str):
+                ss["mt_filter_val"] = ""
+            f3.text_input("value", key="mt_filter_val",
+                          help="Type the category: the app does not list the values present in the data.")
     else:
         if not isinstance(ss.get("mt_filter_val"), (int, float)):
             ss["mt_filter_val"] = 0.0
@@ -101,16 +107,23 @@ if ss["mt_model"] == "central":
           "Laplace and Gaussian noise also have exact multi-tier versions. Some families have none (discrete "
           "Gaussian, staircase): see section 5.")
 else:
-    l1, l2, l3, l4 = st.columns(4)
+    l1, l2, l3, l4, l5 = st.columns(5)
     l1.selectbox("Measure to categorize", measures, key="mt_local_measure")
     l2.number_input("Categories d", min_value=2, max_value=256, step=1, key="mt_d")
-    l3.selectbox("Bins", ["log", "linear"], key="mt_scale",
+    l3.selectbox("Bins", list(mt.BIN_SCALES), key="mt_scale",
                  format_func={"log": "equal width on log(1+v)", "linear": "equal width"}.get)
-    l4.selectbox("Templates", list(mt.VARIANTS), key="mt_variant", format_func=mt.VARIANTS.get)
+    l4.number_input("Top of the range U (public)", min_value=1.0, max_value=1e15, step=1000.0, format="%g",
+                    key="mt_top", help="Declare it from public knowledge, never from the data: the category edges "
+                                       "depend on d, the bins and U only. Larger values fall in the top category.")
+    l5.selectbox("Templates", list(mt.VARIANTS), key="mt_variant", format_func=mt.VARIANTS.get)
     learn("**Local model.** Each record's owner reports a random *subset* of the d categories that contains its "
           "own category more often than the others (the Subset mechanism). Lower tiers are obtained by two "
           "operations on the report itself — add a random category (*Expansion*) or replace the report by a "
           "random one with some probability (*Rescale*) — so no owner is ever asked twice.")
+    learn("**Public categories.** A user's report may depend on that user's own value only: the category edges "
+          "are fixed in advance from d, the bin scale and the public top U (never from the largest value in the "
+          "data), and with a filter *every* user still reports — those whose record does not match report the "
+          "public category \"not matching the filter\", so the release does not disclose how many records match.")
 
 try:
     cur = umt.current_plan_and_data(ds, tiers)
@@ -154,12 +167,17 @@ if cur["model"] == "central":
 else:
     n = int(cur["codes"].size) if teaching else 1  # review mode: errors per user (they do not reveal n)
     table = plan.table()
+    cats = (f"d = {plan.d} categories: {plan.d - 1} public bins of *{ss['mt_local_measure']}* and "
+            f"\"{mt.NOT_MATCHING}\"" if cur["filter"] is not None
+            else f"d = {plan.d} public bins of *{ss['mt_local_measure']}*")
     if teaching:
-        st.caption(f"{n:,} records (users), each in one of d = {plan.d} categories of *{ss['mt_local_measure']}*. "
+        st.caption(f"{n:,} records (users), each in one of {cats}. "
                    "Errors are the mean squared error of the estimated count vector (n·V).")
     else:
-        st.caption(f"Each record's owner (user) is in one of d = {plan.d} categories of *{ss['mt_local_measure']}*. "
+        st.caption(f"Each record's owner (user) is in one of {cats}. "
                    "Errors are per user (V); n users give n·V for the count vector.")
+    st.caption("Category edges: " + ", ".join(cur["labels"][:8]) + (" …" if len(cur["labels"]) > 8 else "")
+               + f" — fixed by d, the bins and the public top U = {float(ss['mt_top']):g}, never by the data.")
     st.dataframe(umt.local_display(table, n, per_user=not teaching), hide_index=True)
     tt = table.copy()
     for c in ("var_multitier", "var_ideal", "var_grr", "var_brr", "var_gradual"):

@@ -229,9 +229,31 @@ with lab_tab:
         if "hl_columns" not in ss:
             ss["hl_columns"] = lab.default_columns(ds)
         ss["hl_columns"] = [c for c in ss["hl_columns"] if c in options]
-        st.multiselect("Attributes (group columns keep their categories; measures become decade size classes)",
-                       options, key="hl_columns")
+        st.multiselect("Attributes (group columns keep their public categories; measures become decade size "
+                       "classes)", options, key="hl_columns")
         d_lab = max(1, len(ss["hl_columns"]))
+        st.radio("Categories of group columns", list(lab.DOMAIN_CHOICES), key="hl_domains",
+                 format_func=lab.DOMAIN_CHOICES.get)
+        documented = [c for c in ss["hl_columns"] if c in lab.documented_domains()]
+        if documented:
+            st.caption("Documented public categories of this sample: " + ", ".join(
+                f"**{c}** ({len(lab.documented_domains()[c])})" for c in documented)
+                + ". Values outside a list are counted in the public category \"(other)\".")
+        undeclared = lab.undeclared_columns(ds, ss["hl_columns"])
+        if undeclared and ss["hl_domains"] == "public":
+            for c in undeclared:
+                st.text_input(f"Public categories of {c} (comma-separated)", key=lab.declaration_key(c),
+                              placeholder="e.g. from a code list or the questionnaire — not from the data",
+                              help="Every other value goes to \"(other)\". Leave empty for a numeric column to use "
+                                   "decade size classes.")
+        if ss["hl_domains"] == "data":
+            st.warning("Exploration only: categories read from the data are not protected — one record with a new "
+                       "value adds a category, changes the number of cells and the threshold, and is listed. The "
+                       "releases are marked teaching-only in the ledger.", icon=":material/warning:")
+        learn("**Public domains.** A histogram's cells — and so its threshold and, for one attribute, the list of "
+              "published cells — must be fixed before looking at the data: sample columns use their documented "
+              "categories (fixed by the generator or by a public code list), measures use decade size classes, "
+              "other columns need a declared list.")
     c1, c2, c3, c4 = st.columns(4)
     c1.slider("Per-attribute ε0", 0.1, 10.0, step=0.1, key="hl_eps0")
     c2.select_slider("Error target ν (share of n)", [0.002, 0.005, 0.01, 0.02, 0.05, 0.1], key="hl_nu")
@@ -267,6 +289,9 @@ with lab_tab:
         seeded_notice(seed)
         for note in res.notes:
             st.caption(f":material/info: {note}")
+        if res.heavy.extras.get("teaching_only"):
+            st.warning("Teaching only: some categories were read from the data, so these histograms are not "
+                       "differentially private for the set of categories.", icon=":material/warning:")
         hh, std = res.heavy, res.standard
         cal = hh.extras["calibration"]
         st.markdown(

@@ -543,7 +543,8 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) ->
         t = d.get("t", "max")
         out["t"] = t if t in ("max", "mean") else _number(t, f"{p}.t", positive=True)
         out["rescale"] = _bool(d.get("rescale", False), f"{p}.rescale")
-        q = _mapping(d.get("query") or {}, f"{p}.query", ("kind", "column", "cutoff", "lo", "hi", "median_score"))
+        q = _mapping(d.get("query") or {}, f"{p}.query", ("kind", "column", "cutoff", "lo", "hi", "median_score",
+                                                         "integer"))
         qn: dict[str, Any] = {"kind": _choice(q.get("kind", "count"), f"{p}.query.kind", PDP_QUERIES),
                               "column": None if q.get("column") is None else _text(q["column"], f"{p}.query.column",
                                                                                     max_len=500),
@@ -551,14 +552,15 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) ->
                               "lo": _number(q.get("lo", 0.0), f"{p}.query.lo"),
                               "hi": None if q.get("hi") is None else _number(q["hi"], f"{p}.query.hi"),
                               "median_score": _choice(q.get("median_score", "rank"), f"{p}.query.median_score",
-                                                      ("rank", "changes"))}
+                                                      ("rank", "changes")),
+                              "integer": _bool(q.get("integer", False), f"{p}.query.integer")}
         from .mechanisms.personalized import Query as PQuery
 
         _wrap(f"{p}.query", lambda: PQuery(**qn))
         out["query"] = qn
     else:
         d = _mapping(v, p, common + ("model", "query", "measure", "clip", "family", "delta", "filter", "d", "scale",
-                                     "variant"))
+                                     "top", "variant"))
         if "tiers" not in policy:
             raise _err(p, "a multi-tier release needs policy.tiers (each analyst's ε).")
         model = _choice(d.get("model", "central"), f"{p}.model", ("central", "local"))
@@ -578,7 +580,7 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) ->
                 out["measure"] = _text(d["measure"], f"{p}.measure", max_len=500)
                 out["clip"] = _number(d.get("clip", 100.0), f"{p}.clip", positive=True)
             out["delta"] = _number(d.get("delta", 1e-6), f"{p}.delta", positive=True, hi=0.1)
-            for k in ("d", "scale", "variant"):
+            for k in ("d", "scale", "top", "variant"):
                 if k in d:
                     raise _err(f"{p}.{k}", "applies to the local model only.")
         else:
@@ -587,6 +589,7 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) ->
             out["measure"] = _text(d["measure"], f"{p}.measure", max_len=500)
             out["d"] = _int(d.get("d", 16), f"{p}.d", lo=2, hi=256)
             out["scale"] = _choice(d.get("scale", "log"), f"{p}.scale", ("log", "linear"))
+            out["top"] = _number(d.get("top", 1e6), f"{p}.top", positive=True, hi=1e300)  # public top of the bins
             out["variant"] = _choice(d.get("variant", "subset2"), f"{p}.variant", ("subset2", "subset1"))
             for k in ("query", "clip", "family", "delta"):
                 if k in d:

@@ -183,9 +183,8 @@ def _run_multitier(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, r
         plan = mt.plan_central(tiers, m["family"], sensitivity=float(q.sensitivity), delta=m["delta"])
         rel = mt.release_central(plan, q.value, rng=rng, seed=seed, reveal=reveal, records=q.mask, query=q.label)
         return [("", rel)]
-    table = ds.table if f is None else ds.table[f.mask(ds.table)]
-    codes, labels = mt.bin_measure(table[m["measure"]].to_numpy(), m["d"], scale=m["scale"])
-    plan = mt.plan_local(tiers, m["d"], variant=m["variant"])
+    codes, labels = mt.local_categories(ds.table, m["measure"], m["d"], scale=m["scale"], top=m.get("top"), filter=f)
+    plan = mt.plan_local(tiers, len(labels), variant=m["variant"])
     rel = mt.release_local(plan, codes, rng=rng, seed=seed, reveal=reveal, labels=labels)
     return [("", rel)]
 
@@ -302,7 +301,7 @@ def budget_table(run: StudyRun) -> pd.DataFrame:
         if kind == "multitier":
             e = rel.entries[0]
             for t in run.study.tiers():
-                add(label, f"tier '{t.name}'", "(all records)" if "filter" not in m else
+                add(label, f"tier '{t.name}'", "(all records)" if "filter" not in m or m["model"] == "local" else
                     f"records with {multitier_filter(m).describe()}", "eps", t.eps,
                     "ε of this tier's answer (derived from the top tier's)")
             for e in rel.entries:
@@ -873,10 +872,9 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
                 L.append(f"rel = mt.release_central(plan, q.value, rng=rng, seed={seed}, reveal=REVEAL, "
                          "records=q.mask, query=q.label)")
             else:
-                sel = "ds.table" if f is None else f"ds.table[{ftxt}.mask(ds.table)]"
-                L.append(f"codes, labels = mt.bin_measure({sel}[{m['measure']!r}].to_numpy(), {m['d']}, "
-                         f"scale={m['scale']!r})")
-                L.append(f"plan = mt.plan_local(tiers, {m['d']}, variant={m['variant']!r})")
+                L.append(f"codes, labels = mt.local_categories(ds.table, {m['measure']!r}, {m['d']}, "
+                         f"scale={m['scale']!r}, top={m.get('top')!r}, filter={ftxt})")
+                L.append(f"plan = mt.plan_local(tiers, len(labels), variant={m['variant']!r})")
                 L.append(f"rel = mt.release_local(plan, codes, rng=rng, seed={seed}, reveal=REVEAL, labels=labels)")
             L.append(f"releases.append(({label!r}, rel))")
     L += ["",

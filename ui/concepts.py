@@ -20,14 +20,17 @@ from . import state
 #: Widget keys of the histogram lab and their defaults.
 LAB_DEFAULTS: dict[str, Any] = {"hl_source": "generated", "hl_d": 64, "hl_n": 50_000, "hl_patterns": 20,
                                 "hl_heavy": 0.5, "hl_eps0": 1.0, "hl_nu": 0.01, "hl_method": "exact",
-                                "hl_match": "eps0"}
-#: Largest number of categories a column may have to be picked by default.
+                                "hl_match": "eps0", "hl_domains": "public"}
+#: Largest number of documented categories a column may have to be picked by default.
 DEFAULT_MAX_CATEGORIES = 60
+DOMAIN_CHOICES = {"public": "declared public lists (a release)",
+                  "data": "read from the data (exploration only — not DP for the set of categories)"}
 
 
-@st.cache_data(show_spinner=False, max_entries=8)
-def _distinct_counts(token: str, _ds: Dataset) -> dict[str, int]:
-    return {c: int(_ds.table[c].nunique(dropna=False)) for c in _ds.schema.groups}
+def documented_domains() -> dict[str, tuple[str, ...]]:
+    """The active sample's documented public categories ({} for an uploaded table)."""
+    src = state.source()
+    return partial.sample_domains(str(src.get("name"))) if src.get("kind") == "sample" else {}
 
 
 def attribute_options(ds: Dataset) -> list[str]:
@@ -36,18 +39,41 @@ def attribute_options(ds: Dataset) -> list[str]:
 
 
 def default_columns(ds: Dataset) -> list[str]:
-    """Up to two group columns with few categories, plus the first measure (as size classes)."""
-    counts = _distinct_counts(state.token(), ds)
-    groups = [c for c in ds.schema.groups if counts.get(c, 0) <= DEFAULT_MAX_CATEGORIES][:2]
+    """Up to two group columns with a short documented domain, plus the first measure (size classes).
+
+    Chosen from the public documentation only — never from the number of values in the data."""
+    doc = documented_domains()
+    groups = [c for c in ds.schema.groups if 0 < len(doc.get(c, ())) <= DEFAULT_MAX_CATEGORIES][:2]
     return groups + list(ds.schema.measures[:1])
 
 
+def undeclared_columns(ds: Dataset, columns: list[str] | tuple[str, ...]) -> list[str]:
+    """Picked group columns without a documented domain: the page asks for their categories."""
+    doc = documented_domains()
+    return [c for c in columns if c in ds.schema.groups and c not in doc and c in ds.table.columns]
+
+
+def declaration_key(col: str) -> str:
+    return f"hl_dom_{col}"
+
+
 def lab_params() -> dict[str, Any]:
-    """The lab's parameters as currently set in the widgets."""
+    """The lab's parameters as currently set in the widgets (declared domains included)."""
     ss = st.session_state
     p = {k: ss.get(k, v) for k, v in LAB_DEFAULTS.items()}
     p["hl_columns"] = tuple(ss.get("hl_columns") or ())
+    src = state.source()
+    p["hl_sample"] = str(src.get("name")) if src.get("kind") == "sample" else ""
+    p["hl_declared"] = tuple((c, str(ss.get(declaration_key(c)) or "").strip()) for c in p["hl_columns"]
+                             if declaration_key(c) in ss and str(ss.get(declaration_key(c)) or "").strip())
     return p
+
+
+def lab_domains(params: dict[str, Any]) -> dict[str, Any]:
+    """Declared domains of a lab run: the sample's documented ones, then the typed declarations."""
+    out: dict[str, Any] = dict(partial.sample_domains(params["hl_sample"])) if params.get("hl_sample") else {}
+    out.update(dict(params.get("hl_declared", ())))
+    return out
 
 
 @dataclass(frozen=True)
@@ -65,7 +91,8 @@ class LabResult:
 
 def _data(params: dict[str, Any], ds: Dataset, rng: np.random.Generator) -> partial.AttributeData:
     if params["hl_source"] == "dataset":
-        return partial.encode_attributes(ds.table, list(params["hl_columns"]))
+        return partial.encode_attributes(ds.table, list(params["hl_columns"]), lab_domains(params),
+                                         from_data=params["hl_domains"] == "data")
     return partial.synthetic_attribute_data(int(params["hl_n"]), int(params["hl_d"]),
                                             patterns=int(params["hl_patterns"]),
                                             heavy_share=float(params["hl_heavy"]), rng=rng)
@@ -138,7 +165,15 @@ def reproduce_code(calc: dict[str, Any], explorer: dict[str, Any], params: dict[
                    teaching: bool, source_code: str) -> str:
     """prdp_core code reproducing the calculators, the explorer and the histogram lab."""
     if params["hl_source"] == "dataset":
-        data = f"{source_code}\ndata = partial.encode_attributes(ds.table, {list(params['hl_columns'])!r})"
+        typed = dict(params.get("hl_declared", ()))
+        doms = (f"partial.sample_domains({params['hl_sample']!r})" if params.get("hl_sample") else "{}")
+        if typed:
+            doms = f"{{**{doms}, **{typed!r}}}"
+        from_data = (", from_data=True)  # exploration only: not DP for the set of categories"
+                     if params["hl_domains"] == "data" else ")")
+        data = (f"{source_code}\n# public categories (declared; other values go to \"(other)\"; numbers: size classes)\n"
+                f"domains = {doms}\n"
+                f"data = partial.encode_attributes(ds.table, {list(params['hl_columns'])!r}, domains{from_data}")
     else:
         data = (f"data = partial.synthetic_attribute_data({int(params['hl_n'])}, {int(params['hl_d'])}, "
                 f"patterns={int(params['hl_patterns'])}, heavy_share={float(params['hl_heavy'])}, rng=rng)")

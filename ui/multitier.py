@@ -13,6 +13,7 @@ import streamlit as st
 from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import multitier as mt
+from prdp_core.mechanisms import partial
 
 from . import state
 
@@ -28,13 +29,13 @@ PRESETS: dict[str, list[tuple[str, float]]] = {
 #: Widget keys of the page and their defaults.
 DEFAULTS: dict[str, Any] = {
     "mt_model": "central", "mt_clip": 100.0, "mt_query": "count", "mt_family": "geometric", "mt_delta": 1e-6,
-    "mt_filter_col": NO_FILTER, "mt_filter_op": "==", "mt_d": 16, "mt_scale": "log", "mt_variant": "subset2",
-    "mt_editor_version": 0,
+    "mt_filter_col": NO_FILTER, "mt_filter_op": "==", "mt_d": 16, "mt_scale": "log", "mt_top": mt.DEFAULT_TOP,
+    "mt_variant": "subset2", "mt_editor_version": 0,
 }
 
 #: Widget keys whose values survive while their widgets are hidden (Streamlit forgets those otherwise).
 KEEP = ("mt_query", "mt_family", "mt_delta", "mt_measure", "mt_clip", "mt_local_measure", "mt_d", "mt_scale",
-        "mt_variant", "mt_filter_op", "mt_filter_val")
+        "mt_top", "mt_variant", "mt_filter_op", "mt_filter_val")
 
 FAMILY_CHOICES = {
     "geometric": "Two-sided geometric (integer noise; optimal for counts)",
@@ -45,7 +46,10 @@ FAMILY_CHOICES = {
 
 
 def init(ds: Dataset) -> None:
-    """Fill in the page's defaults (once per session; measure defaults when the dataset changes)."""
+    """Fill in the page's defaults (once per session; measure defaults when the dataset changes).
+
+    Defaults never come from the data: the clipping bound U of a sum starts at a round public value
+    (a bound read off the data's percentiles would be a data-dependent sensitivity)."""
     ss = st.session_state
     for k in KEEP:  # keep settings of widgets that are not on screen (model switch, filter off)
         if k in ss:
@@ -56,20 +60,8 @@ def init(ds: Dataset) -> None:
     measures = list(ds.schema.measures)
     if ss.get("mt_measure") not in measures:
         ss["mt_measure"] = measures[0]
-        ss["mt_clip"] = max(1.0, nice_ceil(float(state.profile().measures[measures[0]].p90)))
     if ss.get("mt_local_measure") not in measures:
         ss["mt_local_measure"] = measures[0]
-
-
-def nice_ceil(x: float) -> float:
-    """The next 1–2–5 × 10^k at or above x (a round default clipping bound)."""
-    if not math.isfinite(x) or x <= 0:
-        return 1.0
-    k = math.floor(math.log10(x))
-    for m in (1, 2, 5, 10):
-        if m * 10 ** k >= x:
-            return float(m * 10 ** k)
-    return float(10 ** (k + 1))
 
 
 def on_preset() -> None:
@@ -94,10 +86,16 @@ def filter_columns(ds: Dataset) -> list[str]:
     return [NO_FILTER] + [g for g in ds.schema.groups] + [m for m in ds.schema.measures if m not in ds.schema.groups]
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def filter_values(token: str, col: str, _ds: Dataset) -> list[str]:
-    """Up to 200 values of a group column (for the filter's value box)."""
-    return sorted(str(v) for v in pd.unique(_ds.table[col].astype(str))[:200])
+def filter_values(col: str) -> list[str] | None:
+    """The public categories of a group column (the active sample's documented domain), or None.
+
+    The filter's value box never lists the values present in the data (that list would itself be
+    a disclosure): without a documented domain the value is typed in."""
+    src = state.source()
+    if src.get("kind") != "sample":
+        return None
+    dom = partial.sample_domains(str(src.get("name"))).get(col)
+    return None if dom is None else [str(v) for v in dom]
 
 
 def record_filter(ds: Dataset) -> mt.RecordFilter | None:
@@ -119,13 +117,12 @@ def cached_query(token: str, kind: str, measure: str | None, clip: float | None,
 
 
 @st.cache_data(show_spinner=False, max_entries=16)
-def cached_codes(token: str, measure: str, d: int, scale: str, fkey: tuple | None,
+def cached_codes(token: str, measure: str, d: int, scale: str, top: float, fkey: tuple | None,
                  _ds: Dataset) -> tuple[np.ndarray, list[str]]:
-    """Category (0…d−1) of every (filtered) record for the local model, and the bin labels."""
-    table = _ds.table
-    if fkey is not None:
-        table = table[mt.RecordFilter(*fkey).mask(table)]
-    return mt.bin_measure(table[measure].to_numpy(), d, scale=scale)
+    """Category of every record for the local model (public bins of the measure; records outside
+    the filter report the public category "not matching"), and the category labels."""
+    f = None if fkey is None else mt.RecordFilter(*fkey)
+    return mt.local_categories(_ds.table, measure, d, scale=scale, top=top, filter=f)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -175,7 +172,7 @@ def settings() -> dict[str, Any]:
         if _get("mt_family") == "gaussian":
             keys += ["mt_delta"]
     else:
-        keys += ["mt_local_measure", "mt_d", "mt_scale", "mt_variant"]
+        keys += ["mt_local_measure", "mt_d", "mt_scale", "mt_top", "mt_variant"]
     return {k: _get(k) for k in keys}
 
 
@@ -195,10 +192,11 @@ def current_plan_and_data(ds: Dataset, tiers: tuple[mt.Tier, ...]) -> dict[str, 
         plan = cached_central_plan(tiers_key(tiers), family, float(q.sensitivity), float(_get("mt_delta")))
         return {"model": "central", "query": q, "plan": plan, "filter": f}
     d = int(_get("mt_d"))
-    codes, labels = cached_codes(state.token(), _get("mt_local_measure"), d, _get("mt_scale"), _fkey(f), ds)
+    codes, labels = cached_codes(state.token(), _get("mt_local_measure"), d, _get("mt_scale"), float(_get("mt_top")),
+                                 _fkey(f), ds)
     if codes.size == 0:
-        raise ParameterError("No record passes the filter: the local model needs at least one user.")
-    plan = cached_local_plan(tiers_key(tiers), d, _get("mt_variant"))
+        raise ParameterError("The table has no records: the local model needs at least one user.")
+    plan = cached_local_plan(tiers_key(tiers), len(labels), _get("mt_variant"))
     return {"model": "local", "codes": codes, "labels": labels, "plan": plan, "filter": f}
 
 
@@ -277,10 +275,11 @@ release = mt.release_central(plan, q.value, rng=np.random.default_rng({seed}), s
 print(release.answers)"""
     else:
         plan_l: mt.LocalPlan = cur["plan"]
-        sel = "ds.table" if f is None else f"ds.table[{ftxt}.mask(ds.table)]"
-        body = f"""table = {sel}
-codes, labels = mt.bin_measure(table[{_get('mt_local_measure')!r}].to_numpy(), {plan_l.d}, scale={_get('mt_scale')!r})
-plan = mt.plan_local(tiers, {plan_l.d}, variant={plan_l.variant!r})
+        body = f"""# every record's owner reports: public bins (cut points from d, scale and the public top U, never
+# from the data); with a filter, records that do not match report the extra category "not matching"
+codes, labels = mt.local_categories(ds.table, {_get('mt_local_measure')!r}, {int(_get('mt_d'))}, scale={_get('mt_scale')!r},
+                                    top={float(_get('mt_top'))!r}, filter={ftxt})
+plan = mt.plan_local(tiers, len(labels), variant={plan_l.variant!r})
 print(plan.table())            # template, unused budget, MSE per user against the ideal, GRR, BRR, gradual
 print(plan.template_table())   # the template chain (Algorithms 2–5, corrected Rescale)
 print(mt.coalition_table(plan))

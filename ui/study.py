@@ -51,7 +51,7 @@ PAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     "budget_functions": ("bf_scale_vary", "bf_scale_trials"),
     "personalized": ("pdp_view", "pdp_t", "pdp_tq", "pdp_density", "pdp_assumed_mean", "pdp_assumed_sd",
                      "pdp_curve_runs", "pdp_cmp_runs", "pdp_score", "pdp_exp_runs", "pdp_exp_score", "pdp_pe_src",
-                     "pdp_pe_kind", "pdp_prdp_c", "pdp_prdp_kind"),
+                     "pdp_pe_kind", "pdp_prdp_c", "pdp_prdp_kind", "pdp_prdp_emin", "pdp_prdp_emax"),
     "analyst_tiers": ("mt_preset", "mt_coalition"),
     "concepts": ("cc_eps", "cc_prior", "cc_rho", "cc_delta", "cc_eps_target", "cc_rec_measure", "cc_rec_value",
                  "pa_d", "pa_k", "pa_eps0", "pa_kind", "pa_subset", "hl_source", "hl_d", "hl_n", "hl_patterns",
@@ -65,7 +65,7 @@ ENGINE_KEYS: tuple[str, ...] = (
     "bf_eps_min", "bf_measure", "bf_group_col", "bf_model", "bf_query", "bf_distinct_col", "bf_beta", "bf_threshold",
     "pdp_source", "pdp_user", "pdp_fc", "pdp_fm", "pdp_ec", "pdp_em", "pdp_el", "pdp_col", "pdp_default",
     "pdp_value", "pdp_cutoff", "pdp_lo", "pdp_hi", "pdp_rel_mech", "pdp_rel_kind", "pdp_rel_t", "pdp_rel_tc",
-    "pdp_rel_rescale",
+    "pdp_rel_rescale", "pdp_integer",
     "mt_model", "mt_query", "mt_measure", "mt_clip", "mt_family", "mt_delta", "mt_filter_col", "mt_filter_op",
     "mt_filter_val", "mt_local_measure", "mt_d", "mt_scale", "mt_variant",
 )
@@ -248,7 +248,8 @@ def _pdp_mechanism(ss: Any, seed: int) -> dict[str, Any]:
             "rescale": bool(ss.get("pdp_rel_rescale", False)),
             "query": {"kind": ss.get("pdp_rel_kind", "count"), "column": ss.get("pdp_value"),
                       "cutoff": float(ss.get("pdp_cutoff", 1.0)), "lo": float(ss.get("pdp_lo", 0.0)),
-                      "hi": None if hi is None else float(hi), "median_score": ss.get("pdp_score", "rank")},
+                      "hi": None if hi is None else float(hi), "median_score": ss.get("pdp_score", "rank"),
+                      "integer": bool(ss.get("pdp_integer", False))},
             "seed": seed}
 
 
@@ -280,7 +281,8 @@ def _mt_mechanism(ss: Any, seed: int) -> dict[str, Any]:
         if m["query"] == "sum":
             m.update(measure=g("mt_measure"), clip=float(g("mt_clip")))
     else:
-        m.update(measure=g("mt_local_measure"), d=int(g("mt_d")), scale=g("mt_scale"), variant=g("mt_variant"))
+        m.update(measure=g("mt_local_measure"), d=int(g("mt_d")), scale=g("mt_scale"), top=float(g("mt_top")),
+                 variant=g("mt_variant"))
     return m
 
 
@@ -499,7 +501,7 @@ def _spec_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str], 
             up["pdp_rel_tc"] = float(t_val)
         q = m["query"]
         up.update(pdp_rel_rescale=bool(m["rescale"]), pdp_rel_kind=q["kind"], pdp_cutoff=float(q["cutoff"]),
-                  pdp_lo=float(q["lo"]), pdp_score=q["median_score"])
+                  pdp_lo=float(q["lo"]), pdp_score=q["median_score"], pdp_integer=bool(q.get("integer", False)))
         if q.get("column"):
             up["pdp_value"] = q["column"]
         if q.get("hi") is not None:
@@ -528,7 +530,8 @@ def _tier_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]) 
         if m["query"] == "sum":
             up.update(mt_measure=m["measure"], mt_clip=float(m["clip"]))
     else:
-        up.update(mt_local_measure=m["measure"], mt_d=int(m["d"]), mt_scale=m["scale"], mt_variant=m["variant"])
+        up.update(mt_local_measure=m["measure"], mt_d=int(m["d"]), mt_scale=m["scale"],
+                  mt_top=float(m.get("top", 1e6)), mt_variant=m["variant"])
 
 
 def _set_raw(ds: Dataset, source: Mapping[str, Any], data_bytes: bytes | None, data_name: str | None) -> None:

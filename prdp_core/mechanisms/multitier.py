@@ -22,7 +22,9 @@ Public entry points (this module; the engines are :mod:`.multitier_central` and
   joint distributions where they fit in memory, otherwise the Markov-chain factorisation of
   the construction), next to the independent and gradual baselines;
 * :func:`check_residual` (re-exported) — does a residual distribution exist (Table 1, App. F);
-* query helpers for tables: :class:`RecordFilter`, :func:`central_query`, :func:`bin_measure`.
+* query helpers for tables: :class:`RecordFilter`, :func:`central_query`; for the local model
+  :func:`local_categories` (every user reports; public bin edges from :func:`bin_edges` or a
+  declared list; records outside the filter report the public category :data:`NOT_MATCHING`).
 
 Budgets are pure ε (ε-DP under add/remove neighbours in the central model; ε-LDP in the
 local model), except the Gaussian family: ε with a shared δ, recorded in the ledger in
@@ -50,8 +52,9 @@ from .multitier_local import VARIANTS, Template, paper_rescale_parameter, rescal
 
 __all__ = [
     "CHECK_FAMILIES", "FAMILY_LABELS", "RELEASE_FAMILIES", "VARIANTS", "CentralPlan", "CoalitionLoss", "LocalPlan",
-    "NoiseFamily", "RecordFilter", "ResidualCheck", "Template", "Tier", "bin_measure", "bochner_min_eigenvalue",
-    "central_query", "check_residual", "coalition_loss", "coalition_table", "noise_family", "paper_rescale_parameter",
+    "NoiseFamily", "RecordFilter", "ResidualCheck", "Template", "Tier", "bin_edges", "bin_labels", "bin_measure",
+    "bochner_min_eigenvalue", "central_query", "check_residual", "coalition_loss", "coalition_table",
+    "lattice_round", "local_categories", "noise_family", "paper_rescale_parameter",
     "plan_central", "plan_local", "release_central", "release_local", "rescale_keep_probability", "residual_ratio",
     "tiers_from",
 ]
@@ -223,27 +226,113 @@ def central_query(table: pd.DataFrame, kind: str = "count", *, measure: str | No
     return CentralQuery("sum", total, U, mask, f"sum of {measure} clipped to [0, {U:g}]{where}", integer)
 
 
-def bin_measure(values: np.ndarray | pd.Series, d: int, *, scale: str = "log") -> tuple[np.ndarray, list[str]]:
-    """Categories 0…d−1 of a non-negative measure for the local model (one category per user).
+#: Default public top U of a measure's range for the local model's categories: a round number declared
+#: in advance, never read from the data (declare your own with ``top=`` or explicit ``edges=``).
+DEFAULT_TOP = 1_000_000.0
+#: Label of the public category reported by users whose record does not match the filter (local model).
+NOT_MATCHING = "(not matching the filter)"
+BIN_SCALES: dict[str, str] = {"log": "equal width on log(1+v) from 0 to the public top U",
+                              "linear": "equal width from 0 to the public top U"}
 
-    ``log``: equal-width bins of log(1 + v) (skewed measures spread over the bins); ``linear``:
-    equal-width bins of v. Returns the codes and readable bin labels. The bin edges depend on
-    the data's range, which the local model treats as public (in a deployment they would be
-    fixed in advance).
+
+def bin_edges(d: int, *, scale: str = "log", top: float = DEFAULT_TOP) -> np.ndarray:
+    """The d − 1 public cut points of d categories of a non-negative measure (local model).
+
+    ``log``: equal-width bins of log(1 + v) on [0, log(1 + U)]; ``linear``: equal-width bins of v
+    on [0, U]. U = ``top`` is the public top of the range, declared without looking at the data;
+    values at or above the last cut point (including those above U) fall in the top category.
+    The cut points depend on (d, scale, U) only — never on the data — so one user's value moves
+    no other user's category (§5: each user's report must be a function of that user alone).
     """
     d = int(d)
     if d < 2 or d > ml.MAX_DOMAIN:
         raise ParameterError(f"The number of categories d must be between 2 and {ml.MAX_DOMAIN}.")
-    v = np.nan_to_num(pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float), nan=0.0)
-    v = np.maximum(v, 0.0)
-    f = np.log1p if scale == "log" else (lambda a: a)
-    inv = np.expm1 if scale == "log" else (lambda a: a)
-    hi = float(f(v.max())) if v.size else 1.0
-    edges = np.linspace(0.0, hi if hi > 0 else 1.0, d + 1)
-    codes = np.clip(np.searchsorted(edges, f(v), side="right") - 1, 0, d - 1)
-    bounds = inv(edges)
-    labels = [f"{bounds[i]:.3g}–{bounds[i + 1]:.3g}" for i in range(d)]
-    return codes.astype(np.int64), labels
+    if scale not in BIN_SCALES:
+        raise ParameterError(f"Unknown bin scale '{scale}'.", hint=f"Use one of {', '.join(BIN_SCALES)}.")
+    try:
+        U = float(top)
+    except (TypeError, ValueError):
+        raise ParameterError(f"The top of the range U must be a number (got {top!r}).") from None
+    if not math.isfinite(U) or U <= 0 or U > 1e300:
+        raise ParameterError(f"The top of the range U must be a positive number (got {top!r}).",
+                             hint="Declare it from public knowledge (e.g. a legal or survey limit), not from the data.")
+    if scale == "log":
+        cuts = np.expm1(np.linspace(0.0, math.log1p(U), d + 1)[1:-1])
+    else:
+        cuts = np.linspace(0.0, U, d + 1)[1:-1]
+    if not np.all(np.diff(cuts) > 0) or cuts[0] <= 0:
+        raise ParameterError(f"{d} categories up to U = {U:g} are too narrow to tell apart.",
+                             hint="Use fewer categories or a larger top U.")
+    return cuts
+
+
+def _check_edges(edges: Sequence[float] | np.ndarray) -> np.ndarray:
+    try:
+        cuts = np.asarray(edges, dtype=float).ravel()
+    except (TypeError, ValueError):
+        raise ParameterError("The bin edges must be numbers.") from None
+    if cuts.size < 1 or cuts.size + 1 > ml.MAX_DOMAIN:
+        raise ParameterError(f"Give between 1 and {ml.MAX_DOMAIN - 1} cut points (d − 1 for d categories).")
+    if not np.all(np.isfinite(cuts)) or not np.all(np.diff(cuts) > 0):
+        raise ParameterError("The bin edges must be finite and strictly increasing.")
+    return cuts
+
+
+def bin_labels(cuts: Sequence[float] | np.ndarray) -> list[str]:
+    """Readable labels of the categories cut at the public points ``cuts`` ("a–b", top "≥ c")."""
+    c = np.asarray(cuts, dtype=float)
+    for digits in range(3, 18):
+        lo = ["< " + f"{c[0]:.{digits}g}"] + [f"{c[i]:.{digits}g}–{c[i + 1]:.{digits}g}" for i in range(c.size - 1)]
+        labels = lo + ["≥ " + f"{c[-1]:.{digits}g}"]
+        if len(set(labels)) == len(labels):
+            return labels
+    return labels
+
+
+def bin_measure(values: np.ndarray | pd.Series, d: int | None = None, *, scale: str = "log",
+                top: float | None = None, edges: Sequence[float] | None = None) -> tuple[np.ndarray, list[str]]:
+    """Categories 0…d−1 of a measure for the local model (one category per user), from public edges.
+
+    The cut points are public: explicit ``edges`` (d − 1 increasing cut points, declared in
+    advance), or :func:`bin_edges` from (d, ``scale``, ``top`` — the public top U of the range,
+    :data:`DEFAULT_TOP` if not given). They never depend on the data, so a user's category is a
+    function of that user's own value only and the labels publish nothing about other users.
+    Missing and negative values fall in the first category. Returns the codes and the labels.
+    """
+    if edges is not None:
+        cuts = _check_edges(edges)
+        if d is not None and int(d) != cuts.size + 1:
+            raise ParameterError(f"{cuts.size} cut points make {cuts.size + 1} categories, not d = {d}.")
+    else:
+        if d is None:
+            raise ParameterError("Give the number of categories d or the public bin edges.")
+        cuts = bin_edges(int(d), scale=scale, top=DEFAULT_TOP if top is None else top)
+    v = np.nan_to_num(pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=float), nan=-np.inf)
+    codes = np.searchsorted(cuts, v, side="right")
+    return codes.astype(np.int64), bin_labels(cuts)
+
+
+def local_categories(table: pd.DataFrame, measure: str, d: int | None = 16, *, scale: str = "log",
+                     top: float | None = None, edges: Sequence[float] | None = None,
+                     filter: RecordFilter | None = None) -> tuple[np.ndarray, list[str]]:
+    """Every record's category for the local model: its measure's public bin, or "not matching".
+
+    Every record's owner reports (the roster size n is public in the local model). Without a
+    filter there are d categories (:func:`bin_measure`). With a ``filter`` the domain gets one
+    more public category, :data:`NOT_MATCHING`, reported by the owners of records that do not
+    match: dropping them instead would make who reports — and, through the estimates summing
+    to n, the exact number of matching records — depend on the data. Build the plan with
+    ``d = len(labels)``.
+    """
+    if measure not in table.columns:
+        raise ParameterError(f"The measure '{measure}' is not a column of the table.")
+    codes, labels = bin_measure(table[measure].to_numpy(), d, scale=scale, top=top, edges=edges)
+    if filter is not None:
+        if len(labels) + 1 > ml.MAX_DOMAIN:
+            raise ParameterError(f"With a filter the domain has d + 1 categories; d must be below {ml.MAX_DOMAIN}.")
+        codes = np.where(filter.mask(table), codes, len(labels)).astype(np.int64)
+        labels = labels + [NOT_MATCHING]
+    return codes, labels
 
 
 # ---------------------------------------------------------------------------
@@ -331,6 +420,17 @@ def plan_central(tiers: Iterable[Tier] | Mapping[str, float] | pd.DataFrame, fam
     return CentralPlan(ts, fam, params, checks)
 
 
+def lattice_round(q: np.ndarray | float) -> np.ndarray:
+    """The integer a geometric-family release answers for a query value q: ⌊q + ½⌋ (half up).
+
+    Rounding is deterministic and data-independent, and it keeps an integer sensitivity Δ: if
+    |a − b| ≤ Δ then |⌊a + ½⌋ − ⌊b + ½⌋| ≤ Δ (⌊x + t⌋ − ⌊x⌋ ≤ ⌈t⌉ for t ≥ 0), so the release of
+    the rounded value is ε-DP exactly when that of q would be. (Round-half-to-even would not:
+    0.5 → 0 and 1.5 → 2 move by 2 for Δ = 1.) Integer inputs are returned unchanged.
+    """
+    return np.floor(np.asarray(q, dtype=float) + 0.5)
+
+
 def _record_loss(mask_or_n: np.ndarray | int | None, value: float) -> np.ndarray | None:
     if mask_or_n is None:
         return None
@@ -346,7 +446,10 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
                     query_labels: Sequence[str] | None = None) -> Release:
     """Release every tier's answer to the same query(ies) (Algorithm 1 or a baseline).
 
-    ``true_answers``: the exact query value(s) (integers for the geometric families).
+    ``true_answers``: the exact query value(s). The geometric families release the integer
+    answer ⌊q + ½⌋ (:func:`lattice_round`), always — never an abort that depends on whether the
+    data happened to sum to an integer; :func:`central_query` with ``integer=True`` already rounds
+    each record's contribution, so its sums are integers and unchanged.
     ``strategy``: ``multitier`` (Algorithm 1: one data access, residuals for lower tiers; any
     coalition costs its top budget), ``independent`` (fresh noise per tier; costs Σ ε) or
     ``gradual`` (one release per budget piece; tier j averages pieces l ≥ j).
@@ -359,9 +462,8 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
     q = np.atleast_1d(np.asarray(true_answers, dtype=float))
     if q.size == 0 or not np.all(np.isfinite(q)):
         raise ParameterError("The true answers must be finite numbers.")
-    if plan.family.lattice and not np.allclose(q, np.round(q)):
-        raise ParameterError("Integer noise (geometric families) needs an integer-valued query.",
-                             hint="Round the values first, or use the Laplace family.")
+    if plan.family.lattice:
+        q = lattice_round(q)
     fam = plan.family
     if strategy == "multitier":
         out = mc.sample_multitier(fam, plan.params, q, rng=rng)

@@ -15,6 +15,9 @@ What is here:
   (:func:`~prdp_core.accounting.per_attribute_to_record`,
   :func:`~prdp_core.accounting.attribute_subset_rho`), with the illustrative 2020 Census
   allocation in :func:`census_2020_illustrative`.
+* **Attribute data with public domains**: :func:`encode_attributes` (declared categories plus
+  "(other)", public decade size classes for numbers; :data:`SAMPLE_DOMAINS` documents the
+  registered samples' categories), :func:`synthetic_attribute_data` (binary, public by construction).
 * **Gaussian workloads** (Thm 11): exact L2 sensitivities of k-way conjunctions, k-way
   marginal tables and parities for a change of s attributes (:func:`workload_sensitivity`),
   hence ε/ε0 = √(d/k) for conjunctions and marginals.
@@ -551,6 +554,38 @@ SIZE_CLASS_EDGES = tuple(10.0**k for k in range(0, 10))
 SIZE_CLASS_LABELS = ("<1", "1–9", "10–99", "100–999", "1k–9.9k", "10k–99k", "100k–999k", "1M–9.9M",
                      "10M–99M", "100M–999M", "≥1B")
 MISSING = "(missing)"
+#: The public catch-all category of a declared domain: values outside the declared list go here.
+OTHER = "(other)"
+#: Where the categories came from (``AttributeData.domain_source``).
+DOMAIN_PUBLIC = "public (declared)"
+DOMAIN_FROM_DATA = "read from the data — teaching only: the set of categories is not protected"
+
+_US_STATES = ("AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "DC", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS",
+              "KY", "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY", "NC",
+              "ND", "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV", "WI", "WY")
+_NAICS_SECTORS = ("11", "21", "22", "23", "31-33", "42", "44-45", "48-49", "51", "52", "53", "54", "55", "56", "61",
+                  "62", "71", "72", "81")
+#: Documented (public) categories of the registered samples' group columns: fixed by the generator's
+#: construction or by a public code list, never read from the records. Columns not listed here need a
+#: declared domain (or size classes, for numbers).
+SAMPLE_DOMAINS: dict[str, dict[str, tuple[str, ...]]] = {
+    "cbp_like": {"STATE": _US_STATES, "NAICS2": _NAICS_SECTORS},
+    "sim_pareto": {"CatIX": tuple(str(i) for i in range(1, 1001))},
+    **{name: {"BRANCH": tuple(f"B{i:02d}" for i in range(1, 51))}
+       for name in ("bank_normal_50k", "bank_normal_500k", "bank_zipf_b3", "bank_zipf_b5")},
+    "table2_example": {"Industry": ("Agriculture", "Mining", "Retail")},
+    "us_county_labor_2009": {"region": ("Northeast", "Midwest", "South", "West", "Puerto Rico"),
+                             "state": _US_STATES + ("PR",)},
+    "world_cities": {"continent": ("Africa", "Antarctica", "Asia", "Europe", "North America", "Oceania",
+                                   "South America")},
+    "gapminder": {"continent": ("Africa", "Americas", "Asia", "Europe", "Oceania"),
+                  "year": tuple(str(y) for y in range(1952, 2008, 5))},
+}
+
+
+def sample_domains(name: str) -> dict[str, tuple[str, ...]]:
+    """The documented public categories of a registered sample's group columns ({} if none)."""
+    return dict(SAMPLE_DOMAINS.get(str(name), {}))
 
 
 @dataclass(frozen=True)
@@ -565,6 +600,12 @@ class AttributeData:
     names: tuple[str, ...]
     domains: tuple[tuple[Any, ...], ...]
     notes: tuple[str, ...] = ()
+    #: False when some domain was read from the data (exploration only: see :func:`encode_attributes`).
+    public_domains: bool = True
+
+    @property
+    def domain_source(self) -> str:
+        return DOMAIN_PUBLIC if self.public_domains else DOMAIN_FROM_DATA
 
     def __post_init__(self) -> None:
         c = self.codes
@@ -599,13 +640,75 @@ class AttributeData:
                              for j, (nm, dom) in enumerate(zip(self.names, self.domains))})
 
 
-def encode_attributes(table: pd.DataFrame, columns: Sequence[str]) -> AttributeData:
-    """Turn columns of a table into categorical attributes for the histogram lab.
+def _category_strings(s: pd.Series) -> np.ndarray:
+    """A column's values as category strings (integral numbers without ".0"; missing → "(missing)")."""
+    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+        out = np.full(v.size, MISSING, dtype=object)
+        ok = np.isfinite(v)
+        integral = ok & (np.abs(v) < 2**53)
+        integral[integral] = v[integral] == np.round(v[integral])
+        out[integral] = v[integral].astype(np.int64).astype(str)
+        rest = ok & ~integral
+        out[rest] = v[rest].astype(str)
+        return out
+    return s.astype("string").fillna(MISSING).to_numpy(dtype=object).astype(str)
 
-    Numeric columns become public decade size classes (<1, 1–9, 10–99, …, ≥1B); other columns
-    keep their values, with missing values as "(missing)". A categorical domain read from
-    the data is itself data-dependent: a real release fixes the list of categories in
-    advance (the result's ``notes`` say so).
+
+def _category_string(x: Any) -> str:
+    if isinstance(x, (bool, np.bool_)):
+        return str(bool(x))
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    if isinstance(x, (float, np.floating)):
+        if not math.isfinite(float(x)):
+            return MISSING if math.isnan(float(x)) else str(float(x))
+        return str(int(x)) if float(x) == round(float(x)) and abs(float(x)) < 2**53 else str(float(x))
+    return str(x)
+
+
+def declared_domain(categories: Sequence[Any] | str, column: str = "attribute") -> tuple[str, ...]:
+    """A declared public domain as category strings, duplicates dropped, with "(other)" last.
+
+    ``categories`` is a list, or a text with one category per comma or line. "(other)" is always
+    part of the domain (it receives every value outside the list), so the number of categories
+    depends on the declaration only.
+    """
+    if isinstance(categories, str):
+        items = [c.strip() for part in categories.splitlines() for c in part.split(",")]
+        items = [c for c in items if c]
+    else:
+        items = [_category_string(c) for c in categories]
+    dom = [c for c in dict.fromkeys(items) if c != OTHER]
+    if not dom:
+        raise ParameterError(f"Declare at least one category of '{column}'.",
+                             hint="List its possible values (from a code list or the questionnaire), separated "
+                                  "by commas; every other value goes to \"(other)\".")
+    if len(dom) + 1 > MAX_DOMAIN:
+        raise ResourceLimitError(f"'{column}' has {len(dom):,} declared categories; the lab takes at most "
+                                 f"{MAX_DOMAIN - 1:,} per attribute.", hint="Declare a coarser list.")
+    return tuple(dom) + (OTHER,)
+
+
+def encode_attributes(table: pd.DataFrame, columns: Sequence[str],
+                      domains: Mapping[str, Sequence[Any] | str] | None = None, *,
+                      from_data: bool = False) -> AttributeData:
+    """Turn columns of a table into categorical attributes with public domains X_j (§5).
+
+    A histogram's cells, its default threshold and (for one attribute) the list of cells the
+    heavy-hitter histogram publishes are functions of the domains, so the domains must not
+    depend on the data:
+
+    * ``domains[c]`` — the declared public categories of column c (a list, or text with one
+      category per comma): values outside the list, and missing values unless "(missing)" is
+      declared, go to the extra public category "(other)" (:func:`declared_domain`);
+    * numeric columns without a declaration become public decade size classes (<1, 1–9, 10–99,
+      …, ≥1B; :data:`SIZE_CLASS_EDGES`), boolean ones the categories False/True/(other);
+    * any other column needs a declaration. With ``from_data=True`` its categories are read
+      from the data instead — **for exploration only**: the set of categories is then not
+      protected (one record with a new value adds a category, changes K and the threshold and
+      is listed), the result's ``public_domains`` is False and the histograms' releases say they
+      are teaching-only.
     """
     cols = list(dict.fromkeys(columns))
     if not cols:
@@ -615,31 +718,54 @@ def encode_attributes(table: pd.DataFrame, columns: Sequence[str]) -> AttributeD
     missing = [c for c in cols if c not in table.columns]
     if missing:
         raise ParameterError(f"No column named {', '.join(map(repr, missing))} in the active dataset.")
+    declared = dict(domains or {})  # declarations of other columns are ignored (a catalogue may list more)
     n = len(table)
     if n == 0:
         raise ParameterError("The table has no records.")
     codes = np.empty((n, len(cols)), dtype=np.int32, order="F")
-    domains: list[tuple[Any, ...]] = []
+    doms: list[tuple[Any, ...]] = []
     notes: list[str] = []
+    public = True
     for j, c in enumerate(cols):
         s = table[c]
-        if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        if c in declared:
+            dom = declared_domain(declared[c], c)
+            pos = {v: i for i, v in enumerate(dom)}
+            other = len(dom) - 1
+            vals = _category_strings(s)
+            uniq, inv = np.unique(vals, return_inverse=True)
+            codes[:, j] = np.array([pos.get(u, other) for u in uniq], dtype=np.int32)[inv]
+            doms.append(dom)
+            notes.append(f"{c}: {len(dom) - 1} declared public categories + {OTHER}")
+        elif pd.api.types.is_bool_dtype(s):
+            dom = ("False", "True", OTHER)
+            vals = _category_strings(s)
+            codes[:, j] = np.where(vals == "False", 0, np.where(vals == "True", 1, 2))
+            doms.append(dom)
+            notes.append(f"{c}: public categories False / True")
+        elif pd.api.types.is_numeric_dtype(s):
             v = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-            cls = np.digitize(np.nan_to_num(v, nan=0.0), SIZE_CLASS_EDGES)
-            codes[:, j] = cls
-            domains.append(SIZE_CLASS_LABELS)
+            codes[:, j] = np.digitize(np.nan_to_num(v, nan=0.0), SIZE_CLASS_EDGES)
+            doms.append(SIZE_CLASS_LABELS)
             notes.append(f"{c}: public decade size classes")
-        else:
-            vals = s.astype("string").fillna(MISSING).to_numpy(dtype=object)
-            dom, inv = np.unique(vals.astype(str), return_inverse=True)
+        elif from_data:
+            vals = _category_strings(s)
+            dom, inv = np.unique(vals, return_inverse=True)
             if dom.size > MAX_DOMAIN:
                 raise ResourceLimitError(f"'{c}' has {dom.size:,} distinct values; the lab takes at most "
                                          f"{MAX_DOMAIN:,} per attribute.", hint="Pick a coarser column.")
             codes[:, j] = inv
-            domains.append(tuple(dom.tolist()))
-            notes.append(f"{c}: {dom.size} categories read from the data (a real release fixes them in advance)")
-    small = codes.astype(np.uint16 if max(len(x) for x in domains) > 255 else np.uint8, order="F")
-    return AttributeData(small, tuple(cols), tuple(domains), tuple(notes))
+            doms.append(tuple(dom.tolist()))
+            public = False
+            notes.append(f"{c}: {dom.size} categories read from the data — teaching only, not differentially "
+                         "private for the set of categories (declare them for a release)")
+        else:
+            raise ParameterError(f"Declare the public categories of '{c}'.",
+                                 hint="A histogram's cells must not depend on the data: list the possible values "
+                                      "(every other value goes to \"(other)\"), or read them from the data for "
+                                      "exploration only.")
+    small = codes.astype(np.uint16 if max(len(x) for x in doms) > 255 else np.uint8, order="F")
+    return AttributeData(small, tuple(cols), tuple(doms), tuple(notes), public)
 
 
 def synthetic_attribute_data(n: int = 100_000, d: int = 64, *, patterns: int = 20, heavy_share: float = 0.5,
@@ -849,6 +975,10 @@ def heavy_hitter_histogram(data: AttributeData, *, eps0: float, nu: float = 0.01
                            seed: int | None = None, reveal: bool = False) -> Release:
     """The Theorem 15 histogram: PrivHeavyHitter, then Laplace counts on its final list.
 
+    ``data`` must have public domains (:func:`encode_attributes` with declared categories): with
+    one attribute every category of the domain is listed, so a domain read from the data would
+    publish which values occur (such a release is marked teaching-only).
+
     Per attribute: ``eps0``-∇0DP (pure) with the corrected calibration (``method="exact"``
     or ``"lemma28"``); the release states the exact delivered ε0 and the whole-record bound
     (group privacy over the d attributes for the lists, plus the counts). Cells not listed
@@ -874,15 +1004,22 @@ def heavy_hitter_histogram(data: AttributeData, *, eps0: float, nu: float = 0.01
     whole = cal.whole_record(data.d)
     answers, cells = _answers(data, codes, est, cal.count_scale, counts.astype(float) if reveal else None)
     params = {"eps0": cal.eps0, "nu": cal.nu, "tau": t, "d": data.d, "n": data.n, "attributes": list(data.names),
+              "domains": data.domain_source,
               **{f"cal_{k}": v for k, v in cal.as_dict().items() if k not in ("eps0", "nu")}}
     entry = LedgerEntry(
-        label=f"Heavy-hitter histogram on {data.d} attribute(s), ε0 = {cal.delivered:.3g} per attribute",
+        label=f"Heavy-hitter histogram on {data.d} attribute(s), ε0 = {cal.delivered:.3g} per attribute"
+              + _teaching_only(data),
         mechanism="partial.heavy_hitter_histogram", loss=FlatLoss(whole, "eps"), params=params, seed=seed)
     return Release(
         mechanism="partial.heavy_hitter_histogram", answers=answers, measure="eps", loss=np.full(data.n, whole),
         entries=(entry,), params=params, seed=seed, truth_included=reveal,
         extras={"calibration": cal, "eps0_delivered": cal.delivered, "whole_record": whole, "cells": cells,
-                "level_sizes": level_sizes, "seconds": seconds, "notes": data.notes})
+                "level_sizes": level_sizes, "seconds": seconds, "notes": data.notes,
+                "teaching_only": not data.public_domains})
+
+
+def _teaching_only(data: AttributeData) -> str:
+    return "" if data.public_domains else " — TEACHING ONLY: categories read from the data (not DP for their set)"
 
 
 def standard_threshold(eps: float, cells: int) -> float:
@@ -904,6 +1041,8 @@ def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Genera
                        max_released: int = MAX_RELEASED) -> Release:
     """The canonical ε-DP histogram (§5): Laplace(2/ε) on every one of the Π|X_j| cells.
 
+    The K cells, the default threshold and ``cells_log10`` are functions of the domains, which
+    must be public (declared; a data-derived domain makes the release teaching-only).
     Replacement neighbours move one record between two cells (L1 sensitivity 2), hence
     Lap(2/ε); its per-attribute parameter is the same ε (no granular gain). Only cells
     whose noisy count exceeds the public ``threshold`` are published (post-processing;
@@ -957,14 +1096,16 @@ def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Genera
     seconds = time.perf_counter() - start
     answers, cells = _answers(data, codes, est, b, true if reveal else None)
     params = {"eps": e, "threshold": t, "d": data.d, "n": data.n, "attributes": list(data.names), "scale": b,
-              "cells_log10": _log_cells(K) / math.log(10.0)}
-    entry = LedgerEntry(label=f"Standard Laplace histogram on {data.d} attribute(s), ε = {e:.3g}",
+              "cells_log10": _log_cells(K) / math.log(10.0), "domains": data.domain_source}
+    entry = LedgerEntry(label=f"Standard Laplace histogram on {data.d} attribute(s), ε = {e:.3g}"
+                              + _teaching_only(data),
                         mechanism="partial.standard_histogram", loss=FlatLoss(e, "eps"), params=params, seed=seed)
     return Release(mechanism="partial.standard_histogram", answers=answers, measure="eps", loss=np.full(data.n, e),
                    entries=(entry,), params=params, seed=seed, truth_included=reveal,
                    extras={"threshold": t, "scale": b, "seconds": seconds, "whole_record": e, "eps0_delivered": e,
                            "cells": cells,
-                           "private_empty_released": empty_released, "notes": data.notes})
+                           "private_empty_released": empty_released, "notes": data.notes,
+                           "teaching_only": not data.public_domains})
 
 
 def _sample_empty_cells(sizes: Sequence[int], occupied: np.ndarray, m: int, rng: np.random.Generator) -> np.ndarray:

@@ -129,3 +129,44 @@ def test_reproduce_code_runs(model):
     ns: dict = {}
     exec(compile(code, "<reproduce>", "exec"), ns)  # the page's code runs as shown
     assert ns["release"].answers["tier"].iloc[0] == "agency"
+
+
+def test_local_model_with_a_filter_keeps_every_user_and_public_edges():
+    """Local model: category edges come from d, the bins and the public top U; a filter adds the public
+    category "not matching" instead of dropping users, so n is the roster size."""
+    from prdp_core.mechanisms import multitier as mt
+
+    at = open_page("analyst_tiers")
+    assert at.session_state["mt_clip"] == 100.0  # a round public default, not a percentile of the data
+    at.radio(key="mt_model").set_value("local")
+    _ok(at)
+    at.number_input(key="mt_d").set_value(6)
+    at.selectbox(key="mt_filter_col").set_value("STATE")
+    _ok(at)
+    assert at.selectbox(key="mt_filter_val").value == "AL"  # the sample's documented categories
+    at.selectbox(key="mt_filter_val").set_value("CA")
+    _ok(at)
+    t = texts(at)
+    assert "d = 7 categories: 6 public bins" in t and "never by the data" in t
+    at.button(key="mt_release_btn").click()
+    _ok(at)
+    rel = at.session_state["mt_release"]["release"]
+    n = at.session_state["dataset"].n
+    assert rel.params["n"] == n and rel.params["d"] == 7
+    assert list(rel.answers["category"].iloc[:7]) == mt.bin_labels(mt.bin_edges(6)) + [mt.NOT_MATCHING]
+    assert abs(rel.answers.groupby("tier")["estimate"].sum() - n).max() < 1e-6
+    code = at.code[-1].value
+    assert "mt.local_categories(" in code and "filter=mt.RecordFilter('STATE', '==', 'CA')" in code
+    ns: dict = {}
+    exec(compile(code, "<reproduce>", "exec"), ns)
+    assert ns["release"].params["n"] == n and ns["labels"][-1] == mt.NOT_MATCHING
+
+
+def test_filter_value_of_an_undocumented_column_is_typed_not_listed():
+    at = open_page("analyst_tiers")
+    at.selectbox(key="mt_filter_col").set_value("COUNTY")
+    _ok(at)
+    assert not [s for s in at.selectbox if s.key == "mt_filter_val"]  # no list of the data's values
+    at.text_input(key="mt_filter_val").input("06037")
+    _ok(at)
+    assert "where COUNTY equals 06037" in texts(at)

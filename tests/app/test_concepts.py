@@ -110,7 +110,9 @@ def test_histogram_lab_on_active_dataset_teaching_and_review():
     _run(at)
     t = texts(at)
     assert "Confidential" in t and "Heavy cells" in t
-    assert "STATE: 51 categories read from the data" in t
+    assert "STATE: 51 declared public categories + (other)" in t  # the sample's documented domain
+    assert "read from the data" not in t and "Teaching only" not in t
+    assert {e.label for e in at.session_state["ledger"].entries if "TEACHING ONLY" in e.label} == set()
     # review mode hides truth (set through the sidebar radio's key, for this run)
     at.session_state["mode"] = "review"
     at.button(key="hl_run").click()
@@ -123,3 +125,38 @@ def test_histogram_lab_on_active_dataset_teaching_and_review():
     at.button(key="hl_run").click()
     _run(at)
     assert "Pick at least one column" in at.error[0].value
+
+
+def test_histogram_lab_needs_declared_categories():
+    """A column without a documented domain is not read from the data unless the user says so (exploration)."""
+    at = open_page("concepts")
+    at.radio(key="hl_source").set_value("dataset")
+    _run(at)
+    at.multiselect(key="hl_columns").set_value(["COUNTY", "EMP"])
+    _run(at)
+    assert at.text_input(key="hl_dom_COUNTY") is not None  # the page asks for COUNTY's categories
+    at.button(key="hl_run").click()
+    _run(at)
+    assert "Declare the public categories of 'COUNTY'" in at.error[0].value
+    at.text_input(key="hl_dom_COUNTY").input("06001, 06003, 48201")
+    _run(at)
+    at.button(key="hl_run").click()
+    _run(at)
+    t = texts(at)
+    assert "COUNTY: 3 declared public categories + (other)" in t and "Heavy-hitter histogram" in t
+    code = at.code[0].value
+    assert "'COUNTY': '06001, 06003, 48201'" in code and "from_data" not in code
+    scope: dict = {}
+    exec(compile(code, "reproduce.py", "exec"), scope)  # the shown code runs as is, on the same domains
+    assert scope["data"].domains[0] == ("06001", "06003", "48201", "(other)") and scope["data"].public_domains
+    # exploration with categories read from the data: said on the page and in the ledger
+    at.radio(key="hl_domains").set_value("data")
+    _run(at)
+    assert any("Exploration only" in w.value for w in at.warning)
+    at.button(key="hl_run").click()
+    _run(at)
+    t = texts(at)
+    assert "categories read from the data — teaching only" in t
+    assert any("Teaching only" in w.value for w in at.warning)
+    assert sum("TEACHING ONLY" in e.label for e in at.session_state["ledger"].entries) == 2
+    assert "from_data=True" in at.code[0].value

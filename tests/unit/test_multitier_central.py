@@ -324,9 +324,43 @@ def test_bad_inputs_raise_actionable_errors():
         mt.plan_central([("a", 1.0)], "staircase")
     with pytest.raises(ParameterError, match="integer"):
         mt.plan_central([("a", 1.0)], "geometric", sensitivity=2.5)
-    plan = mt.plan_central([("a", 1.0)], "geometric")
-    with pytest.raises(ParameterError, match="integer"):
-        mt.release_central(plan, 2.5, rng=np.random.default_rng(0))
+    with pytest.raises(ParameterError, match="finite"):
+        mt.release_central(mt.plan_central([("a", 1.0)], "geometric"), math.nan, rng=np.random.default_rng(0))
+
+
+def test_lattice_rounding_keeps_the_integer_sensitivity():
+    """⌊q + ½⌋ moves by at most Δ when q moves by at most Δ (round-half-to-even would not: 0.5 → 0, 1.5 → 2)."""
+    rng = np.random.default_rng(3)
+    for delta in (1, 2, 7):
+        a = np.concatenate([rng.uniform(-50, 50, 20_000), np.arange(-20, 20, 0.5)])
+        step = rng.uniform(-delta, delta, a.size)
+        step[: a.size // 4] = np.sign(step[: a.size // 4]) * delta  # the extreme moves
+        assert np.max(np.abs(mt.lattice_round(a + step) - mt.lattice_round(a))) <= delta
+    assert np.round(1.5) - np.round(0.5) == 2  # numpy's half-to-even rounding would double a count's sensitivity
+    assert mt.lattice_round(np.array([0.5, 1.5, 2.0, -0.5]).tolist()).tolist() == [1.0, 2.0, 2.0, 0.0]
+
+
+def test_geometric_release_of_a_non_integer_answer_never_aborts_and_is_eps_dp():
+    """A data-dependent abort (the sum happens not to be an integer) is gone: the release answers ⌊q + ½⌋.
+    Exact output pmfs on neighbouring answers q = 0.5 and q' = 1.5 (Δ = 1): max log-ratio ≤ ε."""
+    eps = 1.0
+    plan = mt.plan_central([("a", eps), ("b", 0.4)], "geometric")
+    outs = {}
+    for q in (0.5, 1.5, 2.0):
+        rel = mt.release_central(plan, q, rng=np.random.default_rng(0), reveal=True)
+        assert np.all(rel.answers["estimate"] == np.round(rel.answers["estimate"]))
+        outs[q] = rel
+    assert outs[2.0].answers["true"].iloc[0] == 2.0 and outs[0.5].answers["true"].iloc[0] == 1.0
+    k = np.arange(-60, 61)
+    a = plan.family.param(eps)
+    p0 = mc.tsg_pmf(k - mt.lattice_round(0.5), a)
+    p1 = mc.tsg_pmf(k - mt.lattice_round(1.5), a)
+    assert np.max(np.abs(np.log(p0) - np.log(p1))) <= eps + 1e-12
+    # sums of unrounded per-record values: the same release path, no abort for any data
+    df = pd.DataFrame({"v": [0.3, 0.4, 2.25]})
+    q = mt.central_query(df, "sum", measure="v", clip=5)
+    rel = mt.release_central(plan, q.value, rng=np.random.default_rng(1), records=q.mask, query=q.label)
+    assert len(rel.answers) == 2
 
 
 def test_central_query_count_and_sum():

@@ -306,7 +306,88 @@ def test_release_local_structure_and_errors():
 
 
 def test_bin_measure_codes_and_labels():
-    codes, labels = mt.bin_measure(np.array([0.0, 1.0, 10.0, 1000.0]), 4)
-    assert codes.min() == 0 and codes.max() == 3 and len(labels) == 4
+    codes, labels = mt.bin_measure(np.array([0.0, 1.0, 10.0, 1000.0, 5e6, -3.0, np.nan]), 4)
+    assert codes.tolist() == [0, 0, 0, 2, 3, 0, 0] and len(labels) == 4
+    assert labels == ["< 30.6", "30.6–999", "999–3.16e+04", "≥ 3.16e+04"]  # from d and U = 10^6 only
     codes, _ = mt.bin_measure(np.array([0.0, 0.0]), 3)
     assert np.all(codes == 0)
+    codes, labels = mt.bin_measure(np.array([5.0, 10.0, 250.0]), scale="linear", d=4, top=400)
+    assert codes.tolist() == [0, 0, 2] and labels == ["< 100", "100–200", "200–300", "≥ 300"]
+    codes, labels = mt.bin_measure(np.array([0.5, 1, 10, 99, 1e9]), edges=[1, 10, 100])
+    assert codes.tolist() == [0, 1, 2, 2, 3] and labels == ["< 1", "1–10", "10–100", "≥ 100"]
+    assert len(set(mt.bin_measure(np.zeros(1), 256, scale="linear")[1])) == 256  # labels stay distinct
+    for bad in (dict(d=1), dict(d=4, top=-1), dict(d=4, top=math.inf), dict(d=4, scale="cubic"),
+                dict(edges=[3, 2]), dict(edges=[1, 2], d=5), dict()):
+        with pytest.raises(ParameterError):
+            mt.bin_measure(np.ones(3), **bad)
+
+
+# ---------------------------------------------------------------------------
+# Neighbouring tables: a user's category depends on that user alone (public edges, everyone reports)
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", ["log", "linear"])
+def test_one_users_value_moves_no_other_users_category_or_the_labels(scale):
+    """Before the fix the edges came from max(v): the top label printed max(v) ("…–2.35e+06" vs
+    "…–9.88e+06") and one large value moved everybody else's category."""
+    rng = np.random.default_rng(0)
+    v = np.round(rng.lognormal(6, 2, 400))
+    for new in (0.0, 2_345_678.0, 9_876_543.0, 1e12, np.nan, -5.0):
+        w = v.copy()
+        w[-1] = new
+        c1, l1 = mt.bin_measure(v, 8, scale=scale)
+        c2, l2 = mt.bin_measure(w, 8, scale=scale)
+        assert l1 == l2
+        assert np.array_equal(c1[:-1], c2[:-1])
+    # and the category of a user is the same whatever the others' values are (one user alone)
+    alone = np.array([mt.bin_measure(np.array([x]), 8, scale=scale)[0][0] for x in v[:50]])
+    assert np.array_equal(alone, mt.bin_measure(v, 8, scale=scale)[0][:50])
+
+
+def _release_on(table, f):
+    codes, labels = mt.local_categories(table, "x", 4, filter=f)
+    plan = mt.plan_local({"pub": 0.5, "res": 2.0}, len(labels))
+    return mt.release_local(plan, codes, rng=np.random.default_rng(1), labels=labels, reveal=True), codes, labels
+
+
+def test_with_a_filter_every_user_reports_and_n_is_the_roster_size():
+    """Neighbours: one record's filter attribute changed. Before the fix only matching records reported,
+    so n and every tier's sum of estimates were the exact number of matching records."""
+    import pandas as pd
+
+    t = pd.DataFrame({"x": [120.0, 340, 560, 780, 1000, 2_345_678], "g": ["a", "b", "a", "a", "b", "a"]})
+    t2 = t.copy()
+    t2.loc[1, "g"] = "a"  # one more matching record
+    f = mt.RecordFilter("g", "==", "a")
+    (r1, c1, l1), (r2, c2, l2) = _release_on(t, f), _release_on(t2, f)
+    assert l1 == l2 and l1[-1] == mt.NOT_MATCHING and len(l1) == 5
+    assert r1.params["n"] == r2.params["n"] == len(t) and r1.loss.shape == (len(t),)
+    for rel in (r1, r2):
+        sums = rel.answers.groupby("tier")["estimate"].sum()
+        assert np.allclose(sums, len(t))  # the public roster size, whatever the filter matches
+    # only the changed user's own category differs; it goes from "not matching" to its bin
+    assert np.flatnonzero(c1 != c2).tolist() == [1] and c1[1] == 4 and c2[1] == 1
+    # the per-user mechanism is the Subset chain on the public domain: each user's report is ε-LDP
+    plan = mt.plan_local({"pub": 0.5, "res": 2.0}, 5)
+    J = ml.joint_exact(plan.templates, sorted(set(plan.served)), 5)
+    assert ml.max_log_ratio(J.reshape(5, -1)) <= plan.loss_summary()["multitier"] + 1e-9
+    with pytest.raises(ParameterError, match="not a column"):
+        mt.local_categories(t, "nope", 4)
+
+
+def test_study_runner_local_model_with_a_filter_reports_every_record():
+    """The study path (report.run_study) uses the same public categories and full roster."""
+    from prdp_core.config import parse_config
+    from prdp_core.report import run_study
+
+    study = parse_config({"version": 1, "seed": 3, "data": {"sample": "table2_example"},
+                          "policy": {"tiers": {"a": 2.0, "b": 0.5}},
+                          "mechanisms": [{"kind": "multitier", "model": "local", "measure": "Payroll", "d": 4,
+                                          "top": 2e7, "filter": {"column": "Industry", "op": "==",
+                                                                 "value": "Mining"}}]})
+    run = run_study(study)
+    rel = run.releases[0][2]
+    assert rel.params["n"] == 5 and rel.params["d"] == 5
+    assert mt.NOT_MATCHING in set(rel.answers["category"])
+    assert np.allclose(rel.answers.groupby("tier")["estimate"].sum(), 5)

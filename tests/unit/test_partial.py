@@ -222,20 +222,105 @@ def test_calibrations():
 
 
 def test_encode_attributes():
-    df = pd.DataFrame({"state": ["A", "B", None, "A"], "emp": [0.0, 5.0, 250.0, 2e10], "x": [1, 2, 3, 4]})
-    data = P.encode_attributes(df, ["state", "emp"])
-    assert data.names == ("state", "emp") and data.n == 4
-    assert data.domains[0] == ("(missing)", "A", "B")
+    df = pd.DataFrame({"state": ["A", "B", None, "C"], "emp": [0.0, 5.0, 250.0, 2e10], "x": [1, 2, 3, 4],
+                       "flag": [True, False, True, True]})
+    data = P.encode_attributes(df, ["state", "emp"], {"state": ["A", "B"], "unused": ["z"]})
+    assert data.names == ("state", "emp") and data.n == 4 and data.public_domains
+    assert data.domains[0] == ("A", "B", "(other)")  # missing and undeclared values: "(other)"
+    assert [data.domains[0][c] for c in data.codes[:, 0]] == ["A", "B", "(other)", "(other)"]
     assert [data.domains[1][c] for c in data.codes[:, 1]] == ["<1", "1–9", "100–999", "≥1B"]
     assert data.cells == 3 * 11
-    assert any("fixes them in advance" in n for n in data.notes)
+    assert data.notes[0] == "state: 2 declared public categories + (other)"
+    # text declarations, numbers declared as categories, booleans, "(missing)" declared
+    d2 = P.encode_attributes(df, ["x", "state", "flag"], {"x": "1, 2,\n3", "state": ["A", "(missing)"]})
+    assert d2.domains == (("1", "2", "3", "(other)"), ("A", "(missing)", "(other)"), ("False", "True", "(other)"))
+    assert d2.codes[:, 0].tolist() == [0, 1, 2, 3] and d2.codes[:, 1].tolist() == [0, 2, 1, 2]
+    assert d2.codes[:, 2].tolist() == [1, 0, 1, 1]
+    # an undeclared text column is refused; from the data only for exploration
+    with pytest.raises(ParameterError, match="Declare the public categories of 'state'"):
+        P.encode_attributes(df, ["state"])
+    ex = P.encode_attributes(df, ["state"], from_data=True)
+    assert ex.domains[0] == ("(missing)", "A", "B", "C") and not ex.public_domains
+    assert "teaching only" in ex.notes[0] and "teaching only" in ex.domain_source
+    with pytest.raises(ParameterError, match="at least one category"):
+        P.encode_attributes(df, ["state"], {"state": " , "})
     with pytest.raises(ParameterError, match="No column"):
         P.encode_attributes(df, ["nope"])
     with pytest.raises(ParameterError, match="at least one"):
         P.encode_attributes(df, [])
     big = pd.DataFrame({"id": [f"r{i}" for i in range(P.MAX_DOMAIN + 1)]})
     with pytest.raises(ResourceLimitError):
-        P.encode_attributes(big, ["id"])
+        P.encode_attributes(big, ["id"], from_data=True)
+    with pytest.raises(ResourceLimitError):
+        P.encode_attributes(big, ["id"], {"id": big["id"].tolist()})
+
+
+def test_sample_domains_cover_the_samples():
+    """The documented domains hold every value the registered samples produce (nothing falls in "(other)")."""
+    from prdp_core import samples
+
+    for name, doms in P.SAMPLE_DOMAINS.items():
+        if name not in samples.names():
+            continue
+        n = 5 if name == "table2_example" else None if samples.info(name).kind == "real" else 20_000
+        table = samples.load(name, n=n, seed=1)
+        data = P.encode_attributes(table, list(doms), P.sample_domains(name))
+        for j, c in enumerate(doms):
+            assert data.domains[j][-1] == "(other)"
+            assert not (data.codes[:, j] == len(data.domains[j]) - 1).any(), (name, c)
+    assert P.sample_domains("nope") == {}
+
+
+def _neighbours_one_attribute_changed():
+    """D and D': one record's attribute value replaced by a value no other record has."""
+    a = pd.DataFrame({"g": ["A", "B", "A", "B"], "h": ["x", "y", "y", "x"]})
+    b = a.copy()
+    b.loc[3, "g"] = "Z"
+    return a, b
+
+
+def test_neighbouring_tables_have_the_same_domain_threshold_and_published_cells():
+    """One attribute of one record changed to a new value: everything public stays the same.
+
+    Before declared domains the cells, threshold and cells_log10 moved (0.6021 → 0.7782,
+    1.386 → 2.197) and the one-attribute heavy-hitter histogram listed "Z" — an unbounded loss."""
+    a, b = _neighbours_one_attribute_changed()
+    dom = {"g": ["A", "B"], "h": ["x", "y"]}
+    out = []
+    for t in (a, b):
+        data = P.encode_attributes(t, ["g", "h"], dom)
+        std = P.standard_histogram(data, eps=1.0, rng=np.random.default_rng(1))
+        hh = P.heavy_hitter_histogram(P.encode_attributes(t, ["g"], dom), eps0=1.0, rng=np.random.default_rng(1))
+        out.append((data.domains, data.cells, std.params["cells_log10"], std.params["threshold"],
+                    std.params["domains"], sorted(hh.answers["g"])))
+    assert out[0] == out[1]
+    assert out[0][5] == ["(other)", "A", "B"]  # the whole public domain, never "Z"
+    assert out[0][2] == pytest.approx(math.log10(9)) and out[0][3] == pytest.approx(P.standard_threshold(1.0, 9))
+    # the exploration mode is the old behaviour and says so
+    ex = [P.standard_histogram(P.encode_attributes(t, ["g", "h"], from_data=True), eps=1.0,
+                               rng=np.random.default_rng(1)) for t in (a, b)]
+    assert ex[0].params["cells_log10"] != ex[1].params["cells_log10"]
+    assert all("TEACHING ONLY" in r.entries[0].label and r.extras["teaching_only"] for r in ex)
+
+
+def test_one_attribute_heavy_hitter_output_distribution_on_neighbours():
+    """d = 1: the released cells are the declared domain and the counts Lap(b); the exact log-density
+    ratio of the released vector on neighbours is ≤ ε0 (a record moves between two cells)."""
+    a, b = _neighbours_one_attribute_changed()
+    dom = {"g": ["A", "B"]}
+    rels = [P.heavy_hitter_histogram(P.encode_attributes(t, ["g"], dom), eps0=1.0, rng=np.random.default_rng(5),
+                                     reveal=True) for t in (a, b)]
+    cells = [r.answers["g"].tolist() for r in rels]
+    assert sorted(cells[0]) == sorted(cells[1])
+    scale = rels[0].extras["calibration"].count_scale
+    ta = rels[0].answers.set_index("g")["true"]
+    tb = rels[1].answers.set_index("g")["true"]
+    assert (ta - tb).abs().sum() == 2  # B → (other)
+    # log p_D(y)/p_D'(y) = Σ_cells (|y_c − b_c| − |y_c − a_c|)/scale: its sup is the sum of the cells' sups
+    y = np.linspace(-40, 40, 8001)[:, None]
+    tb = tb.reindex(ta.index)
+    worst = float(np.max(np.abs(np.abs(y - tb.to_numpy()) - np.abs(y - ta.to_numpy())), axis=0).sum() / scale)
+    assert worst == pytest.approx(rels[0].extras["eps0_delivered"]) and worst <= 1.0 + 1e-9
 
 
 def test_synthetic_data():
@@ -291,18 +376,19 @@ def test_heavy_hitter_on_categorical_columns_and_one_attribute():
     rng = np.random.default_rng(6)
     df = pd.DataFrame({"a": rng.choice(list("xyz"), 3000, p=[0.7, 0.2, 0.1]),
                        "b": rng.choice(list("pq"), 3000), "c": rng.integers(0, 50, 3000).astype(float)})
-    data = P.encode_attributes(df, ["a", "b", "c"])
+    dom = {"a": list("xyz"), "b": list("pq")}
+    data = P.encode_attributes(df, ["a", "b", "c"], dom)
     rel = P.heavy_hitter_histogram(data, eps0=2.0, nu=0.05, rng=rng, reveal=True)
     assert set(rel.answers.columns) >= {"a", "b", "c"}
-    assert rel.params["cal_levels"] == 2
-    one = P.heavy_hitter_histogram(P.encode_attributes(df, ["a"]), eps0=1.0, rng=rng, reveal=True)
-    assert len(one.answers) == 3 and (one.answers["scale"] == 2.0).all()
+    assert rel.params["cal_levels"] == 2 and rel.params["domains"] == P.DOMAIN_PUBLIC
+    one = P.heavy_hitter_histogram(P.encode_attributes(df, ["a"], dom), eps0=1.0, rng=rng, reveal=True)
+    assert len(one.answers) == 4 and (one.answers["scale"] == 2.0).all()  # x, y, z and (other)
     assert one.extras["whole_record"] == pytest.approx(1.0)
 
 
 def test_candidate_limit_is_a_resource_error():
     df = pd.DataFrame({"a": [str(i) for i in range(3000)], "b": [str(i % 2000) for i in range(3000)]})
-    data = P.encode_attributes(df, ["a", "b"])
+    data = P.encode_attributes(df, ["a", "b"], from_data=True)
     with pytest.raises(ResourceLimitError, match="combinations"):
         P.priv_heavy_hitters(data, lam=1.0, mu=5.0, tau=10.0, rng=np.random.default_rng(0), max_candidates=10**6)
 
@@ -316,9 +402,10 @@ def test_standard_histogram_threshold_and_guarantee():
     assert rel.entries[0].loss.value == 1.0
     acc = P.histogram_accuracy(data, rel, 0.01)
     assert acc["heavy_found"] == acc["heavy"] == 5
-    small = P.encode_attributes(pd.DataFrame({"g": list("aab"), "h": [1.0, 50.0, 50.0]}), ["g", "h"])
+    small = P.encode_attributes(pd.DataFrame({"g": list("aab"), "h": [1.0, 50.0, 50.0]}), ["g", "h"],
+                                {"g": ["a", "b"]})
     full = P.standard_histogram(small, eps=1.0, threshold=-math.inf, rng=np.random.default_rng(0), reveal=True)
-    assert len(full.answers) == 2 * 11  # every cell of a small domain when asked
+    assert len(full.answers) == 3 * 11  # every cell of a small domain when asked
     # the published labels and cells match the true counts (dense path)
     truth = P._true_counts_of(small, full.extras["cells"], P.true_histogram(small))
     assert np.array_equal(truth, full.answers["true"].to_numpy())
@@ -357,10 +444,10 @@ def test_heavy_hitter_counts_are_laplace_4_over_eps():
     """Second stage: Lap(4/ε0) on the final list (τ very low, so every candidate is listed)."""
     rng = np.random.default_rng(11)
     df = pd.DataFrame({"a": rng.integers(0, 150, 30_000).astype(str), "b": rng.integers(0, 140, 30_000).astype(str)})
-    data = P.encode_attributes(df, ["a", "b"])
+    data = P.encode_attributes(df, ["a", "b"], {"a": [str(i) for i in range(150)], "b": [str(i) for i in range(140)]})
     rel = P.heavy_hitter_histogram(data, eps0=1.0, nu=0.01, tau=-1e6, rng=rng, reveal=True)
     resid = rel.answers["error"].to_numpy()
-    assert len(resid) == 150 * 140
+    assert len(resid) == 151 * 141
     ok, lo, hi = _ks_both_ways(resid, stats.laplace, 4.0)
     assert ok > 0.01 and lo < 1e-3 and hi < 1e-3
 
