@@ -11,6 +11,12 @@
   independently of the engine, has max log-ratio equal to the top budget (independent
   releases: the sum), on a finite window of integer outputs.
 * GRR and BRR re-sampling chains: exact marginals at every tier.
+* The released table on neighbouring *tables* (local model): the exact distribution of one
+  tier's column counts for every user's category from the app's categorisation, for a table
+  and its neighbour (one user's value, or one record's filter attribute, changed). With public
+  bin edges and every user reporting the max log-ratio is the tier's level; with edges from the
+  data's maximum or with non-matching users dropped (the old behaviour) it is far above or
+  infinite — the audit's power.
 """
 
 from __future__ import annotations
@@ -220,3 +226,87 @@ def test_central_marginal_of_a_derived_tier_is_exact():
     lap = mc.noise_family("laplace")
     w = (0.5 / 1.5) ** 2
     assert np.abs(lap.cf(t, 1 / 1.5) * (w + (1 - w) * lap.cf(t, 2.0)) - lap.cf(t, 2.0)).max() < 1e-14
+
+
+# ---------------------------------------------------------------------------
+# Local model on neighbouring tables: categories from public edges, everyone reports
+# ---------------------------------------------------------------------------
+
+
+def _column_count_pmf(cats: np.ndarray, k: int, rho: float, d: int) -> dict[tuple[int, ...], float]:
+    """Exact pmf of the column counts Σ_users 1[j ∈ report] of n independent Subset(x, k, ln ρ) reports."""
+    P = ml.subset_pmf_exact(k, rho, d)
+    S = ml.subsets_of_size(d, k).astype(np.int64)
+    dist: dict[tuple[int, ...], float] = {(0,) * d: 1.0}
+    for c in cats:
+        new: dict[tuple[int, ...], float] = {}
+        for key, p in dist.items():
+            base = np.array(key)
+            for j in range(S.shape[0]):
+                kk = tuple((base + S[j]).tolist())
+                new[kk] = new.get(kk, 0.0) + p * P[c, j]
+        dist = new
+    return dist
+
+
+def _max_log_ratio(p: dict, q: dict) -> float:
+    keys = set(p) | set(q)
+    if any(k not in p or k not in q for k in keys):
+        return math.inf
+    return max(abs(math.log(p[k]) - math.log(q[k])) for k in keys)
+
+
+def _old_codes(v: np.ndarray, d: int) -> np.ndarray:
+    """The former categorisation: equal-width bins of log(1 + v) up to the data's maximum."""
+    edges = np.linspace(0.0, float(np.log1p(v.max())), d + 1)
+    return np.clip(np.searchsorted(edges, np.log1p(v), side="right") - 1, 0, d - 1)
+
+
+def _tier_pmf(codes: np.ndarray, d: int, eps: float) -> tuple[dict, float]:
+    plan = mt.plan_local([("a", eps)], d)
+    t = plan.templates[plan.served[0]]
+    return _column_count_pmf(codes, t.k, t.rho, d), float(plan.served_eps[0])
+
+
+@pytest.mark.parametrize("new_value", [5e9, 9_876_543.0, 0.0, 55.0])
+def test_released_counts_on_neighbouring_tables_cost_one_users_level(new_value):
+    import pandas as pd
+
+    v = np.array([50.0, 500.0, 5_000.0, 50_000.0])
+    w = v.copy()
+    w[-1] = new_value  # one user's value changes (the largest one)
+    d, eps = 4, 1.0
+    pmfs = []
+    for table in (v, w):
+        codes, labels = mt.local_categories(pd.DataFrame({"x": table}), "x", d)
+        pmf, level = _tier_pmf(codes, d, eps)
+        pmfs.append(pmf)
+    assert _max_log_ratio(*pmfs) <= level + 1e-9
+    # power: the former data-dependent edges move the other users' categories too ({1,2,3,3} → {0,1,1,3}:
+    # two users' worth of change, 2·ln 2 against the promised ln 2)
+    if new_value == 5e9:
+        old = [_tier_pmf(_old_codes(t, d), d, eps)[0] for t in (v, w)]
+        assert _max_log_ratio(*old) > 1.5 * level
+
+
+def test_released_counts_when_one_record_leaves_the_filter():
+    import pandas as pd
+
+    t1 = pd.DataFrame({"x": [120.0, 340.0, 2_000.0, 50.0], "g": ["a", "a", "b", "a"]})
+    t2 = t1.copy()
+    t2.loc[1, "g"] = "b"
+    f = mt.RecordFilter("g", "==", "a")
+    eps = 1.0
+    pmfs, levels = [], []
+    for t in (t1, t2):
+        codes, labels = mt.local_categories(t, "x", 3, filter=f)
+        pmf, level = _tier_pmf(codes, len(labels), eps)
+        pmfs.append(pmf)
+        levels.append(level)
+    assert _max_log_ratio(*pmfs) <= levels[0] + 1e-9
+    # power: dropping non-matching users makes the number of reports (the support) differ
+    old = []
+    for t in (t1, t2):
+        codes, _ = mt.bin_measure(t.loc[f.mask(t), "x"].to_numpy(), 3)
+        old.append(_tier_pmf(codes, 3, eps)[0])
+    assert _max_log_ratio(*old) == math.inf
