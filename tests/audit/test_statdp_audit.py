@@ -481,7 +481,7 @@ def case_standard_histogram() -> Case:
 
     def tab(cell: str) -> PA.AttributeData:
         r = pd.DataFrame({"A": keys, "B": [cell] * K})
-        return PA.encode_attributes(pd.concat([base, r], ignore_index=True), ["A", "B"])
+        return PA.encode_attributes(pd.concat([base, r], ignore_index=True), ["A", "B"], {"A": keys, "B": ["x", "y"]})
 
     def draw(data, e):
         def once(rng):
