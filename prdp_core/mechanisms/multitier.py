@@ -618,7 +618,10 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
                   labels: Sequence[str] | None = None) -> Release:
     """Simulate n users' reports for every tier and release each tier's estimated counts.
 
-    ``values``: each user's category in 0…d−1 (one user per input row). Every user's reports
+    ``values``: each user's category in 0…d−1 (one user per input row; every user of the roster,
+    each category a function of that user's own record only — :func:`local_categories` builds
+    them from public edges, with the public category "not matching" for a filter). n is the
+    roster size: every tier's estimates sum to it. Every user's reports
     follow the chosen multi-tier mechanism exactly (epochs of the template chain; see
     :mod:`.multitier_local`); each tier's collector debiases the column counts of its
     reports into count estimates. The answers table has one row per (tier, category); truth
