@@ -84,9 +84,21 @@ m3.metric("mean Φ (S-avg's t)", f"{spec.mean_eps:.3g}")
 m4.metric("max Φ (S's and T's t)", f"{spec.max_eps:.3g}")
 for note in spec.notes:
     st.caption(f":material/info: {note}")
-st.caption(f"Source: {spec.source}. The thresholds above are computed over the whole public roster U, never over "
-           "the users whose tuples happen to be in a query — otherwise adding one conservative user would change "
-           "everybody's noise and break the guarantee.")
+st.caption(f"Source: {spec.source}. The thresholds above are computed over the whole roster U, never over the users "
+           "whose tuples happen to be in one query — otherwise adding one conservative user would change everybody's "
+           "noise and break the guarantee.")
+if spec.roster == "table":
+    st.info("**The roster U comes from the table.** The users and their Φ are read from the data being released "
+            "(generated tiers are drawn for its rows or owners), so α, the thresholds and Sample's π would move if a "
+            "user joined or left. Every release below is therefore stated under **substitution neighbours**: n, the "
+            "users and their Φ are public, and one tuple's value changes. A roster fixed in advance (in Python: "
+            "`P.generate_tiers(user_ids, ...)` or `P.spec_from_values(...)` over a declared universe) keeps the "
+            "paper's add/remove statements.", icon=":material/group:")
+    learn("**Why not add/remove?** With the roster taken from the table, adding one user who chose Φ = 0.01 moves "
+          "Minimum's α from, say, 1 to 0.01: the noise scale itself reveals that the user is present, whatever their "
+          "Φ. Substitution neighbours keep the roster fixed, so α, t and π are public constants. For counts the "
+          "per-user loss is the same number; sums with lo < 0 < hi and the rank-score median cost up to twice as "
+          "much (the change-count median does not).")
 sc1, sc2 = st.columns([3, 2])
 with sc1:
     st.plotly_chart(pch.spec_figure(spec.eps, spec.tiers), key="pdp_spec_chart")
@@ -111,12 +123,29 @@ q3.number_input("Public lower bound lo", step=1.0, key="pdp_lo")
 q4.number_input("Public upper bound hi", step=1.0, key="pdp_hi",
                 help="Values are clipped to [lo, hi]. hi sets the sensitivity of sums and the output range of "
                      "median and min. In a real release choose it without looking at the data.")
-st.caption("The default upper bound was rounded up from the column's 99th percentile — fine for design; a real "
-           "release must fix its bounds without looking at the data.")
+st.checkbox("The values are whole numbers (declared, public): median and min answer on the integers of [lo, hi]",
+            key="pdp_integer",
+            help="A public fact about the column (e.g. a number of employees), never read from the values: if the "
+                 "output range followed the data, changing one value from 4 to 4.5 would switch every answer from "
+                 "integers to non-integers. Values are rounded to the nearest integer before the mechanism.")
+from_data = upd.data_default_params()
+if from_data:
+    what = " and ".join({"hi": f"hi = {ss['pdp_hi']:g}", "cutoff": f"the count cut-off {ss['pdp_cutoff']:g}"}[n]
+                        for n in from_data)
+    st.warning(f"**{what[0].upper() + what[1:]} {'was' if len(from_data) == 1 else 'were'} computed from the "
+               "confidential data** (the column's 99th percentile, rounded up): a design default, not a public "
+               "value. A real release must set its bounds from public knowledge. Releases run with it are marked "
+               "in their parameters and in the ledger.", icon=":material/lock:")
+else:
+    st.caption("Bounds and cut-off as set by you: keep them independent of the data for a real release.")
 
-st.caption(":material/compare_arrows: **Neighbour notions.** Minimum, Threshold, Sample and Stretching are proved "
-           f"under {P.NEIGHBOUR_TEXT['add/remove']}; PE only under {P.NEIGHBOUR_TEXT['substitution']}, a guarantee "
-           "about twice as weak for the same ε.")
+if spec.roster == "table":
+    st.caption(":material/compare_arrows: **Neighbour notions.** With the roster read from the table, every "
+               f"mechanism is stated under {P.NEIGHBOUR_TEXT['substitution']}, with the users and their Φ public.")
+else:
+    st.caption(":material/compare_arrows: **Neighbour notions.** Minimum, Threshold, Sample and Stretching are "
+               f"proved under {P.NEIGHBOUR_TEXT['add/remove']}; PE only under {P.NEIGHBOUR_TEXT['substitution']}, a "
+               "guarantee about twice as weak for the same ε.")
 
 mechs_all = {"M": P.Minimum(), "T": P.Threshold("max"), "S": P.Sample("max"), "S-avg": P.Sample("mean"),
              "PE": P.PE(), "Alag": P.Stretching()}
@@ -155,10 +184,15 @@ if view == "Delivered ε":
           "everything between costs accuracy.")
     grid, curves = P.pi_curves(upd.pi_thresholds(spec, t), upto=spec.max_eps)
     st.plotly_chart(pch.pi_curve_figure(grid, curves), key="pdp_pi")
-    st.markdown("**Neighbour notion of each guarantee**")
+    st.markdown("**Neighbour notion of each guarantee** (for a count)")
     st.dataframe(P.neighbour_table(mechs_all, spec), hide_index=True)
-    st.caption("PE is proved only for substitution neighbours (n public); a substitution-ε is roughly twice as weak "
-               "as an add/remove-ε, so PE's numbers are not directly comparable with the others.")
+    if spec.roster == "table":
+        st.caption("The roster comes from the table, so every guarantee is a substitution guarantee (n, the users and "
+                   "their Φ public). The curves above are the per-user ε of a count; a sum with lo < 0 < hi and the "
+                   "rank-score median cost up to twice as much under substitution (each release states its own).")
+    else:
+        st.caption("PE is proved only for substitution neighbours (n public); a substitution-ε is roughly twice as "
+                   "weak as an add/remove-ε, so PE's numbers are not directly comparable with the others.")
 
 elif view == "Threshold explorer":
     st.subheader("Error against the threshold t (Sample and Threshold)")
@@ -189,7 +223,7 @@ elif view == "Threshold explorer":
                                              key="pdp_assumed_mean")
                     sd_v = a2.number_input("Assumed standard deviation", min_value=0.0, value=guess,
                                            key="pdp_assumed_sd")
-                    curve = P.sum_mse_proxy(spec.eps, ts, mean=mean_v, sd=sd_v, bound=q.bound)
+                    curve = P.sum_mse_proxy(spec.eps, ts, mean=mean_v, sd=sd_v, bound=upd.proxy_bound(q, spec))
                 st.caption("Closed form from the public specification and the assumed data only: choosing t from "
                            "this curve costs no privacy (paper Sec. IV-B: use old or public data).")
                 st.plotly_chart(pch.threshold_curve_figure({"Sample (assumed data)": curve}, markers, unit=unit),
@@ -245,8 +279,11 @@ elif view == "Compare mechanisms":
                 except PrdpError as err:
                     show_error(err)
             confidential("True answers and errors describe the real records.")
-            st.caption("PE (red) is proved under substitution neighbours, the others (blue) under add/remove: its "
-                       "guarantee is about twice as weak for the same Φ.")
+            if spec.roster == "table":
+                st.caption("The roster comes from the table: every row is a substitution guarantee (red).")
+            else:
+                st.caption("PE (red) is proved under substitution neighbours, the others (blue) under add/remove: its "
+                           "guarantee is about twice as weak for the same Φ.")
 
 elif view == "Run a release":
     st.subheader("Run one release and add it to the session ledger")
@@ -271,6 +308,12 @@ elif view == "Run a release":
             st.markdown(f"True answer {ans['true']:,.4g} (error {ans['error']:+,.4g}).")
             confidential()
         st.markdown(f"Promise: {rel.extras['promise']}. Neighbours: {P.NEIGHBOUR_TEXT[rel.params['neighbours']]}.")
+        st.caption(f"Roster: {rel.extras.get('roster', '')}.")
+        flagged = [k[:-len('_source')] for k in rel.params if k.endswith("_source") and k != "spec_source"]
+        if flagged:
+            verb = "is a design default" if len(flagged) == 1 else "are design defaults"
+            st.caption(f":material/lock: {' and '.join(flagged)} of this release {verb} computed from the "
+                       "confidential data — marked as such in the ledger.")
         if teaching and rel.loss is not None:
             prof = rel.loss_profile("delivered ε")
             st.markdown(f"Delivered ε: median {prof.quantile(0.5):.3g}, largest {rel.loss.max():.3g}; "
@@ -290,13 +333,14 @@ elif view == "PE scores":
     try:
         if src == "paper example":
             vals, phi = P.PE_EXAMPLE
-            q = P.Query(kind, column="x", cutoff=6, lo=1, hi=12)
-            prof = P.pe_profile(kind, q.prepare(vals), phi, lo=1, hi=12)
+            q = P.Query(kind, column="x", cutoff=6, lo=1, hi=12, integer=True)
+            prof = P.pe_profile(kind, q.prepare(vals), phi, lo=1, hi=12, integer=q.on_integers)
             truth = q.truth(vals)
         else:
             q = upd.query_from_widgets(kind)
             raw = q.raw(ds.table)
-            prof = P.pe_profile(kind, q.prepare(raw), spec.phi_for(ds.table), lo=q.lo, hi=q.hi)
+            prof = P.pe_profile(kind, q.prepare(raw), spec.phi_for(ds.table), lo=q.lo, hi=q.hi,
+                                integer=q.on_integers)
             truth = q.truth(raw)
             confidential("The score depends on the real records.")
         st.plotly_chart(pch.pe_score_figure(prof["r"], prof["d"], prof["probability"], truth=truth), key="pdp_pe_fig")
@@ -308,15 +352,31 @@ elif view == "PDP vs PrDP":
     st.subheader("The same users under PrDP: E(r) = c·v_bud")
     st.markdown("PrDP treats each user's ε as a private attribute v_bud of their record and publishes only the budget "
                 "function E(r) = c·v_bud (general framework paper, Sec. 3.4). PDP publishes every user's ε.")
-    st.number_input("c", 0.01, 100.0, 1.0, 0.1, key="pdp_prdp_c")
+    pc1, pc2, pc3 = st.columns(3)
+    pc1.number_input("c", 0.01, 100.0, 1.0, 0.1, key="pdp_prdp_c")
+    (menu_lo, menu_hi), menu_src = P.public_choice_range(spec)
+    c_val = float(ss["pdp_prdp_c"])
+    pc2.number_input("ε̌ (smallest budget, public)", 1e-6, 1e6, value=min(max(c_val * menu_lo, 1e-6), 1e6),
+                     format="%.4g", key="pdp_prdp_emin",
+                     help="Published with E: the smallest choice offered to users, times c.")
+    pc3.number_input("ε̂ (largest budget, public)", 1e-6, 1e6, value=min(max(c_val * menu_hi, 1e-6), 1e6),
+                     format="%.4g", key="pdp_prdp_emax",
+                     help="Published with E: the largest choice offered to users, times c.")
+    st.caption(f"Default ε̌ and ε̂: c × {menu_src} ({menu_lo:g} to {menu_hi:g}). They are published with the "
+               "budget function, so they come from the public menu of choices — never from the smallest and largest "
+               "Φ in the table, which PrDP keeps private.")
     try:
-        red = P.to_prdp(ds.table, spec, c=float(ss["pdp_prdp_c"]))
+        e_lo, e_hi = float(ss["pdp_prdp_emin"]), float(ss["pdp_prdp_emax"])
+        red = P.to_prdp(ds.table, spec, c=c_val, eps_min=e_lo, eps_max=e_hi)
         st.markdown(f"Budget function: `E(r) = {red.expression}`, ε̌ = {red.eps_min:.3g}, ε̂ = {red.eps_max:.3g}.")
         kind = st.selectbox("Query", ["count", "sum"], key="pdp_prdp_kind")
         q = upd.query_from_widgets(kind)
+        if "hi" in upd.data_default_params(kind) or "cutoff" in upd.data_default_params(kind):
+            st.caption(":material/lock: The query's domain bound U = hi (or the cut-off) is still the design default "
+                       "computed from the confidential data.")
         if st.button("Run PDP and PrDP side by side", key="pdp_prdp_go", type="primary"):
-            out = P.compare_with_prdp(ds.table, spec, q, c=float(ss["pdp_prdp_c"]), rng=rng,
-                                      reveal=teaching)
+            out = P.compare_with_prdp(ds.table, spec, q, c=c_val, rng=rng, reveal=teaching, eps_min=e_lo,
+                                      eps_max=e_hi)
             ss["pdp_prdp_result"] = out
         out = ss.get("pdp_prdp_result")
         if out is not None:

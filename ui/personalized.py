@@ -4,6 +4,7 @@ calls, the release callback and the reproduce-in-Python code."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,12 @@ def nice_ceil(x: float) -> float:
     return float(10 ** (k + 1))
 
 
+def proxy_bound(query: P.Query, spec: P.PrivacySpec) -> float:
+    """The sum sensitivity the releases use: max(|lo|, |hi|), times the substitution calibration when
+    the roster comes from the table (hi − lo for lo < 0 < hi)."""
+    return float(query.bound) * P.noise_calibration(query, spec)
+
+
 def assumed_default(query: P.Query) -> float:
     """A neutral starting guess for the assumed mean and spread of the values: a tenth of the upper bound."""
     return float(query.bound) / 10.0
@@ -48,12 +55,45 @@ def assumed_default(query: P.Query) -> float:
 
 def set_query_defaults(column: str) -> None:
     """Default public bounds and count cut-off for ``column``: hi = the 99th percentile rounded up
-    to 1–2–5 × 10^k, cut-off 10 (or 1 for small values). Design defaults only."""
+    to 1–2–5 × 10^k, cut-off 10 (or 1 for small values). Design defaults only: they are computed
+    from the confidential data, so they are remembered (``pdp_data_defaults``) and every release
+    that still uses them says so (:func:`data_default_params`)."""
     ss = st.session_state
     p99 = float(state.profile().measures[column].p99)
     ss["pdp_hi"] = nice_ceil(p99)
     ss["pdp_lo"] = 0.0
     ss["pdp_cutoff"] = 10.0 if p99 > 10 else 1.0
+    ss["pdp_data_defaults"] = {"column": column, "hi": ss["pdp_hi"], "cutoff": ss["pdp_cutoff"]}
+
+
+#: What a release records about a parameter left at its data-derived design default.
+DATA_DEFAULT_NOTE = ("design default computed from the confidential data (the column's 99th percentile); not a "
+                     "public value — a real release must set it from public knowledge")
+
+
+def data_default_params(kind: str | None = None) -> list[str]:
+    """The query parameters still at a default computed from the confidential data: ``hi`` (any
+    value query and the PrDP comparison's U) and the count ``cutoff`` (``kind`` = count)."""
+    ss = st.session_state
+    d = ss.get("pdp_data_defaults") or {}
+    if d.get("column") != ss.get("pdp_value"):
+        return []
+    out = []
+    if kind != "count" and ss.get("pdp_hi") == d.get("hi"):
+        out.append("hi")
+    if kind in (None, "count") and ss.get("pdp_cutoff") == d.get("cutoff"):
+        out.append("cutoff")
+    return out
+
+
+def flag_data_defaults(rel: Any, names: list[str]) -> Any:
+    """The release with its params (and its ledger entries' params) stating which values are
+    data-derived design defaults, so they are never published as if they were public."""
+    if not names:
+        return rel
+    extra = {f"{n}_source": DATA_DEFAULT_NOTE for n in names}
+    entries = tuple(replace(e, params={**e.params, **extra}) for e in rel.entries)
+    return replace(rel, params={**rel.params, **extra}, entries=entries)
 
 
 def on_value_change() -> None:
@@ -135,7 +175,7 @@ def query_from_widgets(kind: str) -> P.Query:
     lo = float(ss.get("pdp_lo", 0.0))
     hi = float(ss.get("pdp_hi", 1.0))
     return P.Query(kind, column=col, cutoff=float(ss.get("pdp_cutoff", 1.0)), lo=lo, hi=hi,
-                   median_score=ss.get("pdp_score", "rank"))
+                   median_score=ss.get("pdp_score", "rank"), integer=bool(ss.get("pdp_integer", False)))
 
 
 def mechanism(short: str, t_rule: str = "max", t_custom: float = 0.5, rescale: bool = False) -> P.PDPMechanism:
@@ -239,6 +279,7 @@ def on_run_release() -> None:
                       float(ss.get("pdp_rel_tc", 0.5)), bool(ss.get("pdp_rel_rescale", False)))
         rng, seed = state.rng_and_seed()
         rel = m.release(ds.table, spec, q, rng=rng, seed=seed, reveal=state.teaching())
+        rel = flag_data_defaults(rel, data_default_params(q.kind if q.column is not None else "count"))
         state.record_release(rel)
         ss["pdp_last_release"] = rel
     except PrdpError as err:
@@ -275,9 +316,11 @@ from prdp_core.mechanisms import personalized as P
 {spec}
 print(spec.summary(), spec.tier_table(), sep="\\n")
 
-query = P.Query({query.kind!r}, column={query.column!r}, cutoff={query.cutoff!r}, lo={query.lo!r}, hi={query.hi!r})
+# a roster read from the table (spec.roster == "table") makes every release a substitution-neighbour statement
+query = P.Query({query.kind!r}, column={query.column!r}, cutoff={query.cutoff!r}, lo={query.lo!r}, hi={query.hi!r},
+                integer={bool(query.integer)!r})
 print(P.delivered_table(spec, P.paper_mechanisms(query.kind)))
 print(P.compare(ds.table, spec, query, runs=100, rng=np.random.default_rng({seed})))  # uses the private data
 release = P.Sample("max").release(ds.table, spec, query, rng=np.random.default_rng({seed}), seed={seed})
-print(release.answers, release.entries[0].loss.describe())
+print(release.answers, release.params["neighbours"], release.entries[0].loss.describe())
 """

@@ -18,6 +18,19 @@ Neighbour notions (they differ between mechanisms, and the app says so):
 The guarantee is per **tuple**: a user owning k tuples is protected at about k·Φ^u
 (group privacy), which the specification builders report.
 
+**Where the roster comes from** (:attr:`PrivacySpec.roster`). The add/remove proofs need
+the roster U and every Φ^u to be fixed in advance, independently of the data: α, the
+named thresholds and Sample's π are statistics of U. A specification built from the
+table itself (:func:`spec_from_column`, :func:`spec_from_labels`,
+:func:`generate_tiers_for`: roster ``"table"``) changes when a tuple is added (one
+added user with Φ = 0.01 moves α from 1 to 0.01: unbounded loss). Releases under such a
+specification are therefore stated under **substitution** neighbours — n, the users and
+their Φ are public, one tuple's value changes — with the per-user loss recomputed for
+that notion (:func:`substitution_factor`; Sample by the amplification bound of
+:func:`sample_delivered_substitution`). A roster declared independently of the data
+(:func:`spec_from_values`, :func:`generate_tiers` over a number or a list of user ids:
+roster ``"public"``) keeps the paper's add/remove statements.
+
 Mechanisms (Sec. IV):
 
 * :class:`Minimum` (Def. 7) — any ε-DP mechanism at α = min_u Φ^u;
@@ -37,9 +50,10 @@ for count and sum, a split-budget ratio for the mean, and the exponential mechan
 for the median (rank score, sensitivity ½) and the minimum (change-count score,
 sensitivity 1).
 
-Thresholds and the Minimum's α are computed from the **public specification over U**
-(:class:`PrivacySpec`), never from the users present in the dataset (see
-:meth:`PrivacySpec.threshold`).
+Thresholds and the Minimum's α are computed from the specification over its roster U
+(:class:`PrivacySpec`), never from the users present in one query's tuples (see
+:meth:`PrivacySpec.threshold`). The output range of median and min is the query's declared
+value type (:attr:`Query.integer`), never inferred from the values.
 
 The module also holds the analytic error formulas (closed forms where the noise allows),
 vectorised simulations, the paper's synthetic experiments (Sec. V-A, Table I) and the
@@ -75,6 +89,20 @@ NEIGHBOUR_TEXT: dict[str, str] = {
 }
 
 TIER_NAMES = ("conservative", "moderate", "liberal")
+
+Roster = Literal["public", "table"]
+ROSTERS: tuple[str, ...] = ("public", "table")
+
+#: Plain-language provenance of a specification's roster, for release params, the ledger and the UI.
+ROSTER_TEXT: dict[str, str] = {
+    "public": "the roster of users and their Φ were fixed independently of the data (public)",
+    "table": "the roster of users and their Φ were read from the table itself and are treated as public; only "
+             "substitution neighbours are protected (n, the users and their Φ fixed; one tuple's value changes)",
+}
+
+#: The range of choices used in the paper's experiments (Sec. V); the public fallback for the PrDP
+#: reduction's ε̌ and ε̂ when a specification declares no range of its own.
+PAPER_CHOICE_RANGE = (0.01, 1.0)
 
 
 # ---------------------------------------------------------------------------
@@ -124,6 +152,15 @@ class TierConfig:
     def f_l(self) -> float:
         return max(0.0, 1.0 - self.f_c - self.f_m)
 
+    def choice_range(self) -> tuple[float, float]:
+        """Smallest and largest Φ the generator can give (after rounding): public, from the config only."""
+        lo, hi = float(self.eps_c), float(self.eps_l)
+        r = float(self.round_to)
+        if r > 0:
+            lo = max(float(np.round(np.round(lo / r) * r, 10)), r)
+            hi = max(hi, float(np.round(np.round(hi / r) * r, 10)))
+        return lo, hi
+
     def expected_mean(self) -> float:
         """Expected mean Φ over users (before rounding), e.g. 0.369 at the defaults."""
         return (self.f_c * (self.eps_c + self.eps_m) / 2 + self.f_m * (self.eps_m + self.eps_l) / 2
@@ -155,6 +192,18 @@ class PrivacySpec:
         Number of users who received ``default_eps``.
     notes:
         Warnings for the designer (several tuples per user, values outside (0.01, 1]…).
+    roster:
+        Provenance of the roster and its Φ: ``"public"`` when they were fixed
+        independently of the data (given values, tiers generated over a given number or
+        list of users) — releases keep each mechanism's own neighbour notion (add/remove
+        for M, T, S, Stretching); ``"table"`` when they were read from the table being
+        released (a column of ε, or tiers over the table's rows or users) — α, the
+        thresholds and π are then functions of the table, so releases are stated under
+        substitution neighbours only (n, the users and their Φ public).
+    choice_range:
+        Public range (smallest, largest) of the ε users could choose — the menu offered to
+        them, or ``None`` when not declared. Used for ε̌ and ε̂ of the PrDP reduction,
+        instead of the smallest and largest Φ actually chosen.
     """
 
     users: np.ndarray
@@ -166,6 +215,8 @@ class PrivacySpec:
     n_defaulted: int = 0
     notes: tuple[str, ...] = ()
     tuples_per_user_max: int = 1
+    roster: str = "public"
+    choice_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         e = np.asarray(self.eps, dtype=float)
@@ -176,6 +227,14 @@ class PrivacySpec:
         object.__setattr__(self, "eps", e)
         object.__setattr__(self, "users", np.asarray(self.users))
         _check_eps(self.default_eps, "The default ε")
+        if self.roster not in ROSTERS:
+            raise ParameterError(f"Unknown roster provenance '{self.roster}'.",
+                                 hint="Use 'public' (fixed independently of the data) or 'table' (read from it).")
+        if self.choice_range is not None:
+            lo, hi = (_check_eps(v, "The range of choices") for v in self.choice_range)
+            if lo > hi:
+                raise ParameterError("The range of choices needs smallest ≤ largest.")
+            object.__setattr__(self, "choice_range", (lo, hi))
 
     @property
     def n_users(self) -> int:
@@ -199,14 +258,16 @@ class PrivacySpec:
     def threshold(self, t: ThresholdSpec) -> float:
         """Resolve a threshold: ``"max"``, ``"mean"``, ``"min"`` or a positive number.
 
-        The named thresholds are computed over the **public universe U**, never over the
-        users whose tuples happen to be in the dataset. If they were computed from the
-        users present, adding one conservative user's tuple would change t (or α) and
+        The named thresholds are computed over the roster U of the specification, never
+        over the users whose tuples happen to be in one query. If they moved with the
+        tuples present, adding one conservative user's tuple would change t (or α) and
         with it the noise scale of everybody's answer: the output distributions on D and
         D + x would then differ by more than e^{Φ^x} (two Laplace laws with different
         scales have an unbounded likelihood ratio), and the proofs of Defs. 7–9 no longer
         apply. The roster and its choices are public under PDP, so statistics of it are
-        free to use (notes §5.7).
+        free to use (notes §5.7) — provided the roster itself was fixed independently of
+        the data (``roster="public"``). A roster read from the table (``roster="table"``)
+        moves with the table, which is why such releases claim substitution neighbours only.
         """
         if isinstance(t, str):
             key = t.strip().lower()
@@ -257,12 +318,12 @@ class PrivacySpec:
 
     def summary(self) -> dict[str, Any]:
         return {"users": self.n_users, "min": self.min_eps, "mean": self.mean_eps, "max": self.max_eps,
-                "defaulted": self.n_defaulted, "source": self.source}
+                "defaulted": self.n_defaulted, "source": self.source, "roster": self.roster}
 
 
 def _finish_spec(users: np.ndarray, eps: np.ndarray, *, default_eps: float, user_col: str | None, source: str,
-                 n_defaulted: int, tiers: np.ndarray | None = None, tuples_max: int = 1,
-                 extra_notes: Sequence[str] = ()) -> PrivacySpec:
+                 n_defaulted: int, roster: str, tiers: np.ndarray | None = None, tuples_max: int = 1,
+                 extra_notes: Sequence[str] = (), choice_range: tuple[float, float] | None = None) -> PrivacySpec:
     notes = list(extra_notes)
     if n_defaulted:
         notes.append(f"{n_defaulted:,} user(s) had no ε and received the default ε_def = {default_eps:g}.")
@@ -273,20 +334,31 @@ def _finish_spec(users: np.ndarray, eps: np.ndarray, *, default_eps: float, user
     if tuples_max > 1:
         notes.append(f"Some users own several tuples (up to {tuples_max}). PDP protects single tuples: a user with "
                      f"k tuples is protected at about k·Φ (group privacy).")
+    if roster == "table":
+        notes.append("The roster of users and their Φ were read from the table: releases under this specification "
+                      "are stated under substitution neighbours (n, the users and their Φ public; one tuple's value "
+                      "changes), not add/remove.")
     return PrivacySpec(users=users, eps=eps, default_eps=default_eps, user_col=user_col, tiers=tiers, source=source,
-                       n_defaulted=n_defaulted, notes=tuple(notes), tuples_per_user_max=tuples_max)
+                       n_defaulted=n_defaulted, notes=tuple(notes), tuples_per_user_max=tuples_max, roster=roster,
+                       choice_range=choice_range)
 
 
 def spec_from_values(eps: Sequence[float] | np.ndarray, *, default_eps: float = 1.0,
-                     source: str = "given values") -> PrivacySpec:
-    """A specification with one user per value (missing values get ``default_eps``)."""
+                     source: str = "given values", roster: Roster = "public",
+                     choice_range: tuple[float, float] | None = None) -> PrivacySpec:
+    """A specification with one user per value (missing values get ``default_eps``).
+
+    ``roster``: ``"public"`` (default) when the values were fixed independently of the data
+    being released — the caller vouches for it; pass ``"table"`` when they were read from
+    that table. ``choice_range``: the public range of choices offered, if declared.
+    """
     d = _check_eps(default_eps, "The default ε")
     e = pd.to_numeric(pd.Series(np.asarray(eps, dtype=object)), errors="coerce").to_numpy(dtype=float)
     _check_column_eps(e, source)
     miss = np.isnan(e)
     e = np.where(miss, d, e)
     return _finish_spec(np.arange(e.size), e, default_eps=d, user_col=None, source=source,
-                        n_defaulted=int(miss.sum()))
+                        n_defaulted=int(miss.sum()), roster=roster, choice_range=choice_range)
 
 
 def _check_column_eps(e: np.ndarray, what: str) -> None:
@@ -299,14 +371,19 @@ def _check_column_eps(e: np.ndarray, what: str) -> None:
 
 
 def spec_from_column(table: pd.DataFrame, column: str, *, user_col: str | None = None,
-                     default_eps: float = 1.0) -> PrivacySpec:
+                     default_eps: float = 1.0, choice_range: tuple[float, float] | None = None) -> PrivacySpec:
     """Read Φ from a numeric column of the data (one row per tuple).
 
     ``column``: each tuple's owner's ε (non-numbers and blanks → ``default_eps``).
     ``user_col``: the owner of each tuple (the user the ε belongs to). When a user has
     several tuples with different ε, the smallest (most protective) is used and a
-    note says so. The users present in the table are taken as the public roster U:
-    under PDP the roster and its choices are published (Def. 5), which the UI states.
+    note says so. ``choice_range``: the public range of choices offered to users, if
+    declared (for the PrDP reduction's ε̌, ε̂).
+
+    The users present in the table are taken as the roster U and their choices are
+    published (Def. 5), which the UI states. Because roster and Φ are read from the table
+    (``roster="table"``), they change when a tuple is added or removed: releases under this
+    specification are stated under substitution neighbours only.
     """
     if column not in table.columns:
         raise PolicyError(f"'{column}' is not a column of the table.")
@@ -318,7 +395,7 @@ def spec_from_column(table: pd.DataFrame, column: str, *, user_col: str | None =
     if user_col is None:
         e = np.where(miss, d, e)
         return _finish_spec(np.arange(e.size), e, default_eps=d, user_col=None, source=src,
-                            n_defaulted=int(miss.sum()))
+                            n_defaulted=int(miss.sum()), roster="table", choice_range=choice_range)
     if user_col not in table.columns:
         raise PolicyError(f"The user column '{user_col}' is not in the table.")
     owners = table[user_col].to_numpy()
@@ -340,14 +417,16 @@ def spec_from_column(table: pd.DataFrame, column: str, *, user_col: str | None =
         notes.append(f"{conflicting:,} user(s) have tuples with different ε; each gets the smallest of them.")
     return _finish_spec(np.asarray(users), per_user, default_eps=d, user_col=user_col, source=f"{src} per '{user_col}'",
                         n_defaulted=int(defaulted.sum()), tuples_max=int(counts.max()) if m else 1,
-                        extra_notes=notes)
+                        extra_notes=notes, roster="table", choice_range=choice_range)
 
 
 def spec_from_labels(table: pd.DataFrame, column: str, mapping: dict[Any, float], *, user_col: str | None = None,
                      default_eps: float = 1.0) -> PrivacySpec:
     """Map friendly labels (e.g. low / medium / high privacy) to ε with an expert table (Sec. III).
 
-    Labels missing from ``mapping`` (and blanks) receive ``default_eps``.
+    Labels missing from ``mapping`` (and blanks) receive ``default_eps``. The expert table
+    is the public menu of choices (``choice_range`` = its smallest and largest ε, with
+    ε_def); the roster is read from the table (``roster="table"``).
     """
     if column not in table.columns:
         raise PolicyError(f"'{column}' is not a column of the table.")
@@ -358,19 +437,24 @@ def spec_from_labels(table: pd.DataFrame, column: str, mapping: dict[Any, float]
     mapped = pd.DataFrame({"_eps": e.to_numpy()})
     if user_col is not None:
         mapped[user_col] = table[user_col].to_numpy()
-    spec = spec_from_column(mapped, "_eps", user_col=user_col, default_eps=default_eps)
+    menu = list(clean.values()) + [_check_eps(default_eps, "The default ε")]
+    spec = spec_from_column(mapped, "_eps", user_col=user_col, default_eps=default_eps,
+                            choice_range=(min(menu), max(menu)))
     return replace(spec, source=f"labels of '{column}' mapped to ε")
 
 
 def generate_tiers(users: int | Sequence[Any] | np.ndarray, config: TierConfig | None = None, *,
                    rng: np.random.Generator, user_col: str | None = None,
-                   default_eps: float = 1.0) -> PrivacySpec:
+                   default_eps: float = 1.0, roster: Roster = "public") -> PrivacySpec:
     """Generate a conservative / moderate / liberal specification (paper Sec. V).
 
     ``users``: the number of users (one tuple each, ``user_col=None``) or the roster of
     user ids (with ``user_col`` naming the owner column of the tables it will be
-    applied to). The draw uses only ``rng`` and ``config`` — never the data — so the
-    resulting Φ is a legitimate public specification.
+    applied to). The draw uses only ``rng``, ``config`` and ``users``; when the number or
+    the ids are fixed independently of the data (a declared universe), the result is a
+    legitimate public specification (``roster="public"``). :func:`generate_tiers_for`
+    takes them from a table and marks the roster ``"table"``. The public range of
+    choices is the config's (:meth:`TierConfig.choice_range`).
     """
     cfg = config or TierConfig()
     if isinstance(users, (int, np.integer)):
@@ -404,20 +488,26 @@ def generate_tiers(users: int | Sequence[Any] | np.ndarray, config: TierConfig |
     src = (f"generated tiers (f_C={cfg.f_c:g}, f_M={cfg.f_m:g}, ε_C={cfg.eps_c:g}, ε_M={cfg.eps_m:g}, "
            f"ε_L={cfg.eps_l:g})")
     return _finish_spec(ids, eps, default_eps=default_eps, user_col=user_col, source=src, n_defaulted=0,
-                        tiers=labels)
+                        tiers=labels, roster=roster, choice_range=cfg.choice_range())
 
 
 def generate_tiers_for(table: pd.DataFrame, config: TierConfig | None = None, *, rng: np.random.Generator,
                        user_col: str | None = None) -> PrivacySpec:
-    """Generated tiers for the users of ``table`` (one per row, or one per value of ``user_col``)."""
+    """Generated tiers for the users of ``table`` (one per row, or one per value of ``user_col``).
+
+    The roster (the number of rows, or the owners present) is read from the table, so the
+    specification is marked ``roster="table"``: adding a row changes every draw. Releases
+    under it are stated under substitution neighbours (n and the users public). For
+    add/remove statements, call :func:`generate_tiers` with a universe fixed in advance.
+    """
     if user_col is None:
-        return generate_tiers(len(table), config, rng=rng)
+        return generate_tiers(len(table), config, rng=rng, roster="table")
     if user_col not in table.columns:
         raise PolicyError(f"The user column '{user_col}' is not in the table.")
     owners = table[user_col].to_numpy()
     users = pd.unique(owners)
     counts = pd.Series(owners).value_counts()
-    spec = generate_tiers(users, config, rng=rng, user_col=user_col)
+    spec = generate_tiers(users, config, rng=rng, user_col=user_col, roster="table")
     if len(counts) and int(counts.max()) > 1:
         spec = replace(spec, tuples_per_user_max=int(counts.max()),
                        notes=spec.notes + (f"Some users own several tuples (up to {int(counts.max())}). PDP protects "
@@ -453,6 +543,15 @@ class Query:
         to [lo, hi] (a per-tuple step, no privacy cost). They set the sensitivity of
         sums (max(|lo|, |hi|)) and the output range R of median and min. Choose them
         without looking at the data in a real release.
+    integer:
+        Declared value type of ``column`` (**public**, like lo and hi): ``True`` when the
+        values are whole numbers by definition (counts of employees, ages in years…).
+        Median and min then answer on the integers of [lo, hi] (lo and hi must be whole
+        numbers) and every value is rounded to the nearest integer before the mechanism
+        (a per-tuple step, no privacy cost). ``False`` (default): the continuum [lo, hi].
+        The output range is never inferred from the values: if it were, changing one
+        tuple from 4 to 4.5 would switch every answer from integers to non-integers and
+        the two output laws would have disjoint supports (unbounded loss).
     """
 
     kind: str = "count"
@@ -461,6 +560,7 @@ class Query:
     lo: float = 0.0
     hi: float | None = None
     median_score: str = "rank"
+    integer: bool = False
 
     def __post_init__(self) -> None:
         if self.median_score not in MEDIAN_SCORES:
@@ -477,6 +577,10 @@ class Query:
                 raise ParameterError(f"The value bounds must satisfy lo < hi (got {self.lo:g} and {self.hi:g}).")
         elif not math.isfinite(float(self.cutoff)):
             raise ParameterError("The count cut-off must be a finite number.")
+        if not isinstance(self.integer, (bool, np.bool_)):
+            raise ParameterError("The declared value type 'integer' must be True or False.")
+        if self.integer and self.kind in ("median", "min"):
+            _integer_bounds(float(self.lo), float(self.hi))
 
     @property
     def bound(self) -> float:
@@ -488,7 +592,8 @@ class Query:
     def describe(self) -> str:
         if self.kind == "count":
             return "count of tuples" if self.column is None else f"count of {self.column} ≥ {self.cutoff:g}"
-        return f"{self.kind} of {self.column} in [{self.lo:g}, {self.hi:g}]"
+        grid = " (integers)" if self.integer and self.kind in ("median", "min") else ""
+        return f"{self.kind} of {self.column} in [{self.lo:g}, {self.hi:g}]{grid}"
 
     def raw(self, table: pd.DataFrame) -> np.ndarray:
         """The column as numbers (for true answers)."""
@@ -503,11 +608,17 @@ class Query:
         return v
 
     def prepare(self, raw: np.ndarray) -> np.ndarray:
-        """Per-tuple inputs of the mechanisms: 0/1 bits for count, clipped values otherwise."""
+        """Per-tuple inputs of the mechanisms: 0/1 bits for count, clipped values otherwise
+        (rounded to the nearest integer first for a median or min of declared integers)."""
         v = np.asarray(raw, dtype=float)
         if self.kind == "count":
             return (v >= self.cutoff).astype(float) if self.column is not None else np.ones(v.size)
-        return np.clip(v, float(self.lo), float(self.hi))
+        return _on_grid(v, float(self.lo), float(self.hi), self.on_integers)
+
+    @property
+    def on_integers(self) -> bool:
+        """Whether median and min answer on the integers of [lo, hi] (the declared value type; public)."""
+        return bool(self.integer) and self.kind in ("median", "min")
 
     def truth(self, raw: np.ndarray) -> float:
         """True answer on the unclipped values (so errors include any clipping bias)."""
@@ -524,10 +635,23 @@ class Query:
             return float(np.sort(v)[v.size // 2])  # upper median, as the mechanisms (0-indexed rank ⌊n/2⌋)
         return float(v.min())
 
-    def integer_grid(self, values: np.ndarray) -> bool:
-        """Median/min output range: the integers of [lo, hi] when bounds and values are integers."""
-        lo, hi = float(self.lo), float(self.hi or 0.0)
-        return bool(lo == round(lo) and hi == round(hi) and np.all(np.asarray(values) == np.round(values)))
+
+
+def _integer_bounds(lo: float, hi: float) -> None:
+    if lo != round(lo) or hi != round(hi):
+        raise ParameterError(f"An integer output range needs whole-number bounds (got lo = {lo:g}, hi = {hi:g}).",
+                             hint="Round the public bounds to whole numbers, or declare the values continuous.")
+
+
+def _on_grid(values: np.ndarray, lo: float, hi: float, integer: bool) -> np.ndarray:
+    """Values moved onto the public output range: clipped to [lo, hi], and rounded to the nearest
+    integer first when the range is the integers (a per-tuple step that depends on nothing but
+    the tuple and the public bounds)."""
+    v = np.asarray(values, dtype=float)
+    if integer:
+        _integer_bounds(lo, hi)
+        v = np.rint(v)
+    return np.clip(v, lo, hi)
 
 
 # ---------------------------------------------------------------------------
@@ -717,47 +841,48 @@ def _em_logits(kind: str, pieces: Pieces, eps: float, score: str = "rank") -> np
     return eps * min_scores(pieces) / 2.0  # Δ = 1
 
 
-def em_pieces(kind: str, values: np.ndarray, eps: float, lo: float, hi: float, *, integer: bool | None = None,
+def em_pieces(kind: str, values: np.ndarray, eps: float, lo: float, hi: float, *, integer: bool = False,
               presorted: bool = False, score: str = "rank") -> tuple[Pieces, np.ndarray]:
-    """Pieces and exact piece probabilities of the ε-DP exponential mechanism for median or min."""
+    """Pieces and exact piece probabilities of the ε-DP exponential mechanism for median or min.
+
+    ``integer`` (public, declared): the output range is the integers of [lo, hi] (values are
+    rounded onto it) rather than the continuum; it is never inferred from the values.
+    """
     e = _check_eps(eps, "ε")
     v = np.asarray(values, dtype=float)
-    xs = v if presorted else np.sort(v)
-    xs = np.clip(xs, lo, hi)
-    integ = bool(integer) if integer is not None else _integer_range(xs, lo, hi)
-    pcs = _pieces(xs, lo, hi, integ)
+    xs = _on_grid(v if presorted else np.sort(v), lo, hi, bool(integer))  # rounding keeps the order
+    pcs = _pieces(xs, lo, hi, bool(integer))
     return pcs, _pieces_probs(pcs, _em_logits(kind, pcs, e, score))
 
 
 def dp_quantile_em(kind: str, values: np.ndarray, eps: float, lo: float, hi: float, *, rng: np.random.Generator,
-                   integer: bool | None = None, presorted: bool = False, score: str = "rank") -> float:
+                   integer: bool = False, presorted: bool = False, score: str = "rank") -> float:
     """ε-DP median or min by the exponential mechanism over [lo, hi] (add/remove, any input size).
 
-    An empty input gives a uniform draw from the range.
+    ``integer`` (public, declared): draw from the integers of [lo, hi] instead of the
+    continuum. An empty input gives a uniform draw from the range.
     """
     e = _check_eps(eps, "ε")
     v = np.asarray(values, dtype=float)
-    xs = v if presorted else np.sort(v)
-    xs = np.clip(xs, lo, hi)
-    integ = bool(integer) if integer is not None else _integer_range(xs, lo, hi)
-    pcs = _pieces(xs, lo, hi, integ)
+    xs = _on_grid(v if presorted else np.sort(v), lo, hi, bool(integer))
+    pcs = _pieces(xs, lo, hi, bool(integer))
     return _draw_from_pieces(pcs, _em_logits(kind, pcs, e, score), rng)
 
 
-def _integer_range(xs: np.ndarray, lo: float, hi: float) -> bool:
-    return bool(lo == round(lo) and hi == round(hi) and np.all(xs == np.round(xs)))
-
-
 def dp_answer(kind: str, values: np.ndarray, eps: float, query: Query, *, rng: np.random.Generator,
-              noise: CountNoise = "laplace", integer: bool | None = None, presorted: bool = False) -> float:
-    """Run the ε-DP black box of ``kind`` on prepared values (bits or clipped values)."""
+              noise: CountNoise = "laplace", presorted: bool = False) -> float:
+    """Run the ε-DP black box of ``kind`` on prepared values (bits or clipped values).
+
+    The output range of median and min comes from the query's public declaration
+    (``query.integer``), never from the values.
+    """
     if kind == "count":
         return dp_count(values, eps, rng=rng, noise=noise)
     if kind == "sum":
         return dp_sum(values, eps, query.bound, rng=rng)
     if kind == "mean":
         return dp_mean(values, eps, float(query.lo), float(query.hi), rng=rng)
-    return dp_quantile_em(kind, values, eps, float(query.lo), float(query.hi), rng=rng, integer=integer,
+    return dp_quantile_em(kind, values, eps, float(query.lo), float(query.hi), rng=rng, integer=query.on_integers,
                           presorted=presorted, score=query.median_score)
 
 
@@ -777,6 +902,79 @@ def sample_probability(phi: np.ndarray | float, t: float) -> np.ndarray:
 def sample_delivered(phi: np.ndarray | float, t: float) -> np.ndarray:
     """ln(1 + π_x(e^t − 1)) = min(Φ^x, t): the ε each user receives from Sample(t)."""
     return np.minimum(np.asarray(phi, dtype=float), _check_eps(t, "The threshold t"))
+
+
+# ---------------------------------------------------------------------------
+# Substitution neighbours (a roster read from the table)
+# ---------------------------------------------------------------------------
+
+
+def substitution_factor(query: Query) -> float:
+    """k: the ε-DP black box of ``query`` run at ε (add/remove) is k·ε-DP under substitution.
+
+    Substitution neighbours keep n and change one tuple's (clipped) value:
+
+    * count — a bit flips: sensitivity 1 either way, k = 1;
+    * sum — the value moves across [lo, hi] instead of appearing: k = (hi − lo)/max(|lo|, |hi|)
+      (1 for lo = 0; up to 2 when lo < 0 < hi);
+    * mean — only the noisy sum (run at ε/2 with Laplace(2·max(|lo|, |hi|)/ε)) moves, the
+      count is n: k = (hi − lo)/(2·max(|lo|, |hi|)) ≤ 1;
+    * median with the rank score — sensitivity ½ under add/remove but 1 under substitution
+      (L and G can both move by one): k = 2; with the change-count score of Eq. 3 (built for
+      substitution, sensitivity 1 both ways) k = 1;
+    * min — the change-count score has sensitivity 1 under both notions: k = 1.
+
+    All brute-force checked in the tests.
+    """
+    if query.kind == "count":
+        return 1.0
+    lo, hi, b = float(query.lo), float(query.hi), query.bound
+    if query.kind == "sum":
+        return (hi - lo) / b
+    if query.kind == "mean":
+        return (hi - lo) / (2.0 * b)
+    if query.kind == "median" and query.median_score == "rank":
+        return 2.0
+    return 1.0
+
+
+def noise_calibration(query: Query, spec: PrivacySpec) -> float:
+    """c: the black boxes of Minimum, Threshold, Sample and Stretching run at ε/c.
+
+    c = 1 when the roster is public (add/remove, as in the paper). With a roster read from
+    the table the releases are stated under substitution, where the black box of ``query``
+    costs k·ε (:func:`substitution_factor`); c = max(k, 1) recalibrates it so that every user
+    still receives at most their Φ (k > 1 only for the rank-score median, k = 2, and for sums
+    with lo < 0 < hi). Public: it depends on the query and the roster's provenance only.
+    """
+    return max(substitution_factor(query), 1.0) if spec.roster == "table" else 1.0
+
+
+def sample_delivered_substitution(phi: np.ndarray | float, t: float, k: float = 1.0) -> np.ndarray:
+    """Sample(t)'s per-user ε under substitution neighbours when its black box runs at t/c,
+    c = max(k, 1) (:func:`noise_calibration`): a = t/c under add/remove, s = k·t/c ≤ t under
+    substitution (0 ≤ k ≤ 2, :func:`substitution_factor`).
+
+    With A the output law when x is not kept, B and B′ when x is kept with its two values
+    (B ≤ e^a·A, A ≤ e^a·B′, B ≤ e^s·B′), the ratio ((1 − π)A + πB)/((1 − π)A + πB′) is
+    largest at A = e^{s−a}·B′, B = e^s·B′, which gives
+
+        ε_x = ln(1 + π(e^a − 1)) − ln(1 + π(e^{a−s} − 1)).
+
+    k = 1 (counts, min, the change-count median): min(Φ^x, t), as under add/remove; k < 1
+    (means, sums with lo > 0): less; k > 1 (recalibrated): at most min(Φ^x, t) (with
+    u = π(e^a − 1) the claim reduces to u ≤ e^a − 1, i.e. π ≤ 1). Checked against exact
+    output laws in the audits.
+    """
+    tt = _check_eps(t, "The threshold t")
+    kk = float(k)
+    if not (math.isfinite(kk) and 0 <= kk <= 2):
+        raise ParameterError(f"The substitution factor k must be in [0, 2] (got {k!r}).")
+    pi = sample_probability(phi, tt)
+    c = max(kk, 1.0)
+    a, s_ = tt / c, kk * tt / c
+    first = np.minimum(np.asarray(phi, dtype=float), tt) if c == 1.0 else np.log1p(pi * math.expm1(a))
+    return np.maximum(first - np.log1p(pi * math.expm1(a - s_)), 0.0)
 
 
 # ---------------------------------------------------------------------------
@@ -856,19 +1054,18 @@ def _median_side_costs(phi_sorted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _sorted_pieces(values: np.ndarray, phi: np.ndarray, lo: float, hi: float,
-                   integer: bool | None) -> tuple[Pieces, np.ndarray]:
-    """Values clipped to [lo, hi] and sorted, cut into output pieces; Φ in the same order."""
-    v = np.clip(np.asarray(values, dtype=float), lo, hi)
+                   integer: bool) -> tuple[Pieces, np.ndarray]:
+    """Values moved onto the public range and sorted, cut into output pieces; Φ in the same order."""
+    v = _on_grid(np.asarray(values, dtype=float), lo, hi, bool(integer))
     if v.size == 0:
         raise ParameterError("PE needs at least one tuple (n is public under substitution neighbours).")
     order = np.argsort(v, kind="stable")
     xs, ps = v[order], np.asarray(phi, dtype=float)[order]
-    integ = bool(integer) if integer is not None else _integer_range(xs, lo, hi)
-    return _pieces(xs, lo, hi, integ), ps
+    return _pieces(xs, lo, hi, bool(integer)), ps
 
 
 def d_median_pieces(values: np.ndarray, phi: np.ndarray, lo: float, hi: float, *,
-                    integer: bool | None = None) -> tuple[Pieces, np.ndarray]:
+                    integer: bool = False) -> tuple[Pieces, np.ndarray]:
     """d_med over the output range, piece by piece (tie-safe form of Sec. IV-C).
 
     With L(r) = #{x < r}, G(r) = #{x > r}, a = ⌊n/2⌋, b = n − 1 − a:
@@ -881,7 +1078,7 @@ def d_median_pieces(values: np.ndarray, phi: np.ndarray, lo: float, hi: float, *
 
 
 def d_min_pieces(values: np.ndarray, phi: np.ndarray, lo: float, hi: float, *,
-                 integer: bool | None = None) -> tuple[Pieces, np.ndarray]:
+                 integer: bool = False) -> tuple[Pieces, np.ndarray]:
     """d_min over the output range: r > min costs Σ{Φ : x < r}, r < min costs min Φ, r = min costs 0."""
     pcs, ps = _sorted_pieces(values, phi, lo, hi, integer)
     cum = np.concatenate(([0.0], np.cumsum(ps)))
@@ -915,10 +1112,11 @@ def d_min(values: np.ndarray, phi: np.ndarray, r: np.ndarray) -> np.ndarray:
 
 
 def pe_distribution(kind: str, values: np.ndarray, phi: np.ndarray, *, lo: float = 0.0, hi: float | None = None,
-                    integer: bool | None = None) -> tuple[Pieces, np.ndarray, np.ndarray]:
+                    integer: bool = False) -> tuple[Pieces, np.ndarray, np.ndarray]:
     """PE's exact output distribution (Eq. 4): pieces, d per piece, probability per piece.
 
-    For count the pieces are the points 0..n.
+    For count the pieces are the points 0..n. For median and min, ``integer`` (public,
+    declared) chooses the integers of [lo, hi] over the continuum.
     """
     if kind == "count":
         b = np.asarray(values, dtype=float)
@@ -939,7 +1137,7 @@ def pe_distribution(kind: str, values: np.ndarray, phi: np.ndarray, *, lo: float
 
 
 def pe_draw(kind: str, values: np.ndarray, phi: np.ndarray, *, rng: np.random.Generator, lo: float = 0.0,
-            hi: float | None = None, integer: bool | None = None) -> float:
+            hi: float | None = None, integer: bool = False) -> float:
     """One draw of PE: piece ∝ size·exp(d/2), then uniform inside the piece."""
     pcs, d, _ = pe_distribution(kind, values, phi, lo=lo, hi=hi, integer=integer)
     return _draw_from_pieces(pcs, d / 2.0, rng)
@@ -981,11 +1179,43 @@ class PDPMechanism:
         raise NotImplementedError
 
     def delivered(self, phi: np.ndarray, spec: PrivacySpec) -> np.ndarray:
-        """The ε each tuple's owner receives from this mechanism (a function of the public Φ)."""
+        """The ε each tuple's owner receives from this mechanism under its own neighbour notion
+        (:attr:`neighbours`; a function of the public Φ)."""
         raise NotImplementedError
 
+    def delivered_substitution(self, phi: np.ndarray, spec: PrivacySpec, query: Query) -> np.ndarray:
+        """The ε each tuple's owner receives under substitution neighbours (n, the roster and Φ
+        fixed; one tuple's value changes), with the black box recalibrated at ε/c
+        (:func:`noise_calibration`): (k/c)·(add/remove ε) = min(k, 1)·(add/remove ε)."""
+        return min(substitution_factor(query), 1.0) * self.delivered(phi, spec)
+
+    def neighbours_for(self, spec: PrivacySpec) -> Neighbours:
+        """The neighbour notion a release under ``spec`` is stated in: the mechanism's own when
+        the roster was fixed independently of the data, substitution when it was read from the
+        table (α, t and π then move with the table; only value changes are protected)."""
+        return self.neighbours if spec.roster == "public" else "substitution"
+
+    def delivered_for(self, phi: np.ndarray, spec: PrivacySpec, query: Query) -> np.ndarray:
+        """Per-user ε of a release of ``query`` under ``spec``, in the notion of :meth:`neighbours_for`."""
+        if self.neighbours_for(spec) == self.neighbours:
+            return self.delivered(phi, spec)
+        return self.delivered_substitution(phi, spec, query)
+
     def promise(self, spec: PrivacySpec) -> str:
-        """Public form of the per-user loss."""
+        """Public form of the per-user loss under the mechanism's own neighbour notion."""
+        return f"{self._promise_core(spec, 1.0)} ({self.neighbours})"
+
+    def promise_for(self, spec: PrivacySpec, query: Query) -> str:
+        """Public form of the per-user loss of a release of ``query`` under ``spec``."""
+        if self.neighbours_for(spec) == self.neighbours:
+            return self.promise(spec)
+        k = substitution_factor(query)
+        c = noise_calibration(query, spec)
+        calib = f"; noise calibrated at ε/{c:.3g} for the substitution sensitivity" if c > 1 else ""
+        return f"{self._promise_core(spec, k)} (substitution; roster read from the table{calib})"
+
+    def _promise_core(self, spec: PrivacySpec, k: float) -> str:
+        """The per-user loss in words, for a black box costing k·ε (recalibrated to min(k, 1)·ε)."""
         raise NotImplementedError
 
     def release(self, table: pd.DataFrame, spec: PrivacySpec, query: Query, *, rng: np.random.Generator,
@@ -1009,15 +1239,18 @@ class Minimum(PDPMechanism):
     title: ClassVar[str] = "Minimum (M)"
 
     def answer(self, values, phi, query, spec, *, rng):
-        a = spec.min_eps
+        a = spec.min_eps / noise_calibration(query, spec)
         est = dp_answer(query.kind, values, a, query, rng=rng, noise=self.noise)
         return Answer(est, eps_used=a, scale=_scale(query, a))
 
     def delivered(self, phi, spec):
         return np.full(np.size(phi), spec.min_eps)
 
-    def promise(self, spec):
-        return f"α = min Φ = {spec.min_eps:.4g} for every user (add/remove)"
+    def _promise_core(self, spec, k):
+        a = spec.min_eps
+        if k >= 1.0:
+            return f"α = min Φ = {a:.4g} for every user"
+        return f"{k:.3g}·α = {k * a:.4g} for every user (α = min Φ = {a:.4g})"
 
     def params(self, spec):
         return {"alpha": spec.min_eps, "noise": self.noise}
@@ -1044,8 +1277,9 @@ class Threshold(PDPMechanism):
     def answer(self, values, phi, query, spec, *, rng):
         t = spec.threshold(self.t)
         keep = np.asarray(phi) >= t
-        est = dp_answer(query.kind, np.asarray(values)[keep], t, query, rng=rng, noise=self.noise)
-        return Answer(est, eps_used=t, scale=_scale(query, t), private={"kept": int(keep.sum())})
+        e = t / noise_calibration(query, spec)
+        est = dp_answer(query.kind, np.asarray(values)[keep], e, query, rng=rng, noise=self.noise)
+        return Answer(est, eps_used=e, scale=_scale(query, e), private={"kept": int(keep.sum())})
 
     def delivered(self, phi, spec):
         t = spec.threshold(self.t)
@@ -1054,6 +1288,11 @@ class Threshold(PDPMechanism):
     def promise(self, spec):
         t = spec.threshold(self.t)
         return f"t = {t:.4g} for users with Φ ≥ t, 0 for the others (their data is dropped; add/remove)"
+
+    def _promise_core(self, spec, k):
+        t = spec.threshold(self.t)
+        head = f"t = {t:.4g}" if k >= 1.0 else f"{k:.3g}·t = {k * t:.4g}"
+        return f"{head} for users with Φ ≥ t = {t:.4g}, 0 for the others (their data is dropped)"
 
     def params(self, spec):
         return {"t": spec.threshold(self.t), "t_rule": str(self.t), "noise": self.noise}
@@ -1091,10 +1330,11 @@ class Sample(PDPMechanism):
         t = spec.threshold(self.t)
         pi = sample_probability(phi, t)
         keep = rng.random(pi.size) < pi
-        est = dp_answer(query.kind, np.asarray(values)[keep], t, query, rng=rng, noise=self.noise)
+        e = t / noise_calibration(query, spec)
+        est = dp_answer(query.kind, np.asarray(values)[keep], e, query, rng=rng, noise=self.noise)
         if self.rescale and query.kind in ("count", "sum"):
             est = est / self.rescale_factor(spec)
-        return Answer(est, eps_used=t, scale=_scale(query, t), private={"kept": int(keep.sum())})
+        return Answer(est, eps_used=e, scale=_scale(query, e), private={"kept": int(keep.sum())})
 
     def rescale_factor(self, spec: PrivacySpec) -> float:
         """Mean π over the public universe U (the expected share of tuples kept)."""
@@ -1103,9 +1343,14 @@ class Sample(PDPMechanism):
     def delivered(self, phi, spec):
         return sample_delivered(phi, spec.threshold(self.t))
 
-    def promise(self, spec):
+    def delivered_substitution(self, phi, spec, query):
+        return sample_delivered_substitution(phi, spec.threshold(self.t), substitution_factor(query))
+
+    def _promise_core(self, spec, k):
         t = spec.threshold(self.t)
-        return f"min(Φ, t) with t = {t:.4g} (add/remove)"
+        if k == 1.0:
+            return f"min(Φ, t) with t = {t:.4g}"
+        return f"at most min(Φ, t) with t = {t:.4g}"
 
     def params(self, spec):
         t = spec.threshold(self.t)
@@ -1133,14 +1378,20 @@ class PE(PDPMechanism):
     def answer(self, values, phi, query, spec, *, rng):
         self.check_kind(query.kind)
         est = pe_draw(query.kind, values, phi, rng=rng, lo=float(query.lo),
-                      hi=None if query.hi is None else float(query.hi))
+                      hi=None if query.hi is None else float(query.hi), integer=query.on_integers)
         return Answer(est)
 
     def delivered(self, phi, spec):
         return np.asarray(phi, dtype=float).copy()
 
+    def delivered_substitution(self, phi, spec, query):
+        return self.delivered(phi, spec)
+
     def promise(self, spec):
         return "at most Φ for every user (substitution neighbours, n public)"
+
+    def _promise_core(self, spec, k):
+        return "at most Φ for every user"
 
 
 @dataclass(frozen=True)
@@ -1168,16 +1419,17 @@ class Stretching(PDPMechanism):
         self.check_kind(query.kind)
         ref = spec.threshold(self.reference)
         scaled = np.asarray(values, dtype=float) * (np.asarray(phi, dtype=float) / ref)
-        est = float(scaled.sum()) + float(_noise.laplace(query.bound / ref, rng=rng))
+        scale = query.bound * noise_calibration(query, spec) / ref
+        est = float(scaled.sum()) + float(_noise.laplace(scale, rng=rng))
         if self.rescale:
             est = est / float(np.mean(spec.eps / ref))
-        return Answer(est, eps_used=ref, scale=query.bound / ref)
+        return Answer(est, eps_used=ref, scale=scale)
 
     def delivered(self, phi, spec):
         return np.asarray(phi, dtype=float).copy()
 
-    def promise(self, spec):
-        return "Φ for every user (add/remove)"
+    def _promise_core(self, spec, k):
+        return "Φ for every user" if k >= 1.0 else f"{k:.3g}·Φ for every user"
 
     def params(self, spec):
         return {"eps_ref": spec.threshold(self.reference), "rescale": self.rescale}
@@ -1219,14 +1471,19 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: Query, mechanism: PDP
 
     ``loss`` is the delivered ε of each tuple's owner (aligned with the rows),
     ``requested`` their Φ; the ledger entry carries them as a :class:`RecordLoss` in
-    pure ε. ``reveal=True`` (teaching mode) adds the true answer and the error.
+    pure ε. The neighbour notion is the mechanism's own when the roster is public, and
+    substitution when it was read from the table (:meth:`PDPMechanism.neighbours_for`); the
+    losses, the params, the promise and the ledger entry all state it.
+    ``reveal=True`` (teaching mode) adds the true answer and the error.
     """
     mechanism.check_kind(query.kind)
     phi = spec.phi_for(table)
     raw = query.raw(table)
     vals = query.prepare(raw)
     ans = mechanism.answer(vals, phi, query, spec, rng=rng)
-    delivered = mechanism.delivered(phi, spec)
+    notion = mechanism.neighbours_for(spec)
+    delivered = mechanism.delivered_for(phi, spec, query)
+    promise = mechanism.promise_for(spec, query)
     row: dict[str, Any] = {"query": query.describe(), "estimate": ans.estimate}
     if ans.scale is not None:
         row["scale"] = ans.scale
@@ -1234,14 +1491,20 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: Query, mechanism: PDP
         truth = query.truth(raw)
         row.update({"true": truth, "error": ans.estimate - truth, "abs_error": abs(ans.estimate - truth)})
     params = {"mechanism": mechanism.label(spec), "query": query.kind, "column": query.column,
-              "cutoff": query.cutoff, "lo": query.lo, "hi": query.hi, "neighbours": mechanism.neighbours,
-              "spec_source": spec.source, **mechanism.params(spec)}
-    sup = float(mechanism.delivered(spec.eps, spec).max()) if spec.n_users else 0.0
-    note = f"{mechanism.promise(spec)}; PDP, {NEIGHBOUR_TEXT[mechanism.neighbours]}"
+              "cutoff": query.cutoff, "lo": query.lo, "hi": query.hi, "integer": bool(query.integer),
+              "neighbours": notion, "roster": spec.roster, "spec_source": spec.source, **mechanism.params(spec)}
+    if notion != mechanism.neighbours:
+        params["substitution_factor"] = substitution_factor(query)
+        params["noise_calibration"] = noise_calibration(query, spec)
+    sup = float(mechanism.delivered_for(spec.eps, spec, query).max()) if spec.n_users else 0.0
+    note = f"{promise}; PDP, {NEIGHBOUR_TEXT[notion]}"
+    if spec.roster == "table":
+        note += f"; {ROSTER_TEXT['table']}"
     entry = LedgerEntry(label=label or f"{mechanism.label(spec)} · {query.describe()}",
                         mechanism=f"personalized.{mechanism.name}",
-                        loss=RecordLoss(delivered, "eps", note=note, bound=sup), params=params, seed=seed)
-    extras: dict[str, Any] = {"neighbours": mechanism.neighbours, "promise": mechanism.promise(spec)}
+                        loss=RecordLoss(delivered, "eps", note=note, bound=sup), params=params, seed=seed,
+                        neighbours=notion)
+    extras: dict[str, Any] = {"neighbours": notion, "promise": promise, "roster": ROSTER_TEXT[spec.roster]}
     if ans.eps_used is not None:
         extras["eps_used"] = ans.eps_used
     if reveal:
@@ -1276,22 +1539,24 @@ def linear_moments(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray,
     """Exact mean and variance of a count or sum answer on fixed data (closed forms).
 
     Sample: Σ v·π and Σ v²·π(1 − π) + noise variance; Threshold: Σ_{Φ≥t} v and the noise;
-    Minimum: Σ v and the noise at α; Stretching: Σ v·Φ/ε_ref and 2(Δ/ε_ref)².
+    Minimum: Σ v and the noise at α; Stretching: Σ v·Φ/ε_ref and 2(Δ/ε_ref)². The noise is at
+    ε/c (:func:`noise_calibration`), as in the releases.
     """
     v = np.asarray(values, dtype=float)
     ph = np.asarray(phi, dtype=float)
     nz = getattr(mechanism, "noise", "laplace") if query.kind == "count" else "laplace"
+    cal = noise_calibration(query, spec)
     if isinstance(mechanism, Minimum):
         a = spec.min_eps
-        return float(v.sum()), noise_variance(a, query.bound, nz)
+        return float(v.sum()), noise_variance(a / cal, query.bound, nz)
     if isinstance(mechanism, Threshold):
         t = spec.threshold(mechanism.t)
-        return float(v[ph >= t].sum()), noise_variance(t, query.bound, nz)
+        return float(v[ph >= t].sum()), noise_variance(t / cal, query.bound, nz)
     if isinstance(mechanism, Sample):
         t = spec.threshold(mechanism.t)
         pi = sample_probability(ph, t)
         mean = float(np.sum(v * pi))
-        var = float(np.sum(v * v * pi * (1 - pi))) + noise_variance(t, query.bound, nz)
+        var = float(np.sum(v * v * pi * (1 - pi))) + noise_variance(t / cal, query.bound, nz)
         if mechanism.rescale:
             c = mechanism.rescale_factor(spec)
             mean, var = mean / c, var / c ** 2
@@ -1299,7 +1564,7 @@ def linear_moments(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray,
     if isinstance(mechanism, Stretching):
         ref = spec.threshold(mechanism.reference)
         mean = float(np.sum(v * ph / ref))
-        var = noise_variance(ref, query.bound)
+        var = noise_variance(ref, query.bound * cal)
         if mechanism.rescale:
             c = float(np.mean(spec.eps / ref))
             mean, var = mean / c, var / c ** 2
@@ -1321,7 +1586,7 @@ def exact_mse(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray, quer
         return mean - truth, var + (mean - truth) ** 2
     if isinstance(mechanism, PE):
         pcs, _, probs = pe_distribution(kind, values, phi, lo=float(query.lo),
-                                        hi=None if query.hi is None else float(query.hi))
+                                        hi=None if query.hi is None else float(query.hi), integer=query.on_integers)
         mean, mse = _pieces_mse(pcs, probs, truth)
         return mean - truth, mse
     if kind in ("median", "min") and isinstance(mechanism, (Minimum, Threshold)):
@@ -1330,8 +1595,8 @@ def exact_mse(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray, quer
         else:
             eps = spec.threshold(mechanism.t)
             sub = np.asarray(values)[np.asarray(phi) >= eps]
-        pcs, probs = em_pieces(kind, sub, eps, float(query.lo), float(query.hi),
-                               integer=query.integer_grid(values), score=query.median_score)
+        pcs, probs = em_pieces(kind, sub, eps / noise_calibration(query, spec), float(query.lo), float(query.hi),
+                               integer=query.on_integers, score=query.median_score)
         mean, mse = _pieces_mse(pcs, probs, truth)
         return mean - truth, mse
     return None
@@ -1339,35 +1604,36 @@ def exact_mse(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray, quer
 
 def simulate_answers(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray, query: Query,
                      spec: PrivacySpec, *, runs: int, rng: np.random.Generator) -> np.ndarray:
-    """``runs`` independent answers on fixed data (vectorised over runs where the noise allows)."""
+    """``runs`` independent answers on fixed data (vectorised over runs where the noise allows),
+    with the black boxes at ε/c (:func:`noise_calibration`) as in the releases."""
     v = np.asarray(values, dtype=float)
     ph = np.asarray(phi, dtype=float)
     R = int(runs)
     if R < 1:
         raise ParameterError("The number of runs must be at least 1.")
     kind = query.kind
+    cal = noise_calibration(query, spec)
     if isinstance(mechanism, Sample):
         t = spec.threshold(mechanism.t)
         pi = sample_probability(ph, t)
+        t_run = t / cal
         if kind in ("count", "sum"):
             # independent Bernoulli inclusions: the kept total is Σ v·Bernoulli(π), drawn in batches
             totals = _bernoulli_weighted_sums(v, pi, R, rng)
             if kind == "count" and mechanism.noise == "geometric":
-                nz = _noise.two_sided_geometric(t, R, rng=rng).astype(float)
+                nz = _noise.two_sided_geometric(t_run, R, rng=rng).astype(float)
             else:
-                nz = rng.laplace(0.0, query.bound / t, R)
+                nz = rng.laplace(0.0, query.bound / t_run, R)
             est = totals + nz
             if mechanism.rescale:
                 est = est / mechanism.rescale_factor(spec)
             return est
-        integer = query.integer_grid(v) if kind in ("median", "min") else None
         order = np.argsort(v, kind="stable")
         vs, pis = v[order], pi[order]
         out = np.empty(R)
         for i in range(R):  # loop over runs (each run is vectorised over tuples)
             keep = rng.random(vs.size) < pis
-            out[i] = dp_answer(kind, vs[keep], t, query, rng=rng, noise=mechanism.noise, integer=integer,
-                               presorted=True)
+            out[i] = dp_answer(kind, vs[keep], t_run, query, rng=rng, noise=mechanism.noise, presorted=True)
         return out
     if kind in ("count", "sum") and not isinstance(mechanism, PE):
         if isinstance(mechanism, Minimum):
@@ -1382,18 +1648,19 @@ def simulate_answers(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarra
         else:
             raise ParameterError(f"No simulation for {mechanism.title}.")
         if kind == "count" and getattr(mechanism, "noise", "laplace") == "geometric":
-            nz = _noise.two_sided_geometric(eps, R, rng=rng).astype(float)
+            nz = _noise.two_sided_geometric(eps / cal, R, rng=rng).astype(float)
         else:
-            nz = rng.laplace(0.0, query.bound / eps, R)
+            nz = rng.laplace(0.0, query.bound * cal / eps, R)
         return (base + nz) / back
     if isinstance(mechanism, PE) or (kind in ("median", "min") and isinstance(mechanism, (Minimum, Threshold))):
         if isinstance(mechanism, PE):
             pcs, _, probs = pe_distribution(kind, v, ph, lo=float(query.lo),
-                                            hi=None if query.hi is None else float(query.hi))
+                                            hi=None if query.hi is None else float(query.hi),
+                                            integer=query.on_integers)
         else:
             eps = spec.min_eps if isinstance(mechanism, Minimum) else spec.threshold(mechanism.t)
             sub = v if isinstance(mechanism, Minimum) else v[ph >= eps]
-            pcs, probs = em_pieces(kind, sub, eps, float(query.lo), float(query.hi), integer=query.integer_grid(v),
+            pcs, probs = em_pieces(kind, sub, eps / cal, float(query.lo), float(query.hi), integer=query.on_integers,
                                    score=query.median_score)
         idx = rng.choice(probs.size, size=R, p=probs)
         u = rng.random(R)
@@ -1404,8 +1671,9 @@ def simulate_answers(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarra
     eps = spec.min_eps if isinstance(mechanism, Minimum) else spec.threshold(getattr(mechanism, "t", "max"))
     sub = v if isinstance(mechanism, Minimum) else v[ph >= eps]
     bound = query.bound
-    s = sub.sum() + rng.laplace(0.0, 2 * bound / eps, R)
-    c = sub.size + rng.laplace(0.0, 2.0 / eps, R)
+    e_run = eps / cal
+    s = sub.sum() + rng.laplace(0.0, 2 * bound / e_run, R)
+    c = sub.size + rng.laplace(0.0, 2.0 / e_run, R)
     return np.clip(s / np.maximum(c, 1.0), float(query.lo), float(query.hi))
 
 
@@ -1463,8 +1731,8 @@ def compare(table: pd.DataFrame, spec: PrivacySpec, query: Query,
         if query.kind not in m.kinds:
             continue
         res = evaluate(m, vals, phi, query, spec, truth, runs=runs, rng=rng)
-        dl = m.delivered(spec.eps, spec)
-        rows.append({"mechanism": name, "label": m.label(spec), **res, "neighbours": m.neighbours,
+        dl = m.delivered_for(spec.eps, spec, query)
+        rows.append({"mechanism": name, "label": m.label(spec), **res, "neighbours": m.neighbours_for(spec),
                      "users_full_phi": float(np.mean(dl >= spec.eps * (1 - 1e-12))),
                      "mean_delivered": float(dl.mean())})
     out = pd.DataFrame(rows)
@@ -1494,7 +1762,8 @@ def threshold_curve(table: pd.DataFrame, spec: PrivacySpec, query: Query, ts: Se
         m: PDPMechanism = Sample(tt, noise=noise) if mechanism == "sample" else Threshold(tt, noise=noise)
         if query.kind in ("count", "sum"):
             mean, var = linear_moments(m, vals, phi, query, spec)
-            nv = noise_variance(tt, query.bound, noise if query.kind == "count" else "laplace")
+            nv = noise_variance(tt / noise_calibration(query, spec), query.bound,
+                                noise if query.kind == "count" else "laplace")
             mse = var + (mean - truth) ** 2
             rows.append({"t": tt, "rmse": math.sqrt(mse), "data_part_mse": mse - nv, "noise_var": nv,
                          "method": "closed form"})
@@ -1546,12 +1815,15 @@ def _mse_proxy(phi_universe: np.ndarray, ts: Sequence[float], m1: float, m2: flo
     return pd.DataFrame(rows)
 
 
-def delivered_table(spec: PrivacySpec, mechanisms: dict[str, PDPMechanism]) -> pd.DataFrame:
-    """Per mechanism: what users receive relative to what they asked for (over the public universe)."""
+def delivered_table(spec: PrivacySpec, mechanisms: dict[str, PDPMechanism],
+                    query: Query | None = None) -> pd.DataFrame:
+    """Per mechanism: what users receive relative to what they asked for (over the roster U), in
+    the neighbour notion of a release under ``spec`` (``query``: a count when not given)."""
+    q = query or Query("count")
     rows = []
     for name, m in mechanisms.items():
-        d = m.delivered(spec.eps, spec)
-        rows.append({"mechanism": name, "label": m.label(spec), "neighbours": m.neighbours,
+        d = m.delivered_for(spec.eps, spec, q)
+        rows.append({"mechanism": name, "label": m.label(spec), "neighbours": m.neighbours_for(spec),
                      "mean_delivered": float(d.mean()), "mean_requested": spec.mean_eps,
                      "users_full_phi": float(np.mean(d >= spec.eps * (1 - 1e-12))),
                      "users_unused": float(np.mean(d == 0)),
@@ -1559,9 +1831,11 @@ def delivered_table(spec: PrivacySpec, mechanisms: dict[str, PDPMechanism]) -> p
     return pd.DataFrame(rows)
 
 
-def delivered_by_mechanism(spec: PrivacySpec, mechanisms: dict[str, PDPMechanism]) -> dict[str, np.ndarray]:
-    """Delivered ε of every user of U under each mechanism (for CDF plots)."""
-    return {name: m.delivered(spec.eps, spec) for name, m in mechanisms.items()}
+def delivered_by_mechanism(spec: PrivacySpec, mechanisms: dict[str, PDPMechanism],
+                           query: Query | None = None) -> dict[str, np.ndarray]:
+    """Delivered ε of every user of U under each mechanism (for CDF plots; ``query``: a count when not given)."""
+    q = query or Query("count")
+    return {name: m.delivered_for(spec.eps, spec, q) for name, m in mechanisms.items()}
 
 
 def pi_curves(thresholds: dict[str, float], upto: float, points: int = 200) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -1575,13 +1849,14 @@ PE_EXAMPLE = (np.array([3.0, 5, 6, 9, 11]), np.array([0.1, 1.0, 1.0, 0.5, 1.0]))
 
 
 def pe_profile(kind: str, values: np.ndarray, phi: np.ndarray, *, lo: float = 0.0, hi: float | None = None,
-               max_points: int = 2000) -> pd.DataFrame:
+               integer: bool = False, max_points: int = 2000) -> pd.DataFrame:
     """PE's score d and output probability density over the range, for plots.
 
-    Integer ranges up to ``max_points`` values are expanded value by value; otherwise one
-    row per piece (its start), with the probability spread over the piece's size.
+    ``integer``: the declared (public) value type, as in :class:`Query`. Integer ranges up
+    to ``max_points`` values are expanded value by value; otherwise one row per piece (its
+    start), with the probability spread over the piece's size.
     """
-    pcs, d, probs = pe_distribution(kind, values, phi, lo=lo, hi=hi)
+    pcs, d, probs = pe_distribution(kind, values, phi, lo=lo, hi=hi, integer=integer)
     if pcs.integer and (pcs.end.max() - pcs.start.min() + 1) <= max_points:
         r, pmf = expand_pieces(pcs, probs)
         idx = np.searchsorted(pcs.start, r, side="right") - 1
@@ -1589,10 +1864,13 @@ def pe_profile(kind: str, values: np.ndarray, phi: np.ndarray, *, lo: float = 0.
     return pd.DataFrame({"r": pcs.start, "d": d, "probability": probs / np.maximum(pcs.size, 1e-300)})
 
 
-def neighbour_table(mechanisms: dict[str, PDPMechanism], spec: PrivacySpec) -> pd.DataFrame:
-    """What each mechanism promises and under which neighbour notion (for the UI)."""
-    return pd.DataFrame([{"mechanism": name, "promise to each user": m.promise(spec), "neighbours": m.neighbours}
-                         for name, m in mechanisms.items()])
+def neighbour_table(mechanisms: dict[str, PDPMechanism], spec: PrivacySpec,
+                    query: Query | None = None) -> pd.DataFrame:
+    """What each mechanism promises and under which neighbour notion, for a release of ``query``
+    (a count when not given) under ``spec`` (for the UI)."""
+    q = query or Query("count")
+    return pd.DataFrame([{"mechanism": name, "promise to each user": m.promise_for(spec, q),
+                          "neighbours": m.neighbours_for(spec)} for name, m in mechanisms.items()])
 
 
 # ---------------------------------------------------------------------------
@@ -1629,7 +1907,7 @@ def _paper_run(task: str, cfg: ExperimentConfig, mechs: dict[str, PDPMechanism],
     else:
         n = cfg.n_median
         vals = np.clip(np.rint(rng.normal(cfg.mu, cfg.sigma, n)), cfg.lo, cfg.hi)
-        query = Query("median", column="x", lo=cfg.lo, hi=cfg.hi, median_score=cfg.median_score)
+        query = Query("median", column="x", lo=cfg.lo, hi=cfg.hi, median_score=cfg.median_score, integer=True)
         truth = float(np.sort(vals)[n // 2])
     spec = generate_tiers(n, cfg.tiers, rng=rng)
     out = {}
@@ -1679,8 +1957,9 @@ BUDGET_COLUMN = "v_bud"
 class PrdpReduction:
     """The same users under PrDP: each tuple carries its ε as an attribute v_bud and the
     budget function is E(r) = c·v_bud. Unlike PDP, the choices stay private (only E is
-    published); ε̌ = c·min Φ and ε̂ = c·max Φ bound the budgets (from the public range of
-    choices)."""
+    published). ε̌ and ε̂ are published with E, so they come from public values — c times
+    the range of choices offered (:attr:`PrivacySpec.choice_range`) or declared bounds —
+    never from the smallest and largest Φ in the table; ``bounds_source`` says which."""
 
     table: pd.DataFrame
     expression: str
@@ -1688,15 +1967,30 @@ class PrdpReduction:
     eps_min: float
     eps_max: float
     column: str = BUDGET_COLUMN
+    bounds_source: str = ""
+
+
+def public_choice_range(spec: PrivacySpec) -> tuple[tuple[float, float], str]:
+    """The public range of ε users could choose, and where it comes from.
+
+    The specification's declared range (:attr:`PrivacySpec.choice_range`: a generated tier
+    config, an expert label table) when there is one; otherwise the paper's range
+    [0.01, 1] widened to include ε_def. Never the smallest or largest Φ actually chosen.
+    """
+    if spec.choice_range is not None:
+        return spec.choice_range, "the specification's public range of choices"
+    lo, hi = PAPER_CHOICE_RANGE
+    return ((min(lo, spec.default_eps), max(hi, spec.default_eps)),
+            "the paper's range of choices [0.01, 1] with ε_def (no range was declared)")
 
 
 def to_prdp(table: pd.DataFrame, spec: PrivacySpec, *, c: float = 1.0, column: str = BUDGET_COLUMN,
             eps_min: float | None = None, eps_max: float | None = None) -> PrdpReduction:
     """Reduce a PDP problem to PrDP: add the budget column and the expression ``c * v_bud``.
 
-    ``eps_min``/``eps_max`` (ε̌, ε̂): bounds of the possible budgets; by default c times the
-    smallest and largest ε of the specification (in a real deployment: of the menu of
-    choices offered to users, which is public).
+    ``eps_min``/``eps_max`` (ε̌, ε̂): public bounds of the possible budgets, published with E.
+    By default c times the public range of choices (:func:`public_choice_range`) — never
+    the smallest and largest Φ in the table, which under PrDP are private.
     """
     cc = _check_eps(c, "The constant c")
     if column in table.columns:
@@ -1704,11 +1998,15 @@ def to_prdp(table: pd.DataFrame, spec: PrivacySpec, *, c: float = 1.0, column: s
     phi = spec.phi_for(table)
     out = table.copy()
     out[column] = phi
-    lo = cc * spec.min_eps if eps_min is None else _check_eps(eps_min, "ε̌")
-    hi = cc * spec.max_eps if eps_max is None else _check_eps(eps_max, "ε̂")
+    (r_lo, r_hi), where = public_choice_range(spec)
+    lo = cc * r_lo if eps_min is None else _check_eps(eps_min, "ε̌")
+    hi = cc * r_hi if eps_max is None else _check_eps(eps_max, "ε̂")
     if lo > hi:
         raise ParameterError("ε̌ must not exceed ε̂.")
-    return PrdpReduction(out, f"{cc:g} * {column}", cc, lo, hi, column)
+    declared = [name for name, v in (("ε̌", eps_min), ("ε̂", eps_max)) if v is not None]
+    src = f"c × {where}" if not declared else (
+        f"{' and '.join(declared)} declared" + (f"; otherwise c × {where}" if len(declared) < 2 else ""))
+    return PrdpReduction(out, f"{cc:g} * {column}", cc, lo, hi, column, src)
 
 
 def prdp_available() -> bool:
@@ -1722,11 +2020,14 @@ def prdp_available() -> bool:
 
 
 def run_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Query, *, c: float = 1.0, beta: float = 0.1,
-             rng: np.random.Generator, seed: int | None = None, reveal: bool = False) -> Release:
+             rng: np.random.Generator, seed: int | None = None, reveal: bool = False,
+             eps_min: float | None = None, eps_max: float | None = None) -> Release:
     """Answer ``query`` with the PrDP framework (Algorithm 2) under E(r) = c·v_bud.
 
     The table gets the budget column v_bud = Φ (:func:`to_prdp`); the budget function is
-    parsed with ε̌ = c·min Φ, ε̂ = c·max Φ and U = the query's public upper bound. A count
+    parsed with the public ε̌, ε̂ of :func:`to_prdp` (declared, or c times the public range of
+    choices) and U = the query's public upper bound. A tuple whose c·Φ is below ε̌ cannot be
+    honoured: declare a smaller ε̌ (the smallest choice offered). A count
     with a cut-off runs on the tuples meeting it (a per-tuple filter: a tuple failing it
     never influences the answer, so each tuple's guarantee is unchanged); a sum uses the
     framework's clipped sum on the value column. Neighbours: add/remove, like PDP's
@@ -1740,7 +2041,13 @@ def run_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Query, *, c: float =
         from . import prdp as _prdp
     except ImportError:
         raise ParameterError("The PrDP framework is not available in this installation.") from None
-    red = to_prdp(table, spec, c=c)
+    red = to_prdp(table, spec, c=c, eps_min=eps_min, eps_max=eps_max)
+    low = int((red.table[red.column].to_numpy() * red.c < red.eps_min * (1 - 1e-9)).sum())
+    if low:
+        raise PolicyError(f"{low:,} user(s) chose an ε below the public ε̌ = {red.eps_min:.4g} of the PrDP budget "
+                          f"function ({red.bounds_source}).",
+                          hint="Declare ε̌ as the smallest choice offered to users (a public value), not one read "
+                               "from the data.")
     t = red.table
     if query.kind == "count" and query.column is not None:
         t = t.loc[query.prepare(query.raw(t)) > 0]
@@ -1752,14 +2059,15 @@ def run_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Query, *, c: float =
 
 def compare_with_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Query, *, c: float = 1.0,
                       beta: float = 0.1, rng: np.random.Generator, reveal: bool = False,
-                      runs: int = 1) -> pd.DataFrame:
+                      runs: int = 1, eps_min: float | None = None, eps_max: float | None = None) -> pd.DataFrame:
     """The same users and query under PDP (Minimum, Sample with t = max and mean Φ, PE/Stretching)
-    and under PrDP (the framework with E(r) = c·v_bud), one seeded run each (or the RMSE over
-    ``runs`` runs when ``reveal``).
+    and under PrDP (the framework with E(r) = c·v_bud and public ε̌, ε̂), one seeded run each (or
+    the RMSE over ``runs`` runs when ``reveal``).
 
     Columns: mechanism, model, estimate (first run), are the users' choices public, the
-    neighbour notion, the largest delivered ε and whether every tuple got at most its
-    request; with ``reveal`` also the true answer, the error and the RMSE.
+    neighbour notion (PDP: substitution when the roster was read from the table), the largest
+    delivered ε and whether every tuple got at most its request; with ``reveal`` also the true
+    answer, the error and the RMSE.
     """
     if query.kind not in ("count", "sum"):
         raise ParameterError("The PDP vs PrDP comparison covers count and sum.")
@@ -1770,9 +2078,10 @@ def compare_with_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Query, *, c
     R = max(1, int(runs)) if reveal else 1
     for name, m in pdp_mechs.items():
         rels = [m.release(table, spec, query, rng=rng, reveal=reveal) for _ in range(R)]
-        rows.append(_compare_row(f"PDP · {m.label(spec)}", "PDP", rels, truth, "public (published)", m.neighbours,
-                                 reveal))
-    rels = [run_prdp(table, spec, query, c=c, beta=beta, rng=rng, reveal=reveal) for _ in range(R)]
+        rows.append(_compare_row(f"PDP · {m.label(spec)}", "PDP", rels, truth, "public (published)",
+                                 m.neighbours_for(spec), reveal))
+    rels = [run_prdp(table, spec, query, c=c, beta=beta, rng=rng, reveal=reveal, eps_min=eps_min, eps_max=eps_max)
+            for _ in range(R)]
     rows.append(_compare_row(f"PrDP framework · E(r) = {c:g}·v_bud", "PrDP", rels, truth, "private", "add/remove",
                              reveal))
     return pd.DataFrame(rows)

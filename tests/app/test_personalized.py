@@ -25,8 +25,13 @@ def test_default_page_generated_tiers(page):
     assert "Users (public universe U)" in [m.label for m in at.metric]
     assert "generated tiers" in t and "never over the users" in t
     assert len(at.get("plotly_chart")) >= 3  # spec histogram, delivered CDFs, π curve
-    assert "substitution neighbours" in t and "add/remove neighbours" in t
+    # the generated tiers are drawn for the table's rows: the roster comes from the table, so the page states
+    # substitution neighbours (and says why add/remove is not claimed)
+    assert "substitution neighbours" in t and "roster U comes from the table" in t and "add/remove" in t
+    assert set(at.dataframe[-1].value["neighbours"]) == {"substitution"}
     assert "Reproduce in Python" in [e.label for e in at.expander]
+    # the default upper bound is labelled as computed from the confidential data
+    assert any("computed from the confidential data" in w.value for w in at.warning)
 
 
 def test_value_column_change_resets_bounds(page):
@@ -37,6 +42,40 @@ def test_value_column_change_resets_bounds(page):
     assert at.number_input(key="pdp_hi").value > hi_emp
     at.selectbox(key="pdp_value").set_value("EMP").run()
     assert at.number_input(key="pdp_hi").value == hi_emp
+
+
+def test_data_derived_bounds_are_flagged_in_the_release_and_ledger():
+    at = open_page("personalized")
+    at.radio(key="pdp_view").set_value("Run a release").run()
+    at.selectbox(key="pdp_rel_kind").set_value("sum").run()
+    at.button(key="pdp_run").click().run()
+    assert not at.exception, at.exception
+    rel = at.session_state["pdp_last_release"]
+    assert "confidential data" in rel.params["hi_source"]
+    assert "confidential data" in at.session_state["ledger"].entries[-1].params["hi_source"]
+    assert rel.params["neighbours"] == rel.entries[0].neighbours == "substitution"
+    assert "design default" in texts(at)
+    # bounds and cut-off set by the designer are not flagged, and the warning goes away
+    at.number_input(key="pdp_hi").set_value(12345.0).run()
+    assert not any("hi = " in w.value for w in at.warning)
+    at.number_input(key="pdp_cutoff").set_value(3.0).run()
+    assert not any("computed from the confidential data" in w.value for w in at.warning)
+    at.button(key="pdp_run").click().run()
+    assert "hi_source" not in at.session_state["pdp_last_release"].params
+
+
+def test_declared_integer_values_give_integer_medians():
+    at = open_page("personalized")
+    at.radio(key="pdp_view").set_value("Run a release").run()
+    at.selectbox(key="pdp_rel_kind").set_value("median").run()
+    at.number_input(key="pdp_hi").set_value(5000.0).run()
+    for declared in (True, False):
+        at.checkbox(key="pdp_integer").set_value(declared).run()
+        at.button(key="pdp_run").click().run()
+        assert not at.exception, at.exception
+        rel = at.session_state["pdp_last_release"]
+        est = float(rel.answers["estimate"].iloc[0])
+        assert rel.params["integer"] is declared and (est == round(est)) is declared
 
 
 def test_threshold_explorer_proxy_then_oracle_warning(page):
@@ -67,7 +106,10 @@ def test_run_release_adds_to_ledger(page):
     at.button(key="pdp_run").click().run()
     assert not at.exception, at.exception
     t = texts(at)
-    assert "Promise: min(Φ, t)" in t and "Seeded run" in t
+    # the default roster comes from the table: the rank-score median is recalibrated for substitution
+    assert "Promise: at most min(Φ, t)" in t and "calibrated at ε/2" in t and "Seeded run" in t
+    rel = at.session_state["pdp_last_release"]
+    assert rel.check_delivered_within_requested() and "every user within their request: **True**" in t
     assert len(at.session_state["ledger"]) >= 1
     # a query PE does not answer gives a message, not a traceback
     at.selectbox(key="pdp_rel_mech").set_value("PE (personalized exponential)").run()
@@ -91,7 +133,9 @@ def test_pe_scores_and_paper_experiments(page):
 
 def test_pdp_vs_prdp(page):
     at = _view(page, "PDP vs PrDP")
-    assert "E(r) = 1 * v_bud" in texts(at)
+    t = texts(at)
+    # ε̌, ε̂ from the public tier menu (ε_C = 0.01, ε_L = 1), not from the table's smallest and largest Φ
+    assert "E(r) = 1 * v_bud" in t and "ε̌ = 0.01, ε̂ = 1" in t and "public range of choices" in t
     at.button(key="pdp_prdp_go").click().run()
     assert not at.exception, at.exception
     assert len(at.dataframe) >= 1

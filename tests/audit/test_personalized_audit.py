@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -180,7 +181,7 @@ def test_minimum_and_threshold_median_respect_the_promise():
 
 
 def _pe_pmf(kind, vals, phi, lo, hi):
-    pcs, _, probs = P.pe_distribution(kind, vals, phi, lo=lo, hi=hi)
+    pcs, _, probs = P.pe_distribution(kind, vals, phi, lo=lo, hi=hi, integer=True)
     return P.expand_pieces(pcs, probs)[1]
 
 
@@ -240,3 +241,116 @@ def test_stretching_log_ratio_is_phi_times_value_share():
         lr = stats.laplace.logpdf(grid, loc=shift, scale=scale) - stats.laplace.logpdf(grid, loc=0, scale=scale)
         assert np.abs(lr).max() == pytest.approx(phi[x] * value / q.bound, rel=1e-9)
     np.testing.assert_allclose(P.Stretching().delivered(phi, spec), phi)
+
+
+# ---------------------------------------------------------------------------
+# Only public facts choose the output range and the neighbour notion
+# ---------------------------------------------------------------------------
+
+
+def _density(pcs, probs, r):
+    """Output density of a continuous-range draw at points r (no data point among them)."""
+    idx = np.searchsorted(pcs.start, r, side="right") - 1
+    return probs[idx] / pcs.size[idx]
+
+
+GRID = np.linspace(0.0037, 9.9937, 1500)  # avoids every data value below
+
+
+def test_continuous_range_laws_on_neighbours_with_a_non_integer_value():
+    """The neighbours of the reviewer's example, exactly: D = [1, 2, 3, 4] against D′ = [1, 2, 3, 4.5]
+    (substitution, PE) and against D + 4.5 (add/remove, the black-box median and min). The declared
+    continuous range is the same on both sides, so the density ratio stays within the promise
+    (under the old data-dependent grid one side was integer-valued: no ratio at all)."""
+    D = np.array([1.0, 2, 3, 4])
+    phi = np.array([0.3, 0.5, 0.8, 0.6])
+    for kind in ("median", "min"):
+        q = P.Query(kind, "x", lo=0, hi=10)
+        a = P.pe_distribution(kind, q.prepare(D), phi, lo=0, hi=10, integer=q.on_integers)
+        b = P.pe_distribution(kind, q.prepare(np.r_[D[:3], 4.5]), phi, lo=0, hi=10, integer=q.on_integers)
+        lr = np.abs(np.log(_density(a[0], a[2], GRID)) - np.log(_density(b[0], b[2], GRID))).max()
+        assert lr <= phi[3] + 1e-9, (kind, lr)
+        for eps in (0.3, 1.0):
+            pa = P.em_pieces(kind, q.prepare(D), eps, 0, 10, integer=q.on_integers, score=q.median_score)
+            pb = P.em_pieces(kind, q.prepare(np.r_[D, 4.5]), eps, 0, 10, integer=q.on_integers,
+                             score=q.median_score)
+            lr = np.abs(np.log(_density(*pa, GRID)) - np.log(_density(*pb, GRID))).max()
+            assert lr <= eps + 1e-9, (kind, eps, lr)
+
+
+def _table_roster_median_pmf(mech, vals, phi, spec, q, calibrate=True):
+    c = P.noise_calibration(q, spec) if calibrate else 1.0
+    if isinstance(mech, P.Sample):
+        t = spec.threshold(mech.t)
+        pi = P.sample_probability(phi, t)
+        out = np.zeros(7)
+        for mask in itertools.product((False, True), repeat=vals.size):
+            m = np.array(mask, dtype=bool)
+            w = np.prod(np.where(m, pi, 1 - pi))
+            if w > 0:
+                out += w * _em_pmf(vals[m], t / c, 1, 7, q.median_score)
+        return out
+    eps = spec.min_eps if isinstance(mech, P.Minimum) else spec.threshold(mech.t)
+    keep = np.ones(vals.size, bool) if isinstance(mech, P.Minimum) else phi >= eps
+    return _em_pmf(q.prepare(vals[keep]), eps / c, 1, 7, q.median_score)
+
+
+@pytest.mark.parametrize("score", ["rank", "changes"])
+def test_table_roster_substitution_losses_are_exact_upper_bounds(score):
+    """Roster and Φ read from the table: every pair of substitution neighbours (one value changes,
+    n and Φ fixed) stays within the per-user loss the release states, which is at most Φ. Power: the
+    rank score run at the add/remove ε (no recalibration) does exceed that loss under substitution."""
+    rng = np.random.default_rng(38)
+    exceeded = 0.0
+    q = P.Query("median", "v", lo=1, hi=7, integer=True, median_score=score)
+    for _ in range(5):
+        n = int(rng.integers(2, 5))
+        vals = rng.integers(1, 8, n).astype(float)
+        phi = np.round(rng.uniform(0.1, 1.0, n), 2)
+        spec = P.spec_from_values(phi, roster="table")
+        for mech in (P.Minimum(), P.Threshold("mean"), P.Sample("max"), P.Sample("mean")):
+            promise = mech.delivered_for(phi, spec, q)
+            assert np.all(promise <= phi + 1e-12)
+            base = _table_roster_median_pmf(mech, vals, phi, spec, q)
+            raw = _table_roster_median_pmf(mech, vals, phi, spec, q, calibrate=False)
+            for x in range(n):
+                for v in range(1, 8):
+                    if v == vals[x]:
+                        continue
+                    other = vals.copy()
+                    other[x] = v
+                    worst = np.abs(np.log(base) - np.log(_table_roster_median_pmf(mech, other, phi, spec,
+                                                                                   q))).max()
+                    assert worst <= promise[x] + 1e-9, (type(mech).__name__, x, v, worst, promise[x])
+                    if promise[x] > 0:
+                        unc = np.abs(np.log(raw) - np.log(_table_roster_median_pmf(mech, other, phi, spec, q,
+                                                                                    calibrate=False))).max()
+                        exceeded = max(exceeded, unc / promise[x])
+    if score == "rank":
+        assert exceeded > 1.05
+    else:
+        assert exceeded <= 1 + 1e-9
+
+
+def test_table_roster_count_laplace_ratio():
+    """Minimum count, roster from the table: on substitution neighbours (a bit flips) the Laplace ratio
+    is exactly α; adding a conservative user instead moves α (ratio unbounded), which is why such a
+    release may not claim add/remove."""
+    D = np.array([1.0, 1, 1])
+    spec = P.spec_from_values(np.array([1.0, 1.0, 0.4]), roster="table")
+    a = spec.min_eps
+    grid = np.linspace(-300, 300, 60_001)
+    lr = stats.laplace.logpdf(grid, D.sum(), 1 / a) - stats.laplace.logpdf(grid, D.sum() - 1, 1 / a)
+    assert np.abs(lr).max() == pytest.approx(a, rel=1e-9)
+    np.testing.assert_allclose(P.Minimum().delivered_for(spec.eps, spec, P.Query("count")), a)
+    grown = P.spec_from_values(np.r_[spec.eps, 0.01], roster="table")
+    lr2 = stats.laplace.logpdf(grid, D.sum(), 1 / a) - stats.laplace.logpdf(grid, D.sum() + 1, 1 / grown.min_eps)
+    assert np.abs(lr2).max() > 100 * grown.min_eps
+    # a sum with lo < 0 < hi: a value moving across [−5, 10] shifts the sum by 15; the release's Laplace scale
+    # is recalibrated to 15/α (not max(|lo|, |hi|)/α = 10/α), so the ratio is α again
+    q = P.Query("sum", "v", lo=-5, hi=10)
+    r = P.Minimum().release(pd.DataFrame({"v": D}), spec, q, rng=np.random.default_rng(0))
+    scale = float(r.answers["scale"].iloc[0])
+    assert scale == pytest.approx(15 / a)
+    lr3 = stats.laplace.logpdf(grid, 0.0, scale) - stats.laplace.logpdf(grid, 15.0, scale)
+    assert np.abs(lr3).max() == pytest.approx(a, rel=1e-9) and r.loss.max() == pytest.approx(a)

@@ -98,12 +98,12 @@ def test_uniform_spec_pe_is_the_exponential_mechanism():
     vals = np.array([2.0, 3, 5, 6, 8])
     eps = 0.7
     phi = np.full(5, eps)
-    pcs, d, probs = P.pe_distribution("median", vals, phi, lo=1, hi=9)
+    pcs, d, probs = P.pe_distribution("median", vals, phi, lo=1, hi=9, integer=True)
     r, pmf = P.expand_pieces(pcs, probs)
     scores = np.array([_brute_d("median", vals, np.ones(5), range(1, 10))[x] for x in r])
     np.testing.assert_allclose(pmf, noise.exponential_mechanism_probs(scores, eps, 1.0), atol=1e-12)
     # and PE with uniform Φ is the black box with the paper's change-count score
-    pcs2, probs2 = P.em_pieces("median", vals, eps, 1, 9, score="changes")
+    pcs2, probs2 = P.em_pieces("median", vals, eps, 1, 9, score="changes", integer=True)
     np.testing.assert_allclose(P.expand_pieces(pcs2, probs2)[1], pmf, atol=1e-12)
 
 
@@ -169,7 +169,7 @@ def test_fast_scores_match_brute_force(kind):
         fast = P.d_median(vals, phi, r) if kind == "median" else P.d_min(vals, phi, r)
         np.testing.assert_allclose(fast, [brute[x] for x in r], atol=1e-12)
         # range compression gives the same pmf as the full grid (T8)
-        pcs, d, probs = P.pe_distribution(kind, vals, phi, lo=1, hi=7)
+        pcs, d, probs = P.pe_distribution(kind, vals, phi, lo=1, hi=7, integer=True)
         rr, pmf = P.expand_pieces(pcs, probs)
         full = np.exp(np.array([brute[x] for x in rr]) / 2)
         np.testing.assert_allclose(pmf, full / full.sum(), atol=1e-12)
@@ -242,17 +242,17 @@ def _piece_draws(pcs, logits, n, seed):
 def test_median_em_sampler_matches_pmf_with_power(score):
     vals = np.array([2.0, 3, 3, 5, 6, 9, 9, 10])
     eps = 0.8
-    pcs, probs = P.em_pieces("median", vals, eps, 1, 12, score=score)
+    pcs, probs = P.em_pieces("median", vals, eps, 1, 12, score=score, integer=True)
     r, pmf = P.expand_pieces(pcs, probs)
     logits = P._em_logits("median", pcs, eps, score)
     # the public sampler is exactly: pieces → logits → piece draw (same seed, same draws)
     rng = np.random.default_rng(11)
-    direct = [P.dp_quantile_em("median", vals, eps, 1, 12, rng=rng, score=score) for _ in range(200)]
+    direct = [P.dp_quantile_em("median", vals, eps, 1, 12, rng=rng, score=score, integer=True) for _ in range(200)]
     np.testing.assert_array_equal(direct, _piece_draws(pcs, logits, 200, 11))
     draws = _piece_draws(pcs, logits, 8000, 12)
     assert _chi2_p(draws, r, pmf) > 1e-3
     for f in (0.9, 1.1):
-        _, wrong = P.em_pieces("median", vals, eps * f ** 6, 1, 12, score=score)
+        _, wrong = P.em_pieces("median", vals, eps * f ** 6, 1, 12, score=score, integer=True)
         # ε off by a factor (0.9⁶ ≈ 0.53, 1.1⁶ ≈ 1.77) must be rejected
         assert _chi2_p(draws, r, P.expand_pieces(pcs, wrong)[1]) < 1e-4
 
@@ -260,15 +260,15 @@ def test_median_em_sampler_matches_pmf_with_power(score):
 def test_pe_sampler_matches_pmf_with_power():
     vals = np.array([2.0, 3, 5, 6, 7])
     phi = np.array([0.1, 1, 0.3, 0.5, 1])
-    pcs, d, probs = P.pe_distribution("median", vals, phi, lo=1, hi=9)
+    pcs, d, probs = P.pe_distribution("median", vals, phi, lo=1, hi=9, integer=True)
     r, pmf = P.expand_pieces(pcs, probs)
     rng = np.random.default_rng(12)
-    direct = [P.pe_draw("median", vals, phi, rng=rng, lo=1, hi=9) for _ in range(200)]
+    direct = [P.pe_draw("median", vals, phi, rng=rng, lo=1, hi=9, integer=True) for _ in range(200)]
     np.testing.assert_array_equal(direct, _piece_draws(pcs, d / 2.0, 200, 12))
     draws = _piece_draws(pcs, d / 2.0, 8000, 13)
     assert _chi2_p(draws, r, pmf) > 1e-3
     for f in (0.5, 2.0):
-        _, _, wrong = P.pe_distribution("median", vals, phi * f, lo=1, hi=9)
+        _, _, wrong = P.pe_distribution("median", vals, phi * f, lo=1, hi=9, integer=True)
         assert _chi2_p(draws, r, P.expand_pieces(pcs, wrong)[1]) < 1e-4
 
 
@@ -304,10 +304,10 @@ def test_sum_and_mean_black_boxes():
 
 def test_empty_input_gives_uniform_median_and_min():
     for kind in ("median", "min"):
-        pcs, probs = P.em_pieces(kind, np.array([]), 0.5, 1, 6)
+        pcs, probs = P.em_pieces(kind, np.array([]), 0.5, 1, 6, integer=True)
         r, pmf = P.expand_pieces(pcs, probs)
         np.testing.assert_allclose(pmf, np.full(6, 1 / 6))
-    assert 1 <= P.dp_quantile_em("median", np.array([]), 1.0, 1, 6, rng=np.random.default_rng(0)) <= 6
+    assert 1 <= P.dp_quantile_em("median", np.array([]), 1.0, 1, 6, rng=np.random.default_rng(0), integer=True) <= 6
 
 
 def test_small_eps_numerics_are_stable():
@@ -522,7 +522,7 @@ def test_exact_pmf_mse_matches_simulation_for_pe_and_em():
     vals = np.clip(np.rint(rng.normal(50, 15, 101)), 1, 100)
     spec = P.generate_tiers(101, rng=rng)
     for kind in ("median", "min"):
-        q = P.Query(kind, "v", lo=1, hi=100)
+        q = P.Query(kind, "v", lo=1, hi=100, integer=True)
         truth = q.truth(vals)
         for m in (P.PE(), P.Minimum(), P.Threshold()):
             bias, mse = P.exact_mse(m, vals, spec.eps, q, spec, truth)
@@ -578,9 +578,162 @@ def test_to_prdp_adds_the_budget_column():
     spec = P.spec_from_values([0.1, 0.5, 1.0])
     red = P.to_prdp(tab, spec, c=2.0)
     np.testing.assert_allclose(red.table["v_bud"], [0.1, 0.5, 1.0])
-    assert red.expression == "2 * v_bud" and red.eps_min == pytest.approx(0.2) and red.eps_max == 2.0
+    # ε̌, ε̂: c times the public range of choices (here the paper's [0.01, 1]), not c·min Φ and c·max Φ
+    assert red.expression == "2 * v_bud" and red.eps_min == pytest.approx(0.02) and red.eps_max == 2.0
+    assert "paper's range" in red.bounds_source
+    declared = P.to_prdp(tab, spec, c=2.0, eps_min=0.1, eps_max=3.0)
+    assert (declared.eps_min, declared.eps_max) == (0.1, 3.0) and "declared" in declared.bounds_source
     with pytest.raises(ParameterError):
         P.to_prdp(red.table, spec)
+
+
+def test_prdp_bounds_come_from_public_values_not_the_table():
+    """ε̌ and ε̂ are published with E: they must not move when one user joins the table."""
+    D = pd.DataFrame({"x": [1.0, 1, 1], "eps": [0.5, 0.5, 0.5]})
+    Dx = pd.concat([D, pd.DataFrame({"x": [1.0], "eps": [0.05]})], ignore_index=True)
+    bounds = {(r.eps_min, r.eps_max) for r in (P.to_prdp(t, P.spec_from_column(t, "eps")) for t in (D, Dx))}
+    assert bounds == {(0.01, 1.0)}  # the old reduction gave (0.5, 0.5) and (0.05, 0.5)
+    # a declared menu of choices (expert labels, generated tiers) is the public range
+    lab = P.spec_from_labels(pd.DataFrame({"p": ["hi", "lo"]}), "p", {"hi": 0.1, "lo": 0.8}, default_eps=0.5)
+    assert lab.choice_range == (0.1, 0.8)
+    tiers = P.generate_tiers(50, P.TierConfig(eps_c=0.05, eps_m=0.3, eps_l=2.0), rng=np.random.default_rng(0))
+    assert tiers.choice_range == (0.05, 2.0)
+    assert tiers.choice_range[0] <= tiers.min_eps and tiers.max_eps <= tiers.choice_range[1]
+    # a choice below the public ε̌ cannot be honoured: an actionable error that does not print the value
+    low = pd.DataFrame({"x": [1.0, 1], "eps": [0.004, 0.5]})
+    with pytest.raises(PolicyError, match="below the public") as err:
+        P.run_prdp(low, P.spec_from_column(low, "eps"), P.Query("count"), rng=np.random.default_rng(0))
+    assert "0.004" not in str(err.value)
+    ok = P.run_prdp(low, P.spec_from_column(low, "eps"), P.Query("count"), eps_min=0.001,
+                    rng=np.random.default_rng(0))
+    assert ok.check_delivered_within_requested()
+
+
+# ---------------------------------------------------------------------------
+# Only public facts choose the output range and the neighbour notion (through release())
+# ---------------------------------------------------------------------------
+
+
+def _integer_share(m, table, spec, q, runs, seed):
+    rng = np.random.default_rng(seed)
+    out = np.array([m.release(table, spec, q, rng=rng).answers["estimate"].iloc[0] for _ in range(runs)])
+    return float(np.mean(out == np.round(out)))
+
+
+@pytest.mark.parametrize("name", ["M", "T", "S", "PE"])
+def test_output_range_does_not_depend_on_the_values(name):
+    """Substitution 4 → 4.5 used to switch every answer from integers to non-integers (disjoint
+    supports, unbounded loss): the range must come from the query's declared value type."""
+    m = {"M": P.Minimum(), "T": P.Threshold("max"), "S": P.Sample("max"), "PE": P.PE()}[name]
+    spec = P.spec_from_values([0.5] * 4)
+    D = pd.DataFrame({"x": [1.0, 2, 3, 4]})
+    Dp = pd.DataFrame({"x": [1.0, 2, 3, 4.5]})
+    for kind in ("median", "min"):
+        cont = P.Query(kind, "x", lo=0, hi=10)
+        assert _integer_share(m, D, spec, cont, 150, 1) == _integer_share(m, Dp, spec, cont, 150, 2) == 0.0
+        ints = P.Query(kind, "x", lo=0, hi=10, integer=True)
+        assert _integer_share(m, D, spec, ints, 150, 3) == _integer_share(m, Dp, spec, ints, 150, 4) == 1.0
+    # add/remove: one more tuple with a non-integer value does not flip the range either
+    spec5 = P.spec_from_values([0.5] * 5)
+    Da = pd.DataFrame({"x": [1.0, 2, 3, 4, 4]})
+    Db = pd.DataFrame({"x": [1.0, 2, 3, 4, 4.5]})
+    q = P.Query("median", "x", lo=0, hi=10)
+    assert _integer_share(m, Da, spec5, q, 150, 5) == _integer_share(m, Db, spec5, q, 150, 6) == 0.0
+
+
+def test_declared_integers_round_values_onto_the_grid():
+    q = P.Query("median", "x", lo=0, hi=10, integer=True)
+    np.testing.assert_array_equal(q.prepare(np.array([4.4, 4.6, -3.0, 12.7])), [4, 5, 0, 10])
+    assert "integers" in q.describe()
+    with pytest.raises(ParameterError, match="whole-number bounds"):
+        P.Query("median", "x", lo=0.5, hi=10, integer=True)
+    with pytest.raises(ParameterError):
+        P.em_pieces("median", np.array([1.0]), 1.0, 0, 9.5, integer=True)
+    # the low-level samplers never infer the range from the values
+    pcs, _ = P.em_pieces("median", np.array([1.0, 2.0, 3.0]), 1.0, 0, 10)
+    assert not pcs.integer
+    pcs, _, _ = P.pe_distribution("min", np.array([1.0, 2.0]), np.ones(2), lo=0, hi=10)
+    assert not pcs.integer
+    # a sum of declared integers is not rounded (the grid only concerns median and min outputs)
+    np.testing.assert_array_equal(P.Query("sum", "x", hi=10, integer=True).prepare(np.array([1.5])), [1.5])
+
+
+def test_paper_experiment_declares_integer_values():
+    df = P.paper_experiment("median", runs=4, rng=np.random.default_rng(0))
+    assert np.allclose(df["bias"] * 4, np.round(df["bias"] * 4))  # integer errors: integer answers
+
+
+def test_roster_read_from_the_table_is_stated_under_substitution():
+    """A roster taken from the table moves with it (one added user with Φ = 0.01 moves α from 1 to
+    0.01): such releases may only claim substitution neighbours, and must say so everywhere."""
+    D = pd.DataFrame({"x": [1.0, 1, 1], "eps": [1.0, 1.0, 1.0]})
+    Dx = pd.concat([D, pd.DataFrame({"x": [1.0], "eps": [0.01]})], ignore_index=True)
+    s1, s2 = P.spec_from_column(D, "eps"), P.spec_from_column(Dx, "eps")
+    assert (s1.min_eps, s2.min_eps) == (1.0, 0.01)  # why add/remove cannot be claimed
+    assert s1.roster == s2.roster == "table"
+    for m in (P.Minimum(), P.Threshold("max"), P.Sample("max"), P.Stretching(), P.PE()):
+        r = m.release(Dx, s2, P.Query("count", "x"), rng=np.random.default_rng(0))
+        assert r.params["neighbours"] == "substitution" and r.params["roster"] == "table"
+        assert r.extras["neighbours"] == "substitution" and "read from the table" in r.extras["roster"]
+        e = r.entries[0]
+        assert e.neighbours == "substitution"
+        assert "substitution" in e.loss.describe() and "add/remove" not in e.loss.describe()
+        assert r.check_delivered_within_requested()  # a count has k = 1
+    # generated tiers over the table's rows or owners are read from the table too; a declared universe is not
+    tab = pd.DataFrame({"uid": ["a", "b", "a"], "x": [1.0, 2, 3]})
+    assert P.generate_tiers_for(tab, rng=np.random.default_rng(0)).roster == "table"
+    assert P.generate_tiers_for(tab, rng=np.random.default_rng(0), user_col="uid").roster == "table"
+    public = P.generate_tiers(np.array(["a", "b", "c"]), rng=np.random.default_rng(0), user_col="uid")
+    assert public.roster == "public"
+    r = P.Sample("max").release(tab, public, P.Query("count"), rng=np.random.default_rng(0))
+    assert r.params["neighbours"] == r.entries[0].neighbours == "add/remove"
+    with pytest.raises(ParameterError):
+        P.PrivacySpec(users=np.arange(2), eps=np.ones(2), roster="data")
+
+
+def test_substitution_losses_under_a_table_roster():
+    """Under a table roster the black box costs k·ε per value change; it is run at ε/max(k, 1) so that
+    every user still gets at most Φ (the per-user loss is min(k, 1) times the add/remove one)."""
+    phi = np.array([0.05, 0.1, 0.3, 0.7, 1.0])
+    spec = P.spec_from_values(phi, roster="table")
+    public = P.spec_from_values(phi)
+    cases = {P.Query("count"): 1.0, P.Query("sum", "v", lo=0, hi=10): 1.0, P.Query("sum", "v", lo=-5, hi=10): 1.5,
+             P.Query("mean", "v", lo=0, hi=10): 0.5, P.Query("median", "v", hi=10): 2.0,
+             P.Query("median", "v", hi=10, median_score="changes"): 1.0, P.Query("min", "v", hi=10): 1.0}
+    for q, k in cases.items():
+        assert P.substitution_factor(q) == k
+        assert P.noise_calibration(q, spec) == max(k, 1.0) and P.noise_calibration(q, public) == 1.0
+        f = min(k, 1.0)
+        np.testing.assert_allclose(P.Minimum().delivered_for(phi, spec, q), f * 0.05)
+        np.testing.assert_allclose(P.Threshold(0.3).delivered_for(phi, spec, q), f * np.array([0, 0, .3, .3, .3]))
+        np.testing.assert_allclose(P.Stretching().delivered_for(phi, spec, q), f * phi)
+        np.testing.assert_allclose(P.PE().delivered_for(phi, spec, q), phi)
+        s = P.Sample(0.5).delivered_for(phi, spec, q)
+        if k == 1.0:
+            np.testing.assert_allclose(s, np.minimum(phi, 0.5))
+        assert np.all(s <= np.minimum(phi, 0.5) + 1e-12)
+    # the rank-score median under a table roster: noise at α/2, every request honoured, and the release says so
+    tab = pd.DataFrame({"v": [1.0, 4, 6, 7, 9]})
+    q = P.Query("median", "v", hi=10)
+    r = P.Minimum().release(tab, spec, q, rng=np.random.default_rng(0))
+    assert r.check_delivered_within_requested() and r.params["substitution_factor"] == 2.0
+    assert r.params["noise_calibration"] == 2.0 and r.extras["eps_used"] == 0.025
+    assert "calibrated at ε/2" in r.extras["promise"]
+    # the error analysis uses the same calibration as the releases
+    vals = q.prepare(tab["v"].to_numpy())
+    for m in (P.Minimum(), P.Threshold(0.3)):
+        _, mse_table = P.exact_mse(m, vals, phi, q, spec, 6.0)
+        _, mse_public = P.exact_mse(m, vals, phi, q, public, 6.0)
+        assert mse_table > mse_public
+    s = P.Query("sum", "v", lo=-5, hi=10)
+    assert P.linear_moments(P.Minimum(), vals, phi, s, spec)[1] == pytest.approx(
+        1.5 ** 2 * P.linear_moments(P.Minimum(), vals, phi, s, public)[1])
+    # Sample's substitution loss with the recalibrated black box (a = t/2, s = t)
+    pi = float(P.sample_probability(0.1, 1.0))
+    expected = math.log1p(pi * math.expm1(0.5)) - math.log1p(pi * math.expm1(-0.5))
+    np.testing.assert_allclose(P.sample_delivered_substitution(np.array([0.1, 2.0]), 1.0, 2.0), [expected, 1.0])
+    with pytest.raises(ParameterError):
+        P.sample_delivered_substitution(phi, 1.0, 3.0)
 
 
 def test_pdp_data_through_the_prdp_framework():
