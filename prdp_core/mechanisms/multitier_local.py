@@ -229,6 +229,11 @@ def template_chain(eps: Sequence[float], d: int, variant: Variant = "subset2") -
         # the level is stored as given (a target ε, or ln of a reference ratio) so that a
         # template made for a budget compares equal to it
         nonlocal rho
+        if target_rho == rho and out and target_eps < out[-1].eps:
+            # two levels a rounding apart (e^ε equal in floating point): the same distribution,
+            # labelled with the lower level so that the lower budget has a template (identity step)
+            out.append(Template(len(out), k, rho, target_eps, "rescale", 1.0, step, reference))
+            return
         if not target_rho < rho:
             return
         beta = rescale_keep_probability(rho, target_rho, k, d)
@@ -277,7 +282,7 @@ def template_chain(eps: Sequence[float], d: int, variant: Variant = "subset2") -
     # Step 4: high-privacy targets at the final size
     for e in L:
         r = math.exp(e)
-        if r < rho:
+        if r <= rho:
             rescale(e, r, "4")
     return tuple(out)
 

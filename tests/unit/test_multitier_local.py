@@ -150,6 +150,22 @@ def test_plan_is_safe_deterministic_and_in_range(eps, d, variant):
     assert np.all((keep >= 0) & (keep <= 1)) and np.all(np.diff(sizes) >= 0)
 
 
+@pytest.mark.parametrize("d", [2, 3, 4, 9])
+@pytest.mark.parametrize("eps", [[0.005000000000000001, 0.005], [math.log(3), math.nextafter(math.log(3), 0)],
+                                 [math.nextafter(math.log(2), 9), math.log(2), 0.3]])
+def test_budgets_a_rounding_apart_each_get_a_template(eps, d):
+    """Budgets whose e^ε is the same float used to leave the lower one without a template (found by
+    hypothesis): the chain now labels the same distribution with the lower level (identity step)."""
+    plan = mt.plan_local([(f"t{i}", e) for i, e in enumerate(eps)], d)
+    for tier, i in zip(plan.tiers, plan.served):
+        assert plan.templates[i].eps <= tier.eps
+    marg = ml.chain_marginals_exact(plan.templates, d)
+    for i in set(plan.served):
+        t = plan.templates[i]
+        assert np.allclose(marg[i], ml.subset_pmf_exact(t.k, t.rho, d), atol=1e-12)
+        assert ml.max_log_ratio(marg[i]) <= t.eps + 1e-12
+
+
 @pytest.mark.parametrize("d", [5, 7, 8, 16])
 def test_utility_ratios_within_the_theorem_bounds(d):
     eps = np.arange(0.05, 8, 0.1)
