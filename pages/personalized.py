@@ -44,8 +44,8 @@ if ss["pdp_source"] == "tiers":
     t4.number_input("ε_M", 0.001, 100.0, step=0.05, key="pdp_em", format="%.3f")
     t5.number_input("ε_L (liberal)", 0.001, 100.0, step=0.1, key="pdp_el", format="%.3f")
     st.caption("Conservative users draw Φ uniformly from [ε_C, ε_M], moderate users from [ε_M, ε_L] (rounded to "
-               "0.01), liberal users get ε_L. The draw uses the session seed and never the data, so it is a "
-               "legitimate public specification. Defaults: Table I of the paper.")
+               "0.01), liberal users get ε_L. The draw uses the session seed and never the values; the users it is "
+               "drawn for are the table's rows (or owners). Defaults: Table I of the paper.")
 else:
     cols = upd.eps_columns(ds)
     if ss.get("pdp_col") not in cols:
@@ -78,7 +78,7 @@ if spec is None:
     st.stop()
 
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Users (public universe U)", f"{spec.n_users:,}")
+m1.metric("Users (roster U)", f"{spec.n_users:,}")
 m2.metric("min Φ (Minimum's α)", f"{spec.min_eps:.3g}")
 m3.metric("mean Φ (S-avg's t)", f"{spec.mean_eps:.3g}")
 m4.metric("max Φ (S's and T's t)", f"{spec.max_eps:.3g}")
@@ -130,8 +130,8 @@ st.checkbox("The values are whole numbers (declared, public): median and min ans
                  "integers to non-integers. Values are rounded to the nearest integer before the mechanism.")
 from_data = upd.data_default_params()
 if from_data:
-    what = " and ".join({"hi": f"hi = {ss['pdp_hi']:g}", "cutoff": f"the count cut-off {ss['pdp_cutoff']:g}"}[n]
-                        for n in from_data)
+    what = " and ".join({"hi": f"the upper bound hi = {ss['pdp_hi']:g}",
+                         "cutoff": f"the count cut-off {ss['pdp_cutoff']:g}"}[n] for n in from_data)
     st.warning(f"**{what[0].upper() + what[1:]} {'was' if len(from_data) == 1 else 'were'} computed from the "
                "confidential data** (the column's 99th percentile, rounded up): a design default, not a public "
                "value. A real release must set its bounds from public knowledge. Releases run with it are marked "

@@ -334,10 +334,6 @@ def _finish_spec(users: np.ndarray, eps: np.ndarray, *, default_eps: float, user
     if tuples_max > 1:
         notes.append(f"Some users own several tuples (up to {tuples_max}). PDP protects single tuples: a user with "
                      f"k tuples is protected at about k·Φ (group privacy).")
-    if roster == "table":
-        notes.append("The roster of users and their Φ were read from the table: releases under this specification "
-                      "are stated under substitution neighbours (n, the users and their Φ public; one tuple's value "
-                      "changes), not add/remove.")
     return PrivacySpec(users=users, eps=eps, default_eps=default_eps, user_col=user_col, tiers=tiers, source=source,
                        n_defaulted=n_defaulted, notes=tuple(notes), tuples_per_user_max=tuples_max, roster=roster,
                        choice_range=choice_range)

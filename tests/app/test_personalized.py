@@ -22,7 +22,7 @@ def test_default_page_generated_tiers(page):
     at = page
     t = texts(at)
     assert "Personalized DP" in [e.value for e in at.title]
-    assert "Users (public universe U)" in [m.label for m in at.metric]
+    assert "Users (roster U)" in [m.label for m in at.metric]
     assert "generated tiers" in t and "never over the users" in t
     assert len(at.get("plotly_chart")) >= 3  # spec histogram, delivered CDFs, π curve
     # the generated tiers are drawn for the table's rows: the roster comes from the table, so the page states
