@@ -45,8 +45,8 @@ from ..data import Dataset
 from ..errors import ParameterError, PolicyError
 from ..release import Release
 from ..secure import SecureSampler, exact_cell_sums, to_units
-from ..splitting import DEFAULT_KEY, as_thresholds, split_counts
-from ..workload import Query, SplittingPolicy, Workload
+from ..splitting import DEFAULT_KEY, Thresholds, as_thresholds, split_counts
+from ..workload import Filter, Query, SplittingPolicy, Workload
 
 Z95 = float(stats.norm.ppf(0.975))
 
@@ -627,8 +627,10 @@ def joint_sum_sigmas(thresholds: Mapping[str, float], rho: float, *, scaled: boo
     One piece changes the vector of sums by at most (T(a))_a. With ``scaled=False`` the noise is
     isotropic with the ℓ2 sensitivity √(Σ_a T(a)²): σ = √(Σ T²)/√(2ρ) on every coordinate. With
     ``scaled=True`` each coordinate is divided by T(a) first (ℓ2 sensitivity √k), i.e.
-    σ_a = T(a)·√k/√(2ρ) — the same as k separate releases at ρ/k each, and never worse than the
-    isotropic form. Either way a record in m(r) pieces pays ρ·m(r)².
+    σ_a = T(a)·√k/√(2ρ) — the same as k separate releases at ρ/k each. Both forms have the same
+    total variance k·Σ_a T(a)²/(2ρ); the scaled one gives every measure the same relative noise
+    σ_a/T(a), the isotropic one favours measures with large thresholds. Either way a record in
+    m(r) pieces pays ρ·m(r)².
     """
     t = {a: float(v) for a, v in thresholds.items()}
     if not t or rho <= 0:
@@ -640,10 +642,105 @@ def joint_sum_sigmas(thresholds: Mapping[str, float], rho: float, *, scaled: boo
     return {a: l2 / math.sqrt(2.0 * rho) for a in t}
 
 
+def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any] | Thresholds,
+                      measures: Iterable[str], *, rho: float, rng: np.random.Generator,
+                      group_col: str | None = None, group_by: tuple[str, ...] = (), filter: Filter | None = None,
+                      scaled: bool = True, reveal: bool = False, seed: int | None = None,
+                      public_keys: PublicKeys | None = None) -> Release:
+    """One joint Gaussian release of the vector (SUM(a))_a, a ∈ ``measures``, per cell of split data.
+
+    Per-record zCDP paper, Sec. 5.2 (notes: ℓ2 sensitivity of a vector of sums). The table is split
+    once on ``measures`` (m(r) = max over them of ⌈r(a)/T(a)⌉); one piece changes the cell's vector
+    of sums by at most (T(a))_a, so its ℓ2 sensitivity is √(Σ_a T(a)²) (per cell: the thresholds row
+    of the cell's group when ``group_col`` is a group-by key, else the largest T(a) of every row).
+
+    Parameters
+    ----------
+    thresholds, group_col:
+        Splitting thresholds T(a) (``{measure: T}``, or per group with ``group_col``). Only the
+        ``measures`` released are used for splitting.
+    measures:
+        The measures whose sums are released together (at least one).
+    rho:
+        zCDP budget of the whole vector release. Every record passing ``filter`` pays ρ·m(r)²
+        (Lemma 7 as proved); records outside it pay nothing.
+    scaled:
+        True (default): each coordinate gets σ_a = T(a)·√k/√(2ρ) (k measures; the vector divided by
+        T(a) has ℓ2 sensitivity √k), the same relative noise for every measure. False: one σ =
+        √(Σ_a T(a)²)/√(2ρ) on every coordinate (the textbook ℓ2 calibration). Both have the same
+        total variance and the same loss.
+    group_by, filter, public_keys:
+        Cells as in :func:`release` (public keys, or the cells present in the data for teaching).
+    rng, seed:
+        Randomness of a seeded (teaching/review) run.
+    reveal:
+        Attach true answers and errors (teaching mode).
+
+    The release carries each record's policy loss ρ·m(r)² and its exact realized loss
+    Σ_a Δ_a(r)²/(2σ_a²) (≤ the policy loss, since r(a) ≤ m(r)·T(a)).
+    """
+    table = data.table if isinstance(data, Dataset) else data
+    if not isinstance(rng, np.random.Generator):
+        raise ParameterError("Pass a numpy random Generator as rng (a seeded teaching or review run).")
+    ms = tuple(dict.fromkeys(str(a) for a in measures))
+    if not ms:
+        raise PolicyError("Choose at least one measure for the joint release.")
+    if not (isinstance(rho, (int, float)) and math.isfinite(rho) and rho > 0):
+        raise ParameterError("The budget ρ of the joint release must be a positive number.")
+    thr = as_thresholds(thresholds, group_col=group_col)
+    missing = [a for a in ms if a not in thr.measures]
+    if missing:
+        raise PolicyError(f"'{missing[0]}' has no splitting threshold.", hint="Give a threshold for every measure "
+                                                                              "released.")
+    rows = {g: {a: dict(r)[a] for a in ms} for g, r in thr.rows}
+    sub = as_thresholds(rows, group_col=thr.group_col) if thr.group_col else as_thresholds(rows[DEFAULT_KEY])
+    k = len(ms)
+    # the same loss as k SUMs at ρ/k each on one split table: Σ_a (ρ/k)·m(r)² = ρ·m(r)²
+    pol = SplittingPolicy(sub, Workload(tuple(Query("sum", a, rho=rho / k, split=True, group_by=tuple(group_by),
+                                                    filter=filter) for a in ms), joint=True))
+    m = split_counts(table, sub)
+    sts = workload_stats(table, pol, m, public_keys)
+    sens = np.vstack([s.sens for s in sts])  # k × cells, per-piece T(a) of each cell
+    if scaled:
+        sig = sens * math.sqrt(k) / math.sqrt(2.0 * rho)
+    else:
+        sig = np.broadcast_to(np.sqrt(np.square(sens).sum(axis=0)) / math.sqrt(2.0 * rho), sens.shape)
+    names = [f"{i + 1}. {s.query.name()} (joint)" for i, s in enumerate(sts)]
+    frames = []
+    realized = np.zeros(len(table))
+    cell_of = sts[0].cell_of
+    inside = cell_of >= 0
+    for i, s in enumerate(sts):
+        truth = s.true_answer()
+        est = truth + rng.normal(0.0, 1.0, s.n_cells) * sig[i]
+        cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(s.n_cells, i), names)}
+        for c in s.keys.columns:
+            cols[c] = s.keys[c].array
+        cols.update({"estimate": est, "sigma": np.array(sig[i]), "ci_low": est - Z95 * sig[i],
+                     "ci_high": est + Z95 * sig[i]})
+        if reveal:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = np.where(truth != 0, np.abs(est - truth) / np.abs(truth), np.nan)
+            cols.update({"true": truth, "n_records": s.count, "error": est - truth, "rel_error": rel})
+        frames.append(pd.DataFrame(cols))
+        contrib = _record_delta(s, table)
+        realized[inside] += contrib[inside] ** 2 / (2.0 * sig[i][cell_of[inside]] ** 2)
+    loss = _policy_loss(pol, table, m)
+    params: dict[str, Any] = {
+        "policy": pol.to_dict(), "measures": list(ms), "rho": float(rho), "scaled": bool(scaled),
+        "sigma": "σ_a = T(a)·√k/√(2ρ)" if scaled else "σ = √(Σ_a T(a)²)/√(2ρ)",
+        "keys": "public (a listed key set)" if public_keys else "public (the cells present in the data)"}
+    entry = LedgerEntry(label=f"Unit splitting: joint SUM of {', '.join(ms)}",
+                        mechanism="unit_splitting.joint_gaussian", loss=pol, params=params, seed=seed)
+    return Release(mechanism="unit_splitting.joint_gaussian", answers=pd.concat(frames, ignore_index=True),
+                   measure="rho", loss=loss, entries=(entry,), params=params, seed=seed, truth_included=reveal,
+                   extras={"private_realized": realized, "private_pieces": m})
+
+
 def policy_for_thresholds(policy: SplittingPolicy, thresholds: Mapping[str, float]) -> SplittingPolicy:
     """The same workload with other (single-row) thresholds — for sweeps."""
     return SplittingPolicy(as_thresholds(dict(thresholds)), policy.workload)
 
 
-__all__ = ["PartitionSelection", "QueryStats", "joint_sum_sigmas", "policy_for_thresholds", "release",
-           "topcode_policy", "topcode_workload", "workload_stats"]
+__all__ = ["PartitionSelection", "QueryStats", "joint_sum_release", "joint_sum_sigmas", "policy_for_thresholds",
+           "release", "topcode_policy", "topcode_workload", "workload_stats"]

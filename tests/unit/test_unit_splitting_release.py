@@ -14,8 +14,8 @@ from scipy import stats
 import prdp_core
 from prdp_core.data import Dataset, Schema
 from prdp_core.errors import ParameterError, PolicyError
-from prdp_core.mechanisms.unit_splitting import (PartitionSelection, joint_sum_sigmas, release, topcode_policy,
-                                                 workload_stats)
+from prdp_core.mechanisms.unit_splitting import (PartitionSelection, joint_sum_release, joint_sum_sigmas, release,
+                                                 topcode_policy, workload_stats)
 from prdp_core.policy import owner_losses
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
@@ -150,6 +150,73 @@ def test_joint_sum_sigmas():
     assert sc["a"] == pytest.approx(3.0 / math.sqrt(2 * 0.25))
     with pytest.raises(ParameterError):
         joint_sum_sigmas({}, 1.0)
+
+
+def _two_measures(n_cells: int = 20_000, seed: int = 0) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    g = np.repeat(np.arange(n_cells), 3)
+    return pd.DataFrame({"id": np.arange(g.size), "g": g, "h": g % 2,
+                         "a": np.round(rng.pareto(1.2, g.size) * 10, 1), "b": np.round(rng.pareto(1.5, g.size) * 5, 1)})
+
+
+@pytest.mark.parametrize("scaled", [True, False])
+def test_joint_release_sigmas_noise_and_losses(scaled):
+    df = _two_measures()
+    thr, rho = {"a": 30.0, "b": 40.0}, 0.5
+    rel = joint_sum_release(df, thr, ["a", "b"], rho=rho, rng=np.random.default_rng(2), group_by=("g",),
+                            scaled=scaled, reveal=True, seed=2)
+    want = joint_sum_sigmas(thr, rho, scaled=scaled)
+    ans = rel.answers
+    assert len(ans) == 2 * 20_000
+    for i, a in enumerate(("a", "b")):
+        sub = ans[ans["query"].astype(str).str.contains(f"SUM\\({a}\\)")]
+        assert np.allclose(sub["sigma"], want[a])
+        # the promised σ, with power against ±10%
+        err = sub["error"].to_numpy()
+        assert stats.kstest(err, stats.norm(scale=want[a]).cdf).pvalue > 1e-3
+        assert stats.kstest(err, stats.norm(scale=0.9 * want[a]).cdf).pvalue < 1e-4
+        assert stats.kstest(err, stats.norm(scale=1.1 * want[a]).cdf).pvalue < 1e-4
+        # sums over split data are the sums of the original values (Lemma 8)
+        assert np.allclose(sub["true"].to_numpy(), df.groupby("g")[a].sum().to_numpy())
+    m = np.maximum(1, np.maximum(np.ceil(df["a"] / 30.0), np.ceil(df["b"] / 40.0))).to_numpy()
+    assert np.allclose(rel.loss, rho * m**2)
+    # realized loss is exact: Σ_a r(a)²/(2σ_a²), and never above the policy loss
+    exact = df["a"].to_numpy() ** 2 / (2 * want["a"] ** 2) + df["b"].to_numpy() ** 2 / (2 * want["b"] ** 2)
+    assert np.allclose(rel.extras["private_realized"], exact)
+    assert np.all(rel.extras["private_realized"] <= rel.loss * (1 + 1e-12))
+    e = rel.entries[0]
+    assert e.mechanism == "unit_splitting.joint_gaussian" and e.seed == 2
+    assert np.allclose(e.loss(df), rel.loss)
+    review = rel.for_review()
+    assert review.loss is None and "true" not in review.answers.columns
+
+
+def test_joint_release_per_group_thresholds_filter_and_calibrations():
+    df = _two_measures(200)
+    thr = {0: {"a": 10.0, "b": 5.0}, "*": {"a": 40.0, "b": 20.0}}
+    by_h = joint_sum_release(df, thr, ["a", "b"], rho=1.0, rng=np.random.default_rng(0), group_col="h",
+                             group_by=("h",), scaled=False)
+    # cells of h = 0 use that row's thresholds, the others the default row: √(T_a² + T_b²)/√2
+    sig = by_h.answers.drop_duplicates("h").set_index("h")["sigma"]
+    assert sig[0] == pytest.approx(math.hypot(10, 5) / math.sqrt(2)) and sig[1] == pytest.approx(math.hypot(40, 20)
+                                                                                                  / math.sqrt(2))
+    # without the group column among the keys the largest threshold of every row bounds each piece
+    by_g = joint_sum_release(df, thr, ["a"], rho=1.0, rng=np.random.default_rng(0), group_col="h", group_by=("g",))
+    assert np.allclose(by_g.answers["sigma"], 40.0 / math.sqrt(2))
+    scaled = joint_sum_release(df, thr, ["a", "b"], rho=1.0, rng=np.random.default_rng(0), group_col="h",
+                               group_by=("h",))
+    # both calibrations have the same total variance; the scaled one gives every measure the same σ_a/T(a)
+    s_sc = scaled.answers["sigma"].to_numpy().reshape(2, 2)
+    s_iso = by_h.answers["sigma"].to_numpy().reshape(2, 2)
+    assert np.allclose((s_sc**2).sum(axis=0), (s_iso**2).sum(axis=0))
+    assert np.allclose(s_sc / np.array([[10.0, 40.0], [5.0, 20.0]]), 1.0)
+    filt = joint_sum_release(df, {"a": 10.0, "b": 10.0}, ["a", "b"], rho=1.0, rng=np.random.default_rng(0),
+                             filter=Filter("h", (1,)))
+    assert np.all(filt.loss[df["h"].to_numpy() == 0] == 0)
+    with pytest.raises(PolicyError, match="no splitting threshold"):
+        joint_sum_release(df, {"a": 1.0}, ["a", "b"], rho=1.0, rng=np.random.default_rng(0))
+    with pytest.raises(ParameterError):
+        joint_sum_release(df, {"a": 1.0}, ["a"], rho=0.0, rng=np.random.default_rng(0))
 
 
 def test_query_without_budget_is_refused():
