@@ -745,8 +745,9 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
     dp = p.domains
     ell, est, eps_m = int(sel.ell[0]), float(est_a[0]), float(eps_m_a[0])
     eps_tau = float(dp.lo[ell - 1])
-    loss = np.ldexp(dp.eps_min / 4.0, p.idx.astype(np.int32))  # Part 1: 2^{i−2}ε̌ (exact)
-    loss[p.idx >= ell] += eps_m                                # Part 2: ε_τ/2 for kept records
+    per_domain = np.ldexp(dp.eps_min / 4.0, np.arange(dp.L + 1))  # Part 1: 2^{i−2}ε̌ (exact), index i
+    per_domain[ell:] += eps_m                                     # Part 2: ε_τ/2 for kept domains i ≥ ℓ
+    loss = per_domain.take(p.idx)                                 # one gather, O(n)
     row: dict[str, Any] = {"query": p.query.label, "estimate": est, "eps_tau": eps_tau, "ell": ell}
     extras: dict[str, Any] = {"eps_tau": eps_tau, "ell": ell, "eps_M": eps_m, "passed": bool(sel.passed[0]),
                               "L": dp.L, "noisy_counts": sel.noisy[0].copy(), "thresholds": sel.thresholds,
