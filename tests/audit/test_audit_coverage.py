@@ -40,6 +40,9 @@ INVENTORY: dict[str, list[str]] = {
         A + "test_scale_audit.py::test_topcoded_sum_of_a_workload_scale_with_power",
         U + "test_secure.py::test_secure_gaussian_noise_of_a_release_has_the_claimed_sigma_with_power",
         "statdp:unit_splitting.sum", "statdp:unit_splitting.sum.secure", "statdp:unit_splitting.topcoded_sum"],
+    "unit_splitting.joint_sum_release": [
+        U + "test_unit_splitting_release.py::test_joint_release_sigmas_noise_and_losses",
+        "statdp:unit_splitting.joint_sum", "statdp:unit_splitting.joint_sum.isotropic"],
     "unit_splitting.PartitionSelection": [
         U + "test_unit_splitting_release.py::test_partition_selection_keep_probability_matches_formula",
         A + "test_scale_audit.py::test_partition_selection_keep_rate_with_power",
@@ -53,21 +56,25 @@ INVENTORY: dict[str, list[str]] = {
         "statdp:prdp.count", "statdp:prdp.count.secure"],
     "prdp.framework": [
         A + "test_prdp_audit.py::test_each_domain_noise_scale_with_power",
+        A + "test_scale_audit.py::test_framework_count_and_distinct_answer_noise_scale_with_power",
         "statdp:prdp.framework.part1", "statdp:prdp.framework.M.count", "statdp:prdp.framework.M.sum",
         "statdp:prdp.framework.M.max", "statdp:prdp.framework.M.distinct"],
     "prdp.ClippedSum": [U + "test_prdp.py::test_clipped_sum_threshold_selection_exact_audit",
                         U + "test_prdp.py::test_clipped_sum_laplace_scale_with_power", "statdp:prdp.framework.M.sum"],
     "prdp.RankMax": [U + "test_prdp.py::test_rank_max_exact_audit_and_sampling", "statdp:prdp.framework.M.max"],
-    "prdp.LaplaceCount": ["statdp:prdp.framework.M.count", "statdp:prdp.naive"],
-    "prdp.DistinctCount": ["statdp:prdp.framework.M.distinct"],
+    "prdp.LaplaceCount": [A + "test_scale_audit.py::test_framework_count_and_distinct_answer_noise_scale_with_power",
+                       "statdp:prdp.framework.M.count", "statdp:prdp.naive"],
+    "prdp.DistinctCount": [A + "test_scale_audit.py::test_framework_count_and_distinct_answer_noise_scale_with_power",
+                        "statdp:prdp.framework.M.distinct"],
     "prdp.sum_extension": [A + "test_scale_audit.py::test_sum_extension_noise_per_domain_scale_with_power",
                            "statdp:prdp.sum_extension"],
-    "prdp.naive": ["statdp:prdp.naive"],
+    "prdp.naive": [A + "test_scale_audit.py::test_prdp_naive_noise_at_the_global_minimum_scale_with_power",
+                   U + "test_prdp.py::test_clipped_sum_laplace_scale_with_power", "statdp:prdp.naive"],
     # PrLDP
     "prldp.count": [U + "test_prldp.py::test_laplace_sum_is_exactly_a_sum_of_laplace_with_power",
                     "statdp:prldp.count"],
     "prldp.framework": [A + "test_scale_audit.py::test_prldp_round_two_scale_with_power", "statdp:prldp.framework"],
-    "prldp.naive": ["statdp:prldp.naive"],
+    "prldp.naive": [A + "test_scale_audit.py::test_prldp_naive_scale_with_power", "statdp:prldp.naive"],
     # personalized DP
     "personalized.Minimum": [A + "test_personalized_audit.py::test_minimum_and_threshold_median_respect_the_promise",
                              U + "test_personalized.py::test_laplace_noise_scale_with_power",
@@ -125,6 +132,26 @@ INVENTORY: dict[str, list[str]] = {
 }
 
 
+#: noise sampler of prdp_core.noise → its distribution test (with power against ±10%)
+NOISE_INVENTORY: dict[str, list[str]] = {
+    "laplace": [U + "test_noise.py::test_laplace_scale_with_power"],
+    "gaussian": [U + "test_noise.py::test_gaussian_sigma_with_power"],
+    "two_sided_geometric": [U + "test_noise.py::test_two_sided_geometric_exact_pmf_with_power"],
+    "discrete_laplace": [U + "test_noise.py::test_discrete_laplace_exact_pmf_with_power"],
+    "discrete_gaussian": [U + "test_noise.py::test_discrete_gaussian_with_power"],
+    "exponential_mechanism": [U + "test_noise.py::test_exponential_mechanism_distribution"],
+}
+
+
+def _noise_samplers() -> set[str]:
+    """Public functions of prdp_core.noise that draw from a generator (take ``rng``)."""
+    from prdp_core import noise
+
+    return {name for name, obj in vars(noise).items()
+            if inspect.isfunction(obj) and obj.__module__ == noise.__name__ and not name.startswith("_")
+            and "rng" in inspect.signature(obj).parameters}
+
+
 def _mechanism_entry_points() -> set[str]:
     """Public functions returning a Release (or release lists) and classes with release/answer."""
     found = set()
@@ -161,3 +188,13 @@ def test_inventory_points_to_existing_audits(mechanism):
             path, name = ref.split("::")
             assert name in _test_names(path), ref
 
+
+
+def test_every_noise_sampler_has_a_distribution_test():
+    missing = sorted(_noise_samplers() - set(NOISE_INVENTORY))
+    assert not missing, f"noise samplers without a distribution test: {missing}"
+    for name, refs in NOISE_INVENTORY.items():
+        assert refs, name
+        for ref in refs:
+            path, test = ref.split("::")
+            assert test in _test_names(path), ref

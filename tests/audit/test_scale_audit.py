@@ -6,6 +6,8 @@ mechanisms whose scale is not already checked elsewhere:
 * the Sec. 5.2 PrDP sum extension (Laplace b_i per domain), through its trial function;
 * round II of the PrLDP framework (one party: Laplace(2τ/ε_τ)), through its trial function;
 * partition selection's keep probability Φ̄((τ − pieces)/σ) (χ² with power against σ ± 10%).
+* the answer of Algorithm 2's count and distinct count (``LaplaceCount``, ``DistinctCount``:
+  Laplace(1/ε_M) on the kept domains) and the naive baselines at ε̌ (central and local).
 
 Elsewhere: tests/unit/test_noise.py (samplers), test_unit_splitting_release.py (split SUM and
 COUNT), test_prdp.py (clipped sum of the framework), test_prldp.py (sums of Laplace),
@@ -101,3 +103,45 @@ def test_partition_selection_keep_rate_with_power():
     assert p_value(ps.sigma) > 1e-3
     assert p_value(0.9 * ps.sigma) < 1e-4
     assert p_value(1.1 * ps.sigma) < 1e-4
+
+
+def _retained(cnt: np.ndarray, ell: np.ndarray) -> np.ndarray:
+    """The true answer of a count-like M on the domains ℓ..L it keeps (per trial)."""
+    return np.cumsum(np.asarray(cnt, dtype=float)[::-1])[::-1][np.asarray(ell) - 1]
+
+
+_FW_BUDGET = B.step_table("v", [10.0, 100.0], [2.0, 1.0, 0.5], U=1000.0)
+_FW_TABLE = pd.DataFrame({"v": np.repeat([5.0, 50.0, 500.0, 7.0, 70.0], [40, 30, 20, 5, 5])})
+
+
+@pytest.mark.parametrize("query", ["count", "distinct:v"])
+def test_framework_count_and_distinct_answer_noise_scale_with_power(query):
+    """M of Algorithm 2 for count and distinct count (``LaplaceCount``, ``DistinctCount``): the answer
+    is the retained domains' true value + Laplace(1/ε_M), ε_M = ε_τ/2 — standardised by the ε_M of
+    each trial, the noise is Laplace(1) and not 0.9 or 1.1."""
+    p = P.prepare(_FW_TABLE, _FW_BUDGET, query)
+    est, sel, eps_m, _ = P.framework_trials(p, beta=0.1, rng=np.random.default_rng(17), trials=30_000)
+    assert len(np.unique(sel.ell)) >= 1 and np.all(eps_m == p.domains.lo[sel.ell - 1] / 2.0)
+    x = (est - _retained(p.stats["cnt"], sel.ell)) * eps_m
+    _power(x, lambda f: stats.laplace(scale=f))
+
+
+@pytest.mark.parametrize("query", ["count", "distinct:v"])
+def test_prdp_naive_noise_at_the_global_minimum_scale_with_power(query):
+    """The straw man of Sec. 4.1 runs M on every record at ε̌: Laplace(1/ε̌) around the whole data's
+    count (its sum runs ``ClippedSum``, audited in tests/unit/test_prdp.py)."""
+    p = P.prepare(_FW_TABLE, _FW_BUDGET, query)
+    est, _ = P.naive_trials(p, beta=0.1, rng=np.random.default_rng(18), trials=30_000)
+    x = (est - _retained(p.stats["cnt"], np.ones(est.size, dtype=int))) * _FW_BUDGET.eps_min
+    _power(x, lambda f: stats.laplace(scale=f))
+
+
+def test_prldp_naive_scale_with_power():
+    """Local baseline: one party randomises min(v, U) with Laplace(U/ε̌)."""
+    bud = B.constant(0.8, U=500.0)
+    d = PL._LocalData(pd.DataFrame({"v": [120.0]}), bud, "sum:v")
+    est = PL.naive_trials(d, rng=np.random.default_rng(19), trials=30_000)
+    _power(est - 120.0, lambda f: stats.laplace(scale=f * 500.0 / 0.8))
+    dc = PL._LocalData(pd.DataFrame({"v": [120.0]}), bud, "count")
+    est = PL.naive_trials(dc, rng=np.random.default_rng(20), trials=30_000)
+    _power(est - 1.0, lambda f: stats.laplace(scale=f / 0.8))

@@ -307,6 +307,44 @@ def case_unit_splitting(secure: bool = False) -> Case:
                 sizes={"n_search": 10_000, "n_test": 40_000} if secure else {"n_search": 20_000, "n_test": 60_000})
 
 
+def case_unit_splitting_joint(scaled: bool = True) -> Case:
+    """Joint Gaussian release of SUM(a), SUM(b) over the same split rows, T = (10, 40), ρ = 1/8: the
+    record r of values (2·T(a), 2·T(b)) is in m = 2 pieces and pays ρ·m² = ½ (µ = 1). Projections:
+    each coordinate and their sum in threshold units (the direction of r's shift, which carries
+    the whole µ); broken: the budget quadrupled behind the same promise (σ halved, µ = 2)."""
+    T, rho, m, K = {"a": 10.0, "b": 40.0}, 0.125, 2, 10_000
+    g = np.repeat(np.arange(K), 2)
+    base = pd.DataFrame({"id": np.arange(2 * K), "g": g, "a": np.tile([0.3 * T["a"], 1.7 * T["a"]], K),
+                         "b": np.tile([1.2 * T["b"], 0.4 * T["b"]], K)})
+    r = pd.DataFrame({"id": 2 * K + np.arange(K), "g": np.arange(K), "a": np.full(K, m * T["a"]),
+                      "b": np.full(K, m * T["b"])})
+    d, d2 = pd.concat([base, r], ignore_index=True), base
+    keys = {("g",): pd.DataFrame({"g": np.arange(K)})}
+    assert float(SplittingPolicy(as_thresholds(T), Workload((Query("sum", "a", rho=rho / 2),
+                                                            Query("sum", "b", rho=rho / 2)), joint=True))(d.tail(1))[0]
+                 ) == pytest.approx(rho * m * m)
+
+    def draw(tab, budget):
+        def once(rng):
+            rel = US.joint_sum_release(tab, T, ["a", "b"], rho=budget, rng=rng, group_by=("g",), scaled=scaled,
+                                       public_keys=keys)
+            ans = rel.answers
+            q = ans["query"].cat.codes.to_numpy()
+            ea = ans[q == 0].sort_values("g")["estimate"].to_numpy()
+            eb = ans[q == 1].sort_values("g")["estimate"].to_numpy()
+            return np.column_stack([ea, eb, ea / T["a"] + eb / T["b"]] if scaled else
+                                   [ea, eb, ea * T["a"] + eb * T["b"]])
+
+        def s(n, rng):
+            return np.concatenate([once(rng) for _ in range(math.ceil(n / K))])[:n]
+        return s
+
+    mu = math.sqrt(2 * rho * m * m)
+    promise = {"delta": gaussian_delta(mu), "eps_grid": (0.25, 0.5, 1.0, 1.5)}
+    return Case(draw(d, rho), draw(d2, rho), promise, broken=(draw(d, 4 * rho), draw(d2, 4 * rho)),
+                sizes={"n_search": 20_000, "n_test": 60_000})
+
+
 def case_unit_splitting_topcoded() -> Case:
     """The Table 7 baseline inside a workload: SUM top-coded at c = 20 before splitting; a record above
     c pays ρ = ½ (µ = 1) whatever its size; broken: σ halved."""
@@ -514,6 +552,8 @@ CASES: dict[str, Callable[[], Case]] = {
     "unit_splitting.sum": case_unit_splitting,
     "unit_splitting.sum.secure": lambda: case_unit_splitting(secure=True),
     "unit_splitting.topcoded_sum": case_unit_splitting_topcoded,
+    "unit_splitting.joint_sum": case_unit_splitting_joint,
+    "unit_splitting.joint_sum.isotropic": lambda: case_unit_splitting_joint(scaled=False),
     "unit_splitting.partition_selection": lambda: case_partition_selection(False),
     "unit_splitting.partition_selection.alone": lambda: case_partition_selection(True),
     "baselines.clipped_sum.laplace": lambda: case_baseline("laplace"),

@@ -51,6 +51,15 @@ def test_two_sided_geometric_exact_pmf_with_power(eps):
     assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps / 1.1), support) < 1e-4
 
 
+@pytest.mark.parametrize("t", [0.8, 5.0])
+def test_discrete_laplace_exact_pmf_with_power(t):
+    x = noise.discrete_laplace(t, N, rng=np.random.default_rng(6))
+    support = np.arange(-int(12 * t) - 2, int(12 * t) + 3)
+    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, 1.0 / t), support) > 1e-3
+    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, 1.0 / (0.9 * t)), support) < 1e-4
+    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, 1.0 / (1.1 * t)), support) < 1e-4
+
+
 @pytest.mark.parametrize("sigma", [0.7, 4.0])
 def test_discrete_gaussian_with_power(sigma):
     x = noise.discrete_gaussian(sigma, N, rng=np.random.default_rng(4))
@@ -66,8 +75,9 @@ def test_exponential_mechanism_distribution():
     draws = noise.exponential_mechanism(scores, 2.0, rng=np.random.default_rng(5), size=N)
     obs = np.bincount(draws, minlength=4)
     assert stats.chisquare(obs, probs * N).pvalue > 1e-3
-    wrong = noise.exponential_mechanism_probs(scores, eps=2.2)
-    assert stats.chisquare(obs, wrong * N).pvalue < 1e-4
+    for wrong_eps in (2.0 * 1.1, 2.0 / 1.1):  # power both ways
+        wrong = noise.exponential_mechanism_probs(scores, eps=wrong_eps)
+        assert stats.chisquare(obs, wrong * N).pvalue < 1e-4
     assert isinstance(noise.exponential_mechanism(scores, 1.0, rng=np.random.default_rng(0)), int)
 
 
