@@ -216,7 +216,9 @@ class DataSource:
 
     Either a sample (``sample``, optional ``n`` and ``seed``) or a file (``path``, relative
     to the config's folder). ``schema`` (column roles) and ``prepare`` (how bad input is
-    fixed) apply to files and may override a sample's documented roles.
+    fixed: the options of :func:`prdp_core.data.prepare_dataset`, with ``shift_by`` the public
+    constant added to a measure with negative values) apply to files and may override a
+    sample's documented roles.
     """
 
     sample: str | None = None
@@ -224,7 +226,7 @@ class DataSource:
     sample_seed: int = 0
     path: str | None = None
     schema: dict[str, Any] | None = None
-    prepare: dict[str, str] = field(default_factory=dict)
+    prepare: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
         if self.sample:
@@ -246,7 +248,7 @@ class DataSource:
             d["schema"] = {"id": s.get("id_col"), "measures": list(s.get("measures") or ()),
                            "groups": list(s.get("groups") or ()), "owner": s.get("owner_col")}
         if self.prepare:
-            d["prepare"] = dict(self.prepare)
+            d["prepare"] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in self.prepare.items()}
         return d
 
 
@@ -264,13 +266,26 @@ def _data(v: Any) -> DataSource:
                   "measures": measures, "groups": _names(s.get("groups") or [], "data.schema.groups"),
                   "owner_col": None if s.get("owner") is None else _text(s["owner"], "data.schema.owner",
                                                                           max_len=500)}
-    prepare: dict[str, str] = {}
+    prepare: dict[str, Any] = {}
     if "prepare" in d and d["prepare"] is not None:
-        p = _mapping(d["prepare"], "data.prepare", tuple(PREPARE_OPTIONS))
+        p = _mapping(d["prepare"], "data.prepare", (*PREPARE_OPTIONS, "shift_by"))
         for k, val in p.items():
+            if k == "shift_by":
+                continue
             val = _choice(val, f"data.prepare.{k}", PREPARE_OPTIONS[k])
             if val != "error":
                 prepare[k] = val
+        if p.get("shift_by") is not None:
+            shifts = p["shift_by"]
+            if not isinstance(shifts, Mapping):
+                raise _err("data.prepare.shift_by", f"must map measure names to constants (got {_fmt(shifts)}).")
+            if prepare.get("negative") != "shift":
+                raise _err("data.prepare.shift_by", "applies only with 'negative: shift'.",
+                           hint="Add 'negative: shift' to data.prepare, or remove shift_by.")
+            prepare["shift_by"] = {
+                _text(m, "data.prepare.shift_by", max_len=500):
+                    _number(c, f"data.prepare.shift_by.{m}", nonneg=True, hi=1e15)
+                for m, c in shifts.items()}
     if "sample" in d:
         from . import samples
 
@@ -716,6 +731,10 @@ class Study:
         """Check every column the study names exists in ``ds`` (a Dataset); ConfigError names the key."""
         cols = set(map(str, ds.table.columns))
         measures = set(ds.schema.measures)
+        for m in self.data.prepare.get("shift_by", {}):
+            if m not in measures:
+                raise _err(f"data.prepare.shift_by.{m}", f"'{m}' is not a measure of the data.",
+                           hint=f"Measures: {', '.join(ds.schema.measures)}.")
 
         def need(col: str | None, key: str, *, measure: bool = False) -> None:
             if col is None:

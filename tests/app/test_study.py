@@ -165,3 +165,46 @@ def test_secure_toggle_round_trips():
     assert not at.exception, at.exception
     study = parse_config(_exported(at))
     assert study.mechanisms[0].get("secure") is True and "seed" not in study.mechanisms[0]
+
+
+def test_round_trip_of_an_uploaded_file_with_fixes_and_concepts_settings():
+    """Data page state (uploaded file, edited roles, dropped rows, a public shift) and the Concepts
+    page's settings: export → import in a fresh session (config + its data file) → the same dataset,
+    the same policy, the same settings."""
+    csv = b"acct,branch,bal,pay\n1,x,-5,3\n2,y,10,\n3,x,20,7\n4,y,40,9\n5,x,80,11\n"
+    a = open_page("data")
+    a.file_uploader(key="upload").set_value(("bank.csv", csv, "text/csv")).run()
+    rid = a.session_state["raw"]["id"]
+    a.selectbox(key=f"map_id_{rid}").set_value("acct")
+    a.multiselect(key=f"map_measures_{rid}").set_value(["bal", "pay"])
+    a.multiselect(key=f"map_groups_{rid}").set_value(["branch"]).run()
+    a.checkbox(key=f"fix_missing_{rid}").check().run()
+    a.radio(key=f"fix_neg_{rid}").set_value("shift").run()
+    a.number_input(key=f"fix_shift_{rid}_bal").set_value(100.0)
+    a.button(key=f"apply_{rid}").click().run()
+    assert not a.exception, a.exception
+    ds_a = a.session_state["dataset"]
+    assert ds_a.name == "bank.csv" and ds_a.n == 4 and ds_a.shifts == {"bal": 100.0}
+    a.switch_page("pages/concepts.py").run()
+    a.number_input(key="cc_eps").set_value(2.5).run()
+    a.switch_page("pages/policy_designer.py").run()
+    assert not a.exception, a.exception
+    exported = _exported(a)
+    assert not any("Configuration problem" in str(e.value) for e in a.error), [e.value for e in a.error]
+    study = parse_config(exported)
+    assert study.data.path == "bank.csv" and study.data.prepare == {
+        "missing": "drop", "negative": "shift", "shift_by": {"bal": 100.0}}
+    assert study.app["concepts"]["cc_eps"] == 2.5
+
+    b = open_page("study")
+    b.text_area(key="study_paste").set_value(exported).run()
+    b.file_uploader(key="study_data_upload").set_value(("bank.csv", csv, "text/csv")).run()
+    b.button(key="study_load_paste").click().run()
+    assert not b.exception, b.exception
+    assert "Loaded the study" in texts(b), texts(b)
+    ds_b = b.session_state["dataset"]
+    pd.testing.assert_frame_equal(ds_a.table, ds_b.table, check_exact=True)
+    assert ds_b.schema == ds_a.schema and ds_b.shifts == ds_a.shifts and ds_b.notes == ds_a.notes
+    assert b.session_state["policy"] == a.session_state["policy"]
+    assert b.session_state["cc_eps"] == 2.5
+    assert parse_config(_exported(b)) == study

@@ -249,3 +249,28 @@ def test_fuzz_only_config_errors(tree, version):
         parse_config(d)
     except ConfigError:
         pass
+
+
+def test_public_shift_constants_round_trip_and_apply(tmp_path):
+    """data.prepare.shift_by (what the Data page writes after a shift by a typed constant) loads back."""
+    (tmp_path / "t.csv").write_text("id,bal,g\n1,-5,a\n2,10,b\n3,20,a\n")
+    text = ("version: 1\ndata:\n  path: t.csv\n  schema: {id: id, measures: [bal], groups: [g]}\n"
+            "  prepare: {negative: shift, shift_by: {bal: 100}}\n")
+    (tmp_path / "s.yaml").write_text(text)
+    study = load_config(tmp_path / "s.yaml")
+    assert study.data.prepare == {"negative": "shift", "shift_by": {"bal": 100.0}}
+    assert parse_config(study.to_yaml()) == study
+    ds = load_data(study)
+    assert ds.table["bal"].tolist() == [95.0, 110.0, 120.0] and ds.shifts == {"bal": 100.0}
+    study.check_against(ds)
+    other = parse_config(text.replace("{bal: 100}", "{pay: 100}").replace("path: t.csv", "path: t.csv"))
+    with pytest.raises(ConfigError, match=r"^data\.prepare\.shift_by\.pay: 'pay' is not a measure"):
+        other.check_against(ds)
+    for bad, message in [("{bal: -1}", "data.prepare.shift_by.bal: must be a non-negative number"),
+                         ("{bal: lots}", "data.prepare.shift_by.bal: must be a non-negative number"),
+                         ("[100]", "data.prepare.shift_by: must map measure names to constants")]:
+        with pytest.raises(ConfigError) as e:
+            parse_config(text.replace("{bal: 100}", bad))
+        assert str(e.value).startswith(message), str(e.value)
+    with pytest.raises(ConfigError, match=r"^data\.prepare\.shift_by: applies only with 'negative: shift'"):
+        parse_config(text.replace("negative: shift, ", ""))
