@@ -255,7 +255,14 @@ def compile_expression(text: str) -> CompiledExpression:
     text_columns: list[str] = []
 
     def name_of(ident: str) -> str:
-        return quoted.get(ident, ident)
+        if ident in quoted:
+            return quoted[ident]
+        glued = re.search(r"__col(\d+)__", ident)
+        if quoted and glued and f"__col{glued.group(1)}__" in quoted:
+            raise ExpressionError(f"`{quoted[f'__col{glued.group(1)}__']}` is joined to other text without an "
+                                  "operator.", hint="Put an operator between a `quoted column` and "
+                                                    "what follows it, e.g. `annual pay` * 2.")
+        return ident
 
     def build(node: ast.AST, depth: int) -> Evaluator:
         nonlocal nodes
@@ -364,7 +371,10 @@ def compile_expression(text: str) -> CompiledExpression:
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name):
                 raise ExpressionError("Only the functions " + ", ".join(ALLOWED_FUNCTIONS) + " can be called.")
-            fname = node.func.id
+            fname = name_of(node.func.id)
+            if fname in quoted.values():
+                raise ExpressionError(f"`{fname}` is a column, not a function.",
+                                      hint="Put an operator between the column and the bracket, e.g. `a b` * (1 + c).")
             if fname not in _FUNCS:
                 close = difflib.get_close_matches(fname, list(_FUNCS), n=1)
                 hint = f"Did you mean {close[0]}? " if close else ""

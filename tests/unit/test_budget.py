@@ -81,6 +81,9 @@ def test_multi_column_expression_needs_eps_min():
     ("1 if BALANCE else 2", "where(c, a, b)"),
     ("", "empty"),
     ("`BALANCE", "backticks"),
+    ("`BALANCE`BALANCE", "`BALANCE` is joined to other text without an operator"),
+    ("x`annual pay`", "`annual pay` is joined"),
+    ("`annual pay`(2)", "`annual pay` is a column, not a function"),
 ])
 def test_clear_messages_for_bad_expressions(text, fragment):
     with pytest.raises(ExpressionError, match=None) as info:
