@@ -1,8 +1,11 @@
-"""Safe exports: CSV that spreadsheets cannot execute, and review-mode stripping.
+"""Safe exports: CSV that spreadsheets cannot execute (review-mode stripping is in ``release``/``report``).
 
 A cell starting with ``=``, ``+``, ``-``, ``@`` (or a tab / carriage return) is read as a
 formula by spreadsheet programs; exported text cells that start so are prefixed with a
-single quote (the OWASP "CSV injection" mitigation). Numbers are written as numbers.
+single quote (the OWASP "CSV injection" mitigation). As a precaution the minus sign ``−``
+(U+2212) and the full-width ``＝ ＋ － ＠`` are prefixed too: they read as formula characters, and
+input methods of some spreadsheet set-ups turn them into their ASCII forms. Numbers are written
+as numbers.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import io
 
 import pandas as pd
 
-_DANGEROUS = ("=", "+", "-", "@", "\t", "\r")
+_DANGEROUS = ("=", "+", "-", "@", "\t", "\r", "\u2212", "\uff1d", "\uff0b", "\uff0d", "\uff20")
 
 
 def neutralise(value: object) -> object:

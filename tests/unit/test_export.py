@@ -21,9 +21,16 @@ def test_formula_cells_are_prefixed():
 @given(st.text(max_size=20))
 def test_no_text_cell_starts_with_a_formula_character(s):
     v = neutralise(s)
-    assert not (isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r"))
+    assert not (isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r", "\u2212", "\uff1d", "\uff0b",
+                                                  "\uff0d", "\uff20"))
 
 
 def test_column_names_neutralised():
     df = pd.DataFrame({"=evil": [1]})
     assert to_csv_bytes(df).decode().splitlines()[0] == "'=evil"
+
+
+def test_unicode_minus_and_full_width_formula_characters_are_prefixed():
+    cells = ["\u22121+2", "\uff1dSUM(A1)", "\uff0bcmd", "\uff0d2", "\uff20A1", "1\u22122"]
+    out = pd.read_csv(io.BytesIO(to_csv_bytes(pd.DataFrame({"c": cells}))), keep_default_na=False)
+    assert out["c"].tolist() == ["'" + c for c in cells[:5]] + ["1\u22122"]
