@@ -404,6 +404,15 @@ def _numeric_share(s: pd.Series) -> float:
     return float(conv.notna().mean())
 
 
+def numeric_columns(df: pd.DataFrame, *, min_share: float = 0.5) -> list[str]:
+    """Columns whose (non-missing) values are mostly numbers — the candidates for measures.
+
+    ``min_share`` is the share of numeric cells a column needs; a column with a few cells that
+    are not numbers still counts (the Data page offers to treat those as missing)."""
+    return [c for c in df.columns
+            if not pd.api.types.is_bool_dtype(df[c]) and _numeric_share(df[c]) >= min_share]
+
+
 def guess_schema(df: pd.DataFrame) -> Schema:
     """Guess column roles from names and content; every guess is editable in the UI.
 
@@ -452,6 +461,12 @@ def validate_schema(df: pd.DataFrame, schema: Schema) -> None:
     if missing:
         raise SchemaError(f"Columns not in the table: {', '.join(missing)}.", hint="Pick columns that exist.")
     if not schema.measures:
+        if not numeric_columns(df):
+            raise SchemaError(
+                "The table has no numeric column: a measure (the values the privacy policy is about) must hold "
+                "numbers.",
+                hint="Upload a table with at least one numeric column; if the numbers are there, check the "
+                     "delimiter and write them without thousands separators or units (1234.5, not 1,234.50 €).")
         raise SchemaError("Choose at least one measure column (the numeric values the privacy policy is about).")
     seen: dict[str, str] = {}
     for role, c in named:

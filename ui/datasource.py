@@ -14,7 +14,8 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
-from prdp_core.data import Dataset, Schema, check_table, guess_schema, load_table, prepare_dataset
+from prdp_core.data import (Dataset, Schema, check_table, guess_schema, load_table, numeric_columns,
+                            prepare_dataset)
 from prdp_core.errors import PrdpError
 
 from . import state
@@ -96,7 +97,10 @@ def on_upload() -> None:
         if not check_table(df, schema).ok:
             raise PrdpError("needs attention")
         ds = prepare_dataset(df, schema, name=up.name)
-    except PrdpError:
+    except PrdpError as err:
+        if not schema.measures and not numeric_columns(df):
+            _msg("error", _error_text(err), "upload")  # nothing to decide: no column can be a measure
+            return
         _msg("info", f"Loaded **{up.name}** ({len(df):,} rows), but it needs your decision before it can be used: "
                      "open the **Column roles** tab.", "upload")
         return

@@ -56,6 +56,8 @@ def test_bad_uploads_keep_previous_dataset(data_page):
         ("doc.pdf", b"%PDF-1.4 binary", "not supported"),
         ("bin.csv", b"\x00\x01\x02\x03", "binary"),
         ("ragged.csv", b"a,b\n1,2\n1,2,3,4\n", "same number of fields"),
+        ("latin.csv", b"a,b\n\x81\x8d,1\n", "cannot be decoded"),
+        ("words.csv", b"name,city\nann,paris\nbob,rome\n", "no numeric column"),
     ]:
         _upload(at, name, content)
         assert at.error, name
@@ -154,3 +156,13 @@ def test_parquet_and_excel_uploads(data_page):
 def test_reproduce_code_shown(data_page):
     code = [c.value for c in data_page.code]
     assert any("prdp_core.samples.load_dataset('cbp_like'" in c for c in code)
+
+
+def test_upload_over_the_size_limit_keeps_previous_dataset(data_page, monkeypatch):
+    """The loader checks the configured limit itself (here lowered to 1 MB)."""
+    import prdp_core
+
+    monkeypatch.setattr(prdp_core.limits, "MAX_UPLOAD_MB", 1)
+    at = _upload(data_page, "big.csv", b"id,v\n" + b"1,2\n" * 300_000)
+    assert "over the" in at.error[0].value and "limit" in at.error[0].value, at.error[0].value
+    assert at.session_state["dataset"].name == "cbp_like"

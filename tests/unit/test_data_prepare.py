@@ -111,3 +111,18 @@ def test_all_rows_missing():
     df = pd.DataFrame({"v": [np.nan, np.nan]})
     with pytest.raises(DataError, match="No row is left"):
         prepare_dataset(df, Schema(measures=("v",)), missing="drop")
+
+
+def test_table_without_numeric_column_is_named():
+    import prdp_core
+
+    df = prdp_core.load_table(b"name,city\nann,paris\nbob,rome\n", filename="t.csv")
+    assert prdp_core.data.numeric_columns(df) == []
+    with pytest.raises(SchemaError, match="no numeric column") as e:
+        check_table(df, guess_schema(df))
+    assert "thousands separators" in str(e.value)
+    # a table that has a numeric column but no measure chosen gets the other message
+    df2 = prdp_core.load_table(b"name,v\nann,1\nbob,2.5\n", filename="t.csv")
+    assert prdp_core.data.numeric_columns(df2) == ["v"]
+    with pytest.raises(SchemaError, match="Choose at least one measure"):
+        check_table(df2, Schema(groups=("name",)))

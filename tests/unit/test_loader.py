@@ -79,6 +79,7 @@ def test_file_like_object():
     (b"PAR1notreallyparquet", "p.parquet", "Parquet"),
     (b"PK\x03\x04notreallyexcel", "p.xlsx", "Excel"),
     (b"a,b\n1,2\n3,4,5,6\n", "r.csv", "same number of fields"),
+    (b"a,b\n\x81\x8d,1\n", "u.csv", "cannot be decoded"),  # neither UTF-8 nor Windows-1252
 ])
 def test_bad_inputs_give_clear_errors(data, filename, fragment):
     with pytest.raises(PrdpError) as ei:
