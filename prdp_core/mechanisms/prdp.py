@@ -32,7 +32,9 @@ Built-in standard mechanisms M (each ε-DP with respect to adding/removing one r
   weight exp(−decay·j) prefers small thresholds when clipping costs little. The remaining
   ε_sum = ε − ε_sel pays for Σ min(v, τ) + Laplace(τ/ε_sum). τ lands at the first power of
   two above all but O(1/ε) of the values, i.e. near Max(D) (the role of the Laplace-based
-  estimator of Dong and Yi used in Sec. 8).
+  estimator of Dong and Yi used in Sec. 8), when the data term outweighs the weight:
+  ε_sel·n ≳ decay·log₂ Max(D). With fewer records or smaller ε the weight wins, τ falls to
+  the smallest candidates and the sum is biased towards 0 (e.g. n = 10⁴, E = 500/ln⁴v).
 * ``max`` — :class:`RankMax`, rank-error selection with the exponential mechanism: candidates
   0 and a log grid of ``steps`` points per doubling up to U; score −|#{v > x} − t| with
   target rank t = ⌈(2/ε)·ln(m/β)⌉ (m candidates), P ∝ w(x)·exp(ε·score/2) with the
