@@ -48,7 +48,8 @@ The black-box ε-DP mechanisms wrapped by Minimum, Threshold and Sample are add/
 DP and cope with any input size (also empty): Laplace (or the two-sided geometric)
 for count and sum, a split-budget ratio for the mean, and the exponential mechanism
 for the median (rank score, sensitivity ½) and the minimum (change-count score,
-sensitivity 1).
+sensitivity 1). Any other ε-DP mechanism can be wrapped instead: a :class:`BlackBox`
+on the :class:`Query` (it must be ε-DP under add/remove neighbours for any input size).
 
 Thresholds and the Minimum's α are computed from the specification over its roster U
 (:class:`PrivacySpec`), never from the users present in one query's tuples (see
@@ -516,6 +517,64 @@ def generate_tiers_for(table: pd.DataFrame, config: TierConfig | None = None, *,
 # ---------------------------------------------------------------------------
 
 
+BlackBoxFn = Callable[[np.ndarray, float, np.random.Generator], float]
+
+
+@dataclass(frozen=True)
+class BlackBox:
+    """A caller-supplied ε-DP mechanism DP_f (Sec. IV) for Minimum, Threshold and Sample to wrap.
+
+    The paper's wrappers take *any* ε-DP mechanism for f as a black box; the built-in ones
+    (Laplace or geometric counts and sums, the split-budget mean, the exponential-mechanism
+    median and minimum) are used when a :class:`Query` has no ``black_box``.
+
+    fn:
+        ``fn(values, eps, rng) -> float``. ``values`` are the prepared per-tuple inputs of the
+        query (0/1 bits for a count, values clipped to [lo, hi] otherwise) of the tuples the
+        wrapper passes on — all of them (Minimum), those with Φ ≥ t (Threshold) or the secret
+        random sample (Sample); ``eps`` is the ε it may spend; ``rng`` the generator it must
+        draw its randomness from. **Privacy meaning:** ``fn`` must be ε-DP under
+        **add/remove** neighbours (one input present or absent) for every input size, empty
+        included — the proofs of Defs. 7–9 and Thm 5 use exactly that. The engine cannot
+        check it; a black box that is not ε-DP voids every per-user ε reported for it.
+    substitution:
+        k such that ``fn`` run at ε is k·ε-DP under **substitution** neighbours (one input's
+        value changes, the number of inputs fixed). Used only when the roster is read from
+        the table (releases then stated under substitution): the wrapper runs ``fn`` at ε/max(k, 1)
+        and reports the per-user ε for k. The default 2 holds for every add/remove ε-DP ``fn``
+        (a substitution is a removal followed by an addition); declare less only with a proof.
+    name:
+        Shown in labels, release parameters and the ledger.
+    """
+
+    name: str
+    fn: BlackBoxFn
+    substitution: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ParameterError("A black-box mechanism needs a name.")
+        if not callable(self.fn):
+            raise ParameterError(f"The black box '{self.name}' is not callable.",
+                                 hint="Pass a function fn(values, eps, rng) -> float.")
+        k = self.substitution
+        if isinstance(k, bool) or not isinstance(k, (int, float)) or not (math.isfinite(k) and 0 < k <= 2):
+            raise ParameterError(f"The substitution factor of '{self.name}' must be in (0, 2] (got {k!r}).",
+                                 hint="2 is valid for every add/remove ε-DP mechanism.")
+
+    def __call__(self, values: np.ndarray, eps: float, rng: np.random.Generator) -> float:
+        """Run ``fn`` on ``values`` at ``eps``; its failures become a :class:`ParameterError`."""
+        e = _check_eps(eps, "ε")
+        try:
+            out = self.fn(np.asarray(values, dtype=float), e, rng)
+            est = float(out)
+        except Exception as exc:  # noqa: BLE001 - a user's function: report, never crash the app
+            raise ParameterError(f"The black-box mechanism '{self.name}' failed: {exc}") from None
+        if not math.isfinite(est):
+            raise ParameterError(f"The black-box mechanism '{self.name}' returned {est!r}, not a finite number.")
+        return est
+
+
 @dataclass(frozen=True)
 class Query:
     """What is asked of the data.
@@ -548,6 +607,11 @@ class Query:
         The output range is never inferred from the values: if it were, changing one
         tuple from 4 to 4.5 would switch every answer from integers to non-integers and
         the two output laws would have disjoint supports (unbounded loss).
+    black_box:
+        Optional :class:`BlackBox`: the ε-DP mechanism that Minimum, Threshold and Sample run
+        on the prepared values instead of the built-in one for ``kind`` (``kind`` still says
+        how values are prepared and what the true answer is). It must be ε-DP under
+        add/remove neighbours; PE and Stretching have their own mechanisms and refuse it.
     """
 
     kind: str = "count"
@@ -557,8 +621,11 @@ class Query:
     hi: float | None = None
     median_score: str = "rank"
     integer: bool = False
+    black_box: BlackBox | None = None
 
     def __post_init__(self) -> None:
+        if self.black_box is not None and not isinstance(self.black_box, BlackBox):
+            raise ParameterError("The query's black box must be a BlackBox(name, fn, substitution).")
         if self.median_score not in MEDIAN_SCORES:
             raise ParameterError(f"Unknown median score '{self.median_score}'.",
                                  hint="Use 'rank' (sensitivity ½) or 'changes' (the paper's Eq. 3, sensitivity 1).")
@@ -587,9 +654,13 @@ class Query:
 
     def describe(self) -> str:
         if self.kind == "count":
-            return "count of tuples" if self.column is None else f"count of {self.column} ≥ {self.cutoff:g}"
+            base = "count of tuples" if self.column is None else f"count of {self.column} ≥ {self.cutoff:g}"
+            return base + self._via()
         grid = " (integers)" if self.integer and self.kind in ("median", "min") else ""
-        return f"{self.kind} of {self.column} in [{self.lo:g}, {self.hi:g}]{grid}"
+        return f"{self.kind} of {self.column} in [{self.lo:g}, {self.hi:g}]{grid}{self._via()}"
+
+    def _via(self) -> str:
+        return f" via {self.black_box.name}" if self.black_box is not None else ""
 
     def raw(self, table: pd.DataFrame) -> np.ndarray:
         """The column as numbers (for true answers)."""
@@ -870,8 +941,11 @@ def dp_answer(kind: str, values: np.ndarray, eps: float, query: Query, *, rng: n
     """Run the ε-DP black box of ``kind`` on prepared values (bits or clipped values).
 
     The output range of median and min comes from the query's public declaration
-    (``query.integer``), never from the values.
+    (``query.integer``), never from the values. A query with a :class:`BlackBox` runs it
+    instead of the built-in mechanism.
     """
+    if query.black_box is not None:
+        return query.black_box(values, eps, rng)
     if kind == "count":
         return dp_count(values, eps, rng=rng, noise=noise)
     if kind == "sum":
@@ -920,8 +994,11 @@ def substitution_factor(query: Query) -> float:
       substitution, sensitivity 1 both ways) k = 1;
     * min — the change-count score has sensitivity 1 under both notions: k = 1.
 
-    All brute-force checked in the tests.
+    All brute-force checked in the tests. A caller-supplied :class:`BlackBox` declares its own
+    k (default 2, valid for any add/remove ε-DP mechanism).
     """
+    if query.black_box is not None:
+        return float(query.black_box.substitution)
     if query.kind == "count":
         return 1.0
     lo, hi, b = float(query.lo), float(query.hi), query.bound
@@ -1161,6 +1238,8 @@ class PDPMechanism:
     title: ClassVar[str] = "PDP mechanism"
     neighbours: ClassVar[Neighbours] = "add/remove"
     kinds: ClassVar[tuple[str, ...]] = QUERY_KINDS
+    #: Whether the mechanism wraps an ε-DP black box (a query's :class:`BlackBox` may replace it).
+    wraps_black_box: ClassVar[bool] = True
 
     def label(self, spec: PrivacySpec | None = None) -> str:
         return self.title
@@ -1169,6 +1248,18 @@ class PDPMechanism:
         if kind not in self.kinds:
             raise ParameterError(f"{self.title} does not answer a {kind} query.",
                                  hint=f"It supports: {', '.join(self.kinds)}.")
+
+    def supports(self, query: Query) -> bool:
+        """Whether this mechanism answers ``query`` (its kind, and its black box if it has one)."""
+        return query.kind in self.kinds and (query.black_box is None or self.wraps_black_box)
+
+    def check_query(self, query: Query) -> None:
+        """Refuse a query this mechanism does not answer, with a message saying why."""
+        self.check_kind(query.kind)
+        if query.black_box is not None and not self.wraps_black_box:
+            raise ParameterError(f"{self.title} has its own mechanism and cannot run the black box "
+                                 f"'{query.black_box.name}'.",
+                                 hint="Black boxes are wrapped by Minimum, Threshold and Sample.")
 
     def answer(self, values: np.ndarray, phi: np.ndarray, query: Query, spec: PrivacySpec, *,
                rng: np.random.Generator) -> Answer:
@@ -1370,9 +1461,10 @@ class PE(PDPMechanism):
     title: ClassVar[str] = "PE (personalized exponential)"
     neighbours: ClassVar[Neighbours] = "substitution"
     kinds: ClassVar[tuple[str, ...]] = ("count", "median", "min")
+    wraps_black_box: ClassVar[bool] = False
 
     def answer(self, values, phi, query, spec, *, rng):
-        self.check_kind(query.kind)
+        self.check_query(query)
         est = pe_draw(query.kind, values, phi, rng=rng, lo=float(query.lo),
                       hi=None if query.hi is None else float(query.hi), integer=query.on_integers)
         return Answer(est)
@@ -1406,13 +1498,14 @@ class Stretching(PDPMechanism):
     name: ClassVar[str] = "stretching"
     title: ClassVar[str] = "Stretching (Alag.)"
     kinds: ClassVar[tuple[str, ...]] = ("count", "sum")
+    wraps_black_box: ClassVar[bool] = False
 
     def label(self, spec=None):
         resc = ", rescaled" if self.rescale else ""
         return f"Stretching (Alag., ε_ref = {_t_label(self.reference, spec)}{resc})"
 
     def answer(self, values, phi, query, spec, *, rng):
-        self.check_kind(query.kind)
+        self.check_query(query)
         ref = spec.threshold(self.reference)
         scaled = np.asarray(values, dtype=float) * (np.asarray(phi, dtype=float) / ref)
         scale = query.bound * noise_calibration(query, spec) / ref
@@ -1439,7 +1532,7 @@ def _t_label(t: ThresholdSpec, spec: PrivacySpec | None) -> str:
 
 
 def _scale(query: Query, eps: float) -> float | None:
-    if query.kind in ("count", "sum"):
+    if query.kind in ("count", "sum") and query.black_box is None:
         return query.bound / eps
     return None
 
@@ -1472,7 +1565,7 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: Query, mechanism: PDP
     losses, the params, the promise and the ledger entry all state it.
     ``reveal=True`` (teaching mode) adds the true answer and the error.
     """
-    mechanism.check_kind(query.kind)
+    mechanism.check_query(query)
     phi = spec.phi_for(table)
     raw = query.raw(table)
     vals = query.prepare(raw)
@@ -1489,6 +1582,9 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: Query, mechanism: PDP
     params = {"mechanism": mechanism.label(spec), "query": query.kind, "column": query.column,
               "cutoff": query.cutoff, "lo": query.lo, "hi": query.hi, "integer": bool(query.integer),
               "neighbours": notion, "roster": spec.roster, "spec_source": spec.source, **mechanism.params(spec)}
+    if query.black_box is not None:
+        params["black_box"] = query.black_box.name
+        params["black_box_substitution"] = float(query.black_box.substitution)
     if notion != mechanism.neighbours:
         params["substitution_factor"] = substitution_factor(query)
         params["noise_calibration"] = noise_calibration(query, spec)
@@ -1538,6 +1634,9 @@ def linear_moments(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray,
     Minimum: Σ v and the noise at α; Stretching: Σ v·Φ/ε_ref and 2(Δ/ε_ref)². The noise is at
     ε/c (:func:`noise_calibration`), as in the releases.
     """
+    if query.black_box is not None:
+        raise ParameterError(f"No closed form for the black box '{query.black_box.name}'.",
+                             hint="Its error is simulated (simulate_answers, evaluate).")
     v = np.asarray(values, dtype=float)
     ph = np.asarray(phi, dtype=float)
     nz = getattr(mechanism, "noise", "laplace") if query.kind == "count" else "laplace"
@@ -1577,6 +1676,8 @@ def exact_mse(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray, quer
     everything on mean need simulation.
     """
     kind = query.kind
+    if query.black_box is not None:
+        return None
     if kind in ("count", "sum") and not isinstance(mechanism, PE):
         mean, var = linear_moments(mechanism, values, phi, query, spec)
         return mean - truth, var + (mean - truth) ** 2
@@ -1607,6 +1708,9 @@ def simulate_answers(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarra
     R = int(runs)
     if R < 1:
         raise ParameterError("The number of runs must be at least 1.")
+    if query.black_box is not None:  # an opaque mechanism: one release's code path per run
+        mechanism.check_query(query)
+        return np.array([mechanism.answer(v, ph, query, spec, rng=rng).estimate for _ in range(R)])
     kind = query.kind
     cal = noise_calibration(query, spec)
     if isinstance(mechanism, Sample):
@@ -1724,7 +1828,7 @@ def compare(table: pd.DataFrame, spec: PrivacySpec, query: Query,
     truth = query.truth(raw)
     rows = []
     for name, m in mechs.items():
-        if query.kind not in m.kinds:
+        if not m.supports(query):
             continue
         res = evaluate(m, vals, phi, query, spec, truth, runs=runs, rng=rng)
         dl = m.delivered_for(spec.eps, spec, query)

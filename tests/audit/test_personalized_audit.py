@@ -108,6 +108,37 @@ def test_sample_count_implementation_matches_the_exact_law():
     assert stats.chisquare(o, e2).pvalue < 1e-6
 
 
+def test_sample_wrapping_a_caller_supplied_black_box_has_the_exact_law():
+    """Sample(t) around a user's own two-sided geometric count: the released law is the exact
+    Poisson-binomial ⊛ geometric(t) law whose log-ratios are min(Φ, t) (test above)."""
+    bits = np.r_[np.ones(5), 0.0]
+    phi = np.r_[PHI_NOTES, 1.0]
+    spec = P.spec_from_values(phi)
+    bb = P.BlackBox("my geometric count",
+                    lambda v, e, rng: float(v.sum()) + float(noise.two_sided_geometric(e, rng=rng)))
+    q = P.Query("count", black_box=bb)
+    rng = np.random.default_rng(33)
+    draws = np.array([P.Sample(0.5).answer(bits, phi, q, spec, rng=rng).estimate for _ in range(20_000)])
+    support = np.arange(-30, 36)
+    obs = np.array([(draws == s).sum() for s in support])
+
+    def pvalue(pmf):
+        keep = pmf * draws.size >= 5
+        o = np.r_[obs[keep], draws.size - obs[keep].sum()]
+        e = np.r_[pmf[keep], max(1 - pmf[keep].sum(), 1e-12)] * draws.size
+        return stats.chisquare(o, e).pvalue
+
+    assert pvalue(_sample_count_pmf(bits, phi, 0.5, support)) > 1e-3
+    # power: a wrapper that kept every tuple, or ran the black box at 2t, is rejected
+    assert pvalue(_sample_count_pmf(bits, np.full(6, 5.0), 0.5, support)) < 1e-6
+    pi = P.sample_probability(phi[:5], 0.5)
+    pb = _poisson_binomial(pi)
+    k = np.arange(pb.size)
+    at_2t = (pb[None, :] * noise.two_sided_geometric_pmf(support[:, None] - k[None, :], 1.0)).sum(axis=1)
+    assert pvalue(at_2t) < 1e-6
+    np.testing.assert_allclose(P.Sample(0.5).delivered(phi, spec), np.minimum(phi, 0.5))
+
+
 # ---------------------------------------------------------------------------
 # Sample / Minimum / Threshold with the exponential-mechanism median
 # ---------------------------------------------------------------------------

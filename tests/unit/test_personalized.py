@@ -757,3 +757,86 @@ def test_pdp_data_through_the_prdp_framework():
     assert (df["within request"]).all() and (df["runs"] == 3).all()
     with pytest.raises(ParameterError):
         P.compare_with_prdp(tab, spec, P.Query("median", "v", hi=100), rng=rng)
+
+
+# ---------------------------------------------------------------------------
+# Caller-supplied ε-DP black boxes (Minimum, Threshold and Sample wrap any mechanism)
+# ---------------------------------------------------------------------------
+
+
+def _recorder():
+    calls = []
+
+    def fn(values, eps, rng):
+        calls.append((np.sort(values), eps))
+        return float(values.sum()) + float(rng.laplace(0.0, 1.0 / eps))
+
+    return calls, P.BlackBox("recorded Laplace count", fn)
+
+
+def test_wrappers_pass_the_right_tuples_and_eps_to_a_black_box():
+    spec = P.spec_from_values([0.05, 0.1, 0.3, 0.7, 1.0])
+    tab = pd.DataFrame({"v": [1.0, 0, 1, 1, 0]})
+    calls, bb = _recorder()
+    q = P.Query("count", "v", black_box=bb)
+    rng = np.random.default_rng(0)
+    P.Minimum().release(tab, spec, q, rng=rng)
+    vals, eps = calls[-1]
+    assert eps == pytest.approx(0.05) and vals.tolist() == [0, 0, 1, 1, 1]  # every tuple, at α
+    P.Threshold(0.3).release(tab, spec, q, rng=rng)
+    vals, eps = calls[-1]
+    assert eps == pytest.approx(0.3) and vals.tolist() == [0, 1, 1]  # only Φ ≥ t
+    # Sample: the kept set is a Bernoulli(π) sample; the black box runs at t
+    for _ in range(4000):
+        P.Sample(0.5).answer(q.prepare(q.raw(tab)), spec.eps, q, spec, rng=rng)
+        assert calls[-1][1] == pytest.approx(0.5)
+    pi = P.sample_probability(spec.eps, 0.5)
+    sizes = np.array([len(c[0]) for c in calls[-4000:]])
+    assert sizes.mean() == pytest.approx(pi.sum(), abs=4 * math.sqrt(np.sum(pi * (1 - pi)) / 4000))
+    rel = P.Sample(0.5).release(tab, spec, q, rng=rng, seed=1)
+    assert rel.params["black_box"] == "recorded Laplace count" and rel.params["black_box_substitution"] == 2.0
+    assert "via recorded Laplace count" in rel.answers["query"].iloc[0]
+    np.testing.assert_allclose(rel.loss, np.minimum(spec.eps, 0.5))
+    assert "scale" not in rel.answers.columns  # the engine does not know an opaque mechanism's scale
+
+
+def test_black_box_under_a_table_roster_is_recalibrated_for_its_substitution_factor():
+    tab = pd.DataFrame({"v": [1.0, 0, 1, 1, 0], "eps": [0.05, 0.1, 0.3, 0.7, 1.0]})
+    spec = P.spec_from_column(tab, "eps")
+    assert spec.roster == "table"
+    for k, run_at in ((2.0, 0.25), (1.0, 0.5)):
+        calls = []
+        bb = P.BlackBox("bb", lambda v, e, rng: (calls.append(e), float(v.sum()))[1], substitution=k)
+        rel = P.Sample(0.5).release(tab, spec, P.Query("count", "v", black_box=bb), rng=np.random.default_rng(1))
+        assert calls[-1] == pytest.approx(run_at)
+        assert rel.params["neighbours"] == "substitution" and rel.params["noise_calibration"] == max(k, 1.0)
+        np.testing.assert_allclose(rel.loss, P.sample_delivered_substitution(spec.eps, 0.5, k))
+        assert np.all(rel.loss <= np.minimum(spec.eps, 0.5) + 1e-12)
+
+
+def test_black_box_is_refused_by_pe_and_stretching_and_errors_are_actionable():
+    spec = P.spec_from_values([0.2, 0.5, 1.0])
+    tab = pd.DataFrame({"v": [1.0, 0, 1]})
+    _, bb = _recorder()
+    q = P.Query("count", "v", black_box=bb)
+    for m in (P.PE(), P.Stretching()):
+        assert not m.supports(q)
+        with pytest.raises(ParameterError, match="own mechanism"):
+            m.release(tab, spec, q, rng=np.random.default_rng(0))
+    df = P.compare(tab, spec, q, runs=50, rng=np.random.default_rng(0))
+    assert set(df["mechanism"]) == {"M", "T", "S", "S-avg"}
+    assert all(str(x).startswith("simulated") for x in df["method"])  # no closed form claimed for it
+    with pytest.raises(ParameterError):
+        P.linear_moments(P.Minimum(), np.ones(3), spec.eps, q, spec)
+    boom = P.BlackBox("boom", lambda v, e, rng: 1 / 0)
+    with pytest.raises(ParameterError, match="boom"):
+        P.Minimum().release(tab, spec, P.Query("count", "v", black_box=boom), rng=np.random.default_rng(0))
+    nan = P.BlackBox("nan", lambda v, e, rng: float("nan"))
+    with pytest.raises(ParameterError, match="finite"):
+        P.Minimum().release(tab, spec, P.Query("count", "v", black_box=nan), rng=np.random.default_rng(0))
+    for bad in (dict(name="", fn=len), dict(name="x", fn=3), dict(name="x", fn=len, substitution=3.0),
+                dict(name="x", fn=len, substitution=0.0)):
+        with pytest.raises(ParameterError):
+            P.BlackBox(**bad)
+    with pytest.raises(ParameterError):
+        P.Query("count", "v", black_box=len)
