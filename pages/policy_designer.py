@@ -190,6 +190,8 @@ st.subheader("In (ε, δ) terms")
 d1, d2 = st.columns([1, 3])
 delta = d1.select_slider("δ", options=[1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10], value=1e-6, key="policy_delta",
                          format_func=lambda d: f"{d:.0e}")
+with d1:
+    confidential("Every row but the base loss is the loss of real records.")
 d2.dataframe(conversion_table(prev.levels(), delta).style.format(
     {"ρ (zCDP)": "{:,.6g}", "ε at δ (CKS)": "{:,.3f}", "ε at δ (textbook)": "{:,.3f}"}), hide_index=True)
 if pol.workload.partition_rho > 0:

@@ -27,6 +27,13 @@ teaching = state.teaching()
 st.markdown(f"**Active policy** (edit it on the Policy designer page): {pol.describe()}")
 with st.expander(f"Workload: {len(pol.workload.queries)} quer{'y' if len(pol.workload.queries) == 1 else 'ies'}"):
     st.dataframe(pstate.workload_frame(pol), hide_index=True)
+q_names = [f"{i + 1}. {q.name()}" for i, q in enumerate(pol.workload.queries)]
+if st.session_state.get("run_queries_of") != q_names or "run_queries" not in st.session_state:
+    # a new workload (or the page opened afresh): release all of it by default
+    st.session_state["run_queries_of"] = q_names
+    st.session_state["run_queries"] = list(range(len(q_names)))
+st.multiselect("Queries to release", list(range(len(q_names))), format_func=q_names.__getitem__, key="run_queries",
+               help="Each record pays only for the queries released (group-by and budgets: Policy designer page).")
 
 c1, c2, c3 = st.columns([2, 1, 1])
 if pol.workload.partition_rho > 0:
@@ -113,4 +120,5 @@ else:
     st.caption("No release yet.")
 
 code_expander(run_code(state.source(), ds, pol, st.session_state.get("seed", 0),
-                       secure=bool(st.session_state.get("run_secure", False))))
+                       secure=bool(st.session_state.get("run_secure", False)),
+                       queries=st.session_state.get("run_queries")))

@@ -53,6 +53,9 @@ with tab_sweep:
                 st.plotly_chart(sweep_figure(errors, losses, fam), key="tr_sweep_chart")
                 st.caption("Each box: the median ARE of every answer of that family (whiskers: 5th–95th percentiles). "
                            "Dashed lines: 10% (green) and 100% (red) error.")
+                if pol.workload.partition_rho > 0:
+                    st.caption("Partition selection is on: a cell it may leave out counts as a 100% error with the "
+                               "probability that it is left out (δ = 1e-6).")
                 show = losses.copy()
                 st.dataframe(show.style.format({c: "{:.2%}" for c in show.columns if c.startswith(("share", "median"))}
                                                | {"loss_p99": "{:,.4g}", "loss_max": "{:,.4g}"}), hide_index=True)

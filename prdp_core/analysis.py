@@ -8,8 +8,12 @@ Per-record zCDP paper, Sec. 6. For Gaussian answers everything is analytic:
 * a top-coded sum has bias b = Σ min(r, c) − Σ r, so its error is b + σZ and its ARE
   quantiles are those of a folded normal (solved by vectorised bisection).
 
-AVG answers (ratio of two Gaussians) and partition selection are not Gaussian: they are
-handled by vectorised Monte Carlo (:func:`monte_carlo_are`).
+AVG answers (ratio of two Gaussians) are not Gaussian: they are handled by vectorised Monte
+Carlo (:func:`monte_carlo_are`). Under partition selection a cell is published only with
+probability p = Φ̄((τ − pieces)/σ_ps) (:func:`keep_probabilities`); a suppressed cell reads as 0,
+i.e. an ARE of 100%, so an answer's ARE is the mixture "Gaussian ARE with probability p, 1
+otherwise", whose quantiles are exact (:func:`are_quantile_with_keep`) and whose AVG part is
+simulated together with the keep draws.
 
 Sweeps over thresholds × ρ reuse the workload's sufficient statistics: the true answers do
 not depend on the thresholds (splitting preserves sums, Lemma 8); only the per-cell
@@ -33,7 +37,7 @@ from scipy import stats
 
 from . import limits
 from .errors import ParameterError, PolicyError, ResourceLimitError
-from .mechanisms.unit_splitting import QueryStats, _cell_sensitivity, workload_stats
+from .mechanisms.unit_splitting import PartitionSelection, QueryStats, _cell_sensitivity, _cells, workload_stats
 from .splitting import as_thresholds, split_counts
 from .workload import Query, SplittingPolicy, Workload
 
@@ -60,11 +64,12 @@ def median_are(sigma: np.ndarray | float, true: np.ndarray | float) -> np.ndarra
         return np.where(s > 0, Z_MEDIAN * np.asarray(sigma, dtype=float) / s, np.inf)
 
 
-def folded_normal_quantile(bias: np.ndarray, sigma: np.ndarray, q: float, iters: int = 60) -> np.ndarray:
-    """q-quantile of |b + σZ| for each (b, σ) pair (vectorised bisection)."""
+def folded_normal_quantile(bias: np.ndarray, sigma: np.ndarray, q: float | np.ndarray,
+                           iters: int = 60) -> np.ndarray:
+    """q-quantile of |b + σZ| for each (b, σ) pair (vectorised bisection; q may be one level per pair)."""
     b = np.abs(np.asarray(bias, dtype=float))
     s = np.asarray(sigma, dtype=float)
-    b, s = np.broadcast_arrays(b, s)
+    b, s, q = np.broadcast_arrays(b, s, np.asarray(q, dtype=float))
     lo = np.zeros(b.shape)
     hi = b + 10.0 * s + 1e-300
     for _ in range(iters):
@@ -84,6 +89,69 @@ def are_quantile(bias: np.ndarray, sigma: np.ndarray, true: np.ndarray, q: float
         return np.where(s > 0, v / s, np.inf)
 
 
+def are_quantile_with_keep(bias: np.ndarray, sigma: np.ndarray, true: np.ndarray, keep: np.ndarray,
+                           q: float) -> np.ndarray:
+    """q-quantile of the ARE of an answer published with probability ``keep`` (error b + σZ) and
+    suppressed otherwise (read as 0: ARE = 1), exactly.
+
+    With G(v) = P(|b + σZ| ≤ v·|S|) the ARE's CDF is keep·G(v) + (1 − keep)·1[v ≥ 1]; its
+    q-quantile is G⁻¹(q/keep) when that is ≤ 1, else 1 while keep·G(1) + 1 − keep ≥ q, else
+    G⁻¹((q − 1 + keep)/keep).
+    """
+    b = np.abs(np.asarray(bias, dtype=float))
+    sig = np.asarray(sigma, dtype=float)
+    t = np.abs(np.asarray(true, dtype=float))
+    p = np.clip(np.asarray(keep, dtype=float), 0.0, 1.0)
+    b, sig, t, p = np.broadcast_arrays(b, sig, t, p)
+    g1 = stats.norm.cdf((t - b) / sig) - stats.norm.cdf((-t - b) / sig)
+    below_one = (p * g1 >= q) & (q < p)
+    at_one = ~below_one & (p * g1 + 1.0 - p >= q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        level = np.where(below_one, q / p, (q - 1.0 + p) / p)
+    level = np.where(below_one | ~at_one, np.clip(level, 0.0, 1.0 - 1e-16), 0.5)
+    if np.any(b > 0):
+        v = folded_normal_quantile(b, sig, level)
+    else:
+        v = sig * stats.norm.ppf((1.0 + level) / 2.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(t > 0, v / t, np.inf)
+    out = np.where(below_one, np.minimum(out, 1.0), out)
+    return np.where(at_one & (t > 0), 1.0, out)
+
+
+def keep_probabilities(table: pd.DataFrame, policy: SplittingPolicy, sts: list[QueryStats], *,
+                       partition_delta: float = 1e-6, pieces: np.ndarray | None = None,
+                       scale: float = 1.0) -> list[np.ndarray]:
+    """Probability that each cell of each query is published (one array per query of ``sts``).
+
+    Without partition selection (``workload.partition_rho = 0``) or without a group-by every cell
+    is published (1). Otherwise the release's rule: ρ_ps (times ``scale``, for sweeps) split evenly
+    over the workload's distinct group-by sets; a cell is kept when its split rows (over all records,
+    whatever a query's filter) plus N(0, σ_ps²) exceed τ = 1 + σ_ps·Φ⁻¹(1 − δ_ps). Computed from
+    the confidential piece counts: a design aid.
+    """
+    wl = policy.workload
+    sets = list(dict.fromkeys(s.query.group_by for s in sts if s.query.group_by))
+    if wl.partition_rho <= 0 or not sets:
+        return [np.ones(s.n_cells) for s in sts]
+    ps = PartitionSelection(wl.partition_rho * scale / len(sets), partition_delta)
+    m = (split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)).astype("float64")
+    keep: dict[tuple[str, ...], np.ndarray] = {}
+    for gb in sets:
+        keys, cell_of = _cells(table, gb, np.ones(len(table), dtype=bool))
+        keep[gb] = ps.keep_probability(np.bincount(cell_of, weights=m, minlength=len(keys)))
+    out = []
+    for s in sts:
+        if not s.query.group_by:
+            out.append(np.ones(s.n_cells))
+            continue
+        p = keep[s.query.group_by]
+        if p.size != s.n_cells:
+            raise PolicyError("The cells of partition selection do not match the query's cells.")
+        out.append(p)
+    return out
+
+
 # ---------------------------------------------------------------------------
 # Per-cell errors of a workload
 # ---------------------------------------------------------------------------
@@ -95,41 +163,50 @@ def _family(q: Query) -> str:
 
 def workload_errors(table: pd.DataFrame, policy: SplittingPolicy, *, gamma: float = 0.95, min_count: int = 0,
                     stats_: list[QueryStats] | None = None, true_sums: pd.DataFrame | None = None,
-                    mc_trials: int = 400, rng: np.random.Generator | None = None) -> pd.DataFrame:
+                    mc_trials: int = 400, rng: np.random.Generator | None = None,
+                    partition_delta: float = 1e-6) -> pd.DataFrame:
     """Expected errors of every answer (cell) of the workload, before any release.
 
     One row per cell with ≥ ``min_count`` records: query, family (COUNT, SUM(EMP), …),
-    level (the group-by), true answer, records, σ, bias (top-coding), median ARE and
-    QueryRelErr(γ). Gaussian answers are exact; AVG cells use ``mc_trials`` Monte Carlo draws.
+    level (the group-by), true answer, records, σ, bias (top-coding), the probability the cell
+    is published (``keep_prob``: 1 unless the workload finds its keys by partition selection with
+    δ = ``partition_delta``), median ARE and QueryRelErr(γ). A suppressed cell counts as an ARE of
+    100%. Gaussian answers are exact; AVG cells use ``mc_trials`` Monte Carlo draws.
     Computed from confidential values: the designer's view, not a publishable table.
     """
     sts = workload_stats(table, policy) if stats_ is None else stats_
+    keeps = keep_probabilities(table, policy, sts, partition_delta=partition_delta)
     rows = []
     for i, s in enumerate(sts):
         q = s.query
         keep = s.count >= max(int(min_count), 1)
         if not keep.any():
             continue
+        p = keeps[i][keep]
         sig = s.sens[keep] / math.sqrt(2.0 * q.rho) if q.rho > 0 else np.full(keep.sum(), np.inf)
         true = s.true_answer()[keep]
         if q.kind == "sum" and not q.split:
             raw = _raw_totals(table, s)[keep]
             bias = true - raw
             true = raw
-            med = are_quantile(bias, sig, true, 0.5)
-            qre = are_quantile(bias, sig, true, gamma)
+            med = are_quantile_with_keep(bias, sig, true, p, 0.5)
+            qre = are_quantile_with_keep(bias, sig, true, p, gamma)
         elif q.kind == "avg":
-            med, qre, true, bias = _avg_errors(table, s, keep, sig, gamma, mc_trials, rng)
+            med, qre, true, bias = _avg_errors(table, s, keep, sig, gamma, mc_trials, rng, p)
         else:
             bias = np.zeros_like(true)
-            med = median_are(sig, true)
-            qre = query_rel_err(sig, true, gamma)
+            if np.all(p == 1.0):
+                med = median_are(sig, true)
+                qre = query_rel_err(sig, true, gamma)
+            else:
+                med = are_quantile_with_keep(bias, sig, true, p, 0.5)
+                qre = are_quantile_with_keep(bias, sig, true, p, gamma)
         frame = pd.DataFrame({"query": f"{i + 1}. {q.name()}", "family": _family(q),
                               "level": ", ".join(q.group_by) or "all", "true": true, "n_records": s.count[keep],
-                              "sigma": sig, "bias": bias, "median_are": med, "query_rel_err": qre})
+                              "sigma": sig, "bias": bias, "keep_prob": p, "median_are": med, "query_rel_err": qre})
         rows.append(frame)
     if not rows:
-        return pd.DataFrame(columns=["query", "family", "level", "true", "n_records", "sigma", "bias",
+        return pd.DataFrame(columns=["query", "family", "level", "true", "n_records", "sigma", "bias", "keep_prob",
                                      "median_are", "query_rel_err"])
     return pd.concat(rows, ignore_index=True)
 
@@ -151,15 +228,21 @@ def _raw_totals(table: pd.DataFrame, s: QueryStats) -> np.ndarray:
 
 
 def _avg_errors(table: pd.DataFrame, s: QueryStats, keep: np.ndarray, sig: np.ndarray, gamma: float, trials: int,
-                rng: np.random.Generator | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+                rng: np.random.Generator | None, published: np.ndarray | None = None
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     q = s.query
     raw_total = _raw_totals(table, s)[keep]
     cnt = s.count[keep].astype(float)
     true_avg = raw_total / cnt
     tot = s.total[keep]  # type: ignore[index]
     sig_c = 1.0 / math.sqrt(2.0 * q.rho_count)
+    g = rng if rng is not None else np.random.default_rng(0)
     are = monte_carlo_are(lambda z1, z2: (tot + sig * z1) / np.maximum(cnt + sig_c * z2, 1.0), true_avg,
-                          trials=trials, rng=rng)
+                          trials=trials, rng=g)
+    if published is not None and np.any(published < 1.0):
+        # partition selection: a suppressed cell reads as 0 (ARE 1), drawn independently of the answer's noise
+        dropped = g.random(are.shape) >= published
+        are = np.where(dropped & np.isfinite(are), 1.0, are)
     return (np.quantile(are, 0.5, axis=0), np.quantile(are, gamma, axis=0), true_avg,
             tot / cnt - true_avg)
 
@@ -218,8 +301,8 @@ _BOX_Q = np.array([0.05, 0.25, 0.5, 0.75, 0.95])
 
 def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Mapping[str, float]],
           base_rhos: Sequence[float], *, min_count: int = 0, gamma: float = 0.95,
-          labels: Sequence[str] | None = None, stats_: list[QueryStats] | None = None
-          ) -> tuple[pd.DataFrame, pd.DataFrame]:
+          labels: Sequence[str] | None = None, stats_: list[QueryStats] | None = None,
+          partition_delta: float = 1e-6) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Analytic errors and policy losses for every (thresholds, base ρ) pair.
 
     The workload's budgets are scaled so that its base loss (what an unsplit record pays)
@@ -232,7 +315,9 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
 
     Unbiased Gaussian answers scale exactly with Δ/√ρ, so their quantiles are computed once
     per family and rescaled; top-coded sums (biased) are solved per cell. AVG cells are left
-    out (their error needs simulation).
+    out (their error needs simulation). With partition selection each cell's ARE is the mixture
+    of :func:`are_quantile_with_keep`, with keep probabilities recomputed for every pair (the
+    split counts change with the thresholds, σ_ps with ρ).
     """
     n_pairs = len(thresholds) * len(base_rhos)
     if n_pairs == 0:
@@ -266,7 +351,8 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
     # cells (COUNT: 1; SUM on split data with single-row thresholds: T(a)) has ARE = c·Δ/√(2ρ_q)/|S|
     # with Δ common to the family, so its quantiles are those of the pooled 1/(√(2ρ_q)|S|), rescaled.
     pooled: dict[str, tuple[np.ndarray, float, str | None]] = {}
-    if policy.thresholds.group_col is None:
+    selecting = wl.partition_rho > 0 and any(q.group_by for q in wl.queries)
+    if policy.thresholds.group_col is None and not selecting:
         for fam in families:
             members = [p for p in prepared if p[2] == fam]
             if all(p[4] is None for p in members):
@@ -287,6 +373,10 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
         sens = {id(p[0]): _cell_sensitivity(p[0].query, pol_t, p[0].keys)[p[1]] for p in prepared}
         for rho in base_rhos:
             scale = rho / base_total
+            keep_of: dict[int, np.ndarray] = {}
+            if selecting:
+                ks = keep_probabilities(table, pol_t, sts, partition_delta=partition_delta, pieces=m, scale=scale)
+                keep_of = {id(st_): kp for st_, kp in zip(sts, ks)}
             losses = unscaled * scale
             row = {"setting": lab, "base_rho": rho, "share_split": float(np.mean(m > 1)),
                    "share_above_base": float(np.mean(losses > rho * (1 + 1e-12))),
@@ -308,13 +398,15 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
                     if f != fam:
                         continue
                     sig = sens[id(s)] / math.sqrt(2.0 * s.query.rho * scale)
-                    if biased is None:
+                    kp = keep_of[id(s)][k] if id(s) in keep_of else None
+                    if biased is None and (kp is None or np.all(kp == 1.0)):
                         parts_med.append(Z_MEDIAN * sig * inv)
                         parts_qre.append(z_g * sig * inv)
                     else:
-                        bias, truth = biased
-                        parts_med.append(are_quantile(bias, sig, truth, 0.5))
-                        parts_qre.append(are_quantile(bias, sig, truth, gamma))
+                        bias, truth = biased if biased is not None else (0.0, 1.0 / inv)
+                        kp = np.ones(truth.shape) if kp is None else kp
+                        parts_med.append(are_quantile_with_keep(bias, sig, truth, kp, 0.5))
+                        parts_qre.append(are_quantile_with_keep(bias, sig, truth, kp, gamma))
                 med = np.concatenate(parts_med)
                 med_f = med[np.isfinite(med)]
                 qs = np.quantile(med_f, _BOX_Q) if med_f.size else np.full(5, np.nan)
@@ -429,6 +521,8 @@ def solve_budget(table: pd.DataFrame, policy: SplittingPolicy, *, target: float,
     the family gets it (each query must meet the goal on its own cells). Top-coded sums are biased: their
     requirement is infinite where the bias alone exceeds the target (reported as such).
     Returns the implied policy (the same thresholds and workload with the new budgets).
+    The goal is for published answers: under partition selection, the chance that a cell is
+    suppressed is not part of the solve (see ``keep_prob`` of :func:`workload_errors`).
     """
     if not (target > 0):
         raise ParameterError("The relative-error target must be positive.")

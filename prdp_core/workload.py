@@ -215,6 +215,17 @@ class Workload:
         return cls(tuple(Query.from_dict(q) for q in d.get("queries", [])), float(d.get("partition_rho", 0.0)),
                    bool(d.get("joint", True)))
 
+    def subset(self, indices: Any) -> "Workload":
+        """The workload restricted to the queries at ``indices`` (positions, in workload order), with the
+        same partition-selection budget and splitting mode. Releasing fewer queries costs each record
+        only the losses of the queries kept (Lemma 2)."""
+        idx = sorted({int(i) for i in indices})
+        if not idx:
+            raise PolicyError("Choose at least one query to release.")
+        if idx[0] < 0 or idx[-1] >= len(self.queries):
+            raise PolicyError(f"The workload has {len(self.queries)} queries; query {idx[-1] + 1} does not exist.")
+        return replace(self, queries=tuple(self.queries[i] for i in idx))
+
     def scaled(self, factor: float) -> "Workload":
         """The same workload with every budget multiplied by ``factor`` (for sweeps)."""
         if not math.isfinite(factor) or factor <= 0:

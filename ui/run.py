@@ -30,11 +30,15 @@ def stats_for(pol: SplittingPolicy) -> list[QueryStats]:
 
 
 def on_run(partition_delta_key: str) -> None:
-    """Callback of the Run button: release the active policy's workload once, record it in the ledger."""
+    """Callback of the Run button: release the chosen queries of the active policy's workload once (all of
+    them by default), record the release in the ledger."""
     ss = st.session_state
     pol: SplittingPolicy = ss["policy"]
     rng, seed = state.rng_and_seed()
     try:  # secure: exact OpenDP noise, unseeded (the rng is not used)
+        chosen = ss.get("run_queries")
+        if chosen is not None and len(chosen) < len(pol.workload.queries):
+            pol = SplittingPolicy(pol.thresholds, pol.workload.subset(chosen))
         rel = release(state.dataset(), pol, rng=rng, reveal=True, seed=seed,
                       partition_delta=float(ss.get(partition_delta_key, 1e-6)), stats_=stats_for(pol),
                       secure=bool(ss.get("run_secure", False)))

@@ -10,9 +10,13 @@ from prdp_core.workload import SplittingPolicy
 from .policy_code import policy_code
 
 
-def run_code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy, seed: int, secure: bool = False) -> str:
+def run_code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy, seed: int, secure: bool = False,
+             queries: list[int] | None = None) -> str:
     base = policy_code(source, ds, pol, "lemma4")
     head = "\n".join(ln for ln in base.splitlines() if not ln.startswith(("preview =", "print(preview", "x, share")))
+    if queries is not None and len(queries) < len(pol.workload.queries):
+        head += ("\npolicy = SplittingPolicy(policy.thresholds, policy.workload.subset("
+                 f"{sorted(int(i) for i in queries)}))   # only the queries released")
     if secure:
         return f"""{head}
 from prdp_core.mechanisms.unit_splitting import release

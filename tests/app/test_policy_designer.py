@@ -128,3 +128,9 @@ def test_review_mode_hides_largest_records(page):
     at.run()
     assert "ten largest record losses" not in texts(at)
     assert "Review mode" in texts(at)
+
+
+def test_conversion_table_has_its_confidentiality_note(page):
+    at = page
+    notes = [c.value for c in at.caption if "Confidential" in c.value]
+    assert any("Every row but the base loss" in n for n in notes)

@@ -81,3 +81,26 @@ def test_partition_selection_run(page):
     assert "Partition selection kept" in texts(at)
     ps = at.session_state["run_release"].extras["partition_selection"]
     assert ps["kept"]["COUNTY"] < ps["candidates"]["COUNTY"]
+
+
+def test_releasing_chosen_queries_only(page):
+    at = page
+    pol = at.session_state["policy"]
+    assert at.multiselect(key="run_queries").value == list(range(len(pol.workload.queries)))
+    at.multiselect(key="run_queries").set_value([0])
+    at.run()
+    at = _run(at)
+    rel = at.session_state["run_release"]
+    assert list(rel.answers["query"].unique()) == ["1. " + pol.workload.queries[0].name()]
+    entry = at.session_state["ledger"].entries[0]
+    assert len(entry.loss.workload.queries) == 1
+    # the count alone costs every record its flat ρ, less than the whole workload's base loss
+    assert entry.loss.workload.total_rho == pytest.approx(pol.workload.queries[0].rho)
+    assert any("workload.subset([0])" in c.value for c in at.code)
+    # no query chosen: a clear error, no release added
+    at.multiselect(key="run_queries").set_value([])
+    at.run()
+    at.button(key="run_go").click()
+    at.run()
+    assert "Choose at least one query" in at.error[0].value
+    assert len(at.session_state["ledger"]) == 1

@@ -144,3 +144,58 @@ def test_sweep_boxes_agree_with_per_answer_errors():
             b = boxes[boxes["family"] == fam].iloc[0]
             assert b["median"] == pytest.approx(np.median(grp["median_are"]), rel=1e-6)
             assert b["q95"] == pytest.approx(np.quantile(grp["median_are"], 0.95), rel=1e-6)
+
+
+def test_partition_selection_errors_match_simulated_releases():
+    # cell c holds c + 1 records of value 10 (one piece each at T = 10): 2..13 pieces, so the keep
+    # probabilities of Gaussian thresholding (σ_ps = 1, τ ≈ 5.75) run from about 0 to about 1
+    g = np.repeat(np.arange(12), np.arange(2, 14))
+    df = pd.DataFrame({"id": np.arange(g.size), "g": g, "v": np.full(g.size, 10.0)})
+    qs = (Query("count", rho=0.4, group_by=("g",)), Query("sum", "v", rho=0.2, group_by=("g",)),
+          Query("avg", "v", rho=0.3, rho_count=0.3, group_by=("g",)))
+    pol = SplittingPolicy(as_thresholds({"v": 10.0}), Workload(qs, partition_rho=0.5))
+    errs = A.workload_errors(df, pol, gamma=0.9, mc_trials=20_000, rng=np.random.default_rng(1))
+    ps = prdp_core.mechanisms.unit_splitting.PartitionSelection(0.5, 1e-6)
+    expected_keep = ps.keep_probability(np.arange(2, 14))
+    for i in range(3):
+        assert np.allclose(errs["keep_prob"].to_numpy()[12 * i:12 * (i + 1)], expected_keep)
+    assert expected_keep[0] < 0.01 and expected_keep[-1] > 0.99
+    # simulated releases: a cell left out by partition selection counts as an ARE of 1
+    trials = 2000
+    rng = np.random.default_rng(5)
+    are = np.ones((trials, 3, 12))
+    for t in range(trials):
+        a = release(df, pol, rng=rng, reveal=True, owner_realized=False).answers
+        qi = a["query"].cat.codes.to_numpy()
+        are[t, qi, a["g"].to_numpy().astype(int)] = a["rel_error"].to_numpy()
+    kept = (are[:, 0, :] != 1.0).mean(axis=0)
+    assert np.all(np.abs(kept - expected_keep) <= 4 * np.sqrt(expected_keep * (1 - expected_keep) / trials) + 0.01)
+    tol = 4 * math.sqrt(0.25 / trials) + 0.01
+    for col, q in (("median_are", 0.5), ("query_rel_err", 0.9)):
+        pred = errs[col].to_numpy().reshape(3, 12)
+        # the predicted q-quantile v: the empirical CDF reaches q at v and not before it
+        at = (are <= pred[None] * (1 + 1e-9)).mean(axis=0)
+        before = (are < pred[None] * (1 - 1e-6)).mean(axis=0)
+        assert np.all(at >= q - tol), (col, at)
+        assert np.all(before <= q + tol), (col, before)
+    # cells likely to be suppressed have a median error of 100%; cells almost surely kept, small errors
+    med = errs["median_are"].to_numpy().reshape(3, 12)
+    assert np.all(med[:, 0] == 1.0) and np.all(med[:, -1] < 0.5)
+    # the sweep uses the same mixture
+    boxes, _ = A.sweep(df, pol, [{"v": 10.0}], [pol.workload.total_rho])
+    cnt = boxes[boxes["family"] == "COUNT"].iloc[0]
+    assert cnt["median"] == pytest.approx(float(np.median(med[0])), rel=1e-9)
+
+
+def test_are_quantile_with_keep_edge_cases():
+    sig, true = np.array([1.0, 1.0, 1.0]), np.array([10.0, 10.0, 10.0])
+    # kept for sure: the Gaussian quantile; never kept: 1; half: the upper half of the mixture is the mass at 1
+    v = A.are_quantile_with_keep(0.0, sig, true, np.array([1.0, 0.0, 0.5]), 0.5)
+    assert v[0] == pytest.approx(A.median_are(1.0, 10.0)) and v[1] == 1.0
+    assert v[2] == 1.0
+    # just above the kept share the quantile sits in the Gaussian part again
+    w = A.are_quantile_with_keep(0.0, 1.0, 10.0, 0.5, 0.45)
+    assert w == pytest.approx(A.query_rel_err(1.0, 10.0, 0.9))
+    # with a bias the kept part is a folded normal
+    b = A.are_quantile_with_keep(np.array([2.0]), np.array([1.0]), np.array([10.0]), np.array([1.0]), 0.5)
+    assert b[0] == pytest.approx(A.are_quantile(np.array([2.0]), np.array([1.0]), np.array([10.0]), 0.5)[0])
