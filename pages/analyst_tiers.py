@@ -91,8 +91,9 @@ if ss["mt_model"] == "central":
     if ss["mt_query"] == "sum":
         c2.selectbox("Measure", measures, key="mt_measure")
         c3.number_input("Clipping bound U (one record adds at most U)", min_value=1.0, step=1.0, key="mt_clip",
-                        help="Sensitivity of the sum. Choose it without looking at the data in a real release; "
-                             "the default was rounded up from the 90th percentile (fine for design).")
+                        help="Sensitivity of the sum: each record's value is clipped at U. Choose it from public "
+                             "knowledge, without looking at the data; the default 100 is a round placeholder, not "
+                             "read from the data.")
     fams = list(umt.FAMILY_CHOICES)
     if ss["mt_query"] == "count":
         fams.remove("multiscale_geometric")

@@ -56,6 +56,8 @@ def test_sum_with_laplace_gaussian_and_filter():
     at.selectbox(key="mt_family").set_value("laplace")
     _ok(at)
     assert "sum of" in texts(at)
+    clip_help = at.number_input(key="mt_clip").help
+    assert "not read from the data" in clip_help and "percentile" not in clip_help  # the default is a placeholder
     at.selectbox(key="mt_family").set_value("gaussian")
     _ok(at)
     t = texts(at)
