@@ -128,3 +128,13 @@ def test_bad_sample_arguments():
         prdp_core.samples.load("cbp_like", n=0)
     with pytest.raises(ParameterError):
         prdp_core.samples.load("cbp_like", n=2.5)  # type: ignore[arg-type]
+
+
+def test_documented_default_sizes_and_integer_balances():
+    """cbp_like and sim_pareto default to 100,000 rows; each bank sample is 200,000 integer balances ≥ 0."""
+    assert prdp_core.samples.info("cbp_like").default_n == 100_000
+    assert prdp_core.samples.info("sim_pareto").default_n == 100_000
+    assert len(prdp_core.samples.load("cbp_like")) == 100_000
+    for name in ("bank_normal_50k", "bank_normal_500k", "bank_zipf_b3", "bank_zipf_b5"):
+        b = prdp_core.samples.load(name)["BALANCE"]
+        assert len(b) == 200_000 and b.dtype.kind == "i" and b.min() >= 0, name
