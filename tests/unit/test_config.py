@@ -274,3 +274,16 @@ def test_public_shift_constants_round_trip_and_apply(tmp_path):
         assert str(e.value).startswith(message), str(e.value)
     with pytest.raises(ConfigError, match=r"^data\.prepare\.shift_by: applies only with 'negative: shift'"):
         parse_config(text.replace("negative: shift, ", ""))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shifts=hst.one_of(_leaf, hst.lists(_leaf, max_size=3),
+                         hst.dictionaries(hst.one_of(hst.text(max_size=8), hst.integers(), hst.none()), _tree,
+                                          max_size=4)))
+def test_fuzz_shift_constants_only_config_errors(shifts):
+    cfg = {"version": 1, "data": {"path": "t.csv", "prepare": {"negative": "shift", "shift_by": shifts}}}
+    try:
+        study = parse_config(cfg)
+    except ConfigError:
+        return
+    assert parse_config(study.to_yaml()) == study
