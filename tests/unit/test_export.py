@@ -34,3 +34,12 @@ def test_unicode_minus_and_full_width_formula_characters_are_prefixed():
     cells = ["\u22121+2", "\uff1dSUM(A1)", "\uff0bcmd", "\uff0d2", "\uff20A1", "1\u22122"]
     out = pd.read_csv(io.BytesIO(to_csv_bytes(pd.DataFrame({"c": cells}))), keep_default_na=False)
     assert out["c"].tolist() == ["'" + c for c in cells[:5]] + ["1\u22122"]
+
+
+def test_tables_offer_no_unneutralised_csv_download():
+    """Streamlit's table toolbar writes CSV without the formula guard: the app switches it off."""
+    import tomllib
+    from pathlib import Path
+
+    cfg = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
+    assert cfg["client"]["disableDataExport"] is True
