@@ -101,6 +101,8 @@ with tab_report:
                 st.caption(":material/visibility_off: Review mode: no true value and no per-record loss in the "
                            "report or the results.")
             st.dataframe(out["budget"], hide_index=True)
+            st.download_button("Budget table (CSV)", to_csv_bytes(out["budget"]), file_name="prdp_budget.csv",
+                               mime="text/csv", key="study_dl_budget")
             d1, d2, d3 = st.columns(3)
             d1.download_button("Report (HTML)", out["html"], file_name="prdp_report.html", mime="text/html",
                                key="study_dl_report", type="primary", icon=":material/download:")

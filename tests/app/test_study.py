@@ -147,6 +147,8 @@ def test_build_report(mode):
     assert "<script src=\"http" not in html and "Budget table" in html
     results = out["results"].decode()
     assert ("true" in results.splitlines()[0].split(",")) == (mode == "teaching")
+    budget = next(b for b in at.get("download_button") if b.proto.id.endswith("study_dl_budget"))
+    assert budget.proto.label == "Budget table (CSV)"
 
 
 def test_seed_survives_review_mode():
