@@ -138,3 +138,23 @@ def test_documented_default_sizes_and_integer_balances():
     for name in ("bank_normal_50k", "bank_normal_500k", "bank_zipf_b3", "bank_zipf_b5"):
         b = prdp_core.samples.load(name)["BALANCE"]
         assert len(b) == 200_000 and b.dtype.kind == "i" and b.min() >= 0, name
+
+
+@pytest.mark.parametrize("name,rows", [("us_county_labor_2009", 3_218), ("world_cities", 34_003), ("gapminder", 1_704)])
+def test_real_samples_documented_figures(name, rows):
+    """The row counts of sample_data/README.md and the figures each sample's `properties` states
+    (top-1% share, largest record × the median) hold for its first measure."""
+    import re
+
+    ds = prdp_core.samples.load_dataset(name)
+    assert ds.n == rows
+    p = prdp_core.profile.profile_dataset(ds).measures[ds.schema.measures[0]]
+    checked = 0
+    for prop in prdp_core.samples.info(name).properties:
+        if m := re.search(r"top 1% of .* hold ≈ (\d+)%", prop):
+            assert abs(p.top1_share * 100 - int(m.group(1))) < 1.0, (prop, p.top1_share)
+            checked += 1
+        if m := re.search(r"largest .* ≈ (\d+)× the median", prop):
+            assert abs(p.max / p.median / int(m.group(1)) - 1) < 0.1, (prop, p.max / p.median)
+            checked += 1
+    assert checked == len(prdp_core.samples.info(name).properties)
