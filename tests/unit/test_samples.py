@@ -158,3 +158,14 @@ def test_real_samples_documented_figures(name, rows):
             assert abs(p.max / p.median / int(m.group(1)) - 1) < 0.1, (prop, p.max / p.median)
             checked += 1
     assert checked == len(prdp_core.samples.info(name).properties)
+
+
+def test_cbp_like_documented_firms_and_counties():
+    """sample_data/README.md: about 20% of establishments belong to multi-establishment firms;
+    clip(n/100, 20, 3100) counties."""
+    n = 100_000
+    df = prdp_core.samples.load("cbp_like", n=n, seed=0)
+    sizes = df["FIRM_ID"].map(df.groupby("FIRM_ID").size())
+    assert abs((sizes > 1).mean() - 0.20) < 0.02
+    n_counties = min(max(n // 100, 20), 3100)
+    assert 0.95 * n_counties <= df["COUNTY"].nunique() <= n_counties
