@@ -625,7 +625,9 @@ def prepare_dataset(
     * ``negative="shift"`` adds a constant to each measure with negative values — the
       papers assume non-negative measures; sums and thresholds are then on the shifted
       scale (the shift is recorded in ``Dataset.shifts``). The constant should be
-      **public** (``shift_by={measure: c}``, e.g. a documented lower bound): a shift
+      **public** (``shift_by={measure: c}``, e.g. a documented lower bound; a declared constant
+      is applied to its measure whether or not the data hold a negative value, so the shift
+      never depends on a record): a shift
       derived from the data (the default, −min) depends on the smallest record, so removing
       that record would change every released sum — fine for exploring, not for a release;
     * ``duplicate_ids="regenerate"`` replaces the id column by row numbers (if the
@@ -668,6 +670,21 @@ def prepare_dataset(
     shifts: dict[str, float] = {}
     for m in schema.measures:
         mn = float(out[m].min())
+        if shift_by is not None and m in shift_by:
+            # a declared public constant is applied whatever the data hold, so whether (and by how
+            # much) a measure moves never depends on a record
+            c = float(shift_by[m])
+            if not np.isfinite(c) or c < max(0.0, -mn):
+                raise DataError(f"The shift of '{m}' ({c:g}) is too small: some values stay negative."
+                                if np.isfinite(c) and c >= 0 else
+                                f"The shift of '{m}' ({c:g}) must be a finite constant ≥ 0.",
+                                hint="Use a public lower bound of the measure, with the opposite sign.")
+            if c:
+                out[m] = out[m] + c
+            shifts[m] = c
+            notes.append(f"Measure '{m}' shifted by the public constant +{c:g} (sums are on the shifted scale: "
+                         f"subtract n×{c:g} to return to the original scale).")
+            continue
         if mn < 0:
             if negative == "error":
                 cnt = int((out[m] < 0).sum())
@@ -676,16 +693,6 @@ def prepare_dataset(
                     "non-negative measures.",
                     hint="Reject the file and fix it, or shift the measure by a constant so its minimum is 0.",
                 )
-            if shift_by is not None and m in shift_by:
-                c = float(shift_by[m])
-                if not np.isfinite(c) or c < -mn:
-                    raise DataError(f"The shift of '{m}' ({c:g}) is too small: some values stay negative.",
-                                    hint="Use a public lower bound of the measure, with the opposite sign.")
-                out[m] = out[m] + c
-                shifts[m] = c
-                notes.append(f"Measure '{m}' shifted by the public constant +{c:g} (sums are on the shifted scale: "
-                             f"subtract n×{c:g} to return to the original scale).")
-                continue
             out[m] = out[m] - mn
             shifts[m] = -mn
             notes.append(f"Measure '{m}' shifted by +{-mn:g} so its minimum is 0 (sums are on the shifted scale: "

@@ -89,6 +89,21 @@ def test_negative_reject_or_shift():
         prepare_dataset(df, sch, negative="shift", shift_by={"payroll": 10.0})
 
 
+def test_public_shift_does_not_depend_on_the_data():
+    """A declared constant moves its measure on a neighbouring table without the negative record too."""
+    sch = guess_schema(frame())
+    with_neg = frame()
+    with_neg.loc[3, "payroll"] = -30.0
+    without = frame().drop(index=3)
+    a = prepare_dataset(with_neg, sch, negative="shift", shift_by={"payroll": 100.0})
+    b = prepare_dataset(without, sch, negative="shift", shift_by={"payroll": 100.0})
+    assert a.shifts == b.shifts == {"payroll": 100.0}
+    assert b.table["payroll"].tolist() == (frame().drop(index=3)["payroll"] + 100.0).tolist()
+    assert a.table["payroll"].tolist()[:3] == b.table["payroll"].tolist()
+    with pytest.raises(DataError, match="finite constant"):
+        prepare_dataset(without, sch, negative="shift", shift_by={"payroll": float("nan")})
+
+
 def test_duplicate_ids_reject_or_regenerate():
     df = frame()
     df.loc[1, "estab_id"] = "e1"
