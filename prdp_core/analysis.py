@@ -161,6 +161,19 @@ def _family(q: Query) -> str:
     return "COUNT" if q.kind == "count" else f"{q.kind.upper()}({q.measure})"
 
 
+def _min_records(min_count: int | float) -> int:
+    """The smallest record count of an evaluated cell (at least 1); NaN or ±inf is refused."""
+    if isinstance(min_count, bool):
+        raise ParameterError(f"The minimum number of records must be a whole number (got {min_count!r}).")
+    try:
+        v = float(min_count)
+    except (TypeError, ValueError, OverflowError):
+        raise ParameterError(f"The minimum number of records must be a whole number (got {min_count!r}).") from None
+    if not math.isfinite(v):
+        raise ParameterError(f"The minimum number of records must be a finite whole number (got {min_count!r}).")
+    return max(int(min_count), 1)
+
+
 def workload_errors(table: pd.DataFrame, policy: SplittingPolicy, *, gamma: float = 0.95, min_count: int = 0,
                     stats_: list[QueryStats] | None = None, true_sums: pd.DataFrame | None = None,
                     mc_trials: int = 400, rng: np.random.Generator | None = None,
@@ -179,7 +192,7 @@ def workload_errors(table: pd.DataFrame, policy: SplittingPolicy, *, gamma: floa
     rows = []
     for i, s in enumerate(sts):
         q = s.query
-        keep = s.count >= max(int(min_count), 1)
+        keep = s.count >= _min_records(min_count)
         if not keep.any():
             continue
         p = keeps[i][keep]
@@ -216,7 +229,7 @@ def _evaluated_cells(sts: list[QueryStats], min_count: int) -> Iterable[tuple[Qu
     for s in sts:
         if s.query.kind == "avg":
             continue
-        k = s.count >= max(int(min_count), 1)
+        k = s.count >= _min_records(min_count)
         if k.any():
             yield s, k
 
@@ -568,7 +581,7 @@ def largest_thresholds(table: pd.DataFrame, policy: SplittingPolicy, *, target: 
         q = s.query
         if q.kind != "sum" or not q.split:
             continue
-        k = s.count >= max(int(min_count), 1)
+        k = s.count >= _min_records(min_count)
         truth = np.abs(s.true_answer()[k])
         caps.setdefault(q.measure, []).append(target * truth * math.sqrt(2.0 * q.rho) / z)  # type: ignore[arg-type]
     return {a: float(np.quantile(np.concatenate(v), 1.0 - share, method="lower")) for a, v in caps.items() if v}

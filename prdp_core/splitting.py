@@ -33,7 +33,7 @@ import pandas as pd
 from . import limits
 from .accounting import LossFunction, register_loss
 from .errors import ParameterError, PolicyError, ResourceLimitError
-from .validate import positive
+from .validate import non_negative, positive
 
 DEFAULT_KEY = "*"
 
@@ -441,14 +441,26 @@ def threshold_percentiles(table: pd.DataFrame, thresholds: Mapping[Any, Any] | T
     return out
 
 
+#: Most pieces per record a loss cap can grant (beyond it m² loses float precision; a smaller m
+#: only lowers every record's loss, so the cap still holds).
+MAX_CAP_PIECES: int = 2**40
+
+
 def max_pieces_for_cap(cap: float, flat: float, split: float) -> int:
-    """Largest m with flat + split·m² ≤ cap (the pieces a record may have under a loss cap)."""
+    """Largest m with flat + split·m² ≤ cap (the pieces a record may have under a loss cap),
+    at most :data:`MAX_CAP_PIECES`."""
+    cap = non_negative("The loss cap", cap, error=PolicyError)
+    flat = non_negative("The budget on unsplit data", flat, error=PolicyError)
+    split = non_negative("The budget on split data", split, error=PolicyError)
     if split <= 0:
         raise PolicyError("No budget is spent on split data, so thresholds do not change any loss.")
     if cap < flat + split:
         raise PolicyError(f"The cap {cap:g} is below the base loss {flat + split:g} that every record pays.",
                           hint="Raise the cap or lower the budgets.")
-    m = int(math.floor(math.sqrt((cap - flat) / split) + 1e-12))
+    root = math.sqrt((cap - flat) / split)
+    if not root < MAX_CAP_PIECES:
+        return MAX_CAP_PIECES
+    m = int(math.floor(root + 1e-12))
     while flat + split * (m + 1) ** 2 <= cap * (1 + 1e-12):
         m += 1
     while m > 1 and flat + split * m * m > cap * (1 + 1e-12):

@@ -74,6 +74,7 @@ from ..errors import ParameterError, PolicyError
 from ..limits import MAX_ROWS
 from ..release import Release
 from ..secure import SecureSampler, to_units
+from ..validate import whole_number
 
 QueryKind = Literal["count", "sum", "max", "distinct", "custom"]
 CustomMechanism = Callable[[pd.DataFrame, float, float, np.random.Generator], float]
@@ -977,6 +978,7 @@ def scaling_study(vary: Literal["n", "U", "sigma"], values: Any = None, *,
     """
     if vary not in SCALING_DEFAULTS:
         raise ParameterError(f"Cannot vary '{vary}'.", hint="Vary n, U or sigma.")
+    trials = whole_number("Runs per point", trials, 1, 100_000)
     vals = list(SCALING_DEFAULTS[vary] if values is None else values)
     if not vals:
         raise ParameterError("Give at least one value to vary.")

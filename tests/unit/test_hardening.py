@@ -25,7 +25,7 @@ import prdp_core
 from prdp_core import budget as B
 from prdp_core import interpret, limits
 from prdp_core.accounting import zcdp_to_approx_dp
-from prdp_core.analysis import optimal_clip, solve_budget, sweep
+from prdp_core.analysis import optimal_clip, solve_budget, sweep, workload_errors
 from prdp_core.data import Dataset, Schema
 from prdp_core.errors import ConfigError, ExpressionError, PrdpError, ResourceLimitError
 from prdp_core.mechanisms import baselines as BL
@@ -38,7 +38,7 @@ from prdp_core.mechanisms import prldp as PL
 from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
 from prdp_core.preview import preview_policy
 from prdp_core.secure import SecureSampler, grid_for
-from prdp_core.splitting import as_thresholds, split_counts
+from prdp_core.splitting import as_thresholds, percentile_thresholds, split_counts, thresholds_for_cap
 from prdp_core.workload import Query, SplittingPolicy, Workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -126,6 +126,18 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
     ("concepts", "synthetic n", lambda x: PA.synthetic_attribute_data(n=x, d=8, rng=_rng())),
     ("baselines", "clipped-sum budget", lambda x: BL.ClippedSum("v", x, upper=10.0)),
     ("baselines", "clipping bound", lambda x: BL.clipped_sum_laplace(_TAB["v"].to_numpy(), 0.0, x, 1.0, rng=_rng())),
+    ("data", "shift a negative measure by", lambda x: prdp_core.data.prepare_dataset(
+        _TAB.assign(v=_TAB["v"] - 5.0), _DS.schema, negative="shift", shift_by={"v": x})),
+    ("policy designer", "suggestion percentile", lambda x: percentile_thresholds(_TAB, ["v"], x)),
+    ("policy designer", "suggestion loss cap", lambda x: thresholds_for_cap(_TAB, ["v"], cap=x, flat=0.1, split=0.5)),
+    ("policy designer", "suggestion share above the cap", lambda x: thresholds_for_cap(
+        _TAB, ["v"], cap=1.0, flat=0.1, split=0.5, share=x)),
+    ("trade-offs", "probability γ", lambda x: solve_budget(_TAB, _POL, target=0.1, gamma=x)),
+    ("trade-offs", "answers with at least … records", lambda x: workload_errors(_TAB, _POL, min_count=x)),
+    ("analyst tiers", "clipping bound U", lambda x: MT.central_query(_TAB, "sum", measure="v", clip=x)),
+    ("analyst tiers", "filter value", lambda x: MT.central_query(_TAB, "count", filter=MT.RecordFilter("v", ">=", x))),
+    ("analyst tiers", "local top of the range U", lambda x: MT.local_categories(_TAB, "v", 16, scale="log", top=x)),
+    ("budget functions", "scaling runs per point", lambda x: P.scaling_study("n", [1000], methods=("naive",), trials=x)),
     ("secure", "grid bits", lambda x: SecureSampler(bits=x)),
     ("secure", "grid sensitivity", lambda x: grid_for(x)),
 ]
