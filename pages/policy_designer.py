@@ -206,7 +206,7 @@ with st.expander("Losses by group", icon=":material/table_chart:"):
     if groups:
         gsel = st.selectbox("Group column", groups, key="policy_group_summary")
         confidential()
-        st.dataframe(prev.records.by_group(ds.table[gsel].to_numpy(), name=gsel).sort_values(
+        st.dataframe(prev.by_group(gsel).sort_values(
             "max", ascending=False).head(200), hide_index=True)
     if state.teaching():
         idx, top = prev.records.top_k(10)

@@ -24,23 +24,24 @@ from .splitting import split_counts
 from .workload import SplittingPolicy
 
 
-_OWNER_CODES: dict[int, tuple["weakref.ref[pd.DataFrame]", str, np.ndarray]] = {}
+_CODES: dict[tuple[int, str], tuple["weakref.ref[pd.DataFrame]", np.ndarray, pd.Index]] = {}
 
 
-def _owner_codes(table: pd.DataFrame, col: str) -> np.ndarray:
-    """Owner ids as sorted integer codes, factorised once per (immutable) dataset table.
+def _column_codes(table: pd.DataFrame, col: str) -> tuple[np.ndarray, pd.Index]:
+    """A column's values as sorted integer codes (−1 for missing) and their labels, factorised
+    once per (immutable) dataset table and column.
 
     Factorising a million string ids takes about half a second; the Policy designer needs the
-    owners on every threshold change. Codes in sorted order keep the owners in the same order
-    as factorising the ids themselves, so owner losses are unchanged."""
-    hit = _OWNER_CODES.get(id(table))
-    if hit is not None and hit[0]() is table and hit[1] == col:
-        return hit[2]
-    codes, _ = pd.factorize(table[col], sort=True)
-    if len(_OWNER_CODES) >= 8:
-        _OWNER_CODES.clear()
-    _OWNER_CODES[id(table)] = (weakref.ref(table), col, codes)
-    return codes
+    owners (and the group summaries) on every threshold change. Codes in sorted order keep the
+    owners in the same order as factorising the ids themselves, so owner losses are unchanged."""
+    hit = _CODES.get((id(table), col))
+    if hit is not None and hit[0]() is table:
+        return hit[1], hit[2]
+    codes, uniques = pd.factorize(table[col], sort=True)
+    if len(_CODES) >= 16:
+        _CODES.clear()
+    _CODES[(id(table), col)] = (weakref.ref(table), codes, pd.Index(uniques))
+    return codes, pd.Index(uniques)
 
 
 @dataclass(eq=False)
@@ -72,7 +73,7 @@ class PolicyPreview:
         col = self.dataset.schema.owner_col
         if not col:
             return None
-        codes = _owner_codes(self.dataset.table, col)
+        codes, _ = _column_codes(self.dataset.table, col)
         owners = codes if (codes >= 0).all() else self.dataset.table[col]  # missing ids: owner_losses says so
         ol = owner_losses(self.records.values, owners, measure="rho",
                           method=self.owner_method)  # type: ignore[arg-type]
@@ -92,6 +93,14 @@ class PolicyPreview:
             s["owners"] = self.owners.n
             s["owner_max"] = float(self.owners.values.max()) if self.owners.n else 0.0
         return s
+
+    def by_group(self, col: str) -> pd.DataFrame:
+        """Per-group summaries of the record losses over the dataset column ``col`` (confidential);
+        records with a missing group label are left out, as in a pandas group-by."""
+        if col not in self.dataset.table.columns:
+            raise PolicyError(f"Column '{col}' is not in the dataset.")
+        codes, labels = _column_codes(self.dataset.table, col)
+        return self.records.by_group(pd.Categorical.from_codes(codes, categories=labels), name=col)
 
     def record_cdf(self) -> tuple[np.ndarray, np.ndarray]:
         """The policy-loss CDF over records.

@@ -104,10 +104,15 @@ def cached_pieces(token: str, thr_json: str, _ds: Dataset, _thr: Thresholds) -> 
     return split_counts(_ds.table, _thr)
 
 
-@st.cache_data(show_spinner="Evaluating the policy on every record…", max_entries=16)
+@st.cache_resource(show_spinner="Evaluating the policy on every record…", max_entries=16)
 def cached_preview(token: str, pol_json: str, owner_method: str, _ds: Dataset,
                    _pol: SplittingPolicy) -> PolicyPreview:
-    """Policy preview, computed once per (dataset, policy, owner bound)."""
+    """Policy preview, computed once per (dataset, policy, owner bound).
+
+    A resource cache, not a data cache: the preview refers to the dataset, and pickling a copy of
+    a million-row table on every threshold change took most of the page's rerun. The preview is
+    never mutated by its readers (its lazily computed profiles are the same for every reader).
+    """
     thr_json = json.dumps(_pol.thresholds.to_dict(), sort_keys=True, default=str)
     pieces = cached_pieces(token, thr_json, _ds, _pol.thresholds)
     return preview_policy(_ds, _pol, owner_method=owner_method, pieces=pieces)  # type: ignore[arg-type]

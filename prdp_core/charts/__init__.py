@@ -13,8 +13,12 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
+import plotly.io as pio
 
 from ..profile import Histogram
+
+#: Plotly template of every figure.
+TEMPLATE = "plotly_white"
 
 #: Colour sequence used for overlaid policies (colour-blind friendly, Okabe–Ito).
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
@@ -24,8 +28,9 @@ def layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, l
            height: int = 360) -> go.Figure:
     """Common title, axes, legend and template of every figure."""
     fig.update_layout(title=dict(text=title, x=0.0, xanchor="left"), height=height,
-                      margin=dict(l=60, r=20, t=50, b=50), legend=dict(orientation="h", y=-0.2),
-                      template="plotly_white")
+                      margin=dict(l=60, r=20, t=50, b=50), legend=dict(orientation="h", y=-0.2))
+    if pio.templates.default != TEMPLATE:  # the app makes it the default: figures are born with it
+        fig.update_layout(template=TEMPLATE)
     # "-" lets Plotly pick linear, date or category axes itself (category bars stay visible)
     fig.update_xaxes(title_text=x, type="log" if log_x else "-")
     fig.update_yaxes(title_text=y, type="log" if log_y else "-")

@@ -97,3 +97,38 @@ def test_plain_language():
         "1 in 2 firms pays more than 1ε; the largest loss is 200,000ε."
     assert LossProfile(np.array([1.0, 2.0, 3.0, 2.0e5]), "eps").plain_language(1.0, noun="firms") == \
         "75% of firms pay more than 1ε; the largest loss is 200,000ε."
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.floats(0, 50)), min_size=1, max_size=60))
+def test_owner_losses_of_integer_ids_match_the_general_path(rows):
+    """Integer owner ids (the dense-counting path) give the same owners, order and losses as labels."""
+    import pandas as pd
+
+    ids = np.array([r[0] for r in rows])
+    p = np.array([r[1] for r in rows])
+    for method in ("lemma4", "lemma5"):
+        a = owner_losses(p, ids, method=method)
+        b = owner_losses(p, pd.Series([f"{i:03d}" for i in ids], dtype=object), method=method)
+        assert list(a.index) == [int(x) for x in b.index]
+        np.testing.assert_allclose(a.to_numpy(), b.to_numpy())
+
+
+def test_preview_group_summary_matches_the_profile_and_drops_missing_labels():
+    import pandas as pd
+
+    from prdp_core import samples
+    from prdp_core.preview import preview_policy
+    from prdp_core.splitting import as_thresholds
+    from prdp_core.workload import SplittingPolicy, default_workload
+
+    ds = samples.load_dataset("cbp_like", n=3000, seed=1)
+    ds.table.loc[ds.table.index[:7], "STATE"] = None
+    pol = SplittingPolicy(as_thresholds({m: 5.0 for m in ds.schema.measures}),
+                          default_workload(ds.schema.measures, ("STATE",), rho_count=0.5, rho_sum=0.25))
+    prev = preview_policy(ds, pol)
+    got = prev.by_group("STATE")
+    want = prev.records.by_group(ds.table["STATE"].to_numpy(), name="STATE")
+    pd.testing.assert_frame_equal(got, want, check_dtype=False)
+    assert got["records"].sum() == 3000 - 7
+    with pytest.raises(Exception, match="not in the dataset"):
+        prev.by_group("NOPE")
