@@ -6,7 +6,7 @@ import streamlit as st
 
 import prdp_core
 from prdp_core import charts
-from prdp_core.data import GENERATED_ID, check_table
+from prdp_core.data import GENERATED_ID, MISSING_GROUP, check_table
 from prdp_core.errors import PrdpError
 from ui import datasource, state
 from ui.common import code_expander, confidential, learn, readable, show_error
@@ -128,6 +128,11 @@ with roles_tab:
                     mn = next(mi.minimum for mi in chk.measures if mi.column == c)
                     cols_sh[i].number_input(f"Shift {c} by", min_value=0.0,
                                             value=datasource.public_shift_default(mn), key=f"fix_shift_{rid}_{c}")
+        if chk.missing_groups:
+            desc = ", ".join(f"{c} ({k:,} rows)" for c, k in chk.missing_groups.items())
+            st.warning(f"Missing or blank values in the group column(s) {desc}: a release grouped by such a column "
+                       "is refused.")
+            st.checkbox(f"Put them in a group of their own, '{MISSING_GROUP}'", key=f"fix_missgroup_{rid}")
         if chk.duplicate_ids or chk.missing_ids:
             st.warning(f"The record id **{schema.id_col}** has {chk.duplicate_ids + chk.missing_ids:,} duplicate "
                        "or missing value(s). If it identifies an owner of several records, map it as the owner.")

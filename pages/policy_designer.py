@@ -106,6 +106,7 @@ def _make_policy() -> SplittingPolicy:
                   joint=bool(st.session_state["policy_joint"]))
     pol = SplittingPolicy(thr_make(), wl)
     pol.validate(ds.table, ds.schema.measures)
+    pstate.check_preview(pol)
     return pol
 
 

@@ -65,19 +65,18 @@ with tab_sweep:
                                     float(rho_cdf), ds, pol)
                 st.plotly_chart(loss_cdf_figure(cdfs, title=f"Policy-loss CDFs (base ρ = {rho_cdf:g})",
                                                 base=float(rho_cdf), view="zoom"), key="tr_sweep_cdf")
-                col = f"median ARE {fam}"
-                for rho_v, grp in losses.groupby("base_rho"):
-                    ok = grp[grp["share_above_base"] <= 0.01]
-                    if col not in grp.columns:
-                        continue
-                    if ok.empty:
-                        st.markdown(f"- At base ρ = {rho_v:g}, every setting swept puts more than 1% of records above "
-                                    "the base loss.")
-                        continue
-                    r = ok.loc[ok[col].idxmin()]
-                    st.markdown(f"- At base ρ = {rho_v:g}, the best setting keeping at most 1% of records above the base "
-                                f"loss is **{r['setting']}**: median answer error **{r[col]:.1%}** for {fam}, "
-                                f"**{r['share_above_base']:.2%}** of records paying more.")
+                for b in analysis.best_settings(losses, fam):
+                    if b["status"] == "none_within_share":
+                        st.markdown(f"- At base ρ = {b['base_rho']:g}, every setting swept puts more than 1% of "
+                                    "records above the base loss.")
+                    elif b["status"] == "undefined":
+                        st.markdown(f"- At base ρ = {b['base_rho']:g}, the relative error of {fam} is undefined: "
+                                    "every true answer it covers is 0.")
+                    else:
+                        st.markdown(f"- At base ρ = {b['base_rho']:g}, the best setting keeping at most 1% of records "
+                                    f"above the base loss is **{b['setting']}**: median answer error "
+                                    f"**{b['median_are']:.1%}** for {fam}, **{b['share_above_base']:.2%}** of records "
+                                    "paying more.")
 
 with tab_top:
     st.markdown("Every scheme answers the same workload — COUNT and one SUM per measure at each group-by level — "
@@ -128,7 +127,9 @@ with tab_fit:
     gamma = c2.number_input("with probability γ", 0.5, 0.999, 0.95, key="tr_gamma")
     share = c3.number_input("for this share of answers", 0.1, 1.0, 0.95, key="tr_share")
     min_fit = c4.number_input("with at least … records", min_value=1, value=T.default_min_records(ds), key="tr_fmin")
-    if targets:
+    if not targets:
+        st.info("Choose at least one relative-error goal.")
+    else:
         try:
             curves, table = T.fitness(tok, pk, tuple(sorted(targets)), float(gamma), float(share), int(min_fit), ds,
                                       pol)
@@ -172,8 +173,11 @@ with tab_clip:
     n = c1.number_input("n (records)", min_value=10, value=1000, step=100, key="tr_clip_n")
     alphas = c2.multiselect("Tail index α", [1.1, 1.2, 1.5, 2.0, 3.0], default=[1.2, 1.5, 2.0], key="tr_clip_a")
     rho_c = c3.select_slider("ρ", options=[0.01, 0.1, 1.0, 10.0], value=1.0, key="tr_clip_rho")
-    curves, optima = T.clip_curves(int(n), tuple(alphas), float(rho_c))
-    st.plotly_chart(mse_figure(curves, optima), key="tr_clip_chart")
+    if not alphas:
+        st.info("Choose at least one tail index α.")
+    else:
+        curves, optima = T.clip_curves(int(n), tuple(alphas), float(rho_c))
+        st.plotly_chart(mse_figure(curves, optima), key="tr_clip_chart")
     for a in alphas:
         name = f"α = {a:g}"
         st.markdown(f"- {name}: best Δ = {optima[name]:,.0f}, where MSE / E[sum] = "

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -620,3 +620,31 @@ def optimal_clip(*, n: int, alpha: float, rho: float) -> float:
     if not (alpha > 1) or rho <= 0 or n < 1:
         raise ParameterError("Need α > 1, ρ > 0, n ≥ 1.")
     return max(1.0, (2.0 * n * n * rho / (alpha - 1.0)) ** (1.0 / (2.0 * alpha)))
+
+
+def best_settings(losses: pd.DataFrame, family: str, *, max_share: float = 0.01) -> list[dict[str, Any]]:
+    """Per base ρ of a :func:`sweep`'s ``losses``: the setting with the smallest median ARE of
+    ``family`` among those keeping at most ``max_share`` of records above the base loss.
+
+    Each item has ``base_rho`` and ``status``: ``"best"`` (with ``setting``, ``median_are`` and
+    ``share_above_base``), ``"none_within_share"`` (every setting puts more records above the base)
+    or ``"undefined"`` (no answer of the family has a relative error: every true answer is 0).
+    """
+    col = f"median ARE {family}"
+    out: list[dict[str, Any]] = []
+    if losses.empty or col not in losses.columns:
+        return out
+    for rho_v, grp in losses.groupby("base_rho", sort=True):
+        item: dict[str, Any] = {"base_rho": float(rho_v)}
+        ok = grp[grp["share_above_base"] <= max_share]
+        finite = ok[np.isfinite(ok[col].to_numpy(dtype="float64"))]
+        if ok.empty:
+            item["status"] = "none_within_share"
+        elif finite.empty:
+            item["status"] = "undefined"
+        else:
+            r = finite.loc[finite[col].idxmin()]
+            item.update(status="best", setting=r["setting"], median_are=float(r[col]),
+                        share_above_base=float(r["share_above_base"]))
+        out.append(item)
+    return out

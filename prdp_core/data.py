@@ -511,6 +511,7 @@ class TableCheck:
     duplicate_ids: int
     duplicate_id_examples: tuple[str, ...] = ()
     missing_ids: int = 0
+    missing_groups: dict[str, int] = field(default_factory=dict)  # group column → missing cells
 
     @property
     def non_numeric(self) -> dict[str, int]:
@@ -523,7 +524,7 @@ class TableCheck:
     @property
     def ok(self) -> bool:
         return (self.rows_with_missing == 0 and not self.negative and not self.non_numeric
-                and self.duplicate_ids == 0 and self.missing_ids == 0)
+                and self.duplicate_ids == 0 and self.missing_ids == 0 and not self.missing_groups)
 
 
 def _coerce_measure(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -573,9 +574,23 @@ def check_table(df: pd.DataFrame, schema: Schema) -> TableCheck:
         dup = int(d.sum())
         if dup:
             dup_examples = tuple(str(x)[:40] for x in pd.unique(ids[d])[:3])
+    missing_groups = {g: int(_missing_cells(df[g]).sum()) for g in schema.groups}
     return TableCheck(n_rows=len(df), measures=tuple(issues), rows_with_missing=int(row_bad.sum()),
                       rows_with_bad=int(row_bad_any.sum()),
-                      duplicate_ids=dup, duplicate_id_examples=dup_examples, missing_ids=missing_ids)
+                      duplicate_ids=dup, duplicate_id_examples=dup_examples, missing_ids=missing_ids,
+                      missing_groups={g: k for g, k in missing_groups.items() if k})
+
+
+#: The label given to missing group values by ``prepare_dataset(..., missing_groups="label")``.
+MISSING_GROUP = "(missing)"
+
+
+def _missing_cells(s: pd.Series) -> np.ndarray:
+    """Cells of a group column that are missing (NaN/None) or blank text."""
+    miss = s.isna().to_numpy()
+    if s.dtype == object or pd.api.types.is_string_dtype(s):
+        miss = miss | s.astype("string").str.strip().eq("").fillna(False).to_numpy(dtype=bool)
+    return miss
 
 
 @dataclass(frozen=True)
@@ -615,6 +630,7 @@ def prepare_dataset(
     negative: Literal["error", "shift"] = "error",
     duplicate_ids: Literal["error", "regenerate"] = "error",
     shift_by: Mapping[str, float] | None = None,
+    missing_groups: Literal["keep", "label"] = "keep",
 ) -> Dataset:
     """Validate ``df`` against ``schema`` and return a :class:`Dataset`.
 
@@ -631,7 +647,10 @@ def prepare_dataset(
       derived from the data (the default, −min) depends on the smallest record, so removing
       that record would change every released sum — fine for exploring, not for a release;
     * ``duplicate_ids="regenerate"`` replaces the id column by row numbers (if the
-      id really names an owner of several records, map it as owner instead).
+      id really names an owner of several records, map it as owner instead);
+    * ``missing_groups="label"`` puts missing or blank values of group columns in a group of
+      their own, ``"(missing)"`` (kept as missing by default: such a column can filter, but a
+      release grouped by it is refused).
     """
     validate_schema(df, schema)
     chk = check_table(df, schema)
@@ -722,7 +741,18 @@ def prepare_dataset(
         table[schema.owner_col] = base[schema.owner_col].to_numpy()
     for g in schema.groups:
         if g not in table.columns:
-            table[g] = base[g].to_numpy()
+            col = base[g]
+            if missing_groups == "label":
+                miss = _missing_cells(col)
+                if miss.any():
+                    if pd.api.types.is_numeric_dtype(col) and not pd.api.types.is_bool_dtype(col):
+                        # numbers become text ("2009", not "2009.0") so a filter typed as text still matches
+                        col = col.map(lambda v: f"{v:g}" if isinstance(v, float) and v.is_integer() and
+                                      abs(v) < 1e15 else str(v))
+                    col = col.astype(object).where(~miss, MISSING_GROUP)
+                    notes.append(f"{int(miss.sum()):,} missing value(s) of group column '{g}' put in the group "
+                                 f"'{MISSING_GROUP}'.")
+            table[g] = col.to_numpy()
     for m in schema.measures:
         table[m] = out[m].to_numpy(dtype="float64")
     final_schema = replace(schema, id_col=id_col)

@@ -61,10 +61,12 @@ class PolicyPreview:
     @cached_property
     def records(self) -> LossProfile:
         """Loss of every record (confidential)."""
-        if self.policy.workload.joint:
-            values = _from_pieces(self.dataset, self.policy, self.pieces)
-        else:
-            values = self.policy(self.dataset.table)
+        with np.errstate(over="ignore", invalid="ignore"):
+            if self.policy.workload.joint:
+                values = _from_pieces(self.dataset, self.policy, self.pieces)
+            else:
+                values = self.policy(self.dataset.table)
+        _check_finite(values, "record")
         return LossProfile(values, "rho", self.label or "records", base=self.policy.workload.total_rho)
 
     @cached_property
@@ -75,8 +77,10 @@ class PolicyPreview:
             return None
         codes, _ = _column_codes(self.dataset.table, col)
         owners = codes if (codes >= 0).all() else self.dataset.table[col]  # missing ids: owner_losses says so
-        ol = owner_losses(self.records.values, owners, measure="rho",
-                          method=self.owner_method)  # type: ignore[arg-type]
+        with np.errstate(over="ignore", invalid="ignore"):
+            ol = owner_losses(self.records.values, owners, measure="rho",
+                              method=self.owner_method)  # type: ignore[arg-type]
+        _check_finite(ol.to_numpy(), "owner")
         return LossProfile(ol.to_numpy(), "rho", (self.label + " " if self.label else "") + "owners",
                            base=self.policy.workload.total_rho)
 
@@ -138,6 +142,13 @@ def preview_policy(ds: Dataset, policy: SplittingPolicy, *, label: str = "",
     if m.shape[0] != ds.n:
         raise PolicyError("The precomputed split counts do not match the dataset.")
     return PolicyPreview(policy, ds, m, owner_method, label)
+
+
+def _check_finite(values: np.ndarray, who: str) -> None:
+    """Refuse losses that overflow the floating-point range, saying what to change."""
+    if values.size and not np.isfinite(values).all():
+        raise PolicyError(f"Some {who} losses are too large to compute (they exceed the floating-point range).",
+                          hint="Lower the budgets ρ or raise the splitting thresholds.")
 
 
 def _from_pieces(ds: Dataset, policy: SplittingPolicy, m: np.ndarray) -> np.ndarray:

@@ -41,6 +41,10 @@ from .splitting import DEFAULT_KEY, Thresholds, as_thresholds, split_counts
 
 QueryKind = Literal["count", "sum", "avg"]
 
+#: What to do about missing values in a group-by column (shared by the policy checks and releases).
+MISSING_GROUP_HINT = ("On the Data page (Column roles), put missing group values in a group of their own, or "
+                      "group by another column.")
+
 
 @dataclass(frozen=True)
 class Filter:
@@ -173,6 +177,7 @@ class Workload:
         if not self.queries:
             raise PolicyError("The workload is empty.", hint="Add at least one query.")
         cols = set(table.columns)
+        checked: set[str] = set()
         for q in self.queries:
             if q.measure is not None:
                 if q.measure not in cols or (measures is not None and q.measure not in measures):
@@ -180,6 +185,11 @@ class Workload:
             for g in q.group_by:
                 if g not in cols:
                     raise PolicyError(f"{q.name()}: group-by column '{g}' is not in the table.")
+                if g not in checked:
+                    checked.add(g)
+                    if table[g].isna().any():
+                        raise PolicyError(f"{q.name()}: group-by column '{g}' has {int(table[g].isna().sum()):,} "
+                                          "missing value(s).", hint=MISSING_GROUP_HINT)
             if q.filter is not None and q.filter.column not in cols:
                 raise PolicyError(f"{q.name()}: filter column '{q.filter.column}' is not in the table.")
 

@@ -128,6 +128,8 @@ def fix_options(rid: str) -> dict[str, Any]:
                   if isinstance(k, str) and k.startswith(f"fix_shift_{rid}_") and v is not None}
         if shifts:
             opts["shift_by"] = shifts
+    if ss.get(f"fix_missgroup_{rid}"):
+        opts["missing_groups"] = "label"
     if ss.get(f"fix_dup_{rid}"):
         opts["duplicate_ids"] = "regenerate"
     return opts

@@ -58,8 +58,9 @@ def default_thresholds(ds: Dataset) -> dict[str, float]:
 
 def default_policy(ds: Dataset) -> SplittingPolicy:
     """COUNT + one SUM per measure on split data, grouped by the first group column, base loss 1ρ."""
-    group = (ds.schema.groups[1],) if ds.name.startswith("cbp_like") and len(ds.schema.groups) > 1 else \
-        tuple(ds.schema.groups[:1])
+    complete = [g for g in ds.schema.groups if not ds.table[g].isna().any()]  # a group-by needs every value
+    group = (ds.schema.groups[1],) if ds.name.startswith("cbp_like") and len(complete) > 1 else \
+        tuple(complete[:1])
     k = len(ds.schema.measures)
     wl = default_workload(ds.schema.measures, group, rho_count=0.25 if k >= 3 else 0.5,
                           rho_sum=(0.75 if k >= 3 else 0.5) / k)
@@ -157,6 +158,14 @@ def try_policy(make: Any) -> tuple[SplittingPolicy | None, PrdpError | None]:
         return make(), None
     except PrdpError as err:
         return None, err
+
+
+def check_preview(pol: SplittingPolicy) -> None:
+    """Evaluate ``pol`` on the active dataset as the page will show it (records and owners), so a
+    policy whose losses cannot be computed (e.g. a threshold cutting records into more than 2^53
+    pieces, or budgets that overflow) is refused like any other invalid input (raises PrdpError)."""
+    prev = preview(pol, str(st.session_state.get("policy_owner_bound", "lemma4")))
+    prev.summary()
 
 
 def profile_for_chart(prev: PolicyPreview, which: str) -> LossProfile | None:

@@ -109,8 +109,9 @@ class _Factorizer:
         if c not in self._cols:
             codes, uniq = pd.factorize(self.table[c], sort=True)
             if (codes < 0).any():
-                raise PolicyError(f"Group-by column '{c}' has missing values.",
-                                  hint="Fill or drop them on the Data page.")
+                from ..workload import MISSING_GROUP_HINT
+
+                raise PolicyError(f"Group-by column '{c}' has missing values.", hint=MISSING_GROUP_HINT)
             self._cols[c] = (codes.astype(np.int64), pd.Index(uniq))
         return self._cols[c]
 

@@ -166,3 +166,26 @@ def test_upload_over_the_size_limit_keeps_previous_dataset(data_page, monkeypatc
     at = _upload(data_page, "big.csv", b"id,v\n" + b"1,2\n" * 300_000)
     assert "over the" in at.error[0].value and "limit" in at.error[0].value, at.error[0].value
     assert at.session_state["dataset"].name == "cbp_like"
+
+
+def test_missing_group_values_get_a_decision_and_a_group_of_their_own(data_page):
+    """Blank group values used to pass silently and make every grouped release fail later, with a hint
+    pointing to a fix the Data page did not offer."""
+    at = data_page
+    rows = "".join(f"{i},{'' if i % 3 == 0 else 'k'},{i}\n" for i in range(60))
+    _upload(at, "gaps.csv", ("id,g,x\n" + rows).encode())
+    assert at.session_state["dataset"].name != "gaps.csv"  # not applied without a decision
+    assert "Missing or blank values in the group column(s) g (20 rows)" in texts(at)
+    rid = at.session_state["raw"]["id"]
+    at.checkbox(key=f"fix_missgroup_{rid}").check()
+    at.button(key=f"apply_{rid}").click()
+    at.run()
+    assert not at.exception
+    ds = at.session_state["dataset"]
+    assert ds.name == "gaps.csv" and (ds.table["g"] == "(missing)").sum() == 20
+    at.switch_page("pages/run.py")
+    at.run()
+    at.button(key="run_go").click()
+    at.run()
+    assert not at.exception and not at.error
+    assert at.session_state["run_release"] is not None

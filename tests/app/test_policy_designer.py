@@ -134,3 +134,26 @@ def test_conversion_table_has_its_confidentiality_note(page):
     at = page
     notes = [c.value for c in at.caption if "Confidential" in c.value]
     assert any("Every row but the base loss" in n for n in notes)
+
+
+def test_overflowing_budget_or_threshold_is_refused_and_the_page_survives():
+    """A ρ of 1e308 (owner losses overflow) or a threshold of 1e-300 (more than 2^53 pieces) is an input
+    error: the message says what to change, the last valid policy stays, and later edits still work."""
+    at = open_page("policy_designer")
+    good = at.session_state["policy"]
+    at.session_state["wl_table"] = {"edited_rows": {"0": {"rho": 1e308}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    assert not at.exception
+    assert "too large to compute" in at.error[0].value
+    assert at.session_state["policy"] == good
+    assert [m.label for m in at.metric][:1] == ["Base loss (unsplit records)"]
+    at.session_state["wl_table"] = {"edited_rows": {}, "added_rows": [], "deleted_rows": []}
+    at.number_input(key="thr_EMP").set_value(1e-300)
+    at.run()
+    assert not at.exception
+    assert "2^53 pieces" in at.error[0].value
+    assert at.session_state["policy"] == good
+    at.number_input(key="thr_EMP").set_value(50.0)
+    at.run()
+    assert not at.exception and not at.error
+    assert at.session_state["policy"].thresholds.as_dict()["*"]["EMP"] == 50.0

@@ -50,3 +50,29 @@ def test_solver_adopts_budgets(page):
     assert not at.exception
     sol_rho = at.session_state["policy"].workload.total_rho
     assert sol_rho > 0 and abs(sol_rho - 1.0) > 1e-6  # the active policy now has the solved budgets
+
+
+def test_all_zero_measure_and_empty_choices_give_messages():
+    """A measure whose true sums are all 0 has no relative error: the sweep says so instead of crashing;
+    empty goal and α selections say what to choose."""
+    at = open_page("data")
+    rows = "".join(f"{i},{'ab'[i % 2]},0,{i}\n" for i in range(60))
+    at.file_uploader(key="upload").set_value(("zero.csv", ("id,g,x,y\n" + rows).encode(), "text/csv"))
+    at.run()
+    rid = at.session_state["raw"]["id"]
+    at.multiselect(key=f"map_measures_{rid}").set_value(["x"])
+    at.multiselect(key=f"map_groups_{rid}").set_value(["g"])
+    at.run()
+    at.button(key=f"apply_{rid}").click()
+    at.run()
+    assert at.session_state["dataset"].name == "zero.csv"
+    at.switch_page("pages/tradeoffs.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert "is undefined: every true answer it covers is 0" in texts(at)
+    at.multiselect(key="tr_targets").set_value([])
+    at.multiselect(key="tr_clip_a").set_value([])
+    at.run()
+    assert not at.exception
+    info = [i.value for i in at.info]
+    assert "Choose at least one relative-error goal." in info and "Choose at least one tail index α." in info
