@@ -58,6 +58,10 @@ rel = rstate.current_release()
 if rel is None:
     st.info("Press **Run release** to release the workload once. Each run is added to the session's privacy ledger.")
 else:
+    rel_pol, current = rstate.release_policy(pol)
+    if not current:
+        st.warning("This release was made with an earlier version of the policy (the policy was edited since): "
+                   f"{rel_pol.describe()}. Press **Run release** to release the active policy.")
     if rel.secure:
         st.caption(f":material/lock: {mode_label(True)}: exact noise from OpenDP, answers on the grid "
                    f"{', '.join(f'{g:g}' for g in rel.extras.get('grid', {}).values())} (one per query); "
@@ -95,10 +99,10 @@ else:
         cdfs = rstate.loss_cdfs(rel, ds)
         l1, l2 = st.columns(2)
         l1.plotly_chart(loss_cdf_figure(cdfs["records"], title="Records: policy vs realized loss",
-                                        base=pol.workload.total_rho, view="tail"), key="run_cdf_records")
+                                        base=rel_pol.workload.total_rho, view="tail"), key="run_cdf_records")
         if "owners" in cdfs:
             l2.plotly_chart(loss_cdf_figure(cdfs["owners"], title=f"Owners ({ds.schema.owner_col}): policy vs "
-                                            "realized loss", base=pol.workload.total_rho, view="tail"),
+                                            "realized loss", base=rel_pol.workload.total_rho, view="tail"),
                             key="run_cdf_owners")
         learn("**Fig. 5 of the paper.** The realized loss of a record is Σ_q Δ_q(r)²/(2σ_q²): what removing it changes "
               "in each answer, against the noise. It is exact for Gaussian answers and always below the policy loss; "

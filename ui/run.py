@@ -34,6 +34,7 @@ def on_run(partition_delta_key: str) -> None:
     them by default), record the release in the ledger."""
     ss = st.session_state
     pol: SplittingPolicy = ss["policy"]
+    active_key = pstate.policy_key(pol)
     rng, seed = state.rng_and_seed()
     try:  # secure: exact OpenDP noise, unseeded (the rng is not used)
         chosen = ss.get("run_queries")
@@ -48,6 +49,8 @@ def on_run(partition_delta_key: str) -> None:
     ss.pop("run_error", None)
     ss["run_release"] = rel
     ss["run_token"] = state.token()
+    ss["run_policy"] = pol  # the policy released (only the chosen queries)
+    ss["run_policy_of"] = active_key  # the active policy it came from
     state.record_release(rel)
 
 
@@ -56,6 +59,13 @@ def current_release() -> Release | None:
     if ss.get("run_token") != state.token():
         return None
     return ss.get("run_release")
+
+
+def release_policy(active: SplittingPolicy) -> tuple[SplittingPolicy, bool]:
+    """The policy the shown release was made with, and whether it is still the active policy."""
+    ss = st.session_state
+    released = ss.get("run_policy") or active
+    return released, ss.get("run_policy_of") == pstate.policy_key(active)
 
 
 def answers_for_display(rel: Release, teaching: bool) -> pd.DataFrame:

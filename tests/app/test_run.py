@@ -104,3 +104,29 @@ def test_releasing_chosen_queries_only(page):
     at.run()
     assert "Choose at least one query" in at.error[0].value
     assert len(at.session_state["ledger"]) == 1
+
+
+def test_release_of_an_edited_policy_is_flagged_and_charted_at_its_own_base():
+    """After the policy is edited, the last release is labelled as made with the earlier policy, and its
+    loss chart keeps the base loss of the policy actually released (not the edited one)."""
+    at = open_page("run")
+    at.button(key="run_go").click()
+    at.run()
+    assert not at.warning or "earlier version" not in at.warning[0].value
+    at.switch_page("pages/policy_designer.py")
+    at.run()
+    at.session_state["wl_table"] = {"edited_rows": {"0": {"rho": 5.0}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    assert at.session_state["policy"].workload.total_rho == pytest.approx(5.75)
+    at.switch_page("pages/run.py")
+    at.run()
+    assert not at.exception
+    assert any("earlier version of the policy" in w.value for w in at.warning)
+    import json
+
+    spec = [json.loads(el.proto.spec) for el in at.get("plotly_chart") if el.proto.id.endswith("run_cdf_records")][0]
+    notes = [a["text"] for a in spec["layout"].get("annotations", []) if "base loss" in a.get("text", "")]
+    assert notes == ["base loss 1ρ"], notes
+    at.button(key="run_go").click()
+    at.run()
+    assert not any("earlier version of the policy" in w.value for w in at.warning)
