@@ -375,8 +375,10 @@ def workload_from_frame(df: pd.DataFrame) -> Workload:
     clamp, rho_count (and optionally filter_column, filter_values as text separated by ';')."""
     qs = []
     for i, r in enumerate(df.to_dict("records"), 1):
-        kind = str(r.get("kind") or "").strip().lower()
-        if not kind:
+        raw_kind = r.get("kind")
+        kind = "" if raw_kind is None or (isinstance(raw_kind, float) and math.isnan(raw_kind)) else \
+            str(raw_kind).strip().lower()
+        if not kind:  # a blank row (e.g. just added in the editor)
             continue
 
         def num(key: str, default: float | None = None) -> float | None:

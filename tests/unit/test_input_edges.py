@@ -66,3 +66,12 @@ def test_best_settings_with_undefined_errors():
     losses.loc[3, "share_above_base"] = 0.5
     assert analysis.best_settings(losses, "SUM")[1]["status"] == "none_within_share"
     assert analysis.best_settings(losses, "AVG") == []
+
+
+def test_a_blank_row_just_added_to_the_workload_editor_is_skipped():
+    from prdp_core.workload import workload_from_frame
+
+    df = pd.DataFrame([{"kind": "count", "measure": None, "group_by": "g", "rho": 0.5},
+                       {"kind": np.nan, "measure": np.nan, "group_by": np.nan, "rho": np.nan}])
+    wl = workload_from_frame(df)
+    assert len(wl.queries) == 1 and wl.queries[0].kind == "count"
