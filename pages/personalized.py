@@ -304,7 +304,7 @@ elif view == "Run a release":
     if rel is not None:
         ans = rel.answers.iloc[0]
         st.markdown(f"**{ans['query']}** by {rel.params['mechanism']}: **{ans['estimate']:,.4g}**")
-        if rel.truth_included and "true" in rel.answers.columns:
+        if teaching and rel.truth_included and "true" in rel.answers.columns:
             st.markdown(f"True answer {ans['true']:,.4g} (error {ans['error']:+,.4g}).")
             confidential()
         st.markdown(f"Promise: {rel.extras['promise']}. Neighbours: {P.NEIGHBOUR_TEXT[rel.params['neighbours']]}.")
@@ -374,16 +374,20 @@ elif view == "PDP vs PrDP":
         if "hi" in upd.data_default_params(kind) or "cutoff" in upd.data_default_params(kind):
             st.caption(":material/lock: The query's domain bound U = hi (or the cut-off) is still the design default "
                        "computed from the confidential data.")
+        run_key = upd.prdp_run_key(q, c_val, e_lo, e_hi, seed, teaching)
         if st.button("Run PDP and PrDP side by side", key="pdp_prdp_go", type="primary"):
             out = P.compare_with_prdp(ds.table, spec, q, c=c_val, rng=rng, reveal=teaching, eps_min=e_lo,
                                       eps_max=e_hi)
-            ss["pdp_prdp_result"] = out
-        out = ss.get("pdp_prdp_result")
-        if out is not None:
-            st.dataframe(out, hide_index=True)
+            ss["pdp_prdp_result"] = {"key": run_key, "table": out}
+        stored = ss.get("pdp_prdp_result")
+        if isinstance(stored, dict) and stored.get("key") == run_key:
+            st.dataframe(stored["table"], hide_index=True)
             if teaching:
                 confidential()
             seeded_notice(seed)
+        elif stored is not None:
+            st.caption("The data, the specification, the query or the mode changed since the last comparison: "
+                       "press the button to run it again.")
     except PrdpError as err:
         show_error(err)
 

@@ -267,6 +267,13 @@ def t_grid(spec: P.PrivacySpec, points: int = 14) -> tuple[float, ...]:
     return tuple(float(x) for x in np.unique(np.round(np.r_[g, spec.max_eps, spec.mean_eps], 6)))
 
 
+def prdp_run_key(query: P.Query, c: float, eps_min: float, eps_max: float, seed: int, teaching: bool) -> tuple:
+    """What a PDP-vs-PrDP comparison was computed from: a stored table is shown only while all of it is
+    unchanged (another dataset, specification, query or mode must not show an old table — in review mode
+    never one holding true answers)."""
+    return (state.token(), spec_key(), query, float(c), float(eps_min), float(eps_max), int(seed), bool(teaching))
+
+
 def on_run_release() -> None:
     """Callback of the "Run release" button: run, record in the session ledger, keep the result."""
     ss = st.session_state

@@ -518,11 +518,19 @@ _FAMILIES: dict[str, type[NoiseFamily]] = {
 }
 
 
+#: Largest sensitivity Δ (a sum's clipping bound) a noise family accepts: larger ones overflow.
+MAX_SENSITIVITY = 1e15
+
+
 def noise_family(name: str, *, sensitivity: float = 1.0, delta: float | None = None) -> NoiseFamily:
     """The noise family ``name`` for a query of sensitivity Δ (δ only for Gaussian families)."""
     if name not in _FAMILIES:
         raise ParameterError(f"Unknown noise family '{name}'.", hint=f"Choose one of {', '.join(_FAMILIES)}.")
     sens = _pos("The sensitivity Δ", sensitivity)
+    if sens > MAX_SENSITIVITY:
+        raise ParameterError(f"The sensitivity Δ = {sens:g} is too large: at most {MAX_SENSITIVITY:g} is supported "
+                             "(the noise scales and their checks overflow beyond).",
+                             hint="Lower the clipping bound U: it is the largest value one record may contribute.")
     cls = _FAMILIES[name]
     if name in ("geometric",) and sens != int(sens):
         raise ParameterError(f"The geometric family needs an integer sensitivity (got {sensitivity!r}).",

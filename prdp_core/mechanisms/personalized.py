@@ -1046,8 +1046,18 @@ def sample_delivered_substitution(phi: np.ndarray | float, t: float, k: float = 
     pi = sample_probability(phi, tt)
     c = max(kk, 1.0)
     a, s_ = tt / c, kk * tt / c
-    first = np.minimum(np.asarray(phi, dtype=float), tt) if c == 1.0 else np.log1p(pi * math.expm1(a))
-    return np.maximum(first - np.log1p(pi * math.expm1(a - s_)), 0.0)
+    first = np.minimum(np.asarray(phi, dtype=float), tt) if c == 1.0 else _log_mix(pi, a)
+    return np.maximum(first - _log_mix(pi, a - s_), 0.0)
+
+
+def _log_mix(pi: np.ndarray, x: float) -> np.ndarray:
+    """ln(1 + π(e^x − 1)) = ln((1 − π) + π·e^x), also where π·(e^x − 1) rounds to −1 (π = 1 and a
+    large negative x: log1p(−1) would give −∞ instead of x)."""
+    p = np.asarray(pi, dtype=float)
+    u = p * math.expm1(x)
+    with np.errstate(divide="ignore"):
+        stable = np.logaddexp(np.log1p(-p), np.log(p) + x)
+    return np.where(u > -0.5, np.log1p(np.maximum(u, -0.5)), stable)
 
 
 # ---------------------------------------------------------------------------

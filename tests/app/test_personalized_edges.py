@@ -1,0 +1,46 @@
+"""Personalized DP page at edge values: liberal budgets, mode switches after a run."""
+
+from __future__ import annotations
+
+from .conftest import open_page, texts
+
+
+def test_sample_release_with_a_liberal_tier_and_signed_bounds():
+    at = open_page("personalized")
+    at.number_input(key="pdp_el").set_value(100.0).run()
+    at.radio(key="pdp_view").set_value("Run a release").run()
+    at.number_input(key="pdp_lo").set_value(-5.0).run()
+    at.number_input(key="pdp_hi").set_value(5.0).run()
+    at.selectbox(key="pdp_rel_kind").set_value("sum").run()
+    at.button(key="pdp_run").click().run()
+    assert not at.exception, at.exception
+    assert "every user within their request: **True**" in texts(at)
+
+
+def test_review_mode_hides_true_values_of_runs_made_in_teaching_mode():
+    at = open_page("personalized")
+    at.radio(key="pdp_view").set_value("Run a release").run()
+    at.button(key="pdp_run").click().run()
+    assert "True answer" in texts(at)
+    at.radio(key="pdp_view").set_value("PDP vs PrDP").run()
+    at.button(key="pdp_prdp_go").click().run()
+    assert "true" in at.dataframe[-1].value.columns
+    at.radio(key="mode").set_value("review").run()
+    assert not at.exception, at.exception
+    assert all("true" not in df.value.columns for df in at.dataframe)
+    assert "press the button to run it again" in texts(at)
+    at.button(key="pdp_prdp_go").click().run()
+    assert "true" not in at.dataframe[-1].value.columns and "error" not in at.dataframe[-1].value.columns
+    at.radio(key="pdp_view").set_value("Run a release").run()
+    assert "True answer" not in texts(at)
+
+
+def test_comparison_table_of_another_dataset_is_not_shown():
+    at = open_page("personalized")
+    at.radio(key="pdp_view").set_value("PDP vs PrDP").run()
+    at.button(key="pdp_prdp_go").click().run()
+    n_before = len(at.dataframe)
+    at.number_input(key="pdp_fc").set_value(0.2).run()  # another specification
+    assert not at.exception, at.exception
+    assert len(at.dataframe) == n_before - 1
+    assert "press the button to run it again" in texts(at)
