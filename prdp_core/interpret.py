@@ -215,6 +215,13 @@ def _zcdp_accuracy(r: float) -> float:
 # ---------------------------------------------------------------------------
 
 
+def _exp_text(x: float) -> str:
+    """e^x as text, also beyond the float range (e^1000 is written as a power of ten)."""
+    if x < 700:
+        return f"{math.exp(x):,.3g}"
+    return f"about 10^{x / math.log(10):,.0f}"
+
+
 @dataclass(frozen=True)
 class RecordGuarantee:
     """What a record with per-record loss P(r) = ``value`` (in ``measure``) is promised.
@@ -242,7 +249,7 @@ class RecordGuarantee:
         if self.measure == "eps":
             e = self.value
             out = [f"With or without this record, any output of the release is at most e^{e:.3g} = "
-                   f"{math.exp(e):,.3g} times more (or less) likely.",
+                   f"{_exp_text(e)} times more (or less) likely.",
                    f"Someone who knows everything else guesses one yes/no fact about this record correctly with "
                    f"probability at most {pct(self.accuracy)} (a coin flip is 50%).",
                    f"A suspicion held with {pct(self.prior)} certainty can rise to at most {pct(self.posterior)}.",

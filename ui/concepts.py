@@ -130,10 +130,11 @@ def _items(params: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
 def current_result() -> LabResult | None:
     """The result of the last run, if its parameters are still those of the widgets."""
     ran = st.session_state.get("hl_ran")
-    if not ran:
+    if not ran or len(ran) != 4:
         return None
-    params, seed, teaching = ran
-    if params != _items(lab_params()) or seed != state.rng_and_seed()[1] or teaching != state.teaching():
+    params, seed, teaching, data = ran
+    if (params != _items(lab_params()) or seed != state.rng_and_seed()[1] or teaching != state.teaching()
+            or data != _data_key(dict(params))):
         return None
     try:
         return run_lab(state.token(), params, seed, teaching, state.dataset())
@@ -158,7 +159,13 @@ def on_run() -> None:
         return
     state.record_release(res.heavy)
     state.record_release(res.standard)
-    st.session_state["hl_ran"] = (_items(params), seed, teaching)
+    st.session_state["hl_ran"] = (_items(params), seed, teaching, _data_key(params))
+
+
+def _data_key(params: dict[str, Any]) -> str | None:
+    """The dataset a lab run read (None for generated records): a run on one dataset is never shown — or
+    silently re-run outside the ledger — once another dataset is active."""
+    return state.token() if params.get("hl_source") == "dataset" else None
 
 
 def reproduce_code(calc: dict[str, Any], explorer: dict[str, Any], params: dict[str, Any], seed: int,

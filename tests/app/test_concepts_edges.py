@@ -1,0 +1,36 @@
+"""Concepts page at edge values: huge per-record losses, dataset switches after a histogram run."""
+
+from __future__ import annotations
+
+import prdp_core
+
+from .conftest import open_page, texts
+
+
+def test_huge_pure_per_record_loss_is_read_out():
+    at = open_page("concepts")
+    at.radio(key="cc_rec_measure").set_value("eps").run()
+    at.number_input(key="cc_rec_value").set_value(1000.0).run()
+    assert not at.exception, at.exception
+    assert "e^1e+03 = about 10^434 times" in texts(at)
+
+
+def test_histograms_of_a_previous_dataset_are_not_shown_after_a_switch():
+    at = open_page("concepts")
+    at.radio(key="hl_source").set_value("dataset").run()
+    at.button(key="hl_run").click().run()
+    assert not at.exception, at.exception
+    entries = len(at.session_state["ledger"])
+    assert "Heavy-hitter histogram" in texts(at)
+    # another dataset with the same columns (the same sample, another size and seed)
+    ds = prdp_core.samples.load_dataset("cbp_like", n=3000, seed=5)
+    at.session_state["dataset"] = ds
+    at.session_state["dataset_source"] = {"kind": "sample", "name": "cbp_like", "n": 3000, "seed": 5}
+    at.session_state["dataset_token"] = "another-dataset"
+    at.run()
+    assert not at.exception, at.exception
+    assert "Heavy-hitter histogram" not in texts(at)  # not re-run silently on the new records
+    assert "press **Run both histograms**" in texts(at)
+    at.button(key="hl_run").click().run()
+    assert "Heavy-hitter histogram" in texts(at)
+    assert len(at.session_state["ledger"]) == entries + 2  # the new run is in the ledger
