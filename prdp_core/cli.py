@@ -173,16 +173,37 @@ def _cmd_validate(args: argparse.Namespace, stdout: IO[str]) -> int:
     return EXIT_OK
 
 
+def _out_problem(out: Path) -> str | None:
+    """Why ``out`` cannot be the output folder (a file, or a file on its path), or None."""
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                what = "is a file" if p == out else f"is inside {p}, which is a file"
+                return f"--out {out} {what}, not a folder. Choose a folder (it is created if missing)."
+            return None
+    return None
+
+
 def _cmd_run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     from .config import load_config
     from .report import run_study, write_outputs
 
     study = load_config(args.config)
     out = Path(args.out) if args.out else Path.cwd() / f"{Path(args.config).stem}-results"
+    problem = _out_problem(out)
+    if problem:  # checked before the (possibly long) run
+        stderr.write(f"prdp: error: {problem}\n")
+        return EXIT_USAGE
     bar = TextProgress(stderr, enabled=not args.quiet)
     try:
         run = run_study(study, args.data, progress=bar)
-        files = write_outputs(run, out, progress=lambda d, t, w: bar(d, t, f"output: {w}"))
+        try:
+            files = write_outputs(run, out, progress=lambda d, t, w: bar(d, t, f"output: {w}"))
+        except OSError as err:
+            bar.close()
+            stderr.write(f"prdp: error: cannot write the outputs to {out}: {err.strerror or err}. Choose another "
+                         "--out folder.\n")
+            return EXIT_USAGE
     finally:
         bar.close()
     stdout.write(f"{len(run.releases)} release(s) of {args.config} ({study.mode} mode, seed {study.seed}) written "

@@ -1004,6 +1004,9 @@ def load_data(study: Study, data: str | os.PathLike | None = None) -> Any:
     opts = dict(src.prepare)
     if data is not None or src.path is not None:
         path = Path(data) if data is not None else resolve_data_path(study)
+        if path.is_dir():
+            raise DataError(f"{path} is a folder, not a data file.", hint="Name the table file itself (CSV, TSV, "
+                                                                         "Parquet or Excel).")
         if not path.is_file():
             raise DataError(f"No data file at {path}.", hint="Check the path.")
         df = load_table(path)
