@@ -213,7 +213,11 @@ m2.metric("Independent releases", f"{unit} = {summary['independent']:.4g}",
           delta=f"{summary['independent'] - summary['multitier']:+.4g} vs multi-tier", delta_color="inverse")
 m3.metric("Gradual (budget split)", f"{unit} = {summary['gradual']:.4g}")
 st.multiselect("Which tiers share their answers?", plan.names, default=plan.names, key="mt_coalition")
-members = tuple(m for m in ss.get("mt_coalition", plan.names) if m in plan.names) or tuple(plan.names)
+members = tuple(m for m in ss.get("mt_coalition", plan.names) if m in plan.names)
+if not members:
+    st.info("No tier is selected: the figures below are for all tiers together. Pick the tiers that share their "
+            "answers.", icon=":material/group_off:")
+    members = tuple(plan.names)
 settings = (cur["model"], getattr(plan, "d", None), getattr(getattr(plan, "family", None), "name", None),
             tuple(getattr(plan, "params", ())), getattr(plan, "variant", None))
 try:
