@@ -551,13 +551,19 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) ->
                 raise _err(f"{p}.secure", "secure mode covers the central PrDP count and framework only.",
                            hint="Use algorithms: [framework] (or [count, framework] for a count) with model: central.")
     elif kind == "personalized":
-        d = _mapping(v, p, common + ("mechanism", "t", "rescale", "query"))
+        d = _mapping(v, p, common + ("mechanism", "t", "rescale", "query", "design_defaults"))
         if "specification" not in policy:
             raise _err(p, "personalized DP needs policy.specification (each user's ε).")
         out["mechanism"] = _choice(d.get("mechanism", "sample"), f"{p}.mechanism", PDP_MECHANISMS)
         t = d.get("t", "max")
         out["t"] = t if t in ("max", "mean") else _number(t, f"{p}.t", positive=True)
         out["rescale"] = _bool(d.get("rescale", False), f"{p}.rescale")
+        dd = d.get("design_defaults") or []
+        if not isinstance(dd, list) or any(x not in ("hi", "cutoff") for x in dd):
+            raise _err(f"{p}.design_defaults", "must list the query parameters whose value is a design default "
+                       "computed from the data: hi and/or cutoff.", hint="e.g. design_defaults: [hi]")
+        if dd:
+            out["design_defaults"] = sorted(set(dd))
         q = _mapping(d.get("query") or {}, f"{p}.query", ("kind", "column", "cutoff", "lo", "hi", "median_score",
                                                          "integer"))
         qn: dict[str, Any] = {"kind": _choice(q.get("kind", "count"), f"{p}.query.kind", PDP_QUERIES),

@@ -159,7 +159,7 @@ def _run_personalized(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int
     spec = study.privacy_spec(ds.table)
     q = P.Query(**m["query"])
     rel = pdp_mechanism(m).release(ds.table, spec, q, rng=np.random.default_rng(seed), seed=seed, reveal=reveal)
-    return [("", rel)]
+    return [("", P.flag_design_defaults(rel, m.get("design_defaults", ())))]
 
 
 def multitier_filter(m: Mapping[str, Any]) -> Any:

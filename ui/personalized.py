@@ -67,8 +67,7 @@ def set_query_defaults(column: str) -> None:
 
 
 #: What a release records about a parameter left at its data-derived design default.
-DATA_DEFAULT_NOTE = ("design default computed from the confidential data (the column's 99th percentile); not a "
-                     "public value — a real release must set it from public knowledge")
+DATA_DEFAULT_NOTE = P.DATA_DEFAULT_NOTE
 
 
 def data_default_params(kind: str | None = None) -> list[str]:
@@ -89,11 +88,7 @@ def data_default_params(kind: str | None = None) -> list[str]:
 def flag_data_defaults(rel: Any, names: list[str]) -> Any:
     """The release with its params (and its ledger entries' params) stating which values are
     data-derived design defaults, so they are never published as if they were public."""
-    if not names:
-        return rel
-    extra = {f"{n}_source": DATA_DEFAULT_NOTE for n in names}
-    entries = tuple(replace(e, params={**e.params, **extra}) for e in rel.entries)
-    return replace(rel, params={**rel.params, **extra}, entries=entries)
+    return P.flag_design_defaults(rel, names)
 
 
 def on_value_change() -> None:

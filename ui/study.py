@@ -72,7 +72,7 @@ ENGINE_KEYS: tuple[str, ...] = (
 
 #: Results of earlier runs, dropped by an import (they belong to the previous settings).
 RESULT_KEYS = ("run_release", "run_token", "run_error", "bf_result", "bf_run_error", "bf_last_valid",
-               "pdp_last_release", "pdp_release_error", "pdp_cmp_on", "pdp_exp_on", "pdp_prdp_result",
+               "pdp_last_release", "pdp_release_error", "pdp_cmp_on", "pdp_exp_on", "pdp_prdp_result", "pdp_data_defaults",
                "mt_release", "mt_release_error", "bf_scale_shown", "sugg_error")
 
 #: Threshold given to a measure a config leaves out, where the Policy designer needs one for every
@@ -243,8 +243,13 @@ def _pdp_mechanism(ss: Any, seed: int) -> dict[str, Any]:
     short = MECHANISM_CHOICES.get(ss.get("pdp_rel_mech", "Sample (S)"), "S")
     rule = T_RULES.get(ss.get("pdp_rel_t", "max Φ (paper's S)"), "max")
     t: Any = float(ss.get("pdp_rel_tc", 0.5)) if rule == "custom" else rule
+    from .personalized import data_default_params
+
     hi = ss.get("pdp_hi")
+    kind = ss.get("pdp_rel_kind", "count")
+    flagged = data_default_params(kind)
     return {"kind": "personalized", "mechanism": _PDP_SHORT[short], "t": t,
+            **({"design_defaults": flagged} if flagged else {}),
             "rescale": bool(ss.get("pdp_rel_rescale", False)),
             "query": {"kind": ss.get("pdp_rel_kind", "count"), "column": ss.get("pdp_value"),
                       "cutoff": float(ss.get("pdp_cutoff", 1.0)), "lo": float(ss.get("pdp_lo", 0.0)),
@@ -506,6 +511,11 @@ def _spec_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str], 
             up["pdp_value"] = q["column"]
         if q.get("hi") is not None:
             up["pdp_hi"] = float(q["hi"])
+        dd = m.get("design_defaults") or []
+        if dd and q.get("column"):  # values the exporting session had computed from the data stay flagged
+            up["pdp_data_defaults"] = {"column": q["column"],
+                                       "hi": float(q["hi"]) if "hi" in dd and q.get("hi") is not None else None,
+                                       "cutoff": float(q["cutoff"]) if "cutoff" in dd else None}
 
 
 def _tier_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]) -> None:

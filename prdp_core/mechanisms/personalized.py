@@ -65,7 +65,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, ClassVar, Literal, Sequence
+from typing import Any, Callable, ClassVar, Iterable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -2165,6 +2165,26 @@ def run_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Query, *, c: float =
     bud = _budget.parse_budget(red.expression, eps_min=red.eps_min, eps_max=red.eps_max, U=U)
     q = "count" if query.kind == "count" else f"sum:{query.column}"
     return _prdp.framework(t, bud, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+
+
+#: What a release records about a query parameter left at a design default computed from the data.
+DATA_DEFAULT_NOTE = ("design default computed from the confidential data (the column's 99th percentile); not a "
+                     "public value — a real release must set it from public knowledge")
+
+#: Query parameters whose design default may come from the data.
+DESIGN_DEFAULT_PARAMS = ("hi", "cutoff")
+
+
+def flag_design_defaults(rel: Release, names: Iterable[str]) -> Release:
+    """The release with its params (and its ledger entries' params) stating which query parameters
+    (``hi``, ``cutoff``) are design defaults computed from the confidential data, so they are never
+    published as if they were public."""
+    names = [n for n in names if n in DESIGN_DEFAULT_PARAMS]
+    if not names:
+        return rel
+    extra = {f"{n}_source": DATA_DEFAULT_NOTE for n in names}
+    entries = tuple(replace(e, params={**e.params, **extra}) for e in rel.entries)
+    return replace(rel, params={**rel.params, **extra}, entries=entries)
 
 
 def compare_with_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Query, *, c: float = 1.0,

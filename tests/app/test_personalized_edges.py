@@ -44,3 +44,23 @@ def test_comparison_table_of_another_dataset_is_not_shown():
     assert not at.exception, at.exception
     assert len(at.dataframe) == n_before - 1
     assert "press the button to run it again" in texts(at)
+
+
+def test_data_derived_bound_stays_flagged_after_a_config_round_trip():
+    at = open_page("personalized")
+    at.radio(key="pdp_view").set_value("Run a release").run()
+    at.selectbox(key="pdp_rel_kind").set_value("sum").run()  # hi is still the column's 99th percentile
+    at.switch_page("pages/study.py")
+    at.run()
+    yaml_text = next(c.value for c in at.code if "version: 1" in c.value)
+    assert "design_defaults" in yaml_text
+    fresh = open_page("study")  # another session loads the config
+    fresh.text_area(key="study_paste").set_value(yaml_text).run()
+    fresh.button(key="study_load_paste").click().run()
+    assert not fresh.exception, fresh.exception
+    fresh.switch_page("pages/personalized.py")
+    fresh.run()
+    assert any("computed from the confidential data" in w.value for w in fresh.warning)
+    fresh.radio(key="pdp_view").set_value("Run a release").run()
+    fresh.button(key="pdp_run").click().run()
+    assert "confidential data" in fresh.session_state["pdp_last_release"].params["hi_source"]

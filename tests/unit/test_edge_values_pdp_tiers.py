@@ -44,3 +44,28 @@ def test_huge_clipping_bound_is_refused_with_a_message(family):
     with pytest.raises(ParameterError, match="clipping bound U"):
         mt.plan_central([("a", 8.0), ("b", 0.5)], family, sensitivity=q.sensitivity)
     mt.plan_central([("a", 8.0), ("b", 0.5)], family, sensitivity=1e15)  # the largest supported bound
+
+
+def test_config_design_defaults_flag_the_release_and_are_validated():
+    from prdp_core import report
+    from prdp_core.errors import ConfigError
+
+    text = """version: 1
+data: {sample: cbp_like, n: 2000, seed: 1}
+policy:
+  specification:
+    tiers: {f_c: 0.54, f_m: 0.37, eps_c: 0.01, eps_m: 0.2, eps_l: 1.0}
+mechanisms:
+  - kind: personalized
+    query: {kind: sum, column: EMP, hi: 500}
+    design_defaults: [hi]
+"""
+    study = report.parse_config(text)
+    assert study.mechanisms[0]["design_defaults"] == ["hi"]
+    run = report.run_study(study)
+    rel = run.releases[0][2]
+    assert "confidential data" in rel.params["hi_source"]
+    assert "confidential data" in rel.entries[0].params["hi_source"]
+    assert report.parse_config(study.to_yaml()).mechanisms[0]["design_defaults"] == ["hi"]  # round trip
+    with pytest.raises(ConfigError, match="design_defaults"):
+        report.parse_config(text.replace("[hi]", "[lo]"))
