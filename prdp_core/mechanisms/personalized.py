@@ -1918,8 +1918,13 @@ def _mse_proxy(phi_universe: np.ndarray, ts: Sequence[float], m1: float, m2: flo
     for t in ts:
         tt = _check_eps(t, "The threshold t")
         q = 1.0 - sample_probability(ph, tt)
-        data = float(np.sum(m2 * q - m1 ** 2 * q ** 2) + (m1 * q.sum()) ** 2)
+        with np.errstate(over="ignore", invalid="ignore"):
+            data = float(np.sum(m2 * q - (m1 * m1) * (q * q)) + np.square(m1 * q.sum()))
         nv = noise_variance(tt, bound, noise)
+        if not (math.isfinite(data) and math.isfinite(nv)):
+            raise ParameterError("The error curve overflows: the bounds or the assumed values are too large "
+                                 f"(sensitivity {bound:g}, assumed mean {m1:g}).",
+                                 hint="Use public bounds lo and hi of a realistic size (and assumed values within them).")
         rows.append({"t": tt, "rmse": math.sqrt(data + nv), "data_part_mse": data, "noise_var": nv,
                      "method": "closed form (assumed data)"})
     return pd.DataFrame(rows)

@@ -64,3 +64,13 @@ def test_data_derived_bound_stays_flagged_after_a_config_round_trip():
     fresh.radio(key="pdp_view").set_value("Run a release").run()
     fresh.button(key="pdp_run").click().run()
     assert "confidential data" in fresh.session_state["pdp_last_release"].params["hi_source"]
+
+
+def test_threshold_explorer_with_huge_bounds_gives_a_message():
+    at = open_page("personalized")
+    at.number_input(key="pdp_lo").set_value(-1e300).run()
+    at.number_input(key="pdp_hi").set_value(1e300).run()
+    at.radio(key="pdp_view").set_value("Threshold explorer").run()
+    at.selectbox(key="pdp_tq").set_value("sum").run()
+    assert not at.exception, at.exception
+    assert any("overflows" in e.value for e in at.error)

@@ -69,3 +69,10 @@ mechanisms:
     assert report.parse_config(study.to_yaml()).mechanisms[0]["design_defaults"] == ["hi"]  # round trip
     with pytest.raises(ConfigError, match="design_defaults"):
         report.parse_config(text.replace("[hi]", "[lo]"))
+
+
+def test_sum_error_proxy_with_huge_bounds_is_a_parameter_error():
+    phi = np.array([0.1, 0.5, 1.0])
+    with pytest.raises(ParameterError, match="overflows"):
+        P.sum_mse_proxy(phi, [0.1, 1.0], mean=1e299, sd=1e299, bound=2e300)
+    np.testing.assert_allclose(P.sum_mse_proxy(phi, [1.0], mean=5.0, sd=2.0, bound=10.0)["rmse"], [16.567870692218644])
