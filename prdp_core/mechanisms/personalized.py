@@ -123,7 +123,7 @@ class TierConfig:
     Users are split at random into *conservative* (share ``f_c``), *moderate*
     (``f_m``) and *liberal* (1 − f_c − f_m) groups. Conservative users draw
     Φ ~ U[ε_C, ε_M], moderate users Φ ~ U[ε_M, ε_L], both rounded to ``round_to``
-    (0.01 in the paper); liberal users get ε_L. Smaller ε = stronger privacy. Group
+    (0.01 in the paper) and kept within their range; liberal users get ε_L. Smaller ε = stronger privacy. Group
     sizes are exact (⌊f·|U|⌉), assigned by a random permutation (the paper does not say
     whether shares are exact or multinomial).
     """
@@ -155,12 +155,7 @@ class TierConfig:
 
     def choice_range(self) -> tuple[float, float]:
         """Smallest and largest Φ the generator can give (after rounding): public, from the config only."""
-        lo, hi = float(self.eps_c), float(self.eps_l)
-        r = float(self.round_to)
-        if r > 0:
-            lo = max(float(np.round(np.round(lo / r) * r, 10)), r)
-            hi = max(hi, float(np.round(np.round(hi / r) * r, 10)))
-        return lo, hi
+        return float(self.eps_c), float(self.eps_l)  # rounded draws are kept within their tier's range
 
     def expected_mean(self) -> float:
         """Expected mean Φ over users (before rounding), e.g. 0.369 at the defaults."""
@@ -479,7 +474,9 @@ def generate_tiers(users: int | Sequence[Any] | np.ndarray, config: TierConfig |
     draw = lo + u * (hi - lo)
     if cfg.round_to > 0:
         draw = np.round(np.round(draw / cfg.round_to) * cfg.round_to, 10)
-        draw = np.maximum(draw, cfg.round_to)  # rounding must never give ε = 0
+        # rounding never leaves the tier's range (nor gives ε = 0): with ε_C below the step, a draw of
+        # [0.001, 0.2] rounded to 0.00 would otherwise become 0.01 — above a liberal ε_L = 0.005
+        draw = np.clip(draw, lo, hi)
     eps = np.where(tier_idx == 2, eps, draw)
     labels = np.asarray(TIER_NAMES, dtype=object)[tier_idx]
     src = (f"generated tiers (f_C={cfg.f_c:g}, f_M={cfg.f_m:g}, ε_C={cfg.eps_c:g}, ε_M={cfg.eps_m:g}, "

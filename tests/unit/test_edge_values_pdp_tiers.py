@@ -76,3 +76,15 @@ def test_sum_error_proxy_with_huge_bounds_is_a_parameter_error():
     with pytest.raises(ParameterError, match="overflows"):
         P.sum_mse_proxy(phi, [0.1, 1.0], mean=1e299, sd=1e299, bound=2e300)
     np.testing.assert_allclose(P.sum_mse_proxy(phi, [1.0], mean=5.0, sd=2.0, bound=10.0)["rmse"], [16.567870692218644])
+
+
+def test_generated_tiers_below_the_rounding_step_stay_in_their_ranges():
+    cfg = P.TierConfig(eps_c=0.001, eps_m=0.001, eps_l=0.001)  # everybody asks for 0.001
+    spec = P.generate_tiers(100, cfg, rng=np.random.default_rng(0))
+    np.testing.assert_allclose(spec.eps, 0.001)  # not raised to the 0.01 rounding step
+    assert spec.choice_range == (0.001, 0.001)
+    spec = P.generate_tiers(500, P.TierConfig(eps_c=0.001, eps_m=0.003, eps_l=0.005), rng=np.random.default_rng(1))
+    assert spec.eps.min() >= 0.001 and spec.eps.max() <= 0.005  # never above the liberal ε_L
+    # the paper's defaults are unchanged
+    d = P.generate_tiers(1000, P.TierConfig(), rng=np.random.default_rng(2))
+    assert d.choice_range == (0.01, 1.0) and d.eps.min() >= 0.01

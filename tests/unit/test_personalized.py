@@ -370,7 +370,8 @@ def test_tier_config_validation():
     with pytest.raises(ParameterError):
         P.TierConfig(eps_l=0)
     spec = P.generate_tiers(50, P.TierConfig(eps_c=0.001, eps_m=0.002), rng=np.random.default_rng(0))
-    assert spec.min_eps >= 0.01  # rounding never produces ε = 0
+    assert spec.min_eps >= 0.001  # rounding never produces ε = 0, nor leaves the tier's range
+    assert (spec.eps[np.asarray(spec.tiers) == P.TIER_NAMES[0]] <= 0.002).all()
 
 
 def test_spec_from_column_defaults_and_owners():
