@@ -599,7 +599,9 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) ->
                 if d.get("measure") is None:
                     raise _err(f"{p}.measure", "a sum needs a measure.")
                 out["measure"] = _text(d["measure"], f"{p}.measure", max_len=500)
-                out["clip"] = _number(d.get("clip", 100.0), f"{p}.clip", positive=True)
+                from .mechanisms.multitier_central import MAX_SENSITIVITY
+
+                out["clip"] = _number(d.get("clip", 100.0), f"{p}.clip", positive=True, hi=MAX_SENSITIVITY)
             out["delta"] = _number(d.get("delta", 1e-6), f"{p}.delta", positive=True, hi=0.1)
             for k in ("d", "scale", "top", "variant"):
                 if k in d:

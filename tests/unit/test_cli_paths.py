@@ -32,3 +32,12 @@ def test_a_folder_as_data_file_says_so(tmp_path):
     code, _, err = _run(["validate", str(EXAMPLE), "--data", str(tmp_path)])
     assert code == cli.EXIT_DATA
     assert "is a folder, not a data file" in err
+
+
+def test_validate_refuses_a_clipping_bound_the_release_cannot_use(tmp_path):
+    cfg = tmp_path / "study.yaml"
+    cfg.write_text("version: 1\ndata: {sample: cbp_like, n: 2000, seed: 1}\npolicy:\n  tiers: {public: 0.5, agency: 8}\n"
+                   "mechanisms:\n  - kind: multitier\n    model: central\n    query: sum\n    measure: EMP\n"
+                   "    clip: 1.0e300\n", encoding="utf-8")
+    code, _, err = _run(["validate", str(cfg), "--no-data"])
+    assert code == cli.EXIT_CONFIG and "clip" in err
