@@ -88,3 +88,17 @@ def test_generated_tiers_below_the_rounding_step_stay_in_their_ranges():
     # the paper's defaults are unchanged
     d = P.generate_tiers(1000, P.TierConfig(), rng=np.random.default_rng(2))
     assert d.choice_range == (0.01, 1.0) and d.eps.min() >= 0.01
+
+
+def test_template_plan_figure_with_the_largest_number_of_tiers_is_quick():
+    import time
+
+    from prdp_core.charts import multitier as mch
+
+    tiers = [(f"t{i}", round(0.25 * (i + 1), 4)) for i in range(mt.MAX_TIERS)]
+    plan = mt.plan_local(tiers, 16)
+    start = time.perf_counter()
+    fig = mch.template_plan_figure(plan.template_table(), plan.names, list(plan.eps), list(plan.served))
+    assert time.perf_counter() - start < 5.0  # one add_hline per tier took ~27 s
+    assert len(fig.layout.shapes) == len(fig.layout.annotations) == mt.MAX_TIERS
+    assert sum(tr.name.startswith("serves ") for tr in fig.data) == mt.MAX_TIERS
