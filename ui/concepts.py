@@ -64,8 +64,10 @@ def lab_params() -> dict[str, Any]:
     p["hl_columns"] = tuple(ss.get("hl_columns") or ())
     src = state.source()
     p["hl_sample"] = str(src.get("name")) if src.get("kind") == "sample" else ""
+    # typed categories apply to public domains only (the boxes are shown then; kept while hidden)
     p["hl_declared"] = tuple((c, str(ss.get(declaration_key(c)) or "").strip()) for c in p["hl_columns"]
-                             if declaration_key(c) in ss and str(ss.get(declaration_key(c)) or "").strip())
+                             if p.get("hl_domains") == "public" and declaration_key(c) in ss
+                             and str(ss.get(declaration_key(c)) or "").strip())
     return p
 
 

@@ -55,7 +55,7 @@ PAGE_SETTINGS: dict[str, tuple[str, ...]] = {
     "analyst_tiers": ("mt_preset", "mt_coalition"),
     "concepts": ("cc_eps", "cc_prior", "cc_rho", "cc_delta", "cc_eps_target", "cc_rec_measure", "cc_rec_value",
                  "pa_d", "pa_k", "pa_eps0", "pa_kind", "pa_subset", "hl_source", "hl_d", "hl_n", "hl_patterns",
-                 "hl_heavy", "hl_columns", "hl_eps0", "hl_nu", "hl_method", "hl_match"),
+                 "hl_heavy", "hl_columns", "hl_domains", "hl_eps0", "hl_nu", "hl_method", "hl_match"),
 }
 
 #: Widget keys that make up the engine sections (policy, workload, mechanisms) of a study.
@@ -99,10 +99,25 @@ def _is_plain(v: Any) -> bool:
     return v is None or isinstance(v, (bool, int, float, str))
 
 
+#: Page settings whose keys depend on the data (prefix + column name): the histogram lab's typed public
+#: categories of each column. Kept across navigation, exported and imported like :data:`PAGE_SETTINGS`.
+DECLARED_PREFIX = "hl_dom_"
+PAGE_SETTING_PREFIXES: dict[str, tuple[str, ...]] = {"concepts": (DECLARED_PREFIX,)}
+#: How the typed categories appear in a config's ``app.concepts``: columns and their texts, in order.
+DECLARED_SETTINGS = ("hl_declared_columns", "hl_declared_categories")
+
+
+def _prefixed(page: str, keys: Any) -> list[str]:
+    prefixes = PAGE_SETTING_PREFIXES.get(page, ())
+    return [k for k in keys if isinstance(k, str) and prefixes and k.startswith(prefixes)]
+
+
 def _all_keys() -> list[str]:
     keys = ["seed", *ENGINE_KEYS]  # the sidebar's seed box is hidden in review mode
     for page in PAGE_SETTINGS.values():
         keys += page
+    for page in PAGE_SETTING_PREFIXES:
+        keys += _prefixed(page, list(st.session_state.keys()))
     ds = st.session_state.get("dataset")
     if ds is not None:
         keys += [f"thr_{m}" for m in ds.schema.measures]
@@ -340,6 +355,11 @@ def export_state() -> dict[str, Any]:
     app: dict[str, dict[str, Any]] = {}
     for page, keys in PAGE_SETTINGS.items():
         vals = {k: _plain(ss[k]) for k in keys if k in ss and _is_plain(ss[k])}
+        typed = [(k[len(DECLARED_PREFIX):], str(ss[k])) for k in sorted(_prefixed(page, list(ss.keys())))
+                 if str(ss.get(k) or "").strip()]
+        if typed:  # column names may hold any character: exported as two lists, not as setting names
+            vals["hl_declared_columns"] = [c for c, _ in typed]
+            vals["hl_declared_categories"] = [v for _, v in typed]
         if vals:
             app[page] = vals
     if app:
@@ -603,7 +623,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     for page, settings in study.app.items():
         allowed = PAGE_SETTINGS.get(page, ())
         for k in settings:
-            if k not in allowed:
+            if k not in allowed and not (page == "concepts" and k in DECLARED_SETTINGS):
                 raise ConfigError(f"app.{page}.{k}: unknown setting of the {page.replace('_', ' ')} page.",
                                   hint=f"Settings of this page: {', '.join(allowed) or 'none'}.")
     new_ds, new_src = _dataset_for(study, data_bytes, data_name)
@@ -625,6 +645,13 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     if "tiers" in study.policy:
         _tier_updates(study, ds, up, pop)
     for page, settings in study.app.items():
+        settings = dict(settings)
+        cols, cats = settings.pop("hl_declared_columns", None), settings.pop("hl_declared_categories", None)
+        if cols is not None or cats is not None:
+            if not isinstance(cols, list) or not isinstance(cats, list) or len(cols) != len(cats):
+                raise ConfigError("app.concepts.hl_declared_columns: must list the columns whose public categories "
+                                  "hl_declared_categories gives, one entry each.")
+            up.update({f"{DECLARED_PREFIX}{c}": str(v) for c, v in zip(cols, cats)})
         up.update(settings)
     seeds = {study.mechanism_seed(i) for i, m in enumerate(study.mechanisms) if not m.get("secure")}
     if seeds - {study.seed}:
@@ -638,6 +665,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
         "pdp_label_map_df", "thr_group_base", "wl_frame", "policy_compare", "raw"}
     owned |= {k for k in list(ss.keys()) if isinstance(k, str) and k.startswith("thr_") and k not in
               ("thr_editor_version",)}
+    owned |= {k for page in PAGE_SETTING_PREFIXES for k in _prefixed(page, list(ss.keys()))}
     if new_ds is None:
         owned.discard("raw")  # same data source: keep the Data page's role editor as it is
     for k in owned - {"learn"} - set(up):

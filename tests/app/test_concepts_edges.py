@@ -34,3 +34,40 @@ def test_histograms_of_a_previous_dataset_are_not_shown_after_a_switch():
     at.button(key="hl_run").click().run()
     assert "Heavy-hitter histogram" in texts(at)
     assert len(at.session_state["ledger"]) == entries + 2  # the new run is in the ledger
+
+
+def _lab_on_dataset(at):
+    at.radio(key="hl_source").set_value("dataset").run()
+    at.multiselect(key="hl_columns").set_value(["STATE", "COUNTY"]).run()
+    at.radio(key="hl_domains").set_value("public").run()
+    at.text_input(key="hl_dom_COUNTY").set_value("001, 003").run()
+    assert not at.exception, at.exception
+
+
+def test_declared_categories_survive_navigation():
+    at = open_page("concepts")
+    _lab_on_dataset(at)
+    at.switch_page("pages/study.py")
+    at.run()
+    at.switch_page("pages/concepts.py")
+    at.run()
+    assert at.text_input(key="hl_dom_COUNTY").value == "001, 003"
+
+
+def test_histogram_lab_settings_round_trip_through_a_study_config():
+    at = open_page("concepts")
+    _lab_on_dataset(at)
+    at.radio(key="hl_domains").set_value("data").run()
+    at.switch_page("pages/study.py")
+    at.run()
+    yaml_text = next(c.value for c in at.code if "version: 1" in c.value)
+    fresh = open_page("study")
+    fresh.text_area(key="study_paste").set_value(yaml_text).run()
+    fresh.button(key="study_load_paste").click().run()
+    assert not fresh.exception and not fresh.error, (fresh.exception, [e.value for e in fresh.error])
+    fresh.switch_page("pages/concepts.py")
+    fresh.run()
+    assert fresh.radio(key="hl_domains").value == "data"
+    assert fresh.session_state["hl_dom_COUNTY"] == "001, 003"
+    fresh.radio(key="hl_domains").set_value("public").run()
+    assert fresh.text_input(key="hl_dom_COUNTY").value == "001, 003"
