@@ -57,6 +57,11 @@ def init(ds: Dataset) -> None:
     for k, v in DEFAULTS.items():
         ss.setdefault(k, v)
     ss.setdefault("mt_tiers_base", pd.DataFrame(PRESETS[next(iter(PRESETS))], columns=["name", "eps"]))
+    cur = ss.get("mt_tiers_current")
+    if isinstance(cur, pd.DataFrame) and editor_key() not in ss:
+        # back from another page: Streamlit dropped the editor's edits with its widget; start from the table
+        # as it was last shown (the editor has no pending edits, so nothing is applied twice)
+        ss["mt_tiers_base"] = cur.reset_index(drop=True)
     measures = list(ds.schema.measures)
     if ss.get("mt_measure") not in measures:
         ss["mt_measure"] = measures[0]
@@ -71,6 +76,7 @@ def on_preset() -> None:
     if rows:
         ss["mt_tiers_base"] = pd.DataFrame(rows, columns=["name", "eps"])
         ss["mt_editor_version"] = int(ss.get("mt_editor_version", 0)) + 1
+        ss.pop("mt_tiers_current", None)
         ss.pop("mt_release", None)
 
 

@@ -280,7 +280,12 @@ def current_tiers(ss: Any) -> dict[str, float] | None:
     base = ss.get("mt_tiers_base")
     if not isinstance(base, pd.DataFrame):
         return None
-    frame = _editor_frame(base, ss.get(f"mt_tiers_editor_{ss.get('mt_editor_version', 0)}"))
+    delta = ss.get(f"mt_tiers_editor_{ss.get('mt_editor_version', 0)}")
+    current = ss.get("mt_tiers_current")
+    if delta is None and isinstance(current, pd.DataFrame):
+        frame = current.copy().reset_index(drop=True)  # the editor is not on screen: the table as last shown
+    else:
+        frame = _editor_frame(base, delta)
     try:
         mt.tiers_from(frame)
     except PrdpError:
@@ -662,7 +667,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     ss = st.session_state
     owned = set(ENGINE_KEYS) | {k for keys in PAGE_SETTINGS.values() for k in keys} | {
         "bf_steps", "bf_steps_current", "bf_groups_base", "bf_groups_base_col", "bf_groups_table", "mt_tiers_base",
-        "pdp_label_map_df", "thr_group_base", "wl_frame", "policy_compare", "raw"}
+        "pdp_label_map_df", "thr_group_base", "wl_frame", "policy_compare", "raw", "mt_tiers_current"}
     owned |= {k for k in list(ss.keys()) if isinstance(k, str) and k.startswith("thr_") and k not in
               ("thr_editor_version",)}
     owned |= {k for page in PAGE_SETTING_PREFIXES for k in _prefixed(page, list(ss.keys()))}
