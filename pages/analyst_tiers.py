@@ -39,7 +39,7 @@ edited = st.data_editor(
         "eps": st.column_config.NumberColumn("Budget ε", min_value=mt.MIN_EPS, max_value=mt.MAX_EPS, step=0.1,
                                              format="%.4g", help="Smaller ε = stronger privacy for the data subjects."),
     })
-ss["mt_tiers_current"] = edited  # the table as shown (edits included): kept while another page is open
+umt.remember_table(edited)  # the table as shown (edits included): kept while another page is open
 try:
     tiers = mt.tiers_from(edited)
 except PrdpError as err:

@@ -57,11 +57,11 @@ def init(ds: Dataset) -> None:
     for k, v in DEFAULTS.items():
         ss.setdefault(k, v)
     ss.setdefault("mt_tiers_base", pd.DataFrame(PRESETS[next(iter(PRESETS))], columns=["name", "eps"]))
-    cur = ss.get("mt_tiers_current")
-    if isinstance(cur, pd.DataFrame) and editor_key() not in ss:
+    cur = current_table()
+    if cur is not None and editor_key() not in ss:
         # back from another page: Streamlit dropped the editor's edits with its widget; start from the table
         # as it was last shown (the editor has no pending edits, so nothing is applied twice)
-        ss["mt_tiers_base"] = cur.reset_index(drop=True)
+        ss["mt_tiers_base"] = cur
     measures = list(ds.schema.measures)
     if ss.get("mt_measure") not in measures:
         ss["mt_measure"] = measures[0]
@@ -76,8 +76,23 @@ def on_preset() -> None:
     if rows:
         ss["mt_tiers_base"] = pd.DataFrame(rows, columns=["name", "eps"])
         ss["mt_editor_version"] = int(ss.get("mt_editor_version", 0)) + 1
-        ss.pop("mt_tiers_current", None)
         ss.pop("mt_release", None)
+
+
+def remember_table(edited: pd.DataFrame) -> None:
+    """Keep the tier table as shown (edits included) for the editor it came from."""
+    st.session_state["mt_tiers_current"] = (int(st.session_state.get("mt_editor_version", 0)), edited)
+
+
+def current_table() -> pd.DataFrame | None:
+    """The tier table as last shown, if it belongs to the current editor (a preset or an import starts a new
+    editor, whose base replaces it)."""
+    ss = st.session_state
+    cur = ss.get("mt_tiers_current")
+    if (isinstance(cur, tuple) and len(cur) == 2 and cur[0] == int(ss.get("mt_editor_version", 0))
+            and isinstance(cur[1], pd.DataFrame)):
+        return cur[1].copy().reset_index(drop=True)
+    return None
 
 
 def editor_key() -> str:

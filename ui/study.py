@@ -280,10 +280,12 @@ def current_tiers(ss: Any) -> dict[str, float] | None:
     base = ss.get("mt_tiers_base")
     if not isinstance(base, pd.DataFrame):
         return None
+    from .multitier import current_table
+
     delta = ss.get(f"mt_tiers_editor_{ss.get('mt_editor_version', 0)}")
-    current = ss.get("mt_tiers_current")
-    if delta is None and isinstance(current, pd.DataFrame):
-        frame = current.copy().reset_index(drop=True)  # the editor is not on screen: the table as last shown
+    current = current_table()
+    if delta is None and current is not None:
+        frame = current  # the editor is not on screen: the table as last shown
     else:
         frame = _editor_frame(base, delta)
     try:
