@@ -176,10 +176,11 @@ with attr_tab:
                 "only the releases that read one of them: **ρ(S) = Σ ρ_r over releases r touching S**. Edit the "
                 "table; the preset is an *illustrative* split chosen to match the paper's totals (2.63 per person, "
                 "1.02 for race and ethnicity) — the Bureau's own allocation tables are not in the paper.")
-    preset = partial.releases_table(partial.census_2020_illustrative())
+    preset = lab.releases_base(partial.releases_table(partial.census_2020_illustrative()))
     edited = st.data_editor(preset, key="pa_releases", num_rows="dynamic", hide_index=True,
                             column_config={"rho": st.column_config.NumberColumn("ρ (zCDP)", min_value=0.0,
                                                                                 format="%.3f")})
+    ss["pa_releases_current"] = edited  # kept while another page is open (Streamlit drops editor edits)
     try:
         releases = partial.releases_from_table(edited)
     except PrdpError as err:

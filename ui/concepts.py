@@ -53,6 +53,18 @@ def undeclared_columns(ds: Dataset, columns: list[str] | tuple[str, ...]) -> lis
     return [c for c in columns if c in ds.schema.groups and c not in doc and c in ds.table.columns]
 
 
+def releases_base(preset: pd.DataFrame) -> pd.DataFrame:
+    """The base table of the attribute accountant's editor: the preset, or — back from another page, where
+    Streamlit dropped the editor's edits with its widget — the table as last shown (no edits are pending
+    then, so none is applied twice)."""
+    ss = st.session_state
+    kept = ss.get("pa_releases_current")
+    if "pa_releases" not in ss and isinstance(kept, pd.DataFrame):
+        ss["pa_releases_base"] = kept.reset_index(drop=True)
+    base = ss.get("pa_releases_base")
+    return base if isinstance(base, pd.DataFrame) else preset
+
+
 def declaration_key(col: str) -> str:
     return f"hl_dom_{col}"
 

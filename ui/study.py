@@ -669,7 +669,8 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     ss = st.session_state
     owned = set(ENGINE_KEYS) | {k for keys in PAGE_SETTINGS.values() for k in keys} | {
         "bf_steps", "bf_steps_current", "bf_groups_base", "bf_groups_base_col", "bf_groups_table", "mt_tiers_base",
-        "pdp_label_map_df", "thr_group_base", "wl_frame", "policy_compare", "raw", "mt_tiers_current"}
+        "pdp_label_map_df", "thr_group_base", "wl_frame", "policy_compare", "raw", "mt_tiers_current",
+        "pa_releases_current", "pa_releases_base"}
     owned |= {k for k in list(ss.keys()) if isinstance(k, str) and k.startswith("thr_") and k not in
               ("thr_editor_version",)}
     owned |= {k for page in PAGE_SETTING_PREFIXES for k in _prefixed(page, list(ss.keys()))}

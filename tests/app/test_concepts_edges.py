@@ -71,3 +71,20 @@ def test_histogram_lab_settings_round_trip_through_a_study_config():
     assert fresh.session_state["hl_dom_COUNTY"] == "001, 003"
     fresh.radio(key="hl_domains").set_value("public").run()
     assert fresh.text_input(key="hl_dom_COUNTY").value == "001, 003"
+
+
+def test_attribute_accountant_edits_survive_another_page():
+    at = open_page("concepts")
+    at.session_state["pa_releases"] = {"edited_rows": {0: {"rho": 1.5}}, "added_rows": [], "deleted_rows": []}
+    at.run()
+    total = texts(at).split("whole record**: ρ = **")[1][:5]
+    assert total.startswith("3.83")  # 2.63 + (1.5 − 0.3)
+    at.switch_page("pages/study.py")
+    at.run()
+    at.run()
+    at.switch_page("pages/concepts.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert texts(at).split("whole record**: ρ = **")[1][:5] == total
+    at.run()  # not applied twice
+    assert texts(at).split("whole record**: ρ = **")[1][:5] == total
