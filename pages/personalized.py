@@ -166,7 +166,8 @@ if view == "Delivered ε":
     ss.setdefault("pdp_t", start_t)
     if not lo_t <= ss["pdp_t"] <= hi_t:
         ss["pdp_t"] = start_t
-    st.slider("Threshold t for T(t) and S(t)", min_value=lo_t, max_value=hi_t, step=0.01, key="pdp_t")
+    st.slider("Threshold t for T(t) and S(t)", min_value=lo_t, max_value=hi_t, step=upd.t_slider_step(spec),
+              key="pdp_t")
     t = float(ss["pdp_t"])
     shown = {"Minimum": P.Minimum(), f"Threshold t={t:g}": P.Threshold(t), f"Sample t={t:g}": P.Sample(t),
              "Sample t=max Φ": P.Sample("max"), "PE": P.PE(), "Stretching": P.Stretching()}

@@ -247,11 +247,19 @@ def pi_thresholds(spec: P.PrivacySpec, t: float) -> dict[str, float]:
     return out
 
 
+def t_slider_step(spec: P.PrivacySpec) -> float:
+    """Step (and smallest value) of the threshold slider: 0.01, or 0.001 when some Φ is below 0.01 (otherwise
+    no t at or below those users' choices could be picked)."""
+    return 0.001 if spec.min_eps < 0.01 else 0.01
+
+
 def t_slider_range(spec: P.PrivacySpec) -> tuple[float, float, float]:
-    """(min, max, start) of the threshold slider: 0.01 to 1.5·max Φ, starting at mean Φ."""
+    """(min, max, start) of the threshold slider: one step to 1.5·max Φ, starting at mean Φ."""
+    step = t_slider_step(spec)
+    digits = 3 if step < 0.01 else 2
     hi = float(round(max(spec.max_eps * 1.5, 0.05), 2))
-    start = float(min(max(round(spec.mean_eps, 2), 0.01), hi))
-    return 0.01, hi, start
+    start = float(min(max(round(spec.mean_eps, digits), step), hi))
+    return step, hi, start
 
 
 def t_grid(spec: P.PrivacySpec, points: int = 14) -> tuple[float, ...]:

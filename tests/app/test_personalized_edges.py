@@ -74,3 +74,13 @@ def test_threshold_explorer_with_huge_bounds_gives_a_message():
     at.selectbox(key="pdp_tq").set_value("sum").run()
     assert not at.exception, at.exception
     assert any("overflows" in e.value for e in at.error)
+
+
+def test_threshold_slider_reaches_choices_below_one_hundredth():
+    at = open_page("personalized")
+    for key in ("pdp_ec", "pdp_em", "pdp_el"):
+        at.number_input(key=key).set_value(0.005).run()
+    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
+    slider = at.slider(key="pdp_t")
+    assert slider.min <= 0.005 and slider.value == 0.005
+    assert "does not use the data of 0% of users" in texts(at)
