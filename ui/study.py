@@ -99,6 +99,52 @@ def _is_plain(v: Any) -> bool:
     return v is None or isinstance(v, (bool, int, float, str))
 
 
+#: Allowed values of page settings whose widgets refuse others (a slider or number box outside its bounds,
+#: a text where a number belongs, an option the widget does not offer): ("range", lo, hi, whole) or
+#: ("choice", options). An import leaves out a value that breaks its rule and says so.
+SETTING_RULES: dict[str, tuple[Any, ...]] = {
+    "cc_eps": ("range", 0.0, 100.0, False), "cc_prior": ("range", 0.01, 99.99, False),
+    "cc_rho": ("range", 0.0, 1000.0, False), "cc_delta": ("choice", (1e-5, 1e-6, 1e-8, 1e-10)),
+    "cc_eps_target": ("range", 0.01, 1000.0, False), "cc_rec_value": ("range", 0.0, 1000.0, False),
+    "cc_rec_measure": ("choice", ("rho", "eps")), "pa_d": ("range", 2, 100, True), "pa_k": ("range", 1, 100, True),
+    "pa_eps0": ("range", 0.01, 2.0, False), "pa_kind": ("choice", ("cdp", "pure")),
+    "hl_source": ("choice", ("generated", "dataset")), "hl_d": ("range", 2, 512, True),
+    "hl_n": ("range", 1000, 500_000, True), "hl_patterns": ("range", 0, 100, True),
+    "hl_heavy": ("range", 0.0, 1.0, False), "hl_eps0": ("range", 0.1, 10.0, False),
+    "hl_nu": ("choice", (0.002, 0.005, 0.01, 0.02, 0.05, 0.1)), "hl_method": ("choice", ("exact", "lemma28")),
+    "hl_match": ("choice", ("eps0", "record")), "hl_domains": ("choice", ("public", "data")),
+    "pdp_t": ("range", 0.001, 1e6, False), "pdp_density": ("range", 0.0, 1.0, False),
+    "pdp_assumed_mean": ("range", 0.0, 1e300, False), "pdp_assumed_sd": ("range", 0.0, 1e300, False),
+    "pdp_curve_runs": ("range", 10, 2000, True), "pdp_cmp_runs": ("range", 20, 2000, True),
+    "pdp_exp_runs": ("range", 20, 5000, True), "pdp_prdp_c": ("range", 0.01, 100.0, False),
+    "pdp_prdp_emin": ("range", 1e-6, 1e6, False), "pdp_prdp_emax": ("range", 1e-6, 1e6, False),
+    "pdp_tq": ("choice", ("count", "sum", "mean", "median")), "pdp_score": ("choice", ("rank", "changes")),
+    "pdp_exp_score": ("choice", ("rank", "changes")), "pdp_pe_src": ("choice", ("paper example", "active data")),
+    "pdp_pe_kind": ("choice", ("median", "min", "count")), "pdp_prdp_kind": ("choice", ("count", "sum")),
+}
+
+
+def _checked_setting(key: str, value: Any) -> tuple[bool, Any]:
+    """(ok, value) of an imported page setting under :data:`SETTING_RULES` (numbers given as text are read)."""
+    rule = SETTING_RULES.get(key)
+    if rule is None:
+        return True, value
+    if rule[0] == "choice":
+        return (value in rule[1]), value
+    _, lo, hi, whole = rule
+    x = value
+    if isinstance(x, str):
+        try:
+            x = float(x.strip())
+        except ValueError:
+            return False, value
+    if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or not lo <= x <= hi:
+        return False, value
+    if whole:
+        return (float(x).is_integer()), int(x)
+    return True, float(x)
+
+
 #: Page settings whose keys depend on the data (prefix + column name): the histogram lab's typed public
 #: categories of each column. Kept across navigation, exported and imported like :data:`PAGE_SETTINGS`.
 DECLARED_PREFIX = "hl_dom_"
@@ -659,7 +705,12 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
                 raise ConfigError("app.concepts.hl_declared_columns: must list the columns whose public categories "
                                   "hl_declared_categories gives, one entry each.")
             up.update({f"{DECLARED_PREFIX}{c}": str(v) for c, v in zip(cols, cats)})
-        up.update(settings)
+        for k, v in settings.items():
+            ok, val = _checked_setting(k, v)
+            if ok:
+                up[k] = val
+            else:
+                notes.append(f"app.{page}.{k} = {v!r} is not a value the page offers: the page keeps its default.")
     seeds = {study.mechanism_seed(i) for i, m in enumerate(study.mechanisms) if not m.get("secure")}
     if seeds - {study.seed}:
         notes.append(f"The app runs every page with the session seed {study.seed}; some mechanisms of this config "
