@@ -124,7 +124,7 @@ def test_preview_group_summary_matches_the_profile_and_drops_missing_labels():
     ds = samples.load_dataset("cbp_like", n=3000, seed=1)
     ds.table.loc[ds.table.index[:7], "STATE"] = None
     pol = SplittingPolicy(as_thresholds({m: 5.0 for m in ds.schema.measures}),
-                          default_workload(ds.schema.measures, ("STATE",), rho_count=0.5, rho_sum=0.25))
+                          default_workload(ds.schema.measures, ("COUNTY",), rho_count=0.5, rho_sum=0.25))
     prev = preview_policy(ds, pol)
     got = prev.by_group("STATE")
     want = prev.records.by_group(ds.table["STATE"].to_numpy(), name="STATE")
