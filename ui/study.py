@@ -100,8 +100,8 @@ def _is_plain(v: Any) -> bool:
 
 
 #: Allowed values of page settings whose widgets refuse others (a slider or number box outside its bounds,
-#: a text where a number belongs, an option the widget does not offer): ("range", lo, hi, whole) or
-#: ("choice", options). An import leaves out a value that breaks its rule and says so.
+#: a text where a number belongs, an option the widget does not offer): ("range", lo, hi, whole),
+#: ("choice", options) or ("subset", options) for a multiselect. An import leaves out a value that breaks its rule and says so.
 SETTING_RULES: dict[str, tuple[Any, ...]] = {
     "cc_eps": ("range", 0.0, 100.0, False), "cc_prior": ("range", 0.01, 99.99, False),
     "cc_rho": ("range", 0.0, 1000.0, False), "cc_delta": ("choice", (1e-5, 1e-6, 1e-8, 1e-10)),
@@ -121,6 +121,21 @@ SETTING_RULES: dict[str, tuple[Any, ...]] = {
     "pdp_tq": ("choice", ("count", "sum", "mean", "median")), "pdp_score": ("choice", ("rank", "changes")),
     "pdp_exp_score": ("choice", ("rank", "changes")), "pdp_pe_src": ("choice", ("paper example", "active data")),
     "pdp_pe_kind": ("choice", ("median", "min", "count")), "pdp_prdp_kind": ("choice", ("count", "sum")),
+    "sugg_pct": ("range", 50.0, 100.0, False), "sugg_cap": ("range", 0.0, 1e300, False),
+    "sugg_share": ("range", 0.0, 99.0, False), "policy_view": ("choice", ("zoom", "cdf", "tail")),
+    "policy_delta": ("choice", (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)),
+    "policy_owner_bound": ("choice", ("lemma4", "lemma5")), "policy_logx": ("choice", (True, False)),
+    "policy_fn_marks": ("choice", (True, False)),
+    "tr_pcts": ("subset", (50.0, 80.0, 90.0, 95.0, 97.0, 99.0, 99.5, 99.9)),
+    "tr_rhos": ("subset", (0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0)), "tr_targets": ("subset", (0.01, 0.05, 0.1, 0.2)),
+    "tr_clip_a": ("subset", (1.1, 1.2, 1.5, 2.0, 3.0)), "tr_clip_rho": ("choice", (0.01, 0.1, 1.0, 10.0)),
+    "tr_min": ("range", 1, 10**12, True), "tr_top_min": ("range", 1, 10**12, True),
+    "tr_fmin": ("range", 1, 10**12, True), "tr_solve_min": ("range", 1, 10**12, True),
+    "tr_gamma": ("range", 0.5, 0.999, False), "tr_share": ("range", 0.1, 1.0, False),
+    "tr_solve_t": ("range", 0.001, 10.0, False), "tr_solve_g": ("range", 0.5, 0.999, False),
+    "tr_solve_s": ("range", 0.1, 1.0, False), "tr_top_rho": ("range", 0.001, 1e300, False),
+    "tr_clip_n": ("range", 10, 10**12, True), "run_min_records": ("range", 1, 10**12, True),
+    "bf_scale_vary": ("choice", ("n", "U", "sigma")), "bf_scale_trials": ("range", 5, 200, True),
 }
 
 
@@ -130,7 +145,10 @@ def _checked_setting(key: str, value: Any) -> tuple[bool, Any]:
     if rule is None:
         return True, value
     if rule[0] == "choice":
-        return (value in rule[1]), value
+        return (not isinstance(value, (list, dict)) and value in rule[1]), value
+    if rule[0] == "subset":
+        ok = isinstance(value, list) and all(not isinstance(v, (list, dict, bool)) and v in rule[1] for v in value)
+        return ok, value
     _, lo, hi, whole = rule
     x = value
     if isinstance(x, str):

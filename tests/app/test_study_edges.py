@@ -41,3 +41,21 @@ def test_numbers_written_as_text_are_read_and_others_refused():
     at.run()
     assert not at.exception, at.exception
     assert at.number_input(key="pdp_prdp_c").value == 100.0
+
+
+def test_settings_of_the_splitting_pages_outside_their_widgets_are_left_out():
+    at = _load("  policy_designer:\n    sugg_pct: 10\n    sugg_share: 98\n  tradeoffs:\n    tr_gamma: 5\n"
+               "    tr_pcts: [12.0, 90.0]\n    tr_rhos: [0.1, 1.0]\n  run:\n    run_min_records: 0\n"
+               "  budget_functions:\n    bf_scale_trials: 100000\n")
+    t = texts(at)
+    for bad in ("app.policy_designer.sugg_pct = 10", "app.tradeoffs.tr_gamma = 5", "app.tradeoffs.tr_pcts = [12.0, 90.0]",
+                "app.run.run_min_records = 0", "app.budget_functions.bf_scale_trials = 100000"):
+        assert bad + " is not a value the page offers" in t, bad
+    assert "tr_rhos" not in t
+    for page in ("policy_designer", "tradeoffs", "run", "budget_functions"):
+        at.switch_page(f"pages/{page}.py")
+        at.run()
+        assert not at.exception, (page, at.exception)
+    at.switch_page("pages/policy_designer.py")
+    at.run()
+    assert at.number_input(key="sugg_share").value == 98
