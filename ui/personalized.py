@@ -4,7 +4,6 @@ calls, the release callback and the reproduce-in-Python code."""
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
