@@ -399,6 +399,14 @@ def workload_from_frame(df: pd.DataFrame) -> Workload:
             if not vals:
                 raise PolicyError(f"Row {i}: the filter on '{fc}' has no values.")
             filt = Filter(str(fc).strip(), vals)
+        else:
+            fv = r.get("filter_values")
+            if fv is not None and str(fv).strip() and str(fv) != "nan":
+                raise PolicyError(f"Row {i}: filter values {str(fv).strip()!r} are given without a filter column.",
+                                  hint="Name the column they filter in 'filter_column', or clear the values.")
+        if gb and str(gb) != "nan" and str(gb).strip() and not group_by:
+            raise PolicyError(f"Row {i}: the group-by {str(gb)!r} names no column.",
+                              hint="List group-by columns separated by commas, or leave the cell empty.")
         measure = r.get("measure")
         measure = None if measure is None or str(measure) in ("", "nan", "None") else str(measure)
         try:

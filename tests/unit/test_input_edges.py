@@ -75,3 +75,17 @@ def test_a_blank_row_just_added_to_the_workload_editor_is_skipped():
                        {"kind": np.nan, "measure": np.nan, "group_by": np.nan, "rho": np.nan}])
     wl = workload_from_frame(df)
     assert len(wl.queries) == 1 and wl.queries[0].kind == "count"
+
+
+def test_workload_rows_that_would_be_silently_reinterpreted_are_refused():
+    from prdp_core.errors import PolicyError
+    from prdp_core.workload import workload_from_frame
+
+    base = {"kind": "count", "measure": None, "group_by": "g", "rho": 0.5}
+    with pytest.raises(PolicyError, match="without a filter column"):
+        workload_from_frame(pd.DataFrame([{**base, "filter_column": "", "filter_values": "a; b"}]))
+    with pytest.raises(PolicyError, match="names no column"):
+        workload_from_frame(pd.DataFrame([{**base, "group_by": " , ,, "}]))
+    # empty cells still mean "no filter" and "no group-by"
+    wl = workload_from_frame(pd.DataFrame([{**base, "group_by": "", "filter_column": np.nan, "filter_values": np.nan}]))
+    assert wl.queries[0].group_by == () and wl.queries[0].filter is None
