@@ -37,7 +37,8 @@ from scipy import stats
 
 from . import limits
 from .errors import ParameterError, PolicyError, ResourceLimitError
-from .mechanisms.unit_splitting import PartitionSelection, QueryStats, _cell_sensitivity, _cells, workload_stats
+from .mechanisms.unit_splitting import (QueryStats, _cell_sensitivity, selection_cells, selection_plan,
+                                        workload_stats)
 from .splitting import as_thresholds, split_counts
 from .workload import Query, SplittingPolicy, Workload
 
@@ -121,24 +122,26 @@ def are_quantile_with_keep(bias: np.ndarray, sigma: np.ndarray, true: np.ndarray
 
 def keep_probabilities(table: pd.DataFrame, policy: SplittingPolicy, sts: list[QueryStats], *,
                        partition_delta: float = 1e-6, pieces: np.ndarray | None = None,
-                       scale: float = 1.0) -> list[np.ndarray]:
+                       scale: float = 1.0, cells: Mapping[tuple[str, ...], tuple[pd.DataFrame, np.ndarray]] | None = None
+                       ) -> list[np.ndarray]:
     """Probability that each cell of each query is published (one array per query of ``sts``).
 
     Without partition selection (``workload.partition_rho = 0``) or without a group-by every cell
-    is published (1). Otherwise the release's rule: ρ_ps (times ``scale``, for sweeps) split evenly
-    over the workload's distinct group-by sets; a cell is kept when its split rows (over all records,
-    whatever a query's filter) plus N(0, σ_ps²) exceed τ = 1 + σ_ps·Φ⁻¹(1 − δ_ps). Computed from
-    the confidential piece counts: a design aid.
+    is published (1). Otherwise the release's rule (:func:`~prdp_core.mechanisms.unit_splitting.selection_plan`):
+    ρ_ps (times ``scale``, for sweeps) split evenly over the workload's distinct group-by sets; a cell
+    is kept when its split rows (over all records, whatever a query's filter) plus N(0, σ_ps²) exceed
+    τ = 1 + σ_ps·Φ⁻¹(1 − δ_ps). ``cells`` may hold each set's :func:`selection_cells` (they do not
+    depend on thresholds or ρ, so a sweep computes them once). Computed from the confidential piece
+    counts: a design aid.
     """
     wl = policy.workload
-    sets = list(dict.fromkeys(s.query.group_by for s in sts if s.query.group_by))
-    if wl.partition_rho <= 0 or not sets:
+    sets, ps = selection_plan((s.query.group_by for s in sts), wl.partition_rho * scale, partition_delta)
+    if ps is None:
         return [np.ones(s.n_cells) for s in sts]
-    ps = PartitionSelection(wl.partition_rho * scale / len(sets), partition_delta)
     m = (split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)).astype("float64")
     keep: dict[tuple[str, ...], np.ndarray] = {}
     for gb in sets:
-        keys, cell_of = _cells(table, gb, np.ones(len(table), dtype=bool))
+        keys, cell_of = cells[gb] if cells is not None and gb in cells else selection_cells(table, gb)
         keep[gb] = ps.keep_probability(np.bincount(cell_of, weights=m, minlength=len(keys)))
     out = []
     for s in sts:
@@ -364,7 +367,9 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
     # cells (COUNT: 1; SUM on split data with single-row thresholds: T(a)) has ARE = c·Δ/√(2ρ_q)/|S|
     # with Δ common to the family, so its quantiles are those of the pooled 1/(√(2ρ_q)|S|), rescaled.
     pooled: dict[str, tuple[np.ndarray, float, str | None]] = {}
-    selecting = wl.partition_rho > 0 and any(q.group_by for q in wl.queries)
+    sel_sets, sel = selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta)
+    selecting = sel is not None
+    sel_cells = {gb: selection_cells(table, gb) for gb in sel_sets} if selecting else {}
     if policy.thresholds.group_col is None and not selecting:
         for fam in families:
             members = [p for p in prepared if p[2] == fam]
@@ -388,7 +393,8 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
             scale = rho / base_total
             keep_of: dict[int, np.ndarray] = {}
             if selecting:
-                ks = keep_probabilities(table, pol_t, sts, partition_delta=partition_delta, pieces=m, scale=scale)
+                ks = keep_probabilities(table, pol_t, sts, partition_delta=partition_delta, pieces=m, scale=scale,
+                                        cells=sel_cells)
                 keep_of = {id(st_): kp for st_, kp in zip(sts, ks)}
             losses = unscaled * scale
             row = {"setting": lab, "base_rho": rho, "share_split": float(np.mean(m > 1)),

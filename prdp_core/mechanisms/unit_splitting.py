@@ -301,13 +301,31 @@ def partition_record_delta(policy: SplittingPolicy, pieces: np.ndarray | float, 
     list) need no selection.
     """
     wl = policy.workload
-    skip = set(public)
-    sets = list(dict.fromkeys(q.group_by for q in wl.queries if q.group_by and q.group_by not in skip))
+    sets, ps = selection_plan((q.group_by for q in wl.queries), wl.partition_rho, partition_delta, public)
     m = np.asarray(pieces, dtype=float)
-    if wl.partition_rho <= 0 or not sets:
+    if ps is None:
         return np.zeros_like(m)
-    ps = PartitionSelection(wl.partition_rho / len(sets), partition_delta)
     return np.minimum(1.0, len(sets) * ps.record_delta(m))
+
+
+def selection_plan(group_bys: Iterable[tuple[str, ...]], partition_rho: float, partition_delta: float,
+                   public: Iterable[tuple[str, ...]] = ()) -> tuple[list[tuple[str, ...]], PartitionSelection | None]:
+    """The group-by sets whose keys are found by partition selection, and the selection each runs.
+
+    Every distinct non-empty group-by not in ``public`` (sets with a public key list) is selected
+    once; ρ_ps = ``partition_rho`` is split evenly over them (basic composition). ``(sets, None)``
+    when nothing is selected. The one rule the release, δ(r) and the error analysis share."""
+    skip = set(public or ())
+    sets = list(dict.fromkeys(gb for gb in group_bys if gb and gb not in skip))
+    if partition_rho <= 0 or not sets:
+        return sets, None
+    return sets, PartitionSelection(partition_rho / len(sets), partition_delta)
+
+
+def selection_cells(table: pd.DataFrame, group_by: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
+    """Candidate cells of a partition selection over ``group_by``: the keys present among all records
+    (whatever a query's filter) and each record's cell."""
+    return _cells(table, group_by, np.ones(len(table), dtype=bool))
 
 
 # ---------------------------------------------------------------------------
@@ -385,16 +403,13 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
     ps = None
     kept: dict[tuple[str, ...], pd.Index] = {}
     candidates: dict[tuple[str, ...], int] = {}
-    if wl.partition_rho > 0:
-        sets = list(dict.fromkeys(s.query.group_by for s in sts
-                                  if s.query.group_by and not (public_keys and s.query.group_by in public_keys)))
-        if sets:
-            ps = PartitionSelection(wl.partition_rho / len(sets), partition_delta)
-            for gb in sets:
-                keys, cell_of = _cells(table, gb, np.ones(len(table), dtype=bool))
-                pcs = np.bincount(cell_of, weights=m.astype("float64"), minlength=len(keys))
-                kept[gb] = _key_index(keys[ps.select(pcs, rng, smp)])
-                candidates[gb] = len(keys)
+    sets, ps = selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta, public_keys or ())
+    if ps is not None:
+        for gb in sets:
+            keys, cell_of = selection_cells(table, gb)
+            pcs = np.bincount(cell_of, weights=m.astype("float64"), minlength=len(keys))
+            kept[gb] = _key_index(keys[ps.select(pcs, rng, smp)])
+            candidates[gb] = len(keys)
     frames = []
     query_names = [f"{i + 1}. {s.query.name()}" for i, s in enumerate(sts)]
     realized = np.zeros(len(table))
@@ -744,4 +759,4 @@ def policy_for_thresholds(policy: SplittingPolicy, thresholds: Mapping[str, floa
 
 
 __all__ = ["PartitionSelection", "QueryStats", "joint_sum_release", "joint_sum_sigmas", "policy_for_thresholds",
-           "release", "topcode_policy", "topcode_workload", "workload_stats"]
+           "release", "selection_cells", "selection_plan", "topcode_policy", "topcode_workload", "workload_stats"]
