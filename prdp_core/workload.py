@@ -370,45 +370,47 @@ def default_workload(measures: tuple[str, ...] | list[str], group_by: tuple[str,
     return Workload(tuple(qs))
 
 
+def _cell_text(v: Any) -> str:
+    """An editor cell as stripped text; an empty, missing (None/NaN) or stringified-missing cell is ""."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return ""
+    t = str(v).strip()
+    return "" if t in ("nan", "None") else t
+
+
 def workload_from_frame(df: pd.DataFrame) -> Workload:
     """Build a workload from an editor table with columns kind, measure, group_by, rho, split,
     clamp, rho_count (and optionally filter_column, filter_values as text separated by ';')."""
     qs = []
     for i, r in enumerate(df.to_dict("records"), 1):
-        raw_kind = r.get("kind")
-        kind = "" if raw_kind is None or (isinstance(raw_kind, float) and math.isnan(raw_kind)) else \
-            str(raw_kind).strip().lower()
+        kind = _cell_text(r.get("kind")).lower()
         if not kind:  # a blank row (e.g. just added in the editor)
             continue
 
         def num(key: str, default: float | None = None) -> float | None:
             v = r.get(key)
-            if v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and not v.strip()):
+            if not _cell_text(v):
                 return default
             try:
                 return float(v)
             except (TypeError, ValueError):
                 raise PolicyError(f"Row {i}: '{key}' must be a number (got {v!r}).") from None
 
-        gb = r.get("group_by")
-        group_by = tuple(x.strip() for x in str(gb).split(",") if x.strip()) if gb and str(gb) != "nan" else ()
+        gb, fc, fv = (_cell_text(r.get(k)) for k in ("group_by", "filter_column", "filter_values"))
+        group_by = tuple(x.strip() for x in gb.split(",") if x.strip())
+        if gb and not group_by:
+            raise PolicyError(f"Row {i}: the group-by {gb!r} names no column.",
+                              hint="List group-by columns separated by commas, or leave the cell empty.")
         filt = None
-        fc = r.get("filter_column")
-        if fc and str(fc).strip() and str(fc) != "nan":
-            vals = tuple(x.strip() for x in str(r.get("filter_values") or "").split(";") if x.strip())
+        if fc:
+            vals = tuple(x.strip() for x in fv.split(";") if x.strip())
             if not vals:
                 raise PolicyError(f"Row {i}: the filter on '{fc}' has no values.")
-            filt = Filter(str(fc).strip(), vals)
-        else:
-            fv = r.get("filter_values")
-            if fv is not None and str(fv).strip() and str(fv) != "nan":
-                raise PolicyError(f"Row {i}: filter values {str(fv).strip()!r} are given without a filter column.",
-                                  hint="Name the column they filter in 'filter_column', or clear the values.")
-        if gb and str(gb) != "nan" and str(gb).strip() and not group_by:
-            raise PolicyError(f"Row {i}: the group-by {str(gb)!r} names no column.",
-                              hint="List group-by columns separated by commas, or leave the cell empty.")
-        measure = r.get("measure")
-        measure = None if measure is None or str(measure) in ("", "nan", "None") else str(measure)
+            filt = Filter(fc, vals)
+        elif fv:
+            raise PolicyError(f"Row {i}: filter values {fv!r} are given without a filter column.",
+                              hint="Name the column they filter in 'filter_column', or clear the values.")
+        measure = _cell_text(r.get("measure")) or None
         try:
             qs.append(Query(kind=kind, measure=measure, rho=num("rho", 0.0) or 0.0,  # type: ignore[arg-type]
                             split=bool(r.get("split", True)) if r.get("split") is not None else True,
