@@ -693,11 +693,11 @@ def prepare_dataset(
             # a declared public constant is applied whatever the data hold, so whether (and by how
             # much) a measure moves never depends on a record
             c = float(shift_by[m])
-            if not np.isfinite(c) or c < max(0.0, -mn):
-                raise DataError(f"The shift of '{m}' ({c:g}) is too small: some values stay negative."
-                                if np.isfinite(c) and c >= 0 else
-                                f"The shift of '{m}' ({c:g}) must be a finite constant ≥ 0.",
-                                hint="Use a public lower bound of the measure, with the opposite sign.")
+            hint = "Use a public lower bound of the measure, with the opposite sign."
+            if not (np.isfinite(c) and c >= 0):
+                raise DataError(f"The shift of '{m}' ({c:g}) must be a finite constant ≥ 0.", hint=hint)
+            if c < -mn:
+                raise DataError(f"The shift of '{m}' ({c:g}) is too small: some values stay negative.", hint=hint)
             if c:
                 out[m] = out[m] + c
             shifts[m] = c
