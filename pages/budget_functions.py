@@ -9,7 +9,7 @@ from prdp_core.budget import BudgetFunction
 from prdp_core.charts import budget as bch
 from prdp_core.errors import PrdpError
 from ui import budget as ubf
-from ui import state
+from ui import options, state
 from ui.common import code_expander, confidential, learn, seeded_notice, show_error
 
 st.title("Budget functions")
@@ -210,7 +210,7 @@ def scaling() -> None:
     st.caption("Simulated Normal(μ = 50k, σ) balances and the paper's three budget functions (10⁴/v, 500/ln⁴v, 8/√v; "
                "ε̂ = 100), central model, as in Figs. 3–5. Synthetic data only: nothing here describes your records.")
     s1, s2, s3 = st.columns([2, 1, 1])
-    s1.radio("Vary", ["n", "U", "sigma"], key="bf_scale_vary", horizontal=True,
+    s1.radio("Vary", list(options.SCALE_VARY), key="bf_scale_vary", horizontal=True,
              format_func={"n": "records n (Fig. 3)", "U": "domain bound U (Fig. 4)", "sigma": "skew σ (Fig. 5)"}.get)
     s2.number_input("Runs per point", min_value=5, max_value=200, step=5, key="bf_scale_trials")
     if s3.button("Simulate", key="bf_scale_go"):

@@ -11,7 +11,7 @@ from prdp_core.splitting import (DEFAULT_KEY, as_thresholds, percentile_threshol
                                  thresholds_for_cap, thresholds_from_frame)
 from prdp_core.workload import SplittingPolicy, Workload, workload_from_frame
 from ui import policy as pstate
-from ui import state
+from ui import options, state
 from ui.common import code_expander, confidential, learn, show_error
 from ui.policy_code import policy_code
 
@@ -121,13 +121,13 @@ pol = st.session_state["policy"]
 st.divider()
 st.subheader("What each record loses")
 c1, c2, c3 = st.columns(3)
-owner_bound = c1.radio("Owner losses", ["lemma4", "lemma5"], horizontal=True, key="policy_owner_bound",
+owner_bound = c1.radio("Owner losses", list(options.OWNER_BOUNDS), horizontal=True, key="policy_owner_bound",
                        format_func={"lemma4": "Lemma 4 (J·ΣP)", "lemma5": "Lemma 5 (optimistic)"}.get,
                        disabled=not ds.schema.owner_col,
                        help="Lemma 4 holds whatever the order of the records; Lemma 5 is tighter when losses "
                             "differ and is shown as an optimistic view.")
 log_x = c2.toggle("Log-scale loss axis", value=True, key="policy_logx")
-view = c3.radio("View", ["zoom", "cdf", "tail"], horizontal=True, key="policy_view",
+view = c3.radio("View", list(options.POLICY_VIEWS), horizontal=True, key="policy_view",
                 format_func={"zoom": "CDF, zoomed", "cdf": "CDF", "tail": "share above (log)"}.get,
                 help="Zoomed: the y-axis starts just below the share of records paying the base loss.")
 prev = pstate.preview(pol, owner_bound)
@@ -189,7 +189,7 @@ st.caption("This function — not any record's value — is what an agency can p
 
 st.subheader("In (ε, δ) terms")
 d1, d2 = st.columns([1, 3])
-delta = d1.select_slider("δ", options=[1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10], value=1e-6, key="policy_delta",
+delta = d1.select_slider("δ", options=list(options.DELTAS), value=1e-6, key="policy_delta",
                          format_func=lambda d: f"{d:.0e}")
 with d1:
     confidential("Every row but the base loss is the loss of real records.")

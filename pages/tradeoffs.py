@@ -9,7 +9,7 @@ from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.charts.tradeoffs import box_from_quantiles, mse_figure, sweep_figure
 from prdp_core.errors import PrdpError
 from ui import policy as pstate
-from ui import state
+from ui import options, state
 from ui import tradeoffs as T
 from ui.common import code_expander, confidential, learn, show_error
 
@@ -30,10 +30,9 @@ tab_sweep, tab_top, tab_fit, tab_solve, tab_clip = st.tabs(
 
 with tab_sweep:
     c1, c2, c3 = st.columns(3)
-    pcts = c1.multiselect("Thresholds at these percentiles (PctScore)", [50.0, 80.0, 90.0, 95.0, 97.0, 99.0, 99.5,
-                                                                         99.9], default=[90.0, 97.0, 99.0, 99.9],
+    pcts = c1.multiselect("Thresholds at these percentiles (PctScore)", list(options.SWEEP_PCTS), default=[90.0, 97.0, 99.0, 99.9],
                           key="tr_pcts")
-    rhos = c2.multiselect("Base loss ρ", [0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0], default=[0.1, 1.0, 10.0],
+    rhos = c2.multiselect("Base loss ρ", list(options.SWEEP_RHOS), default=[0.1, 1.0, 10.0],
                           key="tr_rhos")
     min_rec = c3.number_input("Answers with at least … records", min_value=1, value=T.default_min_records(ds),
                               key="tr_min", help="The paper evaluates CBP cells with ≥ 100 establishments.")
@@ -122,7 +121,7 @@ with tab_top:
 
 with tab_fit:
     c1, c2, c3, c4 = st.columns(4)
-    targets = c1.multiselect("Relative-error goals", [0.01, 0.05, 0.1, 0.2], default=[0.05, 0.1, 0.2],
+    targets = c1.multiselect("Relative-error goals", list(options.FIT_TARGETS), default=[0.05, 0.1, 0.2],
                              format_func=lambda t: f"{t:.0%}", key="tr_targets")
     gamma = c2.number_input("with probability γ", 0.5, 0.999, 0.95, key="tr_gamma")
     share = c3.number_input("for this share of answers", 0.1, 1.0, 0.95, key="tr_share")
@@ -171,8 +170,8 @@ with tab_clip:
                 "Small Δ: huge bias; large Δ: huge noise. Even at the best Δ the error dwarfs the sum.")
     c1, c2, c3 = st.columns(3)
     n = c1.number_input("n (records)", min_value=10, value=1000, step=100, key="tr_clip_n")
-    alphas = c2.multiselect("Tail index α", [1.1, 1.2, 1.5, 2.0, 3.0], default=[1.2, 1.5, 2.0], key="tr_clip_a")
-    rho_c = c3.select_slider("ρ", options=[0.01, 0.1, 1.0, 10.0], value=1.0, key="tr_clip_rho")
+    alphas = c2.multiselect("Tail index α", list(options.CLIP_ALPHAS), default=[1.2, 1.5, 2.0], key="tr_clip_a")
+    rho_c = c3.select_slider("ρ", options=list(options.CLIP_RHOS), value=1.0, key="tr_clip_rho")
     if not alphas:
         st.info("Choose at least one tail index α.")
     else:

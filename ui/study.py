@@ -36,7 +36,7 @@ from prdp_core.config import PRDP_ALGORITHMS, Study, build_budget, parse_config
 from prdp_core.data import Dataset, Schema, load_table, prepare_dataset
 from prdp_core.errors import ConfigError, DataError, PrdpError
 
-from . import state
+from . import options, state
 
 #: View settings of each page: exported under ``app.<page>`` (plain values only).
 PAGE_SETTINGS: dict[str, tuple[str, ...]] = {
@@ -122,20 +122,19 @@ SETTING_RULES: dict[str, tuple[Any, ...]] = {
     "pdp_exp_score": ("choice", ("rank", "changes")), "pdp_pe_src": ("choice", ("paper example", "active data")),
     "pdp_pe_kind": ("choice", ("median", "min", "count")), "pdp_prdp_kind": ("choice", ("count", "sum")),
     "sugg_pct": ("range", 50.0, 100.0, False), "sugg_cap": ("range", 0.0, 1e300, False),
-    "sugg_share": ("range", 0.0, 99.0, False), "policy_view": ("choice", ("zoom", "cdf", "tail")),
-    "policy_delta": ("choice", (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)),
-    "policy_owner_bound": ("choice", ("lemma4", "lemma5")), "policy_logx": ("choice", (True, False)),
+    "sugg_share": ("range", 0.0, 99.0, False), "policy_view": ("choice", options.POLICY_VIEWS),
+    "policy_delta": ("choice", options.DELTAS), "policy_owner_bound": ("choice", options.OWNER_BOUNDS), "policy_logx": ("choice", (True, False)),
     "policy_fn_marks": ("choice", (True, False)),
-    "tr_pcts": ("subset", (50.0, 80.0, 90.0, 95.0, 97.0, 99.0, 99.5, 99.9)),
-    "tr_rhos": ("subset", (0.01, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0)), "tr_targets": ("subset", (0.01, 0.05, 0.1, 0.2)),
-    "tr_clip_a": ("subset", (1.1, 1.2, 1.5, 2.0, 3.0)), "tr_clip_rho": ("choice", (0.01, 0.1, 1.0, 10.0)),
+    "tr_pcts": ("subset", options.SWEEP_PCTS), "tr_rhos": ("subset", options.SWEEP_RHOS),
+    "tr_targets": ("subset", options.FIT_TARGETS), "tr_clip_a": ("subset", options.CLIP_ALPHAS),
+    "tr_clip_rho": ("choice", options.CLIP_RHOS),
     "tr_min": ("range", 1, 10**12, True), "tr_top_min": ("range", 1, 10**12, True),
     "tr_fmin": ("range", 1, 10**12, True), "tr_solve_min": ("range", 1, 10**12, True),
     "tr_gamma": ("range", 0.5, 0.999, False), "tr_share": ("range", 0.1, 1.0, False),
     "tr_solve_t": ("range", 0.001, 10.0, False), "tr_solve_g": ("range", 0.5, 0.999, False),
     "tr_solve_s": ("range", 0.1, 1.0, False), "tr_top_rho": ("range", 0.001, 1e300, False),
     "tr_clip_n": ("range", 10, 10**12, True), "run_min_records": ("range", 1, 10**12, True),
-    "bf_scale_vary": ("choice", ("n", "U", "sigma")), "bf_scale_trials": ("range", 5, 200, True),
+    "bf_scale_vary": ("choice", options.SCALE_VARY), "bf_scale_trials": ("range", 5, 200, True),
 }
 
 
