@@ -65,10 +65,6 @@ def set_query_defaults(column: str) -> None:
     ss["pdp_data_defaults"] = {"column": column, "hi": ss["pdp_hi"], "cutoff": ss["pdp_cutoff"]}
 
 
-#: What a release records about a parameter left at its data-derived design default.
-DATA_DEFAULT_NOTE = P.DATA_DEFAULT_NOTE
-
-
 def data_default_params(kind: str | None = None) -> list[str]:
     """The query parameters still at a default computed from the confidential data: ``hi`` (any
     value query and the PrDP comparison's U) and the count ``cutoff`` (``kind`` = count)."""
@@ -82,12 +78,6 @@ def data_default_params(kind: str | None = None) -> list[str]:
     if kind in (None, "count") and ss.get("pdp_cutoff") == d.get("cutoff"):
         out.append("cutoff")
     return out
-
-
-def flag_data_defaults(rel: Any, names: list[str]) -> Any:
-    """The release with its params (and its ledger entries' params) stating which values are
-    data-derived design defaults, so they are never published as if they were public."""
-    return P.flag_design_defaults(rel, names)
 
 
 def on_value_change() -> None:
@@ -288,7 +278,7 @@ def on_run_release() -> None:
                       float(ss.get("pdp_rel_tc", 0.5)), bool(ss.get("pdp_rel_rescale", False)))
         rng, seed = state.rng_and_seed()
         rel = m.release(ds.table, spec, q, rng=rng, seed=seed, reveal=state.teaching())
-        rel = flag_data_defaults(rel, data_default_params(q.kind if q.column is not None else "count"))
+        rel = P.flag_design_defaults(rel, data_default_params(q.kind if q.column is not None else "count"))
         state.record_release(rel)
         ss["pdp_last_release"] = rel
     except PrdpError as err:

@@ -329,7 +329,7 @@ def _pdp_mechanism(ss: Any, seed: int) -> dict[str, Any]:
     return {"kind": "personalized", "mechanism": _PDP_SHORT[short], "t": t,
             **({"design_defaults": flagged} if flagged else {}),
             "rescale": bool(ss.get("pdp_rel_rescale", False)),
-            "query": {"kind": ss.get("pdp_rel_kind", "count"), "column": ss.get("pdp_value"),
+            "query": {"kind": kind, "column": ss.get("pdp_value"),
                       "cutoff": float(ss.get("pdp_cutoff", 1.0)), "lo": float(ss.get("pdp_lo", 0.0)),
                       "hi": None if hi is None else float(hi), "median_score": ss.get("pdp_score", "rank"),
                       "integer": bool(ss.get("pdp_integer", False))},
