@@ -69,12 +69,12 @@ with tab_sweep:
                         st.markdown(f"- At base ρ = {b['base_rho']:g}, every setting swept puts more than 1% of "
                                     "records above the base loss.")
                     elif b["status"] == "undefined":
-                        st.markdown(f"- At base ρ = {b['base_rho']:g}, the relative error of {fam} is undefined: "
+                        st.markdown(f"- At base ρ = {b['base_rho']:g}, the relative error of {md_escape(fam)} is undefined: "
                                     "every true answer it covers is 0.")
                     else:
                         st.markdown(f"- At base ρ = {b['base_rho']:g}, the best setting keeping at most 1% of records "
                                     f"above the base loss is **{b['setting']}**: median answer error "
-                                    f"**{b['median_are']:.1%}** for {fam}, **{b['share_above_base']:.2%}** of records "
+                                    f"**{b['median_are']:.1%}** for {md_escape(fam)}, **{b['share_above_base']:.2%}** of records "
                                     "paying more.")
 
 with tab_top:
@@ -155,7 +155,7 @@ with tab_solve:
     except PrdpError as err:
         show_error(err)
     else:
-        st.success(sol.describe())
+        st.success(md_escape(sol.describe()))
         st.warning("These budgets are computed from the **true answers**: publishing them exactly would reveal an "
                    "answer. Adopting them rounds each budget up to two significant digits; for a real release, "
                    "settle budgets on public grounds (or on public or synthetic data).")

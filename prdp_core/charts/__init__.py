@@ -39,6 +39,8 @@ _OWN_TAG = re.compile(r"<(?!/?extra>|br>)")
 def _plain_values(v: Any) -> Any:
     if isinstance(v, str):
         return plain_text(v)
+    if isinstance(v, np.ndarray) and v.dtype.kind in "OUS":
+        v = v.tolist()
     if isinstance(v, (tuple, list)) and any(isinstance(x, str) for x in v):
         return [plain_text(x) if isinstance(x, str) else x for x in v]
     return v
