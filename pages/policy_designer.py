@@ -129,12 +129,10 @@ pol = st.session_state["policy"]
 from_data = pstate.flagged_thresholds(pol)
 if from_data:
     with left:
-        single = pol.thresholds.as_dict()["*"] if pol.thresholds.group_col is None else {}
-        st.warning("**Computed from the confidential data:** " + md_escape(", ".join(
-            f"T({m})" + (f" = {single[m]:,.6g}" if m in single else "") + f" ({how})" for m, how in from_data.items()))
-            + ". A design aid, not a public value: releases made with it say so in the ledger and every export, "
-              "and a secure release in review mode refuses it. Type public values in (edit the number), or "
-              "confirm that these values are public knowledge.", icon=":material/lock:")
+        st.warning("**Computed from the confidential data:** " + pstate.flagged_text(pol)
+                   + ". A design aid, not a public value: releases made with it say so in the ledger and every "
+                     "export, and a secure release in review mode refuses it. Type public values in (edit the "
+                     "number), or confirm that these values are public knowledge.", icon=":material/lock:")
         st.button("These thresholds are public values", key="policy_confirm_public", on_click=pstate.confirm_public,
                   help="Say that the values shown are known independently of the records (published, agreed in "
                        "advance): their flag becomes *typed*.")

@@ -29,10 +29,10 @@ st.markdown(f"**Active policy** (edit it on the Policy designer page): {md_escap
 from_data = pstate.flagged_thresholds(pol)
 if from_data:
     single = pol.thresholds.as_dict()["*"] if pol.thresholds.group_col is None else {}
-    st.warning("**Thresholds computed from the confidential data:** " + md_escape(", ".join(
-        f"T({m})" + (f" = {single[m]:,.6g}" if m in single else "") + f" ({how})" for m, how in from_data.items()))
-        + ". Teaching runs may use them (the ledger and the answers CSV say so); a **secure release in review "
-          "mode refuses them**. Type public values in below, or on the Policy designer page.", icon=":material/lock:")
+    st.warning("**Thresholds computed from the confidential data:** " + pstate.flagged_text(pol)
+               + ". Teaching runs may use them (the ledger and the answers CSV say so); a **secure release in "
+                 "review mode refuses them**. Type public values in below, or on the Policy designer page.",
+               icon=":material/lock:")
     with st.expander("Type public thresholds", icon=":material/edit:",
                      expanded=st.session_state.get("run_error") is not None):
         if single:

@@ -25,7 +25,8 @@ from the secure samplers, the seed of a seeded run, and the data-derived paramet
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import pandas as pd
 

@@ -168,6 +168,14 @@ def flagged_thresholds(pol: SplittingPolicy) -> dict[str, str]:
     return {m: s.split(":", 1)[-1].strip() for m, s in pol.threshold_sources().items() if is_data_derived(s)}
 
 
+def flagged_text(pol: SplittingPolicy) -> str:
+    """The flagged thresholds as Markdown-safe text: ``T(balance) = 500 (p99 (rounded))`` (no value for
+    per-group thresholds)."""
+    single = pol.thresholds.as_dict()["*"] if pol.thresholds.group_col is None else {}
+    return md_escape(", ".join(f"T({m})" + (f" = {single[m]:,.6g}" if m in single else "") + f" ({how})"
+                               for m, how in flagged_thresholds(pol).items()))
+
+
 def policy_key(pol: SplittingPolicy) -> str:
     return json.dumps(pol.to_dict(), sort_keys=True, default=str)
 

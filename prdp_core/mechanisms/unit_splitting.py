@@ -479,10 +479,10 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
             own_real += wl.partition_rho * pc**2
     answers = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     loss = _policy_loss(policy, table, m)
-    keys = "partition selection" if ps else KEYS_FROM_DATA if unlisted else \
+    key_source = "partition selection" if ps else KEYS_FROM_DATA if unlisted else \
         "public (a listed key set)" if public_keys else "none (no group-by)"
     params: dict[str, Any] = {"policy": policy.to_dict(), "partition_delta": partition_delta if ps else None,
-                              "keys": keys}
+                              "keys": key_source}
     if public_keys:
         params["public_keys"] = {",".join(k): int(len(v)) for k, v in public_keys.items()}
     if ps is not None:
