@@ -7,11 +7,17 @@ active dataset, the active policy and the mode.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from ui import sidebar, state, study
 
-st.set_page_config(page_title="PrDP Explorer", page_icon=":material/shield_person:", layout="wide")
+# A local file, not a :material/…: icon: Streamlit's frontend fetches a Material favicon from a public font
+# host, and the app must reach nothing outside its server (docs/security.md, "Offline").
+FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.svg"
+
+st.set_page_config(page_title="PrDP Explorer", page_icon=str(FAVICON), layout="wide")
 
 state.init_state()
 study.keep_settings()  # pages keep their settings while another page is on screen

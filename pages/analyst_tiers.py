@@ -9,7 +9,7 @@ from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import multitier as mt
 from ui import multitier as umt
 from ui import state
-from ui.common import code_expander, confidential, learn, seeded_notice, show_error
+from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
 st.title("Analyst tiers")
 st.caption("The public gets ε = 0.5, trusted researchers ε = 2, the agency ε = 8: what does that cost in total, "
@@ -47,7 +47,7 @@ except PrdpError as err:
     st.stop()
 tier_rows = umt.tiers_key(tiers)
 st.caption("Tiers are ordered from the largest budget (most trusted) to the smallest. "
-           + " · ".join(f"**{t.name}** ε = {t.eps:g}" for t in tiers))
+           + " · ".join(f"**{md_escape(t.name)}** ε = {t.eps:g}" for t in tiers))
 
 # ---------------------------------------------------------------------------
 # 2. Query and model
@@ -144,7 +144,7 @@ if cur["model"] == "central":
     q = cur["query"]
     table = plan.table()
     over = f" over {q.n_matching:,} matching records" if teaching else ""
-    st.caption(f"Query: **{q.label}**{over}; sensitivity Δ = {q.sensitivity:g} (add/remove one record). "
+    st.caption(f"Query: **{md_escape(q.label)}**{over}; sensitivity Δ = {q.sensitivity:g} (add/remove one record). "
                f"Noise: {plan.family.label}.")
     if teaching and cur["filter"] is not None:
         confidential("The number of matching records is the count query's true answer.")
@@ -160,7 +160,7 @@ if cur["model"] == "central":
               else f"is within ±{r['halfwidth_95']:.4g} of the truth 95% of the time")
         grad = (f"budget splitting would make its error {r['ratio_gradual']:.2f}× larger"
                 if r["ratio_gradual"] > 1.005 else "budget splitting gives the lowest tier the same error")
-        lines.append(f"- **{r['tier']}** (ε = {r['eps']:g}): the answer {hw} — exactly as good as a release made "
+        lines.append(f"- **{md_escape(r['tier'])}** (ε = {r['eps']:g}): the answer {hw} — exactly as good as a release made "
                      f"for this tier alone; {grad}.")
     st.markdown("\n".join(lines))
     learn("**Gradual release** (budget splitting) gives tier j the pieces ε_j − ε_{j+1}, …, ε_m and averages them: "
@@ -169,9 +169,9 @@ if cur["model"] == "central":
 else:
     n = int(cur["codes"].size) if teaching else 1  # review mode: errors per user (they do not reveal n)
     table = plan.table()
-    cats = (f"d = {plan.d} categories: {plan.d - 1} public bins of *{ss['mt_local_measure']}* and "
+    cats = (f"d = {plan.d} categories: {plan.d - 1} public bins of *{md_escape(ss['mt_local_measure'])}* and "
             f"\"{mt.NOT_MATCHING}\"" if cur["filter"] is not None
-            else f"d = {plan.d} public bins of *{ss['mt_local_measure']}*")
+            else f"d = {plan.d} public bins of *{md_escape(ss['mt_local_measure'])}*")
     if teaching:
         st.caption(f"{n:,} records (users), each in one of {cats}. "
                    "Errors are the mean squared error of the estimated count vector (n·V).")
@@ -194,7 +194,7 @@ else:
     for _, r in table.iterrows():
         unused = (f"; ε = {r['unused_eps']:.3g} of its budget is left unused" if r["unused_eps"] > 1e-9
                   else "; its whole budget is used")
-        lines.append(f"- **{r['tier']}** (ε = {r['eps']:g}) is served by a template with k = {int(r['k'])} at "
+        lines.append(f"- **{md_escape(r['tier'])}** (ε = {r['eps']:g}) is served by a template with k = {int(r['k'])} at "
                      f"ε = {r['eps_template']:.4g}{unused}. Its error is {r['ratio_multitier']:.2f}× that of the "
                      f"ideal release made only for it (k* = {int(r['k_ideal'])}).")
     st.markdown("\n".join(lines))
@@ -226,7 +226,7 @@ try:
 except PrdpError as err:
     show_error(err)
     st.stop()
-st.markdown(f"Together, **{' + '.join(cl.members)}** learn **{unit} = {cl.multitier:.4g}** about any single "
+st.markdown(f"Together, **{md_escape(' + '.join(cl.members))}** learn **{unit} = {cl.multitier:.4g}** about any single "
             f"{'record' if cur['model'] == 'central' else 'user'} with the multi-tier release — the largest budget "
             f"among them is {cl.bound:.4g}. With independent releases they would learn {unit} = "
             f"{cl.independent:.4g} (sum of budgets {cl.naive:.4g}).")
@@ -269,7 +269,7 @@ else:
     st.plotly_chart(mch.template_plan_figure(ttab, plan.names, list(plan.eps), list(plan.served)), key="mt_plan")
     unused = plan.eps - plan.served_eps
     st.markdown(f"{len(ttab)} templates; {len(set(plan.served))} of them serve a tier. "
-                f"Unused budget: " + ", ".join(f"**{nm}** {u:.3g}" for nm, u in zip(plan.names, unused)) + ".")
+                f"Unused budget: " + ", ".join(f"**{md_escape(nm)}** {u:.3g}" for nm, u in zip(plan.names, unused)) + ".")
     with st.expander("All templates (operator, subset size, level, keep probability)"):
         st.dataframe(ttab.style.format({"eps": "{:.4g}", "keep_probability": "{:.4g}"}, na_rep="—"), hide_index=True)
         st.caption("Rescale keeps the report with the *keep probability* β = (e^ε′−1)(k e^ε+d−k) / ((e^ε−1)(k e^ε′+d−k)). "
@@ -306,13 +306,13 @@ else:
             per = ans.groupby("tier", sort=False).apply(lambda g: float((g["error"] ** 2).sum()),
                                                         include_groups=False)
             st.markdown("Squared error of each tier's estimated counts in this run: " + ", ".join(
-                f"**{t}** {v:,.0f}" for t, v in per.items()) + ".")
+                f"**{md_escape(t)}** {v:,.0f}" for t, v in per.items()) + ".")
             with st.expander("Estimated counts per category"):
                 st.dataframe(ans.style.format({"eps": "{:g}", "eps_used": "{:.4g}", "estimate": "{:.1f}",
                                                "sd": "{:.1f}", "true": "{:.0f}", "error": "{:+.1f}",
                                                "abs_error": "{:.1f}"}), hide_index=True)
-        st.caption(f"Added to the session ledger: {rel.entries[0].label if len(rel.entries) == 1 else f'{len(rel.entries)} entries'} "
-                   f"({rel.entries[0].loss.describe()}).")
+        added = rel.entries[0].label if len(rel.entries) == 1 else f"{len(rel.entries)} entries"
+        st.caption(f"Added to the session ledger: {md_escape(added)} ({md_escape(rel.entries[0].loss.describe())}).")
     elif stored is not None:
         st.caption("The settings changed since the last release: press the button to release again.")
 

@@ -10,7 +10,7 @@ from prdp_core.charts import budget as bch
 from prdp_core.errors import PrdpError
 from ui import budget as ubf
 from ui import options, state
-from ui.common import code_expander, confidential, learn, seeded_notice, show_error
+from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
 st.title("Budget functions")
 st.caption("State each record's privacy requirement as a function of its values, E(r), and run mechanisms that "
@@ -46,7 +46,7 @@ def editor() -> BudgetFunction | None:
             if ss["bf_preset"] == "log":
                 p3.number_input("k (power of the logarithm)", min_value=0.1, max_value=16.0, key="bf_k", step=0.5)
     elif mode == "step":
-        st.caption(f"Bands of **{measure}**: a record gets the ε of the first band whose upper value it does not "
+        st.caption(f"Bands of **{md_escape(measure)}**: a record gets the ε of the first band whose upper value it does not "
                    "exceed; leave the last band's upper value empty (it is open).")
         ss["bf_steps_current"] = st.data_editor(ss["bf_steps"], key="bf_steps_edit", num_rows="dynamic",
                                                 hide_index=True)
@@ -56,7 +56,9 @@ def editor() -> BudgetFunction | None:
             st.info("The dataset has no group column: mark one on the Data page to split the budget by group.")
         else:
             st.selectbox("Group column", groups, key="bf_group_col")
-            st.caption("One budget expression per group value; the row `*` covers every other group.")
+            st.caption("One budget expression per group value; the row `*` covers every other group. "
+                       ":material/lock: The group values it starts with are the column's most frequent values — "
+                       "**computed from the data**: a real release lists its groups from public knowledge.")
             base = ss.get("bf_groups_base")
             if base is None or ss.get("bf_groups_base_col") != ss["bf_group_col"]:
                 base = ubf.default_group_table(ds, ss["bf_group_col"], measure)
@@ -69,7 +71,7 @@ def editor() -> BudgetFunction | None:
                       "Example: 1e4 / max(BALANCE, 1)")
     b1, b2, b3, b4 = st.columns(4)
     b1.number_input("ε̂ (cap: the weakest requirement)", min_value=1e-9, max_value=1e6, key="bf_eps_max", format="%.4g")
-    b2.number_input(f"U (largest possible {measure})", min_value=1e-6, max_value=1e18, key="bf_U", format="%.4g")
+    b2.number_input(f"U (largest possible {md_escape(measure)})", min_value=1e-6, max_value=1e18, key="bf_U", format="%.4g")
     b3.checkbox("Set ε̌ myself", key="bf_eps_min_on", help="By default ε̌ = E(U), the budget of a record at the "
                 "domain bound.")
     if ss["bf_eps_min_on"]:
@@ -80,16 +82,16 @@ def editor() -> BudgetFunction | None:
     if err is not None:
         show_error(err)
         if budget is not None:
-            st.caption(f":material/history: Keeping the last valid budget: {budget.describe()}")
+            st.caption(f":material/history: Keeping the last valid budget: {md_escape(budget.describe())}")
     return budget
 
 
 def describe(budget: BudgetFunction) -> None:
     """Section 1 continued: bounds, notes and the curve of E."""
 
-    st.markdown(f"**{budget.describe()}**")
+    st.markdown(f"**{md_escape(budget.describe())}**")
     for note in budget.notes:
-        st.caption(f":material/info: {note}")
+        st.caption(f":material/info: {md_escape(note)}")
     dp = budget.domains()
     st.markdown(f"Records may require anything from **ε̌ = {budget.eps_min:.4g}** (strongest) to **ε̂ = "
                 f"{budget.eps_max:.4g}**: the ratio ε̂/ε̌ = {budget.eps_max / budget.eps_min:,.4g} gives "
@@ -169,13 +171,13 @@ def run(budget: BudgetFunction) -> None:
         st.caption("The local model answers counts and sums (no local protocol for max or distinct count is built in).")
     st.button("Run", type="primary", key="bf_run", on_click=ubf.on_run)
     if ss.get("bf_run_error"):
-        st.error(f"**Run failed.** {ss['bf_run_error']}")
+        st.error(f"**Run failed.** {md_escape(ss['bf_run_error'])}")
     res = ss.get("bf_result")
     if res and res.get("token") == state.token():
         rows = res["rows"]
         if not teaching:
             rows = rows[[c for c in rows.columns if c in ("mechanism", "estimate", "ε_τ", "ℓ", "ε of M")]]
-        st.markdown(f"**{res['query']}** ({ubf.MODELS[res['model']]}), budget {res['budget']}")
+        st.markdown(f"**{md_escape(res['query'])}** ({ubf.MODELS[res['model']]}), budget {md_escape(res['budget'])}")
         st.dataframe(rows, hide_index=True, width="stretch")
         seeded_notice(res["seed"])
         fw = [r for label, r in res["releases"] if "framework" in label]

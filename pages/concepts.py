@@ -11,7 +11,7 @@ from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import partial
 from ui import concepts as lab
 from ui import datasource, state
-from ui.common import code_expander, confidential, guarded, learn, seeded_notice, show_error
+from ui.common import code_expander, confidential, guarded, learn, md_escape, seeded_notice, show_error
 
 ss = st.session_state
 for key, value in {"cc_eps": 1.0, "cc_prior": 1.0, "cc_rho": 2.63, "cc_delta": 1e-6, "cc_eps_target": 10.0,
@@ -217,7 +217,7 @@ with lab_tab:
           "heavy-hitter tree's with log d: try d = 512 with n = 50,000.")
     ds = state.dataset()
     st.radio("Records", ["generated", "dataset"], key="hl_source", horizontal=True,
-             format_func={"generated": "Generated binary records", "dataset": f"Active dataset ({ds.name})"}.get)
+             format_func={"generated": "Generated binary records", "dataset": f"Active dataset ({md_escape(ds.name)})"}.get)
     if ss["hl_source"] == "generated":
         c1, c2, c3, c4 = st.columns(4)
         c1.slider("Binary attributes d", 2, 512, key="hl_d")
@@ -238,12 +238,12 @@ with lab_tab:
         documented = [c for c in ss["hl_columns"] if c in lab.documented_domains()]
         if documented:
             st.caption("Documented public categories of this sample: " + ", ".join(
-                f"**{c}** ({len(lab.documented_domains()[c])})" for c in documented)
+                f"**{md_escape(c)}** ({len(lab.documented_domains()[c])})" for c in documented)
                 + ". Values outside a list are counted in the public category \"(other)\".")
         undeclared = lab.undeclared_columns(ds, ss["hl_columns"])
         if undeclared and ss["hl_domains"] == "public":
             for c in undeclared:
-                st.text_input(f"Public categories of {c} (comma-separated)", key=lab.declaration_key(c),
+                st.text_input(f"Public categories of {md_escape(c)} (comma-separated)", key=lab.declaration_key(c),
                               placeholder="e.g. from a code list or the questionnaire — not from the data",
                               help="Every other value goes to \"(other)\". Leave empty for a numeric column to use "
                                    "decade size classes.")
@@ -289,7 +289,7 @@ with lab_tab:
         _, seed = state.rng_and_seed()
         seeded_notice(seed)
         for note in res.notes:
-            st.caption(f":material/info: {note}")
+            st.caption(f":material/info: {md_escape(note)}")
         if res.heavy.extras.get("teaching_only"):
             st.warning("Teaching only: some categories were read from the data, so these histograms are not "
                        "differentially private for the set of categories.", icon=":material/warning:")

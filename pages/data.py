@@ -9,7 +9,7 @@ from prdp_core import charts
 from prdp_core.data import GENERATED_ID, MISSING_GROUP, check_table
 from prdp_core.errors import PrdpError
 from ui import datasource, state
-from ui.common import code_expander, confidential, learn, readable, show_error
+from ui.common import code_expander, confidential, learn, md_escape, readable, show_error
 
 st.title("Data")
 st.caption("Pick a sample or upload a table, say which columns are measures, groups and owners, and see how "
@@ -25,9 +25,9 @@ prof_tab, src_tab, up_tab, roles_tab = st.tabs([":material/insights: Profile", "
 
 with prof_tab:
     ds = state.dataset()
-    st.subheader(f"Profile of {ds.name}")
+    st.subheader(f"Profile of {md_escape(ds.name)}")
     for note in ds.notes:
-        st.caption(f":material/info: {note}")
+        st.caption(f":material/info: {md_escape(note)}")
     prof = state.profile()
     confidential()
     tbl = prof.table()[["count", "min", "median", "p90", "p99", "max", "mean", "skewness", "top1_share"]]
@@ -36,7 +36,7 @@ with prof_tab:
          "max": readable, "mean": readable, "skewness": "{:,.2f}", "top 1% share": "{:.1%}"}))
     for m, p in prof.measures.items():
         ratio = f"{p.max / p.median:,.0f}× the median" if p.median > 0 else "far above the median (which is 0)"
-        st.markdown(f"- **{m}**: the top 1% of records hold **{p.top1_share:.1%}** of the total; the largest "
+        st.markdown(f"- **{md_escape(m)}**: the top 1% of records hold **{p.top1_share:.1%}** of the total; the largest "
                     f"record is {ratio}.")
     learn("**Reading the profile.** Skewness far above 1 and a top-1% share far above 1% signal a heavy tail. "
           "The Lorenz curve bows away from the diagonal the more the total is concentrated in few records.")
@@ -82,7 +82,7 @@ with roles_tab:
     learn("**Roles.** The *record id* names the privacy unit. *Measures* are split or clipped by the policy. "
           "*Groups* are filters and group-by keys (copied to every split piece). An *owner* (e.g. a firm) "
           "owns several records; its loss follows from group privacy.")
-    st.caption(f"Table **{raw['name']}**: {len(df):,} rows × {len(cols)} columns. Roles were guessed from the "
+    st.caption(f"Table **{md_escape(raw['name'])}**: {len(df):,} rows × {len(cols)} columns. Roles were guessed from the "
                "data (or documented, for samples); edit them as needed, then press *Use this table*.")
     with st.expander("Preview of the first rows", expanded=False):
         confidential()
@@ -105,15 +105,15 @@ with roles_tab:
     if chk is not None:
         if chk.non_numeric:
             bad = next(mi for mi in chk.measures if mi.non_numeric)
-            st.warning(f"Measure **{bad.column}** has {bad.non_numeric:,} value(s) that are not numbers "
-                       f"(e.g. {', '.join(repr(x) for x in bad.non_numeric_examples)}).")
+            st.warning(f"Measure **{md_escape(bad.column)}** has {bad.non_numeric:,} value(s) that are not numbers "
+                       f"(e.g. {md_escape(', '.join(repr(x) for x in bad.non_numeric_examples))}).")
             st.checkbox("Treat non-numeric values as missing", key=f"fix_nonnum_{rid}")
         n_missing = chk.rows_with_bad if st.session_state.get(f"fix_nonnum_{rid}") else chk.rows_with_missing
         if n_missing:
             st.warning(f"{n_missing:,} row(s) have a missing, empty or infinite measure value.")
             st.checkbox(f"Drop these {n_missing:,} rows", key=f"fix_missing_{rid}")
         if chk.negative:
-            desc = ", ".join(f"{c} ({k:,} rows)" for c, k in chk.negative.items())
+            desc = md_escape(", ".join(f"{c} ({k:,} rows)" for c, k in chk.negative.items()))
             st.warning(f"Negative values in {desc}. The papers assume non-negative measures.")
             st.radio("Negative values", ["reject", "shift"], key=f"fix_neg_{rid}", horizontal=True,
                      format_func={"reject": "Reject (fix the file)",
@@ -126,15 +126,15 @@ with roles_tab:
                 cols_sh = st.columns(max(1, len(chk.negative)))
                 for i, (c, _k) in enumerate(chk.negative.items()):
                     mn = next(mi.minimum for mi in chk.measures if mi.column == c)
-                    cols_sh[i].number_input(f"Shift {c} by", min_value=0.0,
+                    cols_sh[i].number_input(f"Shift {md_escape(c)} by", min_value=0.0,
                                             value=datasource.public_shift_default(mn), key=f"fix_shift_{rid}_{c}")
         if chk.missing_groups:
-            desc = ", ".join(f"{c} ({k:,} rows)" for c, k in chk.missing_groups.items())
+            desc = md_escape(", ".join(f"{c} ({k:,} rows)" for c, k in chk.missing_groups.items()))
             st.warning(f"Missing or blank values in the group column(s) {desc}: a release grouped by such a column "
                        "is refused.")
             st.checkbox(f"Put them in a group of their own, '{MISSING_GROUP}'", key=f"fix_missgroup_{rid}")
         if chk.duplicate_ids or chk.missing_ids:
-            st.warning(f"The record id **{schema.id_col}** has {chk.duplicate_ids + chk.missing_ids:,} duplicate "
+            st.warning(f"The record id **{md_escape(schema.id_col)}** has {chk.duplicate_ids + chk.missing_ids:,} duplicate "
                        "or missing value(s). If it identifies an owner of several records, map it as the owner.")
             st.checkbox("Generate ids from row numbers instead", key=f"fix_dup_{rid}")
         st.button("Use this table", type="primary", key=f"apply_{rid}", on_click=datasource.on_apply, args=(rid,))

@@ -9,7 +9,7 @@ from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import personalized as P
 from ui import personalized as upd
 from ui import state
-from ui.common import code_expander, confidential, learn, seeded_notice, show_error
+from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
 st.title("Personalized DP")
 st.caption("Each user publicly chooses an ε (Φ). See what each mechanism of *Conservative or Liberal? Personalized "
@@ -55,6 +55,8 @@ else:
     e2.number_input("Default ε for missing choices (ε_def)", 0.001, 100.0, step=0.1, key="pdp_default")
     if ss.get("pdp_col") and upd.label_column(ds, ss["pdp_col"]):
         st.markdown("The column holds labels: map each label to an ε (an expert table, paper Sec. III).")
+        st.caption(":material/lock: The labels listed are the values present in the column — **computed from the "
+                   "data**. A real specification maps a public list of choices (the menu users were offered).")
         labels = upd.labels_of(ds, ss["pdp_col"])
         base = ss.get("pdp_label_map_df")
         if base is None or list(base["label"]) != labels:
@@ -83,8 +85,8 @@ m2.metric("min Φ (Minimum's α)", f"{spec.min_eps:.3g}")
 m3.metric("mean Φ (S-avg's t)", f"{spec.mean_eps:.3g}")
 m4.metric("max Φ (S's and T's t)", f"{spec.max_eps:.3g}")
 for note in spec.notes:
-    st.caption(f":material/info: {note}")
-st.caption(f"Source: {spec.source}. The thresholds above are computed over the whole roster U, never over the users "
+    st.caption(f":material/info: {md_escape(note)}")
+st.caption(f"Source: {md_escape(spec.source)}. The thresholds above are computed over the whole roster U, never over the users "
            "whose tuples happen to be in one query — otherwise adding one conservative user would change everybody's "
            "noise and break the guarantee.")
 if spec.roster == "table":
@@ -274,7 +276,7 @@ elif view == "Compare mechanisms":
                     st.plotly_chart(pch.comparison_figure(df, unit=unit, title=f"RMSE of {q.describe()}"),
                                     key=f"pdp_cmp_{kind}")
                     best = df.loc[df["rmse"].idxmin()]
-                    st.markdown(f"**{q.describe()}** (true answer {upd.fmt(df['truth'].iloc[0])}): lowest RMSE "
+                    st.markdown(f"**{md_escape(q.describe())}** (true answer {upd.fmt(df['truth'].iloc[0])}): lowest RMSE "
                                 f"**{best.mechanism}** ({upd.fmt(best.rmse)}, {best.neighbours} neighbours).")
                     st.dataframe(upd.compare_display(df), hide_index=True)
                 except PrdpError as err:
@@ -304,12 +306,12 @@ elif view == "Run a release":
     rel = ss.get("pdp_last_release")
     if rel is not None:
         ans = rel.answers.iloc[0]
-        st.markdown(f"**{ans['query']}** by {rel.params['mechanism']}: **{ans['estimate']:,.4g}**")
+        st.markdown(f"**{md_escape(ans['query'])}** by {md_escape(rel.params['mechanism'])}: **{ans['estimate']:,.4g}**")
         if teaching and rel.truth_included and "true" in rel.answers.columns:
             st.markdown(f"True answer {ans['true']:,.4g} (error {ans['error']:+,.4g}).")
             confidential()
-        st.markdown(f"Promise: {rel.extras['promise']}. Neighbours: {P.NEIGHBOUR_TEXT[rel.params['neighbours']]}.")
-        st.caption(f"Roster: {rel.extras.get('roster', '')}.")
+        st.markdown(f"Promise: {md_escape(rel.extras['promise'])}. Neighbours: {P.NEIGHBOUR_TEXT[rel.params['neighbours']]}.")
+        st.caption(f"Roster: {md_escape(rel.extras.get('roster', ''))}.")
         flagged = [k[:-len('_source')] for k in rel.params if k.endswith("_source") and k != "spec_source"]
         if flagged:
             verb = "is a design default" if len(flagged) == 1 else "are design defaults"

@@ -7,12 +7,13 @@ import streamlit as st
 from prdp_core.accounting import conversion_table
 from prdp_core.charts.policy import loss_cdf_figure, public_function_figure
 from prdp_core.policy import format_loss
+from prdp_core.provenance import data_source
 from prdp_core.splitting import (DEFAULT_KEY, as_thresholds, percentile_thresholds, threshold_percentiles,
                                  thresholds_for_cap, thresholds_from_frame)
 from prdp_core.workload import SplittingPolicy, Workload, workload_from_frame
 from ui import policy as pstate
 from ui import options, state
-from ui.common import code_expander, confidential, learn, show_error
+from ui.common import code_expander, confidential, learn, md_escape, show_error
 from ui.policy_code import policy_code
 
 st.title("Policy designer")
@@ -36,8 +37,12 @@ with left:
     if not per_group:
         cols = st.columns(min(3, len(measures)))
         for i, m in enumerate(measures):
-            cols[i % len(cols)].number_input(f"T({m})", min_value=0.0, step=None, format="%g", key=f"thr_{m}",
-                                             help=f"Largest piece a record's {m} is cut into.")
+            col = cols[i % len(cols)]
+            col.number_input(f"T({md_escape(m)})", min_value=0.0, step=None, format="%g", key=f"thr_{m}",
+                             help=f"Largest piece a record's {md_escape(m)} is cut into.")
+            how = pstate.source_of(m, st.session_state[f"thr_{m}"])
+            if how:
+                col.caption(f":material/lock: computed from the data ({md_escape(how)})")
         thr_make = lambda: as_thresholds({m: st.session_state[f"thr_{m}"] for m in measures})  # noqa: E731
     else:
         gcol = st.selectbox("Group column", groups, key="policy_group_col")
@@ -54,7 +59,8 @@ with left:
                    "public facts.")
         pct = st.slider("At this percentile of each measure (PctScore)", 50.0, 100.0, 97.0, 0.5, key="sugg_pct")
         st.button("Use percentile thresholds", key="sugg_pct_apply", on_click=lambda: pstate.apply_suggestion(
-            percentile_thresholds(ds.table, measures, st.session_state["sugg_pct"])), disabled=per_group)
+            percentile_thresholds(ds.table, measures, st.session_state["sugg_pct"]),
+            data_source(f"p{st.session_state['sugg_pct']:g}")), disabled=per_group)
         c1, c2 = st.columns(2)
         cap = c1.number_input("Loss cap (ρ)", min_value=0.0, value=10.0, key="sugg_cap")
         share = c2.number_input("Share of records allowed above the cap (%)", 0.0, 99.0, 0.0, key="sugg_share")
@@ -62,9 +68,11 @@ with left:
         def _apply_cap() -> None:
             wl = st.session_state["policy"].workload
             try:
+                share = st.session_state["sugg_share"]
                 pstate.apply_suggestion(thresholds_for_cap(
                     ds.table, measures, cap=st.session_state["sugg_cap"], flat=wl.flat_rho, split=wl.split_rho,
-                    share=st.session_state["sugg_share"] / 100.0))
+                    share=share / 100.0), data_source(f"loss cap {st.session_state['sugg_cap']:g}ρ"
+                                                      + (f", {share:g}% above" if share else "")))
                 st.session_state.pop("sugg_error", None)
             except Exception as err:  # PrdpError: shown below
                 st.session_state["sugg_error"] = err
@@ -84,7 +92,7 @@ with right:
         column_config={
             "kind": st.column_config.SelectboxColumn("query", options=["count", "sum", "avg"], required=True),
             "measure": st.column_config.SelectboxColumn("measure", options=[""] + measures),
-            "group_by": st.column_config.TextColumn("group by", help=f"Columns: {', '.join(groups) or 'none'}"),
+            "group_by": st.column_config.TextColumn("group by", help=f"Columns: {md_escape(', '.join(groups)) or 'none'}"),
             "rho": st.column_config.NumberColumn("ρ", min_value=0.0, format="%.4g"),
             "split": st.column_config.CheckboxColumn("split"),
             "clamp": st.column_config.NumberColumn("clamp", min_value=0.0, format="%g"),
@@ -104,7 +112,8 @@ def _make_policy() -> SplittingPolicy:
     wl = workload_from_frame(wl_frame)
     wl = Workload(wl.queries, partition_rho=float(st.session_state["policy_partition_rho"]),
                   joint=bool(st.session_state["policy_joint"]))
-    pol = SplittingPolicy(thr_make(), wl)
+    thr = thr_make()
+    pol = SplittingPolicy(thr, wl, threshold_source=pstate.threshold_sources(thr))
     pol.validate(ds.table, ds.schema.measures)
     pstate.check_preview(pol)
     return pol
@@ -117,6 +126,16 @@ if err is not None:
 else:
     pstate.set_policy(candidate)
 pol = st.session_state["policy"]
+from_data = pstate.flagged_thresholds(pol)
+if from_data:
+    with left:
+        st.warning("**Computed from the confidential data:** " + pstate.flagged_text(pol)
+                   + ". A design aid, not a public value: releases made with it say so in the ledger and every "
+                     "export, and a secure release in review mode refuses it. Type public values in (edit the "
+                     "number), or confirm that these values are public knowledge.", icon=":material/lock:")
+        st.button("These thresholds are public values", key="policy_confirm_public", on_click=pstate.confirm_public,
+                  help="Say that the values shown are known independently of the records (published, agreed in "
+                       "advance): their flag becomes *typed*.")
 
 st.divider()
 st.subheader("What each record loses")
@@ -140,10 +159,10 @@ m3.metric("99th percentile loss", format_loss(summ["p99"]))
 m4.metric("Largest record loss", format_loss(summ["max"]), help=f"{summ['max_pieces']:,} pieces")
 st.markdown(f"- {prev.records.plain_language()}")
 if prev.owners is not None:
-    st.markdown(f"- Owners ({ds.schema.owner_col}): {prev.owners.plain_language(noun='owners')}")
+    st.markdown(f"- Owners ({md_escape(ds.schema.owner_col)}): {prev.owners.plain_language(noun='owners')}")
 thr_pct = threshold_percentiles(ds.table, pol.thresholds) if pol.thresholds.group_col is None else {}
 if thr_pct:
-    st.markdown("- Thresholds sit at the " + ", ".join(f"**{p:.1f}th** percentile of {m}" for m, p in
+    st.markdown("- Thresholds sit at the " + ", ".join(f"**{p:.1f}th** percentile of {md_escape(m)}" for m, p in
                                                       thr_pct.items()) + " (PctScore).")
 
 series_rec = {c["label"]: c["records"] for c in st.session_state.get("policy_compare", [])}
@@ -185,7 +204,7 @@ for g, _row in pol.thresholds.rows[:8]:
 pc2.plotly_chart(public_function_figure(grid, curves, measure=fm, observed=vals if show_data else None),
                  key="public_fn")
 st.caption("This function — not any record's value — is what an agency can publish: anyone who knows a record's "
-           f"{fm} can read off its loss (other measures at most their thresholds, record passing every filter).")
+           f"{md_escape(fm)} can read off its loss (other measures at most their thresholds, record passing every filter).")
 
 st.subheader("In (ε, δ) terms")
 d1, d2 = st.columns([1, 3])

@@ -7,11 +7,12 @@ import streamlit as st
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.charts.tradeoffs import answers_figure
 from prdp_core.export import to_csv_bytes
+from prdp_core.provenance import data_derived
 from prdp_core.secure import mode_label
 from ui import policy as pstate
 from ui import run as rstate
 from ui import state
-from ui.common import code_expander, confidential, learn, seeded_notice, show_error
+from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 from ui.run_code import run_code
 
 st.title("Run")
@@ -24,7 +25,28 @@ learn("**What a release does.** Each SUM is computed on the split table (same to
 ds = state.dataset()
 pol = pstate.ensure_policy()
 teaching = state.teaching()
-st.markdown(f"**Active policy** (edit it on the Policy designer page): {pol.describe()}")
+st.markdown(f"**Active policy** (edit it on the Policy designer page): {md_escape(pol.describe())}")
+from_data = pstate.flagged_thresholds(pol)
+if from_data:
+    single = pol.thresholds.as_dict()["*"] if pol.thresholds.group_col is None else {}
+    st.warning("**Thresholds computed from the confidential data:** " + pstate.flagged_text(pol)
+               + ". Teaching runs may use them (the ledger and the answers CSV say so); a **secure release in "
+                 "review mode refuses them**. Type public values in below, or on the Policy designer page.",
+               icon=":material/lock:")
+    with st.expander("Type public thresholds", icon=":material/edit:",
+                     expanded=st.session_state.get("run_error") is not None):
+        if single:
+            st.caption("Values fixed from public knowledge (published statistics, a documented bound, public or "
+                       "synthetic data) — not read off these records. They replace the flagged thresholds.")
+            pcols = st.columns(min(3, len(from_data)))
+            for i, m in enumerate(from_data):
+                pcols[i % len(pcols)].number_input(f"Public T({md_escape(m)})", min_value=0.0, value=float(single[m]),
+                                                   format="%g", key=f"run_pub_{m}")
+            st.button("Use these public thresholds", key="run_pub_apply", on_click=rstate.on_type_public,
+                      args=(list(from_data),))
+        else:
+            st.caption("Per-group thresholds: type the public values into the thresholds table on the Policy "
+                       "designer page (an edited value is no longer flagged).")
 with st.expander(f"Workload: {len(pol.workload.queries)} quer{'y' if len(pol.workload.queries) == 1 else 'ies'}"):
     st.dataframe(pstate.workload_frame(pol), hide_index=True)
 q_names = [f"{i + 1}. {q.name()}" for i, q in enumerate(pol.workload.queries)]
@@ -61,11 +83,12 @@ else:
     rel_pol, current = rstate.release_policy(pol)
     if not current:
         st.warning("This release was made with an earlier version of the policy (the policy was edited since): "
-                   f"{rel_pol.describe()}. Press **Run release** to release the active policy.")
+                   f"{md_escape(rel_pol.describe())}. Press **Run release** to release the active policy.")
     if rel.secure:
-        st.caption(f":material/lock: {mode_label(True)}: exact noise from OpenDP, answers on the grid "
-                   f"{', '.join(f'{g:g}' for g in rel.extras.get('grid', {}).values())} (one per query); "
-                   "not reproducible.")
+        st.caption(f":material/lock: {mode_label(True)}: exact noise from OpenDP; COUNT and SUM answers lie on "
+                   f"the grid {', '.join(f'{g:g}' for g in rel.extras.get('grid', {}).values())} (one per query), "
+                   "an AVG answer is the ratio of its noisy SUM and noisy COUNT (post-processing of two grid "
+                   "values, not itself on the grid); not reproducible.")
     else:
         seeded_notice(rel.seed if rel.seed is not None else 0)
     ps = rel.extras.get("partition_selection")
@@ -90,7 +113,12 @@ else:
     st.dataframe(sub.head(2000), hide_index=True)
     st.caption(f"{len(sub):,} answers for this query ({len(shown):,} in all); the table shows at most 2,000 — the "
                "download has them all.")
-    st.download_button("Download answers (CSV)", to_csv_bytes(shown), file_name="prdp_answers.csv",
+    derived = data_derived(rel.params)
+    if derived:
+        st.caption(":material/lock: Parameters of this release computed from the confidential data: "
+                   + md_escape("; ".join(derived)) + " (also in the ledger and the CSV).")
+    st.download_button("Download answers (CSV)", to_csv_bytes(rstate.answers_export(rel, teaching)),
+                       file_name="prdp_answers.csv",
                        mime="text/csv", key="run_download")
 
     st.subheader("Policy loss and realized loss")

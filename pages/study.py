@@ -9,7 +9,7 @@ from prdp_core.errors import PrdpError
 from prdp_core.export import to_csv_bytes
 from ui import state
 from ui import study as ustudy
-from ui.common import code_expander, confidential, learn, seeded_notice, show_error
+from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
 st.title("Study")
 st.caption("Everything a review session needs to take home: the study as a config that loads back (here or in "
@@ -35,13 +35,13 @@ except PrdpError as err:
 with tab_export:
     if study is not None:
         kinds = [m["kind"].replace("_", " ") for m in study.mechanisms]
-        st.markdown(f"**Data:** {study.data.describe()}  \n**Mode:** {study.mode}, seed {study.seed}  \n"
+        st.markdown(f"**Data:** {md_escape(study.data.describe())}  \n**Mode:** {study.mode}, seed {study.seed}  \n"
                     f"**Policy parts:** {', '.join(study.policy) or 'none yet'}  \n"
                     f"**Mechanisms:** {', '.join(kinds) or 'none yet (visit the Policy designer first)'}")
         for note in ustudy.export_notes():
-            st.warning(note)
+            st.warning(md_escape(note))
         if study.data.path is not None:
-            st.caption(f":material/info: The config names the data file **{study.data.path}**: keep it next to the "
+            st.caption(f":material/info: The config names the data file **{md_escape(study.data.path)}**: keep it next to the "
                        "config (it is not part of the export).")
         st.download_button("Download the study config (YAML)", yaml_text.encode("utf-8"), file_name="study.yaml",
                            mime="application/x-yaml", key="study_dl_config", type="primary",
@@ -65,9 +65,9 @@ with tab_import:
     if msg:
         (st.error if msg["kind"] == "error" else st.success)(msg["text"])
         if msg["kind"] == "error":
-            st.caption(f"Nothing was changed: the active dataset is still **{state.dataset().name}**.")
+            st.caption(f"Nothing was changed: the active dataset is still **{md_escape(state.dataset().name)}**.")
         for note in msg.get("notes", []):
-            st.info(note)
+            st.info(md_escape(note))
 
 with tab_report:
     teaching = state.teaching()
@@ -118,7 +118,8 @@ with tab_report:
         st.dataframe(led.summary(), hide_index=True)
         st.download_button("Ledger (JSON)", R.ledger_json(led, teaching=teaching),
                            file_name="prdp_ledger.json", mime="application/json", key="study_dl_ledger")
-        st.download_button("Ledger (CSV)", to_csv_bytes(led.summary()), file_name="prdp_ledger.csv", mime="text/csv",
+        st.download_button("Ledger (CSV)", to_csv_bytes(R.ledger_table(led, teaching=teaching)),
+                           file_name="prdp_ledger.csv", mime="text/csv",
                            key="study_dl_ledger_csv")
     else:
         st.caption("No release yet in this session.")

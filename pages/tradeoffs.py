@@ -11,7 +11,7 @@ from prdp_core.errors import PrdpError
 from ui import policy as pstate
 from ui import options, state
 from ui import tradeoffs as T
-from ui.common import code_expander, confidential, learn, show_error
+from ui.common import code_expander, confidential, learn, md_escape, show_error
 
 st.title("Trade-offs")
 st.caption("The price of each policy in accuracy — computed in closed form from the data, before any release.")
@@ -69,12 +69,12 @@ with tab_sweep:
                         st.markdown(f"- At base ρ = {b['base_rho']:g}, every setting swept puts more than 1% of "
                                     "records above the base loss.")
                     elif b["status"] == "undefined":
-                        st.markdown(f"- At base ρ = {b['base_rho']:g}, the relative error of {fam} is undefined: "
+                        st.markdown(f"- At base ρ = {b['base_rho']:g}, the relative error of {md_escape(fam)} is undefined: "
                                     "every true answer it covers is 0.")
                     else:
                         st.markdown(f"- At base ρ = {b['base_rho']:g}, the best setting keeping at most 1% of records "
                                     f"above the base loss is **{b['setting']}**: median answer error "
-                                    f"**{b['median_are']:.1%}** for {fam}, **{b['share_above_base']:.2%}** of records "
+                                    f"**{b['median_are']:.1%}** for {md_escape(fam)}, **{b['share_above_base']:.2%}** of records "
                                     "paying more.")
 
 with tab_top:
@@ -94,9 +94,9 @@ with tab_top:
     min_top = c4.number_input("Answers with at least … records", min_value=1, value=T.default_min_records(ds),
                               key="tr_top_min")
     split_s, top_s = T.schemes_for(ds, measures)
-    st.caption("Schemes — splitting: " + "; ".join(f"**{k}** " + ", ".join(f"T({m})={v:,.4g}" for m, v in t.items())
+    st.caption("Schemes — splitting: " + "; ".join(f"**{k}** " + ", ".join(f"T({md_escape(m)})={v:,.4g}" for m, v in t.items())
                                                     for k, t in split_s.items())
-               + " — top-coding: " + "; ".join(f"**{k}** " + ", ".join(f"c({m})={v:,.4g}" for m, v in t.items())
+               + " — top-coding: " + "; ".join(f"**{k}** " + ", ".join(f"c({md_escape(m)})={v:,.4g}" for m, v in t.items())
                                                for k, t in top_s.items()))
     if not levels:
         st.info("Choose at least one level.")
@@ -155,7 +155,7 @@ with tab_solve:
     except PrdpError as err:
         show_error(err)
     else:
-        st.success(sol.describe())
+        st.success(md_escape(sol.describe()))
         st.warning("These budgets are computed from the **true answers**: publishing them exactly would reveal an "
                    "answer. Adopting them rounds each budget up to two significant digits; for a real release, "
                    "settle budgets on public grounds (or on public or synthetic data).")
@@ -163,7 +163,7 @@ with tab_solve:
                   on_click=pstate.adopt_policy, args=(sol.rounded(),))
         if caps:
             st.markdown("At the current budgets, the **largest thresholds** meeting the goal: "
-                        + ", ".join(f"T({m}) ≤ {t:,.4g}" for m, t in caps.items()) + ".")
+                        + ", ".join(f"T({md_escape(m)}) ≤ {t:,.4g}" for m, t in caps.items()) + ".")
 
 with tab_clip:
     st.markdown("Fig. 1 of the paper: a global ρ-zCDP sum of heavy-tailed Pareto(1, α) values must clip them at Δ. "

@@ -33,6 +33,7 @@ from scipy.optimize import minimize_scalar
 from .errors import ConfigError, ParameterError, PolicyError
 from .validate import non_negative as _check_nonneg
 from .policy import MEASURE_SYMBOL, Measure, _check_measure
+from .provenance import DATA_DERIVED_COLUMN, data_derived
 from .secure import mode_label
 
 # ---------------------------------------------------------------------------
@@ -442,15 +443,16 @@ class Ledger:
         return out
 
     def summary(self, table: pd.DataFrame | None = None) -> pd.DataFrame:
-        """One row per release: label, mechanism, measure, public form, min and sup over the universe,
-        and (when a table is given) the smallest and largest loss among its records."""
+        """One row per release: label, mechanism, measure, public form, min and sup over the universe, seed,
+        mode, the parameters computed from the confidential data (:func:`prdp_core.provenance.data_derived`;
+        empty when all were typed in) and (when a table is given) the largest loss among its records."""
         rows = []
         for i, e in enumerate(self.entries, 1):
             row = {"#": i, "release": e.label, "mechanism": e.mechanism, "measure": MEASURE_SYMBOL[e.measure],
                    "neighbours": e.neighbours,
                    "policy (public form)": e.loss.describe(), "base loss": e.loss.minimum(),
                    "worst case": e.loss.supremum(), "seed": e.seed, "secure": e.secure,
-                   "mode": mode_label(e.secure)}
+                   "mode": mode_label(e.secure), DATA_DERIVED_COLUMN: "; ".join(data_derived(e.params))}
             if table is not None:
                 v = e.loss(table)
                 row["largest record loss"] = float(v.max()) if v.size else 0.0

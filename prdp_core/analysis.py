@@ -523,7 +523,7 @@ class BudgetSolution:
 
         wl = self.policy.workload
         qs = tuple(replace(q, rho=up(q.rho), rho_count=up(q.rho_count)) for q in wl.queries)
-        return SplittingPolicy(self.policy.thresholds, Workload(qs, wl.partition_rho, wl.joint))
+        return replace(self.policy, workload=Workload(qs, wl.partition_rho, wl.joint))
 
     def describe(self) -> str:
         fams = ", ".join(f"{f}: ρ = {r:.4g}" for f, r in self.rho_by_family.items())
@@ -569,8 +569,7 @@ def solve_budget(table: pd.DataFrame, policy: SplittingPolicy, *, target: float,
             new_q.append(replace(q, rho=rho_fam[f]))
         else:
             new_q.append(q)
-    pol = SplittingPolicy(policy.thresholds, Workload(tuple(new_q), policy.workload.partition_rho,
-                                                      policy.workload.joint))
+    pol = replace(policy, workload=Workload(tuple(new_q), policy.workload.partition_rho, policy.workload.joint))
     return BudgetSolution(target, gamma, share, rho_fam, pol)
 
 

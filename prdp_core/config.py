@@ -28,6 +28,7 @@ from typing import Any, Callable, Iterable, Mapping
 import yaml
 
 from .errors import ConfigError, DataError, PrdpError
+from .provenance import is_data_derived
 
 #: The schema version this build reads and writes.
 SCHEMA_VERSION = 1
@@ -324,6 +325,29 @@ def _thresholds(v: Any) -> dict[str, Any]:
             rows[key] = {str(m): _number(t, f"{rp}.{m}", positive=True) for m, t in row.items()}
         return {"group_column": col, "rows": rows}
     return {str(m): _number(t, f"{path}.{m}", positive=True) for m, t in v.items()}
+
+
+def _threshold_source(v: Any, thresholds: Mapping[str, Any] | None) -> dict[str, str]:
+    """``policy.threshold_source``: measure → where its threshold came from (``typed``, or ``data: …`` when
+    it was computed from the confidential data). Optional; a measure not listed was typed in."""
+    path = "policy.threshold_source"
+    if thresholds is None:
+        raise _err(path, "needs policy.thresholds.")
+    if not isinstance(v, Mapping):
+        raise _err(path, "must map measures to the source of their threshold, e.g. {EMP: 'data: p99'}.")
+    measures = set(thresholds) if "rows" not in thresholds else {m for r in thresholds["rows"].values() for m in r}
+    out: dict[str, str] = {}
+    for m, src in v.items():
+        key = f"{path}.{m}"
+        if str(m) not in measures:
+            raise _err(key, f"{_fmt(m)} has no threshold in policy.thresholds.")
+        src = _text(src, key, max_len=200)
+        if src.strip() != "typed" and not is_data_derived(src):
+            raise _err(key, f"must be 'typed' or start with 'data:' (got {_fmt(src)}).",
+                       hint="e.g. 'data: p99' for a threshold computed from the data's 99th percentile.")
+        if src.strip() != "typed":
+            out[str(m)] = src.strip()
+    return out
 
 
 QUERY_KEYS = ("kind", "measure", "rho", "split", "group_by", "filter", "clamp", "rho_count", "label")
@@ -689,7 +713,7 @@ class Study:
         if "thresholds" not in self.policy or self.workload is None:
             raise ConfigError("policy.thresholds: unit splitting needs thresholds and a workload.")
         wl = Workload.from_dict(self.workload)
-        return SplittingPolicy(self.thresholds(table), wl)
+        return SplittingPolicy(self.thresholds(table), wl, threshold_source=self.policy.get("threshold_source") or {})
 
     def budget_function(self) -> Any:
         if "budget" not in self.policy:
@@ -820,8 +844,8 @@ class Study:
 
 def _policy_out(p: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for k in ("thresholds", "budget", "specification", "tiers"):
-        if k not in p:
+    for k in ("thresholds", "threshold_source", "budget", "specification", "tiers"):
+        if k not in p or (k == "threshold_source" and not p[k]):
             continue
         v = p[k]
         if k == "budget":
@@ -895,9 +919,12 @@ def study_from_dict(d: Any, *, base_dir: str | os.PathLike | None = None) -> Stu
         safe_data_path(data.path, base_dir)
     policy: dict[str, Any] = {}
     if top.get("policy") is not None:
-        pd_ = _mapping(top["policy"], "policy", ("thresholds", "budget", "specification", "tiers"))
+        pd_ = _mapping(top["policy"], "policy", ("thresholds", "threshold_source", "budget", "specification",
+                                                 "tiers"))
         if pd_.get("thresholds") is not None:
             policy["thresholds"] = _thresholds(pd_["thresholds"])
+        if pd_.get("threshold_source") is not None:
+            policy["threshold_source"] = _threshold_source(pd_["threshold_source"], policy.get("thresholds"))
         if pd_.get("budget") is not None:
             policy["budget"] = _budget(pd_["budget"])
         if pd_.get("specification") is not None:

@@ -42,6 +42,7 @@ from .config import (SCHEMA_VERSION, ConfigError, DataSource, Study, load_config
 from .data import Dataset
 from .errors import PrdpError
 from .export import to_csv_bytes
+from .provenance import DATA_DERIVED_COLUMN, data_derived, is_data_derived, stamp_answers
 from .release import Release
 
 #: In review mode, loss CDFs stop where fewer than this many records lie above (so no single
@@ -90,9 +91,9 @@ def _run_unit_splitting(study: Study, ds: Dataset, m: Mapping[str, Any], seed: i
 
     policy = study.splitting_policy(ds.table)
     policy.validate(ds.table, ds.schema.measures)
-    if m.get("secure"):
+    if m.get("secure"):  # review mode refuses thresholds computed from the data (teaching runs may use them)
         rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=reveal,
-                                     partition_delta=m["partition_delta"])
+                                     partition_delta=m["partition_delta"], allow_data_derived=reveal)
     else:
         rel = unit_splitting.release(ds, policy, rng=np.random.default_rng(seed), reveal=reveal, seed=seed,
                                      partition_delta=m["partition_delta"])
@@ -250,14 +251,17 @@ def results_frame(releases: Iterable[tuple[str, Any, Release]] | Iterable[tuple[
 
     Truth columns (true value, error, record counts) only when ``teaching``; review mode uses
     :meth:`Release.for_review`. Columns of different mechanisms are united (blank where a
-    mechanism has no such column)."""
+    mechanism has no such column). The last columns say how each answer was made: the app mode,
+    ``secure``, the ``seed`` and the parameters computed from the confidential data
+    (:func:`prdp_core.provenance.stamp_answers`)."""
     frames = []
     for item in releases:
         label, rel = item[0], item[-1]
         a = _answers(rel, teaching)
         a.insert(0, "release", label)
         a.insert(1, "mechanism", rel.mechanism)
-        frames.append(a)
+        frames.append(stamp_answers(a, teaching=teaching, secure=rel.secure, seed=rel.seed,
+                                    derived=data_derived(rel.params)))
     if not frames:
         return pd.DataFrame(columns=["release", "mechanism"])
     return pd.concat(frames, ignore_index=True, sort=False)
@@ -270,17 +274,21 @@ def _rho_of(value: float, measure: str) -> float:
 def budget_table(run: StudyRun) -> pd.DataFrame:
     """The budget table, SafeTab style: one row per release × query × group level (or tier),
     with its budget in its own unit (ρ for zCDP, ε for pure DP), how a record is charged, and
-    the ρ equivalent (ε²/2 for pure ε) so rows can be compared and added. Only public forms:
-    no per-record number."""
+    the ρ equivalent (ε²/2 for pure ε) so rows can be compared and added, and the release's parameters
+    computed from the confidential data (empty when all were typed in). Only public forms: no
+    per-record number."""
     rows: list[dict[str, Any]] = []
+    derived = ""
 
     def add(release: str, query: str, group: str, measure: str, budget: float, charged: str) -> None:
         rows.append({"release": release, "query": query, "group level": group,
                      "unit": "ρ (zCDP)" if measure == "rho" else "ε (pure DP)", "budget": float(budget),
-                     "charged to a record": charged, "ρ equivalent": _rho_of(float(budget), measure)})
+                     "charged to a record": charged, "ρ equivalent": _rho_of(float(budget), measure),
+                     DATA_DERIVED_COLUMN: derived})
 
     for label, m, rel in run.releases:
         kind = m["kind"]
+        derived = "; ".join(data_derived(rel.params))
         if kind == "unit_splitting":
             pol = rel.entries[0].loss
             wl = pol.workload
@@ -315,17 +323,27 @@ def budget_table(run: StudyRun) -> pd.DataFrame:
             q = str(rel.answers["query"].iloc[0]) if "query" in rel.answers.columns and len(rel.answers) else e.label
             add(label, q, "(all records)", e.measure, bound, e.loss.describe())
     return pd.DataFrame(rows, columns=["release", "query", "group level", "unit", "budget", "charged to a record",
-                                       "ρ equivalent"])
+                                       "ρ equivalent", DATA_DERIVED_COLUMN])
 
 
 def ledger_frame(run: StudyRun) -> pd.DataFrame:
-    """One row per ledger entry (public forms only; data-dependent minima left out in review)."""
-    s = run.ledger.summary()
+    """One row per ledger entry (public forms only; data-dependent minima left out in review), with the
+    app mode the run was made in."""
+    s = ledger_table(run.ledger, teaching=run.teaching)
     if not run.teaching and len(s):
         from .accounting import RecordLoss
 
         data_dep = [isinstance(e.loss, RecordLoss) for e in run.ledger.entries]
         s.loc[data_dep, "base loss"] = np.nan
+    return s
+
+
+def ledger_table(ledger: Ledger, *, teaching: bool) -> pd.DataFrame:
+    """The ledger summary as exported: one row per entry, its seed, secure marker and mode
+    (``Ledger.summary``), the parameters computed from the data, and the ``app mode`` (teaching or
+    review) of the session or study that exports it."""
+    s = ledger.summary()
+    s.insert(1, "app mode", "teaching" if teaching else "review")
     return s
 
 
@@ -567,6 +585,13 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
     pol = _policy(run)
     if pol is not None:
         parts.append(f"<p><b>Unit splitting (per-record zCDP).</b> {e(pol.describe())}</p>")
+        from_data = {m: s for m, s in pol.threshold_sources().items() if is_data_derived(s)}
+        if from_data:
+            parts.append("<div class='banner teaching'><b>Computed from the data.</b> "
+                         + e(", ".join(f"T({m}) ({s})" for m, s in from_data.items()))
+                         + ": design aids computed from the confidential records, not public facts. A real release "
+                         "must fix its thresholds from public knowledge (a secure release in review mode refuses "
+                         "these).</div>")
         for meas in pol.thresholds.measures[:4]:
             thr_rows = pol.thresholds.rows[:6]
             t_min = min(dict(r)[meas] for _, r in thr_rows if meas in dict(r))
@@ -677,9 +702,14 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
     parts.append("<h2>Ledger</h2>")
     parts.append(_table(ledger_frame(run)))
     parts.append("<h2>Parameters and seeds</h2>")
-    seeds = [{"release": label, "mechanism": rel.mechanism, "seed": rel.seed,
-              "secure": bool(getattr(rel, "secure", False))} for label, _, rel in run.releases]
+    seeds = [{"release": label, "mechanism": rel.mechanism, "app mode": "teaching" if teaching else "review",
+              "seed": rel.seed, "secure": bool(getattr(rel, "secure", False)),
+              DATA_DERIVED_COLUMN: "; ".join(data_derived(rel.params))} for label, _, rel in run.releases]
     parts.append(_table(pd.DataFrame(seeds)))
+    if any(r[DATA_DERIVED_COLUMN] for r in seeds):
+        parts.append("<p>Parameters listed as <b>data-derived</b> were computed from the confidential records (a "
+                     "design aid): the release leaks through them, whatever its noise. Fix them from public "
+                     "knowledge before publishing.</p>")
     if any(r["secure"] for r in seeds):
         parts.append("<p>Releases marked <b>secure</b> used exact samplers with a system random source: they have no "
                      "seed, and a rerun gives other numbers (the reproduction script reruns them, not bit for bit).</p>")
@@ -797,11 +827,13 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
             else:
                 L.append(f"thresholds = as_thresholds({_py(t)})")
             L.append(f"workload = Workload.from_dict({_py(study.workload)})")
-            L.append("policy = SplittingPolicy(thresholds, workload)")
+            src = pol.get("threshold_source")
+            L.append("policy = SplittingPolicy(thresholds, workload" + (
+                f", threshold_source={_py(src)})" if src else ")"))
             if m.get("secure"):
                 L.append("# secure mode: exact samplers and a system random source — unseeded, so every run differs")
                 L.append(f"rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=REVEAL, "
-                         f"partition_delta={m['partition_delta']!r})")
+                         f"partition_delta={m['partition_delta']!r}" + (", allow_data_derived=REVEAL)" if src else ")"))
             else:
                 L.append(f"rel = unit_splitting.release(ds, policy, rng=np.random.default_rng({seed}), "
                          f"reveal=REVEAL, seed={seed}, partition_delta={m['partition_delta']!r})")
@@ -924,6 +956,7 @@ def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progre
 
 
 __all__ = ["ConfigError", "DataSource", "OUTPUT_FILES", "REVIEW_TAIL", "SCHEMA_VERSION", "Study", "StudyRun",
-           "budget_table", "conversion_rows", "error_summary", "ledger_dict", "ledger_frame", "ledger_json", "load_config",
+           "budget_table", "conversion_rows", "error_summary", "ledger_dict", "ledger_frame", "ledger_json", "ledger_table",
+           "load_config",
            "load_data", "parse_config", "render_html", "reproduction_script", "resolve_data_path", "results_frame",
            "review_cdf", "run_study", "safe_data_path", "study_from_dict", "write_outputs"]

@@ -37,6 +37,7 @@ import pandas as pd
 
 from .accounting import LossFunction, register_loss
 from .errors import ConfigError, ParameterError, PolicyError
+from .provenance import check_sources
 from .splitting import DEFAULT_KEY, Thresholds, as_thresholds, split_counts
 
 QueryKind = Literal["count", "sum", "avg"]
@@ -257,7 +258,20 @@ class SplittingPolicy(LossFunction):
     thresholds: Thresholds
     workload: Workload
     measure: str = "rho"
+    #: Where each threshold came from, measure → source (``"data: p99 (rounded)"`` for one computed from the
+    #: confidential data; a measure not listed was typed in as a public value). See :mod:`prdp_core.provenance`.
+    #: Given as a mapping; kept as sorted (measure, source) pairs.
+    threshold_source: Any = ()
     kind: ClassVar[str] = "splitting_policy"
+
+    def __post_init__(self) -> None:
+        src = self.threshold_source
+        src = check_sources(dict(src) if isinstance(src, tuple) else src)
+        object.__setattr__(self, "threshold_source", tuple(sorted(src.items())))
+
+    def threshold_sources(self) -> dict[str, str]:
+        """measure → source of the thresholds not typed in (empty when every threshold is public)."""
+        return dict(self.threshold_source)
 
     def _pieces(self, table: pd.DataFrame, q: Query | None) -> np.ndarray:
         """m(r) for query q (joint: all measures; separate: q's measure only)."""
@@ -323,15 +337,23 @@ class SplittingPolicy(LossFunction):
         return self.workload.total_rho if not self.workload.needs_split() else math.inf
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "measure": "rho", "thresholds": self.thresholds.to_dict(),
-                "workload": self.workload.to_dict()}
+        d = {"kind": self.kind, "measure": "rho", "thresholds": self.thresholds.to_dict(),
+             "workload": self.workload.to_dict()}
+        if self.threshold_source:
+            d["threshold_source"] = self.threshold_sources()
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "SplittingPolicy":
-        return cls(Thresholds.from_dict(d["thresholds"]), Workload.from_dict(d["workload"]))
+        return cls(Thresholds.from_dict(d["thresholds"]), Workload.from_dict(d["workload"]),
+                   threshold_source=d.get("threshold_source") or {})
 
     def validate(self, table: pd.DataFrame, measures: tuple[str, ...] | None = None) -> None:
         self.thresholds.validate(table, measures)
+        stray = [m for m, _ in self.threshold_source if m not in self.thresholds.measures]
+        if stray:
+            raise PolicyError(f"threshold_source names '{stray[0]}', which has no splitting threshold.",
+                              hint="List the source of thresholds of the policy only.")
         self.workload.validate(table, measures)
         for q in self.workload.queries:
             if q.split and q.kind != "count" and q.measure not in self.thresholds.measures:

@@ -2,17 +2,52 @@
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 import streamlit as st
 
 from prdp_core.errors import PrdpError
 
 
+#: Characters Markdown, GitHub-flavoured Markdown, KaTeX or HTML give a meaning to wherever they stand (CommonMark
+#: lets any ASCII punctuation be escaped with a backslash).
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>&$|~#{}!])")
+#: Underscores that can open or close emphasis (not those inside a word, such as snake_case names).
+_MD_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")
+#: A list marker or numbered-list marker at the start of the text.
+_MD_LEADING = re.compile(r"^(\s*)([-+]|\d+[.)])(?=\s|$)")
+#: A colon that can start a Streamlit directive or shortcode (:red[…], :material/icon:, :smile:) or an
+#: autolink (http://…): followed by a word character, '+', '-' or '/'.
+_MD_COLON = re.compile(r":(?=[\w+/-])")
+#: The start of a bare-URL autolink of GitHub-flavoured Markdown.
+_MD_WWW = re.compile(r"(?i)\b(www)\.")
+
+
+def md_escape(text: Any) -> str:
+    """User text (a column name, group value, file name, expression, label) made safe to put into
+    anything Streamlit renders as Markdown: ``st.markdown``/``caption``/``info``/``error``…, widget
+    labels, ``help=``, expander and tab labels, metric labels.
+
+    Markdown and HTML metacharacters are backslash-escaped, so ``![m](http://host/x.png)`` shows as
+    that text instead of loading an image, ``<img …>`` stays text and ``**b**``, ``_i_`` and ``$x$``
+    are not formatted; a zero-width space after a colon that could start a Streamlit directive or
+    shortcode (``:red[…]``, ``:material/icon:``, ``:smile:``) or a URL breaks them, as one inside
+    ``www.`` breaks bare-URL autolinks; line breaks become spaces. What the reader sees is the text.
+    """
+    s = " ".join(str(text).splitlines())
+    s = _MD_SPECIAL.sub(r"\\\1", s)
+    s = _MD_UNDERSCORE.sub(r"\\_", s)
+    s = _MD_LEADING.sub(lambda m: m.group(1) + (m.group(2)[:-1] + "\\" + m.group(2)[-1]
+                                                 if m.group(2)[-1] in ".)" else "\\" + m.group(2)), s)
+    s = _MD_COLON.sub(":\u200b", s)
+    return _MD_WWW.sub("\\1\u200b.", s)
+
+
 def show_error(err: PrdpError) -> None:
     """Show an engine error as a message the user can act on (never a traceback)."""
-    st.error(f"**{err.title}.** {err}")
+    st.error(f"**{err.title}.** {md_escape(err)}")
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from prdp_core.mechanisms import partial
 from prdp_core.release import Release
 
 from . import state
+from .common import md_escape
 
 #: Widget keys of the histogram lab and their defaults.
 LAB_DEFAULTS: dict[str, Any] = {"hl_source": "generated", "hl_d": 64, "hl_n": 50_000, "hl_patterns": 20,
@@ -168,7 +169,7 @@ def on_run() -> None:
     try:
         res = run_lab(state.token(), _items(params), seed, teaching, state.dataset())
     except PrdpError as err:
-        st.session_state["hl_error"] = f"**{err.title}.** {err}"
+        st.session_state["hl_error"] = f"**{err.title}.** {md_escape(err)}"
         st.session_state.pop("hl_ran", None)
         return
     state.record_release(res.heavy)

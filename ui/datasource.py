@@ -19,6 +19,7 @@ from prdp_core.data import (Dataset, Schema, check_table, guess_schema, load_tab
 from prdp_core.errors import PrdpError
 
 from . import state
+from .common import md_escape
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -36,7 +37,7 @@ def message(where: str) -> None:
     if m and m["where"] == where:
         if m["kind"] == "error":
             st.error(m["text"])
-            st.caption(f"The active dataset is still **{state.dataset().name}**.")
+            st.caption(f"The active dataset is still **{md_escape(state.dataset().name)}**.")
         elif m["kind"] == "info":
             st.info(m["text"])
         else:
@@ -44,7 +45,7 @@ def message(where: str) -> None:
 
 
 def _error_text(err: PrdpError) -> str:
-    return f"**{err.title}.** {err}"
+    return f"**{err.title}.** {md_escape(err)}"
 
 
 def raw_from_sample(name: str, n: int | None, seed: int) -> None:
@@ -77,7 +78,7 @@ def on_load_sample() -> None:
         return
     state.set_dataset(ds, {"kind": "sample", "name": name, "n": n_arg, "seed": seed})
     raw_from_sample(name, n_arg, seed)
-    _msg("success", f"Loaded {ds.describe()}.", "samples")
+    _msg("success", f"Loaded {md_escape(ds.describe())}.", "samples")
 
 
 def on_upload() -> None:
@@ -101,11 +102,11 @@ def on_upload() -> None:
         if not schema.measures and not numeric_columns(df):
             _msg("error", _error_text(err), "upload")  # nothing to decide: no column can be a measure
             return
-        _msg("info", f"Loaded **{up.name}** ({len(df):,} rows), but it needs your decision before it can be used: "
+        _msg("info", f"Loaded **{md_escape(up.name)}** ({len(df):,} rows), but it needs your decision before it can be used: "
                      "open the **Column roles** tab.", "upload")
         return
     state.set_dataset(ds, {"kind": "file", "filename": up.name, "schema": schema.to_dict(), "options": {}})
-    _msg("success", f"Active dataset: {ds.describe()}. Column roles were guessed from the data: check them in the "
+    _msg("success", f"Active dataset: {md_escape(ds.describe())}. Column roles were guessed from the data: check them in the "
                     "**Column roles** tab.", "upload")
 
 
@@ -147,7 +148,7 @@ def on_apply(rid: str) -> None:
         _msg("error", _error_text(err), "roles")
         return
     state.set_dataset(ds, {**raw["source"], "schema": schema.to_dict(), "options": opts})
-    _msg("success", f"Active dataset: {ds.describe()}.", "roles")
+    _msg("success", f"Active dataset: {md_escape(ds.describe())}.", "roles")
 
 
 def reproduce_code(source: dict[str, Any], ds: Dataset) -> str:

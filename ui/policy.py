@@ -6,14 +6,19 @@ Keys in ``st.session_state``:
   Run and Trade-offs pages); kept when an edit is invalid;
 * ``policy_token`` – the dataset token the policy was made for (a new dataset resets it);
 * ``policy_compare`` – saved policy-loss CDFs overlaid for comparison;
-* ``policy_summary`` – the one-line description shown in the sidebar.
+* ``policy_summary`` – the one-line description shown in the sidebar;
+* ``policy_thr_sources`` – thresholds the page wrote from the confidential data (the 99th-percentile
+  defaults, percentile and loss-cap suggestions, or an imported ``threshold_source``): measure →
+  ``{"values": [...], "source": "data: …"}``. A threshold still at one of those values is flagged
+  as computed from the data; typing another value (or confirming it as public) makes it "typed".
 """
 
 from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from dataclasses import replace
+from typing import Any, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -23,11 +28,13 @@ from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
 from prdp_core.policy import LossProfile
 from prdp_core.preview import PolicyPreview, preview_policy
+from prdp_core.provenance import data_source, is_data_derived
 from prdp_core.samples import CBP_SPLIT_SCHEMES
 from prdp_core.splitting import Thresholds, as_thresholds, split_counts, thresholds_to_frame
 from prdp_core.workload import SplittingPolicy, Workload, default_workload, workload_to_frame
 
 from . import state
+from .common import md_escape
 
 #: Table 8 "Conservative" thresholds for the CBP-like sample (the ≈97–99th percentiles).
 _CBP_DEFAULT = {m: float(t) for m, t in CBP_SPLIT_SCHEMES["Conservative"].items()}
@@ -41,8 +48,17 @@ def _round2(x: float) -> float:
     return float(round(x / 10**p) * 10**p)
 
 
+#: Session key of the thresholds computed from the data (see the module docstring).
+SOURCES_KEY = "policy_thr_sources"
+
+#: Source of the starting thresholds of a table other than the CBP-like sample.
+DEFAULT_SOURCE = data_source("p99 (rounded)")
+
+
 def default_thresholds(ds: Dataset) -> dict[str, float]:
-    """Starting thresholds: Table 8's conservative scheme for CBP-like data, else the 99th percentiles."""
+    """Starting thresholds: Table 8's conservative scheme for CBP-like data (published values), else the
+    99th percentiles rounded to two significant digits — computed from the confidential data, so
+    :func:`ensure_policy` flags them (:data:`DEFAULT_SOURCE`)."""
     if all(m in ds.schema.measures for m in _CBP_DEFAULT) and ds.name.startswith("cbp_like"):
         return dict(_CBP_DEFAULT)
     out = {}
@@ -73,6 +89,9 @@ def ensure_policy() -> SplittingPolicy:
     if ss.get("policy_token") != state.token() or "policy" not in ss:
         ds = state.dataset()
         pol = default_policy(ds)
+        ss[SOURCES_KEY] = {}
+        if not (ds.name.startswith("cbp_like") and pol.thresholds.as_dict()["*"] == _CBP_DEFAULT):
+            mark_from_data(pol.thresholds.as_dict()["*"], DEFAULT_SOURCE)
         set_policy(pol)
         ss["policy_token"] = state.token()
         ss["policy_compare"] = []
@@ -88,15 +107,83 @@ def ensure_policy() -> SplittingPolicy:
 
 
 def set_policy(pol: SplittingPolicy) -> None:
+    """Make ``pol`` the active policy, its ``threshold_source`` set from the thresholds the page wrote from
+    the data (:func:`threshold_sources`)."""
+    pol = replace(pol, threshold_source=threshold_sources(pol.thresholds))
     st.session_state["policy"] = pol
     wl = pol.workload
+    from_data = pol.threshold_sources()
     st.session_state["policy_summary"] = (
         f"**Unit splitting** (per-record zCDP)  \nbase loss {wl.total_rho:.3g}ρ, "
-        f"{wl.split_rho:.3g}ρ·m(r)² on split data  \n{pol.thresholds.describe()}")
+        f"{wl.split_rho:.3g}ρ·m(r)² on split data  \n{md_escape(pol.thresholds.describe())}"
+        + (f"  \n:material/lock: computed from the data: {md_escape(', '.join(f'T({m})' for m in from_data))}"
+           if from_data else ""))
+
+
+def mark_from_data(values: Mapping[str, float], source: str) -> None:
+    """Remember thresholds written into the editors from the confidential data (``source``: how, e.g.
+    ``"data: p97.5"``), so the page, the policy and every release say so until a value is retyped."""
+    ss = st.session_state
+    flags = dict(ss.get(SOURCES_KEY) or {})
+    for m, v in values.items():
+        flags[str(m)] = {"values": [float(v)], "source": source}
+    ss[SOURCES_KEY] = flags
+
+
+def threshold_sources(thr: Thresholds) -> dict[str, str]:
+    """measure → source of the thresholds still at a value the page computed from the data (a threshold
+    row of any group at that value flags the measure)."""
+    flags = st.session_state.get(SOURCES_KEY) or {}
+    out = {}
+    for m in thr.measures:
+        f = flags.get(m)
+        if f and any(dict(row).get(m) in f["values"] for _, row in thr.rows):
+            out[m] = f["source"]
+    return out
+
+
+def confirm_public(measures: Iterable[str] | None = None) -> None:
+    """Callback: the designer states that these thresholds (default: all) are public values — their flag
+    becomes "typed" — and the active policy is updated."""
+    ss = st.session_state
+    flags = dict(ss.get(SOURCES_KEY) or {})
+    for m in list(flags) if measures is None else measures:
+        flags.pop(m, None)
+    ss[SOURCES_KEY] = flags
+    if "policy" in ss:
+        set_policy(ss["policy"])
+
+
+def source_of(measure: str, value: float) -> str | None:
+    """How the threshold ``value`` of ``measure`` was computed from the data (``"p99 (rounded)"``), or
+    None when it was typed in."""
+    f = (st.session_state.get(SOURCES_KEY) or {}).get(measure)
+    if f and value in f["values"] and is_data_derived(f["source"]):
+        return f["source"].split(":", 1)[-1].strip()
+    return None
+
+
+def flagged_thresholds(pol: SplittingPolicy) -> dict[str, str]:
+    """The active policy's thresholds computed from the data: measure → how (``"p99 (rounded)"``)."""
+    return {m: s.split(":", 1)[-1].strip() for m, s in pol.threshold_sources().items() if is_data_derived(s)}
+
+
+def flagged_text(pol: SplittingPolicy) -> str:
+    """The flagged thresholds as Markdown-safe text: ``T(balance) = 500 (p99 (rounded))`` (no value for
+    per-group thresholds)."""
+    single = pol.thresholds.as_dict()["*"] if pol.thresholds.group_col is None else {}
+    return md_escape(", ".join(f"T({m})" + (f" = {single[m]:,.6g}" if m in single else "") + f" ({how})"
+                               for m, how in flagged_thresholds(pol).items()))
 
 
 def policy_key(pol: SplittingPolicy) -> str:
     return json.dumps(pol.to_dict(), sort_keys=True, default=str)
+
+
+def cache_key(pol: SplittingPolicy) -> str:
+    """Key of the caches of what a policy computes (previews, statistics): thresholds and workload, not
+    where the thresholds came from (confirming a value as public recomputes nothing)."""
+    return policy_key(replace(pol, threshold_source=()))
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -120,7 +207,7 @@ def cached_preview(token: str, pol_json: str, owner_method: str, _ds: Dataset,
 
 
 def preview(pol: SplittingPolicy, owner_method: str = "lemma4") -> PolicyPreview:
-    return cached_preview(state.token(), policy_key(pol), owner_method, state.dataset(), pol)
+    return cached_preview(state.token(), cache_key(pol), owner_method, state.dataset(), pol)
 
 
 def save_comparison(label: str, prev: PolicyPreview) -> None:
@@ -139,11 +226,14 @@ def _round_up(x: float, digits: int = 3) -> float:
     return float(math.ceil(x / 10**p - 1e-9) * 10**p)
 
 
-def apply_suggestion(thr: Thresholds) -> None:
-    """Callback target: write suggested (single-row) thresholds into the editors, rounded up."""
+def apply_suggestion(thr: Thresholds, source: str) -> None:
+    """Callback target: write suggested (single-row) thresholds into the editors, rounded up, flagged as
+    computed from the data (``source``, e.g. ``"data: p97.5"``)."""
     ss = st.session_state
-    for m, t in thr.as_dict()["*"].items():
-        ss[f"thr_{m}"] = _round_up(float(t))
+    vals = {m: _round_up(float(t)) for m, t in thr.as_dict()["*"].items()}
+    for m, t in vals.items():
+        ss[f"thr_{m}"] = t
+    mark_from_data(vals, source)
 
 
 def thresholds_frame_for_editor(ds: Dataset) -> pd.DataFrame:

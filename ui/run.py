@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,9 @@ from prdp_core import analysis
 from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms.unit_splitting import QueryStats, release, workload_stats
+from prdp_core.provenance import data_derived, stamp_answers
 from prdp_core.release import Release
+from prdp_core.splitting import as_thresholds
 from prdp_core.workload import SplittingPolicy
 
 from . import policy as pstate
@@ -26,7 +29,7 @@ def cached_stats(token: str, pol_json: str, _ds: Dataset, _pol: SplittingPolicy)
 
 
 def stats_for(pol: SplittingPolicy) -> list[QueryStats]:
-    return cached_stats(state.token(), pstate.policy_key(pol), state.dataset(), pol)
+    return cached_stats(state.token(), pstate.cache_key(pol), state.dataset(), pol)
 
 
 def on_run(partition_delta_key: str) -> None:
@@ -39,10 +42,11 @@ def on_run(partition_delta_key: str) -> None:
     try:  # secure: exact OpenDP noise, unseeded (the rng is not used)
         chosen = ss.get("run_queries")
         if chosen is not None and len(chosen) < len(pol.workload.queries):
-            pol = SplittingPolicy(pol.thresholds, pol.workload.subset(chosen))
+            pol = replace(pol, workload=pol.workload.subset(chosen))
+        # review mode: a secure release refuses thresholds computed from the data (teaching runs may use them)
         rel = release(state.dataset(), pol, rng=rng, reveal=True, seed=seed,
                       partition_delta=float(ss.get(partition_delta_key, 1e-6)), stats_=stats_for(pol),
-                      secure=bool(ss.get("run_secure", False)))
+                      secure=bool(ss.get("run_secure", False)), allow_data_derived=state.teaching())
     except PrdpError as err:
         ss["run_error"] = err
         return
@@ -52,6 +56,32 @@ def on_run(partition_delta_key: str) -> None:
     ss["run_policy"] = pol  # the policy released (only the chosen queries)
     ss["run_policy_of"] = active_key  # the active policy it came from
     state.record_release(rel)
+
+
+def on_type_public(measures: list[str]) -> None:
+    """Callback of the Run page's typed-in route: make the values typed in ``run_pub_<measure>`` the
+    thresholds of the active policy, as public values (their flag becomes "typed")."""
+    ss = st.session_state
+    pol: SplittingPolicy = ss["policy"]
+    try:
+        vals = {m: float(ss[f"run_pub_{m}"]) for m in measures}
+        thr = as_thresholds({**pol.thresholds.as_dict()["*"], **vals})
+        new = SplittingPolicy(thr, pol.workload)
+        new.validate(state.dataset().table, state.dataset().schema.measures)
+        pstate.check_preview(new)
+    except PrdpError as err:
+        ss["run_error"] = err
+        return
+    pstate.confirm_public(measures)
+    pstate.adopt_policy(new)
+    ss.pop("run_error", None)
+
+
+def answers_export(rel: Release, teaching: bool) -> pd.DataFrame:
+    """The answers download: the table as shown plus the app mode, secure marker, seed and data-derived
+    parameters (:func:`prdp_core.provenance.stamp_answers`)."""
+    return stamp_answers(answers_for_display(rel, teaching), teaching=teaching, secure=rel.secure, seed=rel.seed,
+                         derived=data_derived(rel.params))
 
 
 def current_release() -> Release | None:
@@ -110,5 +140,5 @@ def jsonable(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, default=str)
 
 
-__all__ = ["analysis", "answers_for_display", "cached_stats", "current_release", "error_summary", "loss_cdfs",
-           "on_run", "stats_for"]
+__all__ = ["analysis", "answers_export", "answers_for_display", "cached_stats", "current_release", "error_summary",
+           "loss_cdfs", "on_run", "on_type_public", "stats_for"]

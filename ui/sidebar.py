@@ -5,15 +5,16 @@ from __future__ import annotations
 import streamlit as st
 
 from . import state
+from .common import md_escape
 
 
 def render() -> None:
     ds = state.dataset()
     with st.sidebar:
         st.markdown("### Active dataset")
-        st.markdown(f"**{ds.name}**  \n{ds.n:,} records  \nMeasures: {', '.join(ds.schema.measures)}")
+        st.markdown(f"**{md_escape(ds.name)}**  \n{ds.n:,} records  \nMeasures: {md_escape(', '.join(ds.schema.measures))}")
         if ds.schema.owner_col:
-            st.caption(f"Owner: {ds.schema.owner_col}")
+            st.caption(f"Owner: {md_escape(ds.schema.owner_col)}")
         policy = st.session_state.get("policy_summary")
         st.markdown("### Active policy")
         st.markdown(policy if policy else "_none yet: design one on the Policy designer page_")

@@ -37,6 +37,8 @@ from prdp_core.data import Dataset, Schema, load_table, prepare_dataset
 from prdp_core.errors import ConfigError, DataError, PrdpError
 
 from . import options, state
+from .common import md_escape
+from .policy import SOURCES_KEY
 
 #: View settings of each page: exported under ``app.<page>`` (plain values only).
 PAGE_SETTINGS: dict[str, tuple[str, ...]] = {
@@ -396,6 +398,8 @@ def export_state() -> dict[str, Any]:
         else:
             policy["thresholds"] = {"group_column": t.group_col,
                                     "rows": {str(g): {m: float(v) for m, v in row} for g, row in t.rows}}
+        if pol.threshold_sources():  # thresholds computed from the data stay flagged after a round trip
+            policy["threshold_source"] = pol.threshold_sources()
         cfg["workload"] = pol.workload.to_dict()
         us: dict[str, Any] = {"kind": "unit_splitting", "partition_delta": float(ss.get("run_ps_delta", 1e-6))}
         us.update({"secure": True} if ss.get("run_secure") else {"seed": seed})  # secure releases are unseeded
@@ -507,8 +511,12 @@ def _policy_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]
         for m in measures:
             up[f"thr_{m}"] = float((star or {}).get(m, NO_SPLIT_THRESHOLD))
         pop.add("thr_table")
-    pol = SplittingPolicy(thr, wl)
+    sources = study.policy.get("threshold_source") or {}
+    pol = SplittingPolicy(thr, wl, threshold_source=sources)
     pol.validate(ds.table, ds.schema.measures)
+    # the Policy designer flags a threshold still at a value the config says was computed from the data
+    up[SOURCES_KEY] = {m: {"values": sorted({float(dict(row)[m]) for _, row in thr.rows if m in dict(row)}),
+                           "source": src} for m, src in sources.items()}
     up.update(wl_frame=workload_to_frame(wl), policy_partition_rho=float(wl.partition_rho),
               policy_joint=bool(wl.joint), policy=pol, policy_compare=[])
     pop.add("wl_table")
@@ -671,10 +679,11 @@ def on_import(kind: str) -> None:
         notes = import_state(text, data_bytes=None if data is None else data.getvalue(),
                              data_name=None if data is None else data.name)
     except PrdpError as err:
-        ss["study_msg"] = {"kind": "error", "text": f"**{err.title}.** {err}", "notes": []}
+        ss["study_msg"] = {"kind": "error", "text": f"**{err.title}.** {md_escape(err)}", "notes": []}
         return
-    ss["study_msg"] = {"kind": "success", "text": f"Loaded the study from {source}: dataset **{state.dataset().name}**"
-                       f", {ss.get('mode')} mode, seed {ss.get('seed')}.", "notes": notes}
+    ss["study_msg"] = {"kind": "success", "text": f"Loaded the study from {source}: dataset "
+                       f"**{md_escape(state.dataset().name)}**, {ss.get('mode')} mode, seed {ss.get('seed')}.",
+                       "notes": notes}
     ss.pop("study_outputs", None)
 
 
@@ -738,7 +747,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     owned = set(ENGINE_KEYS) | {k for keys in PAGE_SETTINGS.values() for k in keys} | {
         "bf_steps", "bf_steps_current", "bf_groups_base", "bf_groups_base_col", "bf_groups_table", "mt_tiers_base",
         "pdp_label_map_df", "thr_group_base", "wl_frame", "policy_compare", "raw", "mt_tiers_current",
-        "pa_releases_current", "pa_releases_base"}
+        "pa_releases_current", "pa_releases_base", SOURCES_KEY}
     owned |= {k for k in list(ss.keys()) if isinstance(k, str) and k.startswith("thr_") and k not in
               ("thr_editor_version",)}
     owned |= {k for page in PAGE_SETTING_PREFIXES for k in _prefixed(page, list(ss.keys()))}

@@ -9,7 +9,8 @@ topic-specific ones in submodules (``prdp_core.charts.<topic>``), which use
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+import re
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import plotly.graph_objects as go
@@ -24,9 +25,60 @@ TEMPLATE = "plotly_white"
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
 
+def plain_text(text: Any) -> str:
+    """Text Plotly shows as it is: Plotly renders a few HTML tags in titles, names, labels and hover text
+    (``<b>``, ``<a href>`` with an optional pop-up, ``<span style>``…), so ``<`` and ``>`` become the
+    entities ``&lt;`` / ``&gt;`` (decoded only after the tags are parsed). Idempotent."""
+    return str(text).replace("<", "&lt;").replace(">", "&gt;")
+
+
+#: Tags of our own hover templates; any other "<" in a template comes from user text (a trace name).
+_OWN_TAG = re.compile(r"<(?!/?extra>|br>)")
+
+
+def _plain_values(v: Any) -> Any:
+    if isinstance(v, str):
+        return plain_text(v)
+    if isinstance(v, np.ndarray) and v.dtype.kind in "OUS":
+        v = v.tolist()
+    if isinstance(v, (tuple, list)) and any(isinstance(x, str) for x in v):
+        return [plain_text(x) if isinstance(x, str) else x for x in v]
+    return v
+
+
+def plain_figure(fig: go.Figure) -> go.Figure:
+    """Make every text of ``fig`` that can hold user text (column names, group values, tier and policy
+    labels) literal: titles, axis and legend titles, annotations, trace names, categorical values and
+    hover texts; hover templates keep their own ``<extra>`` and ``<br>`` tags only. :func:`layout`
+    applies it; builders that add traces after :func:`layout` call it again (it is idempotent)."""
+    lay = fig.layout
+    if lay.title.text:
+        lay.title.text = plain_text(lay.title.text)
+    for ax in [*fig.select_xaxes(), *fig.select_yaxes()]:
+        if ax.title.text:
+            ax.title.text = plain_text(ax.title.text)
+    if lay.legend.title.text:
+        lay.legend.title.text = plain_text(lay.legend.title.text)
+    for ann in lay.annotations or ():
+        if ann.text:
+            ann.text = plain_text(ann.text)
+    for tr in fig.data:
+        if isinstance(getattr(tr, "name", None), str):
+            tr.name = plain_text(tr.name)
+        for attr in ("x", "y", "text", "hovertext"):
+            if attr in tr and tr[attr] is not None:
+                v = _plain_values(tr[attr])
+                if v is not tr[attr]:
+                    tr[attr] = v
+        if getattr(tr, "hovertemplate", None):
+            tr.hovertemplate = _OWN_TAG.sub("&lt;", tr.hovertemplate)
+    return fig
+
+
 def layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, log_y: bool = False,
            height: int = 360) -> go.Figure:
-    """Common title, axes, legend and template of every figure."""
+    """Common title, axes, legend and template of every figure; user text in it is shown literally
+    (:func:`plain_figure`)."""
     fig.update_layout(title=dict(text=title, x=0.0, xanchor="left"), height=height,
                       margin=dict(l=60, r=20, t=50, b=50), legend=dict(orientation="h", y=-0.2))
     if pio.templates.default != TEMPLATE:  # the app makes it the default: figures are born with it
@@ -34,7 +86,7 @@ def layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, l
     # "-" lets Plotly pick linear, date or category axes itself (category bars stay visible)
     fig.update_xaxes(title_text=x, type="log" if log_x else "-")
     fig.update_yaxes(title_text=y, type="log" if log_y else "-")
-    return fig
+    return plain_figure(fig)
 
 
 def histogram_figure(hist: Histogram, measure: str, *, unit: str = "") -> go.Figure:

@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..budget import BudgetFunction, Groups, value_grid
-from . import PALETTE, layout
+from . import PALETTE, layout, plain_figure, plain_text
 
 _METHOD_LABEL = {"extension": "PrDP extension (Sec. 5.2)", "framework": "PrDP framework (Alg. 2)",
                  "naive": "naive ε̌", "count": "PrDP count (Alg. 1)"}
@@ -164,9 +164,9 @@ def comparison_figure(rows: pd.DataFrame, *, truth: float | None = None, title: 
         fig.update_layout(title=dict(text=(title or "Released answers") + f" ({off} off the scale)"))
         for name, v in zip(names, est):
             if np.isfinite(v) and abs(v - ref) > 10 * span:
-                fig.add_annotation(x=name, y=y1 if v > ref else y0, text=f"{_num(v)} (off the scale)",
+                fig.add_annotation(x=plain_text(name), y=y1 if v > ref else y0, text=f"{_num(v)} (off the scale)",
                                    showarrow=False, yanchor="top" if v > ref else "bottom", font=dict(color=PALETTE[3]))
-    return fig
+    return plain_figure(fig)
 
 
 def scaling_figure(df: pd.DataFrame, vary: str, *, budgets: Sequence[str] | None = None) -> go.Figure:

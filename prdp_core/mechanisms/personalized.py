@@ -2170,8 +2170,8 @@ def run_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Query, *, c: float =
 
 
 #: What a release records about a query parameter left at a design default computed from the data.
-DATA_DEFAULT_NOTE = ("design default computed from the confidential data (the column's 99th percentile); not a "
-                     "public value — a real release must set it from public knowledge")
+DATA_DEFAULT_NOTE = ("data: the column's 99th percentile (a design default computed from the confidential data; not "
+                     "a public value — a real release must set it from public knowledge)")
 
 #: Query parameters whose design default may come from the data.
 DESIGN_DEFAULT_PARAMS = ("hi", "cutoff")

@@ -43,6 +43,7 @@ from scipy import stats
 from ..accounting import LedgerEntry
 from ..data import Dataset
 from ..errors import ParameterError, PolicyError
+from ..provenance import KEYS_FROM_DATA, require_public_thresholds
 from ..release import Release
 from ..secure import SecureSampler, exact_cell_sums, to_units
 from ..splitting import DEFAULT_KEY, Thresholds, as_thresholds, split_counts
@@ -350,7 +351,7 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
             stats_: list[QueryStats] | None = None, pieces: np.ndarray | None = None,
             owner_col: str | None = None, owner_realized: bool = True, public_keys: PublicKeys | None = None,
             mechanism: str = "unit_splitting.gaussian", secure: bool = False,
-            sampler: SecureSampler | None = None) -> Release:
+            sampler: SecureSampler | None = None, allow_data_derived: bool = False) -> Release:
     """Release every query of ``policy.workload`` with Gaussian noise on split data.
 
     Parameters
@@ -368,6 +369,11 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         the integers), per-record values quantised and summed exactly; σ is calibrated to the
         rounded-up sensitivity ⌈T/g⌉ grid steps, so every record still pays at most
         ρ_q·m(r)². The release has no seed and ``secure=True`` (see :mod:`prdp_core.secure`).
+    allow_data_derived:
+        Secure mode only. By default a secure release refuses thresholds whose
+        ``policy.threshold_source`` says they were computed from the confidential data (a
+        threshold read off the records leaks through the release, whatever its noise); True lets
+        a teaching run use them — the release's params and ledger entry still name them.
     reveal:
         Attach true answers and errors (teaching mode). Never in review exports.
     partition_delta:
@@ -391,6 +397,8 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
     if smp is not None:
         seed = None  # secure runs are unseeded
+        if not allow_data_derived:
+            require_public_thresholds(policy.threshold_sources())
     wl = policy.workload
     unlisted = [q.group_by for q in wl.queries if q.group_by and not (public_keys and q.group_by in public_keys)]
     if smp is not None and wl.partition_rho <= 0 and unlisted:
@@ -471,8 +479,10 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
             own_real += wl.partition_rho * pc**2
     answers = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     loss = _policy_loss(policy, table, m)
+    key_source = "partition selection" if ps else KEYS_FROM_DATA if unlisted else \
+        "public (a listed key set)" if public_keys else "none (no group-by)"
     params: dict[str, Any] = {"policy": policy.to_dict(), "partition_delta": partition_delta if ps else None,
-                              "keys": "partition selection" if ps else "public (the cells present in the data)"}
+                              "keys": key_source}
     if public_keys:
         params["public_keys"] = {",".join(k): int(len(v)) for k, v in public_keys.items()}
     if ps is not None:
@@ -634,7 +644,7 @@ def topcode_workload(workload: Workload, clamps: Mapping[str, float]) -> Workloa
 
 def topcode_policy(policy: SplittingPolicy, clamps: Mapping[str, float]) -> SplittingPolicy:
     """A flat (global zCDP) policy: the workload top-coded at ``clamps``; thresholds are unused."""
-    return SplittingPolicy(policy.thresholds, topcode_workload(policy.workload, clamps))
+    return replace(policy, workload=topcode_workload(policy.workload, clamps))
 
 
 def joint_sum_sigmas(thresholds: Mapping[str, float], rho: float, *, scaled: bool = True) -> dict[str, float]:
@@ -745,7 +755,7 @@ def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any
     params: dict[str, Any] = {
         "policy": pol.to_dict(), "measures": list(ms), "rho": float(rho), "scaled": bool(scaled),
         "sigma": "σ_a = T(a)·√k/√(2ρ)" if scaled else "σ = √(Σ_a T(a)²)/√(2ρ)",
-        "keys": "public (a listed key set)" if public_keys else "public (the cells present in the data)"}
+        "keys": "public (a listed key set)" if public_keys else KEYS_FROM_DATA if group_by else "none (no group-by)"}
     entry = LedgerEntry(label=f"Unit splitting: joint SUM of {', '.join(ms)}",
                         mechanism="unit_splitting.joint_gaussian", loss=pol, params=params, seed=seed)
     return Release(mechanism="unit_splitting.joint_gaussian", answers=pd.concat(frames, ignore_index=True),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -47,11 +48,18 @@ def data_page() -> AppTest:
     return open_page("data")
 
 
+def visible(markdown: str) -> str:
+    """Markdown as the reader sees its text: backslash escapes of punctuation and the zero-width spaces
+    ui.common.md_escape adds around user text removed."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u200b", "")
+
+
 def texts(at: AppTest) -> str:
-    """All markdown, caption, error, warning, info and success text on the page."""
+    """All markdown, caption, error, warning, info and success text on the page, as the reader sees it
+    (:func:`visible`)."""
     parts = []
     for kind in ("markdown", "caption", "error", "warning", "info", "success", "title", "subheader"):
-        parts += [str(e.value) for e in getattr(at, kind)]
+        parts += [visible(str(e.value)) for e in getattr(at, kind)]
     return "\n".join(parts)
 
 
