@@ -125,6 +125,11 @@ def spec_params() -> dict[str, Any]:
     return p
 
 
+def label_mapping(labels: tuple) -> dict[str, Any]:
+    """The label → ε rows of the editor, rows without a label or an ε left out."""
+    return {str(k): v for k, v in labels if k is not None and v is not None and not pd.isna(v)}
+
+
 @st.cache_data(show_spinner="Building the privacy specification…", max_entries=16)
 def _build_spec(token: str, params: tuple, _ds: Dataset) -> P.PrivacySpec:
     p = dict(params)
@@ -138,7 +143,7 @@ def _build_spec(token: str, params: tuple, _ds: Dataset) -> P.PrivacySpec:
     if not col or col not in table.columns:
         raise ParameterError("Choose the column that holds each user's ε.")
     if p["labels"]:
-        mapping = {str(k): v for k, v in p["labels"] if k is not None and v is not None and not pd.isna(v)}
+        mapping = label_mapping(p["labels"])
         tab = pd.DataFrame({col: table[col].astype(str)})
         if user_col:
             tab[user_col] = table[user_col].to_numpy()
@@ -301,7 +306,7 @@ def reproduce_code(ds_source: dict[str, Any], ds: Dataset, params: dict[str, Any
     elif params["labels"]:
         col = literal(params["pdp_col"])
         spec = (f"spec = P.spec_from_labels(ds.table.astype({{{col}: str}}), {col}, "
-                f"{literal(dict(params['labels']))}, user_col={literal(user)}, "
+                f"{literal(label_mapping(params['labels']))}, user_col={literal(user)}, "
                 f"default_eps={literal(float(params['pdp_default']))})")
     else:
         spec = (f"spec = P.spec_from_column(ds.table, {literal(params['pdp_col'])}, user_col={literal(user)}, "
