@@ -94,7 +94,8 @@ def hostile_config(data: HostileData, *, mode: str = "teaching") -> dict:
         "policy": {
             "thresholds": {"group_column": data.group, "rows": {"*": {data.measure: 10.0},
                                                                 data.groups[0]: {data.measure: 5.0}}},
-            "budget": {"expression": hostile_expression(data.group, data.measure), "eps_min": 1e-3, "eps_max": 50.0, "U": 1e6},
+            "budget": {"expression": hostile_expression(data.group, data.measure), "eps_min": 1e-3, "eps_max": 50.0,
+                       "U": 1e6},
             "specification": {"column": data.label, "labels": {data.labels[0]: 0.5, data.labels[1]: 2.0},
                               "user": data.owner},
             "tiers": {hostile("T1"): 0.5, hostile("T2"): 4.0},
