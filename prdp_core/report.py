@@ -898,35 +898,34 @@ OUTPUT_FILES = ("results.csv", "ledger.csv", "ledger.json", "budget.csv", "repor
                 "study.yaml")
 
 
-def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progress | None = None) -> dict[str, Path]:
+def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progress | None = None,
+                  force: bool = False) -> dict[str, Path]:
     """Write the study's outputs into ``out_dir`` (created if needed); returns name → path.
 
     results.csv (every answer), budget.csv (the budget table), ledger.csv / ledger.json (the
     ledger, public forms), report.html, reproduce.py and study.yaml (the normalised config).
-    CSVs are formula-safe (:func:`prdp_core.export.to_csv_bytes`)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    CSVs are formula-safe (:func:`prdp_core.export.to_csv_bytes`). Files are written as
+    :func:`prdp_core.outputs.write_files` does: never through a symbolic link, and over an
+    existing file only if prdp wrote it there (its manifest) — else :class:`OutputError`,
+    unless ``force``."""
+    from .outputs import write_files
+
     say = progress or (lambda *_: None)
-    files: dict[str, Path] = {}
-
-    def put(name: str, data: bytes) -> None:
-        p = out / name
-        p.write_bytes(data)
-        files[name] = p
-
+    files: dict[str, bytes] = {}
     say(0, 3, "writing tables")
-    put("results.csv", to_csv_bytes(results_frame(run.releases, teaching=run.teaching)))
-    put("budget.csv", to_csv_bytes(budget_table(run)))
-    put("ledger.csv", to_csv_bytes(ledger_frame(run)))
-    put("ledger.json", (json.dumps(ledger_dict(run), indent=2, default=str, ensure_ascii=False) + "\n").encode())
+    files["results.csv"] = to_csv_bytes(results_frame(run.releases, teaching=run.teaching))
+    files["budget.csv"] = to_csv_bytes(budget_table(run))
+    files["ledger.csv"] = to_csv_bytes(ledger_frame(run))
+    files["ledger.json"] = (json.dumps(ledger_dict(run), indent=2, default=str, ensure_ascii=False) + "\n").encode()
     yaml_text = run.study.to_yaml()
-    put("study.yaml", yaml_text.encode("utf-8"))
+    files["study.yaml"] = yaml_text.encode("utf-8")
     say(1, 3, "writing the report")
-    put("report.html", render_html(run, config_text=yaml_text).encode("utf-8"))
+    files["report.html"] = render_html(run, config_text=yaml_text).encode("utf-8")
     say(2, 3, "writing the reproduction script")
-    put("reproduce.py", reproduction_script(run.study, data_file=run.data_file).encode("utf-8"))
+    files["reproduce.py"] = reproduction_script(run.study, data_file=run.data_file).encode("utf-8")
+    written = write_files(out_dir, files, force=force)
     say(3, 3, "done")
-    return files
+    return written
 
 
 __all__ = ["ConfigError", "DataSource", "OUTPUT_FILES", "REVIEW_TAIL", "SCHEMA_VERSION", "Study", "StudyRun",
