@@ -24,8 +24,8 @@ import hashlib
 import json
 import os
 import stat
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from .errors import OutputError
 

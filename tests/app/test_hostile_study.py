@@ -1,6 +1,7 @@
-"""A hostile shared study in the app: the Study page loads it (with its hostile data file), and the
-report's reproduce.py and every page's "Reproduce in Python" code run nothing but the intended calls.
-A YAML alias bomb pasted on the Study page is refused before anything is expanded."""
+"""Hostile inputs in the app. A hostile shared study: the Study page loads it (with its hostile data
+file), and the report's reproduce.py and every page's "Reproduce in Python" code run nothing but the
+intended calls. A YAML alias bomb pasted on the Study page is refused before anything is expanded; a
+Parquet upload with nested columns is refused with a message."""
 
 from __future__ import annotations
 
@@ -81,3 +82,17 @@ def test_yaml_alias_bomb_pasted_on_the_study_page_is_refused_before_expansion():
     assert msg["kind"] == "error" and "anchor (&l0) at line 3" in msg["text"], msg
     assert at.session_state["dataset"] is before and "Nothing was changed" in texts(at)
     assert peak < 300e6  # loose: the refusal comes while reading, before any alias is resolved
+
+
+def test_a_parquet_upload_with_nested_columns_is_refused_with_a_message(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({"id": [1, 2, 3], "v": [1.0, 2.0, 3.0], "tags": [["a"], ["b", "c"], []]}), path)
+    at = open_page("data")
+    before = at.session_state["dataset"]
+    at.file_uploader(key="upload").set_value(("nested.parquet", path.read_bytes(), "application/octet-stream")).run()
+    assert not at.exception, at.exception
+    assert any("binary values cannot be used: 'tags'" in str(e.value) for e in at.error), texts(at)
+    assert at.session_state["dataset"] is before

@@ -14,8 +14,8 @@ from __future__ import annotations
 import ast
 import io
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import pytest
@@ -45,7 +45,7 @@ def test_literal_writes_plain_values_that_evaluate_back():
     assert literal(np.float64(2.5)) == "2.5" and literal(np.int64(3)) == "3" and literal(np.str_("a")) == "'a'"
     assert literal(np.array([1, 2])) == "[1, 2]" and literal(()) == "()"
     assert literal(float("nan")) == "float('nan')" and literal(-float("inf")) == "-float('inf')"
-    assert "\n" not in literal("a\nb\rc\u2028d\x85e") and eval(literal(float("inf"))) == float("inf")  # noqa: S307
+    assert "\n" not in literal("a\nb\rc\u2028d\x85e") and literal(float("inf")) == "float('inf')"
     for bad in (object(), {1, 2}, b"bytes", Path("x")):
         with pytest.raises(TypeError):
             literal(bad)
