@@ -36,11 +36,18 @@ def study(tmp_path):
     return cfg
 
 
-def test_a_symbolic_link_in_the_out_folder_is_never_followed(study, tmp_path):
+@pytest.fixture
+def shared(tmp_path):
+    """An existing output folder and, next to it, a file nobody wants overwritten."""
     out = tmp_path / "out"
     out.mkdir()
     other = tmp_path / "other.txt"
     other.write_text("keep me", encoding="utf-8")
+    return out, other
+
+
+def test_a_symbolic_link_in_the_out_folder_is_never_followed(study, shared):
+    out, other = shared
     (out / "report.html").symlink_to(other)
     code, err = _cli("run", str(study), "--out", str(out), "-q")
     assert code == EXIT_USAGE
@@ -87,11 +94,8 @@ def test_own_outputs_are_overwritten_others_only_with_force(study, tmp_path):
     assert (mine / "notes.txt").read_text(encoding="utf-8") == "unrelated"
 
 
-def test_a_forged_manifest_cannot_make_prdp_write_through_a_link_or_hard_link(study, tmp_path):
-    out = tmp_path / "out"
-    out.mkdir()
-    other = tmp_path / "other.txt"
-    other.write_text("keep me", encoding="utf-8")
+def test_a_forged_manifest_cannot_make_prdp_write_through_a_link_or_hard_link(study, shared):
+    out, other = shared
     (out / "ledger.csv").symlink_to(other)
     os.link(other, out / "report.html")  # the same file under an output name
     import hashlib
