@@ -24,8 +24,9 @@ def literal(value: Any) -> str:
     """``value`` as Python source that evaluates to it: text, numbers, booleans and None, and
     lists, tuples and dicts of them (numpy scalars and arrays become their Python values).
 
-    Non-finite floats are written ``float('nan')`` / ``float('inf')``. Anything else raises
-    TypeError: a generator must never write an object's repr, which is not a literal."""
+    Non-finite floats are written ``float('nan')`` / ``float('inf')``. Any other object (a date,
+    a decimal, …) is written as the literal of its text, ``repr(str(value))``: an object's own repr
+    is code, never written."""
     if isinstance(value, np.ndarray):
         value = value.tolist()
     elif isinstance(value, np.generic):
@@ -48,7 +49,7 @@ def literal(value: Any) -> str:
     if isinstance(value, tuple):
         inner = ", ".join(literal(v) for v in value)
         return "(" + inner + ("," if len(value) == 1 else "") + ")"
-    raise TypeError(f"{type(value).__name__} is not a plain value and cannot be written as a literal")
+    return repr(str(value))
 
 
 __all__ = ["literal"]

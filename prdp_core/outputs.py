@@ -38,13 +38,13 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 def folder_problem(out: Path) -> str | None:
     """Why ``out`` cannot be an output folder (a file, a file on its path, a symbolic link), or None."""
     if out.is_symlink():
-        return (f"--out {out} is a symbolic link. prdp never writes through links: give the folder itself "
-                f"({out.resolve()}).")
+        return (f"The output folder {out} is a symbolic link. prdp never writes through links: give the folder "
+                f"itself ({out.resolve()}).")
     for p in (out, *out.parents):
         if p.exists():
             if not p.is_dir():
                 what = "is a file" if p == out else f"is inside {p}, which is a file"
-                return f"--out {out} {what}, not a folder. Choose a folder (it is created if missing)."
+                return f"The output folder {out} {what}, not a folder. Choose a folder (it is created if missing)."
             return None
     return None
 
@@ -98,13 +98,13 @@ def check_folder(out: str | os.PathLike, names: Iterable[str], *, force: bool = 
             others.append(name)
     if folders:
         raise OutputError(f"The output folder {out} has folders named like outputs: {', '.join(folders)}.",
-                          hint="Move them away or choose another --out folder.")
+                          hint="Move them away or choose another output folder.")
     if (links and not force) or others:
         parts = ([f"symbolic links ({', '.join(links)})"] if links and not force else []) + (
             [f"files prdp did not write or that changed since ({', '.join(others)})"] if others else [])
         raise OutputError(f"The output folder {out} holds {' and '.join(parts)}: they are not overwritten.",
-                          hint="Choose another --out folder, or pass --force (force=True from Python) to replace "
-                               "them (a link is replaced, never followed).")
+                          hint="Choose another output folder, or pass --force (force=True from Python) to "
+                               "replace them (a link is replaced, never followed).")
 
 
 def _replace(out: Path, name: str, data: bytes) -> Path:

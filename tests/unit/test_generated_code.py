@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import streamlit as st
 import yaml
@@ -46,9 +47,15 @@ def test_literal_writes_plain_values_that_evaluate_back():
     assert literal(np.array([1, 2])) == "[1, 2]" and literal(()) == "()"
     assert literal(float("nan")) == "float('nan')" and literal(-float("inf")) == "-float('inf')"
     assert "\n" not in literal("a\nb\rc\u2028d\x85e") and literal(float("inf")) == "float('inf')"
-    for bad in (object(), {1, 2}, b"bytes", Path("x")):
-        with pytest.raises(TypeError):
-            literal(bad)
+    class Sneaky:  # an object whose repr is code
+        def __repr__(self):
+            return f"{RUN} or 1"
+
+        def __str__(self):
+            return "sneaky"
+
+    assert literal(Sneaky()) == "'sneaky'" and literal([Sneaky()]) == "['sneaky']"
+    assert literal(pd.Timestamp("2020-01-02")) == "'2020-01-02 00:00:00'"
 
 
 def test_the_checks_catch_text_outside_literals(tmp_path):
