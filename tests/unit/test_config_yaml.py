@@ -92,6 +92,12 @@ def test_values_yaml_cannot_build_are_config_errors(value):
     assert "The value at line 3, column 7 cannot be read" in msg
 
 
+def test_the_reader_is_a_safe_loader_used_for_every_config():
+    assert issubclass(config._StrictLoader, yaml.SafeLoader)
+    source = Path(config.__file__).read_text(encoding="utf-8")
+    assert "safe_load(" not in source and source.count("_read_yaml(") == 2  # defined once, called by parse_config
+
+
 def test_size_cap_and_python_tags_still_hold():
     assert "larger than" in _refused("x: " + "y" * config.MAX_CONFIG_BYTES)
     assert "could not determine a constructor" in _refused(BASE + "title: !!python/object/apply:os.system ['true']\n")
