@@ -121,8 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "  report.html   self-contained report (opens without network)\n"
                                    "  reproduce.py  a Python script that reruns the study bit for bit\n"
                                    "  study.yaml    the normalised config\n"
-                                   "Files are never written through a symbolic link; a file of these names that prdp did\n"
-                                   "not write in DIR (see DIR/.prdp-outputs.json) is not overwritten without --force.",
+                                   "Files are never written through a symbolic link; a file of these names that\n"
+                                   "prdp did not write in DIR (see DIR/.prdp-outputs.json) is not overwritten\n"
+                                   "without --force.",
                        epilog=f"exit codes:\n{codes}")
     r.add_argument("config", metavar="STUDY.yaml", help="the study config (YAML, docs/config.md)")
     r.add_argument("--data", metavar="FILE", help="use this data file instead of the config's data source "

@@ -114,7 +114,8 @@ def _mapping(v: Any, path: str, allowed: Iterable[str], required: Iterable[str] 
         if not isinstance(k, str):
             raise _err(path, f"keys must be text (got {_fmt(k)}).")
         if k not in allowed:
-            raise _err(f"{path}.{_name(k)}" if path else _name(k), "unknown key.", hint=f"Allowed here: {', '.join(allowed)}.")
+            raise _err(f"{path}.{_name(k)}" if path else _name(k), "unknown key.",
+                       hint=f"Allowed here: {', '.join(allowed)}.")
     for k in required:
         if k not in v or v[k] is None:
             raise _err(f"{path}.{_name(k)}" if path else _name(k), "is required.")
@@ -1045,8 +1046,8 @@ def study_from_dict(d: Any, *, base_dir: str | os.PathLike | None = None) -> Stu
         measures = set(th) if "rows" not in th else {m for r in th["rows"].values() for m in r}
         for i, q in enumerate(workload["queries"]):
             if q["kind"] != "count" and q.get("split", True) and q["measure"] not in measures:
-                raise _err(f"workload.queries[{i}].measure", f"'{_name(q['measure'])}' is summed on split data but has no "
-                           "splitting threshold in policy.thresholds.",
+                raise _err(f"workload.queries[{i}].measure", f"'{_name(q['measure'])}' is summed on split data but "
+                           "has no splitting threshold in policy.thresholds.",
                            hint="Add a threshold for it, or set split: false with a clamp (top-coding).")
     mechs = top.get("mechanisms") or []
     if not isinstance(mechs, list):
