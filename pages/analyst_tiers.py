@@ -316,4 +316,4 @@ else:
     elif stored is not None:
         st.caption("The settings changed since the last release: press the button to release again.")
 
-code_expander(umt.reproduce_code(state.source(), tiers, cur, int(ss.get("seed", 0))))
+code_expander(umt.reproduce_code(state.source(), ds, tiers, cur, int(ss.get("seed", 0))))

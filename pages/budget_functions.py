@@ -230,7 +230,7 @@ def scaling() -> None:
 
 if not measures:
     st.info("The active dataset has no measure. Mark a numeric, non-negative column as a measure on the Data page.")
-    code_expander(ubf.code(None, ds.name))
+    code_expander(ubf.code(None, state.source(), ds))
 else:
     c1, c2 = st.columns([3, 2])
     c1.radio("Model", list(ubf.MODELS), format_func=ubf.MODELS.get, key="bf_model", horizontal=True,
@@ -245,4 +245,4 @@ else:
         if domains(budget):
             run(budget)
     scaling()
-    code_expander(ubf.code(budget, ds.name))
+    code_expander(ubf.code(budget, state.source(), ds))

@@ -360,4 +360,4 @@ code_expander(lab.reproduce_code(
      "delta": float(ss["cc_delta"]), "record": float(ss["cc_rec_value"]), "record_measure": ss["cc_rec_measure"]},
     {"d": int(ss["pa_d"]), "k": int(ss["pa_k"]), "eps0": float(ss["pa_eps0"]), "kind": ss["pa_kind"]},
     lab.lab_params(), state.rng_and_seed()[1], state.teaching(),
-    datasource.reproduce_code(state.source(), state.dataset()).split("\nprofile =")[0]))
+    datasource.load_code(state.source(), state.dataset())))

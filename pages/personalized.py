@@ -418,4 +418,4 @@ else:  # Paper experiments
         st.caption("Full reproduction with 1,000 runs: `benchmarks/repro_pdp_experiments.py` "
                    "(numbers in docs/reproductions/personalized-dp.md).")
 
-code_expander(upd.reproduce_code(state.source(), upd.spec_params(), upd.query_from_widgets("count"), seed))
+code_expander(upd.reproduce_code(state.source(), ds, upd.spec_params(), upd.query_from_widgets("count"), seed))

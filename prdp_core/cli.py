@@ -2,7 +2,7 @@
 
 ::
 
-    prdp run study.yaml [--data FILE] [--out DIR] [--quiet]
+    prdp run study.yaml [--data FILE] [--out DIR] [--force] [--quiet]
     prdp validate study.yaml [--no-data]
     prdp samples
 
@@ -11,7 +11,8 @@ Exit codes (scripts can rely on them):
 ====  ==========================================================================
 0     success
 1     unexpected internal error (a bug: please report it with the command)
-2     usage error (unknown command or option, missing argument)
+2     usage error (unknown command or option, missing argument, an --out folder that
+      cannot be written safely: a symbolic link, or files prdp did not write, without --force)
 3     invalid config (ConfigError: the message names the offending key)
 4     data problem (file missing or unreadable, bad values, roles, size limits)
 5     any other refusal of the engine (PrdpError: policy, parameter, ...)
@@ -19,6 +20,10 @@ Exit codes (scripts can rely on them):
 
 Progress of long runs is written to stderr as a plain-text bar (one line per step when
 stderr is not a terminal); results go to files, a one-line summary to stdout.
+
+``run`` never writes through a symbolic link and overwrites only files it wrote itself
+(listed with their SHA-256 in DIR/.prdp-outputs.json) unless ``--force`` is given; see
+:mod:`prdp_core.outputs`.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ import sys
 from pathlib import Path
 from typing import IO, Sequence
 
-from .errors import ConfigError, DataError, PrdpError, ResourceLimitError, SchemaError
+from .errors import ConfigError, DataError, OutputError, PrdpError, ResourceLimitError, SchemaError
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -46,6 +51,8 @@ def exit_code(err: BaseException) -> int:
     """The documented exit code of an error."""
     if isinstance(err, ConfigError):
         return EXIT_CONFIG
+    if isinstance(err, OutputError):
+        return EXIT_USAGE
     if isinstance(err, (DataError, SchemaError, ResourceLimitError)):
         return EXIT_DATA
     if isinstance(err, PrdpError):
@@ -113,12 +120,17 @@ def build_parser() -> argparse.ArgumentParser:
                                    "  ledger.csv    the privacy ledger (public forms); ledger.json the same as data\n"
                                    "  report.html   self-contained report (opens without network)\n"
                                    "  reproduce.py  a Python script that reruns the study bit for bit\n"
-                                   "  study.yaml    the normalised config",
+                                   "  study.yaml    the normalised config\n"
+                                   "Files are never written through a symbolic link; a file of these names that\n"
+                                   "prdp did not write in DIR (see DIR/.prdp-outputs.json) is not overwritten\n"
+                                   "without --force.",
                        epilog=f"exit codes:\n{codes}")
     r.add_argument("config", metavar="STUDY.yaml", help="the study config (YAML, docs/config.md)")
     r.add_argument("--data", metavar="FILE", help="use this data file instead of the config's data source "
                                                   "(the config's column roles and fixes still apply)")
     r.add_argument("--out", metavar="DIR", help="output folder (default: ./<config name>-results)")
+    r.add_argument("--force", action="store_true", help="replace output files (and symbolic links, never followed) "
+                                                         "that prdp did not write in DIR")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     v = sub.add_parser("validate", help="check a study config (and that it fits its data)",
                        description="Check a study config: schema, values, and — unless --no-data — that every "
@@ -173,32 +185,23 @@ def _cmd_validate(args: argparse.Namespace, stdout: IO[str]) -> int:
     return EXIT_OK
 
 
-def _out_problem(out: Path) -> str | None:
-    """Why ``out`` cannot be the output folder (a file, or a file on its path), or None."""
-    for p in (out, *out.parents):
-        if p.exists():
-            if not p.is_dir():
-                what = "is a file" if p == out else f"is inside {p}, which is a file"
-                return f"--out {out} {what}, not a folder. Choose a folder (it is created if missing)."
-            return None
-    return None
-
-
 def _cmd_run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     from .config import load_config
-    from .report import run_study, write_outputs
+    from .outputs import check_folder
+    from .report import OUTPUT_FILES, run_study, write_outputs
 
     study = load_config(args.config)
     out = Path(args.out) if args.out else Path.cwd() / f"{Path(args.config).stem}-results"
-    problem = _out_problem(out)
-    if problem:  # checked before the (possibly long) run
-        stderr.write(f"prdp: error: {problem}\n")
+    try:
+        check_folder(out, OUTPUT_FILES, force=args.force)  # before the (possibly long) run
+    except OutputError as err:
+        stderr.write(f"prdp: error: {err}\n")
         return EXIT_USAGE
     bar = TextProgress(stderr, enabled=not args.quiet)
     try:
         run = run_study(study, args.data, progress=bar)
         try:
-            files = write_outputs(run, out, progress=lambda d, t, w: bar(d, t, f"output: {w}"))
+            files = write_outputs(run, out, progress=lambda d, t, w: bar(d, t, f"output: {w}"), force=args.force)
         except OSError as err:
             bar.close()
             stderr.write(f"prdp: error: cannot write the outputs to {out}: {err.strerror or err}. Choose another "

@@ -6,8 +6,10 @@ personalized specification Φ, analyst tiers), the workload, the mechanisms with
 parameters, the mode (teaching / review) and the seed. Every key is documented in
 ``docs/config.md``; the public entry points are re-exported by :mod:`prdp_core.report`.
 
-* :func:`load_config` reads and validates a YAML file (``yaml.safe_load`` only); a data
-  path is resolved relative to the config file and may not leave its folder.
+* :func:`load_config` reads and validates a YAML file (a strict safe loader: plain values
+  only, no anchors, aliases, merge keys or repeated keys, at most ``MAX_CONFIG_BYTES`` and
+  ``MAX_CONFIG_DEPTH`` levels); a data path is resolved relative to the config file and may
+  not leave its folder.
 * :func:`parse_config` validates YAML text (or an already parsed mapping).
 * :class:`Study` is the validated, normalised study; ``Study.to_dict()`` / ``to_yaml()``
   write it back (a round trip gives an equal study).
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Callable, Iterable, Mapping
@@ -35,6 +38,14 @@ SCHEMA_VERSION = 1
 
 #: Largest config file accepted (bytes): a study is small; anything larger is a mistake.
 MAX_CONFIG_BYTES = 1_000_000
+
+#: Deepest nesting of mappings and lists in a config (a study needs 5 levels; the cap stops a
+#: deeply nested file before the reader recurses into it).
+MAX_CONFIG_DEPTH = 32
+
+#: Longest piece of a config value or key quoted in an error message (characters; longer ones
+#: are cut and end with "…"), so a message never formats a huge value.
+MAX_QUOTED_CHARS = 80
 
 MODES = ("teaching", "review")
 MECHANISM_KINDS = ("unit_splitting", "prdp", "personalized", "multitier")
@@ -59,9 +70,41 @@ def _err(path: str, message: str, hint: str | None = None) -> ConfigError:
     return ConfigError(f"{path}: {message}", hint=hint)
 
 
+def _clip(s: str) -> str:
+    return s if len(s) <= MAX_QUOTED_CHARS else s[:MAX_QUOTED_CHARS - 1] + "…"
+
+
+class _ShortRepr(reprlib.Repr):
+    """A repr that never formats more than a few items of a collection, two levels deep, and the
+    first characters of a text (reprlib stops early instead of building the whole text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxother = 2, MAX_QUOTED_CHARS
+
+    def repr_str(self, x: str, level: int) -> str:
+        return _clip(repr(x[:MAX_QUOTED_CHARS]))
+
+
+_SHORT_REPR = _ShortRepr()
+
+
 def _fmt(v: Any) -> str:
-    s = repr(v)
-    return s if len(s) <= 60 else s[:57] + "..."
+    """A value for an error message: its repr, at most ``MAX_QUOTED_CHARS`` characters."""
+    return _clip(_SHORT_REPR.repr(v))
+
+
+def _name(v: Any) -> str:
+    """A key, column name or group value for an error message: its text, at most ``MAX_QUOTED_CHARS``
+    characters."""
+    return _clip(v if isinstance(v, str) else _SHORT_REPR.repr(v))
+
+
+def _names_hint(names: Iterable[Any], most: int = 15) -> str:
+    """The first ``most`` names of a list for a hint, each cut to ``MAX_QUOTED_CHARS``."""
+    names = list(names)
+    more = f", … ({len(names) - most} more)" if len(names) > most else ""
+    return ", ".join(_name(n) for n in names[:most]) + more
 
 
 def _mapping(v: Any, path: str, allowed: Iterable[str], required: Iterable[str] = ()) -> dict[str, Any]:
@@ -72,10 +115,11 @@ def _mapping(v: Any, path: str, allowed: Iterable[str], required: Iterable[str] 
         if not isinstance(k, str):
             raise _err(path, f"keys must be text (got {_fmt(k)}).")
         if k not in allowed:
-            raise _err(f"{path}.{k}" if path else k, "unknown key.", hint=f"Allowed here: {', '.join(allowed)}.")
+            raise _err(f"{path}.{_name(k)}" if path else _name(k), "unknown key.",
+                       hint=f"Allowed here: {', '.join(allowed)}.")
     for k in required:
         if k not in v or v[k] is None:
-            raise _err(f"{path}.{k}" if path else k, "is required.")
+            raise _err(f"{path}.{_name(k)}" if path else _name(k), "is required.")
     return dict(v)
 
 
@@ -168,6 +212,98 @@ def _wrap(path: str, fn: Callable[[], Any]) -> Any:
         raise
     except PrdpError as err:
         raise _err(path, err.message, err.hint) from None
+
+
+# ---------------------------------------------------------------------------
+# Reading YAML: plain values only
+# ---------------------------------------------------------------------------
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _at(mark: Any) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}"
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """PyYAML's safe loader (plain values only, no Python objects) made stricter for shared configs.
+
+    Refused with a :class:`ConfigError` naming the line, while the file is read and before any
+    value is built: anchors (``&name``) and aliases (``*name``) — an alias chain multiplies a
+    349-byte file into gigabytes of values ("billion laughs") —, merge keys (``<<``), a key given
+    twice in one mapping (YAML would keep the last silently), nesting deeper than
+    ``MAX_CONFIG_DEPTH``, and values YAML cannot build (a date that does not exist, an integer
+    of more than 4,300 digits)."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent) or event.anchor is not None:
+            what = "an alias" if isinstance(event, yaml.AliasEvent) else "an anchor"
+            sign = "*" if isinstance(event, yaml.AliasEvent) else "&"
+            raise ConfigError(f"The config uses {what} ({sign}{_name(event.anchor)}) at {_at(event.start_mark)}: "
+                              "anchors, aliases and merge keys are not allowed in a study config.",
+                              hint="Write the value out in full where it is used.")
+        nested = isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent))
+        if nested:
+            self._depth += 1
+            if self._depth > MAX_CONFIG_DEPTH:
+                raise ConfigError(f"The config is nested more than {MAX_CONFIG_DEPTH} levels deep at "
+                                  f"{_at(event.start_mark)}.", hint="A study config needs a few levels only.")
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            if nested:
+                self._depth -= 1
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep=deep)
+        except (ValueError, TypeError, AttributeError, KeyError, IndexError, OverflowError):
+            raise ConfigError(f"The value at {_at(node.start_mark)} cannot be read (a date that does not exist, a "
+                              "number with too many digits or a tag that does not fit its value?).",
+                              hint="Correct it, or quote it to make it text.") from None
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[Any, Any] = {}
+            for key_node, _ in node.value:
+                if key_node.tag == _MERGE_TAG:
+                    raise ConfigError(f"The config uses a merge key (<<) at {_at(key_node.start_mark)}: anchors, "
+                                      "aliases and merge keys are not allowed in a study config.",
+                                      hint="Write the keys out in full.")
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    seen = first.setdefault(key, key_node)
+                except TypeError:  # an unhashable key: PyYAML refuses it below
+                    continue
+                if seen is not key_node:
+                    raise ConfigError(f"The config repeats the key {_fmt(key)} at {_at(key_node.start_mark)} (first "
+                                      f"given at line {seen.start_mark.line + 1}): a key may appear once in a "
+                                      "mapping.", hint="Keep one of them.")
+        return super().construct_mapping(node, deep=deep)
+
+
+def _read_yaml(text: str) -> Any:
+    """The plain value of a YAML document read by :class:`_StrictLoader` (ConfigError on anything else)."""
+    loader = None
+    try:
+        loader = _StrictLoader(text)  # the reader checks the characters here
+        return loader.get_single_data()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or getattr(exc, "reason", None) or "invalid syntax"
+        raise ConfigError(f"The config is not valid YAML{where}: {_clip(str(problem))}.",
+                          hint="Check the indentation and the ':' after each key.") from None
+    except RecursionError:
+        raise ConfigError("The config is nested too deeply.") from None
+    finally:
+        if loader is not None:
+            loader.dispose()
 
 
 # ---------------------------------------------------------------------------
@@ -285,7 +421,7 @@ def _data(v: Any) -> DataSource:
                            hint="Add 'negative: shift' to data.prepare, or remove shift_by.")
             prepare["shift_by"] = {
                 _text(m, "data.prepare.shift_by", max_len=500):
-                    _number(c, f"data.prepare.shift_by.{m}", nonneg=True, hi=1e15)
+                    _number(c, f"data.prepare.shift_by.{_name(m)}", nonneg=True, hi=1e15)
                 for m, c in shifts.items()}
     if "sample" in d:
         from . import samples
@@ -319,12 +455,12 @@ def _thresholds(v: Any) -> dict[str, Any]:
         rows: dict[str, dict[str, float]] = {}
         for g, row in d["rows"].items():
             key = str(_scalar(g, f"{path}.rows"))
-            rp = f"{path}.rows.{key}"
+            rp = f"{path}.rows.{_name(key)}"
             if not isinstance(row, Mapping) or not row:
                 raise _err(rp, "must map each measure to its threshold.")
-            rows[key] = {str(m): _number(t, f"{rp}.{m}", positive=True) for m, t in row.items()}
+            rows[key] = {str(m): _number(t, f"{rp}.{_name(m)}", positive=True) for m, t in row.items()}
         return {"group_column": col, "rows": rows}
-    return {str(m): _number(t, f"{path}.{m}", positive=True) for m, t in v.items()}
+    return {str(m): _number(t, f"{path}.{_name(m)}", positive=True) for m, t in v.items()}
 
 
 def _threshold_source(v: Any, thresholds: Mapping[str, Any] | None) -> dict[str, str]:
@@ -444,7 +580,7 @@ def _budget(v: Any) -> dict[str, Any]:
         out["groups"] = {"column": _text(g["column"], f"{path}.groups.column", max_len=500),
                          "parts": {str(_scalar(k, f"{path}.groups.parts")): _text(str(e) if isinstance(e, (int, float))
                                                                                    and not isinstance(e, bool) else e,
-                                                                                   f"{path}.groups.parts.{k}")
+                                                                                   f"{path}.groups.parts.{_name(k)}")
                                    for k, e in parts.items()},
                          "default": None if g.get("default") is None else _text(
                              str(g["default"]) if isinstance(g["default"], (int, float)) else g["default"],
@@ -504,7 +640,7 @@ def _specification(v: Any, study_seed: int) -> dict[str, Any]:
     labels = d.get("labels") or {}
     if not isinstance(labels, Mapping):
         raise _err(f"{path}.labels", "must map labels to ε.")
-    out["labels"] = {str(_scalar(k, f"{path}.labels")): _number(e, f"{path}.labels.{k}", positive=True)
+    out["labels"] = {str(_scalar(k, f"{path}.labels")): _number(e, f"{path}.labels.{_name(k)}", positive=True)
                      for k, e in labels.items()}
     return out
 
@@ -515,7 +651,7 @@ def _tiers(v: Any) -> dict[str, float]:
     path = "policy.tiers"
     if not isinstance(v, Mapping) or not v:
         raise _err(path, "must map each analyst tier's name to its budget ε, e.g. {public: 0.5, agency: 8}.")
-    out = {str(_scalar(k, path)): _number(e, f"{path}.{k}", positive=True) for k, e in v.items()}
+    out = {str(_scalar(k, path)): _number(e, f"{path}.{_name(k)}", positive=True) for k, e in v.items()}
     _wrap(path, lambda: mt.tiers_from(out))
     return out
 
@@ -745,9 +881,9 @@ class Study:
             return P.spec_from_column(table, col, user_col=s["user"], default_eps=s["default_eps"])
 
         if s.get("column") and s["column"] not in table.columns:
-            raise ConfigError(f"policy.specification.column: '{s['column']}' is not a column of the data.")
+            raise ConfigError(f"policy.specification.column: '{_name(s['column'])}' is not a column of the data.")
         if s.get("user") and s["user"] not in table.columns:
-            raise ConfigError(f"policy.specification.user: '{s['user']}' is not a column of the data.")
+            raise ConfigError(f"policy.specification.user: '{_name(s['user'])}' is not a column of the data.")
         return _wrap("policy.specification", build)
 
     def tiers(self) -> Any:
@@ -765,18 +901,18 @@ class Study:
         measures = set(ds.schema.measures)
         for m in self.data.prepare.get("shift_by", {}):
             if m not in measures:
-                raise _err(f"data.prepare.shift_by.{m}", f"'{m}' is not a measure of the data.",
-                           hint=f"Measures: {', '.join(ds.schema.measures)}.")
+                raise _err(f"data.prepare.shift_by.{_name(m)}", f"'{_name(m)}' is not a measure of the data.",
+                           hint=f"Measures: {_names_hint(ds.schema.measures)}.")
 
         def need(col: str | None, key: str, *, measure: bool = False) -> None:
             if col is None:
                 return
             if col not in cols:
-                raise _err(key, f"'{col}' is not a column of the data.",
-                           hint=f"Columns: {', '.join(sorted(cols)[:15])}.")
+                raise _err(key, f"'{_name(col)}' is not a column of the data.",
+                           hint=f"Columns: {_names_hint(sorted(cols))}.")
             if measure and col not in measures:
-                raise _err(key, f"'{col}' is not a measure of the data.",
-                           hint=f"Measures: {', '.join(ds.schema.measures)}.")
+                raise _err(key, f"'{_name(col)}' is not a measure of the data.",
+                           hint=f"Measures: {_names_hint(ds.schema.measures)}.")
 
         t = self.policy.get("thresholds")
         if t is not None:
@@ -784,10 +920,10 @@ class Study:
                 need(t["group_column"], "policy.thresholds.group_column")
                 for g, row in t["rows"].items():
                     for m in row:
-                        need(m, f"policy.thresholds.rows.{g}.{m}", measure=True)
+                        need(m, f"policy.thresholds.rows.{_name(g)}.{_name(m)}", measure=True)
             else:
                 for m in t:
-                    need(m, f"policy.thresholds.{m}", measure=True)
+                    need(m, f"policy.thresholds.{_name(m)}", measure=True)
         if self.workload is not None:
             for i, q in enumerate(self.workload["queries"]):
                 p = f"workload.queries[{i}]"
@@ -884,7 +1020,7 @@ def _app(v: Any) -> dict[str, dict[str, Any]]:
             raise _err(f"app.{page}", "must map settings to values.")
         clean: dict[str, Any] = {}
         for k, val in settings.items():
-            key = f"app.{page}.{k}"
+            key = f"app.{page}.{_name(k)}"
             if not isinstance(k, str) or not k.replace("_", "").isalnum() or len(k) > 80:
                 raise _err(key, "is not a valid setting name.")
             if isinstance(val, list):
@@ -937,8 +1073,8 @@ def study_from_dict(d: Any, *, base_dir: str | os.PathLike | None = None) -> Stu
         measures = set(th) if "rows" not in th else {m for r in th["rows"].values() for m in r}
         for i, q in enumerate(workload["queries"]):
             if q["kind"] != "count" and q.get("split", True) and q["measure"] not in measures:
-                raise _err(f"workload.queries[{i}].measure", f"'{q['measure']}' is summed on split data but has no "
-                           "splitting threshold in policy.thresholds.",
+                raise _err(f"workload.queries[{i}].measure", f"'{_name(q['measure'])}' is summed on split data but "
+                           "has no splitting threshold in policy.thresholds.",
                            hint="Add a threshold for it, or set split: false with a clamp (top-coding).")
     mechs = top.get("mechanisms") or []
     if not isinstance(mechs, list):
@@ -953,8 +1089,9 @@ def parse_config(text: str | bytes | Mapping[str, Any], *, base_dir: str | os.Pa
     """Validate a study config given as YAML text (or an already parsed mapping).
 
     ``base_dir`` is the folder a ``data.path`` is resolved against (None: the path can only
-    be used once a data file is supplied separately, as in the app). YAML is read with
-    ``yaml.safe_load`` only (no Python objects). Raises :class:`ConfigError`.
+    be used once a data file is supplied separately, as in the app). YAML is read by a strict
+    safe loader (plain values only; anchors, aliases, merge keys, repeated keys and nesting deeper
+    than ``MAX_CONFIG_DEPTH`` are refused with the line). Raises :class:`ConfigError`.
     """
     if isinstance(text, Mapping):
         return study_from_dict(text, base_dir=base_dir)
@@ -973,21 +1110,11 @@ def parse_config(text: str | bytes | Mapping[str, Any], *, base_dir: str | os.Pa
                           hint="A study config is a short text file.")
     if not text.strip():
         raise ConfigError("The config is empty.", hint="Start from one of the examples in examples/.")
-    try:
-        d = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "invalid syntax"
-        raise ConfigError(f"The config is not valid YAML{where}: {problem}.",
-                          hint="Check the indentation and the ':' after each key.") from None
-    except RecursionError:
-        raise ConfigError("The config is nested too deeply.") from None
-    return study_from_dict(d, base_dir=base_dir)
+    return study_from_dict(_read_yaml(text), base_dir=base_dir)
 
 
 def load_config(path: str | os.PathLike) -> Study:
-    """Read and validate the study config at ``path`` (YAML; ``yaml.safe_load`` only).
+    """Read and validate the study config at ``path`` (YAML, read as by :func:`parse_config`).
 
     A ``data.path`` in the file is resolved relative to the file's folder and may not leave
     it (no absolute paths, no ``..``, no symbolic links pointing outside). Raises
@@ -1016,11 +1143,11 @@ def resolve_data_path(study: Study) -> Path:
     if study.data.path is None:
         raise ConfigError("data.path: this study reads a sample, not a file.")
     if study.base_dir is None:
-        raise DataError(f"data.path: the study reads '{study.data.path}', but it was not loaded from a file, so "
+        raise DataError(f"data.path: the study reads '{_name(study.data.path)}', but it was not loaded from a file, so "
                         "the data's folder is unknown.", hint="Supply the data file (--data FILE, or upload it).")
     p = safe_data_path(study.data.path, study.base_dir)
     if not p.is_file():
-        raise DataError(f"data.path: no data file '{study.data.path}' next to the config (looked for {p}).",
+        raise DataError(f"data.path: no data file '{_name(study.data.path)}' next to the config (looked for {p}).",
                         hint="Copy the file there, or pass --data FILE.")
     return p
 

@@ -421,7 +421,17 @@ def guess_schema(df: pd.DataFrame) -> Schema:
     * measures: numeric columns that are not ids/codes (negative values are flagged by
       :func:`check_table`, not guessed away);
     * groups: the remaining columns with few distinct values (≤ 5,000 or ≤ 50% of rows).
+
+    A table with columns of lists, records or binary values (Parquet list, struct, map, binary)
+    is refused with a :class:`DataError` naming them: they can play no role.
     """
+    nested = [str(c) for c in df.columns if df[c].dtype == object and any(
+        isinstance(v, (list, tuple, dict, set, np.ndarray, bytes, bytearray, memoryview))
+        for v in df[c].dropna().head(1000))]
+    if nested:
+        raise DataError(f"Columns holding lists, records or binary values cannot be used: "
+                        f"{', '.join(repr(c[:80]) for c in nested[:10])}.",
+                        hint="Drop them, or convert them to numbers or text, before loading the table.")
     n = len(df)
     id_col: str | None = None
     owner_col: str | None = None

@@ -61,3 +61,10 @@ class ResourceLimitError(PrdpError):
     """A request exceeds a configured limit (file size, rows, sweep size, ...)."""
 
     title = "Limit reached"
+
+
+class OutputError(PrdpError):
+    """Outputs cannot be written safely into a folder (a symbolic link or a file prdp did not write is
+    in the way)."""
+
+    title = "Output folder problem"

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from .accounting import Ledger, _plain, conversion_table, zcdp_to_approx_dp
+from .codegen import literal
 from .config import (SCHEMA_VERSION, ConfigError, DataSource, Study, load_config, load_data, parse_config,
                      resolve_data_path, safe_data_path, study_from_dict)
 from .data import Dataset
@@ -729,12 +730,13 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
 
 
 def _py(v: Any) -> str:
-    return repr(_plain(v))
+    """A value of the study as a Python literal (the only form user text takes in the script)."""
+    return literal(v)
 
 
 def _data_code(study: Study, data_file: str | None) -> list[str]:
     src = study.data
-    opts = "".join(f", {k}={v!r}" for k, v in src.prepare.items())
+    opts = "".join(f", {k}={_py(v)}" for k, v in src.prepare.items())
     if data_file is not None or src.path is not None:
         default = repr(str(data_file)) if data_file is not None else \
             f"str(Path(__file__).resolve().parent / {src.path!r})"
@@ -747,12 +749,12 @@ def _data_code(study: Study, data_file: str | None) -> list[str]:
         return [f"DATA = sys.argv[2] if len(sys.argv) > 2 else {default}",
                 "df = prdp_core.load_table(DATA)",
                 f"ds = prdp_core.prepare_dataset(df, {schema}, name=Path(DATA).name{opts})"]
-    n = f", n={src.n}" if src.n is not None else ""
+    n = f", n={int(src.n)}" if src.n is not None else ""
     if src.schema is None and not src.prepare:
-        return [f"ds = prdp_core.samples.load_dataset({src.sample!r}{n}, seed={src.sample_seed})"]
+        return [f"ds = prdp_core.samples.load_dataset({src.sample!r}{n}, seed={int(src.sample_seed)})"]
     schema = (f"prdp_core.Schema.from_dict({_py(src.schema)})" if src.schema is not None
               else f"prdp_core.samples.info({src.sample!r}).schema")
-    return [f"df = prdp_core.samples.load({src.sample!r}{n}, seed={src.sample_seed})",
+    return [f"df = prdp_core.samples.load({src.sample!r}{n}, seed={int(src.sample_seed)})",
             f"ds = prdp_core.prepare_dataset(df, {schema}, name={src.sample!r}{opts})"]
 
 
@@ -768,9 +770,9 @@ def _budget_code(b: Mapping[str, Any]) -> str:
         return f"B.parse_budget({b['expression']!r}, {kw})"
     if "steps" in b:
         s = b["steps"]
-        return f"B.step_table({s['column']!r}, {s['bounds']!r}, {s['eps']!r}, {kw})"
+        return f"B.step_table({s['column']!r}, {_py(s['bounds'])}, {_py(s['eps'])}, {kw})"
     g = b["groups"]
-    return f"B.per_group({g['column']!r}, {dict(g['parts'])!r}, default={g.get('default')!r}, {kw})"
+    return f"B.per_group({g['column']!r}, {_py(dict(g['parts']))}, default={g.get('default')!r}, {kw})"
 
 
 def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
@@ -779,11 +781,14 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
     It makes the same engine calls with the same seeds as :func:`run_study` and writes
     ``results.csv`` (formula-safe) into the folder given as its first argument (default: a
     folder ``reproduced`` next to the script; for a file source a second argument replaces the
-    data file); run on the same data it reproduces the CLI's results.csv bit for bit."""
+    data file); run on the same data it reproduces the CLI's results.csv bit for bit.
+
+    The study's own text (title, labels, expressions, column names, group values, paths) is
+    written only as Python literals (``repr``, :func:`prdp_core.codegen.literal`), never into the
+    docstring or a comment, so running a shared study's script runs nothing but these calls."""
     teaching = study.mode == "teaching"
     L = ['"""Reproduce a PrDP Explorer study with prdp_core.',
          "",
-         f"Study: {study.title or '(untitled)'}; mode {study.mode}; seed {study.seed}.",
          "Usage: python reproduce.py [OUT_DIR" + (" [DATA_FILE]]" if data_file or study.data.path else "]"),
          "Seeded runs are for teaching and review only, never for a real release.",
          '"""',
@@ -809,14 +814,15 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
         L.append("from prdp_core.mechanisms import personalized as P")
     if "multitier" in kinds:
         L.append("from prdp_core.mechanisms import multitier as mt")
-    L += [""] + _data_code(study, data_file)
+    L += ["", f"TITLE, MODE, SEED = {_py(study.title or '(untitled)')}, {_py(study.mode)}, {int(study.seed)}"]
+    L += _data_code(study, data_file)
     L += ["OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent / 'reproduced'",
           f"REVEAL = {teaching!r}  # teaching mode: true values are attached (confidential)", "",
           "releases = []  # (label, Release)"]
     pol = study.policy
     for i, m in enumerate(study.mechanisms):
         seed, label = study.mechanism_seed(i), study.mechanism_label(i)
-        L += ["", f"# --- {label} ---"]
+        L += ["", f"# --- mechanism {i + 1} ---"]
         k = m["kind"]
         if k == "unit_splitting":
             t = pol["thresholds"]
@@ -840,7 +846,7 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
             L.append(f"releases.append(({label!r}, rel))")
         elif k == "prdp":
             L.append(f"E = {_budget_code(pol['budget'])}")
-            L.append(f"print(E.describe())  # {study.budget_function().describe()}")
+            L.append("print(E.describe())")
             L.append(f"rng = np.random.default_rng({seed})")
             q, beta = prdp_query(m), m["beta"]
             for alg in m["algorithms"]:
@@ -874,7 +880,7 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
             s = pol["specification"]
             if "tiers" in s:
                 L.append(f"spec = P.generate_tiers_for(ds.table, P.TierConfig(**{_py(s['tiers'])}), "
-                         f"rng=np.random.default_rng({s['seed']}), user_col={s['user']!r})")
+                         f"rng=np.random.default_rng({int(s['seed'])}), user_col={s['user']!r})")
             elif s["labels"]:
                 L.append(f"tab = ds.table[[{s['column']!r}]].astype(str)" + (
                     f".assign(**{{{s['user']!r}: ds.table[{s['user']!r}].to_numpy()}})" if s["user"] else ""))
@@ -904,7 +910,7 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
                 L.append(f"rel = mt.release_central(plan, q.value, rng=rng, seed={seed}, reveal=REVEAL, "
                          "records=q.mask, query=q.label)")
             else:
-                L.append(f"codes, labels = mt.local_categories(ds.table, {m['measure']!r}, {m['d']}, "
+                L.append(f"codes, labels = mt.local_categories(ds.table, {m['measure']!r}, {int(m['d'])}, "
                          f"scale={m['scale']!r}, top={m.get('top')!r}, filter={ftxt})")
                 L.append(f"plan = mt.plan_local(tiers, len(labels), variant={m['variant']!r})")
                 L.append(f"rel = mt.release_local(plan, codes, rng=rng, seed={seed}, reveal=REVEAL, labels=labels)")
@@ -924,35 +930,34 @@ OUTPUT_FILES = ("results.csv", "ledger.csv", "ledger.json", "budget.csv", "repor
                 "study.yaml")
 
 
-def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progress | None = None) -> dict[str, Path]:
+def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progress | None = None,
+                  force: bool = False) -> dict[str, Path]:
     """Write the study's outputs into ``out_dir`` (created if needed); returns name → path.
 
     results.csv (every answer), budget.csv (the budget table), ledger.csv / ledger.json (the
     ledger, public forms), report.html, reproduce.py and study.yaml (the normalised config).
-    CSVs are formula-safe (:func:`prdp_core.export.to_csv_bytes`)."""
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    CSVs are formula-safe (:func:`prdp_core.export.to_csv_bytes`). Files are written as
+    :func:`prdp_core.outputs.write_files` does: never through a symbolic link, and over an
+    existing file only if prdp wrote it there (its manifest) — else :class:`OutputError`,
+    unless ``force``."""
+    from .outputs import write_files
+
     say = progress or (lambda *_: None)
-    files: dict[str, Path] = {}
-
-    def put(name: str, data: bytes) -> None:
-        p = out / name
-        p.write_bytes(data)
-        files[name] = p
-
+    files: dict[str, bytes] = {}
     say(0, 3, "writing tables")
-    put("results.csv", to_csv_bytes(results_frame(run.releases, teaching=run.teaching)))
-    put("budget.csv", to_csv_bytes(budget_table(run)))
-    put("ledger.csv", to_csv_bytes(ledger_frame(run)))
-    put("ledger.json", (json.dumps(ledger_dict(run), indent=2, default=str, ensure_ascii=False) + "\n").encode())
+    files["results.csv"] = to_csv_bytes(results_frame(run.releases, teaching=run.teaching))
+    files["budget.csv"] = to_csv_bytes(budget_table(run))
+    files["ledger.csv"] = to_csv_bytes(ledger_frame(run))
+    files["ledger.json"] = (json.dumps(ledger_dict(run), indent=2, default=str, ensure_ascii=False) + "\n").encode()
     yaml_text = run.study.to_yaml()
-    put("study.yaml", yaml_text.encode("utf-8"))
+    files["study.yaml"] = yaml_text.encode("utf-8")
     say(1, 3, "writing the report")
-    put("report.html", render_html(run, config_text=yaml_text).encode("utf-8"))
+    files["report.html"] = render_html(run, config_text=yaml_text).encode("utf-8")
     say(2, 3, "writing the reproduction script")
-    put("reproduce.py", reproduction_script(run.study, data_file=run.data_file).encode("utf-8"))
+    files["reproduce.py"] = reproduction_script(run.study, data_file=run.data_file).encode("utf-8")
+    written = write_files(out_dir, files, force=force)
     say(3, 3, "done")
-    return files
+    return written
 
 
 __all__ = ["ConfigError", "DataSource", "OUTPUT_FILES", "REVIEW_TAIL", "SCHEMA_VERSION", "Study", "StudyRun",

@@ -17,6 +17,7 @@ from prdp_core.mechanisms import prdp as P
 from prdp_core.mechanisms import prldp as LP
 
 from . import state
+from .datasource import load_code
 
 MODES = {"preset": "Preset", "step": "Step table", "groups": "Per group", "expression": "Expression"}
 PRESET_LABELS = {k: v[0] for k, v in B.PRESETS.items()}
@@ -237,8 +238,9 @@ def on_run() -> None:
                        "teaching": teaching, "budget": b.describe(), "token": state.token()}
 
 
-def code(b: B.BudgetFunction | None, ds_name: str) -> str:
-    """prdp_core code reproducing the page."""
+def code(b: B.BudgetFunction | None, source: dict[str, Any], ds: Dataset) -> str:
+    """prdp_core code reproducing the page on the active dataset (the expression, column and file
+    names are written as literals, ``repr``, never as code)."""
     ss = st.session_state
     expr = b.expression() if b is not None else "1e4 / max(BALANCE, 1)"
     lines = [
@@ -247,7 +249,7 @@ def code(b: B.BudgetFunction | None, ds_name: str) -> str:
         "from prdp_core import budget as B",
         "from prdp_core.mechanisms import prdp, prldp",
         "",
-        f"ds = prdp_core.samples.load_dataset({ds_name!r})  # or your own Dataset",
+        load_code(source, ds),
         f"E = B.parse_budget({expr!r}, eps_min={b.eps_min if b else None!r}, eps_max={b.eps_max if b else 100.0!r},"
         f" U={b.U if b else 1e12!r})",
         "print(E.describe())",

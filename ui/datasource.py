@@ -14,6 +14,7 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
+from prdp_core.codegen import literal
 from prdp_core.data import (Dataset, Schema, check_table, guess_schema, load_table, numeric_columns,
                             prepare_dataset)
 from prdp_core.errors import PrdpError
@@ -87,10 +88,10 @@ def on_upload() -> None:
         return
     try:
         df = load_table(up, filename=up.name)
+        schema = guess_schema(df)  # refuses columns that can play no role (lists, records, binary)
     except PrdpError as err:
         _msg("error", _error_text(err), "upload")
         return
-    schema = guess_schema(df)
     st.session_state["raw"] = {"df": df, "name": up.name, "schema": schema,
                                "source": {"kind": "file", "filename": up.name}, "id": uuid.uuid4().hex[:8]}
     # Apply at once when the guessed roles need no decision; otherwise ask for one.
@@ -151,29 +152,32 @@ def on_apply(rid: str) -> None:
     _msg("success", f"Active dataset: {md_escape(ds.describe())}.", "roles")
 
 
+def load_code(source: dict[str, Any], ds: Dataset) -> str:
+    """prdp_core lines that rebuild the active dataset as ``ds`` (sample or uploaded file, its roles
+    and fixes). File, sample and column names are written as literals (``repr``), never as code."""
+    n = source.get("n")
+    size = f", n={int(n)}" if n is not None else ""
+    seed = int(source.get("seed", 0))
+    if source.get("kind") == "sample" and "schema" not in source:
+        return f"ds = prdp_core.samples.load_dataset({literal(source['name'])}{size}, seed={seed})"
+    if source.get("kind") == "sample":
+        read = f"df = prdp_core.samples.load({literal(source['name'])}{size}, seed={seed})"
+    else:
+        read = f"df = prdp_core.load_table({literal(source.get('filename', 'data.csv'))})"
+    raw_schema = source.get("schema", ds.schema.to_dict())
+    opts = "".join(f", {k}={literal(v)}" for k, v in (source.get("options") or {}).items())
+    return (f"{read}\nschema = prdp_core.Schema(id_col={literal(raw_schema['id_col'])}, "
+            f"measures={literal(tuple(raw_schema['measures']))},\n"
+            f"                         groups={literal(tuple(raw_schema['groups']))}, "
+            f"owner_col={literal(raw_schema['owner_col'])})\n"
+            f"ds = prdp_core.prepare_dataset(df, schema, name={literal(ds.name)}{opts})")
+
+
 def reproduce_code(source: dict[str, Any], ds: Dataset) -> str:
     """prdp_core code that rebuilds the active dataset and its profile."""
-    if source.get("kind") == "sample" and "schema" not in source:
-        n = source.get("n")
-        load = (f'ds = prdp_core.samples.load_dataset({source["name"]!r}'
-                + (f", n={n}" if n is not None else "") + f', seed={source.get("seed", 0)})')
-    else:
-        if source.get("kind") == "sample":
-            n = source.get("n")
-            read = (f'df = prdp_core.samples.load({source["name"]!r}' + (f", n={n}" if n is not None else "")
-                    + f', seed={source.get("seed", 0)})')
-        else:
-            read = f'df = prdp_core.load_table({source.get("filename", "data.csv")!r})'
-        raw_schema = source.get("schema", ds.schema.to_dict())
-        opts = "".join(f", {k}={v!r}" for k, v in (source.get("options") or {}).items())
-        load = (f"{read}\nschema = prdp_core.Schema(id_col={raw_schema['id_col']!r}, "
-                f"measures={tuple(raw_schema['measures'])!r},\n"
-                f"                         groups={tuple(raw_schema['groups'])!r}, "
-                f"owner_col={raw_schema['owner_col']!r})\n"
-                f"ds = prdp_core.prepare_dataset(df, schema, name={ds.name!r}{opts})")
     return f"""import prdp_core
 
-{load}
+{load_code(source, ds)}
 profile = prdp_core.profile.profile_dataset(ds)
 print(profile.table())"""
 

@@ -10,12 +10,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import multitier as mt
 from prdp_core.mechanisms import partial
 
 from . import state
+from .datasource import load_code
 
 NO_FILTER = "(no filter)"
 
@@ -268,17 +270,13 @@ def local_display(table: pd.DataFrame, n: int, *, per_user: bool = False) -> pd.
     return show.style.format(fmt)
 
 
-def reproduce_code(ds_source: dict[str, Any], tiers: tuple[mt.Tier, ...], cur: dict[str, Any], seed: int) -> str:
-    """prdp_core code that rebuilds the plan, the coalition losses and the release shown on the page."""
-    src = ds_source or {}
-    if src.get("kind") == "sample" and "schema" not in src:
-        load = (f'ds = prdp_core.samples.load_dataset({src.get("name")!r}, n={src.get("n")!r}, '
-                f'seed={int(src.get("seed", 0))})')
-    else:
-        load = "ds = ...  # your prdp_core.Dataset (see the Data page's code)"
-    tiers_txt = "{" + ", ".join(f"{t.name!r}: {t.eps!r}" for t in tiers) + "}"
+def reproduce_code(ds_source: dict[str, Any], ds: Dataset, tiers: tuple[mt.Tier, ...], cur: dict[str, Any],
+                   seed: int) -> str:
+    """prdp_core code that rebuilds the plan, the coalition losses and the release shown on the page (tier
+    names, columns and filter values are written as literals, ``repr``, never as code)."""
+    tiers_txt = literal({t.name: t.eps for t in tiers})
     f = cur.get("filter")
-    ftxt = "None" if f is None else f"mt.RecordFilter({f.column!r}, {f.op!r}, {f.value!r})"
+    ftxt = "None" if f is None else f"mt.RecordFilter({literal(f.column)}, {literal(f.op)}, {literal(f.value)})"
     if cur["model"] == "central":
         q = cur["query"]
         plan: mt.CentralPlan = cur["plan"]
@@ -311,7 +309,7 @@ import numpy as np
 import prdp_core
 from prdp_core.mechanisms import multitier as mt
 
-{load}
+{load_code(ds_source or {}, ds)}
 tiers = mt.tiers_from({tiers_txt})
 {body}
 """

@@ -10,11 +10,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import personalized as P
 
 from . import state
+from .datasource import load_code
 
 EACH_RECORD = "(each record is its own user)"
 
@@ -123,6 +125,11 @@ def spec_params() -> dict[str, Any]:
     return p
 
 
+def label_mapping(labels: tuple) -> dict[str, Any]:
+    """The label → ε rows of the editor, rows without a label or an ε left out."""
+    return {str(k): v for k, v in labels if k is not None and v is not None and not pd.isna(v)}
+
+
 @st.cache_data(show_spinner="Building the privacy specification…", max_entries=16)
 def _build_spec(token: str, params: tuple, _ds: Dataset) -> P.PrivacySpec:
     p = dict(params)
@@ -136,7 +143,7 @@ def _build_spec(token: str, params: tuple, _ds: Dataset) -> P.PrivacySpec:
     if not col or col not in table.columns:
         raise ParameterError("Choose the column that holds each user's ε.")
     if p["labels"]:
-        mapping = {str(k): v for k, v in p["labels"] if k is not None and v is not None and not pd.isna(v)}
+        mapping = label_mapping(p["labels"])
         tab = pd.DataFrame({col: table[col].astype(str)})
         if user_col:
             tab[user_col] = table[user_col].to_numpy()
@@ -285,39 +292,37 @@ def on_run_release() -> None:
         ss["pdp_release_error"] = err
 
 
-def reproduce_code(ds_source: dict[str, Any], params: dict[str, Any], query: P.Query, seed: int) -> str:
-    """prdp_core code that rebuilds the specification and runs the comparison shown on the page."""
-    src = ds_source or {}
-    if src.get("kind") == "sample":
-        load = (f'ds = prdp_core.samples.load_dataset("{src.get("name")}", n={src.get("n")!r}, '
-                f'seed={int(src.get("seed", 0))})')
-    else:
-        load = "ds = ...  # your prdp_core.Dataset (see the Data page's code)"
+def reproduce_code(ds_source: dict[str, Any], ds: Dataset, params: dict[str, Any], query: P.Query,
+                   seed: int) -> str:
+    """prdp_core code that rebuilds the specification and runs the comparison shown on the page (columns
+    and labels are written as literals, ``repr``, never as code)."""
     user = None if params["pdp_user"] in (None, EACH_RECORD) else params["pdp_user"]
     if params["pdp_source"] == "tiers":
-        spec = (f"cfg = P.TierConfig(f_c={params['pdp_fc']}, f_m={params['pdp_fm']}, eps_c={params['pdp_ec']}, "
-                f"eps_m={params['pdp_em']}, eps_l={params['pdp_el']})\n"
-                f"spec = P.generate_tiers_for(ds.table, cfg, rng=np.random.default_rng({params['seed']}), "
-                f"user_col={user!r})")
+        cfg = {k: float(params[f"pdp_{p}"]) for k, p in (("f_c", "fc"), ("f_m", "fm"), ("eps_c", "ec"),
+                                                          ("eps_m", "em"), ("eps_l", "el"))}
+        spec = (f"cfg = P.TierConfig(**{literal(cfg)})\n"
+                f"spec = P.generate_tiers_for(ds.table, cfg, rng=np.random.default_rng({int(params['seed'])}), "
+                f"user_col={literal(user)})")
     elif params["labels"]:
-        mapping = {k: v for k, v in params["labels"]}
-        spec = (f"spec = P.spec_from_labels(ds.table.astype({{{params['pdp_col']!r}: str}}), {params['pdp_col']!r}, "
-                f"{mapping!r}, user_col={user!r}, default_eps={params['pdp_default']})")
+        col = literal(params["pdp_col"])
+        spec = (f"spec = P.spec_from_labels(ds.table.astype({{{col}: str}}), {col}, "
+                f"{literal(label_mapping(params['labels']))}, user_col={literal(user)}, "
+                f"default_eps={literal(float(params['pdp_default']))})")
     else:
-        spec = (f"spec = P.spec_from_column(ds.table, {params['pdp_col']!r}, user_col={user!r}, "
-                f"default_eps={params['pdp_default']})")
+        spec = (f"spec = P.spec_from_column(ds.table, {literal(params['pdp_col'])}, user_col={literal(user)}, "
+                f"default_eps={literal(float(params['pdp_default']))})")
     return f"""
 import numpy as np
 import prdp_core
 from prdp_core.mechanisms import personalized as P
 
-{load}
+{load_code(ds_source or {}, ds)}
 {spec}
 print(spec.summary(), spec.tier_table(), sep="\\n")
 
 # a roster read from the table (spec.roster == "table") makes every release a substitution-neighbour statement
-query = P.Query({query.kind!r}, column={query.column!r}, cutoff={query.cutoff!r}, lo={query.lo!r}, hi={query.hi!r},
-                integer={bool(query.integer)!r})
+query = P.Query({literal(query.kind)}, column={literal(query.column)}, cutoff={literal(query.cutoff)},
+                lo={literal(query.lo)}, hi={literal(query.hi)}, integer={bool(query.integer)!r})
 print(P.delivered_table(spec, P.paper_mechanisms(query.kind)))
 print(P.compare(ds.table, spec, query, runs=100, rng=np.random.default_rng({seed})))  # uses the private data
 release = P.Sample("max").release(ds.table, spec, query, rng=np.random.default_rng({seed}), seed={seed})

@@ -4,28 +4,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.workload import SplittingPolicy
 
-from .datasource import reproduce_code
+from .datasource import load_code
 
 
 def policy_code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy, owner_method: str) -> str:
-    data_lines = [ln for ln in reproduce_code(source, ds).splitlines()
-                  if ln and not ln.startswith(("import prdp_core", "profile", "print"))]
+    """prdp_core code that rebuilds the policy (thresholds, workload) and its preview. Column names,
+    group values, labels and filter values are written as literals (``repr``), never as code."""
     thr = pol.thresholds
-    if thr.group_col is None:
-        thr_expr = repr(thr.as_dict()["*"])
-    else:
-        thr_expr = repr(thr.as_dict())
-    queries = ",\n    ".join(f"Query.from_dict({q.to_dict()!r})" for q in pol.workload.queries)
+    thr_expr = literal(thr.as_dict()["*"] if thr.group_col is None else thr.as_dict())
+    queries = ",\n    ".join(f"Query.from_dict({literal(q.to_dict())})" for q in pol.workload.queries)
     return f"""import prdp_core
 from prdp_core.preview import preview_policy
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Query, SplittingPolicy, Workload
 
-{chr(10).join(data_lines)}
-thresholds = as_thresholds({thr_expr}, group_col={thr.group_col!r})
+{load_code(source, ds)}
+thresholds = as_thresholds({thr_expr}, group_col={literal(thr.group_col)})
 workload = Workload((
     {queries},
 ), partition_rho={pol.workload.partition_rho!r}, joint={pol.workload.joint!r})

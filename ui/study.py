@@ -386,7 +386,7 @@ def export_state() -> dict[str, Any]:
     ss = st.session_state
     seed = int(ss.get("seed", 0))
     notes: list[str] = []
-    cfg: dict[str, Any] = {"version": 1, "title": f"Study of {state.dataset().name}",
+    cfg: dict[str, Any] = {"version": 1, "title": f"Study of {state.dataset().name}"[:200],  # a title's limit
                            "mode": ss.get("mode", "teaching"), "seed": seed, "data": _data_section()}
     policy: dict[str, Any] = {}
     mechanisms: list[dict[str, Any]] = []

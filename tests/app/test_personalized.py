@@ -201,6 +201,7 @@ def test_small_sample_with_label_column():
 
 @pytest.mark.parametrize("source", ["tiers", "column", "labels"])
 def test_reproduce_code_runs(source):
+    from prdp_core import samples
     from prdp_core.mechanisms import personalized as P
     from ui import personalized as upd
 
@@ -209,6 +210,7 @@ def test_reproduce_code_runs(source):
         params.update(pdp_source="column", pdp_col="HT2" if source == "column" else "CatIX")
     if source == "labels":
         params["labels"] = (("1", 0.1), ("2", 0.5))
-    code = upd.reproduce_code({"kind": "sample", "name": "sim_pareto", "n": 2000, "seed": 0}, params,
-                              P.Query("count", "HT1", cutoff=2, hi=100), 3)
+    source = {"kind": "sample", "name": "sim_pareto", "n": 2000, "seed": 0}
+    ds = samples.load_dataset("sim_pareto", n=2000, seed=0)
+    code = upd.reproduce_code(source, ds, params, P.Query("count", "HT1", cutoff=2, hi=100), 3)
     exec(compile(code, "<reproduce>", "exec"), {})

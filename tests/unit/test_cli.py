@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from prdp_core.cli import EXIT_CONFIG, EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, TextProgress, main
+from prdp_core.outputs import MANIFEST
 from prdp_core.report import OUTPUT_FILES
 
 from .test_report import planted_folder, secrets, spellings
@@ -62,7 +63,7 @@ def test_console_script_is_installed_and_runs(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == EXIT_OK, r.stderr
     assert "1 release(s)" in r.stdout
-    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(OUTPUT_FILES)
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted([*OUTPUT_FILES, MANIFEST])
     assert "[########################] " in r.stderr  # the progress bar, on stderr
 
 

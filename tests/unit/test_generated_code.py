@@ -1,0 +1,310 @@
+"""Generated code is data-safe: user text reaches reproduce.py and every "Reproduce in Python" snippet
+only as Python literals, so running a shared study's script runs nothing but the intended calls.
+
+Hostile titles, labels, expressions, column names, group values and file names (tests/hostile.py:
+triple quotes, newlines, carriage returns, #, backslashes, U+2028, U+0085, {}) go through every
+generator; the result is checked token by token and run in a subprocess next to the hostile data,
+where planted code would create a sentinel file. The app route (Study page, every page's snippet)
+is in tests/app/test_hostile_study.py; a generator missing from ``GENERATORS`` fails
+``test_every_generator_is_covered``.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import streamlit as st
+import yaml
+
+from prdp_core import config, report
+from prdp_core.cli import EXIT_OK, main
+from prdp_core.codegen import literal
+from prdp_core.mechanisms import multitier as mt
+from prdp_core.mechanisms import personalized as P
+from tests.hostile import (RUN, SENTINEL, HostileData, assert_user_text_only_in_literals, hostile, hostile_config,
+                           run_python, write_hostile_data)
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# ---------------------------------------------------------------------------
+# codegen.literal
+# ---------------------------------------------------------------------------
+
+
+def test_literal_writes_plain_values_that_evaluate_back():
+    value = {hostile("k"): [1, 2.5, hostile("v"), (3,), None, True, {"x": (1, 2)}], 7: "\u2028\x85\r\\"}
+    text = literal(value)
+    assert ast.literal_eval(text) == value
+    assert literal(np.float64(2.5)) == "2.5" and literal(np.int64(3)) == "3" and literal(np.str_("a")) == "'a'"
+    assert literal(np.array([1, 2])) == "[1, 2]" and literal(()) == "()"
+    assert literal(float("nan")) == "float('nan')" and literal(-float("inf")) == "-float('inf')"
+    assert "\n" not in literal("a\nb\rc\u2028d\x85e") and literal(float("inf")) == "float('inf')"
+    class Sneaky:  # an object whose repr is code
+        def __repr__(self):
+            return f"{RUN} or 1"
+
+        def __str__(self):
+            return "sneaky"
+
+    assert literal(Sneaky()) == "'sneaky'" and literal([Sneaky()]) == "['sneaky']"
+    assert literal(pd.Timestamp("2020-01-02")) == "'2020-01-02 00:00:00'"
+
+
+def test_the_checks_catch_text_outside_literals(tmp_path):
+    """Positive control: a naive generator putting a title in the docstring and a label in a comment
+    fails both checks (the planted call runs and creates the sentinel)."""
+    title, label = 'T"""\n' + RUN + '\n"""', "L\n" + RUN + "  #"
+    naive = f'"""Study: {title}."""\nx = 1  # {label}\n'
+    for bad in (naive, f'x = f"{{{RUN}}}"\n', f"x = {hostile('P')[:8]!r}\n{RUN}\n"):
+        with pytest.raises(AssertionError):
+            assert_user_text_only_in_literals(bad)
+    script = tmp_path / "naive.py"
+    script.write_text(naive, encoding="utf-8")
+    with pytest.raises(AssertionError, match="ran planted code"):
+        run_python(script, tmp_path)
+
+
+# ---------------------------------------------------------------------------
+# The CLI route: prdp run writes reproduce.py; run it
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hostile_study(tmp_path_factory):
+    """A folder with the hostile table and its hostile study config; the study and its dataset."""
+    folder = tmp_path_factory.mktemp("hostile")
+    data = write_hostile_data(folder)
+    (folder / "study.yaml").write_text(yaml.safe_dump(hostile_config(data), allow_unicode=True, sort_keys=False),
+                                       encoding="utf-8")
+    study = report.load_config(folder / "study.yaml")
+    return data, study, config.load_data(study)
+
+
+def test_prdp_run_writes_a_reproduction_script_that_runs_only_the_study(hostile_study):
+    data, study, _ = hostile_study
+    folder = data.folder
+    out = io.StringIO()
+    assert main(["validate", str(folder / "study.yaml")], stdout=out, stderr=out) == EXIT_OK, out.getvalue()
+    code = main(["run", str(folder / "study.yaml"), "--out", str(folder / "out"), "-q"], stdout=out, stderr=out)
+    assert code == EXIT_OK, out.getvalue()
+    script = (folder / "out" / "reproduce.py").read_text(encoding="utf-8")
+    assert_user_text_only_in_literals(script)
+    assert "TITLE, MODE, SEED = " in script and study.title not in script  # the title only as a literal
+    run_python(folder / "out" / "reproduce.py", folder, str(folder / "again"))
+    assert (folder / "again" / "results.csv").read_bytes() == (folder / "out" / "results.csv").read_bytes()
+    # the normalised study.yaml written next to it reloads to the same study
+    assert report.load_config(folder / "out" / "study.yaml").to_dict() == study.to_dict()
+
+
+def test_reproduction_script_of_each_mechanism_alone(hostile_study, tmp_path):
+    """Each mechanism kind on its own (imports and code paths differ), review mode, data from --data."""
+    data, study, _ = hostile_study
+    for i, mech in enumerate(study.mechanisms):
+        one = config.parse_config({**study.to_dict(), "mode": "review", "mechanisms": [mech]}, base_dir=data.folder)
+        code = report.reproduction_script(one, data_file=str(data.path))
+        assert_user_text_only_in_literals(code)
+        script = tmp_path / f"reproduce_{i}.py"
+        script.write_text(code, encoding="utf-8")
+        run_python(script, data.folder, str(tmp_path / f"out_{i}"))
+
+
+# ---------------------------------------------------------------------------
+# The app's generators, called with hostile session values
+# ---------------------------------------------------------------------------
+
+
+def _source(data: HostileData, ds) -> dict:
+    return {"kind": "file", "filename": data.filename, "schema": ds.schema.to_dict(),
+            "options": {"missing": "drop", "negative": "shift", "shift_by": {data.measure: 5.0}}}
+
+
+def _session(**values) -> None:
+    st.session_state.clear()
+    for k, v in values.items():
+        st.session_state[k] = v
+
+
+def _datasource(data, study, ds):
+    from ui import datasource
+
+    return [datasource.reproduce_code(_source(data, ds), ds)]
+
+
+def _policy(data, study, ds):
+    from ui.policy_code import policy_code
+
+    return [policy_code(_source(data, ds), ds, study.splitting_policy(ds.table), "lemma5")]
+
+
+def _run(data, study, ds):
+    from ui.run_code import run_code
+
+    pol = study.splitting_policy(ds.table)
+    return [run_code(_source(data, ds), ds, pol, 4), run_code(_source(data, ds), ds, pol, 4, queries=[1])]
+
+
+def _tradeoffs(data, study, ds):
+    from ui import tradeoffs
+
+    return [tradeoffs.code(_source(data, ds), ds, study.splitting_policy(ds.table))]
+
+
+def _budget(data, study, ds):
+    from ui import budget
+
+    codes = []
+    for model in ("central", "local"):
+        _session(bf_query="sum", bf_measure=data.measure, bf_model=model, bf_beta=0.2, bf_threshold="bernstein",
+                 bf_scale_vary="n", bf_scale_trials=1, seed=5)
+        codes.append(budget.code(study.budget_function(), _source(data, ds), ds))
+    return codes
+
+
+def _multitier(data, study, ds):
+    from ui import multitier
+
+    tiers = study.tiers()
+    f = mt.RecordFilter(data.group, "==", data.groups[0])
+    q = mt.central_query(ds.table, "sum", measure=data.measure, clip=10.0, filter=f, integer=True)
+    central = {"model": "central", "query": q, "filter": f,
+               "plan": mt.plan_central(tiers, "geometric", sensitivity=float(q.sensitivity))}
+    local = {"model": "local", "filter": f, "plan": mt.plan_local(tiers, 5)}
+    _session(mt_measure=data.measure, mt_clip=10.0, mt_delta=1e-6, mt_local_measure=data.measure, mt_d=4,
+             mt_scale="linear", mt_top=50.0)
+    return [multitier.reproduce_code(_source(data, ds), ds, tiers, cur, 6) for cur in (central, local)]
+
+
+def _personalized(data, study, ds):
+    from ui import personalized
+
+    params = dict(personalized.SPEC_DEFAULTS, pdp_source="column", pdp_col=data.label, pdp_user=data.owner,
+                  labels=((data.labels[0], 0.5), (data.labels[1], 2.0), (None, 1.0)), seed=2)
+    query = P.Query("count", data.measure, cutoff=2.0, hi=40.0)
+    tiers = dict(params, pdp_source="tiers")
+    return [personalized.reproduce_code(_source(data, ds), ds, p, query, 2) for p in (params, tiers)]
+
+
+def _concepts(data, study, ds):
+    from ui import concepts, datasource
+
+    calc = {"eps": 1.0, "prior": 0.5, "rho": 0.5, "delta": 1e-6, "record": 0.2, "record_measure": "rho"}
+    explorer = {"d": 4, "k": 2, "eps0": 1.0, "kind": "pure"}
+    params = dict(concepts.LAB_DEFAULTS, hl_source="dataset", hl_columns=(data.group, data.label), hl_sample="",
+                  hl_declared=((data.group, ", ".join(data.groups)), (data.label, hostile("C"))))
+    gen = dict(concepts.LAB_DEFAULTS, hl_n=2000, hl_d=6)
+    load = datasource.load_code(_source(data, ds), ds)
+    return [concepts.reproduce_code(calc, explorer, p, 8, True, load) for p in (params, gen)]
+
+
+#: Every generator of code and how this file exercises it with hostile text; helpers that write part of a
+#: generator's code are listed with the generator whose output contains theirs.
+GENERATORS: dict[str, Callable | str] = {
+    "prdp_core.report.reproduction_script": "test_prdp_run_writes_a_reproduction_script_that_runs_only_the_study",
+    "prdp_core.report._data_code": "prdp_core.report.reproduction_script",
+    "prdp_core.report._budget_code": "prdp_core.report.reproduction_script",
+    "ui.datasource.reproduce_code": _datasource,
+    "ui.datasource.load_code": "ui.datasource.reproduce_code",
+    "ui.policy_code.policy_code": _policy,
+    "ui.run_code.run_code": _run,
+    "ui.tradeoffs.code": _tradeoffs,
+    "ui.budget.code": _budget,
+    "ui.multitier.reproduce_code": _multitier,
+    "ui.personalized.reproduce_code": _personalized,
+    "ui.concepts.reproduce_code": _concepts,
+}
+
+UI_GENERATORS = {k: v for k, v in GENERATORS.items() if callable(v)}
+
+
+@pytest.mark.parametrize("name", sorted(UI_GENERATORS))
+def test_app_generator_writes_user_text_only_as_literals_and_runs(name, hostile_study, tmp_path):
+    data, study, ds = hostile_study
+    codes = UI_GENERATORS[name](data, study, ds)
+    assert any(h in ast.literal_eval(tok) for tok in _string_tokens(codes[0])
+               for h in (data.measure, data.filename, data.group)), "no hostile text reached the code: nothing proved"
+    for i, code in enumerate(codes):
+        assert_user_text_only_in_literals(code)
+        script = tmp_path / f"snippet_{i}.py"
+        script.write_text(code, encoding="utf-8")
+        run_python(script, data.folder)
+    assert not (data.folder / SENTINEL).exists()
+
+
+def _string_tokens(code: str) -> list[str]:
+    import tokenize
+
+    return [t.string for t in tokenize.generate_tokens(io.StringIO(code).readline)
+            if t.type == tokenize.STRING and not t.string.lower().startswith(("f", "rf", "fr"))]
+
+
+# ---------------------------------------------------------------------------
+# Every generator is covered
+# ---------------------------------------------------------------------------
+
+#: A string that reads as Python source: an import, a prdp_core call, or a call on a module alias the
+#: generated scripts use.
+CODE_TEXT = re.compile(r"(^|\n)\s*(import \w|from [\w.]+ import )|\bprdp_core\.\w+\(|"
+                       r"\b(np|pd|B|P|mt|partial|analysis|prdp|prldp|interpret|accounting|unit_splitting)\.\w+\(")
+
+
+def _code_writing_functions() -> set[str]:
+    """Functions of prdp_core and ui holding a string that reads as code (docstrings and error
+    messages left aside)."""
+    found = set()
+    for base in ("prdp_core", "ui"):
+        for path in sorted((ROOT / base).rglob("*.py")):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for fn in ast.walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                skip = {id(n) for r in ast.walk(fn) if isinstance(r, ast.Raise) for n in ast.walk(r)}
+                doc = fn.body[0].value if fn.body and isinstance(fn.body[0], ast.Expr) else None
+                for node in ast.walk(fn):
+                    if (isinstance(node, ast.Constant) and isinstance(node.value, str) and node is not doc
+                            and id(node) not in skip and CODE_TEXT.search(node.value)):
+                        found.add(f"{module}.{fn.name}")
+                        break
+    return found
+
+
+def test_every_generator_is_covered():
+    found = _code_writing_functions()
+    assert "prdp_core.report.reproduction_script" in found and "ui.budget.code" in found  # the scan works
+    missing = found - set(GENERATORS)
+    assert not missing, (f"{sorted(missing)} write code: add them to GENERATORS with a hostile-text test "
+                         "(user text only through codegen.literal / repr)")
+    gone = set(GENERATORS) - found
+    assert not gone, f"{sorted(gone)} no longer write code: remove them from GENERATORS"
+    for name, how in GENERATORS.items():
+        assert callable(how) or how in GENERATORS or how in globals(), name
+
+
+def test_pages_show_only_generated_or_fixed_code():
+    """Every "Reproduce in Python" block of a page is a generator's output or a fixed text (no f-string)."""
+    generators = {n.rsplit(".", 1)[1] for n in GENERATORS}
+    seen = 0
+    for path in sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
+                    in ("code_expander", "code")):
+                continue
+            if getattr(node.func, "attr", None) == "code" and not any(
+                    k.arg == "language" and getattr(k.value, "value", None) == "python" for k in node.keywords):
+                continue  # st.code of a YAML preview
+            seen += 1
+            arg = node.args[0]
+            if isinstance(arg, ast.Constant):
+                continue
+            assert isinstance(arg, ast.Call), f"{path.name}:{node.lineno} shows code that is not a generator's"
+            name = getattr(arg.func, "attr", getattr(arg.func, "id", None))
+            assert name in generators, f"{path.name}:{node.lineno} shows code of {name}, which is not in GENERATORS"
+    assert seen >= 8
