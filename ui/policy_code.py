@@ -16,6 +16,7 @@ def policy_code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy, owner
     group values, labels and filter values are written as literals (``repr``), never as code."""
     thr = pol.thresholds
     thr_expr = literal(thr.as_dict()["*"] if thr.group_col is None else thr.as_dict())
+    source_kw = (f", threshold_source={literal(pol.threshold_sources())}" if pol.threshold_source else "")
     queries = ",\n    ".join(f"Query.from_dict({literal(q.to_dict())})" for q in pol.workload.queries)
     return f"""import prdp_core
 from prdp_core.preview import preview_policy
@@ -27,7 +28,7 @@ thresholds = as_thresholds({thr_expr}, group_col={literal(thr.group_col)})
 workload = Workload((
     {queries},
 ), partition_rho={pol.workload.partition_rho!r}, joint={pol.workload.joint!r})
-policy = SplittingPolicy(thresholds, workload)
+policy = SplittingPolicy(thresholds, workload{source_kw})
 print(policy.describe())
 preview = preview_policy(ds, policy, owner_method={owner_method!r})
 print(preview.summary())                 # confidential: describes real records

@@ -16,12 +16,15 @@ def run_code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy, seed: in
     head = "\n".join(ln for ln in base.splitlines() if not ln.startswith(("preview =", "print(preview", "x, share")))
     if queries is not None and len(queries) < len(pol.workload.queries):
         head += ("\npolicy = SplittingPolicy(policy.thresholds, policy.workload.subset("
-                 f"{sorted(int(i) for i in queries)}))   # only the queries released")
+                 f"{sorted(int(i) for i in queries)}), threshold_source=policy.threshold_sources())"
+                 "   # only the queries released")
     if secure:
+        allow = (", allow_data_derived=True)   # thresholds computed from the data: refused by a real release"
+                 if pol.threshold_source else ")   # exact OpenDP noise, unseeded, answers on a grid")
         return f"""{head}
 from prdp_core.mechanisms.unit_splitting import release
 
-rel = release(ds, policy, secure=True, reveal=True)   # exact OpenDP noise, unseeded, answers on a grid
+rel = release(ds, policy, secure=True, reveal=True{allow}
 print(rel.answers.head(), rel.extras["grid"])
 review = rel.for_review()                      # what a review-mode export contains"""
     return f"""{head}
