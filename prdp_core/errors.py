@@ -61,3 +61,15 @@ class ResourceLimitError(PrdpError):
     """A request exceeds a configured limit (file size, rows, sweep size, ...)."""
 
     title = "Limit reached"
+
+
+class StoreError(PrdpError):
+    """The workshop board's database cannot be opened, read or written."""
+
+    title = "Board problem"
+
+
+class AccessError(PrdpError):
+    """An action the caller is not allowed to take (another participant's entry, a facilitator action)."""
+
+    title = "Not allowed"
