@@ -37,6 +37,7 @@ import hashlib
 import hmac
 import json
 import math
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -172,6 +173,11 @@ def migrate(conn: Connection) -> int:
 def participant_hash(token: str) -> str:
     """What the store keeps of a participant's token (SHA-256, hex)."""
     return hashlib.sha256(str(token).encode("utf-8")).hexdigest()
+
+
+def new_participant_code() -> str:
+    """A random participant code (72 bits, URL-safe): who may withdraw an entry."""
+    return secrets.token_urlsafe(9)
 
 
 def canonical_json(obj: Any) -> str:
@@ -556,4 +562,4 @@ def _store_error(store: BoardStore, err: BaseException) -> PrdpError:
 
 
 __all__ = ["Board", "BoardStore", "DEFAULT_SETTINGS", "Entry", "MIGRATIONS", "SCHEMA_VERSION", "canonical_json",
-           "migrate", "participant_hash", "redact", "submission_id"]
+           "migrate", "new_participant_code", "participant_hash", "redact", "submission_id"]

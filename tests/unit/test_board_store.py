@@ -113,7 +113,7 @@ def test_submissions_are_idempotent_and_kept_apart(board_url):
     assert not created2 and again.id == a.id
     b, created3 = _submit(s, "Policy B")
     assert created3 and b.id != a.id
-    other, created4 = _submit(s, "Policy A", token="tok-b", rationale="cheap for small firms")  # someone else
+    _, created4 = _submit(s, "Policy A", token="tok-b", rationale="cheap for small firms")  # someone else
     assert created4
     assert [e.name for e in s.entries()] == ["Policy A", "Policy B", "Policy A"]
     assert s.entry(a.id).config == {"version": 1, "policy": {"x": 1}}
