@@ -39,11 +39,11 @@ ub.message()
 # --- the workshop dataset -----------------------------------------------------------------
 if pin:
     if ub.uses_pin(pin):
-        st.caption(f":material/push_pin: Workshop dataset: **{W.describe_pin(pin)}** (your active dataset).")
+        st.caption(f":material/push_pin: Workshop dataset: **{ub.md(W.describe_pin(pin))}** (your active dataset).")
     else:
         c1, c2 = st.columns([3, 1])
-        c1.info(f"The facilitator pinned the workshop dataset: **{W.describe_pin(pin)}**. Your active dataset is "
-                f"**{state.dataset().name}**: switch to design and submit on the same records as everyone.")
+        c1.info(f"The facilitator pinned the workshop dataset: **{ub.md(W.describe_pin(pin))}**. Your active dataset "
+                f"is **{ub.md(state.dataset().name)}**: switch to design and submit on the same records as everyone.")
         c2.button("Use the workshop dataset", key="board_use_pin", type="primary", on_click=ub.on_use_workshop_dataset)
 
 # --- submit ---------------------------------------------------------------------------------
@@ -60,7 +60,7 @@ else:
     c3.selectbox("Policy", parts, key="board_part", format_func=ub.PART_LABELS.get)
     st.button("Submit to the board", key="board_submit", type="primary", icon=":material/send:",
               on_click=ub.on_submit)
-    st.caption(f"Submitted on your active dataset, **{state.dataset().name}**. Submitting the same policy again "
+    st.caption(f"Submitted on your active dataset, **{ub.md(state.dataset().name)}**. Submitting the same policy again "
                "under the same name adds nothing.")
 
 # --- the board --------------------------------------------------------------------------------
@@ -116,7 +116,7 @@ def charts() -> None:
         if len(pts):
             ch2.plotly_chart(tradeoff_figure(pts, delta=delta), key="board_tradeoff")
             front = ", ".join(f"#{i} {n}" for i, n in zip(pts.loc[pts["pareto"], "#"], pts.loc[pts["pareto"], "name"]))
-            ch2.caption(f"On the Pareto front (no policy is better on both): {front}.")
+            ch2.caption(f"On the Pareto front (no policy is better on both): {ub.md(front)}.")
     if policies and measures:
         m = st.selectbox("Public policy functions of", measures, key="board_fn_measure")
         st.plotly_chart(public_functions_figure(policies, m), key="board_public_fn")
@@ -134,11 +134,12 @@ with st.expander("Your participant code", icon=":material/badge:"):
     c2.button("Use this code", key="board_use_code", on_click=ub.on_use_code)
 
 # --- facilitator --------------------------------------------------------------------------------------
-with st.expander("Facilitator", icon=":material/admin_panel_settings:"):
+unlocked = ub.facilitator_key() is not None
+with st.expander("Facilitator", icon=":material/admin_panel_settings:", expanded=unlocked):
     if W.facilitator_key() is None:
         st.caption("Facilitator actions are off on this server: start it with PRDP_FACILITATOR_KEY set to a "
                    "passphrase.")
-    elif ub.facilitator_key() is None:
+    elif not unlocked:
         c1, c2 = st.columns([3, 1])
         c1.text_input("Facilitator key", key="board_key_input", type="password")
         c2.button("Unlock", key="board_unlock", on_click=ub.on_unlock)
@@ -156,7 +157,7 @@ with st.expander("Facilitator", icon=":material/admin_panel_settings:"):
         elif kind == "file":
             files = W.data_files(W.data_dir())
             c2.selectbox("File", files, key="board_pin_file")
-            c3.caption(f"Data folder: `{W.data_dir()}` ({len(files)} table(s)).")
+            c3.caption(f"Data folder: {ub.md(W.data_dir())} ({len(files)} table(s)).")
         st.button("Pin", key="board_pin", on_click=ub.on_pin)
         st.markdown("**Board settings**")
         c1, c2, c3 = st.columns([2, 2, 1])
@@ -176,8 +177,8 @@ with st.expander("Facilitator", icon=":material/admin_panel_settings:"):
         c2.button("Clear the board", key="board_clear", on_click=ub.on_clear)
         archived = [b for b in bs.boards() if b.archived_at is not None]
         if archived:
-            st.caption("Archived boards (prdp board list --board ID): " + ", ".join(
-                f"#{b.id} {b.title} ({b.entries})" for b in archived))
+            st.caption("Archived boards (prdp board list --board ID): " + ub.md(", ".join(
+                f"#{b.id} {b.title} ({b.entries})" for b in archived)))
         st.markdown("**Export**")
         st.button("Build the export", key="board_build_export", on_click=ub.on_export, args=(review,),
                   help="A CSV of the table and one HTML report comparing every policy; they follow the board's mode.")

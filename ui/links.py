@@ -35,12 +35,13 @@ def restore() -> None:
     try:
         study = links.decode(text)
         notes = board.load_design(study.to_dict())
-    except PrdpError as err:
-        ss["link_msg"] = {"kind": "error", "text": f"**The link's design was not loaded.** {err}", "notes": []}
+    except PrdpError as err:  # a link is anyone's text: its values are shown, never rendered
+        ss["link_msg"] = {"kind": "error", "text": f"**The link's design was not loaded.** {board.md(err)}",
+                          "notes": []}
         return
-    ss["link_msg"] = {"kind": "success", "notes": notes,
+    ss["link_msg"] = {"kind": "success", "notes": [board.md(n) for n in notes],
                       "text": f"Loaded the design this link carries ({', '.join(study.policy) or 'no policy'} on "
-                              f"{study.data.describe()}). Your mode and privacy ledger are your own."}
+                              f"{board.md(study.data.describe())}). Your mode and privacy ledger are your own."}
 
 
 def show_message(page: str) -> None:

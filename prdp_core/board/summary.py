@@ -339,10 +339,10 @@ def board_frame(entries: Iterable[Any], *, review: bool, delta: float, mine: set
                         "ε at δ, p99 record": eps_at(rec.get("p99"), unit, delta),
                         "median rel. error": rec.get("median_rel_error")})
         rows.append(row)
-    cols = ["#", "name", "kind", "policy", "budgets", "base loss", "ε at δ, base", "σ per query"]
+    cols = ["#", "name"] + (["yours"] if mine is not None else []) + ["kind", "base loss", "ε at δ, base"]
     if not review:
         cols += list(RECORD_COLUMNS)
-    cols += ["dataset", "submitted", "rationale"] + (["yours"] if mine is not None else [])
+    cols += ["σ per query", "policy", "budgets", "dataset", "submitted", "rationale"]
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -98,6 +98,12 @@ def test_submit_and_see_the_policy_with_its_record_statistics(workshop):
     assert {"board_cdf", "board_tradeoff", "board_public_fn"} <= keys  # teaching mode: every chart
 
 
+def test_names_are_shown_as_text_not_markdown(workshop):
+    at = _submit(_designer(), "[click](http://evil.example) ![img](http://tracker.example/x.png)")
+    shown = at.success[0].value
+    assert "\\[click\\]" in shown and "\\!\\[img\\]" in shown
+
+
 def test_review_mode_shows_no_statistic_of_the_records(workshop):
     at = _submit(_designer(), "Mine")
     _other_entry(workshop, "Theirs", {"EMP": 30, "PAYANN": 3000, "PAYQTR1": 800})
@@ -275,5 +281,5 @@ def test_a_bad_link_says_why_and_keeps_the_default_session(text, message):
     at.query_params["policy"] = text
     at.run()
     assert not at.exception, at.exception
-    assert message in at.error[0].value and "link's design was not loaded" in at.error[0].value
+    assert message in at.error[0].value.replace("\\", "") and "link's design was not loaded" in at.error[0].value
     assert at.session_state["dataset"].name == "cbp_like"
