@@ -173,7 +173,7 @@ def _use_file(f: W.WorkshopFile, schema: Mapping[str, Any] | None = None,
     import uuid
 
     ds, src = f.dataset, dict(f.source)
-    if (schema is not None and Schema.from_dict(schema) != f.dataset.schema) or options:
+    if (schema is not None and Schema.from_dict(dict(schema)) != f.dataset.schema) or options:
         ds = _prepared(f.sha256, json.dumps(dict(schema or src["schema"]), sort_keys=True),
                        json.dumps(dict(options or {}), sort_keys=True), f)
         src.update(schema=ds.schema.to_dict(), options=dict(options or {}))

@@ -69,7 +69,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {"dataset": None, "mode": "teaching", "delta"
 
 def _entries_table(md: sa.MetaData, *, with_board: bool = True) -> sa.Table:
     """The entries table (version 1 had no board column)."""
-    cols = [
+    cols: list[Any] = [
         sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
         sa.Column("submission_id", sa.String(64), nullable=False, unique=True),
         sa.Column("participant", sa.String(64), nullable=False),
@@ -134,9 +134,16 @@ def _to_v2(conn: Connection) -> None:
     _settings_table(md)
     md.create_all(conn)
     conn.execute(sa.text("ALTER TABLE entries ADD COLUMN board_id INTEGER"))
-    first = conn.execute(b.insert().values(title="Workshop board", created_at=time.time())).inserted_primary_key[0]
-    conn.execute(sa.text("UPDATE entries SET board_id = :b"), {"b": int(first)})
+    first = _new_board(conn, b, "Workshop board", time.time())
+    conn.execute(sa.text("UPDATE entries SET board_id = :b"), {"b": first})
     conn.execute(sa.text("CREATE INDEX ix_entries_board ON entries (board_id)"))
+
+
+def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int:
+    """Insert a board row; its id."""
+    key = conn.execute(table.insert().values(title=title, created_at=now)).inserted_primary_key
+    assert key is not None
+    return int(key[0])
 
 
 #: Every migration step in order; step i takes a database from version i to i + 1.
@@ -373,8 +380,7 @@ class BoardStore:
         row = conn.execute(q).first()
         if row is not None:
             return int(row[0])
-        return int(conn.execute(boards.insert().values(title="Workshop board", created_at=time.time()))
-                   .inserted_primary_key[0])
+        return _new_board(conn, boards, "Workshop board", time.time())
 
     # -- participants -----------------------------------------------------------------------
 
@@ -402,10 +408,9 @@ class BoardStore:
             row["board_id"] = self._open_board(conn, lock=True)
             dialect = conn.dialect.name
             if dialect in ("sqlite", "postgresql"):
-                if dialect == "sqlite":
-                    from sqlalchemy.dialects.sqlite import insert
-                else:
-                    from sqlalchemy.dialects.postgresql import insert
+                from sqlalchemy.dialects import postgresql, sqlite
+
+                insert: Any = sqlite.insert if dialect == "sqlite" else postgresql.insert
                 ins = insert(entries).values(**row).on_conflict_do_nothing(index_elements=["submission_id"])
                 created = conn.execute(ins.returning(entries.c.id)).first() is not None
             else:  # other databases: the UNIQUE constraint refuses the second insert
@@ -514,7 +519,7 @@ class BoardStore:
             if conn.dialect.name == "postgresql":
                 conn.execute(sa.select(boards.c.id).where(boards.c.id == b).with_for_update())
             conn.execute(boards.update().where(boards.c.id == b).values(archived_at=now))
-            new = int(conn.execute(boards.insert().values(title=title, created_at=now)).inserted_primary_key[0])
+            new = _new_board(conn, boards, title, now)
         return Board(new, title, now, None, 0)
 
     def boards(self) -> list[Board]:
@@ -544,14 +549,13 @@ class _Transaction:
         except sa.exc.SQLAlchemyError as err:
             raise _store_error(self.store, err) from None
 
-    def __exit__(self, *exc: Any) -> bool:
+    def __exit__(self, *exc: Any) -> None:
         try:
             self._cm.__exit__(*exc)
         except sa.exc.SQLAlchemyError as err:
             raise _store_error(self.store, err) from None
         if exc[0] is not None and issubclass(exc[0], sa.exc.SQLAlchemyError):
             raise _store_error(self.store, exc[1]) from None
-        return False
 
 
 def _store_error(store: BoardStore, err: BaseException) -> PrdpError:

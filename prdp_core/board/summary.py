@@ -211,7 +211,7 @@ def _specification(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any]
         what = q["kind"] + (f" of {q['column']}" if q.get("column") else "")
         what += f" ≥ {q['cutoff']:g}" if q["kind"] == "count" else f" in [{q['lo']:g}, {q.get('hi')}]"
         desc = f"{m['mechanism']} (t = {m['t']}) answering the {what}, each user's ε Φ public"
-    public = {"base_loss": None, "policy": desc, "budgets": f"Φ: {how}", "queries": []}
+    public: dict[str, Any] = {"base_loss": None, "policy": desc, "budgets": f"Φ: {how}", "queries": []}
     return public, values, err
 
 
@@ -346,7 +346,8 @@ def board_frame(entries: Iterable[Any], *, review: bool, delta: float, mine: set
     return pd.DataFrame(rows, columns=cols)
 
 
-def pareto_front(x: Sequence[float], y: Sequence[float]) -> np.ndarray:
+def pareto_front(x: Sequence[float] | np.ndarray | pd.Series, y: Sequence[float] | np.ndarray | pd.Series
+                 ) -> np.ndarray:
     """Mask of the points no other point beats on both (lower x and lower y; ties do not beat)."""
     xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     out = np.zeros(xa.size, dtype=bool)
