@@ -93,6 +93,14 @@ else:
               help="Into your own session: the other pages keep their settings; your ledger is kept.")
     c3.button("Withdraw", key="board_withdraw", icon=":material/delete:", on_click=ub.on_withdraw,
               help="Only your own entries.")
+    picked = next(e for e in entries if e.id == st.session_state["board_pick"])
+    with st.expander(f"Each answer's error: {names[picked.id]}", icon=":material/query_stats:"):
+        st.caption(str(picked.summary.get("public", {}).get("policy", "")))
+        queries = S.query_table(picked, review=review)
+        if queries.empty:
+            st.caption("No per-answer figures for this policy.")
+        else:
+            st.dataframe(queries, hide_index=True)
 
 
 @st.fragment

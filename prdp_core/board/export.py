@@ -18,8 +18,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
-import pandas as pd
-
 from ..config import parse_config
 from ..export import to_csv_bytes
 from ..report import _CSS, _fig_html, _table
@@ -94,15 +92,12 @@ def board_html(entries: Iterable[Any], *, review: bool, delta: float, title: str
         if en.rationale:
             parts.append(f"<p><i>Rationale:</i> {e(en.rationale)}</p>")
         parts.append(f"<p>{e(str(pub.get('policy', '')))}</p>")
-        queries = pub.get("queries") or []
-        if queries:
-            parts.append(_table(pd.DataFrame(queries).rename(columns={"half_width_95": "95% half-width"})))
-        if not review:
-            rec = en.summary.get("records", {})
-            qe = rec.get("query_errors") or []
-            if qe:
-                parts.append(f"<p class='muted'>Median relative error: {e(str(rec.get('error_method', '')))}.</p>")
-                parts.append(_table(pd.DataFrame(qe)))
+        queries = S.query_table(en, review=review)
+        if not queries.empty:
+            parts.append(_table(queries))
+        if not review and en.summary.get("records", {}).get("query_errors"):
+            method = en.summary["records"].get("error_method", "")
+            parts.append(f"<p class='muted'>Median relative error: {e(str(method))}.</p>")
         parts.append(f"<details><summary>Study config</summary><pre>{e(_config_yaml(en))}</pre></details>")
     body = "\n".join(parts)
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"

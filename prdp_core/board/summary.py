@@ -231,12 +231,12 @@ def _tiers(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any], np.nda
                                  filter=multitier_filter(m), integer=integer)
             plan = mt.plan_central(tiers, m["family"], sensitivity=float(q.sensitivity), delta=m["delta"])
             for _, r in plan.table().iterrows():
-                queries.append(_sigma_row(f"{r['tier']} (ε = {r['eps']:g})", math.sqrt(float(r["mse_multitier"]))))
+                queries.append(_sigma_row(str(r["tier"]), math.sqrt(float(r["mse_multitier"])), note=f"ε = {r['eps']:g}"))
         else:
             plan_l = mt.plan_local(tiers, int(m["d"]), variant=m["variant"])
             for _, r in plan_l.table().iterrows():
-                queries.append(_sigma_row(f"{r['tier']} (ε = {r['eps']:g})", None,
-                                          note=f"local model: per-user variance {float(r['var_multitier']):.4g}"))
+                queries.append(_sigma_row(str(r["tier"]), None, note=f"ε = {r['eps']:g}; local model: per-user "
+                                                                      f"variance {float(r['var_multitier']):.4g}"))
     first, err = _seeded_runs(study, ds, runs)
     values = (np.asarray(first[0].loss, dtype=float) if first and first[0].loss is not None
               else np.full(ds.n, max(t.eps for t in tiers)))
@@ -333,9 +333,10 @@ def board_frame(entries: Iterable[Any], *, review: bool, delta: float, mine: set
         if mine is not None:
             row["yours"] = e.id in mine
         if not review:
-            fmt = lambda k: format_loss(rec[k], unit) if rec.get(k) is not None else "–"  # noqa: E731
-            row.update({"share above base": rec.get("share_above_base"), "median record loss": fmt("p50"),
-                        "p99 record loss": fmt("p99"), "max record loss": fmt("max"), "owner p99": fmt("owner_p99"),
+            fmt = {k: format_loss(rec[k], unit) if rec.get(k) is not None else "–"  # type: ignore[arg-type]
+                   for k in ("p50", "p99", "max", "owner_p99")}
+            row.update({"share above base": rec.get("share_above_base"), "median record loss": fmt["p50"],
+                        "p99 record loss": fmt["p99"], "max record loss": fmt["max"], "owner p99": fmt["owner_p99"],
                         "ε at δ, p99 record": eps_at(rec.get("p99"), unit, delta),
                         "median rel. error": rec.get("median_rel_error")})
         rows.append(row)
@@ -344,6 +345,21 @@ def board_frame(entries: Iterable[Any], *, review: bool, delta: float, mine: set
         cols += list(RECORD_COLUMNS)
     cols += ["σ per query", "policy", "budgets", "dataset", "submitted", "rationale"]
     return pd.DataFrame(rows, columns=cols)
+
+
+def query_table(entry: Any, *, review: bool) -> pd.DataFrame:
+    """One entry's queries: the analytic σ and 95% half-width of each (public) and, in teaching
+    mode, the median relative error of its answers (a statistic of the records)."""
+    pub = pd.DataFrame(entry.summary.get("public", {}).get("queries") or [],
+                       columns=["query", "sigma", "sigma_max", "half_width_95", "note"])
+    pub = pub.rename(columns={"sigma": "σ", "sigma_max": "largest σ", "half_width_95": "95% half-width"})
+    if review:
+        return pub
+    errs = pd.DataFrame(entry.summary.get("records", {}).get("query_errors") or [],
+                        columns=["query", "median_rel_error"]).rename(columns={"median_rel_error": "median rel. error"})
+    if pub.empty:
+        return errs
+    return pub.merge(errs, on="query", how="outer") if not errs.empty else pub
 
 
 def pareto_front(x: Sequence[float] | np.ndarray | pd.Series, y: Sequence[float] | np.ndarray | pd.Series
@@ -418,5 +434,6 @@ def measures_of(policies: Mapping[str, Any]) -> list[str]:
 
 
 __all__ = ["CDF_POINTS", "ERROR_RUNS", "PARTS", "RECORD_COLUMNS", "board_frame", "cdf_series", "convert_cdf",
-           "eps_at", "measures_of", "pareto_front", "part_of", "policy_parts", "restrict", "splitting_policies",
+           "eps_at", "measures_of", "pareto_front", "part_of", "policy_parts", "query_table", "restrict",
+           "splitting_policies",
            "summarise", "tradeoff_points"]

@@ -267,6 +267,7 @@ def test_the_url_carries_the_design_and_a_new_session_restores_it():
     assert fresh.session_state["dataset"].n == 4000
     assert fresh.session_state["policy"].thresholds.as_dict()["*"]["EMP"] == 42.0
     assert fresh.session_state["thr_EMP"] == 42.0
+    assert fresh.session_state["mode"] == "teaching"  # a link never sets its reader's mode
 
 
 @pytest.mark.parametrize("text, message", [

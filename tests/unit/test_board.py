@@ -424,3 +424,15 @@ def test_prdp_app_refuses_a_bad_board_or_port_before_starting(tmp_path, monkeypa
     assert code == 5 and "board database" in err
     code, _, err = _prdp("app", "--port", "70000")
     assert code == 5 and "not a port" in err
+
+
+def test_query_table_adds_errors_only_in_teaching_mode(entries):
+    split = entries[0]
+    pub = B.query_table(split, review=True)
+    assert pub["query"].tolist() == ["1. COUNT(*) BY STATE", "2. SUM(EMP) BY STATE", "3. SUM(PAYANN)"]
+    assert "median rel. error" not in pub.columns and pub["σ"].iloc[0] == pytest.approx(1 / math.sqrt(0.5))
+    teach = B.query_table(split, review=False)
+    assert teach["median rel. error"].notna().all()
+    tiers = B.query_table(entries[3], review=False)  # tier names join the per-tier errors
+    assert tiers["query"].tolist() == ["agency", "public"] and tiers["median rel. error"].notna().all()
+    assert tiers["σ"].notna().all() and tiers["note"].tolist() == ["ε = 4", "ε = 0.5"]
