@@ -2,7 +2,8 @@
 
 Entry point: ``streamlit run app.py`` (or ``make run``). Pages live in pages/ and are
 registered here with st.navigation; the sidebar shared by every page shows the
-active dataset, the active policy and the mode.
+active dataset, the active policy and the mode. The URL carries the page (its path) and the
+session's design (the ``policy`` parameter, ui/links.py).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import sidebar, state, study
+from ui import links, sidebar, state, study
 
 # A local file, not a :material/…: icon: Streamlit's frontend fetches a Material favicon from a public font
 # host, and the app must reach nothing outside its server (docs/security.md, "Offline").
@@ -20,6 +21,7 @@ FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.svg"
 st.set_page_config(page_title="PrDP Explorer", page_icon=str(FAVICON), layout="wide")
 
 state.init_state()
+links.restore()  # a session opened from a shared link starts with the link's design
 study.keep_settings()  # pages keep their settings while another page is on screen
 
 PAGES = {
@@ -38,6 +40,7 @@ PAGES = {
     ],
     "Outputs": [
         st.Page("pages/study.py", title="Study", icon=":material/inventory_2:"),
+        st.Page("pages/board.py", title="Board", icon=":material/dashboard:"),
     ],
     "Learn": [
         st.Page("pages/concepts.py", title="Concepts", icon=":material/school:"),
@@ -45,6 +48,8 @@ PAGES = {
 }
 
 nav = st.navigation(PAGES)
+links.show_message(nav.url_path)
 nav.run()
+links.sync()  # the URL carries the design as the page left it: copying it shares the design
 # after the page, so the sidebar shows what the page just set (e.g. the active policy)
 sidebar.render()

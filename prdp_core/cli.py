@@ -5,6 +5,8 @@
     prdp run study.yaml [--data FILE] [--out DIR] [--force] [--quiet]
     prdp validate study.yaml [--no-data]
     prdp samples
+    prdp board submit STUDY.yaml --name NAME | list | export --out DIR   (the workshop board)
+    prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL]
 
 Exit codes (scripts can rely on them):
 
@@ -142,6 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("samples", help="list the built-in samples a config can name in data.sample",
                    description="List the built-in samples (name, kind, default size, description).",
                    epilog=f"exit codes:\n{codes}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    from .board.cli import add_parsers
+
+    add_parsers(sub, codes, _Parser)
     return p
 
 
@@ -228,6 +233,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
             return _cmd_samples(stdout)
         if args.command == "validate":
             return _cmd_validate(args, stdout)
+        if args.command in ("board", "app"):
+            from .board import cli as board_cli
+
+            return (board_cli.run_board if args.command == "board" else board_cli.run_app)(args, stdout, stderr)
         return _cmd_run(args, stdout, stderr)
     except KeyboardInterrupt:
         stderr.write("prdp: interrupted\n")

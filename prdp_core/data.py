@@ -413,13 +413,51 @@ def numeric_columns(df: pd.DataFrame, *, min_share: float = 0.5) -> list[str]:
             if not pd.api.types.is_bool_dtype(df[c]) and _numeric_share(df[c]) >= min_share]
 
 
+#: Names that R, pandas and spreadsheets give a column of row numbers ("" is read as "Unnamed: 0").
+_ROW_NUMBER_NAME = re.compile(r"^(rownames|row[._ ]?names|row[._ ]?(num|number|no)|index|unnamed: ?0|\.\.\.1)$",
+                              re.IGNORECASE)
+#: A table with more measure candidates than this starts with only its most skewed non-negative ones
+#: selected as measures (the others are offered in the role editor, not chosen for the user).
+MAX_GUESSED_MEASURES = 3
+
+
+def _is_row_number(name: str, s: pd.Series) -> bool:
+    """A row-number column: a row-number name and unique consecutive integers, none missing."""
+    if not _ROW_NUMBER_NAME.match(str(name).strip()) or len(s) == 0 or s.isna().any():
+        return False
+    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return False
+    v = s.to_numpy(dtype="float64")
+    return bool(np.isfinite(v).all() and (v == np.floor(v)).all() and s.is_unique
+                and v.max() - v.min() == len(v) - 1)
+
+
+def _most_skewed(df: pd.DataFrame, candidates: list[str], k: int) -> list[str]:
+    """The ``k`` most skewed candidates without negative values (in table order); the single most
+    skewed candidate when every one has negative values (check_table then offers a shift)."""
+    skew: dict[str, float] = {}
+    nonneg: list[str] = []
+    for c in candidates:
+        v = pd.to_numeric(df[c], errors="coerce").dropna()
+        sk = float(v.skew()) if len(v) > 2 else float("nan")
+        skew[c] = sk if np.isfinite(sk) else -np.inf
+        if len(v) and float(v.min()) >= 0:
+            nonneg.append(c)
+    pool = nonneg or candidates
+    chosen = set(sorted(pool, key=lambda c: -skew[c])[: k if nonneg else 1])
+    return [c for c in candidates if c in chosen]
+
+
 def guess_schema(df: pd.DataFrame) -> Schema:
     """Guess column roles from names and content; every guess is editable in the UI.
 
-    * id: an id-like name with unique values (else none → generated row ids);
+    * id: an id-like name with unique values; else a row-number column (``rownames``, ``index``,
+      ``Unnamed: 0``… holding unique consecutive integers); else none → generated row ids. A
+      row-number column is never a measure;
     * owner: an owner-like name (firm, company, user, …) with repeated values;
     * measures: numeric columns that are not ids/codes (negative values are flagged by
-      :func:`check_table`, not guessed away);
+      :func:`check_table`, not guessed away); on a wide table (more than
+      :data:`MAX_GUESSED_MEASURES` candidates) only the most skewed non-negative ones;
     * groups: the remaining columns with few distinct values (≤ 5,000 or ≤ 50% of rows).
 
     A table with columns of lists, records or binary values (Parquet list, struct, map, binary)
@@ -435,6 +473,7 @@ def guess_schema(df: pd.DataFrame) -> Schema:
     n = len(df)
     id_col: str | None = None
     owner_col: str | None = None
+    row_numbers = [c for c in df.columns if _is_row_number(c, df[c])]
     for c in df.columns:
         s = df[c]
         if id_col is None and _ID_NAME.search(c) and not _OWNER_NAME.search(c):
@@ -445,20 +484,24 @@ def guess_schema(df: pd.DataFrame) -> Schema:
             nun = s.nunique(dropna=True)
             if 1 < nun < n:
                 owner_col = c
-    measures: list[str] = []
+    if id_col is None and row_numbers:
+        id_col = row_numbers[0]
+    candidates: list[str] = []
     groups: list[str] = []
     for c in df.columns:
-        if c in (id_col, owner_col):
+        if c in (id_col, owner_col) or c in row_numbers:
             continue
         s = df[c]
         nun = s.nunique(dropna=True)
         is_num = _numeric_share(s) >= 0.99
         codeish = bool(_CODE_NAME.search(c))
         if is_num and not codeish and not pd.api.types.is_bool_dtype(s) and nun > 2:
-            measures.append(c)  # negative values are flagged later by check_table, with fixes offered
+            candidates.append(c)  # negative values are flagged later by check_table, with fixes offered
             continue
         if nun <= max(2, min(5000, n // 2)) and nun >= 1:
             groups.append(c)
+    measures = candidates if len(candidates) <= MAX_GUESSED_MEASURES else \
+        _most_skewed(df, candidates, MAX_GUESSED_MEASURES)
     return Schema(id_col=id_col, measures=tuple(measures), groups=tuple(groups), owner_col=owner_col)
 
 

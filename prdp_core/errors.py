@@ -68,3 +68,15 @@ class OutputError(PrdpError):
     in the way)."""
 
     title = "Output folder problem"
+
+
+class StoreError(PrdpError):
+    """The workshop board's database cannot be opened, read or written."""
+
+    title = "Board problem"
+
+
+class AccessError(PrdpError):
+    """An action the caller is not allowed to take (another participant's entry, a facilitator action)."""
+
+    title = "Not allowed"

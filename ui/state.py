@@ -32,9 +32,10 @@ DEFAULT_SAMPLE = "cbp_like"
 MODES = {"teaching": "Teaching (seeded, shows true values)", "review": "Review (true values hidden)"}
 
 
-@st.cache_data(show_spinner="Generating sample…", max_entries=8)
+@st.cache_resource(show_spinner="Generating sample…", max_entries=8)
 def cached_sample(name: str, n: int | None, seed: int) -> Dataset:
-    """A sample dataset, generated once per (name, size, seed)."""
+    """A sample dataset, generated once per (name, size, seed) for the whole server: every session
+    shares the same object (a resource cache hands out no copies), which nothing mutates."""
     return prdp_core.samples.load_dataset(name, n=n, seed=seed)
 
 
@@ -49,8 +50,9 @@ def dataset_token(ds: Dataset, source: dict[str, Any]) -> str:
 
     ``st.cache_data`` is shared by every session of a server: an uploaded table gets a fresh nonce,
     so two different files with the same name, schema and size never share cached results (or
-    show one user's profile to another). Samples are public generators and keep stable keys."""
-    nonce = "" if source.get("kind") == "sample" else uuid.uuid4().hex
+    show one user's profile to another). Samples are public generators and keep stable keys, as do
+    the workshop's tables of the server's data folder (``shared``: their content hash)."""
+    nonce = "" if source.get("kind") == "sample" or source.get("shared") else uuid.uuid4().hex
     h = hashlib.sha1(repr((sorted(source.items()), ds.schema, ds.n, ds.notes, nonce)).encode()).hexdigest()
     return h[:16]
 

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
@@ -38,18 +39,12 @@ def _require_browser() -> None:
         pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); runs under CI.")
 
 
-@pytest.fixture(scope="session")
-def app_url() -> Iterator[str]:
-    _require_browser()
-    port = _free_port()
+@contextmanager
+def _server(cmd: list[str], port: int, *, cwd: Path, env: dict[str, str], log_name: str) -> Iterator[str]:
+    """Run a Streamlit server command until /_stcore/health answers; stop it afterwards."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log = open(ARTIFACTS / "streamlit-server.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-    )
+    log = open(ARTIFACTS / log_name, "w")
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 90
@@ -77,6 +72,40 @@ def app_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def app_url(tmp_path_factory) -> Iterator[str]:
+    _require_browser()
+    port = _free_port()
+    env = {**os.environ, "PRDP_WORKSHOP_DIR": str(tmp_path_factory.mktemp("workshop"))}
+    env.pop("PRDP_BOARD_URL", None)
+    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
+           "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+           "--server.fileWatcherType", "none"]
+    with _server(cmd, port, cwd=ROOT, env=env, log_name="streamlit-server.log") as url:
+        yield url
+
+
+#: The facilitator key of the workshop server of the browser tests.
+FACILITATOR_KEY = "e2e facilitator key"
+
+
+@pytest.fixture(scope="module")
+def workshop_url(tmp_path_factory) -> Iterator[str]:
+    """A workshop server started as a facilitator would: ``prdp app`` from another folder, with its
+    own workshop folder (board database, data folder) and a facilitator key."""
+    _require_browser()
+    port = _free_port()
+    home = tmp_path_factory.mktemp("workshop-server")
+    (home / "data").mkdir()
+    env = {**os.environ, "PRDP_WORKSHOP_DIR": str(home), "PRDP_FACILITATOR_KEY": FACILITATOR_KEY}
+    env.pop("PRDP_BOARD_URL", None)
+    env.pop("PRDP_DATA_DIR", None)
+    prdp = str(Path(sys.executable).with_name("prdp"))
+    cmd = [prdp, "app", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(home / "data")]
+    with _server(cmd, port, cwd=home, env=env, log_name="workshop-server.log") as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
 def browser():
     _require_browser()
     from playwright.sync_api import sync_playwright
@@ -89,15 +118,21 @@ def browser():
             b.close()
 
 
-@pytest.fixture
-def page(browser, app_url):
+def new_page(browser):
+    """A page in a fresh browser context (its own cookies and Streamlit session)."""
     ctx = browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
     pg = ctx.new_page()
     pg.set_default_timeout(60_000)
+    return pg
+
+
+@pytest.fixture
+def page(browser, app_url):
+    pg = new_page(browser)
     try:
         yield pg
     finally:
-        ctx.close()
+        pg.context.close()
 
 
 def shot(page, name: str) -> Path:

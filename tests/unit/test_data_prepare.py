@@ -141,3 +141,61 @@ def test_table_without_numeric_column_is_named():
     assert prdp_core.data.numeric_columns(df2) == ["v"]
     with pytest.raises(SchemaError, match="Choose at least one measure"):
         check_table(df2, Schema(groups=("name",)))
+
+
+# ---------------------------------------------------------------------------
+# Newcomers' own tables: row-number columns and wide tables
+# ---------------------------------------------------------------------------
+
+
+def _wide(n: int = 400, first: str = "rownames") -> pd.DataFrame:
+    """A public table as R or pandas writes it: a row-number column, 26 columns of which 18 numeric."""
+    rng = np.random.default_rng(0)
+    cols: dict[str, object] = {first: np.arange(1, n + 1)}
+    cols["region"] = rng.choice(["north", "south", "east"], n)
+    cols["sector"] = rng.choice(list("abcdefg"), n)
+    for i in range(15):
+        cols[f"v{i:02d}"] = rng.normal(100, 10, n)                  # symmetric
+    cols["income"] = rng.lognormal(10, 2.0, n)                       # heavy tails: the measures to pick
+    cols["wealth"] = rng.pareto(1.2, n) * 1000
+    cols["balance_change"] = rng.standard_t(1.5, n) * 1e4           # the most skewed, but negative values
+    cols["visits"] = rng.poisson(1.0, n) * rng.lognormal(0, 1.5, n)
+    cols["wealth"][3] = np.nan                                       # missing in a chosen column: still a measure
+    for i in range(5):
+        cols[f"label{i}"] = rng.choice(["x", "y"], n)
+    return pd.DataFrame(cols)
+
+
+@pytest.mark.parametrize("name", ["rownames", "Unnamed: 0", "index", "row.names", "...1"])
+def test_a_row_number_column_is_the_record_id_not_a_measure(name):
+    df = _wide(first=name)
+    s = guess_schema(df)
+    assert s.id_col == name and name not in s.measures and name not in s.groups
+
+
+def test_a_row_number_column_needs_consecutive_integers():
+    df = pd.DataFrame({"index": [3, 1, 2, 10], "amount": [1.0, 50.0, 2.0, 3.0]})
+    s = guess_schema(df)
+    assert s.id_col is None and "index" in s.measures  # not consecutive: a real number, maybe a measure
+    df = pd.DataFrame({"index": [3, 1, 2, 4], "estab_id": ["a", "b", "c", "d"], "amount": [1.0, 50.0, 2.0, 3.0]})
+    s = guess_schema(df)  # an id by name wins; the row numbers are still no measure
+    assert s.id_col == "estab_id" and s.measures == ("amount",)
+
+
+def test_a_wide_table_starts_with_its_three_most_skewed_non_negative_measures():
+    df = _wide()
+    s = guess_schema(df)
+    assert s.measures == ("income", "wealth", "visits")
+    assert not {f"v{i:02d}" for i in range(15)} & set(s.groups)  # offered as measures, not made groups
+    assert {"region", "sector"} <= set(s.groups)
+    chk = check_table(df, s)
+    assert chk.rows_with_missing == 1  # only the chosen columns are checked for missing values
+    narrow = df[["rownames", "region", "v00", "income", "balance_change"]]
+    assert guess_schema(narrow).measures == ("v00", "income", "balance_change")  # three or fewer: all of them
+
+
+def test_a_wide_table_with_only_negative_candidates_still_gets_one_measure():
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({f"d{i}": rng.normal(0, 1, 200) for i in range(5)})
+    df["d3"] = rng.standard_t(1.2, 200)
+    assert guess_schema(df).measures == ("d3",)

@@ -1,0 +1,237 @@
+"""The ``prdp board`` and ``prdp app`` commands (registered by :mod:`prdp_core.cli`).
+
+::
+
+    prdp board submit STUDY.yaml --name NAME [--rationale TEXT] [--policy PART] [--db URL]
+    prdp board list [--db URL] [--format table|json|csv] [--review] [--board ID]
+    prdp board export --out DIR [--db URL] [--review] [--board ID]
+    prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL]
+
+``--db`` / ``--board`` default to ``PRDP_BOARD_URL``, else the SQLite file of the workshop
+folder (``PRDP_WORKSHOP_DIR``, default ./workshop). Listing and exporting follow the board's
+mode: when the facilitator set it to review, or with ``--review``, only public columns appear.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any
+
+from ..errors import PrdpError, StoreError
+from . import workshop as W
+
+EXIT_OK = 0
+
+
+def add_parsers(sub: Any, codes: str, parser_class: type) -> None:
+    """Add ``board`` (submit, list, export) and ``app`` to the ``prdp`` parser's subcommands."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    epilog = f"exit codes:\n{codes}"
+    b = sub.add_parser("board", help="the workshop board: submit a study's policy, list or export the board",
+                       description="The workshop board in its database (PRDP_BOARD_URL, else "
+                                   "<PRDP_WORKSHOP_DIR>/board.sqlite).", epilog=epilog, formatter_class=fmt)
+    bs = b.add_subparsers(dest="board_command", metavar="ACTION", parser_class=parser_class)
+    bs.required = True
+    db_help = "board database URL (default: PRDP_BOARD_URL, else sqlite:///<workshop folder>/board.sqlite)"
+    s = bs.add_parser("submit", help="put a study's policy on the board", epilog=epilog, formatter_class=fmt,
+                      description="Compute the board summary of the study's policy on its data and submit it. "
+                                  "Submitting the same study again with the same name, rationale and participant "
+                                  "code adds nothing.")
+    s.add_argument("config", metavar="STUDY.yaml", help="the study config (YAML, docs/config.md)")
+    s.add_argument("--name", required=True, help="the policy's name on the board (at most 120 characters)")
+    s.add_argument("--rationale", default="", help="one line saying why (at most 300 characters)")
+    s.add_argument("--policy", choices=("thresholds", "budget", "specification", "tiers"),
+                   help="which policy of the study to submit (needed when it holds several)")
+    s.add_argument("--data", metavar="FILE", help="use this data file instead of the config's data source")
+    s.add_argument("--participant", metavar="CODE", help="your participant code (default: a new one, printed)")
+    s.add_argument("--db", metavar="URL", help=db_help)
+    ls = bs.add_parser("list", help="print the board, one row per policy", epilog=epilog, formatter_class=fmt,
+                       description="Print the board's table. Review mode (the board's setting, or --review) shows "
+                                   "public columns only.")
+    ls.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    ls.add_argument("--review", action="store_true", help="public columns only, whatever the board's mode")
+    ls.add_argument("--board", type=int, metavar="ID", help="an archived board (default: the open one)")
+    ls.add_argument("--db", metavar="URL", help=db_help)
+    ex = bs.add_parser("export", help="write board.csv, board.html and each entry's study config",
+                       epilog=epilog, formatter_class=fmt,
+                       description="Write the board into DIR: board.csv (formula-safe), board.html (self-contained, "
+                                   "opens offline) and entry-<id>.yaml (each policy's study config).")
+    ex.add_argument("--out", metavar="DIR", required=True, help="output folder (created if missing)")
+    ex.add_argument("--review", action="store_true", help="public columns only, whatever the board's mode")
+    ex.add_argument("--board", type=int, metavar="ID", help="an archived board (default: the open one)")
+    ex.add_argument("--db", metavar="URL", help=db_help)
+    a = sub.add_parser("app", help="start the app (the workshop server)", epilog=epilog, formatter_class=fmt,
+                       description="Start PrDP Explorer with Streamlit. It listens on 127.0.0.1 unless --host says "
+                                   "otherwise; facilitator actions need PRDP_FACILITATOR_KEY in the environment.")
+    a.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    a.add_argument("--port", type=int, default=8501, help="port (default 8501)")
+    a.add_argument("--data-dir", metavar="DIR", help="folder of tables the facilitator may pin (default: "
+                                                     "<workshop folder>/data)")
+    a.add_argument("--board", metavar="URL", help=db_help)
+
+
+def _store(url: str | None) -> Any:
+    from .store import BoardStore
+
+    return BoardStore(url or W.board_url(), facilitator_key=W.facilitator_key())
+
+
+def _submit(args: argparse.Namespace, stdout: IO[str]) -> int:
+    from ..config import load_config, load_data
+    from .store import new_participant_code
+    from .summary import PARTS, restrict, summarise
+
+    study = restrict(load_config(args.config), args.policy)
+    store = _store(args.db)
+    pin = store.settings()["dataset"]
+    if pin and not W.matches_pin(study.data.to_dict(), pin):
+        raise StoreError(f"The facilitator pinned the workshop dataset ({W.describe_pin(pin)}); this study reads "
+                         f"{study.data.describe()}.", hint="Design the policy on the workshop dataset.")
+    ds = load_data(study, args.data)
+    summary = summarise(study, ds)
+    code = args.participant or new_participant_code()
+    config = study.to_dict()
+    entry, created = store.submit(participant=code, name=args.name, rationale=args.rationale, config=config,
+                                  summary=summary, kind=PARTS[summary["part"]][0], dataset=study.data.describe())
+    what = "submitted" if created else "already on the board:"
+    stdout.write(f"{what} #{entry.id} '{entry.name}' ({entry.kind}) on {store.where}\n")
+    if not args.participant:
+        stdout.write(f"participant code: {code} (type it on the Board page to withdraw this entry)\n")
+    return EXIT_OK
+
+
+def _review(args: argparse.Namespace, settings: dict[str, Any]) -> bool:
+    return bool(args.review) or settings.get("mode") == "review"
+
+
+def _list(args: argparse.Namespace, stdout: IO[str]) -> int:
+    from .export import board_csv
+    from .summary import board_frame
+
+    store = _store(args.db)
+    settings = store.settings()
+    entries = store.entries(args.board)
+    review, delta = _review(args, settings), float(settings["delta"])
+    if args.format == "csv":
+        stdout.write(board_csv(entries, review=review, delta=delta).decode("utf-8"))
+        return EXIT_OK
+    frame = board_frame(entries, review=review, delta=delta)
+    if args.format == "json":
+        stdout.write(json.dumps(json.loads(frame.to_json(orient="records")), indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    if frame.empty:
+        stdout.write(f"The board on {store.where} has no entries.\n")
+        return EXIT_OK
+    cols = ["#", "name", "kind", "base loss", "ε at δ, base"]
+    cols += [] if review else ["p99 record loss", "ε at δ, p99 record", "median rel. error"]
+    cols += ["submitted"]
+    stdout.write(frame[cols].to_string(index=False, max_colwidth=40, float_format=lambda v: f"{v:.4g}") + "\n")
+    stdout.write(f"({len(frame)} polic{'y' if len(frame) == 1 else 'ies'}, {'review' if review else 'teaching'} mode, "
+                 f"δ = {delta:g}; prdp board list --format csv for every column)\n")
+    return EXIT_OK
+
+
+def _export(args: argparse.Namespace, stdout: IO[str]) -> int:
+    from .export import write_board
+
+    store = _store(args.db)
+    settings = store.settings()
+    entries = store.entries(args.board)
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise StoreError(f"--out {out} is a file, not a folder.", hint="Choose a folder (it is created if missing).")
+    review = _review(args, settings)
+    try:
+        files = write_board(entries, out, review=review, delta=float(settings["delta"]),
+                            dataset=W.describe_pin(settings["dataset"]))
+    except OSError as err:
+        raise StoreError(f"Cannot write the board to {out}: {err.strerror or err}.",
+                         hint="Choose another --out folder.") from None
+    stdout.write(f"{len(entries)} polic{'y' if len(entries) == 1 else 'ies'} ({'review' if review else 'teaching'} "
+                 f"mode) written to {out}: {', '.join(sorted(files))}\n")
+    return EXIT_OK
+
+
+def run_board(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """``prdp board ACTION``: returns the exit code (errors are raised as PrdpError)."""
+    if args.board_command == "submit":
+        return _submit(args, stdout)
+    if args.board_command == "list":
+        return _list(args, stdout)
+    return _export(args, stdout)
+
+
+# ---------------------------------------------------------------------------
+# prdp app
+# ---------------------------------------------------------------------------
+
+
+def app_script() -> Path:
+    """The app's entry script (app.py beside the ``ui`` package, i.e. the checkout the package is
+    installed from, or app.py in the current folder)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("ui")  # located, not imported (prdp_core never imports streamlit)
+    cands = [Path(spec.origin).resolve().parent.parent / "app.py"] if spec is not None and spec.origin else []
+    for cand in (*cands, Path.cwd() / "app.py"):
+        if cand.is_file() and (cand.parent / "pages").is_dir():
+            return cand
+    raise PrdpError("prdp app needs the PrDP Explorer checkout (app.py and pages/), which this installation does "
+                    "not include.", hint="Install the checkout in editable mode (make install), or run prdp app "
+                                         "from the checkout's folder.")
+
+
+def streamlit_flags(app: Path, host: str, port: int) -> list[str]:
+    """Streamlit options for ``prdp app``: every setting of the checkout's .streamlit/config.toml
+    (read there, so starting from another folder changes nothing), then the host and port."""
+    import tomllib
+
+    cfg_file = app.parent / ".streamlit" / "config.toml"
+    cfg = tomllib.loads(cfg_file.read_text(encoding="utf-8")) if cfg_file.is_file() else {}
+    opts: dict[str, Any] = {f"{section}.{k}": v for section, values in cfg.items() if isinstance(values, dict)
+                            for k, v in values.items()}
+    opts.update({"server.address": host, "server.port": int(port), "server.headless": True,
+                 "server.fileWatcherType": "none", "server.runOnSave": False, "browser.gatherUsageStats": False})
+    flags = []
+    for k, v in opts.items():
+        flags += [f"--{k}", str(v).lower() if isinstance(v, bool) else str(v)]
+    return flags
+
+
+def run_app(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """``prdp app``: check the board database and the data folder, then run Streamlit in this
+    process (``python -m streamlit run app.py`` with the options above); returns its exit code."""
+    app = app_script()
+    if not 0 < args.port < 65536:
+        raise PrdpError(f"--port {args.port} is not a port number (1–65535).")
+    if args.data_dir:
+        os.environ[W.ENV_DATA_DIR] = str(Path(args.data_dir).expanduser().resolve())
+    if args.board:
+        os.environ[W.ENV_BOARD_URL] = args.board
+    store = _store(None)  # a bad URL or an unwritable folder is reported before the server starts
+    where = store.where
+    store.dispose()
+    data = W.data_dir()
+    stdout.write(f"PrDP Explorer on http://{args.host}:{args.port}\n  board: {where}\n  data folder: {data}"
+                 f" ({len(W.data_files(data))} table(s))\n  facilitator actions: "
+                 f"{'on' if W.facilitator_key() else 'off (set PRDP_FACILITATOR_KEY to turn them on)'}\n")
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        stderr.write(f"prdp: warning: listening on {args.host}: anyone who can reach this address can use the app "
+                     "(no login, plain HTTP). See docs/security.md.\n")
+    stdout.flush()
+    from streamlit.web import cli as stcli
+
+    argv = ["run", str(app), *streamlit_flags(app, args.host, args.port)]
+    saved = sys.argv
+    sys.argv = ["streamlit", *argv]
+    try:
+        stcli.main(args=argv, prog_name="streamlit")
+    except SystemExit as exc:
+        return int(exc.code) if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = saved
+    return EXIT_OK

@@ -1,0 +1,149 @@
+"""Where a workshop server keeps its things, and the workshop dataset everyone works on.
+
+Environment (set by ``prdp app`` from its options, or by hand):
+
+==========================  ==================================================================
+``PRDP_WORKSHOP_DIR``       the workshop folder (default ``./workshop``)
+``PRDP_BOARD_URL``          the board's database (default: SQLite ``<workshop folder>/board.sqlite``)
+``PRDP_DATA_DIR``           the data folder whose files the facilitator may pin
+                            (default ``<workshop folder>/data``)
+``PRDP_FACILITATOR_KEY``    the facilitator's passphrase; unset: no facilitator actions
+==========================  ==================================================================
+
+The pinned workshop dataset is a sample (``{"sample": name, "n": …, "seed": …}``) or a file
+of the data folder (``{"file": name}``), read by the engine from that folder only
+(:func:`prdp_core.config.safe_data_path`: no absolute paths, ``..`` or links leading out).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from ..config import safe_data_path
+from ..data import SUPPORTED_EXTENSIONS, Dataset, guess_schema, load_table, prepare_dataset
+from ..errors import DataError
+
+ENV_WORKSHOP_DIR = "PRDP_WORKSHOP_DIR"
+ENV_BOARD_URL = "PRDP_BOARD_URL"
+ENV_DATA_DIR = "PRDP_DATA_DIR"
+ENV_FACILITATOR_KEY = "PRDP_FACILITATOR_KEY"
+DEFAULT_WORKSHOP_DIR = "workshop"
+
+
+def workshop_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The workshop folder (``PRDP_WORKSHOP_DIR``, default ``./workshop``), absolute."""
+    env = os.environ if env is None else env
+    return Path(env.get(ENV_WORKSHOP_DIR) or DEFAULT_WORKSHOP_DIR).expanduser().resolve()
+
+
+def board_url(env: Mapping[str, str] | None = None) -> str:
+    """The board's database URL: ``PRDP_BOARD_URL``, else SQLite ``<workshop folder>/board.sqlite``."""
+    env = os.environ if env is None else env
+    return env.get(ENV_BOARD_URL) or f"sqlite:///{workshop_dir(env) / 'board.sqlite'}"
+
+
+def data_dir(env: Mapping[str, str] | None = None) -> Path:
+    """The data folder (``PRDP_DATA_DIR``, default ``<workshop folder>/data``), absolute."""
+    env = os.environ if env is None else env
+    d = env.get(ENV_DATA_DIR)
+    return Path(d).expanduser().resolve() if d else workshop_dir(env) / "data"
+
+
+def facilitator_key(env: Mapping[str, str] | None = None) -> str | None:
+    """The facilitator's passphrase, or None (facilitator actions off)."""
+    env = os.environ if env is None else env
+    return env.get(ENV_FACILITATOR_KEY) or None
+
+
+def data_files(folder: str | os.PathLike) -> list[str]:
+    """Names of the tables directly in the data folder (CSV, TSV, Parquet, Excel), sorted; files
+    whose link leads out of the folder are left out."""
+    base = Path(folder)
+    if not base.is_dir():
+        return []
+    names = []
+    for p in sorted(base.iterdir()):
+        if p.name.startswith(".") or p.suffix.lower() not in SUPPORTED_EXTENSIONS:
+            continue
+        try:
+            if safe_data_path(p.name, base, key="data file").is_file():
+                names.append(p.name)
+        except Exception:  # noqa: BLE001 - a link leading out of the folder: not offered
+            continue
+    return names
+
+
+def describe_pin(pin: Mapping[str, Any] | None) -> str | None:
+    """A pinned workshop dataset in words ("sample 'cbp_like', n = 5,000, seed 1")."""
+    if not pin:
+        return None
+    if "file" in pin:
+        return f"file '{pin['file']}' of the data folder"
+    size = f", n = {int(pin['n']):,}" if pin.get("n") else ""
+    return f"sample '{pin['sample']}'{size}, seed {int(pin.get('seed', 0) or 0)}"
+
+
+def matches_pin(data: Mapping[str, Any], pin: Mapping[str, Any] | None) -> bool:
+    """Whether a study config's ``data`` section reads the pinned dataset (a file by its name; a
+    sample by name, size and seed). Without a pin, every dataset does."""
+    if not pin:
+        return True
+    if "file" in pin:
+        return data.get("path") is not None and Path(str(data["path"])).name == pin["file"]
+    return (data.get("sample") == pin.get("sample") and data.get("n") == pin.get("n")
+            and int(data.get("seed", 0) or 0) == int(pin.get("seed", 0) or 0))
+
+
+def pin_of_source(source: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The pin that names the app's active data source (a sample, or a file of the data folder)."""
+    if source.get("kind") == "sample":
+        return {"sample": source["name"], "n": source.get("n"), "seed": int(source.get("seed", 0) or 0)}
+    return {"file": source["filename"]} if source.get("shared") else None
+
+
+@dataclass(frozen=True)
+class WorkshopFile:
+    """A table of the data folder, loaded and checked once: the raw table (for the Data page's
+    role editor), the prepared dataset and the app's source record (with the content hash, so
+    every session shares its cached results)."""
+
+    name: str
+    raw: pd.DataFrame = field(repr=False)
+    dataset: Dataset = field(repr=False)
+    sha256: str
+
+    @property
+    def source(self) -> dict[str, Any]:
+        return {"kind": "file", "filename": self.name, "schema": self.dataset.schema.to_dict(), "options": {},
+                "shared": self.sha256}
+
+
+def file_stamp(folder: str | os.PathLike, name: str) -> tuple[str, int, int]:
+    """(resolved path, size, modification time) of a data-folder file: a cache key that changes
+    when the file does. DataError when it is not there."""
+    p = safe_data_path(name, folder, key="the pinned file")
+    if not p.is_file():
+        raise DataError(f"The pinned file '{name}' is not in the data folder ({Path(folder)}).",
+                        hint="Put it there, or pin another dataset.")
+    st = p.stat()
+    return str(p), int(st.st_size), int(st.st_mtime_ns)
+
+
+def load_file(folder: str | os.PathLike, name: str) -> WorkshopFile:
+    """Load a data-folder table with guessed roles; a table that needs decisions (missing or
+    negative values, duplicate ids) is refused with the checker's message, so the facilitator
+    fixes the file before pinning it."""
+    path, _, _ = file_stamp(folder, name)
+    df = load_table(path, filename=name)  # size, row and column limits as for an upload
+    ds = prepare_dataset(df, guess_schema(df), name=name)
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return WorkshopFile(name=name, raw=df, dataset=ds, sha256=digest.hexdigest())

@@ -1,0 +1,189 @@
+"""The workshop board in real browsers, against a server started with ``prdp app``: two
+participants submit, one loads the other's policy, a copied link restores a design in a fresh
+context, nobody withdraws someone else's entry, and review mode shows no statistic of the records."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from prdp_core.board import summary as S
+
+from .conftest import FACILITATOR_KEY, new_page, shot, wait_idle
+
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
+
+
+
+def _nav(page, title: str) -> None:
+    page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first.click()
+    wait_idle(page)
+
+
+def _open(browser, url: str):
+    page = new_page(browser)
+    page.goto(url)
+    page.get_by_role("heading", name="Data", exact=True).wait_for()
+    wait_idle(page)
+    return page
+
+
+def _designer(page, emp: float | None = None) -> None:
+    _nav(page, "Policy designer")
+    page.get_by_text("Policy-loss CDF over records").first.wait_for()
+    if emp is not None:
+        box = page.locator(".st-key-thr_EMP input")
+        box.fill(f"{emp:g}")
+        box.press("Enter")
+        wait_idle(page)
+        page.locator('[data-testid="stSidebar"]').get_by_text(f"T(EMP) = {emp:g}").wait_for()
+
+
+def _type(page, key: str, text: str) -> None:
+    box = page.locator(f".st-key-{key} input")
+    box.fill(text)
+    box.press("Enter")
+    wait_idle(page)
+
+
+def _submit(page, name: str, why: str) -> None:
+    _nav(page, "Board")
+    page.get_by_role("heading", name="Board", exact=True).wait_for()
+    _type(page, "board_name", name)
+    _type(page, "board_rationale", why)
+    page.get_by_role("button", name="Submit to the board").click()
+    wait_idle(page, timeout=120_000)
+    page.get_by_text(re.compile(f"Submitted #\\d+ {re.escape(name)}")).wait_for()
+
+
+def _pick(page, label: str) -> None:
+    page.locator(".st-key-board_pick").get_by_role("combobox").click()
+    page.get_by_role("option", name=re.compile(re.escape(label))).click()
+    wait_idle(page)
+
+
+def _in_table(page, text: str) -> None:
+    page.locator('[data-testid="stDataFrame"]').get_by_text(text, exact=True).first.wait_for(state="attached")
+
+
+def _columns(page) -> tuple[int, list[str]]:
+    """The board table's number of columns (all of them) and the headers the grid has drawn."""
+    grid = page.locator('[data-testid="stDataFrame"] table[role="grid"]').first
+    grid.wait_for(state="attached")
+    return int(grid.get_attribute("aria-colcount")), grid.locator("th").all_inner_texts()
+
+
+def _expected_columns(review: bool) -> list[str]:
+    return list(S.board_frame([], review=review, delta=1e-6, mine=set()).columns)
+
+
+def test_two_participants_submit_compare_and_load(browser, workshop_url):
+    alice = _open(browser, workshop_url)
+    _designer(alice, emp=50)
+    _submit(alice, "Alice cautious", "small firms pay the base loss")
+    shot(alice, "board-01-alice-submitted")
+
+    bob = _open(browser, workshop_url)
+    _designer(bob)  # the default policy: T(EMP) = 100
+    _submit(bob, "Bob default", "the paper's conservative scheme")
+    _in_table(bob, "Alice cautious")
+    _in_table(bob, "Bob default")
+    bob.locator(".st-key-board_cdf .js-plotly-plot").wait_for()  # teaching mode: the CDF overlay
+    bob.locator(".st-key-board_tradeoff .js-plotly-plot").wait_for()
+    shot(bob, "board-02-bob-sees-both")
+
+    # Bob cannot withdraw Alice's entry
+    _pick(bob, "Alice cautious")
+    bob.get_by_role("button", name="Withdraw").click()
+    wait_idle(bob)
+    bob.get_by_text("You can withdraw only your own entries").wait_for()
+    _in_table(bob, "Alice cautious")
+
+    # Bob loads Alice's policy into his session
+    bob.get_by_role("button", name="Load this policy").click()
+    wait_idle(bob)
+    bob.get_by_text(re.compile("Loaded #\\d+ Alice cautious into your session")).wait_for()
+    bob.locator('[data-testid="stSidebar"]').get_by_text("T(EMP) = 50").wait_for()
+    _designer(bob)
+    assert bob.locator(".st-key-thr_EMP input").input_value() == "50"
+    shot(bob, "board-03-bob-loaded-alice")
+
+    # Alice withdraws her own entry
+    _nav(alice, "Board")
+    _pick(alice, "Alice cautious")
+    alice.get_by_role("button", name="Withdraw").click()
+    wait_idle(alice)
+    alice.get_by_text(re.compile("Entry #\\d+ was withdrawn")).wait_for()
+    for p in (alice, bob):
+        assert p.locator('[data-testid="stException"]').count() == 0
+        p.context.close()
+
+
+def test_a_copied_link_restores_the_design_in_a_fresh_context(browser, workshop_url):
+    first = _open(browser, workshop_url)
+    _designer(first, emp=77)
+    first.wait_for_function("() => location.search.includes('policy=')")
+    link = first.url
+    assert "/policy_designer?" in link
+    first.context.close()
+
+    fresh = new_page(browser)
+    fresh.goto(link)
+    wait_idle(fresh)
+    fresh.get_by_text("Loaded the design this link carries").wait_for()
+    fresh.locator('[data-testid="stSidebar"]').get_by_text("T(EMP) = 77").wait_for()
+    fresh.get_by_text("Policy-loss CDF over records").first.wait_for()
+    assert fresh.locator(".st-key-thr_EMP input").input_value() == "77"
+    shot(fresh, "board-04-link-restored")
+
+    damaged = new_page(browser)
+    damaged.goto(link.split("?")[0] + "?policy=not*a*design")
+    wait_idle(damaged)
+    damaged.get_by_text("The link's design was not loaded").wait_for()
+    assert damaged.locator('[data-testid="stException"]').count() == 0
+    fresh.context.close()
+    damaged.context.close()
+
+
+def test_review_mode_shows_no_record_statistic_on_the_board(browser, workshop_url):
+    p = _open(browser, workshop_url)
+    _designer(p)
+    _submit(p, "Reviewed policy", "for the review")
+    n, drawn = _columns(p)
+    assert n == len(_expected_columns(review=False))
+    assert {"share above base", "median record loss"} <= set(drawn)  # the first record columns are drawn
+
+    # the facilitator switches the board to review mode
+    fac = _open(browser, workshop_url)
+    _nav(fac, "Board")
+    fac.get_by_text("Facilitator", exact=True).click()
+    _type(fac, "board_key_input", FACILITATOR_KEY)
+    fac.get_by_role("button", name="Unlock").click()
+    wait_idle(fac)
+    fac.get_by_text("Facilitator actions unlocked").wait_for()
+    fac.locator(".st-key-board_set_mode").get_by_text("review", exact=True).click()
+    wait_idle(fac)
+    fac.get_by_role("button", name="Save").click()
+    wait_idle(fac)
+    fac.get_by_text("Board settings saved").wait_for()
+
+    # a participant in teaching mode now sees public quantities only
+    _nav(p, "Data")
+    _nav(p, "Board")
+    p.get_by_text(re.compile("Review mode \\(the facilitator's setting\\)")).wait_for()
+    _in_table(p, "Reviewed policy")
+    n, drawn = _columns(p)
+    assert n == len(_expected_columns(review=True)) < len(_expected_columns(review=False))
+    assert not set(S.RECORD_COLUMNS) & set(drawn) and "ε at δ, base" in drawn
+    assert p.locator(".st-key-board_cdf").count() == 0 and p.locator(".st-key-board_tradeoff").count() == 0
+    shot(p, "board-05-review-mode")
+
+    # back to teaching for the other tests of this server
+    fac.locator(".st-key-board_set_mode").get_by_text("teaching", exact=True).click()
+    wait_idle(fac)
+    fac.get_by_role("button", name="Save").click()
+    wait_idle(fac)
+    for pg in (p, fac):
+        assert pg.locator('[data-testid="stException"]').count() == 0
+        pg.context.close()

@@ -1,0 +1,414 @@
+"""Board page helpers: the server's board store, the participant's code, the workshop dataset,
+submissions, loading a design into the session, and the facilitator's actions.
+
+Keys in ``st.session_state``:
+
+* ``board_participant`` – the participant's random code: their identity on the board for this
+  session (stored hashed with their entries; typing it again after a reconnect restores it);
+* ``board_key`` – the facilitator key typed in this session, once it was checked;
+* ``board_msg`` – the outcome of the last action, shown by :func:`message`;
+* ``board_export`` – the last export built (CSV and HTML bytes).
+
+The store and the workshop's tables are server resources (``st.cache_resource``): one database
+engine, and each table of the data folder loaded once for every session.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Mapping
+
+import streamlit as st
+
+from prdp_core.board import summary as S
+from prdp_core.board import workshop as W
+from prdp_core.board.store import BoardStore, Entry, new_participant_code
+from prdp_core.config import parse_config
+from prdp_core.data import Schema, prepare_dataset
+from prdp_core.errors import AccessError, DataError, PrdpError, StoreError
+
+from . import state
+from . import study as ustudy
+
+PART_LABELS = {"thresholds": "Splitting thresholds (Policy designer)", "budget": "Budget function",
+               "specification": "Personalized DP specification", "tiers": "Analyst tiers"}
+
+
+# ---------------------------------------------------------------------------
+# Server resources
+# ---------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _store(url: str, key: str | None) -> BoardStore:
+    return BoardStore(url, facilitator_key=key)
+
+
+def store() -> BoardStore:
+    """The server's board (``PRDP_BOARD_URL`` or the workshop folder's SQLite file); StoreError
+    when it cannot be opened (not cached: the next run tries again)."""
+    return _store(W.board_url(), W.facilitator_key())
+
+
+@st.cache_resource(show_spinner="Loading the workshop table…", max_entries=4)
+def _workshop_file(path: str, size: int, mtime: int, name: str) -> W.WorkshopFile:
+    return W.load_file(W.data_dir(), name)
+
+
+def workshop_file(name: str) -> W.WorkshopFile:
+    """A table of the data folder, loaded once per server (and again when the file changes)."""
+    folder = W.data_dir()
+    path, size, mtime = W.file_stamp(folder, name)
+    return _workshop_file(path, size, mtime, name)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _prepared(sha: str, schema_json: str, options_json: str, _file: W.WorkshopFile) -> Any:
+    return prepare_dataset(_file.raw, Schema.from_dict(json.loads(schema_json)), name=_file.name,
+                           **json.loads(options_json))
+
+
+# ---------------------------------------------------------------------------
+# Participant and mode
+# ---------------------------------------------------------------------------
+
+
+def participant() -> str:
+    """This session's participant code (created on first use)."""
+    ss = st.session_state
+    if not ss.get("board_participant"):
+        ss["board_participant"] = new_participant_code()
+    return str(ss["board_participant"])
+
+
+def on_use_code() -> None:
+    """Callback: adopt an earlier participant code (after a reconnect), to withdraw its entries."""
+    ss = st.session_state
+    code = str(ss.get("board_code_input") or "").strip()
+    if not (6 <= len(code) <= 64) or not all(c.isalnum() or c in "-_" for c in code):
+        _msg("error", "That is not a participant code (6–64 letters, digits, - or _).")
+        return
+    ss["board_participant"] = code
+    ss["board_code_input"] = ""
+    _msg("success", "Your earlier participant code is in use: its entries are yours again.")
+
+
+def review_mode(settings: Mapping[str, Any]) -> bool:
+    """The board shows public quantities only when the facilitator set review mode or this session
+    is in review mode: the stricter of the two wins."""
+    return settings.get("mode") == "review" or not state.teaching()
+
+
+def mine(entries: list[Entry]) -> set[int]:
+    code = participant()
+    return {e.id for e in entries if e.owned_by(code)}
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def md(text: object) -> str:
+    """A participant's (or a file's) text as literal Markdown: no links, images, emphasis or icons."""
+    return _MD_SPECIAL.sub(r"\\\1", str(text))
+
+
+def _msg(kind: str, text: str) -> None:
+    st.session_state["board_msg"] = {"kind": kind, "text": text}
+
+
+def message() -> None:
+    """Show the outcome of the last board action."""
+    m = st.session_state.get("board_msg")
+    if m:
+        {"error": st.error, "success": st.success, "info": st.info}[m["kind"]](m["text"])
+
+
+def _fail(err: PrdpError) -> None:
+    _msg("error", f"**{err.title}.** {md(err)}")  # messages may quote names, files or a link's values
+
+
+# ---------------------------------------------------------------------------
+# The workshop dataset and designs
+# ---------------------------------------------------------------------------
+
+
+def uses_pin(pin: Mapping[str, Any]) -> bool:
+    """Whether the session's active dataset is the pinned workshop dataset."""
+    active = W.pin_of_source(state.source())
+    if active is None:
+        return False
+    norm = lambda p: {**p, "n": p.get("n") or None, "seed": int(p.get("seed", 0) or 0)} if "sample" in p else dict(p)  # noqa: E731
+    return norm(active) == norm(pin)
+
+
+def on_use_workshop_dataset() -> None:
+    """Callback: make the pinned workshop dataset the session's active dataset."""
+    try:
+        pin = store().settings()["dataset"]
+        if not pin:
+            raise DataError("No workshop dataset is pinned.")
+        use_pinned(pin)
+        _msg("success", f"The workshop dataset is active: {md(state.dataset().describe())}.")
+    except PrdpError as err:
+        _fail(err)
+
+
+def use_pinned(pin: Mapping[str, Any]) -> None:
+    """Make a pinned dataset active (and the Data page's role editor show it)."""
+    from . import datasource
+
+    if "sample" in pin:
+        n, seed = pin.get("n"), int(pin.get("seed", 0) or 0)
+        state.set_dataset(state.cached_sample(pin["sample"], n, seed),
+                          {"kind": "sample", "name": pin["sample"], "n": n, "seed": seed})
+        datasource.raw_from_sample(pin["sample"], n, seed)
+        return
+    _use_file(workshop_file(pin["file"]))
+
+
+def _use_file(f: W.WorkshopFile, schema: Mapping[str, Any] | None = None,
+              options: Mapping[str, Any] | None = None) -> None:
+    """A data-folder table as the active dataset, with the given roles and fixes (default: guessed)."""
+    import uuid
+
+    ds, src = f.dataset, dict(f.source)
+    if (schema is not None and Schema.from_dict(dict(schema)) != f.dataset.schema) or options:
+        ds = _prepared(f.sha256, json.dumps(dict(schema or src["schema"]), sort_keys=True),
+                       json.dumps(dict(options or {}), sort_keys=True), f)
+        src.update(schema=ds.schema.to_dict(), options=dict(options or {}))
+    state.set_dataset(ds, src)
+    st.session_state["raw"] = {"df": f.raw, "name": f.name, "schema": ds.schema,
+                               "source": {"kind": "file", "filename": f.name, "shared": f.sha256},
+                               "id": uuid.uuid4().hex[:8]}
+
+
+def _ensure_data(data: Mapping[str, Any]) -> None:
+    """Before a design that reads a file is loaded: make that file the active dataset when the
+    server's data folder has it; say so when the server does not have it."""
+    if "path" not in data:
+        return  # samples: the study import loads them
+    name = str(data["path"])
+    src = state.source()
+    if src.get("kind") == "file" and src.get("filename") == name and not src.get("shared"):
+        return  # the participant's own upload of that file: the import checks its roles
+    if name not in W.data_files(W.data_dir()):
+        raise DataError(f"This design reads the file '{name}', which this server does not have.",
+                        hint="Upload that file on the Data page (same name), then open the link or load the "
+                             "policy again.")
+    schema = data.get("schema")
+    s = None if schema is None else Schema(id_col=schema.get("id"), measures=tuple(schema.get("measures") or ()),
+                                           groups=tuple(schema.get("groups") or ()),
+                                           owner_col=schema.get("owner")).to_dict()
+    _use_file(workshop_file(name), s, data.get("prepare") or None)
+
+
+def load_design(config: Mapping[str, Any]) -> list[str]:
+    """Load a design (a study config's policy parts) into this session; returns the import's notes.
+
+    On the active dataset the design's parts replace the session's parts of the same kind and the
+    other pages keep theirs; a design on another dataset is loaded as a whole study. The session
+    keeps its mode and its privacy ledger. Raises PrdpError, leaving the session unchanged."""
+    cfg = parse_config(dict(config)).to_dict()  # validated before anything changes
+    cfg["mode"] = st.session_state.get("mode", "teaching")
+    _ensure_data(cfg["data"])
+    current = ustudy.export_state()
+    same = parse_config(current).data == parse_config(cfg).data
+    if not same:
+        return ustudy.import_state(cfg)
+    merged = dict(current)
+    merged["policy"] = {**current.get("policy", {}), **cfg.get("policy", {})}
+    if "thresholds" in cfg.get("policy", {}):
+        merged["workload"] = cfg.get("workload")
+    kinds = {m["kind"] for m in cfg.get("mechanisms", [])}
+    merged["mechanisms"] = [m for m in current.get("mechanisms", []) if m["kind"] not in kinds] + \
+        list(cfg.get("mechanisms", []))
+    merged["seed"] = cfg.get("seed", current.get("seed", 0))
+    return ustudy.import_state(merged)
+
+
+# ---------------------------------------------------------------------------
+# Participants' actions
+# ---------------------------------------------------------------------------
+
+
+def parts_available() -> list[str]:
+    """The policy parts of this session that can be submitted."""
+    try:
+        return S.policy_parts(ustudy.export_study())
+    except PrdpError:
+        return []
+
+
+def on_submit() -> None:
+    """Callback: summarise the chosen policy of this session on the active dataset and submit it."""
+    ss = st.session_state
+    try:
+        bs = store()
+        study = S.restrict(ustudy.export_study(), ss.get("board_part"))
+        pin = bs.settings()["dataset"]
+        if pin and not W.matches_pin(study.data.to_dict(), pin):
+            raise StoreError(f"The facilitator pinned the workshop dataset ({W.describe_pin(pin)}); your design is on "
+                             f"{study.data.describe()}.", hint="Press 'Use the workshop dataset', design your policy on "
+                                                              "it, then submit.")
+        with st.spinner("Computing the policy's summary…"):
+            summary = S.summarise(study, state.dataset())
+        entry, created = bs.submit(participant=participant(), name=ss.get("board_name", ""),
+                                   rationale=ss.get("board_rationale", ""), config=study.to_dict(), summary=summary,
+                                   kind=summary["kind"], dataset=study.data.describe())
+    except PrdpError as err:
+        _fail(err)
+        return
+    if created:
+        _msg("success", f"Submitted **#{entry.id} {md(entry.name)}** ({entry.kind}) to the board.")
+    else:
+        _msg("info", f"This policy is already on the board as **#{entry.id} {md(entry.name)}**.")
+
+
+def _picked() -> int | None:
+    v = st.session_state.get("board_pick")
+    return None if v is None else int(v)
+
+
+def on_withdraw() -> None:
+    """Callback: withdraw the picked entry (the store refuses someone else's)."""
+    eid = _picked()
+    if eid is None:
+        return
+    try:
+        store().withdraw(eid, participant())
+    except PrdpError as err:
+        _fail(err)
+        return
+    st.session_state.pop("board_pick", None)
+    _msg("success", f"Entry #{eid} was withdrawn.")
+
+
+def on_load() -> None:
+    """Callback: load the picked entry's design into this session."""
+    eid = _picked()
+    if eid is None:
+        return
+    try:
+        entry = store().entry(eid)
+        notes = load_design(entry.config)
+    except PrdpError as err:
+        _fail(err)
+        return
+    page = {"thresholds": "Policy designer", "budget": "Budget functions", "specification": "Personalized DP",
+            "tiers": "Analyst tiers"}.get(entry.summary.get("part", ""), "Study")
+    extra = "".join(f" {n}" for n in notes)
+    _msg("success", f"Loaded **#{entry.id} {md(entry.name)}** into your session: open the **{page}** page.{extra}")
+
+
+# ---------------------------------------------------------------------------
+# The facilitator
+# ---------------------------------------------------------------------------
+
+
+def facilitator_key() -> str | None:
+    """The facilitator key this session unlocked with, if it still matches."""
+    k = st.session_state.get("board_key")
+    return k if k and store().is_facilitator(k) else None
+
+
+def on_unlock() -> None:
+    ss = st.session_state
+    typed = str(ss.get("board_key_input") or "")
+    ss["board_key_input"] = ""
+    try:
+        bs = store()
+    except PrdpError as err:
+        _fail(err)
+        return
+    if bs.is_facilitator(typed):
+        ss["board_key"] = typed
+        _msg("success", "Facilitator actions unlocked for this session.")
+    else:
+        _fail(AccessError("That is not the facilitator key."))
+
+
+def on_lock() -> None:
+    st.session_state.pop("board_key", None)
+    st.session_state.pop("board_export", None)
+
+
+def _facilitator(action: Any, done: str) -> None:
+    try:
+        action(store(), st.session_state.get("board_key"))
+    except PrdpError as err:
+        _fail(err)
+        return
+    st.session_state.pop("board_export", None)
+    _msg("success", done)
+
+
+def on_pin() -> None:
+    ss = st.session_state
+    how = ss.get("board_pin_kind", "none")
+    if how == "sample":
+        n = int(ss.get("board_pin_n") or 0)
+        pin: dict[str, Any] | None = {"sample": ss.get("board_pin_sample"), "n": n or None,
+                                      "seed": int(ss.get("board_pin_seed") or 0)}
+    elif how == "file":
+        pin = {"file": ss.get("board_pin_file")}
+    else:
+        pin = None
+
+    def act(bs: BoardStore, key: str | None) -> None:
+        if pin and "file" in pin:
+            if not pin["file"]:
+                raise DataError("The data folder has no table to pin.", hint=f"Put one in {W.data_dir()}.")
+            workshop_file(pin["file"])  # it loads and passes the checks before everyone is sent to it
+        bs.pin_dataset(pin, key=key)
+
+    _facilitator(act, f"Workshop dataset: {md(W.describe_pin(pin))}." if pin else "No workshop dataset is pinned.")
+
+
+def on_settings() -> None:
+    ss = st.session_state
+
+    def act(bs: BoardStore, key: str | None) -> None:
+        bs.set_mode(ss.get("board_set_mode", "teaching"), key=key)
+        bs.set_delta(float(ss.get("board_set_delta", 1e-6)), key=key)
+
+    _facilitator(act, "Board settings saved.")
+
+
+def on_clear() -> None:
+    if not st.session_state.get("board_clear_confirm"):
+        _msg("error", "Tick the box to confirm: clearing deletes every entry of the board.")
+        return
+    st.session_state["board_clear_confirm"] = False
+    _facilitator(lambda bs, key: bs.clear(key=key), "The board was cleared.")
+
+
+def on_archive() -> None:
+    title = st.session_state.get("board_archive_title") or "Workshop board"
+    _facilitator(lambda bs, key: bs.archive(key=key, title=title),
+                 "The board was archived (its entries are kept) and a new, empty board is open.")
+
+
+def on_remove() -> None:
+    eid = _picked()
+    if eid is not None:
+        _facilitator(lambda bs, key: bs.remove(eid, key=key), f"Entry #{eid} was removed.")
+
+
+def on_export(review: bool) -> None:
+    """Callback: build the board's CSV and HTML report (the board's mode decides what they hold)."""
+    from prdp_core.board.export import board_csv, board_html
+
+    try:
+        bs = store()
+        if facilitator_key() is None:
+            raise AccessError("Exporting the board is a facilitator action.")
+        settings = bs.settings()
+        entries = bs.entries()
+        delta = float(settings["delta"])
+        st.session_state["board_export"] = {
+            "csv": board_csv(entries, review=review, delta=delta),
+            "html": board_html(entries, review=review, delta=delta, dataset=W.describe_pin(settings["dataset"]))
+            .encode("utf-8"), "review": review, "n": len(entries)}
+    except PrdpError as err:
+        _fail(err)

@@ -1,0 +1,83 @@
+"""Shareable links: the session's design in the page's URL, and a link's design restored.
+
+The page is in the URL's path (``/policy_designer``, ``/board``…, from ``st.navigation``); the
+design is in the ``policy`` query parameter (:mod:`prdp_core.board.links`: the data source, the
+policy parts, the workload and the mechanisms — no view settings, no mode), rewritten after
+every run by :func:`sync`. A session opened from such a link loads its design once, on its first
+run (:func:`restore`), with the validation of a study import; a damaged link, or one naming a
+dataset this server does not have, leaves the default session and says why.
+
+Keys in ``st.session_state``: ``link_checked`` (the first run looked at the URL), ``link_msg``
+(what the restore did, shown on the page the link opened), ``link_too_large``.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from prdp_core.board import links
+from prdp_core.errors import PrdpError, ResourceLimitError
+
+from . import study as ustudy
+
+
+def restore() -> None:
+    """On a session's first run: load the design of the link it was opened with, if any."""
+    ss = st.session_state
+    if ss.get("link_checked"):
+        return
+    ss["link_checked"] = True
+    text = st.query_params.get(links.PARAM)
+    if not text:
+        return
+    from . import board
+
+    try:
+        study = links.decode(text)
+        notes = board.load_design(study.to_dict())
+    except PrdpError as err:  # a link is anyone's text: its values are shown, never rendered
+        ss["link_msg"] = {"kind": "error", "text": f"**The link's design was not loaded.** {board.md(err)}",
+                          "notes": []}
+        return
+    ss["link_msg"] = {"kind": "success", "notes": [board.md(n) for n in notes],
+                      "text": f"Loaded the design this link carries ({', '.join(study.policy) or 'no policy'} on "
+                              f"{board.md(study.data.describe())}). Your mode and privacy ledger are your own."}
+
+
+def show_message(page: str) -> None:
+    """The restore's outcome, on the page the link opened (until another page is visited)."""
+    ss = st.session_state
+    m = ss.get("link_msg")
+    if not m:
+        return
+    ss.setdefault("link_page", page)
+    if ss["link_page"] != page:
+        ss.pop("link_msg", None)
+        return
+    (st.success if m["kind"] == "success" else st.error)(m["text"])
+    for note in m.get("notes", []):
+        st.info(note)
+
+
+def sync() -> None:
+    """Write the session's design into the URL (after the page ran, so edits are included)."""
+    ss = st.session_state
+    try:
+        cfg = ustudy.export_state()
+    except PrdpError:
+        return
+    params = st.query_params
+    if not cfg.get("policy"):
+        if links.PARAM in params:
+            del params[links.PARAM]
+        return
+    try:
+        text = links.encode(cfg)
+        ss.pop("link_too_large", None)
+    except ResourceLimitError:
+        ss["link_too_large"] = True  # the Board page says so; the URL keeps no stale design
+        if links.PARAM in params:
+            del params[links.PARAM]
+        return
+    if params.get(links.PARAM) != text:
+        params[links.PARAM] = text
