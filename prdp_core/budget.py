@@ -344,7 +344,7 @@ def compile_expression(text: str) -> CompiledExpression:
         equal = isinstance(node.ops[0], ast.Eq)
         cost += COST_TEXT_COMPARISON
         if not names:
-            same = np.float64((texts[0] == texts[1]) == equal)
+            same = np.asarray(float((texts[0] == texts[1]) == equal))
             return lambda cols, n: same
         nodes += 1
         col = name_of(names[0].id)

@@ -86,10 +86,10 @@ def on_upload() -> None:
         return
     try:
         df = load_table(up, filename=up.name)
+        schema = guess_schema(df)
     except PrdpError as err:
         _msg("error", _error_text(err), "upload")
         return
-    schema = guess_schema(df)
     st.session_state["raw"] = {"df": df, "name": up.name, "schema": schema,
                                "source": {"kind": "file", "filename": up.name}, "id": uuid.uuid4().hex[:8]}
     # Apply at once when the guessed roles need no decision; otherwise ask for one.
