@@ -262,9 +262,9 @@ def _read_parquet(data: bytes) -> pd.DataFrame:
 def _read_excel(data: bytes) -> pd.DataFrame:
     """Read the first sheet of an .xlsx file after checking its zip directory (parts, uncompressed
     size, compression ratios) and its declared dimension; the reader stops one row past the row limit."""
+    filelimits.check_xlsx_archive(data)
     import openpyxl
 
-    filelimits.check_xlsx_archive(data)
     book = None
     try:
         book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
