@@ -10,17 +10,19 @@ the engine cannot use), and costs a small, bounded amount of memory:
   read from the first ``MAX_HEADER_BYTES`` only, with quoted fields that span lines handled as
   the parser handles them; a header that does not end there, or has more than ``MAX_COLUMNS``
   fields, is refused. The largest cell is found by a vectorised scan of the bytes in blocks
-  (a delimiter or line break inside double quotes does not end a cell); a file with quotes in
-  the middle of unquoted fields (``12" pipe``), where counting quotes is not exact, is
-  re-read with the csv module in bounded pieces. The row limit is applied by the parser,
-  which stops one row after it (see :func:`prdp_core.data.load_table`).
+  that follows the parser's quoting rules (a delimiter or line break inside double quotes does
+  not end a cell; a quote in the middle of an unquoted field, ``12" pipe``, is a plain
+  character); a file with more than 100,000 such quotes is read with the csv module instead,
+  in bounded pieces. The row limit is applied by the parser, which stops one row after it
+  (see :func:`prdp_core.data.load_table`).
 * **Excel** (:func:`check_xlsx_archive`, :func:`check_xlsx_sheet`): the total uncompressed size
   and the compression ratio of every part come from the zip directory (Python's zip reader
   never inflates a part beyond its declared size), and the sheet's declared dimension gives
   its number of cells, all before a cell is parsed.
-* **Parquet** (:func:`check_parquet_metadata`, :func:`check_arrow_cells`): rows and columns from
-  the footer, column types from the schema (lists, structs, maps, binary… are refused by name
-  before any data is read), and the longest text value from the decoded columns.
+* **Parquet** (:func:`check_parquet_metadata`): rows and columns from the footer, column types
+  from the schema (lists, structs, maps, binary… are refused by name before any data is read).
+  The longest text value of a decoded Parquet or .xlsx table is checked by
+  :func:`check_frame_cells`.
 """
 
 from __future__ import annotations
@@ -141,10 +143,12 @@ def check_text_header(data: bytes, delim: str) -> None:
 
 def _cell_refusal(size: int, line: int | None, *, exact: bool = True) -> ResourceLimitError:
     where = f" (line {line:,})" if line else ""
+    size_text = f"{'' if exact else 'more than '}{size:,}"
     return ResourceLimitError(
-        f"A cell of the file{where} holds {'' if exact else 'more than '}{size:,} bytes, over the cell size limit of {limits.MAX_CELL_BYTES:,} "
-        "bytes.", hint="A table cell holds a number, a code or a short label: check the quotes (a field opened "
-                       "with \" must be closed) and remove long free text.")
+        f"A cell of the file{where} holds {size_text} bytes, over the cell size limit of "
+        f"{limits.MAX_CELL_BYTES:,} bytes.", hint="A table cell holds a number, a code or a short label: check the "
+                                                  "quotes (a field opened with \" must be closed) and remove long "
+                                                  "free text.")
 
 
 def _line_of(data: bytes, pos: int) -> int:
@@ -254,7 +258,8 @@ def _scan_cells(data: bytes, delim: int) -> tuple[int, int] | None:
             sep_pos = ev[sep_i]
             corr = np.full(sep_pos.size, literal_at_start, dtype=np.uint8)
             if fixes:
-                flipped = np.concatenate((np.zeros(1, np.uint8), np.bitwise_xor.accumulate(np.array(flips, np.uint8))))
+                flipped = np.concatenate((np.zeros(1, np.uint8),
+                                          np.bitwise_xor.accumulate(np.array(flips, np.uint8))))
                 corr ^= flipped[np.searchsorted(np.array(fixes), sep_pos)]
             sep = sep_pos[(before[sep_i] ^ corr) == 0]
             parity ^= int(after[-1])
