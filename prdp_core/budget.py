@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import math
 import re
 from abc import ABC, abstractmethod
@@ -146,8 +147,9 @@ _CMPOPS: dict[type, Callable[[Any, Any], np.ndarray]] = {
 }
 #: function name → (min args, max args, implementation on float arrays)
 _FUNCS: dict[str, tuple[int, int, Callable[..., np.ndarray]]] = {
-    "min": (2, 16, lambda *a: np.minimum.reduce(np.broadcast_arrays(*a))),
-    "max": (2, 16, lambda *a: np.maximum.reduce(np.broadcast_arrays(*a))),
+    # pairwise, in order (the result of reduce over the arguments) without stacking them into one array
+    "min": (2, 16, lambda *a: functools.reduce(np.minimum, a)),
+    "max": (2, 16, lambda *a: functools.reduce(np.maximum, a)),
     "log": (1, 2, lambda x, b=None: np.log(x) if b is None else np.log(x) / np.log(b)),
     "log2": (1, 1, np.log2),
     "log10": (1, 1, np.log10),
@@ -255,6 +257,7 @@ class CompiledExpression:
                     out[start:stop] = res
                 except (TypeError, ValueError):
                     raise ExpressionError("The columns of the expression must hold one number per record.") from None
+                del res, part  # freed before the next chunk's temporaries: the allocator reuses their memory
         return out
 
 
