@@ -86,7 +86,7 @@ with roles_tab:
                "data (or documented, for samples); edit them as needed, then press *Use this table*.")
     with st.expander("Preview of the first rows", expanded=False):
         confidential()
-        st.dataframe(df.head(20), hide_index=True)
+        st.dataframe(prdp_core.data.preview(df), hide_index=True)  # long cells cut
     c1, c2 = st.columns(2)
     id_options = [None] + cols
     c1.selectbox("Record id", id_options, index=id_options.index(guess.id_col),

@@ -20,7 +20,12 @@ Shapes (the raw formula before the [ε̌, ε̂] cap):
   parsed by a whitelist evaluator (numbers, column names, + − × ÷ **, comparisons, min,
   max, log, log2, log10, sqrt, exp, abs, where). Nothing is ever passed to eval/exec: the
   expression is parsed to a syntax tree, every node is checked against the whitelist, and
-  evaluation applies numpy functions to float64 arrays (bounded time, no I/O).
+  evaluation applies numpy functions to float64 arrays (no I/O). Time and memory are bounded:
+  an expression's cost per record (operands, operators, calls, text comparisons) times the
+  number of records is checked against ``limits.MAX_EXPRESSION_COST`` before anything is
+  evaluated, and records are evaluated in chunks of ``limits.EXPRESSION_CHUNK_ROWS`` into one
+  preallocated float64 output. A text value is compared with one column at a time
+  (``BRANCH == 'B01'``) and never turns a column of numbers into Python objects.
 
 Evaluation is vectorised over a table (``budget(table)``) or over an array of values of
 the measure (``budget(values)``, for plots). A record whose raw budget is below ε̌ (for a
@@ -38,6 +43,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import math
 import re
 from abc import ABC, abstractmethod
@@ -47,9 +53,9 @@ from typing import Any, Callable, ClassVar, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from .errors import ConfigError, ExpressionError, ParameterError, PolicyError
+from . import limits
+from .errors import ConfigError, ExpressionError, ParameterError, PolicyError, ResourceLimitError
 from .validate import positive as _positive
-from .limits import MAX_EXPRESSION_CHARS
 
 #: ε̂ used when none is given (the paper's experiments, Sec. 8.1).
 DEFAULT_EPS_MAX: float = 100.0
@@ -61,6 +67,14 @@ MAX_EXPRESSION_NODES: int = 400
 MAX_EXPRESSION_DEPTH: int = 40
 #: Largest absolute value of a constant exponent (``v ** 2`` is fine, ``v ** 1e6`` is not).
 MAX_CONSTANT_EXPONENT: float = 64.0
+#: Cost per record of the parts of an expression, in elementary float operations (an addition of two
+#: float64 values, about 0.5 ns): operands, + − × ÷, signs and comparisons 1; ``**`` 4; exp, log,
+#: log2, log10 and sqrt 2; where 2; abs 1; min and max 1 per argument; a comparison of a column
+#: with text 40 (Python string comparisons). Cost × records must stay under
+#: :data:`prdp_core.limits.MAX_EXPRESSION_COST`.
+COST_POWER: int = 4
+COST_TEXT_COMPARISON: int = 40
+_COST_FUNCS: dict[str, int] = {"exp": 2, "log": 2, "log2": 2, "log10": 2, "sqrt": 2, "where": 2, "abs": 1}
 #: Points of the grid used to check monotonicity and find extremes of a univariate budget.
 _GRID_POINTS = 4001
 
@@ -133,8 +147,9 @@ _CMPOPS: dict[type, Callable[[Any, Any], np.ndarray]] = {
 }
 #: function name → (min args, max args, implementation on float arrays)
 _FUNCS: dict[str, tuple[int, int, Callable[..., np.ndarray]]] = {
-    "min": (2, 16, lambda *a: np.minimum.reduce(np.broadcast_arrays(*a))),
-    "max": (2, 16, lambda *a: np.maximum.reduce(np.broadcast_arrays(*a))),
+    # pairwise, in order (the result of reduce over the arguments) without stacking them into one array
+    "min": (2, 16, lambda *a: functools.reduce(np.minimum, a)),
+    "max": (2, 16, lambda *a: functools.reduce(np.maximum, a)),
     "log": (1, 2, lambda x, b=None: np.log(x) if b is None else np.log(x) / np.log(b)),
     "log2": (1, 1, np.log2),
     "log10": (1, 1, np.log10),
@@ -155,10 +170,6 @@ _NODE_NAMES = {
 }
 
 
-class _Value:
-    """An intermediate result: a float array, or (for comparisons with text) an object array."""
-
-
 def _unsupported(node: ast.AST) -> ExpressionError:
     what = _NODE_NAMES.get(type(node))
     if what is None:
@@ -175,16 +186,46 @@ def _unsupported(node: ast.AST) -> ExpressionError:
                                 f"the functions {', '.join(ALLOWED_FUNCTIONS)}.")
 
 
+def _equal_to_text(column: np.ndarray | pd.Series, text: str, col: str) -> np.ndarray:
+    """Which cells of a column equal ``text``, as booleans, without making Python objects of numbers:
+    numbers, booleans, dates and bytes never equal text; text stored by Arrow is compared by Arrow;
+    other text cell by cell. A missing cell equals no text."""
+    if isinstance(column, pd.Series):
+        if isinstance(column.dtype, pd.StringDtype):
+            return (column == text).to_numpy(dtype=bool, na_value=False)
+        column = column.to_numpy()
+    values = np.asarray(column)
+    if values.ndim > 1:
+        raise ExpressionError(f"Column '{col}' holds values that cannot be compared with text.")
+    if values.dtype.kind == "U":
+        return np.asarray(values == text, dtype=bool)
+    if values.dtype.kind != "O":
+        return np.zeros(values.shape, dtype=bool)
+    try:
+        return np.asarray(values == text, dtype=bool)
+    except (TypeError, ValueError):  # e.g. pd.NA, whose comparison is undecided: missing is not equal
+        pass
+    try:
+        return (pd.Series(values, copy=False) == text).to_numpy(dtype=bool)
+    except (TypeError, ValueError):
+        raise ExpressionError(f"Column '{col}' holds values that cannot be compared with text.") from None
+
+
 @dataclass(frozen=True)
 class CompiledExpression:
-    """A checked expression: its text, the columns it reads and a vectorised evaluator."""
+    """A checked expression: its text, the columns it reads, its cost per record (see
+    :data:`COST_TEXT_COMPARISON`) and a vectorised evaluator."""
 
     text: str
     columns: tuple[str, ...]
     text_columns: tuple[str, ...]  # columns only compared with text (group labels)
     evaluate: Evaluator = field(repr=False, compare=False)
+    cost: int = 1
 
     def __call__(self, cols: Columns, n: int) -> np.ndarray:
+        """The expression on ``n`` records, in chunks of ``limits.EXPRESSION_CHUNK_ROWS`` records into one
+        float64 array; refused with :class:`ResourceLimitError` when cost × n exceeds
+        ``limits.MAX_EXPRESSION_COST``."""
         missing = [c for c in self.columns + self.text_columns if c not in cols]
         if missing:
             name = missing[0]
@@ -193,13 +234,31 @@ class CompiledExpression:
             avail = ", ".join(list(cols)[:12]) + (" …" if len(cols) > 12 else "")
             raise ExpressionError(f"Unknown name '{name}' in the budget expression.",
                                   hint=f"{hint}Columns you can use: {avail or '(none)'}.")
+        work = self.cost * max(int(n), 0)
+        if work > limits.MAX_EXPRESSION_COST:
+            raise ResourceLimitError(
+                f"Evaluating the expression on {n:,} records takes about {work:,} operations ({self.cost:,} per "
+                f"record), over the limit of {limits.MAX_EXPRESSION_COST:,} operations.",
+                hint=f"Simplify it: a comparison with text costs {COST_TEXT_COMPARISON}, '**' {COST_POWER}, other "
+                     "parts 1 or 2; a per-group budget replaces many text comparisons.")
+        arrays = {c: v if isinstance(v, pd.Series) else np.asarray(v)
+                  for c in dict.fromkeys(self.columns + self.text_columns) for v in (cols[c],)}
+        out = np.empty(n, dtype=np.float64)
+        step = max(1, int(limits.EXPRESSION_CHUNK_ROWS))
         with np.errstate(all="ignore"):
-            out = self.evaluate(cols, n)
-        out = np.asarray(out)
-        if out.dtype == object:
-            raise ExpressionError("The expression must give a number for every record, not text.")
-        return np.broadcast_to(out.astype(float, copy=False), (n,)).copy() if out.ndim == 0 else \
-            out.astype(float, copy=False)
+            for start in range(0, max(n, 1), step):
+                stop = min(n, start + step)
+                part = {c: a.iloc[start:stop] if isinstance(a, pd.Series) else a[start:stop] if a.ndim else a
+                        for c, a in arrays.items()}
+                res = np.asarray(self.evaluate(part, stop - start))
+                if res.dtype == object:
+                    raise ExpressionError("The expression must give a number for every record, not text.")
+                try:
+                    out[start:stop] = res
+                except (TypeError, ValueError):
+                    raise ExpressionError("The columns of the expression must hold one number per record.") from None
+                del res, part  # freed before the next chunk's temporaries: the allocator reuses their memory
+        return out
 
 
 def _quote_names(text: str) -> tuple[str, dict[str, str]]:
@@ -225,14 +284,15 @@ def compile_expression(text: str) -> CompiledExpression:
     """Parse and check a budget expression (whitelist only); raise :class:`ExpressionError`.
 
     Column names that are not Python identifiers can be written in backticks
-    (`` `annual pay` ``). Text constants are allowed only in ``==``/``!=`` comparisons
-    with a column (``where(BRANCH == "B01", 1, 0.1)``).
+    (`` `annual pay` ``). Text constants are allowed only in a single ``==``/``!=`` comparison
+    with a column (``where(BRANCH == "B01", 1, 0.1)``), not in a chain (``a == 'x' == b``).
+    The compiled expression carries its cost per record (see :data:`COST_TEXT_COMPARISON`).
     """
     if not isinstance(text, str):
         raise ExpressionError("A budget expression must be text.")
-    if len(text) > MAX_EXPRESSION_CHARS:
+    if len(text) > limits.MAX_EXPRESSION_CHARS:
         raise ExpressionError(f"The expression is {len(text):,} characters long; the limit is "
-                              f"{MAX_EXPRESSION_CHARS:,}.", hint="Shorten it (use a step table or per-group "
+                              f"{limits.MAX_EXPRESSION_CHARS:,}.", hint="Shorten it (use a step table or per-group "
                                                                  "budget for long case lists).")
     if not text.strip():
         raise ExpressionError("The budget expression is empty.", hint="Example: 1e4 / max(BALANCE, 1)")
@@ -251,6 +311,7 @@ def compile_expression(text: str) -> CompiledExpression:
         raise ExpressionError("The expression is nested too deeply or is too large to read.",
                               hint=f"Keep nesting under {MAX_EXPRESSION_DEPTH} levels.") from None
     nodes = 0
+    cost = 0
     columns: list[str] = []
     text_columns: list[str] = []
 
@@ -264,9 +325,45 @@ def compile_expression(text: str) -> CompiledExpression:
                                                     "what follows it, e.g. `annual pay` * 2.")
         return ident
 
-    def build(node: ast.AST, depth: int) -> Evaluator:
-        nonlocal nodes
+    def text_comparison(node: ast.Compare) -> Evaluator:
+        """``column == 'text'``, ``'text' != column`` or text with text: one operator, no chain."""
+        nonlocal nodes, cost
+        parts = [node.left, *node.comparators]
+        if not all(isinstance(o, (ast.Eq, ast.NotEq)) for o in node.ops):
+            raise ExpressionError("Text can only be compared with == or !=.")
+        if len(node.ops) > 1:
+            raise ExpressionError("A text value is compared with one column at a time, e.g. BRANCH == 'B01'.",
+                                  hint="Combine several comparisons with where(), min() or max() instead of "
+                                       "chaining them.")
+        for p in parts:
+            if isinstance(p, ast.Constant) and isinstance(p.value, str) and len(p.value) > 200:
+                raise ExpressionError("A text value in the expression is too long.")
+        texts = [p.value for p in parts if isinstance(p, ast.Constant) and isinstance(p.value, str)]
+        names = [p for p in parts if isinstance(p, ast.Name)]
+        if len(texts) + len(names) < 2:
+            v = texts[0]
+            raise ExpressionError(f"Text ('{v[:20]}') may only be compared with a column, e.g. "
+                                  f"where(BRANCH == '{v[:20]}', 1, 0.1).")
+        equal = isinstance(node.ops[0], ast.Eq)
+        cost += COST_TEXT_COMPARISON
+        if not names:
+            same = np.asarray(float((texts[0] == texts[1]) == equal))
+            return lambda cols, n: same
         nodes += 1
+        col = name_of(names[0].id)
+        if col not in text_columns and col not in columns:
+            text_columns.append(col)
+        s = texts[0]
+
+        def compare(cols: Columns, n: int) -> np.ndarray:
+            hit = _equal_to_text(cols[col], s, col)
+            return np.broadcast_to(hit if equal else ~hit, (n,)).astype(float)
+        return compare
+
+    def build(node: ast.AST, depth: int) -> Evaluator:
+        nonlocal nodes, cost
+        nodes += 1
+        cost += 1
         if nodes > MAX_EXPRESSION_NODES:
             raise ExpressionError(f"The expression has more than {MAX_EXPRESSION_NODES} parts.",
                                   hint="Simplify it, or use a step table / per-group budget.")
@@ -331,41 +428,28 @@ def compile_expression(text: str) -> CompiledExpression:
                     if big:
                         raise ExpressionError(f"The exponent {exp_node.value} is too large (limit "
                                               f"±{MAX_CONSTANT_EXPONENT:g}).")
+                cost += COST_POWER - 1
             left = build(node.left, depth + 1)
             right = build(node.right, depth + 1)
             fn = op[1]
             return lambda cols, n: fn(left(cols, n), right(cols, n))
         if isinstance(node, ast.Compare):
             parts = [node.left, *node.comparators]
-            evs: list[Evaluator] = []
-            for i, p in enumerate(parts):
-                if isinstance(p, ast.Constant) and isinstance(p.value, str):
-                    s = p.value
-                    ops_here = [node.ops[j] for j in (i - 1, i) if 0 <= j < len(node.ops)]
-                    if not all(isinstance(o, (ast.Eq, ast.NotEq)) for o in ops_here):
-                        raise ExpressionError("Text can only be compared with == or !=.")
-                    if len(s) > 200:
-                        raise ExpressionError("A text value in the expression is too long.")
-                    evs.append(lambda cols, n, s=s: np.array(s, dtype=object))
-                elif isinstance(p, ast.Name) and any(
-                        isinstance(q, ast.Constant) and isinstance(q.value, str) for q in parts):
-                    nodes_here = 1
-                    nodes += nodes_here
-                    col = name_of(p.id)
-                    if col not in text_columns and col not in columns:
-                        text_columns.append(col)
-                    evs.append(lambda cols, n, col=col: np.asarray(cols[col]).astype(object))
-                else:
-                    evs.append(build(p, depth + 1))
+            if any(isinstance(p, ast.Constant) and isinstance(p.value, str) for p in parts):
+                return text_comparison(node)
             fns = [_CMPOPS.get(type(o)) for o in node.ops]
             if any(f is None for f in fns):
                 raise ExpressionError("Only <, <=, >, >=, == and != comparisons are allowed.")
+            evs = [build(p, depth + 1) for p in parts]
+            cost += len(fns) - 1
 
             def cmp(cols: Columns, n: int) -> np.ndarray:
-                vals = [e(cols, n) for e in evs]
                 res = np.ones(n, dtype=bool)
-                for k, f in enumerate(fns):
-                    res = res & np.asarray(f(vals[k], vals[k + 1]), dtype=bool)  # type: ignore[misc]
+                left = evs[0](cols, n)
+                for k, f in enumerate(fns):  # a chain a < b < c keeps one operand at a time
+                    right = evs[k + 1](cols, n)
+                    res &= np.asarray(f(left, right), dtype=bool)  # type: ignore[misc]
+                    left = right
                 return res.astype(float)
             return cmp
         if isinstance(node, ast.Call):
@@ -389,12 +473,13 @@ def compile_expression(text: str) -> CompiledExpression:
                 want = f"{lo}" if lo == hi else f"{lo} to {hi}"
                 raise ExpressionError(f"{fname}() takes {want} arguments, got {len(node.args)}.")
             args = [build(a, depth + 1) for a in node.args]
+            cost += _COST_FUNCS.get(fname, len(node.args)) - 1
             return lambda cols, n: impl(*[a(cols, n) for a in args])
         raise _unsupported(node)
 
     ev = build(tree.body, 0)
     return CompiledExpression(text=text.strip(), columns=tuple(columns), text_columns=tuple(text_columns),
-                              evaluate=ev)
+                              evaluate=ev, cost=cost)
 
 
 # ---------------------------------------------------------------------------
@@ -887,11 +972,13 @@ def _as_columns(x: Any, shape: Shape) -> tuple[Columns, int]:
 
 
 class _TableColumns(dict):  # type: ignore[type-arg]
-    """Columns of a DataFrame: holds only the columns a formula reads (converted once), but
-    iterates over every column name so that unknown names get suggestions."""
+    """Columns of a DataFrame: holds only the columns a formula reads, but iterates over every
+    column name so that unknown names get suggestions. Numeric columns are numpy views; other
+    columns stay pandas Series, so an expression converts them chunk by chunk (text stored by
+    Arrow is compared without making Python strings)."""
 
     def __init__(self, df: pd.DataFrame, need: Iterable[str]) -> None:
-        super().__init__({c: df[c].to_numpy() for c in need})
+        super().__init__({c: df[c].to_numpy() if pd.api.types.is_numeric_dtype(df[c]) else df[c] for c in need})
         self._names = [str(c) for c in df.columns]
 
     def __iter__(self):  # type: ignore[no-untyped-def]

@@ -19,18 +19,19 @@ and :func:`prepare_dataset` (a checked :class:`Dataset` the rest of the engine u
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Iterable, Literal, Mapping
+from typing import IO, Any, Hashable, Iterable, Literal, Mapping
 
 import numpy as np
 import pandas as pd
 
-from . import limits
+from . import filelimits, limits
 from .errors import DataError, PrdpError, ResourceLimitError, SchemaError
 
 #: File types the loader reads, by extension.
@@ -143,30 +144,46 @@ def _looks_binary(data: bytes) -> bool:
     return b"\x00" in head
 
 
-def _decode(data: bytes) -> tuple[str, str]:
-    """Decode text bytes; returns (text, encoding). Raises DataError when not text."""
+#: Characters of a text table the delimiter is sniffed from.
+_HEAD_CHARS = 65_536
+#: Bytes decoded at once when checking a text table's encoding (no decoded copy of a file is kept).
+_DECODE_PIECE = 1 << 20
+
+
+def _decode(data: bytes) -> tuple[str, str, bool]:
+    """The encoding of text bytes (UTF-16 with a byte-order mark, UTF-8 or Windows-1252), the first
+    65,536 characters, and whether the text is blank. The bytes are decoded in 1 MB pieces that are
+    not kept: the parser reads the bytes itself. Raises DataError when they are not text."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         try:
-            return data.decode("utf-16"), "utf-16"
+            text = data.decode("utf-16")
         except UnicodeDecodeError:
             raise DataError("The file claims to be UTF-16 text but cannot be decoded.",
                             hint="Re-save it as UTF-8 CSV.") from None
+        return "utf-16", text[:_HEAD_CHARS], not text or text.isspace()
     if _looks_binary(data):
         raise DataError(
             "The file is not readable text (it contains binary bytes).",
             hint="Upload a CSV/TSV text file, or a Parquet or .xlsx file with the right extension.",
         )
-    try:
-        return data.decode("utf-8-sig"), "utf-8"
-    except UnicodeDecodeError:
-        pass
-    try:
-        return data.decode("cp1252"), "cp1252"
-    except UnicodeDecodeError as exc:
-        raise DataError(
-            f"The text cannot be decoded (neither UTF-8 nor Windows-1252; bad byte at position {exc.start}).",
-            hint="Re-save the file as UTF-8 CSV.",
-        ) from None
+    for encoding, codec in (("utf-8", "utf-8-sig"), ("cp1252", "cp1252")):
+        decoder = codecs.getincrementaldecoder(codec)()
+        head, blank, pos = "", True, 0
+        try:
+            for pos in range(0, max(len(data), 1), _DECODE_PIECE):
+                piece = decoder.decode(data[pos:pos + _DECODE_PIECE], final=pos + _DECODE_PIECE >= len(data))
+                if len(head) < _HEAD_CHARS:
+                    head += piece[:_HEAD_CHARS - len(head)]
+                blank = blank and (not piece or piece.isspace())
+        except UnicodeDecodeError as exc:
+            if encoding == "utf-8":
+                continue
+            raise DataError(
+                f"The text cannot be decoded (neither UTF-8 nor Windows-1252; bad byte at position {pos + exc.start}).",
+                hint="Re-save the file as UTF-8 CSV.",
+            ) from None
+        return encoding, head, blank
+    raise AssertionError("unreachable: Windows-1252 either decodes or raises")
 
 
 def _sniff_delimiter(text: str, filename: str | None) -> str:
@@ -189,45 +206,25 @@ def _sniff_delimiter(text: str, filename: str | None) -> str:
     return delim
 
 
-def _check_header_width(text: str, delim: str) -> None:
-    """Check the header and the first data row before parsing.
-
-    A header wider than the column limit is refused at once (parsing 10⁶ columns takes tens of
-    seconds; counting the header's fields takes milliseconds). A first data row with more fields
-    than the header is refused too: the parser would silently turn the extra leading fields into
-    an index and shift every value into the wrong column.
-    """
-    widths: list[int] = []
-    quoted = False
-    pos = 0
-    while pos < len(text) and len(widths) < 2:
-        end = text.find("\n", pos)
-        end = len(text) if end < 0 else end
-        line = text[pos:end].rstrip("\r")
-        if line.strip():
-            quoted |= '"' in line  # a quoted field may span lines: leave such files to the parser
-            try:
-                widths.append(len(next(csv.reader([line], delimiter=delim))))
-            except (csv.Error, StopIteration):
-                widths.append(line.count(delim) + 1)
-            if widths[0] > limits.MAX_COLUMNS:
-                raise ResourceLimitError(
-                    f"The table has {widths[0]:,} columns, over the {limits.MAX_COLUMNS:,} column limit.",
-                    hint="Keep only the id, measure and grouping columns.")
-        pos = end + 1
-    if len(widths) == 2 and widths[1] > widths[0] and not quoted:
-        raise DataError(f"The first data row has {widths[1]:,} fields but the header names only {widths[0]:,} "
-                        "columns.", hint="Check for stray delimiters, or add the missing column names.")
+#: The codec the table parser reads each detected encoding with (a UTF-8 byte-order mark is dropped).
+_PARSER_ENCODING = {"utf-8": "utf-8-sig", "cp1252": "cp1252", "utf-16": "utf-16"}
 
 
 def _read_text(data: bytes, filename: str | None) -> pd.DataFrame:
-    text, encoding = _decode(data)
-    if not text.strip():
+    """Parse a text table after the checks of :mod:`prdp_core.filelimits` (header, largest cell).
+
+    The parser reads the bytes (not a decoded copy) and stops one row past the row limit."""
+    encoding, head, blank = _decode(data)
+    if blank:
         raise DataError("The file contains no data (only blank lines).", hint="Upload a table with a header row.")
-    delim = _sniff_delimiter(text, filename)
-    _check_header_width(text, delim)
+    delim = _sniff_delimiter(head, filename)
+    ascii_compatible = data.decode("utf-16").encode("utf-8") if encoding == "utf-16" else data
+    filelimits.check_text_header(ascii_compatible, delim)
+    filelimits.check_text_cells(ascii_compatible, delim)
+    del ascii_compatible
     try:
-        df = pd.read_csv(io.StringIO(text), sep=delim, engine="c", low_memory=False, skipinitialspace=True)
+        df = pd.read_csv(io.BytesIO(data), sep=delim, engine="c", low_memory=False, skipinitialspace=True,
+                         encoding=_PARSER_ENCODING[encoding], nrows=limits.MAX_ROWS + 1)
     except pd.errors.EmptyDataError:
         raise DataError("The file contains no columns.", hint="Upload a table with a header row.") from None
     except pd.errors.ParserError as exc:
@@ -246,19 +243,45 @@ def _read_text(data: bytes, filename: str | None) -> pd.DataFrame:
 
 
 def _read_parquet(data: bytes) -> pd.DataFrame:
+    """Read a Parquet file after checking its footer (rows, columns, column types) and before
+    returning its text cells (cell size)."""
+    import pyarrow.parquet as pq
+
     try:
-        return pd.read_parquet(io.BytesIO(data))
+        filelimits.check_parquet_metadata(pq.ParquetFile(io.BytesIO(data)))
+        df = pd.read_parquet(io.BytesIO(data))
+    except PrdpError:
+        raise
     except Exception as exc:  # pyarrow raises many types; all mean "not a usable parquet file"
         raise DataError(f"The Parquet file could not be read: {_short(exc)}.",
                         hint="Check that it is a valid, uncorrupted Parquet file.") from None
+    filelimits.check_frame_cells(df)
+    return df
 
 
 def _read_excel(data: bytes) -> pd.DataFrame:
+    """Read the first sheet of an .xlsx file after checking its zip directory (parts, uncompressed
+    size, compression ratios) and its declared dimension; the reader stops one row past the row limit."""
+    filelimits.check_xlsx_archive(data)
+    import openpyxl
+
+    book = None
     try:
-        return pd.read_excel(io.BytesIO(data), sheet_name=0, engine="openpyxl")
+        book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
+        if not book.worksheets:
+            raise DataError("The Excel file has no worksheet.", hint="Put the table on the first sheet.")
+        filelimits.check_xlsx_sheet(book.worksheets[0])
+        df = pd.read_excel(book, sheet_name=0, engine="openpyxl", nrows=limits.MAX_ROWS + 1)
+    except PrdpError:
+        raise
     except Exception as exc:  # openpyxl/zipfile raise many types
         raise DataError(f"The Excel file could not be read: {_short(exc)}.",
                         hint="Save it as .xlsx (first sheet holds the table) or export it as CSV.") from None
+    finally:
+        if book is not None:
+            book.close()
+    filelimits.check_frame_cells(df)
+    return df
 
 
 def _short(exc: BaseException, limit: int = 200) -> str:
@@ -339,6 +362,19 @@ def load_table(
     except Exception as exc:  # last line of defence: nothing but PrdpError escapes
         raise DataError(f"The file could not be read: {_short(exc)}.",
                         hint="Upload CSV, TSV, Parquet or Excel (.xlsx).") from None
+
+
+def preview(df: pd.DataFrame, rows: int = 20) -> pd.DataFrame:
+    """The first ``rows`` rows of a table for display: a text cell longer than
+    :data:`~prdp_core.limits.MAX_PREVIEW_CHARS` characters is cut there and ends with "…", so a
+    preview stays small whatever a file holds."""
+    limit = limits.MAX_PREVIEW_CHARS
+    head = df.head(rows).copy()
+    for c in range(head.shape[1]):
+        col = head.iloc[:, c]
+        if col.dtype == object or pd.api.types.is_string_dtype(col):
+            head.isetitem(c, col.map(lambda v: v[:limit] + "…" if isinstance(v, str) and len(v) > limit else v).array)
+    return head
 
 
 # ---------------------------------------------------------------------------
@@ -448,6 +484,25 @@ def _most_skewed(df: pd.DataFrame, candidates: list[str], k: int) -> list[str]:
     return [c for c in candidates if c in chosen]
 
 
+def _distinct_counts(df: pd.DataFrame) -> dict[str, int]:
+    """The number of distinct non-missing values of each column. Columns whose values cannot be
+    compared (lists, mappings, arrays: nested data, which no role can use) are refused with a
+    :class:`DataError` naming them and the type of their values."""
+    counts: dict[str, int] = {}
+    bad: list[str] = []
+    for c in df.columns:
+        try:
+            counts[c] = int(df[c].nunique(dropna=True))
+        except TypeError:
+            kind = next((type(v).__name__ for v in df[c].to_numpy() if not isinstance(v, Hashable)), "object")
+            bad.append(f"{str(c)[:60]} ({kind} values)")
+    if bad:
+        raise DataError(f"Columns of a type the app cannot use: {', '.join(bad[:8])}"
+                        f"{f' and {len(bad) - 8} more' if len(bad) > 8 else ''}.",
+                        hint="Keep columns of numbers, text, booleans or dates: flatten or drop nested columns.")
+    return counts
+
+
 def guess_schema(df: pd.DataFrame) -> Schema:
     """Guess column roles from names and content; every guess is editable in the UI.
 
@@ -471,17 +526,18 @@ def guess_schema(df: pd.DataFrame) -> Schema:
                         f"{', '.join(repr(c[:80]) for c in nested[:10])}.",
                         hint="Drop them, or convert them to numbers or text, before loading the table.")
     n = len(df)
+    distinct = _distinct_counts(df)
     id_col: str | None = None
     owner_col: str | None = None
     row_numbers = [c for c in df.columns if _is_row_number(c, df[c])]
     for c in df.columns:
         s = df[c]
         if id_col is None and _ID_NAME.search(c) and not _OWNER_NAME.search(c):
-            if s.notna().all() and s.is_unique:
+            if s.notna().all() and distinct[c] == n:
                 id_col = c
                 continue
         if owner_col is None and _OWNER_NAME.search(c) and n > 1:
-            nun = s.nunique(dropna=True)
+            nun = distinct[c]
             if 1 < nun < n:
                 owner_col = c
     if id_col is None and row_numbers:
@@ -492,7 +548,7 @@ def guess_schema(df: pd.DataFrame) -> Schema:
         if c in (id_col, owner_col) or c in row_numbers:
             continue
         s = df[c]
-        nun = s.nunique(dropna=True)
+        nun = distinct[c]
         is_num = _numeric_share(s) >= 0.99
         codeish = bool(_CODE_NAME.search(c))
         if is_num and not codeish and not pd.api.types.is_bool_dtype(s) and nun > 2:

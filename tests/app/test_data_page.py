@@ -189,3 +189,31 @@ def test_missing_group_values_get_a_decision_and_a_group_of_their_own(data_page)
     at.run()
     assert not at.exception and not at.error
     assert at.session_state["run_release"] is not None
+
+
+def test_hostile_uploads_show_the_limit_and_keep_the_previous_dataset(data_page):
+    """Issue 15: a Parquet file with nested columns crashed the page (uncaught TypeError); a CSV with a
+    huge cell loaded and crashed the browser when the Column roles tab rendered it."""
+    from prdp_core import limits
+
+    from .. import hostile_files
+
+    at = _upload(data_page, "nested.parquet", hostile_files.parquet_nested())
+    assert at.error and "tags (list<" in at.error[0].value and "blob (binary)" in at.error[0].value
+    assert at.session_state["dataset"].name == "cbp_like"
+    long_cell = b"id,emp,note\n1,5," + b"x" * (limits.MAX_CELL_BYTES + 10) + b"\n2,6,y\n"
+    at = _upload(at, "long.csv", long_cell)
+    assert at.error and "cell size limit" in at.error[0].value, at.error[0].value
+    assert at.session_state["dataset"].name == "cbp_like"
+    assert "The active dataset is still" in texts(at)
+
+
+def test_the_column_roles_preview_cuts_long_cells(data_page):
+    from prdp_core import limits
+
+    n = limits.MAX_PREVIEW_CHARS
+    at = _upload(data_page, "notes.csv", ("id,emp,note\n1,5," + "w" * (n + 300) + "\n2,6,short\n").encode())
+    shown = [d.value for d in at.dataframe if "note" in getattr(d.value, "columns", [])]
+    assert shown, "the preview of the uploaded table is rendered"
+    notes = list(shown[0]["note"])
+    assert notes == ["w" * n + "…", "short"]
