@@ -491,6 +491,11 @@ def _distinct_counts(df: pd.DataFrame) -> dict[str, int]:
     counts: dict[str, int] = {}
     bad: list[str] = []
     for c in df.columns:
+        binary = df[c].dtype == object and next(
+            (type(v).__name__ for v in df[c].dropna().head(1000) if isinstance(v, (bytes, bytearray, memoryview))), None)
+        if binary:
+            bad.append(f"{str(c)[:60]} ({binary} values)")
+            continue
         try:
             counts[c] = int(df[c].nunique(dropna=True))
         except TypeError:
@@ -518,13 +523,6 @@ def guess_schema(df: pd.DataFrame) -> Schema:
     A table with columns of lists, records or binary values (Parquet list, struct, map, binary)
     is refused with a :class:`DataError` naming them: they can play no role.
     """
-    nested = [str(c) for c in df.columns if df[c].dtype == object and any(
-        isinstance(v, (list, tuple, dict, set, np.ndarray, bytes, bytearray, memoryview))
-        for v in df[c].dropna().head(1000))]
-    if nested:
-        raise DataError(f"Columns holding lists, records or binary values cannot be used: "
-                        f"{', '.join(repr(c[:80]) for c in nested[:10])}.",
-                        hint="Drop them, or convert them to numbers or text, before loading the table.")
     n = len(df)
     distinct = _distinct_counts(df)
     id_col: str | None = None

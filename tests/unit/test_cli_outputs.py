@@ -144,7 +144,7 @@ def test_parquet_with_list_struct_or_binary_columns_is_a_data_problem(tmp_path):
         for argv in (["validate", str(cfg)], ["run", str(cfg), "--out", str(tmp_path / "o"), "-q"]):
             code, err = _cli(*argv)
             assert code == EXIT_DATA, err
-            assert f"binary values cannot be used: '{name}'" in err and "internal error" not in err
+            assert f"Columns of a type the app cannot use: {name} (" in err and "internal error" not in err
 
 
 #: The documented exit code of every error class (docs: prdp_core/cli.py, README, docs/config.md).

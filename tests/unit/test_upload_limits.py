@@ -277,11 +277,12 @@ def test_guess_schema_refuses_nested_values_by_name():
     nested = np.empty(3, dtype=object)
     nested[:] = [np.zeros(2), np.ones(1), np.zeros(0)]
     df = pd.DataFrame({"id": [1, 2, 3], "emp": [1.0, 2.0, 3.0], "tags": [[1], [2], []], "arr": nested,
-                       "info": [{"a": 1}, {}, {"b": 2}]})
+                       "info": [{"a": 1}, {}, {"b": 2}], "blob": [b"x", None, b"z"]})
     with pytest.raises(DataError) as info:
         guess_schema(df)
     msg = str(info.value)
     assert "tags (list values)" in msg and "arr (ndarray values)" in msg and "info (dict values)" in msg
+    assert "blob (bytes values)" in msg
     assert guess_schema(df[["id", "emp"]]).measures == ("emp",)
 
 
