@@ -67,10 +67,21 @@ def init_state() -> None:
 
 
 def set_dataset(ds: Dataset, source: dict[str, Any]) -> None:
-    """Make ``ds`` the active dataset (the previous one is replaced only on success)."""
-    st.session_state["dataset"] = ds
-    st.session_state["dataset_source"] = dict(source)
-    st.session_state["dataset_token"] = dataset_token(ds, source)
+    """Make ``ds`` the active dataset (the previous one is replaced only on success).
+
+    The active policy follows at once: a new dataset gets its own starting policy in the same call
+    (:func:`ui.policy.ensure_policy`), so no page — and not the sidebar, drawn after the page — ever
+    shows the previous table's thresholds against the new one. Data-source actions call this from
+    widget callbacks, which run before the page script."""
+    ss = st.session_state
+    old = ss.get("dataset_token")
+    ss["dataset"] = ds
+    ss["dataset_source"] = dict(source)
+    ss["dataset_token"] = dataset_token(ds, source)
+    if old is not None and old != ss["dataset_token"]:
+        from .policy import ensure_policy
+
+        ensure_policy()
 
 
 def dataset() -> Dataset:
@@ -91,6 +102,11 @@ def profile() -> DatasetProfile:
 
 def teaching() -> bool:
     return st.session_state.get("mode", "teaching") == "teaching"
+
+
+def review_mode() -> bool:
+    """Review mode (sidebar): the pages show no statistic of the records (see :mod:`ui.review`)."""
+    return not teaching()
 
 
 def rng_and_seed() -> tuple["np.random.Generator", int]:

@@ -758,8 +758,10 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     for k in pop:
         ss.pop(k, None)
     if new_ds is not None and new_src is not None:
-        state.set_dataset(new_ds, new_src)
+        state.set_dataset(new_ds, new_src)  # gives the new data its starting policy, replaced below
         _set_raw(new_ds, new_src, data_bytes, data_name)
+        if SOURCES_KEY not in up:
+            ss.pop(SOURCES_KEY, None)  # the config's thresholds were typed, whatever the starting policy's were
     pol = up.pop("policy", None)
     for k, v in up.items():
         ss[k] = v
