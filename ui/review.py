@@ -18,9 +18,15 @@ through :func:`count`. One rule, one place: a page never tests the mode itself t
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import pandas as pd
 import streamlit as st
 
 from . import state
+
+if TYPE_CHECKING:
+    from prdp_core.accounting import Ledger
 
 #: The caption that stands where statistics of the records are hidden.
 NOTE = (":material/visibility_off: **Hidden in review mode:** {what}. They are statistics of the records; "
@@ -43,3 +49,14 @@ def count(n: int, noun: str = "records", *, hidden: str = "some") -> str:
     """A record count inside a sentence: ``"1,234 records"`` in teaching mode, ``"some records"`` in review
     mode (a record count is a true answer: the COUNT of the table or of a group)."""
     return f"{int(n):,} {noun}" if state.teaching() else f"{hidden} {noun}"
+
+
+def ledger_summary(ledger: Ledger, frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The ledger's table as shown and exported (``frame``: ``ledger.summary()`` or an export of it). In review
+    mode a data-dependent entry (a per-record loss without public form, e.g. the PrDP framework's or a
+    personalized release's) has no *base loss*: its smallest loss is that of the records actually present."""
+    out = ledger.summary() if frame is None else frame.copy()
+    if not state.teaching() and "base loss" in out.columns:
+        data_dependent = [e.loss.kind == "record" for e in ledger.entries]
+        out["base loss"] = out["base loss"].astype(float).where(~pd.Series(data_dependent, index=out.index))
+    return out

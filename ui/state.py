@@ -84,6 +84,28 @@ def set_dataset(ds: Dataset, source: dict[str, Any]) -> None:
         ensure_policy()
 
 
+#: Session key: page → the dataset token its data-dependent defaults were set for (:func:`first_run_on_dataset`).
+PAGE_TOKENS_KEY = "page_dataset_tokens"
+
+
+def first_run_on_dataset(page: str) -> bool:
+    """True the first time ``page`` runs on the active dataset (then False until the dataset changes): the page
+    resets its defaults that depend on the dataset, so nothing set for the previous table is shown against
+    the new one."""
+    tokens = dict(st.session_state.get(PAGE_TOKENS_KEY) or {})
+    if tokens.get(page) == token():
+        return False
+    tokens[page] = token()
+    st.session_state[PAGE_TOKENS_KEY] = tokens
+    return True
+
+
+def settings_belong_to_dataset(pages: tuple[str, ...]) -> None:
+    """The settings of ``pages`` were set for the active dataset (a study import): no reset on their next run."""
+    st.session_state[PAGE_TOKENS_KEY] = {**(st.session_state.get(PAGE_TOKENS_KEY) or {}),
+                                         **{p: token() for p in pages}}
+
+
 def dataset() -> Dataset:
     return st.session_state["dataset"]
 
