@@ -77,6 +77,8 @@ def test_the_app_requests_nothing_outside_its_server(browser, app_url, tmp_path)
         page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
             files=[{"name": FILE, "mimeType": "text/csv", "buffer": f.read_bytes()}])
         wait_idle(page)
+        page.get_by_role("button", name="Use this table").click()  # confirm the guessed roles
+        wait_idle(page)
         page.locator('[data-testid="stSidebar"]').get_by_text("140 records").wait_for()
         shown = page.locator('[data-testid="stSidebar"]').get_by_text(re.compile(r"!\[m\]\(http:\u200b?//127")).count()
         _visit_every_page(page, "teaching")
