@@ -98,7 +98,7 @@ def describe(budget: BudgetFunction) -> None:
     dp = budget.domains()
     st.markdown(f"Records may require anything from **ε̌ = {budget.eps_min:.4g}** (strongest) to **ε̂ = "
                 f"{budget.eps_max:.4g}**: the ratio ε̂/ε̌ = {budget.eps_max / budget.eps_min:,.4g} gives "
-                f"**L = {dp.L}** privacy-specified domains.")
+                f"**L = {dp.L}** privacy-specified domains (bands of budgets, each twice the one below it).")
     values = ubf.measure_values(ds, measure)
     if budget.value_column is not None or ss["bf_mode"] == "groups":
         vmax = max(budget.U, 1.0)
@@ -130,7 +130,7 @@ def domains(budget: BudgetFunction) -> bool:
         show_error(e)
         return False
     shown = dtab.rename(columns={"eps_low": "ε from (excl.)", "eps_high": "ε up to", "charged": "charged ε",
-                                 "threshold": "threshold T_i", "value_from": f"{measure} from", "value_to": f"{measure} to",
+                                 "threshold": "threshold T_i (noisy count needed)", "value_from": f"{measure} from", "value_to": f"{measure} to",
                                  "records": "records"})
     if not teaching:
         shown = shown.drop(columns=["records"], errors="ignore")
@@ -142,10 +142,10 @@ def domains(budget: BudgetFunction) -> bool:
         present = dtab[dtab["records"] > 0]
         if not present.empty:
             first = int(present["domain"].iloc[0])
-            st.markdown(f"The smallest budget present falls in **domain {first}**; Algorithm 1 releases ε_τ near "
-                        f"{dp.lo[first - 1]:.4g} if that domain holds enough records to beat its threshold "
-                        f"({dtab['threshold'].iloc[first - 1]:,.4g}), else the next domains — records below ℓ are "
-                        "dropped.")
+            st.markdown(f"The smallest budget present falls in **domain {first}**; Algorithm 1 settles on a budget "
+                        f"level ε_τ near {dp.lo[first - 1]:.4g} if that domain holds enough records to beat its "
+                        f"threshold ({dtab['threshold'].iloc[first - 1]:,.4g}), else on a later domain — the records "
+                        "of the domains before the one it settles on (ℓ) are dropped.")
     learn("**Algorithm 1.** Each domain's count gets Laplace noise of scale 1/(2^(i−1)·ε̌). The first domain whose "
           "noisy count reaches T_i = ln(L/β)/(2^(i−1)·ε̌) fixes ℓ and ε_τ = 2^(ℓ−1)·ε̌; the answer sums the noisy "
           "counts from ℓ on. Records in lighter domains before ℓ are dropped: there are few of them, w.h.p.")

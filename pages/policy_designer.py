@@ -95,7 +95,9 @@ with right:
             "kind": st.column_config.SelectboxColumn("query", options=["count", "sum", "avg"], required=True),
             "measure": st.column_config.SelectboxColumn("measure", options=[""] + measures),
             "group_by": st.column_config.TextColumn("group by", help=f"Columns: {md_escape(', '.join(groups)) or 'none'}"),
-            "rho": st.column_config.NumberColumn("ρ", min_value=0.0, format="%.4g"),
+            "rho": st.column_config.NumberColumn("ρ", min_value=0.0, format="%.4g",
+                                                help="The query's budget (zCDP): every record it reads loses ρ, "
+                                                     "or ρ·m(r)² when answered on split data."),
             "split": st.column_config.CheckboxColumn("split"),
             "clamp": st.column_config.NumberColumn("clamp", min_value=0.0, format="%g"),
             "rho_count": st.column_config.NumberColumn("ρ count (AVG)", min_value=0.0, format="%.4g"),
@@ -230,7 +232,9 @@ st.caption("This function — not any record's value — is what an agency can p
 st.subheader("In (ε, δ) terms")
 d1, d2 = st.columns([1, 3])
 delta = d1.select_slider("δ", options=list(options.DELTAS), value=1e-6, key="policy_delta",
-                         format_func=lambda d: f"{d:.0e}")
+                         format_func=lambda d: f"{d:.0e}",
+                         help="The small probability with which an (ε, δ) guarantee may fail; each ρ is read as "
+                              "the ε it guarantees at this δ.")
 if review.shows_records("the loss levels of real records (median, percentiles, largest)", note=False):
     levels = pstate.preview(pol, owner_bound).levels()
     with d1:

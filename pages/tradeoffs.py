@@ -180,7 +180,8 @@ with tab_clip:
     c1, c2, c3 = st.columns(3)
     n = c1.number_input("n (records)", min_value=10, value=1000, step=100, key="tr_clip_n")
     alphas = c2.multiselect("Tail index α", list(options.CLIP_ALPHAS), default=[1.2, 1.5, 2.0], key="tr_clip_a")
-    rho_c = c3.select_slider("ρ", options=list(options.CLIP_RHOS), value=1.0, key="tr_clip_rho")
+    rho_c = c3.select_slider("Budget ρ (zCDP) of the sum", options=list(options.CLIP_RHOS), value=1.0,
+                             key="tr_clip_rho")
     if not alphas:
         st.info("Choose at least one tail index α.")
     else:
