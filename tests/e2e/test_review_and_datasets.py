@@ -80,6 +80,17 @@ _FIGURES_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).
   {data: gd.data, layout: gd.layout}, (k, v) => ArrayBuffer.isView(v) ? Array.from(v) : v))"""
 
 
+def _open(page, app_url: str) -> list[bytes]:
+    """Open the app on its Data page; returns the list every websocket frame the server sends is appended to."""
+    frames: list[bytes] = []
+    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(
+        payload if isinstance(payload, bytes) else payload.encode())))
+    page.goto(app_url)
+    page.get_by_role("heading", name="Data", exact=True).wait_for()
+    wait_idle(page)
+    return frames
+
+
 def _nav(page, title: str) -> None:
     page.locator('[data-testid="stSidebarNav"] a').filter(has_text=title).first.click()
     wait_idle(page)
@@ -116,12 +127,7 @@ def _scan(page, secrets: dict[str, list], where: str) -> list[str]:
 def test_review_mode_shows_no_statistic_of_the_records_on_any_page(page, app_url, tmp_path):
     csv = _planted_csv()
     secrets = _secrets(csv)
-    frames: list[bytes] = []
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(
-        payload if isinstance(payload, bytes) else payload.encode())))
-    page.goto(app_url)
-    page.get_by_role("heading", name="Data", exact=True).wait_for()
-    wait_idle(page)
+    frames = _open(page, app_url)
     _sidebar(page).get_by_text("Review (true values hidden)").click()
     wait_idle(page)
     frames.clear()  # from here on, everything the server sends is scanned
@@ -194,9 +200,7 @@ def _thresholds_in_sidebar(page) -> str:
 def test_a_dataset_switch_replaces_the_active_policy_at_once_everywhere(page, app_url, tmp_path):
     big = "id,SALES\n" + "".join(f"a{i},{50_000 + 8 * i}\n" for i in range(100))  # p99 ≈ 50,792 → 51,000
     small = "id,SALES\n" + "".join(f"b{i},{100 + 2 * i}\n" for i in range(100))  # p99 ≈ 298 → 300
-    page.goto(app_url)
-    page.get_by_role("heading", name="Data", exact=True).wait_for()
-    wait_idle(page)
+    _open(page, app_url)
     _upload(page, tmp_path, "big.csv", big)
     _use_this_table(page)
     assert "T(SALES) = 51,000" in _thresholds_in_sidebar(page)  # the new table's policy, on the Data page
@@ -217,12 +221,7 @@ def test_a_dataset_switch_replaces_the_active_policy_at_once_everywhere(page, ap
 
 def test_a_negative_measure_is_shifted_by_the_public_constant_typed_and_the_profile_says_so(page, app_url, tmp_path):
     csv = "id,SALES\n" + "".join(f"n{i},{-502.3 if i == 0 else 10 + i}\n" for i in range(50))
-    frames: list[bytes] = []
-    page.on("websocket", lambda ws: ws.on("framereceived", lambda payload: frames.append(
-        payload if isinstance(payload, bytes) else payload.encode())))
-    page.goto(app_url)
-    page.get_by_role("heading", name="Data", exact=True).wait_for()
-    wait_idle(page)
+    frames = _open(page, app_url)
     _upload(page, tmp_path, "net.csv", csv)
     page.get_by_text("Add a public constant to every value of each such measure").click()
     wait_idle(page)
@@ -243,9 +242,7 @@ def test_a_negative_measure_is_shifted_by_the_public_constant_typed_and_the_prof
 
 def test_a_clean_upload_waits_for_confirmation_of_its_guessed_roles(page, app_url, tmp_path):
     csv = "rec,SALES\n" + "".join(f"{i},{5 + (i * 37) % 400}\n" for i in range(120))  # rec: 0 … N−1
-    page.goto(app_url)
-    page.get_by_role("heading", name="Data", exact=True).wait_for()
-    wait_idle(page)
+    _open(page, app_url)
     _sidebar(page).get_by_text("cbp_like").wait_for()
     _upload(page, tmp_path, "clean.csv", csv)
     assert page.get_by_role("tab", name=re.compile("Column roles")).get_attribute("aria-selected") == "true"
