@@ -23,6 +23,7 @@ import struct
 import numpy as np
 import pandas as pd
 import pytest
+from playwright.sync_api import expect
 
 from prdp_core.data import guess_schema, prepare_dataset
 from prdp_core.policy import format_loss
@@ -99,10 +100,12 @@ def _nav(page, title: str) -> None:
 
 def _upload(page, tmp_path, name: str, csv: str) -> None:
     page.get_by_role("tab", name=re.compile("Upload a file")).click()
+    wait_idle(page)  # switching tabs reruns the page
     f = tmp_path / name
     f.write_text(csv, encoding="utf-8")
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(f))
     wait_idle(page)
+    page.get_by_text(f"{name} is not in use yet").wait_for()  # its own roles view, not the previous table's
 
 
 def _use_this_table(page) -> None:
@@ -193,8 +196,8 @@ def test_review_mode_shows_no_statistic_of_the_records_on_any_page(page, app_url
     assert secrets["bytes"][1] in b"".join(frames)  # and the frames carry it
 
 
-def _thresholds_in_sidebar(page) -> str:
-    return _sidebar(page).locator('[data-testid="stMarkdown"]').filter(has_text="Unit splitting").inner_text()
+def _sidebar_policy(page):
+    return _sidebar(page).locator('[data-testid="stMarkdown"]').filter(has_text="Unit splitting")
 
 
 def test_a_dataset_switch_replaces_the_active_policy_at_once_everywhere(page, app_url, tmp_path):
@@ -203,15 +206,16 @@ def test_a_dataset_switch_replaces_the_active_policy_at_once_everywhere(page, ap
     _open(page, app_url)
     _upload(page, tmp_path, "big.csv", big)
     _use_this_table(page)
-    assert "T(SALES) = 51,000" in _thresholds_in_sidebar(page)  # the new table's policy, on the Data page
+    expect(_sidebar_policy(page)).to_contain_text("T(SALES) = 51,000")  # the new table's policy, on the Data page
     _nav(page, "Policy designer")
     page.get_by_text("Policy-loss CDF over records").first.wait_for()
     _nav(page, "Data")
     _upload(page, tmp_path, "small.csv", small)
-    assert "T(SALES) = 51,000" in _thresholds_in_sidebar(page)  # not confirmed yet: the previous table is active
+    expect(_sidebar_policy(page)).to_contain_text("T(SALES) = 51,000")  # not confirmed: the previous table stays
     _use_this_table(page)
-    shown = _thresholds_in_sidebar(page)  # same rerun, same page: the sidebar already shows the new policy
-    assert "T(SALES) = 300" in shown and "51,000" not in shown, shown
+    # the rerun of the click, on the same page (nothing else reruns the app): the sidebar shows the new policy
+    expect(_sidebar_policy(page)).to_contain_text("T(SALES) = 300")
+    expect(_sidebar_policy(page)).not_to_contain_text("51,000")
     _sidebar(page).get_by_text("small.csv").wait_for()
     shot(page, "dataset-switch-sidebar")
     _nav(page, "Run")
@@ -234,7 +238,7 @@ def test_a_negative_measure_is_shifted_by_the_public_constant_typed_and_the_prof
     frames.clear()
     _use_this_table(page)
     page.get_by_text("SALES shifted by +1,000 (public constant)", exact=True).wait_for()
-    assert page.get_by_role("tab", name=re.compile("Profile")).get_attribute("aria-selected") == "true"
+    expect(page.get_by_role("tab", name=re.compile("Profile"))).to_have_attribute("aria-selected", "true")
     sent = b"".join(frames)
     assert b"497.7" in sent and b"+1,000" in sent  # the profile table: shifted minimum and the shift
     shot(page, "shift-profile")
@@ -245,16 +249,16 @@ def test_a_clean_upload_waits_for_confirmation_of_its_guessed_roles(page, app_ur
     _open(page, app_url)
     _sidebar(page).get_by_text("cbp_like").wait_for()
     _upload(page, tmp_path, "clean.csv", csv)
-    assert page.get_by_role("tab", name=re.compile("Column roles")).get_attribute("aria-selected") == "true"
+    expect(page.get_by_role("tab", name=re.compile("Column roles"))).to_have_attribute("aria-selected", "true")
     page.get_by_text("clean.csv is not in use yet").wait_for()
     measures = page.locator('[data-testid="stMultiSelect"]').filter(has_text="Measures (numeric, non-negative)")
-    assert "SALES" in measures.inner_text()  # the guess is shown for confirmation
+    expect(measures).to_contain_text("SALES")  # the guess is shown for confirmation
     page.get_by_role("button", name="Use this table").wait_for()
-    assert _sidebar(page).get_by_text("cbp_like").count() == 1  # the previous dataset is still active
-    assert _sidebar(page).get_by_text("clean.csv").count() == 0
+    expect(_sidebar(page).get_by_text("cbp_like")).to_have_count(1)  # the previous dataset is still active
+    expect(_sidebar(page).get_by_text("clean.csv")).to_have_count(0)
     shot(page, "upload-roles-confirmation")
     _use_this_table(page)
     _sidebar(page).get_by_text("clean.csv").wait_for()
     _sidebar(page).get_by_text("120 records").wait_for()
-    assert page.get_by_role("tab", name=re.compile("Profile")).get_attribute("aria-selected") == "true"
+    expect(page.get_by_role("tab", name=re.compile("Profile"))).to_have_attribute("aria-selected", "true")
     assert json.dumps(page.evaluate(_TEXT_JS)).count("not in use yet") == 0

@@ -41,6 +41,7 @@ def test_smoke_main_path(page, app_url, tmp_path):
 
     # upload a CSV
     page.get_by_role("tab", name=re.compile("Upload a file")).click()
+    wait_idle(page)  # switching tabs reruns the page
     csv = tmp_path / "firms.csv"
     csv.write_text("estab_id,firm,county,emp,payroll\n" + "".join(
         f"E{i},F{i // 3},C{i % 7},{1 + (i * 37) % 500},{10 + (i * 91) % 9000}\n" for i in range(300)))
