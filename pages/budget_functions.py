@@ -9,7 +9,7 @@ from prdp_core.budget import BudgetFunction
 from prdp_core.charts import budget as bch
 from prdp_core.errors import PrdpError
 from ui import budget as ubf
-from ui import options, state
+from ui import options, review, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
 st.title("Budget functions")
@@ -77,6 +77,9 @@ def editor() -> BudgetFunction | None:
     if ss["bf_eps_min_on"]:
         b4.number_input("ε̌ (the strongest requirement)", min_value=1e-15, max_value=1e6, key="bf_eps_min",
                         format="%.4g")
+    note = ubf.default_note(state.source())
+    if note:
+        st.caption(f":material/info: {note}")
 
     budget, err = ubf.current_budget(ds)
     if err is not None:
@@ -95,7 +98,7 @@ def describe(budget: BudgetFunction) -> None:
     dp = budget.domains()
     st.markdown(f"Records may require anything from **ε̌ = {budget.eps_min:.4g}** (strongest) to **ε̂ = "
                 f"{budget.eps_max:.4g}**: the ratio ε̂/ε̌ = {budget.eps_max / budget.eps_min:,.4g} gives "
-                f"**L = {dp.L}** privacy-specified domains.")
+                f"**L = {dp.L}** privacy-specified domains (bands of budgets, each twice the one below it).")
     values = ubf.measure_values(ds, measure)
     if budget.value_column is not None or ss["bf_mode"] == "groups":
         vmax = max(budget.U, 1.0)
@@ -104,10 +107,9 @@ def describe(budget: BudgetFunction) -> None:
         st.plotly_chart(fig, key="bf_curve")
         if teaching:
             confidential("The orange points are a sample of the dataset's records at their required budgets.")
-    else:
+    elif review.shows_records("the histogram of the records' budgets"):
         st.plotly_chart(bch.budget_histogram_figure(budget(ds.table), budget), key="bf_hist")
-        if teaching:
-            confidential()
+        confidential()
     learn("**Reading the curve.** Each dotted horizontal line is a domain boundary 2^(i−1)·ε̌. A record whose "
           "budget lies between two lines belongs to that domain and is charged the lower line's budget — never more "
           "than it asked for, at most half of it.")
@@ -118,7 +120,8 @@ def domains(budget: BudgetFunction) -> bool:
     dp = budget.domains()
     st.subheader("2 · Privacy-specified domains")
     st.slider("Failure rate β", 0.01, 0.5, key="bf_beta", step=0.01,
-              help="With probability at least 1 − β the chosen ε_τ is at least half the smallest budget present "
+              help="With probability at least 1 − β the budget level ε_τ the framework settles on is at least half "
+                   "the smallest budget present "
                    "(Theorem 5.1). The paper uses β = 0.1.")
     beta = float(ss["bf_beta"])
     try:
@@ -127,7 +130,7 @@ def domains(budget: BudgetFunction) -> bool:
         show_error(e)
         return False
     shown = dtab.rename(columns={"eps_low": "ε from (excl.)", "eps_high": "ε up to", "charged": "charged ε",
-                                 "threshold": "threshold T_i", "value_from": f"{measure} from", "value_to": f"{measure} to",
+                                 "threshold": "threshold T_i (noisy count needed)", "value_from": f"{measure} from", "value_to": f"{measure} to",
                                  "records": "records"})
     if not teaching:
         shown = shown.drop(columns=["records"], errors="ignore")
@@ -139,10 +142,10 @@ def domains(budget: BudgetFunction) -> bool:
         present = dtab[dtab["records"] > 0]
         if not present.empty:
             first = int(present["domain"].iloc[0])
-            st.markdown(f"The smallest budget present falls in **domain {first}**; Algorithm 1 releases ε_τ near "
-                        f"{dp.lo[first - 1]:.4g} if that domain holds enough records to beat its threshold "
-                        f"({dtab['threshold'].iloc[first - 1]:,.4g}), else the next domains — records below ℓ are "
-                        "dropped.")
+            st.markdown(f"The smallest budget present falls in **domain {first}**; Algorithm 1 settles on a budget "
+                        f"level ε_τ near {dp.lo[first - 1]:.4g} if that domain holds enough records to beat its "
+                        f"threshold ({dtab['threshold'].iloc[first - 1]:,.4g}), else on a later domain — the records "
+                        "of the domains before the one it settles on (ℓ) are dropped.")
     learn("**Algorithm 1.** Each domain's count gets Laplace noise of scale 1/(2^(i−1)·ε̌). The first domain whose "
           "noisy count reaches T_i = ln(L/β)/(2^(i−1)·ε̌) fixes ℓ and ε_τ = 2^(ℓ−1)·ε̌; the answer sums the noisy "
           "counts from ℓ on. Records in lighter domains before ℓ are dropped: there are few of them, w.h.p.")
@@ -176,15 +179,16 @@ def run(budget: BudgetFunction) -> None:
     if res and res.get("token") == state.token():
         rows = res["rows"]
         if not teaching:
-            rows = rows[[c for c in rows.columns if c in ("mechanism", "estimate", "ε_τ", "ℓ", "ε of M")]]
+            rows = rows[[c for c in rows.columns if c in ubf.PUBLIC_RESULT_COLUMNS]]
         st.markdown(f"**{md_escape(res['query'])}** ({ubf.MODELS[res['model']]}), budget {md_escape(res['budget'])}")
         st.dataframe(rows, hide_index=True, width="stretch")
         seeded_notice(res["seed"])
         fw = [r for label, r in res["releases"] if "framework" in label]
         if fw:
             x = fw[0].extras
-            msg = (f"The framework released ε_τ = {x['eps_tau']:.4g} (domain ℓ = {x['ell']} of {x['L']}) and ran the "
-                   f"standard mechanism at ε_τ/2 = {x['eps_M']:.4g}")
+            msg = (f"The framework released ε_τ = {x['eps_tau']:.4g} — the budget level it settled on: records "
+                   f"asking for less (domains below ℓ = {x['ell']} of {x['L']}) are left out, every other record is "
+                   f"answered by the standard mechanism at half that level, ε_τ/2 = {x['eps_M']:.4g}")
             if not x.get("passed", True):
                 msg += ". No domain reached its threshold: the data set is too small for these budgets, so only the last " \
                        "domain was used (the guarantee still holds)"

@@ -259,7 +259,7 @@ with lab_tab:
     c1.slider("Per-attribute ε0", 0.1, 10.0, step=0.1, key="hl_eps0")
     c2.select_slider("Error target ν (share of n)", [0.002, 0.005, 0.01, 0.02, 0.05, 0.1], key="hl_nu")
     c3.radio("Calibration", ["exact", "lemma28"], key="hl_method",
-             format_func={"exact": "exact accountant", "lemma28": "Lemma 28 (conservative)"}.get)
+             format_func={"exact": "exact accountant", "lemma28": "Lemma 28 (conservative: a looser bound, more noise)"}.get)
     c4.radio("Standard histogram at", ["eps0", "record"], key="hl_match",
              format_func={"eps0": "ε = ε0 (same number)", "record": "the same whole-record ε"}.get)
     with guarded():

@@ -8,7 +8,7 @@ import prdp_core
 from prdp_core import charts
 from prdp_core.data import GENERATED_ID, MISSING_GROUP, check_table
 from prdp_core.errors import PrdpError
-from ui import datasource, state
+from ui import datasource, review, state
 from ui.common import code_expander, confidential, learn, md_escape, readable, show_error
 
 st.title("Data")
@@ -19,33 +19,39 @@ learn("**Records and measures.** A *record* is the unit whose privacy is protect
       "Skewed measures — a few records holding most of the total — are why per-record policies exist: any "
       "single clipping bound is either far too large (noise) or far too small (bias).")
 
-prof_tab, src_tab, up_tab, roles_tab = st.tabs([":material/insights: Profile", ":material/dataset: Samples",
-                                                 ":material/upload_file: Upload a file",
-                                                 ":material/view_column: Column roles"])
+prof_tab, src_tab, up_tab, roles_tab = st.tabs(list(datasource.TABS), key=datasource.TAB_KEY, on_change="rerun")
 
 with prof_tab:
     ds = state.dataset()
     st.subheader(f"Profile of {md_escape(ds.name)}")
-    for note in ds.notes:
-        st.caption(f":material/info: {md_escape(note)}")
-    prof = state.profile()
-    confidential()
-    tbl = prof.table()[["count", "min", "median", "p90", "p99", "max", "mean", "skewness", "top1_share"]]
-    st.dataframe(tbl.rename(columns={"top1_share": "top 1% share"}).style.format(
-        {"count": "{:,.0f}", "min": readable, "median": readable, "p90": readable, "p99": readable,
-         "max": readable, "mean": readable, "skewness": "{:,.2f}", "top 1% share": "{:.1%}"}))
-    for m, p in prof.measures.items():
-        ratio = f"{p.max / p.median:,.0f}× the median" if p.median > 0 else "far above the median (which is 0)"
-        st.markdown(f"- **{md_escape(m)}**: the top 1% of records hold **{p.top1_share:.1%}** of the total; the largest "
-                    f"record is {ratio}.")
-    learn("**Reading the profile.** Skewness far above 1 and a top-1% share far above 1% signal a heavy tail. "
-          "The Lorenz curve bows away from the diagonal the more the total is concentrated in few records.")
-    c1, c2 = st.columns(2)
-    with c1:
-        m = st.selectbox("Histogram of", list(prof.histograms), key="profile_measure")
-        st.plotly_chart(charts.histogram_figure(prof.histograms[m], m), key="hist_chart")
-    with c2:
-        st.plotly_chart(charts.lorenz_figure(prof.lorenz), key="lorenz_chart")
+    datasource.message("profile")
+    for line in datasource.shift_lines(ds, state.source()):
+        st.markdown(f":material/add_circle: **{md_escape(line)}**")
+    if review.shows_records("the profile of the measures (count, quantiles, maximum, skewness, top-1% share, "
+                            "histogram, Lorenz curve) and the notes on rows dropped or fixed"):
+        for note in ds.notes:
+            st.caption(f":material/info: {md_escape(note)}")
+        prof = state.profile()
+        confidential()
+        tbl = prof.table()[["count", "min", "median", "p90", "p99", "max", "mean", "skewness", "top1_share"]]
+        fmt = {"count": "{:,.0f}", "min": readable, "median": readable, "p90": readable, "p99": readable,
+               "max": readable, "mean": readable, "skewness": "{:,.2f}", "top 1% share": "{:.1%}"}
+        if ds.shifts:  # values are on the shifted scale: the table says by how much (the lines above: why)
+            tbl.insert(0, "shift", [ds.shifts.get(m, 0.0) for m in tbl.index])
+            fmt["shift"] = "+{:,.15g}"
+        st.dataframe(tbl.rename(columns={"top1_share": "top 1% share"}).style.format(fmt))
+        for m, p in prof.measures.items():
+            ratio = f"{p.max / p.median:,.0f}× the median" if p.median > 0 else "far above the median (which is 0)"
+            st.markdown(f"- **{md_escape(m)}**: the top 1% of records hold **{p.top1_share:.1%}** of the total; the "
+                        f"largest record is {ratio}.")
+        learn("**Reading the profile.** Skewness far above 1 and a top-1% share far above 1% signal a heavy tail. "
+              "The Lorenz curve bows away from the diagonal the more the total is concentrated in few records.")
+        c1, c2 = st.columns(2)
+        with c1:
+            m = st.selectbox("Histogram of", list(prof.histograms), key="profile_measure")
+            st.plotly_chart(charts.histogram_figure(prof.histograms[m], m), key="hist_chart")
+        with c2:
+            st.plotly_chart(charts.lorenz_figure(prof.lorenz), key="lorenz_chart")
 
 with src_tab:
     names = prdp_core.samples.names()
@@ -79,14 +85,22 @@ with roles_tab:
     raw = st.session_state["raw"]
     df, rid, guess = raw["df"], raw["id"], raw["schema"]
     cols = list(df.columns)
+    datasource.message("roles")
     learn("**Roles.** The *record id* names the privacy unit. *Measures* are split or clipped by the policy. "
           "*Groups* are filters and group-by keys (copied to every split piece). An *owner* (e.g. a firm) "
           "owns several records; its loss follows from group privacy.")
-    st.caption(f"Table **{md_escape(raw['name'])}**: {len(df):,} rows × {len(cols)} columns. Roles were guessed from the "
-               "data (or documented, for samples); edit them as needed, then press *Use this table*.")
+    if raw.get("pending"):
+        st.warning(f"**{md_escape(raw['name'])} is not in use yet.** Its roles were guessed from the column names "
+                   "and contents — a row number can look like a measure, a code like a group. Check each role, "
+                   "then press **Use this table**; until then every page works on "
+                   f"**{md_escape(state.dataset().name)}**.", icon=":material/fact_check:")
+    st.caption(f"Table **{md_escape(raw['name'])}**: {review.count(len(df), 'rows')} × {len(cols)} columns. Roles "
+               "were guessed from the data (or documented, for samples); edit them as needed, then press *Use this "
+               "table*.")
     with st.expander("Preview of the first rows", expanded=False):
-        confidential()
-        st.dataframe(prdp_core.data.preview(df), hide_index=True)  # long cells cut
+        if review.shows_records("the rows of the table"):
+            confidential()
+            st.dataframe(prdp_core.data.preview(df), hide_index=True)  # long cells cut
     c1, c2 = st.columns(2)
     id_options = [None] + cols
     c1.selectbox("Record id", id_options, index=id_options.index(guess.id_col),
@@ -103,41 +117,50 @@ with roles_tab:
         show_error(err)
         chk = None
     if chk is not None:
+        show_counts = review.shows_records("counts of the rows to fix and examples of their values")
         if chk.non_numeric:
             bad = next(mi for mi in chk.measures if mi.non_numeric)
-            st.warning(f"Measure **{md_escape(bad.column)}** has {bad.non_numeric:,} value(s) that are not numbers "
-                       f"(e.g. {md_escape(', '.join(repr(x) for x in bad.non_numeric_examples))}).")
+            examples = (f" (e.g. {md_escape(', '.join(repr(x) for x in bad.non_numeric_examples))})"
+                        if show_counts else "")
+            st.warning(f"Measure **{md_escape(bad.column)}** has {review.count(bad.non_numeric, 'value(s)')} that "
+                       f"are not numbers{examples}.")
             st.checkbox("Treat non-numeric values as missing", key=f"fix_nonnum_{rid}")
         n_missing = chk.rows_with_bad if st.session_state.get(f"fix_nonnum_{rid}") else chk.rows_with_missing
         if n_missing:
-            st.warning(f"{n_missing:,} row(s) have a missing, empty or infinite measure value.")
-            st.checkbox(f"Drop these {n_missing:,} rows", key=f"fix_missing_{rid}")
+            st.warning(f"{review.count(n_missing, 'row(s)')} have a missing, empty or infinite measure value.")
+            st.checkbox("Drop these rows" if not show_counts else f"Drop these {n_missing:,} rows",
+                        key=f"fix_missing_{rid}")
         if chk.negative:
-            desc = md_escape(", ".join(f"{c} ({k:,} rows)" for c, k in chk.negative.items()))
+            desc = md_escape(", ".join(f"{c} ({review.count(k, 'rows')})" for c, k in chk.negative.items()))
             st.warning(f"Negative values in {desc}. The papers assume non-negative measures.")
             st.radio("Negative values", ["reject", "shift"], key=f"fix_neg_{rid}", horizontal=True,
                      format_func={"reject": "Reject (fix the file)",
-                                  "shift": "Shift each such measure by a constant so its minimum is 0"}.get)
+                                  "shift": "Add a public constant to every value of each such measure"}.get)
             if st.session_state.get(f"fix_neg_{rid}") == "shift":
-                st.caption("Shifting adds the same constant to every record of that measure: relative sizes are "
-                           "kept, sums move by n × constant, and thresholds apply to the shifted values. Use a "
-                           "**public** constant (a documented lower bound): a shift taken from the smallest record "
-                           "would itself reveal that record.")
+                st.caption("The constant c you type is added to every value of the measure — nothing else: "
+                           "relative differences are kept, a sum over n records moves by n × c, and thresholds "
+                           "apply to the shifted values. c must be **public** — a documented lower bound of the "
+                           "measure with its sign reversed (a lower bound of −1,000 gives c = 1,000): it enters "
+                           "every released sum, and a constant read off the smallest record would reveal that "
+                           "record. It must be at least minus the smallest value, so that no value stays negative.")
                 cols_sh = st.columns(max(1, len(chk.negative)))
-                for i, (c, _k) in enumerate(chk.negative.items()):
-                    mn = next(mi.minimum for mi in chk.measures if mi.column == c)
-                    cols_sh[i].number_input(f"Shift {md_escape(c)} by", min_value=0.0,
-                                            value=datasource.public_shift_default(mn), key=f"fix_shift_{rid}_{c}")
+                for i, c in enumerate(chk.negative):
+                    cols_sh[i].number_input(f"Public constant added to {md_escape(c)}", min_value=0.0, value=None,
+                                            format="%g", placeholder="e.g. 1000", key=datasource.shift_key(rid, c))
+                    if show_counts:
+                        mn = next(mi.minimum for mi in chk.measures if mi.column == c)
+                        cols_sh[i].caption(f":material/lock: Smallest {md_escape(c)} in this table: {mn:,.15g} "
+                                           "(confidential)")
         if chk.missing_groups:
-            desc = md_escape(", ".join(f"{c} ({k:,} rows)" for c, k in chk.missing_groups.items()))
+            desc = md_escape(", ".join(f"{c} ({review.count(k, 'rows')})" for c, k in chk.missing_groups.items()))
             st.warning(f"Missing or blank values in the group column(s) {desc}: a release grouped by such a column "
                        "is refused.")
             st.checkbox(f"Put them in a group of their own, '{MISSING_GROUP}'", key=f"fix_missgroup_{rid}")
         if chk.duplicate_ids or chk.missing_ids:
-            st.warning(f"The record id **{md_escape(schema.id_col)}** has {chk.duplicate_ids + chk.missing_ids:,} duplicate "
-                       "or missing value(s). If it identifies an owner of several records, map it as the owner.")
+            st.warning(f"The record id **{md_escape(schema.id_col)}** has "
+                       f"{review.count(chk.duplicate_ids + chk.missing_ids, 'duplicate or missing value(s)')}. If it "
+                       "identifies an owner of several records, map it as the owner.")
             st.checkbox("Generate ids from row numbers instead", key=f"fix_dup_{rid}")
         st.button("Use this table", type="primary", key=f"apply_{rid}", on_click=datasource.on_apply, args=(rid,))
-    datasource.message("roles")
 
 code_expander(datasource.reproduce_code(state.source(), state.dataset()))

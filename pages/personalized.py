@@ -8,7 +8,7 @@ from prdp_core.charts import personalized as pch
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import personalized as P
 from ui import personalized as upd
-from ui import state
+from ui import review, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
 st.title("Personalized DP")
@@ -24,6 +24,7 @@ ds = state.dataset()
 ss = st.session_state
 for k, v in upd.SPEC_DEFAULTS.items():
     ss.setdefault(k, v)
+upd.start_on_dataset(ds)
 
 # ---------------------------------------------------------------------------
 # 1. The privacy specification
@@ -79,12 +80,14 @@ except PrdpError as err:
 if spec is None:
     st.stop()
 
+records_shown = review.shows_records("the number of users, how many chose each ε (histogram, users per tier) "
+                                     "and the notes that count them", note=False)
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Users (roster U)", f"{spec.n_users:,}")
+m1.metric("Users (roster U)", f"{spec.n_users:,}" if records_shown else "hidden (review mode)")
 m2.metric("min Φ (Minimum's α)", f"{spec.min_eps:.3g}")
 m3.metric("mean Φ (S-avg's t)", f"{spec.mean_eps:.3g}")
 m4.metric("max Φ (S's and T's t)", f"{spec.max_eps:.3g}")
-for note in spec.notes:
+for note in spec.notes if records_shown else ():
     st.caption(f":material/info: {md_escape(note)}")
 st.caption(f"Source: {md_escape(spec.source)}. The thresholds above are computed over the whole roster U, never over the users "
            "whose tuples happen to be in one query — otherwise adding one conservative user would change everybody's "
@@ -103,11 +106,14 @@ if spec.roster == "table":
           "much (the change-count median does not).")
 sc1, sc2 = st.columns([3, 2])
 with sc1:
-    st.plotly_chart(pch.spec_figure(spec.eps, spec.tiers), key="pdp_spec_chart")
+    if review.shows_records("the number of users, how many chose each ε (histogram, users per tier) and the "
+                            "notes that count them"):
+        st.plotly_chart(pch.spec_figure(spec.eps, spec.tiers), key="pdp_spec_chart")
 with sc2:
-    st.dataframe(spec.tier_table().style.format({"share": "{:.1%}", "min": "{:.3g}", "mean": "{:.3g}",
-                                                 "max": "{:.3g}", "users": "{:,}"}), hide_index=True)
-    if ss["pdp_source"] == "column":
+    tiers_shown = spec.tier_table() if records_shown else spec.tier_table().drop(columns=["users"])
+    st.dataframe(tiers_shown.style.format({"share": "{:.1%}", "min": "{:.3g}", "mean": "{:.3g}", "max": "{:.3g}",
+                                           **({"users": "{:,}"} if records_shown else {})}), hide_index=True)
+    if ss["pdp_source"] == "column" and records_shown:
         confidential("Φ is public under PDP, but this table also describes real records.")
 
 # ---------------------------------------------------------------------------
@@ -384,7 +390,9 @@ elif view == "PDP vs PrDP":
             ss["pdp_prdp_result"] = {"key": run_key, "table": out}
         stored = ss.get("pdp_prdp_result")
         if isinstance(stored, dict) and stored.get("key") == run_key:
-            st.dataframe(stored["table"], hide_index=True)
+            # the largest delivered ε is a statistic of the records (PrDP's depends on their budgets)
+            st.dataframe(stored["table"] if teaching else stored["table"].drop(columns=["largest delivered ε"],
+                                                                                 errors="ignore"), hide_index=True)
             if teaching:
                 confidential()
             seeded_notice(seed)

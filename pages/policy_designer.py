@@ -7,12 +7,13 @@ import streamlit as st
 from prdp_core.accounting import conversion_table
 from prdp_core.charts.policy import loss_cdf_figure, public_function_figure
 from prdp_core.policy import format_loss
+from prdp_core.preview import public_levels
 from prdp_core.provenance import data_source
 from prdp_core.splitting import (DEFAULT_KEY, as_thresholds, percentile_thresholds, threshold_percentiles,
                                  thresholds_for_cap, thresholds_from_frame)
 from prdp_core.workload import SplittingPolicy, Workload, workload_from_frame
 from ui import policy as pstate
-from ui import options, state
+from ui import options, review, state
 from ui.common import code_expander, confidential, learn, md_escape, show_error
 from ui.policy_code import policy_code
 
@@ -55,32 +56,33 @@ with left:
                                 column_config={"group": st.column_config.TextColumn("group value", required=True)})
         thr_make = lambda: thresholds_from_frame(edited, group_col=gcol, table=ds.table)  # noqa: E731
     with st.expander("Suggest thresholds", icon=":material/auto_fix_high:"):
-        st.caption("Suggestions are computed on the confidential data: they guide the designer and are not "
-                   "public facts.")
-        pct = st.slider("At this percentile of each measure (PctScore)", 50.0, 100.0, 97.0, 0.5, key="sugg_pct")
-        st.button("Use percentile thresholds", key="sugg_pct_apply", on_click=lambda: pstate.apply_suggestion(
-            percentile_thresholds(ds.table, measures, st.session_state["sugg_pct"]),
-            data_source(f"p{st.session_state['sugg_pct']:g}")), disabled=per_group)
-        c1, c2 = st.columns(2)
-        cap = c1.number_input("Loss cap (ρ)", min_value=0.0, value=10.0, key="sugg_cap")
-        share = c2.number_input("Share of records allowed above the cap (%)", 0.0, 99.0, 0.0, key="sugg_share")
+        if review.shows_records("threshold suggestions (percentiles of the records and loss caps computed on them)"):
+            st.caption("Suggestions are computed on the confidential data: they guide the designer and are not "
+                       "public facts.")
+            pct = st.slider("At this percentile of each measure (PctScore)", 50.0, 100.0, 97.0, 0.5, key="sugg_pct")
+            st.button("Use percentile thresholds", key="sugg_pct_apply", on_click=lambda: pstate.apply_suggestion(
+                percentile_thresholds(ds.table, measures, st.session_state["sugg_pct"]),
+                data_source(f"p{st.session_state['sugg_pct']:g}")), disabled=per_group)
+            c1, c2 = st.columns(2)
+            cap = c1.number_input("Loss cap (ρ)", min_value=0.0, value=10.0, key="sugg_cap")
+            share = c2.number_input("Share of records allowed above the cap (%)", 0.0, 99.0, 0.0, key="sugg_share")
 
-        def _apply_cap() -> None:
-            wl = st.session_state["policy"].workload
-            try:
-                share = st.session_state["sugg_share"]
-                pstate.apply_suggestion(thresholds_for_cap(
-                    ds.table, measures, cap=st.session_state["sugg_cap"], flat=wl.flat_rho, split=wl.split_rho,
-                    share=share / 100.0), data_source(f"loss cap {st.session_state['sugg_cap']:g}ρ"
-                                                      + (f", {share:g}% above" if share else "")))
-                st.session_state.pop("sugg_error", None)
-            except Exception as err:  # PrdpError: shown below
-                st.session_state["sugg_error"] = err
+            def _apply_cap() -> None:
+                wl = st.session_state["policy"].workload
+                try:
+                    share = st.session_state["sugg_share"]
+                    pstate.apply_suggestion(thresholds_for_cap(
+                        ds.table, measures, cap=st.session_state["sugg_cap"], flat=wl.flat_rho, split=wl.split_rho,
+                        share=share / 100.0), data_source(f"loss cap {st.session_state['sugg_cap']:g}ρ"
+                                                          + (f", {share:g}% above" if share else "")))
+                    st.session_state.pop("sugg_error", None)
+                except Exception as err:  # PrdpError: shown below
+                    st.session_state["sugg_error"] = err
 
-        st.button("Smallest thresholds meeting the cap", key="sugg_cap_apply", on_click=_apply_cap,
-                  disabled=per_group)
-        if st.session_state.get("sugg_error") is not None:
-            show_error(st.session_state["sugg_error"])
+            st.button("Smallest thresholds meeting the cap", key="sugg_cap_apply", on_click=_apply_cap,
+                      disabled=per_group)
+            if st.session_state.get("sugg_error") is not None:
+                show_error(st.session_state["sugg_error"])
 
 with right:
     st.subheader("Workload and budgets")
@@ -93,7 +95,9 @@ with right:
             "kind": st.column_config.SelectboxColumn("query", options=["count", "sum", "avg"], required=True),
             "measure": st.column_config.SelectboxColumn("measure", options=[""] + measures),
             "group_by": st.column_config.TextColumn("group by", help=f"Columns: {md_escape(', '.join(groups)) or 'none'}"),
-            "rho": st.column_config.NumberColumn("ρ", min_value=0.0, format="%.4g"),
+            "rho": st.column_config.NumberColumn("ρ", min_value=0.0, format="%.4g",
+                                                help="The query's budget (zCDP): every record it reads loses ρ, "
+                                                     "or ρ·m(r)² when answered on split data."),
             "split": st.column_config.CheckboxColumn("split"),
             "clamp": st.column_config.NumberColumn("clamp", min_value=0.0, format="%g"),
             "rho_count": st.column_config.NumberColumn("ρ count (AVG)", min_value=0.0, format="%.4g"),
@@ -139,63 +143,82 @@ if from_data:
 
 st.divider()
 st.subheader("What each record loses")
-c1, c2, c3 = st.columns(3)
-owner_bound = c1.radio("Owner losses", list(options.OWNER_BOUNDS), horizontal=True, key="policy_owner_bound",
-                       format_func={"lemma4": "Lemma 4 (J·ΣP)", "lemma5": "Lemma 5 (optimistic)"}.get,
-                       disabled=not ds.schema.owner_col,
-                       help="Lemma 4 holds whatever the order of the records; Lemma 5 is tighter when losses "
-                            "differ and is shown as an optimistic view.")
-log_x = c2.toggle("Log-scale loss axis", value=True, key="policy_logx")
-view = c3.radio("View", list(options.POLICY_VIEWS), horizontal=True, key="policy_view",
-                format_func={"zoom": "CDF, zoomed", "cdf": "CDF", "tail": "share above (log)"}.get,
-                help="Zoomed: the y-axis starts just below the share of records paying the base loss.")
-prev = pstate.preview(pol, owner_bound)
-summ = prev.summary()
-confidential("Per-record and per-owner losses are computed from the records' confidential values.")
-m1, m2, m3, m4 = st.columns(4)
-m1.metric("Base loss (unsplit records)", format_loss(pol.workload.total_rho))
-m2.metric("Records split", f"{summ['share_split']:.2%}", help="Share of records cut into more than one piece.")
-m3.metric("99th percentile loss", format_loss(summ["p99"]))
-m4.metric("Largest record loss", format_loss(summ["max"]), help=f"{summ['max_pieces']:,} pieces")
-st.markdown(f"- {prev.records.plain_language()}")
-if prev.owners is not None:
-    st.markdown(f"- Owners ({md_escape(ds.schema.owner_col)}): {prev.owners.plain_language(noun='owners')}")
-thr_pct = threshold_percentiles(ds.table, pol.thresholds) if pol.thresholds.group_col is None else {}
-if thr_pct:
-    st.markdown("- Thresholds sit at the " + ", ".join(f"**{p:.1f}th** percentile of {md_escape(m)}" for m, p in
-                                                      thr_pct.items()) + " (PctScore).")
+OWNER_BOUND_LABELS = {
+    "lemma4": "bound for any order: its number of records × the sum of their losses (Lemma 4, J·ΣP)",
+    "lemma5": "tighter when its records' losses differ (Lemma 5, optimistic)"}
+owner_bound = str(st.session_state.get("policy_owner_bound", "lemma4"))
+if review.shows_records("what the records and owners lose — the share of records split, loss quantiles, the "
+                        "largest loss, the loss charts of records and owners, where the thresholds sit among the "
+                        "records' values"):
+    c1, c2, c3 = st.columns(3)
+    owner_bound = c1.radio("An owner's loss (e.g. a firm's)", list(options.OWNER_BOUNDS), key="policy_owner_bound",
+                           format_func=OWNER_BOUND_LABELS.get, disabled=not ds.schema.owner_col,
+                           help="An owner of several records loses at most their number times the sum of their "
+                                "losses, whatever the order of the records (Lemma 4); Lemma 5 is tighter when the "
+                                "losses differ and is shown as an optimistic view.")
+    log_x = c2.toggle("Log-scale loss axis", value=True, key="policy_logx")
+    view = c3.radio("View", list(options.POLICY_VIEWS), horizontal=True, key="policy_view",
+                    format_func={"zoom": "CDF, zoomed", "cdf": "CDF", "tail": "share above (log)"}.get,
+                    help="Zoomed: the y-axis starts just below the share of records paying the base loss.")
+    prev = pstate.preview(pol, owner_bound)
+    summ = prev.summary()
+    confidential("Per-record and per-owner losses are computed from the records' confidential values.")
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Base loss (unsplit records)", format_loss(pol.workload.total_rho))
+    m2.metric("Records split", f"{summ['share_split']:.2%}", help="Share of records cut into more than one piece.")
+    m3.metric("99th percentile loss", format_loss(summ["p99"]))
+    m4.metric("Largest record loss", format_loss(summ["max"]), help=f"{summ['max_pieces']:,} pieces")
+    st.markdown(f"- {prev.records.plain_language()}")
+    if prev.owners is not None:
+        st.markdown(f"- Owners ({md_escape(ds.schema.owner_col)}): {prev.owners.plain_language(noun='owners')}")
+    thr_pct = threshold_percentiles(ds.table, pol.thresholds) if pol.thresholds.group_col is None else {}
+    if thr_pct:
+        st.markdown("- Thresholds sit at the " + ", ".join(f"**{p:.1f}th** percentile of {md_escape(m)}" for m, p in
+                                                          thr_pct.items()) + " (PctScore).")
 
-series_rec = {c["label"]: c["records"] for c in st.session_state.get("policy_compare", [])}
-series_rec["current policy"] = prev.record_cdf()
-ch1, ch2 = st.columns(2)
-ch1.plotly_chart(loss_cdf_figure(series_rec, title="Policy-loss CDF over records", base=pol.workload.total_rho,
-                                 log_x=log_x, view=view), key="cdf_records")
-if prev.owners is not None:
-    series_own = {c["label"]: c["owners"] for c in st.session_state.get("policy_compare", []) if "owners" in c}
-    series_own["current policy"] = prev.owners.ecdf()
-    label = "Lemma 5, optimistic" if owner_bound == "lemma5" else "Lemma 4"
-    ch2.plotly_chart(loss_cdf_figure(series_own, title=f"Policy-loss CDF over owners ({label})",
-                                     base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_owners")
+    series_rec = {c["label"]: c["records"] for c in st.session_state.get("policy_compare", [])}
+    series_rec["current policy"] = prev.record_cdf()
+    ch1, ch2 = st.columns(2)
+    ch1.plotly_chart(loss_cdf_figure(series_rec, title="Policy-loss CDF over records", base=pol.workload.total_rho,
+                                     log_x=log_x, view=view), key="cdf_records")
+    if prev.owners is not None:
+        series_own = {c["label"]: c["owners"] for c in st.session_state.get("policy_compare", []) if "owners" in c}
+        series_own["current policy"] = prev.owners.ecdf()
+        label = "Lemma 5, optimistic" if owner_bound == "lemma5" else "Lemma 4: records × sum of their losses"
+        ch2.plotly_chart(loss_cdf_figure(series_own, title=f"Policy-loss CDF over owners ({label})",
+                                         base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_owners")
+    else:
+        ch2.info("Map an owner column on the Data page (e.g. a firm id) to see owner-level losses.")
+    b1, b2, _ = st.columns([1, 1, 2])
+    cmp_label = b1.text_input("Name", value=f"policy {len(st.session_state.get('policy_compare', [])) + 1}",
+                              key="policy_cmp_label", label_visibility="collapsed")
+    b2.button("Keep for comparison", key="policy_keep", on_click=lambda: pstate.save_comparison(
+        st.session_state["policy_cmp_label"], prev))
+    if st.session_state.get("policy_compare"):
+        st.button("Clear comparisons", key="policy_clear",
+                  on_click=lambda: st.session_state.update(policy_compare=[]))
+    learn("**Reading the CDF.** A point (x, y) says that y% of records lose at most x. The curve jumps at the base "
+          "loss (every unsplit record) and then climbs in steps ρ·m² as records are cut into more pieces. Owners "
+          "(firms) lose at least what their establishments lose together.")
 else:
-    ch2.info("Map an owner column on the Data page (e.g. a firm id) to see owner-level losses.")
-b1, b2, _ = st.columns([1, 1, 2])
-cmp_label = b1.text_input("Name", value=f"policy {len(st.session_state.get('policy_compare', [])) + 1}",
-                          key="policy_cmp_label", label_visibility="collapsed")
-b2.button("Keep for comparison", key="policy_keep", on_click=lambda: pstate.save_comparison(
-    st.session_state["policy_cmp_label"], prev))
-if st.session_state.get("policy_compare"):
-    st.button("Clear comparisons", key="policy_clear", on_click=lambda: st.session_state.update(policy_compare=[]))
-learn("**Reading the CDF.** A point (x, y) says that y% of records lose at most x. The curve jumps at the base "
-      "loss (every unsplit record) and then climbs in steps ρ·m² as records are cut into more pieces. Owners "
-      "(firms) lose at least what their establishments lose together.")
+    st.metric("Base loss (unsplit records)", format_loss(pol.workload.total_rho))
+    st.markdown("From the public policy function (no record looked at): "
+                + "; ".join(f"{name} loses **{format_loss(v)}**" for name, v in public_levels(pol).items()
+                            if name.startswith("a record cut"))
+                + ". An owner of k records loses at most k × the sum of their losses (Lemma 4).")
 
 st.subheader("The public policy function")
 pc1, pc2 = st.columns([1, 3])
 fm = pc1.selectbox("As a function of", [m for m in measures if m in pol.thresholds.measures], key="policy_fn_measure")
-show_data = pc1.checkbox("Mark the data's median / p90 / p99", value=False, key="policy_fn_marks",
-                         help="Confidential: quantiles of the real records.")
-vals = ds.table[fm].to_numpy()
-grid = pstate.value_grid(float(vals.max()) if vals.size else 1.0, min(dict(r)[fm] for _, r in pol.thresholds.rows))
+fm_threshold = min(dict(r)[fm] for _, r in pol.thresholds.rows)
+if review.shows_records("the records' values on this chart (its range follows the thresholds)", note=False):
+    show_data = pc1.checkbox("Mark the data's median / p90 / p99", value=False, key="policy_fn_marks",
+                             help="Confidential: quantiles of the real records.")
+    vals = ds.table[fm].to_numpy()
+    grid = pstate.value_grid(float(vals.max()) if vals.size else 1.0, fm_threshold)
+else:  # a range from the public thresholds, not from the largest record
+    show_data, vals = False, None
+    grid = pstate.value_grid(pstate.PUBLIC_RANGE_PIECES * fm_threshold, fm_threshold)
 curves = {}
 for g, _row in pol.thresholds.rows[:8]:
     lab = "every record" if pol.thresholds.group_col is None else (
@@ -209,10 +232,17 @@ st.caption("This function — not any record's value — is what an agency can p
 st.subheader("In (ε, δ) terms")
 d1, d2 = st.columns([1, 3])
 delta = d1.select_slider("δ", options=list(options.DELTAS), value=1e-6, key="policy_delta",
-                         format_func=lambda d: f"{d:.0e}")
-with d1:
-    confidential("Every row but the base loss is the loss of real records.")
-d2.dataframe(conversion_table(prev.levels(), delta).style.format(
+                         format_func=lambda d: f"{d:.0e}",
+                         help="The small probability with which an (ε, δ) guarantee may fail; each ρ is read as "
+                              "the ε it guarantees at this δ.")
+if review.shows_records("the loss levels of real records (median, percentiles, largest)", note=False):
+    levels = pstate.preview(pol, owner_bound).levels()
+    with d1:
+        confidential("Every row but the base loss is the loss of real records.")
+else:
+    levels = public_levels(pol)
+    d1.caption("Loss levels of the public policy function: hypothetical records cut into m pieces.")
+d2.dataframe(conversion_table(levels, delta).style.format(
     {"ρ (zCDP)": "{:,.6g}", "ε at δ (CKS)": "{:,.3f}", "ε at δ (textbook)": "{:,.3f}"}), hide_index=True)
 if pol.workload.partition_rho > 0:
     st.warning("Partition selection adds an approximate term on top of these: a record alone in its cell makes "
@@ -223,17 +253,16 @@ learn("**Conversions.** ρ-zCDP implies (ε, δ)-DP for every δ. The Canonne–
       "textbook ρ + 2√(ρ ln 1/δ) is simpler and larger. Each row applies to records losing that much.")
 
 with st.expander("Losses by group", icon=":material/table_chart:"):
-    if groups:
-        gsel = st.selectbox("Group column", groups, key="policy_group_summary")
-        confidential()
-        st.dataframe(prev.by_group(gsel).sort_values(
-            "max", ascending=False).head(200), hide_index=True)
-    if state.teaching():
+    if review.shows_records("losses by group and the records with the largest losses"):
+        prev = pstate.preview(pol, owner_bound)
+        if groups:
+            gsel = st.selectbox("Group column", groups, key="policy_group_summary")
+            confidential()
+            st.dataframe(prev.by_group(gsel).sort_values(
+                "max", ascending=False).head(200), hide_index=True)
         idx, top = prev.records.top_k(10)
         st.markdown("**The ten largest record losses** (teaching mode only)")
         confidential()
         st.dataframe(ds.table.iloc[idx][[ds.schema.id_col, *measures]].assign(loss=top), hide_index=True)
-    else:
-        st.caption("Review mode: the records with the largest losses are not listed.")
 
 code_expander(policy_code(state.source(), ds, pol, owner_bound))

@@ -11,7 +11,7 @@ from prdp_core.provenance import data_derived
 from prdp_core.secure import mode_label
 from ui import policy as pstate
 from ui import run as rstate
-from ui import state
+from ui import review, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 from ui.run_code import run_code
 
@@ -92,20 +92,18 @@ else:
     else:
         seeded_notice(rel.seed if rel.seed is not None else 0)
     ps = rel.extras.get("partition_selection")
-    if ps:
+    if ps:  # the cells kept are published; how many were present in the data is a statistic of the records
         st.markdown("Partition selection kept " + ", ".join(
-            f"**{ps['kept'][k]:,}** of {ps['candidates'][k]:,} cells by {k}" for k in ps["kept"])
-            + f" (τ = {ps['tau']:.1f} split rows, σ = {ps['sigma']:.2f}, δ = {ps['delta']:.0e}).")
+            f"**{ps['kept'][k]:,}**" + (f" of {ps['candidates'][k]:,}" if teaching else "") + f" cells by {k}"
+            for k in ps["kept"]) + f" (τ = {ps['tau']:.1f} split rows, σ = {ps['sigma']:.2f}, δ = {ps['delta']:.0e}).")
     shown = rstate.answers_for_display(rel, teaching)
     st.subheader("Released answers")
     st.caption(f"Mode: **{mode_label(rel.secure)}**")
-    if teaching:
+    if review.shows_records("true answers, errors and record counts of the cells"):
         confidential("True values and errors are shown because the app is in teaching mode.")
         summ = rstate.error_summary(rel, int(min_records))
         st.dataframe(summ.style.format({"median ARE": "{:.2%}", "90th pct ARE": "{:.2%}", "within 5%": "{:.1%}",
                                         "within 20%": "{:.1%}"}), hide_index=True)
-    else:
-        st.caption("Review mode: true values, errors and record counts are hidden.")
     q = st.selectbox("Query", list(shown["query"].cat.categories) if hasattr(shown["query"], "cat") else
                      sorted(shown["query"].unique()), key="run_query")
     sub = shown[shown["query"] == q]
@@ -122,7 +120,7 @@ else:
                        mime="text/csv", key="run_download")
 
     st.subheader("Policy loss and realized loss")
-    if teaching:
+    if review.shows_records("the policy and realized losses of the records and owners"):
         confidential()
         cdfs = rstate.loss_cdfs(rel, ds)
         l1, l2 = st.columns(2)
@@ -139,13 +137,11 @@ else:
             st.caption("Partition selection also has a per-record δ(r) = Φ̄((τ − m(r))/σ): the chance that a record "
                        "alone in its cell makes the cell appear. It is tiny for small records and large for records "
                        "cut into about τ pieces or more.")
-    else:
-        st.caption("Review mode: per-record losses are hidden.")
 
 st.subheader("Privacy ledger of this session")
 led = state.ledger()
 if len(led):
-    st.dataframe(led.summary(), hide_index=True)
+    st.dataframe(review.ledger_summary(led), hide_index=True)
     st.caption("Losses of successive releases add up for every record (sequential composition). The mode column "
                "says which numbers came from secure releases and which from seeded teaching runs.")
 else:

@@ -7,7 +7,7 @@ import streamlit as st
 from prdp_core import report as R
 from prdp_core.errors import PrdpError
 from prdp_core.export import to_csv_bytes
-from ui import state
+from ui import review, state
 from ui import study as ustudy
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
@@ -115,10 +115,11 @@ with tab_report:
     led = state.ledger()
     st.subheader("This session's privacy ledger")
     if len(led):
-        st.dataframe(led.summary(), hide_index=True)
+        st.dataframe(review.ledger_summary(led), hide_index=True)
         st.download_button("Ledger (JSON)", R.ledger_json(led, teaching=teaching),
                            file_name="prdp_ledger.json", mime="application/json", key="study_dl_ledger")
-        st.download_button("Ledger (CSV)", to_csv_bytes(R.ledger_table(led, teaching=teaching)),
+        ledger_csv = review.ledger_summary(led, R.ledger_table(led, teaching=teaching))
+        st.download_button("Ledger (CSV)", to_csv_bytes(ledger_csv),
                            file_name="prdp_ledger.csv", mime="text/csv",
                            key="study_dl_ledger_csv")
     else:

@@ -727,6 +727,14 @@ class Dataset:
         return f"{self.name}: {self.n:,} records, measures {', '.join(self.schema.measures)}"
 
 
+def shift_text(measure: str, constant: float, *, public: bool = True) -> str:
+    """How a shifted measure is described everywhere (notes, the Data page's profile):
+    ``"SALES shifted by +1,000 (public constant)"``, or ``"… (smallest record: confidential)"`` for the
+    shift −min that :func:`prepare_dataset` takes from the data when no constant is declared."""
+    how = "public constant" if public else "smallest record: confidential"
+    return f"{measure} shifted by +{float(constant):,.15g} ({how})"
+
+
 def prepare_dataset(
     df: pd.DataFrame,
     schema: Schema,
@@ -808,8 +816,8 @@ def prepare_dataset(
             if c:
                 out[m] = out[m] + c
             shifts[m] = c
-            notes.append(f"Measure '{m}' shifted by the public constant +{c:g} (sums are on the shifted scale: "
-                         f"subtract n×{c:g} to return to the original scale).")
+            notes.append(f"{shift_text(m, c)}: every value of '{m}' has {c:,.15g} added (sums are on the shifted "
+                         f"scale: subtract n × {c:,.15g} to return to the original scale).")
             continue
         if mn < 0:
             if negative == "error":
@@ -821,8 +829,8 @@ def prepare_dataset(
                 )
             out[m] = out[m] - mn
             shifts[m] = -mn
-            notes.append(f"Measure '{m}' shifted by +{-mn:g} so its minimum is 0 (sums are on the shifted scale: "
-                         f"subtract n×{-mn:g} to return to the original scale). This shift comes from the "
+            notes.append(f"{shift_text(m, -mn, public=False)}: its minimum is now 0 (sums are on the shifted "
+                         f"scale: subtract n × {-mn:,.15g} to return to the original scale). This shift comes from the "
                          "smallest record and is itself confidential: for a release, shift by a public constant.")
     id_col = schema.id_col
     if id_col is None:

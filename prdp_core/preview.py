@@ -130,6 +130,22 @@ class PolicyPreview:
                 "99th percentile": float(np.quantile(v, 0.99)), "largest record": float(v.max())}
 
 
+#: Piece counts whose losses :func:`public_levels` names.
+PUBLIC_PIECES = (2, 5, 10, 100)
+
+
+def public_levels(policy: SplittingPolicy, pieces: tuple[int, ...] = PUBLIC_PIECES) -> dict[str, float]:
+    """Named loss levels read off the public policy function alone — no record is looked at: the base loss
+    (a record never split) and the loss of a hypothetical record cut into m pieces on every measure it is
+    summed on, passing every filter: flat ρ + split ρ·m². These are what a reviewer may convert to (ε, δ)
+    without seeing the data (:meth:`PolicyPreview.levels` names the levels of real records instead)."""
+    wl = policy.workload
+    out = {"base loss (unsplit records)": wl.total_rho}
+    for m in pieces:
+        out[f"a record cut into {int(m)} pieces"] = wl.flat_rho + wl.split_rho * float(m) ** 2
+    return out
+
+
 def preview_policy(ds: Dataset, policy: SplittingPolicy, *, label: str = "",
                    owner_method: Literal["lemma4", "lemma5"] = "lemma4",
                    pieces: np.ndarray | None = None) -> PolicyPreview:

@@ -27,19 +27,62 @@ LOCAL_QUERIES = ("count", "sum")
 MODELS = {"central": "Central (trusted curator, PrDP)", "local": "Local (each party randomises, PrLDP)"}
 THRESHOLDS = {"paper": "as printed: √(8n)·ln(L/β)", "bernstein": "tighter: √(8n·ln(2L/β))"}
 
+#: Columns of the results table (with their plain reading) that review mode keeps: public outputs of the run.
+EPS_TAU = "ε_τ (budget level settled on)"
+ELL = "ℓ (first domain answered)"
+EPS_M = "ε of M (= ε_τ/2)"
+PUBLIC_RESULT_COLUMNS = ("mechanism", "estimate", EPS_TAU, ELL, EPS_M)
+
 #: Widget keys and their defaults.
 DEFAULTS: dict[str, Any] = {
     "bf_mode": "preset", "bf_preset": "inverse", "bf_alpha": 1e4, "bf_k": 4.0, "bf_eps": 1.0,
-    "bf_expr": "1e4 / max({v}, 1)", "bf_eps_max": 100.0, "bf_U": 1e12, "bf_eps_min_on": False, "bf_eps_min": 1e-8,
+    "bf_expr": "1e4 / max({v}, 1)", "bf_eps_max": 100.0, "bf_eps_min_on": False, "bf_eps_min": 1e-8,
     "bf_model": "central", "bf_query": "sum", "bf_beta": 0.1, "bf_threshold": "paper", "bf_scale_vary": "n",
     "bf_scale_trials": 20,
 }
 PRESET_ALPHA = {"inverse": 1e4, "log": 500.0, "sqrt": 8.0}
 
+#: Default domain bound U on the bank samples: the paper's bank experiments (balances up to 10¹²).
+PAPER_BANK_U = 1e12
+#: Default U on every other table: a round placeholder, never read from the data (a bound taken from the
+#: largest record would reveal it, and set ε̌ = E(U) from it).
+NEUTRAL_U = 1e6
+
+#: Editor state that belongs to one dataset (its measure, group values, bound, last valid budget): dropped
+#: when the dataset changes, so the next table starts from its own defaults.
+DATASET_KEYS = ("bf_U", "bf_expr", "bf_measure", "bf_group_col", "bf_distinct_col", "bf_steps", "bf_steps_current",
+                "bf_groups_base", "bf_groups_base_col", "bf_groups_table", "bf_last_valid")
+
+
+def default_U(source: dict[str, Any]) -> float:
+    """The default domain bound U for a data source: the paper's 10¹² for its bank samples, else 10⁶."""
+    bank = source.get("kind") == "sample" and str(source.get("name", "")).startswith("bank_")
+    return PAPER_BANK_U if bank else NEUTRAL_U
+
+
+def default_note(source: dict[str, Any]) -> str | None:
+    """What the page says while U and α are at their defaults (None once the designer changed them)."""
+    ss = st.session_state
+    u = default_U(source)
+    if ss.get("bf_U") != u:
+        return None
+    if u == PAPER_BANK_U:
+        return ("Defaults: U = 10¹² and the budget α = 10⁴ are those of the paper's bank experiments (balances in "
+                "dollars); declare your own for a real release.")
+    return ("Defaults: U = 10⁶ is a round placeholder, not read from the data — declare the largest value a record "
+            "could have (a documented range of the measure). The presets' α (10⁴, 500, 8) are the paper's values "
+            "for bank balances: choose budgets that fit your measure's units.")
+
 
 def init(ds: Dataset) -> None:
-    """Defaults of the editor (the expression names the active measure)."""
+    """Defaults of the editor (the expression names the active measure; U follows :func:`default_U`). A new
+    dataset drops the editor state of the previous one (:data:`DATASET_KEYS`)."""
     ss = st.session_state
+    if state.first_run_on_dataset("budget_functions"):
+        for k in [*DATASET_KEYS, *(k for k in ss if isinstance(k, str) and k.startswith(("bf_groups_edit_",
+                                                                                        "bf_steps_edit")))]:
+            ss.pop(k, None)
+    ss.setdefault("bf_U", default_U(state.source()))
     measures = list(ds.schema.measures)
     if ss.get("bf_measure") not in measures:
         ss["bf_measure"] = measures[0] if measures else None
@@ -225,8 +268,8 @@ def on_run() -> None:
         return
     for label, rel in releases:
         a = rel.answers.iloc[0]
-        row = {"mechanism": label, "estimate": float(a["estimate"]), "ε_τ": float(a["eps_tau"]),
-               "ℓ": int(a["ell"]), "ε of M": rel.extras.get("eps_M", np.nan)}
+        row = {"mechanism": label, "estimate": float(a["estimate"]), EPS_TAU: float(a["eps_tau"]),
+               ELL: int(a["ell"]), EPS_M: rel.extras.get("eps_M", np.nan)}
         if teaching:
             row.update({"true": float(a["true"]), "error": float(a["error"]),
                         "relative error": float(a["rel_error"]),

@@ -16,11 +16,20 @@ import streamlit as st
 import prdp_core
 from prdp_core.codegen import literal
 from prdp_core.data import (Dataset, Schema, check_table, guess_schema, load_table, numeric_columns,
-                            prepare_dataset)
-from prdp_core.errors import PrdpError
+                            prepare_dataset, shift_text, validate_schema)
+from prdp_core.errors import DataError, PrdpError
 
-from . import state
+from . import review, state
 from .common import md_escape
+
+#: The Data page's tabs (labels) and the session key of the one on screen: an upload opens the Column
+#: roles view, *Use this table* the profile.
+PROFILE_TAB = ":material/insights: Profile"
+SAMPLES_TAB = ":material/dataset: Samples"
+UPLOAD_TAB = ":material/upload_file: Upload a file"
+ROLES_TAB = ":material/view_column: Column roles"
+TABS = (PROFILE_TAB, SAMPLES_TAB, UPLOAD_TAB, ROLES_TAB)
+TAB_KEY = "data_tab"
 
 
 @st.cache_data(show_spinner=False, max_entries=4)
@@ -68,6 +77,7 @@ def sample_size_arg(name: str, n: int) -> int | None:
 
 
 def on_load_sample() -> None:
+    """Callback of *Load sample*: a sample (documented roles, no guess) becomes active at once."""
     ss = st.session_state
     name = ss["sample_name"]
     n_arg = sample_size_arg(name, int(ss.get(f"sample_n_{name}", 0) or 0))
@@ -79,36 +89,34 @@ def on_load_sample() -> None:
         return
     state.set_dataset(ds, {"kind": "sample", "name": name, "n": n_arg, "seed": seed})
     raw_from_sample(name, n_arg, seed)
-    _msg("success", f"Loaded {md_escape(ds.describe())}.", "samples")
+    _msg("success", f"Loaded {md_escape(describe(ds))}.", "samples")
 
 
 def on_upload() -> None:
-    up = st.session_state.get("upload")
+    """Callback of the file uploader: read the file and open the Column roles view with the guessed roles.
+
+    Nothing becomes active here, however clean the file: guessed roles (a row-number column taken for a
+    measure, an id taken for a group) are shown for confirmation, and the previous dataset stays active
+    until *Use this table* (:func:`on_apply`)."""
+    ss = st.session_state
+    up = ss.get("upload")
     if up is None:
         return
     try:
         df = load_table(up, filename=up.name)
         schema = guess_schema(df)  # refuses columns that can play no role (lists, records, binary)
+        if not schema.measures and not numeric_columns(df):
+            validate_schema(df, schema)  # no column can be a measure: refused with that message
     except PrdpError as err:
         _msg("error", _error_text(err), "upload")
         return
-    st.session_state["raw"] = {"df": df, "name": up.name, "schema": schema,
-                               "source": {"kind": "file", "filename": up.name}, "id": uuid.uuid4().hex[:8]}
-    # Apply at once when the guessed roles need no decision; otherwise ask for one.
-    try:
-        if not check_table(df, schema).ok:
-            raise PrdpError("needs attention")
-        ds = prepare_dataset(df, schema, name=up.name)
-    except PrdpError as err:
-        if not schema.measures and not numeric_columns(df):
-            _msg("error", _error_text(err), "upload")  # nothing to decide: no column can be a measure
-            return
-        _msg("info", f"Loaded **{md_escape(up.name)}** ({len(df):,} rows), but it needs your decision before it can be used: "
-                     "open the **Column roles** tab.", "upload")
-        return
-    state.set_dataset(ds, {"kind": "file", "filename": up.name, "schema": schema.to_dict(), "options": {}})
-    _msg("success", f"Active dataset: {md_escape(ds.describe())}. Column roles were guessed from the data: check them in the "
-                    "**Column roles** tab.", "upload")
+    ss["raw"] = {"df": df, "name": up.name, "schema": schema, "source": {"kind": "file", "filename": up.name},
+                 "id": uuid.uuid4().hex[:8], "pending": True}
+    ss[TAB_KEY] = ROLES_TAB
+    size = review.count(len(df), "rows")
+    _msg("info", f"Read **{md_escape(up.name)}** ({size}). The roles below were guessed from the data: check them "
+                 "and press **Use this table**. Until then the active dataset stays "
+                 f"**{md_escape(state.dataset().name)}**.", "roles")
 
 
 def schema_from_widgets(rid: str) -> Schema:
@@ -117,7 +125,15 @@ def schema_from_widgets(rid: str) -> Schema:
                   groups=tuple(ss.get(f"map_groups_{rid}") or ()), owner_col=ss.get(f"map_owner_{rid}"))
 
 
-def fix_options(rid: str) -> dict[str, Any]:
+def shift_key(rid: str, measure: str) -> str:
+    """Session key of the public constant typed for ``measure`` of the raw table ``rid``."""
+    return f"fix_shift_{rid}_{measure}"
+
+
+def fix_options(rid: str, schema: Schema | None = None) -> dict[str, Any]:
+    """The :func:`~prdp_core.data.prepare_dataset` options chosen on the Column roles view. A shift adds,
+    to each measure of ``schema``, exactly the public constant typed for it (``shift_by``); a measure
+    without one is left to :func:`on_apply` to refuse."""
     ss = st.session_state
     opts: dict[str, Any] = {}
     if ss.get(f"fix_nonnum_{rid}"):
@@ -126,8 +142,8 @@ def fix_options(rid: str) -> dict[str, Any]:
         opts["missing"] = "drop"
     if ss.get(f"fix_neg_{rid}") == "shift":
         opts["negative"] = "shift"
-        shifts = {k[len(f"fix_shift_{rid}_"):]: float(v) for k, v in ss.items()
-                  if isinstance(k, str) and k.startswith(f"fix_shift_{rid}_") and v is not None}
+        measures = schema.measures if schema is not None else ()
+        shifts = {m: float(ss[shift_key(rid, m)]) for m in measures if ss.get(shift_key(rid, m)) is not None}
         if shifts:
             opts["shift_by"] = shifts
     if ss.get(f"fix_missgroup_{rid}"):
@@ -138,18 +154,34 @@ def fix_options(rid: str) -> dict[str, Any]:
 
 
 def on_apply(rid: str) -> None:
-    raw = st.session_state.get("raw")
+    """Callback of *Use this table*: build the dataset from the raw table with the roles and fixes chosen;
+    it becomes active (with its starting policy) only if it is valid, and the page opens its profile."""
+    ss = st.session_state
+    raw = ss.get("raw")
     if raw is None or raw["id"] != rid:
         return
     schema = schema_from_widgets(rid)
-    opts = fix_options(rid)
+    opts = fix_options(rid, schema)
     try:
+        if opts.get("negative") == "shift":
+            untyped = [c for c in check_table(raw["df"], schema).negative if c not in opts.get("shift_by", {})]
+            if untyped:
+                raise DataError(f"No public constant is typed for {', '.join(repr(c) for c in untyped)}.",
+                                hint="Type the constant to add to every value (a documented lower bound of the "
+                                     "measure, with its sign reversed), or reject the file.")
         ds = prepare_dataset(raw["df"], schema, name=raw["name"], **opts)
     except PrdpError as err:
         _msg("error", _error_text(err), "roles")
         return
     state.set_dataset(ds, {**raw["source"], "schema": schema.to_dict(), "options": opts})
-    _msg("success", f"Active dataset: {md_escape(ds.describe())}.", "roles")
+    raw["pending"] = False
+    ss[TAB_KEY] = PROFILE_TAB
+    _msg("success", f"Active dataset: {md_escape(describe(ds))}.", "profile")
+
+
+def describe(ds: Dataset) -> str:
+    """The dataset in one line, without its record count in review mode."""
+    return ds.describe() if state.teaching() else f"{ds.name}, measures {', '.join(ds.schema.measures)}"
 
 
 def load_code(source: dict[str, Any], ds: Dataset) -> str:
@@ -182,9 +214,17 @@ profile = prdp_core.profile.profile_dataset(ds)
 print(profile.table())"""
 
 
-def public_shift_default(minimum: float) -> float:
-    """A round public-looking shift covering ``minimum`` (the next power of ten above −minimum)."""
-    import math
-
-    need = -float(minimum)
-    return float(10 ** math.ceil(math.log10(need))) if need > 0 else 0.0
+def shift_lines(ds: Dataset, source: dict[str, Any]) -> list[str]:
+    """One line per shifted measure, as the profile shows it: ``"SALES shifted by +1,000 (public
+    constant)"`` for a constant typed on the Data page (or declared in a config), else the shift −min the
+    engine took from the smallest record — its size hidden in review mode, where it is a record's value."""
+    declared = (source.get("options") or {}).get("shift_by") or {}
+    out = []
+    for m, c in ds.shifts.items():
+        if m in declared:
+            out.append(shift_text(m, c))
+        elif state.teaching():
+            out.append(shift_text(m, c, public=False))
+        else:
+            out.append(f"{m} shifted by a constant taken from its smallest record (hidden in review mode)")
+    return out

@@ -67,6 +67,23 @@ def set_query_defaults(column: str) -> None:
     ss["pdp_data_defaults"] = {"column": column, "hi": ss["pdp_hi"], "cutoff": ss["pdp_cutoff"]}
 
 
+#: Results and editors that belong to one dataset: dropped when the dataset changes.
+DATASET_RESULTS = ("pdp_last_release", "pdp_release_error", "pdp_prdp_result", "pdp_cmp_on", "pdp_label_map_df")
+
+
+def start_on_dataset(ds: Dataset) -> None:
+    """On the first run of the page on a new dataset: drop the previous table's release, comparisons and label
+    table, and recompute the query's default bounds for the new table (the previous table's bounds and
+    cut-off are never shown against it, even when the value column has the same name)."""
+    ss = st.session_state
+    if not state.first_run_on_dataset("personalized"):
+        return
+    for k in DATASET_RESULTS:
+        ss.pop(k, None)
+    if ss.get("pdp_value") in ds.schema.measures:
+        set_query_defaults(ss["pdp_value"])
+
+
 def data_default_params(kind: str | None = None) -> list[str]:
     """The query parameters still at a default computed from the confidential data: ``hi`` (any
     value query and the PrDP comparison's U) and the count ``cutoff`` (``kind`` = count)."""

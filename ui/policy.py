@@ -266,6 +266,11 @@ __all__ = ["Workload", "apply_suggestion", "cached_preview", "default_policy", "
            "save_comparison", "set_policy", "try_policy"]
 
 
+#: In review mode the public policy function is drawn up to this many thresholds (a range fixed by the
+#: public thresholds; teaching mode draws it up to the largest record).
+PUBLIC_RANGE_PIECES = 50
+
+
 def value_grid(hi: float, threshold: float, points: int = 3000) -> np.ndarray:
     """Grid of hypothetical values (log-spaced, plus every jump point k·T up to 200 pieces) for
     plotting the public policy function on log axes."""

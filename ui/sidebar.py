@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import state
+from . import review, state
 from .common import md_escape
 
 
@@ -12,16 +12,21 @@ def render() -> None:
     ds = state.dataset()
     with st.sidebar:
         st.markdown("### Active dataset")
-        st.markdown(f"**{md_escape(ds.name)}**  \n{ds.n:,} records  \nMeasures: {md_escape(', '.join(ds.schema.measures))}")
+        size = f"{ds.n:,} records  \n" if review.shows_records("record count", note=False) else ""
+        st.markdown(f"**{md_escape(ds.name)}**  \n{size}Measures: {md_escape(', '.join(ds.schema.measures))}")
         if ds.schema.owner_col:
             st.caption(f"Owner: {md_escape(ds.schema.owner_col)}")
-        policy = st.session_state.get("policy_summary")
+        # the policy made for this dataset only (a dataset change replaces it at once: ui.state.set_dataset)
+        made_for_it = st.session_state.get("policy_token") == state.token()
+        policy = st.session_state.get("policy_summary") if made_for_it else None
         st.markdown("### Active policy")
         st.markdown(policy if policy else "_none yet: design one on the Policy designer page_")
         st.markdown("### Mode")
         st.radio("Mode", list(state.MODES), format_func=state.MODES.get, key="mode", label_visibility="collapsed",
                  help="Teaching: runs are seeded and show true values and errors — for teaching and review only, "
-                      "never for a real release. Review: true values and per-record losses are hidden.")
+                      "never for a real release. Review: every statistic of the records is hidden (per-record "
+                      "losses, true answers, errors, record counts, profiles, rows); the public policy "
+                      "function, budgets and noisy answers stay.")
         if st.session_state["mode"] == "teaching":
             st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                             help="Seeded runs are reproducible; they are for teaching and review only.")

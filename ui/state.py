@@ -69,10 +69,43 @@ def init_state() -> None:
 
 
 def set_dataset(ds: Dataset, source: dict[str, Any]) -> None:
-    """Make ``ds`` the active dataset (the previous one is replaced only on success)."""
-    st.session_state["dataset"] = ds
-    st.session_state["dataset_source"] = dict(source)
-    st.session_state["dataset_token"] = dataset_token(ds, source)
+    """Make ``ds`` the active dataset (the previous one is replaced only on success).
+
+    The active policy follows at once: a new dataset gets its own starting policy in the same call
+    (:func:`ui.policy.ensure_policy`), so no page — and not the sidebar, drawn after the page — ever
+    shows the previous table's thresholds against the new one. Data-source actions call this from
+    widget callbacks, which run before the page script."""
+    ss = st.session_state
+    old = ss.get("dataset_token")
+    ss["dataset"] = ds
+    ss["dataset_source"] = dict(source)
+    ss["dataset_token"] = dataset_token(ds, source)
+    if old is not None and old != ss["dataset_token"]:
+        from .policy import ensure_policy
+
+        ensure_policy()
+
+
+#: Session key: page → the dataset token its data-dependent defaults were set for (:func:`first_run_on_dataset`).
+PAGE_TOKENS_KEY = "page_dataset_tokens"
+
+
+def first_run_on_dataset(page: str) -> bool:
+    """True the first time ``page`` runs on the active dataset (then False until the dataset changes): the page
+    resets its defaults that depend on the dataset, so nothing set for the previous table is shown against
+    the new one."""
+    tokens = dict(st.session_state.get(PAGE_TOKENS_KEY) or {})
+    if tokens.get(page) == token():
+        return False
+    tokens[page] = token()
+    st.session_state[PAGE_TOKENS_KEY] = tokens
+    return True
+
+
+def settings_belong_to_dataset(pages: tuple[str, ...]) -> None:
+    """The settings of ``pages`` were set for the active dataset (a study import): no reset on their next run."""
+    st.session_state[PAGE_TOKENS_KEY] = {**(st.session_state.get(PAGE_TOKENS_KEY) or {}),
+                                         **{p: token() for p in pages}}
 
 
 def dataset() -> Dataset:
@@ -93,6 +126,11 @@ def profile() -> DatasetProfile:
 
 def teaching() -> bool:
     return st.session_state.get("mode", "teaching") == "teaching"
+
+
+def review_mode() -> bool:
+    """Review mode (sidebar): the pages show no statistic of the records (see :mod:`ui.review`)."""
+    return not teaching()
 
 
 def rng_and_seed() -> tuple["np.random.Generator", int]:

@@ -72,6 +72,9 @@ ENGINE_KEYS: tuple[str, ...] = (
     "mt_filter_val", "mt_local_measure", "mt_d", "mt_scale", "mt_variant",
 )
 
+#: Pages whose defaults depend on the dataset (:func:`ui.state.first_run_on_dataset`).
+DATASET_PAGES = ("budget_functions", "personalized")
+
 #: Results of earlier runs, dropped by an import (they belong to the previous settings).
 RESULT_KEYS = ("run_release", "run_token", "run_error", "bf_result", "bf_run_error", "bf_last_valid",
                "pdp_last_release", "pdp_release_error", "pdp_cmp_on", "pdp_exp_on", "pdp_prdp_result", "pdp_data_defaults",
@@ -758,8 +761,10 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     for k in pop:
         ss.pop(k, None)
     if new_ds is not None and new_src is not None:
-        state.set_dataset(new_ds, new_src)
+        state.set_dataset(new_ds, new_src)  # gives the new data its starting policy, replaced below
         _set_raw(new_ds, new_src, data_bytes, data_name)
+        if SOURCES_KEY not in up:
+            ss.pop(SOURCES_KEY, None)  # the config's thresholds were typed, whatever the starting policy's were
     pol = up.pop("policy", None)
     for k, v in up.items():
         ss[k] = v
@@ -786,6 +791,8 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
         keep = {k: up[k] for k in ("pdp_lo", "pdp_cutoff") if k in up}
         set_query_defaults(q_hi)  # the page's design default for the public upper bound
         ss.update(keep)
+    # the imported settings are for the data just loaded: the pages keep them instead of resetting their defaults
+    state.settings_belong_to_dataset(DATASET_PAGES)
     ss["study_import_notes"] = notes
     return notes
 

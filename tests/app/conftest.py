@@ -87,3 +87,14 @@ def chart_traces(at: AppTest, key: str) -> list[dict]:
                         tr[axis] = _decode(tr[axis])
             return data
     raise AssertionError(f"no chart with key {key!r}")
+
+
+def upload(at: AppTest, name: str, content: bytes, mime: str = "text/csv", *, use: bool = True) -> AppTest:
+    """Upload a file on the Data page; with ``use``, confirm its guessed roles (*Use this table*) so it becomes
+    the active dataset (an upload alone only opens the Column roles view)."""
+    at.file_uploader(key="upload").set_value((name, content, mime)).run()
+    assert not at.exception, at.exception
+    if use:
+        at.button(key=f"apply_{at.session_state['raw']['id']}").click().run()
+        assert not at.exception, at.exception
+    return at

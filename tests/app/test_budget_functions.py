@@ -112,7 +112,8 @@ def test_review_mode_shows_no_true_values():
     at.run()
     assert not at.exception
     shown = at.dataframe[-1].value
-    assert set(shown.columns) <= {"mechanism", "estimate", "ε_τ", "ℓ", "ε of M"}
+    assert set(shown.columns) <= {"mechanism", "estimate", "ε_τ (budget level settled on)", "ℓ (first domain answered)",
+                                  "ε of M (= ε_τ/2)"}
     assert "Confidential" not in texts(at)
     assert "delivered = requested" not in _trace_names(at)
     assert "true answer" not in json.dumps(_figures(at))

@@ -6,6 +6,8 @@ import io
 
 import pandas as pd
 
+from ui import datasource
+
 from .conftest import texts
 
 
@@ -39,14 +41,21 @@ def test_load_other_sample(data_page):
     assert "Loaded sim_pareto" in texts(at)
 
 
-def test_upload_good_csv_becomes_active(data_page):
+def test_upload_good_csv_becomes_active_once_its_roles_are_confirmed(data_page):
     at = _upload(data_page, "firms.csv", b"estab_id,firm,county,emp\nA,f1,X,1\nB,f1,Y,50\nC,f2,X,3\n")
-    # a clean file with unambiguous roles becomes active at once; roles stay editable
+    # even a clean file waits on the Column roles view with its guessed roles; the previous dataset stays active
+    assert at.session_state["dataset"].name == "cbp_like"
+    assert at.session_state["data_tab"] == datasource.ROLES_TAB
+    assert "firms.csv is not in use yet" in texts(at) and "roles below were guessed" in at.info[0].value
+    rid = at.session_state["raw"]["id"]
+    assert at.multiselect(key=f"map_measures_{rid}").value == ["emp"]
+    at.button(key=f"apply_{rid}").click().run()
     ds = at.session_state["dataset"]
     assert ds.name == "firms.csv" and ds.n == 3 and ds.schema.measures == ("emp",)
     assert ds.schema.owner_col == "firm" and ds.schema.id_col == "estab_id"
-    assert "Column roles were guessed" in at.success[0].value
+    assert "Active dataset: firms.csv" in at.success[0].value and at.session_state["data_tab"] == datasource.PROFILE_TAB
     assert "Profile of firms.csv" in texts(at)  # the profile of the same rerun shows the new data
+    assert "not in use yet" not in texts(at)
 
 
 def test_bad_uploads_keep_previous_dataset(data_page):
@@ -89,26 +98,36 @@ def test_non_numeric_and_missing_values_offer_fixes(data_page):
     assert any("Dropped 2" in c.value for c in at.caption)
 
 
-def test_negative_values_reject_or_shift(data_page):
+def test_negative_values_reject_or_add_the_public_constant_typed(data_page):
     at = _upload(data_page, "neg.csv", b"id,bal\n1,-5\n2,10\n3,20\n")
     rid = at.session_state["raw"]["id"]
     assert "Negative values" in texts(at)
     at.button(key=f"apply_{rid}").click()
     at.run()
     assert "negative" in at.error[0].value
+    # the shift adds the public constant typed, nothing else: without one, nothing is applied
     at.radio(key=f"fix_neg_{rid}").set_value("shift")
     at.button(key=f"apply_{rid}").click()
     at.run()
-    ds = at.session_state["dataset"]
-    assert ds.table["bal"].tolist() == [0.0, 15.0, 25.0]
-    assert "confidential" in ds.notes[-1]
-    # the shift should be a public constant: a number input offers one (a power of ten by default)
-    assert at.number_input(key=f"fix_shift_{rid}_bal").value == 10.0
+    assert "No public constant is typed for 'bal'" in at.error[0].value
+    assert at.session_state["dataset"].name == "cbp_like"
+    assert at.number_input(key=f"fix_shift_{rid}_bal").value is None  # no default read off the smallest record
+    assert "Smallest bal in this table: -5 (confidential)" in texts(at)
     at.number_input(key=f"fix_shift_{rid}_bal").set_value(100.0)
     at.button(key=f"apply_{rid}").click()
     at.run()
     ds = at.session_state["dataset"]
     assert ds.table["bal"].tolist() == [95.0, 110.0, 120.0] and ds.shifts == {"bal": 100.0}
+    assert "bal shifted by +100 (public constant)" in texts(at)  # the profile says what was added
+    shown = next(d.value for d in at.dataframe if "shift" in d.value.columns)
+    assert shown.loc["bal", "shift"] == 100.0 and shown.loc["bal", "min"] == 95.0
+    # a constant too small to lift every value is refused with what to fix
+    at = _upload(at, "neg2.csv", b"id,bal\n1,-502.3\n2,10\n3,20\n")
+    rid = at.session_state["raw"]["id"]
+    at.radio(key=f"fix_neg_{rid}").set_value("shift").run()
+    at.number_input(key=f"fix_shift_{rid}_bal").set_value(500.0)
+    at.button(key=f"apply_{rid}").click().run()
+    assert "too small" in at.error[0].value and at.session_state["dataset"].name == "neg.csv"
 
 
 def test_duplicate_ids_and_schema_edits(data_page):

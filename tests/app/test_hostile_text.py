@@ -19,7 +19,7 @@ from streamlit.testing.v1.element_tree import (AlertBase, Expander, HeadingBase,
 
 from ui.common import md_escape
 
-from .conftest import open_page, visible
+from .conftest import open_page, upload, visible
 
 HOST = "127.0.0.1:8999"
 MEASURE = f"![m](http://{HOST}/x.png)"
@@ -99,8 +99,7 @@ def _check(at, where: str) -> str:
 @pytest.fixture(scope="module")
 def hostile_app():
     at = open_page("data")
-    at.file_uploader(key="upload").set_value((FILE, _csv(), "text/csv")).run()
-    assert not at.exception, at.exception
+    upload(at, FILE, _csv())
     assert at.session_state["dataset"].schema.measures == (MEASURE,)
     return at
 

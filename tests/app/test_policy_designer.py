@@ -127,7 +127,16 @@ def test_review_mode_hides_largest_records(page):
     at.sidebar.radio(key="mode").set_value("review")
     at.run()
     assert "ten largest record losses" not in texts(at)
-    assert "Review mode" in texts(at)
+    assert "Hidden in review mode:** losses by group and the records with the largest losses" in texts(at)
+    # no statistic of the records: metrics, loss charts and read-outs of real records are gone; the public
+    # policy function and the (ε, δ) reading of its loss levels stay
+    assert [m.label for m in at.metric] == ["Base loss (unsplit records)"]
+    charts = [el.proto.id for el in at.get("plotly_chart")]
+    assert not any(c.endswith(("cdf_records", "cdf_owners")) for c in charts) and any(c.endswith("public_fn")
+                                                                                     for c in charts)
+    assert "a record cut into 10 pieces loses" in texts(at) and "percentile of" not in texts(at)
+    table = next(d.value for d in at.dataframe if "ρ (zCDP)" in d.value.columns)
+    assert "a record cut into 100 pieces" in set(table.iloc[:, 0]) and "largest record" not in set(table.iloc[:, 0])
 
 
 def test_conversion_table_has_its_confidentiality_note(page):

@@ -7,7 +7,7 @@ import yaml
 
 from prdp_core.provenance import DATA_DERIVED_COLUMN
 
-from .conftest import open_page, texts
+from .conftest import open_page, texts, upload
 
 # balances 1 … 500: the 99th percentile is 495.01, so the page's default threshold is 500 (rounded)
 CSV = ("acct,balance\n" + "".join(f"a{i},{i}\n" for i in range(1, 501))).encode()
@@ -15,8 +15,7 @@ CSV = ("acct,balance\n" + "".join(f"a{i},{i}\n" for i in range(1, 501))).encode(
 
 def _uploaded(page: str):
     at = open_page("data")
-    at.file_uploader(key="upload").set_value(("accounts.csv", CSV, "text/csv")).run()
-    assert not at.exception, at.exception
+    upload(at, "accounts.csv", CSV)
     at.switch_page(f"pages/{page}.py")
     at.run()
     assert not at.exception, at.exception

@@ -48,8 +48,8 @@ def test_review_mode_shows_no_true_values(page):
     at = _run(at)
     for df in at.dataframe:
         assert not {"true", "error", "rel_error", "n_records"} & set(df.value.columns)
-    assert "Review mode: true values" in texts(at)
-    assert "Review mode: per-record losses are hidden" in texts(at)
+    assert "Hidden in review mode:** true answers, errors and record counts" in texts(at)
+    assert "Hidden in review mode:** the policy and realized losses of the records" in texts(at)
     assert not any(el.proto.id.endswith("run_cdf_records") for el in at.get("plotly_chart"))
     data = at.get("download_button")[0]
     assert data.proto.label == "Download answers (CSV)"

@@ -58,4 +58,8 @@ def test_settings_of_the_splitting_pages_outside_their_widgets_are_left_out():
         assert not at.exception, (page, at.exception)
     at.switch_page("pages/policy_designer.py")
     at.run()
+    # the config's mode is review (its default), where the suggestions computed on the records are hidden;
+    # the imported setting waits in the session and shows in teaching mode
+    assert "Hidden in review mode:** threshold suggestions" in texts(at)
+    at.sidebar.radio(key="mode").set_value("teaching").run()
     assert at.number_input(key="sugg_share").value == 98

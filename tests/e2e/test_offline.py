@@ -72,10 +72,14 @@ def test_the_app_requests_nothing_outside_its_server(browser, app_url, tmp_path)
         page.get_by_role("heading", name="Data", exact=True).wait_for()
         wait_idle(page)
         page.get_by_role("tab", name=re.compile("Upload a file")).click()
+        wait_idle(page)  # switching tabs reruns the page
         f = tmp_path / FILE.replace("/", "_")
         f.write_text(_csv(), encoding="utf-8")
         page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
             files=[{"name": FILE, "mimeType": "text/csv", "buffer": f.read_bytes()}])
+        wait_idle(page)
+        page.get_by_text("is not in use yet").wait_for()  # the upload's own roles view
+        page.get_by_role("button", name="Use this table").click()  # confirm the guessed roles
         wait_idle(page)
         page.locator('[data-testid="stSidebar"]').get_by_text("140 records").wait_for()
         shown = page.locator('[data-testid="stSidebar"]').get_by_text(re.compile(r"!\[m\]\(http:\u200b?//127")).count()

@@ -41,10 +41,14 @@ def test_smoke_main_path(page, app_url, tmp_path):
 
     # upload a CSV
     page.get_by_role("tab", name=re.compile("Upload a file")).click()
+    wait_idle(page)  # switching tabs reruns the page
     csv = tmp_path / "firms.csv"
     csv.write_text("estab_id,firm,county,emp,payroll\n" + "".join(
         f"E{i},F{i // 3},C{i % 7},{1 + (i * 37) % 500},{10 + (i * 91) % 9000}\n" for i in range(300)))
     page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(csv))
+    wait_idle(page)
+    page.get_by_text("firms.csv is not in use yet").wait_for()  # its guessed roles wait for confirmation
+    page.get_by_role("button", name="Use this table").click()
     wait_idle(page)
     page.get_by_text("Active dataset: firms.csv").wait_for()
     sidebar.get_by_text("300 records").wait_for()

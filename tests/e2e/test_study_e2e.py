@@ -66,12 +66,18 @@ def test_study_download_report_and_config_then_reload(page, app_url, tmp_path):
     wait_idle(page)
     page.get_by_text("Loaded the study from changed.yaml").wait_for()
     sidebar = page.locator('[data-testid="stSidebar"]')
-    sidebar.get_by_text("5,000 records").wait_for()
     sidebar.get_by_text("T(EMP) = 77").wait_for()
+    assert sidebar.get_by_text("5,000 records").count() == 0  # review mode: no record count
+    sidebar.get_by_text("Teaching (seeded, shows true values)").click()
+    wait_idle(page)
+    sidebar.get_by_text("5,000 records").wait_for()  # the config's sample size
+    sidebar.get_by_text("Review (true values hidden)").click()
+    wait_idle(page)
     assert page.locator('[data-testid="stException"]').count() == 0
     shot(page, "study-03-reloaded")
 
-    # the pages show the loaded study
+    # the pages show the loaded study (in its review mode: the public reading of the policy, not the records')
     _nav(page, "Policy designer")
-    page.get_by_text("Policy-loss CDF over records").first.wait_for()
+    page.get_by_text("a record cut into 10 pieces loses").first.wait_for()
+    assert page.get_by_text("Policy-loss CDF over records").count() == 0
     assert page.locator('[data-testid="stException"]').count() == 0

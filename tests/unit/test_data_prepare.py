@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 import prdp_core
-from prdp_core.data import Schema, check_table, guess_schema, prepare_dataset
+from prdp_core.data import Schema, check_table, guess_schema, prepare_dataset, shift_text
 from prdp_core.errors import DataError, SchemaError
 
 
@@ -102,6 +102,27 @@ def test_public_shift_does_not_depend_on_the_data():
     assert a.table["payroll"].tolist()[:3] == b.table["payroll"].tolist()
     with pytest.raises(DataError, match="finite constant"):
         prepare_dataset(without, sch, negative="shift", shift_by={"payroll": float("nan")})
+
+
+def test_the_shift_adds_exactly_the_public_constant_stated():
+    """A measure with minimum −502.3 shifted by the public constant 1,000 ends at 497.7: the constant added is the
+    one stated, every value moves by it and nothing else, and the note says which constant it was; only without a
+    declared constant does the engine shift by −min, and then it says the shift is the smallest record's."""
+    df = pd.DataFrame({"id": [1, 2, 3, 4], "SALES": [-502.3, 10.25, 2000.0, 0.0]})
+    sch = Schema(id_col="id", measures=("SALES",))
+    ds = prepare_dataset(df, sch, negative="shift", shift_by={"SALES": 1000.0})
+    assert ds.shifts == {"SALES": 1000.0}
+    assert ds.table["SALES"].tolist() == (df["SALES"] + 1000.0).tolist()
+    assert ds.table["SALES"].min() == pytest.approx(497.7, abs=1e-12)
+    assert shift_text("SALES", 1000.0) == "SALES shifted by +1,000 (public constant)"
+    assert ds.notes[0].startswith("SALES shifted by +1,000 (public constant): every value of 'SALES' has 1,000 added")
+    assert "subtract n × 1,000" in ds.notes[0]
+    auto = prepare_dataset(df, sch, negative="shift")
+    assert auto.shifts == {"SALES": 502.3} and auto.table["SALES"].min() == 0.0
+    assert auto.notes[0].startswith("SALES shifted by +502.3 (smallest record: confidential): its minimum is now 0")
+    # constants are written in full, never rounded to six digits
+    assert shift_text("x", 1234567.5) == "x shifted by +1,234,567.5 (public constant)"
+    assert shift_text("x", 0.125, public=False) == "x shifted by +0.125 (smallest record: confidential)"
 
 
 def test_duplicate_ids_reject_or_regenerate():

@@ -92,6 +92,23 @@ def test_public_policy_function_is_a_step_function():
     assert pol.public_function("Employees", grid).tolist() == [1.5, 1.5, 1.5, 4.5, 4.5, 9.5, 9.5]
 
 
+def test_public_levels_are_read_off_the_public_function_and_bound_any_record_with_that_many_pieces():
+    """Review mode converts these levels to (ε, δ) instead of the levels of real records: they depend on the
+    policy alone (the same for any table) and equal the loss of a record cut into m pieces."""
+    from prdp_core.preview import public_levels
+
+    wl = Workload((Query("count", rho=0.5), Query("sum", "Employees", rho=1.0), Query("sum", "Payroll", rho=0.25)),
+                  partition_rho=0.125)
+    pol = SplittingPolicy(as_thresholds(T2), wl)
+    lv = public_levels(pol, pieces=(2, 3))
+    assert lv == {"base loss (unsplit records)": 1.875, "a record cut into 2 pieces": 0.5 + 1.375 * 4,
+                  "a record cut into 3 pieces": 0.5 + 1.375 * 9}
+    m = split_counts(table2(), T2)
+    losses = pol(table2())
+    assert losses[m == 3].max() <= lv["a record cut into 3 pieces"] and losses[m == 1].max() == lv[
+        "base loss (unsplit records)"]
+
+
 def test_validation_messages():
     with pytest.raises(PolicyError, match="positive"):
         as_thresholds({"Employees": 0})
