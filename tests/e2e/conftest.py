@@ -7,28 +7,15 @@ Screenshots go to test-artifacts/e2e/.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from .server import CHROMIUM, CHROMIUM_FLAGS, IDLE_JS, ROOT, app_server
+
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
-CHROMIUM = os.environ.get("PRDP_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _require_browser() -> None:
@@ -41,39 +28,9 @@ def _require_browser() -> None:
 @pytest.fixture(scope="session")
 def app_url() -> Iterator[str]:
     _require_browser()
-    port = _free_port()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log = open(ARTIFACTS / "streamlit-server.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
-         "--server.fileWatcherType", "none"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with code {proc.returncode}; see {log.name}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("streamlit did not answer /_stcore/health within 90 s")
-            time.sleep(0.3)
+    with open(ARTIFACTS / "streamlit-server.log", "w") as log, app_server(log) as (url, _proc):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 @pytest.fixture(scope="session")
@@ -111,7 +68,5 @@ def wait_idle(page, timeout: float = 60_000) -> None:
     """Wait until Streamlit has finished the current run: no 'Running' status widget and no
     skeleton placeholders left (elements still being drawn)."""
     page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=timeout)
+    page.wait_for_function(IDLE_JS, timeout=timeout)
     page.wait_for_timeout(300)
