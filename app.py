@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from ui import sidebar, state, study
+from ui import memory, sidebar, state, study
 
 st.set_page_config(page_title="PrDP Explorer", page_icon=":material/shield_person:", layout="wide")
 
 state.init_state()
+memory.track_session()  # an ended session's memory is released after Streamlit's reconnect window
 study.keep_settings()  # pages keep their settings while another page is on screen
 
 PAGES = {

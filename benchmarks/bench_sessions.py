@@ -16,7 +16,7 @@ Each step is timed by a :class:`StepTimer` per session, so a new step (e.g. the 
 change on the Policy designer to the updated chart) is one more ``async with timer.step(name):`` in
 :func:`session_flow`.
 
-Run: .venv/bin/python benchmarks/bench_sessions.py [--sessions 20] [--rows 200000] [--settle 60]
+Run: .venv/bin/python benchmarks/bench_sessions.py [--sessions 20] [--rows 200000] [--settle 150]
 """
 
 from __future__ import annotations
@@ -250,8 +250,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sessions", type=int, default=20, help="concurrent browser sessions (default 20)")
     ap.add_argument("--rows", type=int, default=200_000, help="rows of each uploaded CSV (default 200,000)")
-    ap.add_argument("--settle", type=float, default=60.0,
-                    help="seconds to wait after the sessions end before the last memory reading (default 60)")
+    ap.add_argument("--settle", type=float, default=150.0,
+                    help="seconds to wait after the contexts close before the last memory reading (default 150: "
+                         "the server keeps a disconnected session for its reconnect window, 120 s)")
     ap.add_argument("--timeout", type=float, default=600.0, help="timeout of each browser step, s (default 600)")
     ap.add_argument("--log", type=Path, default=None, help="server log file (default: in the temporary folder)")
     args = ap.parse_args()

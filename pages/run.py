@@ -11,7 +11,7 @@ from prdp_core.secure import mode_label
 from ui import policy as pstate
 from ui import run as rstate
 from ui import state
-from ui.common import code_expander, confidential, learn, seeded_notice, show_error
+from ui.common import code_expander, confidential, download_button, learn, seeded_notice, show_error
 from ui.run_code import run_code
 
 st.title("Run")
@@ -90,8 +90,8 @@ else:
     st.dataframe(sub.head(2000), hide_index=True)
     st.caption(f"{len(sub):,} answers for this query ({len(shown):,} in all); the table shows at most 2,000 — the "
                "download has them all.")
-    st.download_button("Download answers (CSV)", to_csv_bytes(shown), file_name="prdp_answers.csv",
-                       mime="text/csv", key="run_download")
+    download_button("Download answers (CSV)", to_csv_bytes(shown), file_name="prdp_answers.csv",
+                    mime="text/csv", key="run_download")
 
     st.subheader("Policy loss and realized loss")
     if teaching:

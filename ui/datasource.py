@@ -18,10 +18,10 @@ from prdp_core.data import (Dataset, Schema, check_table, guess_schema, load_tab
                             prepare_dataset)
 from prdp_core.errors import PrdpError
 
-from . import state
+from . import memory, state
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
+@st.cache_data(show_spinner=False, max_entries=4, ttl=state.PUBLIC_CACHE_TTL_S)
 def _sample_frame(name: str, n: int | None, seed: int) -> pd.DataFrame:
     return prdp_core.samples.load(name, n=n, seed=seed)
 
@@ -71,6 +71,10 @@ def on_load_sample() -> None:
     n_arg = sample_size_arg(name, int(ss.get(f"sample_n_{name}", 0) or 0))
     seed = int(ss.get("sample_seed", 0))
     try:
+        meta = prdp_core.samples.info(name)
+        # model: records × columns of the sample (a real sample of all rows: its size is not known before reading)
+        memory.guard("sample", rows=n_arg or meta.default_n or 0,
+                     columns=len(meta.schema.measures) + len(meta.schema.groups) + 2)
         ds = state.cached_sample(name, n_arg, seed)
     except PrdpError as err:
         _msg("error", _error_text(err), "samples")
@@ -85,7 +89,9 @@ def on_upload() -> None:
     if up is None:
         return
     try:
+        memory.guard("load", rows=up.size, columns=1)  # model: bytes of the file
         df = load_table(up, filename=up.name)
+        memory.guard("prepare", rows=len(df), columns=df.shape[1])
     except PrdpError as err:
         _msg("error", _error_text(err), "upload")
         return
@@ -142,6 +148,7 @@ def on_apply(rid: str) -> None:
     schema = schema_from_widgets(rid)
     opts = fix_options(rid)
     try:
+        memory.guard("prepare", rows=len(raw["df"]), columns=raw["df"].shape[1])
         ds = prepare_dataset(raw["df"], schema, name=raw["name"], **opts)
     except PrdpError as err:
         _msg("error", _error_text(err), "roles")

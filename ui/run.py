@@ -16,11 +16,11 @@ from prdp_core.mechanisms.unit_splitting import QueryStats, release, workload_st
 from prdp_core.release import Release
 from prdp_core.workload import SplittingPolicy
 
+from . import memory, state
 from . import policy as pstate
-from . import state
 
 
-@st.cache_data(show_spinner="Computing the workload's sufficient statistics…", max_entries=8)
+@st.cache_data(show_spinner="Computing the workload's sufficient statistics…", max_entries=8, scope="session")
 def cached_stats(token: str, pol_json: str, _ds: Dataset, _pol: SplittingPolicy) -> list[QueryStats]:
     return workload_stats(_ds.table, _pol)
 
@@ -40,6 +40,7 @@ def on_run(partition_delta_key: str) -> None:
         chosen = ss.get("run_queries")
         if chosen is not None and len(chosen) < len(pol.workload.queries):
             pol = SplittingPolicy(pol.thresholds, pol.workload.subset(chosen))
+        memory.guard("release")  # records × (measures + groups + 3)
         rel = release(state.dataset(), pol, rng=rng, reveal=True, seed=seed,
                       partition_delta=float(ss.get(partition_delta_key, 1e-6)), stats_=stats_for(pol),
                       secure=bool(ss.get("run_secure", False)))
