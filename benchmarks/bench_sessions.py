@@ -9,8 +9,9 @@ one Debian chromium (Playwright) and drives N browser contexts concurrently. Eve
 
 Reported: failures (with the step and the reason), the time of each step (p50 / p95 / max over the
 sessions), and the server's resident memory (VmRSS of its process, sampled every 0.5 s) before the
-sessions (after one warm-up session has opened the app and left), at its peak, per session, when every session has finished, and after the browser contexts
-are closed and the server has had ``--settle`` seconds to release what they held.
+sessions (after one warm-up session has opened the app and left), at its peak, per session, when
+every session has finished, and after the browser contexts are closed and the server has had
+``--settle`` seconds to release what they held.
 
 Each step is timed by a :class:`StepTimer` per session, so a new step (e.g. the time from a threshold
 change on the Policy designer to the updated chart) is one more ``async with timer.step(name):`` in
