@@ -17,7 +17,7 @@ Each step is timed by a :class:`StepTimer` per session, so a new step (e.g. the 
 change on the Policy designer to the updated chart) is one more ``async with timer.step(name):`` in
 :func:`session_flow`.
 
-Run: .venv/bin/python benchmarks/bench_sessions.py [--sessions 20] [--rows 200000] [--settle 150]
+Run: .venv/bin/python benchmarks/bench_sessions.py [--sessions 20] [--rows 200000] [--settle 150] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -214,15 +214,16 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def report(args: argparse.Namespace, results: list[SessionResult], mem: dict[str, float]) -> None:
-    n = len(results)
+def report(args: argparse.Namespace, rounds: list[tuple[list[SessionResult], dict[str, float]]]) -> None:
+    results = [r for res, _ in rounds for r in res]
     failed = [r for r in results if not r.ok]
     print(f"Machine: {machine()}")
     print(f"Command: .venv/bin/python benchmarks/bench_sessions.py --sessions {args.sessions} --rows {args.rows} "
-          f"--settle {args.settle:g}")
-    print(f"Input: {n} concurrent sessions, each uploading its own {args.rows:,}-row CSV "
+          f"--settle {args.settle:g}" + (f" --rounds {args.rounds}" if args.rounds > 1 else ""))
+    print(f"Input: {args.sessions} concurrent sessions, each uploading its own {args.rows:,}-row CSV "
           f"({args.csv_mb:.1f} MB), releasing on the Run page and downloading the answers; "
-          f"wall time {mem['wall']:.1f} s")
+          + ", ".join(f"wall time {mem['wall']:.1f} s" for _, mem in rounds)
+          + (f" ({args.rounds} rounds on the same server)" if args.rounds > 1 else ""))
     print()
     print("| step | p50 | p95 | max | sessions |")
     print("|---|---|---|---|---|")
@@ -232,16 +233,22 @@ def report(args: argparse.Namespace, results: list[SessionResult], mem: dict[str
         print(f"| {s} | {percentile(vals, 50):.1f} s | {percentile(vals, 95):.1f} s | {max(vals):.1f} s | "
               f"{len(vals)} |")
     print()
-    print("| server resident memory | MB |")
-    print("|---|---|")
-    print(f"| before the sessions | {mem['before']:,.0f} |")
-    print(f"| peak | {mem['peak']:,.0f} |")
-    print(f"| peak − before, per session | {(mem['peak'] - mem['before']) / max(n, 1):,.0f} |")
-    print(f"| every session finished (contexts open) | {mem['finished']:,.0f} |")
-    print(f"| {args.settle:g} s after the contexts closed | {mem['after']:,.0f} |")
+    mems = [mem for _, mem in rounds]
+    heads = ["MB"] if len(mems) == 1 else [f"round {i + 1}, MB" for i in range(len(mems))]
+    print("| server resident memory | " + " | ".join(heads) + " |")
+    print("|---|" + "---|" * len(mems))
+
+    def line(label: str, values: list[float]) -> None:
+        print(f"| {label} | " + " | ".join(f"{v:,.0f}" for v in values) + " |")
+
+    line("before the sessions", [m["before"] for m in mems])
+    line("peak", [m["peak"] for m in mems])
+    line("peak − before, per session", [(m["peak"] - m["before"]) / max(args.sessions, 1) for m in mems])
+    line("every session finished (contexts open)", [m["finished"] for m in mems])
+    line(f"{args.settle:g} s after the contexts closed", [m["after"] for m in mems])
     print()
     sizes = [r.download_bytes for r in results if r.ok]
-    print(f"Completed: {n - len(failed)} of {n}; failures: {len(failed)}"
+    print(f"Completed: {len(results) - len(failed)} of {len(results)}; failures: {len(failed)}"
           + (f"; answers CSV {statistics.median(sizes) / 1024:,.0f} KB" if sizes else ""))
     for r in failed:
         print(f"- session {r.index}: {r.failed_step}: {r.reason}")
@@ -254,6 +261,9 @@ def main() -> int:
     ap.add_argument("--settle", type=float, default=150.0,
                     help="seconds to wait after the contexts close before the last memory reading (default 150: "
                          "the server keeps a disconnected session for its reconnect window, 120 s)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="run the sessions this many times on the same server (default 1): memory that stays "
+                         "after the first round but does not grow is the server's one-time cost")
     ap.add_argument("--timeout", type=float, default=600.0, help="timeout of each browser step, s (default 600)")
     ap.add_argument("--log", type=Path, default=None, help="server log file (default: in the temporary folder)")
     args = ap.parse_args()
@@ -271,11 +281,12 @@ def main() -> int:
         with open(log_path, "w") as log, app_server(log) as (url, proc):
             sampler = RssSampler(proc.pid).start()
             try:
-                results, mem = asyncio.run(run_sessions(url, files, args.timeout * 1000, sampler, args.settle))
+                rounds = [asyncio.run(run_sessions(url, files, args.timeout * 1000, sampler, args.settle))
+                          for _ in range(max(args.rounds, 1))]
             finally:
                 sampler.stop()
-    report(args, results, mem)
-    return 1 if any(not r.ok for r in results) else 0
+    report(args, rounds)
+    return 1 if any(not r.ok for res, _ in rounds for r in res) else 0
 
 
 if __name__ == "__main__":
