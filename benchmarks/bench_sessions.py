@@ -147,6 +147,9 @@ async def session_flow(browser, url: str, csv: Path, res: SessionResult, timeout
         async with res.timer.step(step):
             await page.get_by_role("tab", name=re.compile("Upload a file")).click()
             await page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(csv))
+            await page.get_by_text(f"{csv.name} is not in use yet").wait_for()  # guessed roles wait for confirmation
+            await wait_idle(page, timeout_ms)
+            await page.get_by_role("button", name="Use this table").click()
             await page.get_by_text(f"Active dataset: {csv.name}").wait_for()
             await wait_idle(page, timeout_ms)
         step = "release"

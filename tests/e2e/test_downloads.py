@@ -45,6 +45,10 @@ def test_concurrent_sessions_release_and_every_download_completes(browser, app_u
             pg.get_by_role("tab", name=re.compile("Upload a file")).click()
             _csv(tmp_path / f"firms_{i}.csv", seed=i)
             pg.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(str(tmp_path / f"firms_{i}.csv"))
+        for i, pg in enumerate(pages):  # confirm the guessed roles: an upload is not used before that
+            pg.get_by_text(f"firms_{i}.csv is not in use yet").wait_for()
+            wait_idle(pg, 120_000)
+            pg.get_by_role("button", name="Use this table").click()
         for i, pg in enumerate(pages):
             pg.get_by_text(f"Active dataset: firms_{i}.csv").wait_for()
             wait_idle(pg, 120_000)
