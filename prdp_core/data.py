@@ -567,7 +567,7 @@ def check_table(df: pd.DataFrame, schema: Schema) -> TableCheck:
     dup = 0
     dup_examples: tuple[str, ...] = ()
     missing_ids = 0
-    if schema.id_col:
+    if schema.id_col and not strictly_increasing(df[schema.id_col]):  # sorted ids are unique: no hashing
         ids = df[schema.id_col]
         missing_ids = int(ids.isna().sum())
         d = ids.duplicated(keep="first") & ids.notna()
@@ -583,6 +583,45 @@ def check_table(df: pd.DataFrame, schema: Schema) -> TableCheck:
 
 #: The label given to missing group values by ``prepare_dataset(..., missing_groups="label")``.
 MISSING_GROUP = "(missing)"
+
+
+def strictly_increasing(s: pd.Series) -> bool:
+    """True when the values of ``s`` are strictly increasing (so unique and never missing).
+
+    An O(n) comparison of neighbours: the usual sorted id column of a large table is known to be
+    unique without hashing every value (hashing ten million text ids takes seconds). Text compares
+    by its UTF-8 bytes, numbers as numbers; anything else (or any missing value) answers False,
+    and the caller falls back to the full check."""
+    n = len(s)
+    if n < 2:
+        return bool(n == 0 or s.notna().all())
+    dt = s.dtype
+    if isinstance(dt, pd.StringDtype) and dt.storage == "pyarrow":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pa.array(s.array)
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if arr.null_count:
+            return False
+        return not pc.any(pc.less_equal(arr[1:], arr[:-1])).as_py()
+    if pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt):
+        v = s.to_numpy()
+        if v.dtype.kind not in "iuf":
+            return False
+        return bool(np.all(v[1:] > v[:-1]))  # NaN compares False
+    return False
+
+
+def _column_values(col: pd.Series) -> Any:
+    """A column's values for a new table: text columns keep their (Arrow) array, others become numpy.
+
+    Converting ten million Arrow strings to Python objects and back takes seconds; the values and
+    the resulting column dtype are the same either way."""
+    if isinstance(col.dtype, pd.StringDtype):
+        return col.array
+    return col.to_numpy()
 
 
 def _missing_cells(s: pd.Series) -> np.ndarray:
@@ -684,8 +723,11 @@ def prepare_dataset(
     if not keep.any():
         raise DataError("No row is left after dropping rows with missing measure values.",
                         hint="Check the measure columns: they look empty.")
-    base = df.loc[keep]
-    out = out.loc[keep]
+    if n_bad:  # copying every column of a large table only to keep all of its rows costs seconds
+        base = df.loc[keep]
+        out = out.loc[keep]
+    else:
+        base = df
     shifts: dict[str, float] = {}
     for m in schema.measures:
         mn = float(out[m].min())
@@ -724,7 +766,8 @@ def prepare_dataset(
         notes.append("Record ids generated from the row number.")
     else:
         ids = base[id_col]
-        if ids.isna().any() or ids.duplicated().any():
+        # check_table found no duplicate or missing id in the whole table: none among the rows kept
+        if (chk.duplicate_ids or chk.missing_ids) and (ids.isna().any() or ids.duplicated().any()):
             if duplicate_ids == "error":
                 n_dup = int(ids.duplicated().sum()) + int(ids.isna().sum())
                 ex = ", ".join(repr(str(x)) for x in pd.unique(ids[ids.duplicated()])[:3])
@@ -736,9 +779,9 @@ def prepare_dataset(
                 )
             ids = pd.Series(np.arange(1, len(base) + 1), index=base.index, name=id_col)
             notes.append(f"Duplicate ids in '{id_col}' replaced by row numbers.")
-    table = pd.DataFrame({id_col: ids.to_numpy()})
+    table = pd.DataFrame({id_col: _column_values(ids)})
     if schema.owner_col:
-        table[schema.owner_col] = base[schema.owner_col].to_numpy()
+        table[schema.owner_col] = _column_values(base[schema.owner_col])
     for g in schema.groups:
         if g not in table.columns:
             col = base[g]
@@ -752,7 +795,7 @@ def prepare_dataset(
                     col = col.astype(object).where(~miss, MISSING_GROUP)
                     notes.append(f"{int(miss.sum()):,} missing value(s) of group column '{g}' put in the group "
                                  f"'{MISSING_GROUP}'.")
-            table[g] = col.to_numpy()
+            table[g] = _column_values(col)
     for m in schema.measures:
         table[m] = out[m].to_numpy(dtype="float64")
     final_schema = replace(schema, id_col=id_col)

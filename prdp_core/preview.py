@@ -9,7 +9,6 @@ All of it describes confidential records.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -17,6 +16,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from .codes import column_codes
 from .data import Dataset
 from .errors import PolicyError
 from .policy import LossProfile, owner_losses
@@ -24,24 +24,13 @@ from .splitting import split_counts
 from .workload import SplittingPolicy
 
 
-_CODES: dict[tuple[int, str], tuple["weakref.ref[pd.DataFrame]", np.ndarray, pd.Index]] = {}
-
-
 def _column_codes(table: pd.DataFrame, col: str) -> tuple[np.ndarray, pd.Index]:
     """A column's values as sorted integer codes (−1 for missing) and their labels, factorised
-    once per (immutable) dataset table and column.
+    once per (immutable) dataset table and column (:func:`prdp_core.codes.column_codes`).
 
-    Factorising a million string ids takes about half a second; the Policy designer needs the
-    owners (and the group summaries) on every threshold change. Codes in sorted order keep the
-    owners in the same order as factorising the ids themselves, so owner losses are unchanged."""
-    hit = _CODES.get((id(table), col))
-    if hit is not None and hit[0]() is table:
-        return hit[1], hit[2]
-    codes, uniques = pd.factorize(table[col], sort=True)
-    if len(_CODES) >= 16:
-        _CODES.clear()
-    _CODES[(id(table), col)] = (weakref.ref(table), codes, pd.Index(uniques))
-    return codes, pd.Index(uniques)
+    Codes in sorted order keep the owners in the same order as factorising the ids themselves,
+    so owner losses are unchanged."""
+    return column_codes(table, col, sort=True)
 
 
 @dataclass(eq=False)

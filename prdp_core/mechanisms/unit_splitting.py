@@ -41,6 +41,7 @@ import pandas as pd
 from scipy import stats
 
 from ..accounting import LedgerEntry
+from ..codes import column_codes
 from ..data import Dataset
 from ..errors import ParameterError, PolicyError
 from ..release import Release
@@ -99,21 +100,32 @@ class QueryStats:
 
 
 class _Factorizer:
-    """Codes of group-by columns, factorised once per column and combined per group-by set."""
+    """Codes of group-by columns, factorised once per column and combined per group-by set.
 
-    def __init__(self, table: pd.DataFrame) -> None:
+    ``cache``: the table is a dataset's (immutable) table, so its column codes are kept for later
+    releases (:func:`prdp_core.codes.column_codes`)."""
+
+    def __init__(self, table: pd.DataFrame, cache: bool = False) -> None:
         self.table = table
+        self.cache = cache
         self._cols: dict[str, tuple[np.ndarray, pd.Index]] = {}
+        self._cells: dict[tuple[str, ...], tuple[pd.DataFrame, np.ndarray]] = {}
 
     def column(self, c: str) -> tuple[np.ndarray, pd.Index]:
         if c not in self._cols:
-            codes, uniq = pd.factorize(self.table[c], sort=True)
+            codes, uniq = column_codes(self.table, c, sort=True, cache=self.cache)
             if (codes < 0).any():
                 from ..workload import MISSING_GROUP_HINT
 
                 raise PolicyError(f"Group-by column '{c}' has missing values.", hint=MISSING_GROUP_HINT)
-            self._cols[c] = (codes.astype(np.int64), pd.Index(uniq))
+            self._cols[c] = (codes, uniq)
         return self._cols[c]
+
+    def all_cells(self, group_by: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
+        """:meth:`cells` over every record, computed once per group-by set."""
+        if group_by not in self._cells:
+            self._cells[group_by] = self.cells(group_by, np.ones(len(self.table), dtype=bool))
+        return self._cells[group_by]
 
     def cells(self, group_by: tuple[str, ...], mask: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
         """Keys (sorted combinations present among masked records) and each record's cell (-1 outside)."""
@@ -128,7 +140,7 @@ class _Factorizer:
             codes, uniq = self.column(c)
             combined = combined * np.int64(len(uniq)) + codes
             sizes.append(len(uniq))
-        u, inv = np.unique(combined[mask], return_inverse=True)
+        u, inv = _sorted_unique(combined if mask.all() else combined[mask], int(np.prod(sizes, dtype=float)))
         cell_of[mask] = inv
         parts = {}
         rest = u
@@ -139,8 +151,18 @@ class _Factorizer:
         return pd.DataFrame({c: parts[c] for c in group_by}), cell_of
 
 
-def _cells(table: pd.DataFrame, group_by: tuple[str, ...], mask: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
-    return _Factorizer(table).cells(group_by, mask)
+def _sorted_unique(codes: np.ndarray, space: float) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(codes, return_inverse=True)`` for non-negative codes below ``space``: by counting
+    (O(n)) when the code space is small, else by sorting."""
+    if codes.size and space <= max(4.0 * codes.size, 1 << 16):
+        present = np.bincount(codes, minlength=int(space)) > 0
+        u = np.flatnonzero(present).astype(np.int64)
+        rank = np.cumsum(present, dtype=np.int64) - 1
+        return u, rank[codes]
+    u, inv = np.unique(codes, return_inverse=True)
+    return u, inv.astype(np.int64, copy=False)
+
+
 
 
 def _cell_sensitivity(q: Query, policy: SplittingPolicy, keys: pd.DataFrame) -> np.ndarray:
@@ -188,19 +210,19 @@ def _public_cells(table: pd.DataFrame, group_by: tuple[str, ...], keys: pd.DataF
 
 
 def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndarray | None = None,
-                   public_keys: PublicKeys | None = None) -> list[QueryStats]:
+                   public_keys: PublicKeys | None = None, *, factorizer: _Factorizer | None = None
+                   ) -> list[QueryStats]:
     """Sufficient statistics of every query of the policy's workload.
 
     Group-by columns are factorised once; queries sharing a group-by and filter share cells.
     ``public_keys`` maps a group-by (tuple of columns) to a public list of its cells: those cells,
     and only those, are answered (records whose key is not listed take part in no cell of it).
+    ``factorizer`` shares the factorised group keys with the caller (a release's partition selection).
     """
     policy.validate(table)
     m = split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)
     mf = m.astype("float64")
-    fact = _Factorizer(table)
-    n = len(table)
-    everyone_mask = np.ones(n, dtype=bool)
+    fact = factorizer if factorizer is not None else _Factorizer(table)
     # The cells of a query are those of its group-by over ALL records, whatever its filter: whether
     # a cell is answered must not depend on whether some record passes the filter (a filtered-out
     # cell gets a noisy 0). Partition selection, when used, then picks among the same cells.
@@ -212,7 +234,7 @@ def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndar
             if public_keys and q.group_by in public_keys:
                 cells[q.group_by] = _public_cells(table, q.group_by, public_keys[q.group_by])
             else:
-                cells[q.group_by] = fact.cells(q.group_by, everyone_mask)
+                cells[q.group_by] = fact.all_cells(q.group_by)
         keys, all_cells = cells[q.group_by]
         fkey = (q.group_by, None if q.filter is None else (q.filter.column, q.filter.values))
         if fkey not in shared:
@@ -322,10 +344,11 @@ def selection_plan(group_bys: Iterable[tuple[str, ...]], partition_rho: float, p
     return sets, PartitionSelection(partition_rho / len(sets), partition_delta)
 
 
-def selection_cells(table: pd.DataFrame, group_by: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
+def selection_cells(table: pd.DataFrame, group_by: tuple[str, ...], *, factorizer: _Factorizer | None = None
+                    ) -> tuple[pd.DataFrame, np.ndarray]:
     """Candidate cells of a partition selection over ``group_by``: the keys present among all records
     (whatever a query's filter) and each record's cell."""
-    return _cells(table, group_by, np.ones(len(table), dtype=bool))
+    return (factorizer if factorizer is not None else _Factorizer(table)).all_cells(group_by)
 
 
 # ---------------------------------------------------------------------------
@@ -399,14 +422,16 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
             "records.", hint="Set a partition-selection ρ on the Policy designer page (keys are then chosen "
                              "privately), give a public list of keys, or release without group-by.")
     m = split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)
-    sts = workload_stats(table, policy, m, public_keys) if stats_ is None else stats_
+    cacheable = isinstance(data, Dataset)  # a dataset's table is immutable: its column codes are kept
+    fact = _Factorizer(table, cache=cacheable)
+    sts = workload_stats(table, policy, m, public_keys, factorizer=fact) if stats_ is None else stats_
     ps = None
     kept: dict[tuple[str, ...], pd.Index] = {}
     candidates: dict[tuple[str, ...], int] = {}
     sets, ps = selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta, public_keys or ())
     if ps is not None:
         for gb in sets:
-            keys, cell_of = selection_cells(table, gb)
+            keys, cell_of = selection_cells(table, gb, factorizer=fact)
             pcs = np.bincount(cell_of, weights=m.astype("float64"), minlength=len(keys))
             kept[gb] = _key_index(keys[ps.select(pcs, rng, smp)])
             candidates[gb] = len(keys)
@@ -416,7 +441,7 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
     grids: dict[str, float] = {}
     own_real = None
     if owner_col and owner_realized:
-        own_codes, own_uniques = pd.factorize(table[owner_col], sort=True)
+        own_codes, own_uniques = column_codes(table, owner_col, sort=False, cache=cacheable)
         own_real = np.zeros(len(own_uniques))
         owner_cells = _OwnerCells(own_codes, len(own_uniques))
     for i, s in enumerate(sts):
@@ -487,7 +512,8 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
                                "kept": {",".join(k): len(v) for k, v in kept.items()},
                                "candidates": {",".join(k): n for k, n in candidates.items()}}}
     if ps is not None:
-        extras["private_record_delta"] = partition_record_delta(policy, m, partition_delta, public_keys or ())
+        extras["private_record_delta"] = _by_pieces(m, lambda k: partition_record_delta(policy, k, partition_delta,
+                                                                                    public_keys or ()))
     if smp is not None:
         extras["grid"] = grids
     if own_real is not None:
@@ -569,6 +595,15 @@ def _policy_loss(policy: SplittingPolicy, table: pd.DataFrame, m: np.ndarray) ->
     return out
 
 
+def _by_pieces(m: np.ndarray, f: Any) -> np.ndarray:
+    """``f(m)`` for a function of the split count alone, evaluated once per distinct count and
+    gathered (elementwise functions give the same values either way)."""
+    m = np.asarray(m)
+    if m.size and m.dtype.kind in "iu" and 0 <= int(m.min()) and int(m.max()) <= 4 * m.size:
+        return np.asarray(f(np.arange(int(m.max()) + 1, dtype=m.dtype)))[m]
+    return np.asarray(f(m))
+
+
 def _record_delta(s: QueryStats, table: pd.DataFrame) -> np.ndarray:
     """Δ_q(r): change of the record's cell answer (sum part) when r is removed."""
     q = s.query
@@ -577,34 +612,51 @@ def _record_delta(s: QueryStats, table: pd.DataFrame) -> np.ndarray:
     v = table[q.measure].to_numpy(dtype="float64")
     if not q.split:
         v = np.clip(v, 0.0, float(q.clamp))  # type: ignore[arg-type]
-    return np.where(s.cell_of >= 0, v, 0.0)
+    inside = s.cell_of >= 0
+    return v if inside.all() else np.where(inside, v, 0.0)  # never changed in place by the callers
 
 
 class _OwnerCells:
-    """(owner, cell) pairs of the records inside a query's scope, computed once per cell layout."""
+    """(owner, cell) pairs of the records inside a query's scope, computed once per cell layout.
+
+    An owner with one record has one pair: its sums are that record's contribution, so only the
+    records of owners with several records are paired and sorted (a fifth of the establishments of
+    CBP-like data); the others are scattered directly. Sums are taken in the same order as pairing
+    every record would, so owner losses are the same to the last bit."""
 
     def __init__(self, own_codes: np.ndarray, n_own: int) -> None:
-        self.own_codes = own_codes.astype(np.int64)
+        self.own_codes = own_codes.astype(np.int64, copy=False)
         self.n_own = n_own
-        self._cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.multi = np.bincount(self.own_codes, minlength=n_own)[self.own_codes] > 1
+        self._cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                     np.ndarray]] = {}
 
-    def pairs(self, s: QueryStats) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def pairs(self, s: QueryStats) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                            np.ndarray]:
+        """(records of multi-record owners in scope, their pair, each pair's owner and cell, records of
+        single-record owners in scope, their owner and cell)."""
         key = id(s.cell_of)
         if key not in self._cache:
             inside = s.cell_of >= 0
-            pair = self.own_codes[inside] * np.int64(max(s.n_cells, 1)) + s.cell_of[inside]
+            width = np.int64(max(s.n_cells, 1))
+            multi = np.flatnonzero(inside & self.multi)
+            pair = self.own_codes[multi] * width + s.cell_of[multi]
             uniq, idx = np.unique(pair, return_inverse=True)
-            self._cache[key] = (inside, idx, (uniq // max(s.n_cells, 1)).astype(np.int64),
-                                (uniq % max(s.n_cells, 1)).astype(np.int64))
+            single = np.flatnonzero(inside & ~self.multi)
+            self._cache[key] = (multi, idx, (uniq // width).astype(np.int64), (uniq % width).astype(np.int64),
+                                single, self.own_codes[single], s.cell_of[single])
         return self._cache[key]
 
     def realized(self, s: QueryStats, contrib: np.ndarray, sig: np.ndarray) -> np.ndarray:
         """Σ_cells (Σ_{r ∈ owner, cell} Δ(r))² / (2σ_cell²) for every owner."""
-        inside, idx, owner, cell = self.pairs(s)
-        if not inside.any():
-            return np.zeros(self.n_own)
-        sums = np.bincount(idx, weights=contrib[inside], minlength=owner.size)
-        return np.bincount(owner, weights=sums**2 / (2.0 * sig[cell] ** 2), minlength=self.n_own)
+        multi, idx, owner, cell, single, s_owner, s_cell = self.pairs(s)
+        out = np.zeros(self.n_own)
+        if multi.size:
+            sums = np.bincount(idx, weights=contrib[multi], minlength=owner.size)
+            out += np.bincount(owner, weights=sums**2 / (2.0 * sig[cell] ** 2), minlength=self.n_own)
+        if single.size:
+            out[s_owner] = contrib[single] ** 2 / (2.0 * sig[s_cell] ** 2)
+        return out
 
 
 def _key_index(keys: pd.DataFrame) -> pd.Index:
