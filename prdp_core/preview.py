@@ -21,7 +21,7 @@ from .data import Dataset
 from .errors import PolicyError
 from .policy import LossProfile, owner_losses
 from .splitting import split_counts
-from .workload import SplittingPolicy
+from .workload import SplittingPolicy, summed_policy_loss
 
 
 def _column_codes(table: pd.DataFrame, col: str) -> tuple[np.ndarray, pd.Index]:
@@ -52,7 +52,7 @@ class PolicyPreview:
         """Loss of every record (confidential)."""
         with np.errstate(over="ignore", invalid="ignore"):
             if self.policy.workload.joint:
-                values = _from_pieces(self.dataset, self.policy, self.pieces)
+                values = summed_policy_loss(self.policy, self.pieces, lambda f: f.mask(self.dataset.table))
             else:
                 values = self.policy(self.dataset.table)
         _check_finite(values, "record")
@@ -138,20 +138,6 @@ def _check_finite(values: np.ndarray, who: str) -> None:
     if values.size and not np.isfinite(values).all():
         raise PolicyError(f"Some {who} losses are too large to compute (they exceed the floating-point range).",
                           hint="Lower the budgets ρ or raise the splitting thresholds.")
-
-
-def _from_pieces(ds: Dataset, policy: SplittingPolicy, m: np.ndarray) -> np.ndarray:
-    """P(r) from cached joint split counts (the same sum as SplittingPolicy.__call__)."""
-    wl = policy.workload
-    m2 = m.astype("float64") ** 2
-    out = np.zeros(ds.n)
-    for q in wl.queries:
-        v = q.rho * m2 if (q.split and q.kind != "count") else np.full(ds.n, q.rho)
-        if q.kind == "avg":
-            v = v + q.rho_count
-        out += np.where(q.filter.mask(ds.table), v, 0.0) if q.filter is not None else v
-    out += wl.partition_rho * m2
-    return out
 
 
 def group_summary(preview: PolicyPreview, ds: Dataset, group_col: str) -> pd.DataFrame:

@@ -158,6 +158,17 @@ def as_thresholds(thresholds: Mapping[Any, Any] | Thresholds, *, group_col: str 
     return Thresholds(((DEFAULT_KEY, row),), None)
 
 
+def restrict_thresholds(thresholds: Thresholds, measures: tuple[str, ...] | list[str]) -> Thresholds | None:
+    """The thresholds of ``measures`` only (the same rows and group column), or None when no row
+    names any of them — what splitting on those measures alone uses (per-measure splitting)."""
+    keep = set(measures)
+    rows = {g: {m: t for m, t in r if m in keep} for g, r in thresholds.rows}
+    rows = {g: r for g, r in rows.items() if r}
+    if not rows:
+        return None
+    return as_thresholds(rows if thresholds.group_col else rows[DEFAULT_KEY], group_col=thresholds.group_col)
+
+
 def _measure_matrix(table: pd.DataFrame, measures: tuple[str, ...]) -> list[np.ndarray]:
     out = []
     for m in measures:

@@ -41,13 +41,15 @@ import pandas as pd
 from scipy import stats
 
 from ..accounting import LedgerEntry
+from ..codes import GroupCells as _Factorizer
+from ..codes import OwnerCells as _OwnerCells
 from ..codes import column_codes
 from ..data import Dataset
 from ..errors import ParameterError, PolicyError
 from ..release import Release
 from ..secure import SecureSampler, exact_cell_sums, to_units
 from ..splitting import DEFAULT_KEY, Thresholds, as_thresholds, split_counts
-from ..workload import Filter, Query, SplittingPolicy, Workload
+from ..workload import Filter, Query, SplittingPolicy, Workload, joint_policy_loss
 
 Z95 = float(stats.norm.ppf(0.975))
 
@@ -97,72 +99,6 @@ class QueryStats:
             return self.total  # type: ignore[return-value]
         with np.errstate(invalid="ignore", divide="ignore"):
             return self.total / np.maximum(self.count, 1)  # type: ignore[operator]
-
-
-class _Factorizer:
-    """Codes of group-by columns, factorised once per column and combined per group-by set.
-
-    ``cache``: the table is a dataset's (immutable) table, so its column codes are kept for later
-    releases (:func:`prdp_core.codes.column_codes`)."""
-
-    def __init__(self, table: pd.DataFrame, cache: bool = False) -> None:
-        self.table = table
-        self.cache = cache
-        self._cols: dict[str, tuple[np.ndarray, pd.Index]] = {}
-        self._cells: dict[tuple[str, ...], tuple[pd.DataFrame, np.ndarray]] = {}
-
-    def column(self, c: str) -> tuple[np.ndarray, pd.Index]:
-        if c not in self._cols:
-            codes, uniq = column_codes(self.table, c, sort=True, cache=self.cache)
-            if (codes < 0).any():
-                from ..workload import MISSING_GROUP_HINT
-
-                raise PolicyError(f"Group-by column '{c}' has missing values.", hint=MISSING_GROUP_HINT)
-            self._cols[c] = (codes, uniq)
-        return self._cols[c]
-
-    def all_cells(self, group_by: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
-        """:meth:`cells` over every record, computed once per group-by set."""
-        if group_by not in self._cells:
-            self._cells[group_by] = self.cells(group_by, np.ones(len(self.table), dtype=bool))
-        return self._cells[group_by]
-
-    def cells(self, group_by: tuple[str, ...], mask: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
-        """Keys (sorted combinations present among masked records) and each record's cell (-1 outside)."""
-        n = len(self.table)
-        cell_of = np.full(n, -1, dtype=np.int64)
-        if not group_by:
-            cell_of[mask] = 0
-            return pd.DataFrame(index=[0]), cell_of
-        combined = np.zeros(n, dtype=np.int64)
-        sizes = []
-        for c in group_by:
-            codes, uniq = self.column(c)
-            combined = combined * np.int64(len(uniq)) + codes
-            sizes.append(len(uniq))
-        u, inv = _sorted_unique(combined if mask.all() else combined[mask], int(np.prod(sizes, dtype=float)))
-        cell_of[mask] = inv
-        parts = {}
-        rest = u
-        for c, size in zip(reversed(group_by), reversed(sizes)):
-            # categorical keys: codes plus the column's distinct values, no per-cell objects
-            parts[c] = pd.Categorical.from_codes(rest % size, categories=self.column(c)[1])
-            rest = rest // size
-        return pd.DataFrame({c: parts[c] for c in group_by}), cell_of
-
-
-def _sorted_unique(codes: np.ndarray, space: float) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(codes, return_inverse=True)`` for non-negative codes below ``space``: by counting
-    (O(n)) when the code space is small, else by sorting."""
-    if codes.size and space <= max(4.0 * codes.size, 1 << 16):
-        present = np.bincount(codes, minlength=int(space)) > 0
-        u = np.flatnonzero(present).astype(np.int64)
-        rank = np.cumsum(present, dtype=np.int64) - 1
-        return u, rank[codes]
-    u, inv = np.unique(codes, return_inverse=True)
-    return u, inv.astype(np.int64, copy=False)
-
-
 
 
 def _cell_sensitivity(q: Query, policy: SplittingPolicy, keys: pd.DataFrame) -> np.ndarray:
@@ -572,27 +508,9 @@ def _policy_loss(policy: SplittingPolicy, table: pd.DataFrame, m: np.ndarray) ->
     split queries, ρ_q for flat ones, filters exempting records), so the split counts at hand are
     reused instead of splitting the table again; other workloads evaluate ``policy(table)``.
     tests/audit/test_unit_splitting_loss_audit.py checks both give the same losses."""
-    wl = policy.workload
-    if not wl.joint:
+    if not policy.workload.joint:
         return policy(table)
-    out = np.square(m, dtype=np.float64)  # m(r)², then scaled in place: P = a·m² + b (+ filtered terms)
-    a, b = wl.partition_rho, 0.0
-    filtered = []
-    for q in wl.queries:
-        split = q.split and q.kind != "count"
-        if q.filter is not None:
-            filtered.append(q)
-            continue
-        a += q.rho if split else 0.0
-        b += (0.0 if split else q.rho) + (q.rho_count if q.kind == "avg" else 0.0)
-    extra = [np.where(q.filter.mask(table),  # type: ignore[union-attr]
-                      (q.rho * out if (q.split and q.kind != "count") else q.rho)
-                      + (q.rho_count if q.kind == "avg" else 0.0), 0.0) for q in filtered]
-    out *= a
-    out += b
-    for e in extra:
-        out += e
-    return out
+    return joint_policy_loss(policy, m, lambda f: f.mask(table))
 
 
 def _by_pieces(m: np.ndarray, f: Any) -> np.ndarray:
@@ -614,49 +532,6 @@ def _record_delta(s: QueryStats, table: pd.DataFrame) -> np.ndarray:
         v = np.clip(v, 0.0, float(q.clamp))  # type: ignore[arg-type]
     inside = s.cell_of >= 0
     return v if inside.all() else np.where(inside, v, 0.0)  # never changed in place by the callers
-
-
-class _OwnerCells:
-    """(owner, cell) pairs of the records inside a query's scope, computed once per cell layout.
-
-    An owner with one record has one pair: its sums are that record's contribution, so only the
-    records of owners with several records are paired and sorted (a fifth of the establishments of
-    CBP-like data); the others are scattered directly. Sums are taken in the same order as pairing
-    every record would, so owner losses are the same to the last bit."""
-
-    def __init__(self, own_codes: np.ndarray, n_own: int) -> None:
-        self.own_codes = own_codes.astype(np.int64, copy=False)
-        self.n_own = n_own
-        self.multi = np.bincount(self.own_codes, minlength=n_own)[self.own_codes] > 1
-        self._cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                     np.ndarray]] = {}
-
-    def pairs(self, s: QueryStats) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
-                                            np.ndarray]:
-        """(records of multi-record owners in scope, their pair, each pair's owner and cell, records of
-        single-record owners in scope, their owner and cell)."""
-        key = id(s.cell_of)
-        if key not in self._cache:
-            inside = s.cell_of >= 0
-            width = np.int64(max(s.n_cells, 1))
-            multi = np.flatnonzero(inside & self.multi)
-            pair = self.own_codes[multi] * width + s.cell_of[multi]
-            uniq, idx = np.unique(pair, return_inverse=True)
-            single = np.flatnonzero(inside & ~self.multi)
-            self._cache[key] = (multi, idx, (uniq // width).astype(np.int64), (uniq % width).astype(np.int64),
-                                single, self.own_codes[single], s.cell_of[single])
-        return self._cache[key]
-
-    def realized(self, s: QueryStats, contrib: np.ndarray, sig: np.ndarray) -> np.ndarray:
-        """Σ_cells (Σ_{r ∈ owner, cell} Δ(r))² / (2σ_cell²) for every owner."""
-        multi, idx, owner, cell, single, s_owner, s_cell = self.pairs(s)
-        out = np.zeros(self.n_own)
-        if multi.size:
-            sums = np.bincount(idx, weights=contrib[multi], minlength=owner.size)
-            out += np.bincount(owner, weights=sums**2 / (2.0 * sig[cell] ** 2), minlength=self.n_own)
-        if single.size:
-            out[s_owner] = contrib[single] ** 2 / (2.0 * sig[s_cell] ** 2)
-        return out
 
 
 def _key_index(keys: pd.DataFrame) -> pd.Index:
