@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ParameterError
-from .policy import MEASURE_SYMBOL, Measure, format_loss
+from .policy import MEASURE_SYMBOL, Measure, plain_language
 
 #: Largest number of distinct losses an engine returns exactly (more are binned).
 MAX_EXACT_VALUES: int = 1_000_000
@@ -223,14 +223,8 @@ class LossDistribution:
         """A read-out such as "1 in 100 records pays more than 4ρ" (the same words as
         :meth:`prdp_core.policy.LossProfile.plain_language`)."""
         lv = self.base_loss if level is None else float(level)
-        share = self.share_above(lv)
-        if share == 0:
-            return f"No one of the {self.n:,} {noun} pays more than {format_loss(lv, self.measure)}."
-        one_in = 1 / share
-        ratio = f"1 in {one_in:,.0f} {noun} pays" if one_in >= 1.5 else f"{share:.0%} of {noun} pay"
-        bound = "" if self.exact else " (binned: an upper bound)"
-        return (f"{ratio} more than {format_loss(lv, self.measure)}{bound}; the largest loss is "
-                f"{format_loss(self.max, self.measure)}.")
+        return plain_language(self.share_above(lv), self.n, lv, self.max, self.measure, noun,
+                              "" if self.exact else " (binned: an upper bound)")
 
     def levels(self, base: float) -> dict[str, float]:
         """Named loss levels for (ε, δ) tables: base, median, p90, p99 and max of the units."""

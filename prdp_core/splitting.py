@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 import pandas as pd
@@ -96,7 +96,14 @@ class Thresholds:
 
     def validate(self, table: pd.DataFrame, measures: tuple[str, ...] | None = None) -> None:
         """Check measures exist and every group present in ``table`` is covered."""
-        cols = set(table.columns)
+        self.check(table.columns, measures, lambda: pd.unique(table[self.group_col]))
+
+    def check(self, columns: Any, measures: tuple[str, ...] | None = None,
+              group_values: Callable[[], Any] | None = None) -> None:
+        """:meth:`validate` on a table's column names; ``group_values()`` lists the values of the
+        group column present (asked only when there is no default row) — for tables held by an
+        engine too."""
+        cols = set(columns)
         for m in self.measures:
             if m not in cols:
                 raise PolicyError(f"Threshold given for '{m}', which is not a column of the table.",
@@ -109,8 +116,8 @@ class Thresholds:
         if self.group_col is not None:
             if self.group_col not in cols:
                 raise PolicyError(f"Group column '{self.group_col}' is not in the table.")
-            if self.default() is None:
-                present = pd.unique(table[self.group_col])
+            if self.default() is None and group_values is not None:
+                present = group_values()
                 known = {g for g, _ in self.rows}
                 uncovered = [g for g in present if g not in known]
                 if uncovered:

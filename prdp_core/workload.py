@@ -174,9 +174,15 @@ class Workload:
             raise PolicyError("The partition-selection budget must be a non-negative number.")
 
     def validate(self, table: pd.DataFrame, measures: tuple[str, ...] | None = None) -> None:
+        self.check(table.columns, measures, lambda cols: {g: int(table[g].isna().sum()) for g in cols})
+
+    def check(self, columns: Any, measures: tuple[str, ...] | None = None,
+              missing: Callable[[list[str]], dict[str, int]] | None = None) -> None:
+        """:meth:`validate` on a table's column names; ``missing(columns)`` counts the missing values
+        of group-by columns — for tables held by an engine too."""
         if not self.queries:
             raise PolicyError("The workload is empty.", hint="Add at least one query.")
-        cols = set(table.columns)
+        cols = set(columns)
         checked: set[str] = set()
         for q in self.queries:
             if q.measure is not None:
@@ -187,8 +193,9 @@ class Workload:
                     raise PolicyError(f"{q.name()}: group-by column '{g}' is not in the table.")
                 if g not in checked:
                     checked.add(g)
-                    if table[g].isna().any():
-                        raise PolicyError(f"{q.name()}: group-by column '{g}' has {int(table[g].isna().sum()):,} "
+                    n_missing = missing([g]).get(g, 0) if missing is not None else 0
+                    if n_missing:
+                        raise PolicyError(f"{q.name()}: group-by column '{g}' has {n_missing:,} "
                                           "missing value(s).", hint=MISSING_GROUP_HINT)
             if q.filter is not None and q.filter.column not in cols:
                 raise PolicyError(f"{q.name()}: filter column '{q.filter.column}' is not in the table.")
@@ -338,6 +345,21 @@ class SplittingPolicy(LossFunction):
     def validate(self, table: pd.DataFrame, measures: tuple[str, ...] | None = None) -> None:
         self.thresholds.validate(table, measures)
         self.workload.validate(table, measures)
+        self._check_split_measures()
+
+    def check(self, columns: Any, measures: tuple[str, ...] | None = None,
+              group_values: Callable[[str], Any] | None = None,
+              missing: Callable[[list[str]], dict[str, int]] | None = None) -> None:
+        """:meth:`validate` from a table's column names, the values of a column present
+        (``group_values(column)``) and missing-value counts (``missing(columns)``): the same checks
+        and messages for a table held by an engine."""
+        g = self.thresholds.group_col
+        self.thresholds.check(columns, measures, None if group_values is None or g is None else
+                              (lambda: group_values(g)))
+        self.workload.check(columns, measures, missing)
+        self._check_split_measures()
+
+    def _check_split_measures(self) -> None:
         for q in self.workload.queries:
             if q.split and q.kind != "count" and q.measure not in self.thresholds.measures:
                 raise PolicyError(f"{q.name()} sums '{q.measure}' on split data but '{q.measure}' has no "

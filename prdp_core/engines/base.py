@@ -33,7 +33,7 @@ from ..distribution import LossDistribution
 from ..errors import PolicyError
 from ..profile import DatasetProfile
 from ..splitting import Thresholds
-from ..workload import MISSING_GROUP_HINT, Filter, SplittingPolicy
+from ..workload import Filter, SplittingPolicy
 
 ColumnKind = Literal["number", "text", "bool", "other"]
 
@@ -277,61 +277,11 @@ class Engine(ABC):
     def validate_policy(self, policy: SplittingPolicy, measures: Sequence[str] | None = None) -> None:
         """The checks of :meth:`SplittingPolicy.validate`, with the same messages, computed with
         counts in the engine (never by loading the table)."""
-        cols = set(self.columns)
-        meas = tuple(measures) if measures is not None else None
-        thr = policy.thresholds
-        for m in thr.measures:
-            if m not in cols:
-                raise PolicyError(f"Threshold given for '{m}', which is not a column of the table.",
-                                  hint="Use measure columns of the active dataset.")
-        if meas is not None:
-            missing = [m for m in thr.measures if m not in meas]
-            if missing:
-                raise PolicyError(f"'{missing[0]}' is not a measure of the dataset.",
-                                  hint="Thresholds apply to measure columns only.")
-        if thr.group_col is not None:
-            if thr.group_col not in cols:
-                raise PolicyError(f"Group column '{thr.group_col}' is not in the table.")
-            if thr.default() is None:
-                present = self.distinct([thr.group_col])[thr.group_col].tolist()
-                known = {g for g, _ in thr.rows}
-                uncovered = [g for g in present if g not in known and not _missing(g)]
-                if uncovered:
-                    ex = ", ".join(map(str, uncovered[:3]))
-                    raise PolicyError(f"{len(uncovered):,} group value(s) of '{thr.group_col}' have no thresholds "
-                                      f"(e.g. {ex}).", hint="Add a default ('*') row or a row for each group.")
-        for g, row in thr.rows:
-            names = {m for m, _ in row}
-            if names != set(thr.measures):
-                lacking = sorted(set(thr.measures) - names)
-                raise PolicyError(f"The thresholds row for {g!r} lacks {', '.join(lacking)}.",
-                                  hint="Give every row a threshold for every measure.")
-        wl = policy.workload
-        if not wl.queries:
-            raise PolicyError("The workload is empty.", hint="Add at least one query.")
-        group_cols = list(dict.fromkeys(g for q in wl.queries for g in q.group_by if g in cols))
-        nulls = self.null_counts(group_cols) if group_cols else {}
-        for q in wl.queries:
-            if q.measure is not None and (q.measure not in cols or (meas is not None and q.measure not in meas)):
-                raise PolicyError(f"{q.name()}: '{q.measure}' is not a measure of the dataset.")
-            for g in q.group_by:
-                if g not in cols:
-                    raise PolicyError(f"{q.name()}: group-by column '{g}' is not in the table.")
-                if nulls.get(g):
-                    raise PolicyError(f"{q.name()}: group-by column '{g}' has {nulls[g]:,} missing value(s).",
-                                      hint=MISSING_GROUP_HINT)
-            if q.filter is not None and q.filter.column not in cols:
-                raise PolicyError(f"{q.name()}: filter column '{q.filter.column}' is not in the table.")
-            if q.split and q.kind != "count" and q.measure not in thr.measures:
-                raise PolicyError(f"{q.name()} sums '{q.measure}' on split data but '{q.measure}' has no "
-                                  "splitting threshold.", hint="Add a threshold for it, or top-code it instead.")
+        policy.check(self.columns, None if measures is None else tuple(measures),
+                     lambda col: self.distinct([col])[col].tolist(), self.null_counts)
 
     def describe(self) -> str:
         return f"{self.name} engine"
-
-
-def _missing(v: Any) -> bool:
-    return v is None or (isinstance(v, float) and v != v)
 
 
 @dataclass(frozen=True)

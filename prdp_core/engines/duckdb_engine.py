@@ -176,6 +176,8 @@ class DuckDBEngine(Engine):
         self._lock = lock or threading.RLock()
         self._kinds: dict[str, ColumnKind] | None = None
         self._n: int | None = None
+        self._nulls: dict[str, int] = {}  # the relation never changes: counts are kept
+        self._distinct: dict[tuple, pd.DataFrame] = {}
         self.d = S.DUCKDB
 
     # -- construction ----------------------------------------------------------------
@@ -283,21 +285,28 @@ class DuckDBEngine(Engine):
         return self._n
 
     def distinct(self, columns: Sequence[str], *, limit: int | None = None) -> pd.DataFrame:
-        cols = ", ".join(self.d.ident(c) for c in columns)
-        lim = f" LIMIT {int(limit)}" if limit is not None else ""
-        return self._frame(f"SELECT DISTINCT {cols} FROM {self.relation} ORDER BY {cols} NULLS LAST{lim}")
+        key = (tuple(columns), limit)
+        if key not in self._distinct:
+            cols = ", ".join(self.d.ident(c) for c in columns)
+            lim = f" LIMIT {int(limit)}" if limit is not None else ""
+            frame = self._frame(f"SELECT DISTINCT {cols} FROM {self.relation} ORDER BY {cols} NULLS LAST{lim}")
+            if len(frame) > 100_000:
+                return frame
+            self._distinct[key] = frame
+        return self._distinct[key].copy()
 
     def null_counts(self, columns: Sequence[str]) -> dict[str, int]:
-        if not columns:
-            return {}
-        kinds = self.column_kinds()
-        parts = []
-        for c in columns:
-            i = self.d.ident(c)
-            cond = f"{i} IS NULL" + (f" OR isnan({self.d.as_double(i)})" if kinds.get(c) == "number" else "")
-            parts.append(self.d.count_if(cond))
-        row = self._exec(f"SELECT {', '.join(parts)} FROM {self.relation}")[0]
-        return {c: int(v) for c, v in zip(columns, row)}
+        todo = [c for c in dict.fromkeys(columns) if c not in self._nulls]
+        if todo:
+            kinds = self.column_kinds()
+            parts = []
+            for c in todo:
+                i = self.d.ident(c)
+                cond = f"{i} IS NULL" + (f" OR isnan({self.d.as_double(i)})" if kinds.get(c) == "number" else "")
+                parts.append(self.d.count_if(cond))
+            row = self._exec(f"SELECT {', '.join(parts)} FROM {self.relation}")[0]
+            self._nulls.update({c: int(v) for c, v in zip(todo, row)})
+        return {c: self._nulls[c] for c in columns}
 
     def check(self, schema: Schema) -> TableCheck:
         d = self.d
@@ -385,13 +394,8 @@ class DuckDBEngine(Engine):
 
     def _split_sql(self, thr: Thresholds, per_measure: Sequence[str] = ()) -> S.SplitColumns:
         kinds = self.column_kinds()
-        for m in thr.measures:
-            if m not in kinds:
-                raise PolicyError(f"Threshold given for '{m}', which is not a column of the table.",
-                                  hint="Use measure columns of the active dataset.")
+        thr.check(kinds, None, lambda: self.distinct([thr.group_col])[thr.group_col].tolist())
         if thr.group_col is not None:
-            if thr.group_col not in kinds:
-                raise PolicyError(f"Group column '{thr.group_col}' is not in the table.")
             if thr.default() is None:
                 nulls = self.null_counts([thr.group_col])[thr.group_col]
                 if nulls:
@@ -568,16 +572,19 @@ class DuckDBEngine(Engine):
     def _distribution(self, select: str, col: str) -> LossDistribution:
         """The distribution of ``col`` over the rows of ``select``: exact when it takes at most
         :data:`MAX_EXACT_VALUES` distinct values, else on log bins (CASE tree: exact bin counts)."""
-        frame = self._frame(f"SELECT {col} AS __x, count(*) AS __n FROM ({select}) GROUP BY __x ORDER BY __x "
-                            f"LIMIT {MAX_EXACT_VALUES + 1}")
-        x = frame["__x"].to_numpy(dtype=float)
-        n = frame["__n"].to_numpy(dtype=np.int64)
-        if x.size and not np.all(np.isfinite(x)):
+        lo, hi, total, approx = self._exec(f"SELECT min({col}), max({col}), sum({col}), approx_count_distinct({col}) "
+                                           f"FROM ({select})")[0]
+        if lo is not None and not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
             raise PolicyError("Some losses are too large to compute (they exceed the floating-point range).",
                               hint="Lower the budgets ρ or raise the splitting thresholds.")
-        if x.size <= MAX_EXACT_VALUES:
-            return LossDistribution.from_counts(x, n)
-        lo, hi, total = self._exec(f"SELECT min({col}), max({col}), sum({col}) FROM ({select})")[0]
+        if lo is None:
+            return LossDistribution(np.zeros(0), np.zeros(0, dtype=np.int64), total=0.0)
+        if approx <= 1.5 * MAX_EXACT_VALUES:  # HyperLogLog's estimate: the exact count decides below
+            frame = self._frame(f"SELECT {col} AS __x, count(*) AS __n FROM ({select}) GROUP BY __x ORDER BY __x "
+                                f"LIMIT {MAX_EXACT_VALUES + 1}")
+            if len(frame) <= MAX_EXACT_VALUES:
+                return LossDistribution.from_counts(frame["__x"].to_numpy(dtype=float),
+                                                    frame["__n"].to_numpy(dtype=np.int64))
         edges = _binned_edges(float(lo), float(hi), 400)
         b = f"least(greatest({S.bucket_sql(self.d, col, edges, side='left')} - 1, 0), {edges.size - 2})"
         fr = self._frame(f"SELECT {b} AS __b, count(*) AS __n FROM ({select}) GROUP BY __b")
@@ -709,6 +716,11 @@ class DuckDBEngine(Engine):
     # -- profile -----------------------------------------------------------------------------
 
     def profile(self, measures: Sequence[str], *, bins: int = 40, lorenz_points: int = 201) -> DatasetProfile:
+        """Two passes: one for the order statistics every read-out needs (exact, by rank) with the
+        counts, extremes and sums; one per measure counting and summing the values between those
+        order statistics and in the log-histogram bins (two CASE trees), with the moments about the
+        median — from which quantiles, the top-1% share, the Lorenz curve, the histogram and the
+        skewness follow exactly as :func:`prdp_core.profile.profile_sorted` computes them."""
         d = self.d
         ms = list(measures)
         kinds = self.column_kinds()
@@ -716,19 +728,16 @@ class DuckDBEngine(Engine):
             if m not in kinds:
                 raise ParameterError(f"Column '{m}' is not in the table.")
         vs = {m: d.as_double(d.ident(m)) for m in ms}
-        first = []
-        for m in ms:
-            v = vs[m]
-            first += [f"count({v})", d.count_if(f"{v} <= 0"), f"min({v})", f"max({v})", f"sum({v})",
-                      f"min({v}) FILTER (WHERE {v} > 0)", f"max(abs({v}))"]
-        row = self._exec(f"SELECT {', '.join(first)} FROM {self.relation}")
-        basics = {m: row[0][7 * j: 7 * j + 7] for j, m in enumerate(ms)}
+        nulls = self.null_counts(ms)
         pop = np.linspace(0.0, 1.0, lorenz_points)
         plans: dict[str, dict[str, Any]] = {}
-        quant_parts = []
+        parts = []
         for m in ms:
-            n = int(basics[m][0])
+            n = self.n_rows() - nulls[m]
             plan: dict[str, Any] = {"n": n}
+            v = vs[m]
+            parts += [d.count_if(f"{v} <= 0"), f"min({v})", f"max({v})", f"sum({v})", f"min({v}) FILTER (WHERE {v} > 0)",
+                      f"max(abs({v}))"]
             if n:
                 ranks: set[int] = set()
                 for q in (0.5, 0.9, 0.99):
@@ -737,21 +746,20 @@ class DuckDBEngine(Engine):
                 k = max(1, int(math.ceil(0.01 * n)))
                 plan["k"] = k
                 ranks.add(n - k)
-                lk = np.minimum(np.floor(pop * n).astype(np.int64), n - 1)
-                ranks |= set(int(r) for r in lk)
+                ranks |= set(int(r) for r in np.minimum(np.floor(pop * n).astype(np.int64), n - 1))
                 plan["ranks"] = sorted(ranks)
-                quant_parts.append(d.quantiles_disc(vs[m], [(r + 0.5) / n for r in plan["ranks"]]))
+                parts.append(d.quantiles_disc(v, [(r + 0.5) / n for r in plan["ranks"]]))
+            else:
+                parts.append("NULL")
             plans[m] = plan
-        if quant_parts:
-            qrow = self._exec(f"SELECT {', '.join(quant_parts)} FROM {self.relation}")[0]
-            it = iter(qrow)
-            for m in ms:
-                if plans[m]["n"]:
-                    plans[m]["order"] = dict(zip(plans[m]["ranks"], (float(x) for x in next(it))))
+        row = iter(self._exec(f"SELECT {', '.join(parts)} FROM {self.relation}")[0])
         profs, hists, lor = {}, {}, {}
         for m in ms:
-            n, zeros, mn, mx, total, lo_pos, scale = basics[m]
-            profs[m], hists[m], lor[m] = self._profile_one(m, vs[m], plans[m], int(zeros), mn, mx, total, lo_pos,
+            zeros, mn, mx, total, lo_pos, scale, q = (next(row) for _ in range(7))
+            plan = plans[m]
+            if plan["n"]:
+                plan["order"] = dict(zip(plan["ranks"], (float(x) for x in q)))
+            profs[m], hists[m], lor[m] = self._profile_one(m, vs[m], plan, int(zeros), mn, mx, total, lo_pos,
                                                           scale, bins, pop)
         return DatasetProfile(profs, hists, lor)
 
@@ -776,25 +784,25 @@ class DuckDBEngine(Engine):
             edges = np.logspace(np.log10(lo), np.log10(hi), bins + 1)
             edges[0], edges[-1] = lo, hi
         scale_f = float(scale)
-        mu = (float(total) / scale_f) / n if scale_f > 0 else 0.0
-        w = f"({v} / {d.double(scale_f)} - {d.double(mu)})" if scale_f > 0 else d.double(0.0)
+        # moments about c = the scaled median (near the mean: no cancellation), corrected to the mean
+        c = (float(order[int(math.floor(0.5 * (n - 1)))]) / scale_f) if scale_f > 0 else 0.0
+        w = f"({v} / {d.double(scale_f)} - {d.double(c)})" if scale_f > 0 else d.double(0.0)
         bucket = S.bucket_sql(d, v, thresholds, side="right")
         hbin = (f"(CASE WHEN {v} > 0 THEN least({S.bucket_sql(d, v, edges, side='right')} - 1, {bins - 1}) "
                 "ELSE -1 END)") if edges is not None else "-1"
-        rows = self._exec(f"SELECT {bucket} AS __b, {hbin} AS __h, count(*), sum({v}), sum({w} * {w}), "
-                          f"sum({w} * {w} * {w}) FROM {self.relation} GROUP BY ALL")
+        rows = self._exec(f"SELECT {bucket} AS __b, {hbin} AS __h, count(*), sum({v}), sum({w}), sum({w} * {w}), "
+                          f"sum({w} * {w} * {w}) FROM {self.relation} WHERE {v} IS NOT NULL GROUP BY ALL")
         nb = thresholds.size + 1
         cnt = np.zeros(nb, dtype=np.int64)
         sm = np.zeros(nb)
-        m2 = m3 = 0.0
+        s1 = s2 = s3 = 0.0
         hcounts = np.zeros(bins, dtype=np.int64)
-        for b, h, c, s, s2, s3 in rows:
-            cnt[int(b)] += int(c)
+        for b, h, k_, s, x1, x2, x3 in rows:
+            cnt[int(b)] += int(k_)
             sm[int(b)] += float(s)
-            m2 += float(s2)
-            m3 += float(s3)
+            s1, s2, s3 = s1 + float(x1), s2 + float(x2), s3 + float(x3)
             if int(h) >= 0:
-                hcounts[int(h)] += int(c)
+                hcounts[int(h)] += int(k_)
         below_n = np.cumsum(cnt)  # bucket b holds the values with #{T ≤ v} = b: #{v < T_j} = Σ_{b ≤ j}
         below_s = np.cumsum(sm)
 
@@ -816,14 +824,16 @@ class DuckDBEngine(Engine):
             return float(a + (b - a) * (pos - lo))
 
         tot = float(total)
-        k = plan["k"]
-        top = tot - cum(n - k)
+        top = tot - cum(n - plan["k"])
+        dm = s1 / n  # mean − c
+        m2 = s2 / n - dm * dm
+        m3 = s3 / n - 3.0 * dm * (s2 / n) + 2.0 * dm ** 3
         if n < 3:
             skew = float("nan")
-        elif scale_f == 0 or not math.isfinite(scale_f) or m2 / n <= 1e-300:
+        elif scale_f == 0 or not math.isfinite(scale_f) or m2 <= 1e-300:
             skew = 0.0
         else:
-            skew = (m3 / n) / (m2 / n) ** 1.5
+            skew = m3 / m2 ** 1.5
         prof = MeasureProfile(name=m, count=n, zeros=zeros, min=float(mn), median=quant(0.5), p90=quant(0.9),
                               p99=quant(0.99), max=float(mx), mean=tot / n, total=tot, skewness=skew,
                               top1_share=(top / tot) if tot > 0 else float("nan"))

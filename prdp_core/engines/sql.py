@@ -197,7 +197,7 @@ def _two_product_error(a: str, b: str, p: str, d: Dialect) -> str:
 @dataclass(frozen=True)
 class SplitColumns:
     """SQL that adds split-count columns to a relation: ``__m`` (joint) and ``__m_<i>`` (one per
-    requested measure), as nested SELECTs over ``source``."""
+    requested measure)."""
 
     sql: str
     joint: str
@@ -212,24 +212,23 @@ def split_columns(d: Dialect, source: str, thr: Thresholds, kinds: ColumnKinds,
     for a in per_measure:
         if a not in measures:
             raise PolicyError(f"No splitting threshold for '{a}'.")
-    v = [f"{d.as_double(d.ident(a))} AS __v{i}, {threshold_sql(d, thr, a, kinds)} AS __t{i}"
-         for i, a in enumerate(measures)]
-    lvl1 = f"SELECT *, {', '.join(v)} FROM {source}"
-    lvl2 = "SELECT *, " + ", ".join(f"ceil(__v{i} / __t{i}) AS __k{i}" for i in range(len(measures))) + \
-        f" FROM ({lvl1})"
-    lvl3 = "SELECT *, " + ", ".join(f"(__k{i} * __t{i}) AS __p{i}" for i in range(len(measures))) + f" FROM ({lvl2})"
-    fixed = []
-    for i in range(len(measures)):
-        err = _two_product_error(f"__k{i}", f"__t{i}", f"__p{i}", d)
-        fixed.append(f"(CASE WHEN __p{i} < __v{i} THEN __k{i} + 1 WHEN __p{i} = __v{i} AND {err} < 0 THEN __k{i} + 1 "
-                     f"ELSE __k{i} END) AS __q{i}")
-    lvl4 = f"SELECT *, {', '.join(fixed)} FROM ({lvl3})"
+    pieces = {a: _pieces_sql(d, d.as_double(d.ident(a)), threshold_sql(d, thr, a, kinds)) for a in measures}
     one = d.double(1.0)
-    joint = f"greatest({one}, {', '.join(f'__q{i}' for i in range(len(measures)))})"
-    per = {a: f"greatest({one}, __q{measures.index(a)})" for a in per_measure}
-    cols = [f"{joint} AS __m"] + [f"{expr} AS __m_{j}" for j, expr in enumerate(per.values())]
-    sql = f"SELECT *, {', '.join(cols)} FROM ({lvl4})"
-    return SplitColumns(sql, "__m", {a: f"__m_{j}" for j, a in enumerate(per_measure)})
+    joint = f"greatest({one}, {', '.join(pieces.values())})"
+    cols = [f"{joint} AS __m"] + [f"greatest({one}, {pieces[a]}) AS __m_{j}" for j, a in enumerate(per_measure)]
+    return SplitColumns(f"SELECT *, {', '.join(cols)} FROM {source}", "__m",
+                        {a: f"__m_{j}" for j, a in enumerate(per_measure)})
+
+
+def _pieces_sql(d: Dialect, v: str, t: str) -> str:
+    """⌈v/t⌉ corrected so that pieces·t ≥ v in real arithmetic (splitting._pieces): k = ⌈v/t⌉, one
+    more when fl(k·t) < v, and on a tie fl(k·t) = v when the product's rounding error is negative
+    (evaluated for the ties only)."""
+    k = f"ceil({v} / {t})"
+    p = f"({k} * {t})"
+    err = _two_product_error(k, t, p, d)
+    return (f"(CASE WHEN {p} < {v} THEN {k} + 1 WHEN {p} > {v} THEN {k} "
+            f"ELSE (CASE WHEN {err} < 0 THEN {k} + 1 ELSE {k} END) END)")
 
 
 def ceil_log2_sql(d: Dialect, x: str) -> str:

@@ -72,7 +72,7 @@ from ..accounting import DistributionLoss, LedgerEntry, RecordLoss
 from ..budget import BudgetFunction, DomainPartition
 from ..distribution import LossDistribution
 from ..engines import Bins, DomainStats, is_engine_data
-from ..engines.memory import distinct_max_domain, domain_histogram
+from ..engines.memory import distinct_max_domain, domain_histogram, measure_values
 from ..errors import ParameterError, PolicyError
 from ..limits import MAX_ROWS
 from ..release import Release
@@ -586,16 +586,7 @@ def as_query(query: "str | Query") -> Query:
 
 def _query_input(table: pd.DataFrame, q: Query) -> np.ndarray:
     if q.kind in ("sum", "max"):
-        if q.column not in table.columns:
-            raise ParameterError(f"Column '{q.column}' is not in the table.")
-        col = table[q.column]
-        v = col.to_numpy(dtype=float) if pd.api.types.is_numeric_dtype(col) else \
-            pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
-        lowest = float(np.min(v)) if v.size else 0.0
-        if v.size and not (lowest >= 0 and np.isfinite(np.max(v))):
-            raise ParameterError(f"Column '{q.column}' must hold finite non-negative numbers to be summed "
-                                 "or maximised (the papers assume non-negative measures).")
-        return v
+        return measure_values(table, q.column)  # type: ignore[arg-type]
     if q.kind == "distinct":
         if q.column not in table.columns:
             raise ParameterError(f"Column '{q.column}' is not in the table.")
