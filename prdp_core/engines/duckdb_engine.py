@@ -716,8 +716,8 @@ class DuckDBEngine(Engine):
     # -- profile -----------------------------------------------------------------------------
 
     def profile(self, measures: Sequence[str], *, bins: int = 40, lorenz_points: int = 201) -> DatasetProfile:
-        """Two passes: one for the order statistics every read-out needs (exact, by rank) with the
-        counts, extremes and sums; one per measure counting and summing the values between those
+        """Two passes per measure: one for the order statistics every read-out needs (exact, by rank)
+        with the counts, extremes and sums; one counting and summing the values between those
         order statistics and in the log-histogram bins (two CASE trees), with the moments about the
         median — from which quantiles, the top-1% share, the Lorenz curve, the histogram and the
         skewness follow exactly as :func:`prdp_core.profile.profile_sorted` computes them."""
@@ -730,14 +730,21 @@ class DuckDBEngine(Engine):
         vs = {m: d.as_double(d.ident(m)) for m in ms}
         nulls = self.null_counts(ms)
         pop = np.linspace(0.0, 1.0, lorenz_points)
-        plans: dict[str, dict[str, Any]] = {}
-        parts = []
-        for m in ms:
+        profs, hists, lor = {}, {}, {}
+        for m in ms:  # one measure at a time: exact order statistics hold the column in memory (or spill)
             n = self.n_rows() - nulls[m]
             plan: dict[str, Any] = {"n": n}
             v = vs[m]
-            parts += [d.count_if(f"{v} <= 0"), f"min({v})", f"max({v})", f"sum({v})", f"min({v}) FILTER (WHERE {v} > 0)",
-                      f"max(abs({v}))"]
+            approx = self._exec(f"SELECT approx_count_distinct({v}) FROM {self.relation}")[0][0] if n else 0
+            if n and approx <= PROFILE_VALUES:
+                frame = self._frame(f"SELECT {v} AS __v, count(*) AS __n FROM {self.relation} WHERE {v} IS NOT NULL "
+                                    f"GROUP BY __v ORDER BY __v")
+                if len(frame) <= 2 * PROFILE_VALUES:
+                    profs[m], hists[m], lor[m] = profile_of_values(
+                        m, frame["__v"].to_numpy(dtype=float), frame["__n"].to_numpy(dtype=np.int64), bins, pop)
+                    continue
+            parts = [d.count_if(f"{v} <= 0"), f"min({v})", f"max({v})", f"sum({v})", f"min({v}) FILTER (WHERE {v} > 0)",
+                     f"max(abs({v}))"]
             if n:
                 ranks: set[int] = set()
                 for q in (0.5, 0.9, 0.99):
@@ -751,14 +758,9 @@ class DuckDBEngine(Engine):
                 parts.append(d.quantiles_disc(v, [(r + 0.5) / n for r in plan["ranks"]]))
             else:
                 parts.append("NULL")
-            plans[m] = plan
-        row = iter(self._exec(f"SELECT {', '.join(parts)} FROM {self.relation}")[0])
-        profs, hists, lor = {}, {}, {}
-        for m in ms:
-            zeros, mn, mx, total, lo_pos, scale, q = (next(row) for _ in range(7))
-            plan = plans[m]
+            zeros, mn, mx, total, lo_pos, scale, stats = self._exec(f"SELECT {', '.join(parts)} FROM {self.relation}")[0]
             if plan["n"]:
-                plan["order"] = dict(zip(plan["ranks"], (float(x) for x in q)))
+                plan["order"] = dict(zip(plan["ranks"], (float(x) for x in stats)))
             profs[m], hists[m], lor[m] = self._profile_one(m, vs[m], plan, int(zeros), mn, mx, total, lo_pos,
                                                           scale, bins, pop)
         return DatasetProfile(profs, hists, lor)
@@ -847,6 +849,71 @@ class DuckDBEngine(Engine):
         share = np.array([(cum(int(k_)) + (xv - k_) * order[int(k_)]) / tot for k_, xv in zip(kk, x)])
         share[-1] = 1.0 if x[-1] >= n else share[-1]
         return prof, hist, (pop, share)
+
+
+#: A measure with at most this many distinct values (by an approximate count) is profiled from its
+#: value histogram — one GROUP BY, every read-out exact on the driver; others by order statistics.
+PROFILE_VALUES = 2_000_000
+
+
+def profile_of_values(name: str, u: np.ndarray, c: np.ndarray, bins: int, pop: np.ndarray
+                      ) -> tuple[MeasureProfile, Histogram, tuple[np.ndarray, np.ndarray]]:
+    """The profile, log histogram and Lorenz curve of a measure from its sorted distinct values
+    ``u`` and their counts ``c`` (the read-outs of :func:`prdp_core.profile.profile_sorted`,
+    :func:`~prdp_core.profile.log_histogram` and :func:`~prdp_core.profile.lorenz_from_sorted` on
+    the sorted column: order statistics exact, sums to rounding)."""
+    n = int(c.sum())
+    ends = np.cumsum(c)                        # rank r lies in value j = first with ends[j] > r
+    mass = np.cumsum(u * c)                    # Σ of the values up to u_j
+    at = lambda r: float(u[np.searchsorted(ends, np.asarray(r) + 1, side="left")])  # noqa: E731
+
+    def cum(k: int) -> float:
+        """Σ of the k smallest values."""
+        if k <= 0:
+            return 0.0
+        j = int(np.searchsorted(ends, k, side="left"))
+        before = int(ends[j - 1]) if j else 0
+        return float((mass[j - 1] if j else 0.0) + (k - before) * u[j])
+
+    def quant(q: float) -> float:
+        pos = q * (n - 1)
+        lo = int(math.floor(pos))
+        a, b = at(lo), at(min(lo + 1, n - 1))
+        return float(a + (b - a) * (pos - lo))
+
+    total = float(mass[-1])
+    k = max(1, int(math.ceil(0.01 * n)))
+    top = total - cum(n - k)
+    scale = float(np.max(np.abs(u)))
+    if n < 3:
+        skew = float("nan")
+    elif scale == 0 or not math.isfinite(scale):
+        skew = 0.0
+    else:
+        d = u / scale - (total / scale) / n
+        m2 = float(np.dot(c, d * d) / n)
+        skew = 0.0 if m2 <= 1e-300 else float(np.dot(c, d * d * d) / n) / m2 ** 1.5
+    zeros = int(c[u <= 0].sum())
+    prof = MeasureProfile(name, n, zeros, float(u[0]), quant(0.5), quant(0.9), quant(0.99), float(u[-1]),
+                          total / n, total, skew, (top / total) if total > 0 else float("nan"))
+    pos = u > 0
+    if not pos.any():
+        hist = Histogram(np.array([1.0, 10.0]), np.array([0]), zeros)
+    else:
+        lo, hi = float(u[pos][0]), float(u[-1])
+        if hi <= lo * (1 + 1e-12):
+            lo, hi = lo / 1.5, hi * 1.5
+        edges = np.logspace(np.log10(lo), np.log10(hi), bins + 1)
+        edges[0], edges[-1] = lo, hi
+        hcounts, _ = np.histogram(u[pos], bins=edges, weights=c[pos])
+        hist = Histogram(edges, np.rint(hcounts).astype(np.int64), zeros)
+    if float(u[-1]) <= 0 or total <= 0:
+        return prof, hist, (pop, pop.copy())
+    x = pop * n
+    kk = np.minimum(np.floor(x).astype(np.int64), n - 1)
+    share = np.array([(cum(int(k_)) + (xv - k_) * at(int(k_))) / total for k_, xv in zip(kk, x)])
+    share[-1] = 1.0 if x[-1] >= n else share[-1]
+    return prof, hist, (pop, share)
 
 
 # ---------------------------------------------------------------------------

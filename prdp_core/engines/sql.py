@@ -221,13 +221,15 @@ def split_columns(d: Dialect, source: str, thr: Thresholds, kinds: ColumnKinds,
 
 
 def _pieces_sql(d: Dialect, v: str, t: str) -> str:
-    """⌈v/t⌉ corrected so that pieces·t ≥ v in real arithmetic (splitting._pieces): k = ⌈v/t⌉, one
-    more when fl(k·t) < v, and on a tie fl(k·t) = v when the product's rounding error is negative
-    (evaluated for the ties only)."""
-    k = f"ceil({v} / {t})"
+    """⌈v/t⌉ corrected so that pieces·t ≥ v in real arithmetic (splitting._pieces): k = ⌈fl(v/t)⌉,
+    one more when fl(k·t) < v, and on a tie fl(k·t) = v when the product's rounding error is
+    negative. The correction can only apply when fl(v/t) is a whole number (otherwise v/t lies
+    strictly between k − 1 and k, so k·t > v exactly), so the guard runs for those records only."""
+    q = f"({v} / {t})"
+    k = f"ceil({q})"
     p = f"({k} * {t})"
     err = _two_product_error(k, t, p, d)
-    return (f"(CASE WHEN {p} < {v} THEN {k} + 1 WHEN {p} > {v} THEN {k} "
+    return (f"(CASE WHEN {q} <> floor({q}) THEN {k} WHEN {p} < {v} THEN {k} + 1 WHEN {p} > {v} THEN {k} "
             f"ELSE (CASE WHEN {err} < 0 THEN {k} + 1 ELSE {k} END) END)")
 
 
