@@ -67,8 +67,9 @@ def hand_written(con, path: str) -> dict:
             q(f"SELECT STATE, count(*), sum(m), sum(EMP), sum(PAYANN) FROM (SELECT *, {m} AS m FROM {src}) "
               "GROUP BY STATE"),
             q(f"SELECT m, count(*) FROM (SELECT {m} AS m FROM {src}) GROUP BY m"),
-            q(f"SELECT min(r), max(r), sum(r), count(*) FROM (SELECT 1 / {c0}e0 + EMP * EMP / {2 * sig_emp ** 2}e0 "
-              f"+ PAYANN * PAYANN / {2 * sig_pay ** 2}e0 + {RHO_PS}e0 * ({m}) * ({m}) AS r FROM {src})")),
+            q(f"SELECT floor(log2(r) * 8) AS b, count(*), sum(r) FROM (SELECT 1 / {c0}e0 + EMP * EMP / "
+              f"{2 * sig_emp ** 2}e0 + PAYANN * PAYANN / {2 * sig_pay ** 2}e0 + {RHO_PS}e0 * ({m}) * ({m}) AS r "
+              f"FROM {src}) GROUP BY b")),
         "owners": lambda: q(f"SELECT l, count(*) FROM (SELECT count(*) * sum({p}) AS l FROM {src} GROUP BY FIRM_ID) "
                             "GROUP BY l"),
         "profile": lambda: [q(f"SELECT count(v), min(v), max(v), sum(v), skewness(v), count(*) FILTER (WHERE v = 0), "

@@ -252,9 +252,13 @@ class Engine(ABC):
 
     @abstractmethod
     def realized_losses(self, terms: Sequence[RealizedTerm], thresholds: Thresholds, *, partition_rho: float = 0.0,
-                        owner_col: str | None = None) -> tuple[LossDistribution, LossDistribution | None]:
+                        owner_col: str | None = None, upper: float | None = None
+                        ) -> tuple[LossDistribution, LossDistribution | None]:
         """Distributions of the records' (and owners') realized losses of a release whose queries
-        are ``terms`` (see :class:`RealizedTerm`), plus ρ_ps·m(r)² (owners: ρ_ps·(Σ m)²)."""
+        are ``terms`` (see :class:`RealizedTerm`), plus ρ_ps·m(r)² (owners: ρ_ps·(Σ m)²).
+        ``upper`` bounds every record's realized loss (its policy loss): with more records than
+        :data:`~prdp_core.distribution.MAX_EXACT_VALUES` their distribution is binned on
+        :func:`~prdp_core.engines.memory.bound_edges` in one pass."""
 
     @abstractmethod
     def domain_stats(self, budget: Any, *, column: str | None = None, bins: Bins | None = None,

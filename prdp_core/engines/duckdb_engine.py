@@ -38,7 +38,7 @@ from ..splitting import DEFAULT_KEY, Thresholds, as_thresholds
 from ..workload import Filter
 from . import sql as S
 from .base import Aggregate, Bins, CellTable, ColumnKind, DomainStats, Engine, EngineOptions, RealizedTerm, SplitHistogram
-from .memory import _binned_edges, sample_positions
+from .memory import _binned_edges, bound_edges, sample_positions
 
 #: DuckDB's memory limit when none is configured (the process stays within about 4 GB).
 DEFAULT_MEMORY_LIMIT = "2GB"
@@ -495,7 +495,7 @@ class DuckDBEngine(Engine):
             def run(name: str) -> LossDistribution:
                 per_owner = (f"SELECT CAST(count(*) AS DOUBLE) * sum(__loss) AS __l FROM ({join.format(tab=name)}) "
                              "GROUP BY __owner")
-                return self._distribution(per_owner, "__l")
+                return self._owner_distribution(per_owner, "__l")
             return self._with_table(tab, run)
 
         def patterns(name: str) -> pd.DataFrame:
@@ -511,7 +511,8 @@ class DuckDBEngine(Engine):
         return LossDistribution.from_counts(bound, pats["__n"].to_numpy(np.int64))
 
     def realized_losses(self, terms: Sequence[RealizedTerm], thresholds: Thresholds, *, partition_rho: float = 0.0,
-                        owner_col: str | None = None) -> tuple[LossDistribution, LossDistribution | None]:
+                        owner_col: str | None = None, upper: float | None = None
+                        ) -> tuple[LossDistribution, LossDistribution | None]:
         d = self.d
         kinds = self.column_kinds()
         thr = as_thresholds(thresholds)
@@ -533,7 +534,7 @@ class DuckDBEngine(Engine):
             expr = f"({expr} + {t})"
         if need_m:
             expr = f"({expr} + ({d.double(partition_rho)} * (__m * __m)))"
-        records = self._distribution(f"SELECT {expr} AS __r FROM {source}", "__r")
+        records = self._distribution(f"SELECT {expr} AS __r FROM {source}", "__r", upper=upper)
         if owner_col is None:
             return records, None
         if owner_col not in kinds:
@@ -558,7 +559,7 @@ class DuckDBEngine(Engine):
             unions.append(f"SELECT __o, {d.double(partition_rho)} * (__sm * __sm) AS __v FROM "
                           f"(SELECT {o} AS __o, sum(__m) AS __sm FROM {source} GROUP BY {o})")
         per_owner = f"SELECT sum(__v) AS __l FROM ({' UNION ALL '.join(unions)}) GROUP BY __o"
-        return records, self._distribution(per_owner, "__l")
+        return records, self._owner_distribution(per_owner, "__l")
 
     def _delta(self, term: RealizedTerm) -> str:
         d = self.d
@@ -569,9 +570,24 @@ class DuckDBEngine(Engine):
             v = f"least(greatest({v}, {d.double(0.0)}), {d.double(float(term.clamp))})"
         return v
 
-    def _distribution(self, select: str, col: str) -> LossDistribution:
+    def _owner_distribution(self, per_owner: str, col: str) -> LossDistribution:
+        """:meth:`_distribution` of per-owner values, aggregated once into a temporary table (the
+        aggregation over the owners is the costly part; DuckDB spills the table if it must)."""
+        name = f"prdp_owners_{next(_counter)}"
+        with self._lock:
+            self._exec(f"CREATE TEMP TABLE {name} AS {per_owner}")
+            try:
+                return self._distribution(f"SELECT {col} FROM {name}", col)
+            finally:
+                self._exec(f"DROP TABLE IF EXISTS {name}")
+
+    def _distribution(self, select: str, col: str, *, upper: float | None = None) -> LossDistribution:
         """The distribution of ``col`` over the rows of ``select``: exact when it takes at most
-        :data:`MAX_EXACT_VALUES` distinct values, else on log bins (CASE tree: exact bin counts)."""
+        :data:`MAX_EXACT_VALUES` distinct values, else on log bins (CASE tree: exact bin counts).
+        With ``upper`` (every value ≤ it) and more rows than that limit: in one pass on
+        :func:`~prdp_core.engines.memory.bound_edges`."""
+        if upper is not None and self.n_rows() > MAX_EXACT_VALUES:
+            return self._binned(select, col, bound_edges(upper), None)
         lo, hi, total, approx = self._exec(f"SELECT min({col}), max({col}), sum({col}), approx_count_distinct({col}) "
                                            f"FROM ({select})")[0]
         if lo is not None and not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
@@ -585,12 +601,19 @@ class DuckDBEngine(Engine):
             if len(frame) <= MAX_EXACT_VALUES:
                 return LossDistribution.from_counts(frame["__x"].to_numpy(dtype=float),
                                                     frame["__n"].to_numpy(dtype=np.int64))
-        edges = _binned_edges(float(lo), float(hi), 400)
+        return self._binned(select, col, _binned_edges(float(lo), float(hi), 400), float(total))
+
+    def _binned(self, select: str, col: str, edges: np.ndarray, total: float | None) -> LossDistribution:
         b = f"least(greatest({S.bucket_sql(self.d, col, edges, side='left')} - 1, 0), {edges.size - 2})"
-        fr = self._frame(f"SELECT {b} AS __b, count(*) AS __n FROM ({select}) GROUP BY __b")
+        fr = self._frame(f"SELECT {b} AS __b, count(*) AS __n, sum({col}) AS __s, max({col}) AS __m FROM ({select}) "
+                         "GROUP BY __b")
+        if len(fr) and not np.all(np.isfinite(fr["__m"].to_numpy(dtype=float))):
+            raise PolicyError("Some losses are too large to compute (they exceed the floating-point range).",
+                              hint="Lower the budgets ρ or raise the splitting thresholds.")
         counts = np.zeros(edges.size - 1, dtype=np.int64)
         counts[fr["__b"].to_numpy(np.int64)] = fr["__n"].to_numpy(np.int64)
-        return LossDistribution.binned(edges, counts, total=float(total))
+        return LossDistribution.binned(edges, counts,
+                                       total=float(fr["__s"].sum()) if total is None else total)
 
     def domain_stats(self, budget: Any, *, column: str | None = None, bins: Bins | None = None,
                      distinct: bool = False) -> DomainStats:

@@ -86,18 +86,33 @@ def column_kind(s: pd.Series) -> ColumnKind:
     return "other"
 
 
-def distribution_of(values: np.ndarray, measure: str = "rho", *, bins: int = 400) -> LossDistribution:
+def distribution_of(values: np.ndarray, measure: str = "rho", *, bins: int = 400,
+                    upper: float | None = None) -> LossDistribution:
     """Exact distribution of per-unit losses, binned on a log grid when they take more than
-    :data:`~prdp_core.distribution.MAX_EXACT_VALUES` distinct values."""
+    :data:`~prdp_core.distribution.MAX_EXACT_VALUES` distinct values. With ``upper`` (a bound
+    every loss respects, e.g. the largest policy loss for realized losses) and more units than
+    that limit, the grid is :func:`bound_edges` — the rule a SQL engine applies in one pass."""
     v = np.asarray(values, dtype=float)
-    u, c = np.unique(v, return_counts=True)
     total = float(v.sum()) if v.size else 0.0
+    if upper is not None and v.size > MAX_EXACT_VALUES:
+        return _binned(v, bound_edges(upper), measure, total)
+    u, c = np.unique(v, return_counts=True)
     if u.size <= MAX_EXACT_VALUES:
         return LossDistribution(u, c, measure, total=total)  # type: ignore[arg-type]
-    edges = _binned_edges(float(u[0]), float(u[-1]), bins)
+    return _binned(v, _binned_edges(float(u[0]), float(u[-1]), bins), measure, total)
+
+
+def _binned(v: np.ndarray, edges: np.ndarray, measure: str, total: float) -> LossDistribution:
     counts = np.bincount(np.clip(np.searchsorted(edges, v, side="left") - 1, 0, edges.size - 2),
                          minlength=edges.size - 1)
     return LossDistribution.binned(edges, counts, measure, total=total)  # type: ignore[arg-type]
+
+
+def bound_edges(upper: float, *, steps: int = 8, doublings: int = 64) -> np.ndarray:
+    """Bin edges for losses known to lie in [0, ``upper``]: 0, then ``steps`` per doubling from
+    upper·2^−doublings up to ``upper``."""
+    u = float(upper) if upper > 0 else 1.0
+    return np.concatenate(([0.0], u * np.exp2(-np.arange(steps * doublings, -1, -1) / steps)))
 
 
 def _binned_edges(lo: float, hi: float, bins: int) -> np.ndarray:
@@ -284,7 +299,8 @@ class MemoryEngine(Engine):
         return distribution_of(ol)
 
     def realized_losses(self, terms: Sequence[RealizedTerm], thresholds: Thresholds, *, partition_rho: float = 0.0,
-                        owner_col: str | None = None) -> tuple[LossDistribution, LossDistribution | None]:
+                        owner_col: str | None = None, upper: float | None = None
+                        ) -> tuple[LossDistribution, LossDistribution | None]:
         t = self.table
         n = len(t)
         realized = np.zeros(n)
@@ -331,7 +347,7 @@ class MemoryEngine(Engine):
             if own_real is not None:
                 pc = np.bincount(own_codes, weights=m, minlength=own_real.size)
                 own_real += partition_rho * pc ** 2
-        return distribution_of(realized), (None if own_real is None else distribution_of(own_real))
+        return distribution_of(realized, upper=upper), (None if own_real is None else distribution_of(own_real))
 
     def domain_stats(self, budget: Any, *, column: str | None = None, bins: Bins | None = None,
                      distinct: bool = False) -> DomainStats:
@@ -411,5 +427,5 @@ def _dense_codes(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return inv.astype(np.int64), u
 
 
-__all__ = ["MemoryEngine", "column_kind", "distinct_max_domain", "distribution_of", "domain_histogram",
+__all__ = ["MemoryEngine", "bound_edges", "column_kind", "distinct_max_domain", "distribution_of", "domain_histogram",
            "measure_values", "sample_positions", "value_bins"]

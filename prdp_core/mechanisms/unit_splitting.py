@@ -480,8 +480,10 @@ def _release_on_engine(data: EngineDataset, policy: SplittingPolicy, *, rng: Any
                                                            if q.split and q.kind != "count"))
     hist = eng.split_histogram(thr, measures=own_measures, filters=filters)
     loss = policy_loss_of_histogram(policy, hist)
+    # a record's realized loss never exceeds its policy loss: the largest one bounds the histogram
     realized, own_real = eng.realized_losses(terms, thr, partition_rho=wl.partition_rho,
-                                             owner_col=owner if owner_realized else None)
+                                             owner_col=owner if owner_realized else None,
+                                             upper=float(loss.max()) * (1 + 1e-9) if loss.size else None)
     extras: dict[str, Any] = {"private_realized_distribution": realized, "private_pieces_histogram": hist}
     if ps is not None:
         delta = partition_record_delta(policy, hist.pieces(), partition_delta, public_keys or ())

@@ -415,3 +415,20 @@ def test_a_folder_of_files_with_different_columns_is_refused_with_their_names(tm
     with pytest.raises(DataError, match="v is text"):
         engines.open_dataset(str(tmp_path / "parts" / "*.parquet"), engine="duckdb",
                              schema=Schema(id_col="id", measures=("v",)))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_binned_realized_losses_are_equal_beyond_the_exact_limit(data, engine, monkeypatch):
+    import prdp_core.engines.duckdb_engine as D
+    import prdp_core.engines.memory as M
+
+    monkeypatch.setattr(M, "MAX_EXACT_VALUES", 1000)
+    monkeypatch.setattr(D, "MAX_EXACT_VALUES", 1000)
+    _, _, ds, eds = data
+    pol = POLICIES["count-sum-by-one-column, partition selection"]
+    ref = release(ds, pol, rng=np.random.default_rng(1), owner_realized=False)
+    got = release(eds[engine], pol, rng=np.random.default_rng(1), owner_realized=False)
+    d = got.extras["private_realized_distribution"]
+    assert not d.exact and d.n == ds.n
+    expect = M.distribution_of(ref.extras["private_realized"], upper=float(d.edges[-1]))
+    assert np.array_equal(d.edges, expect.edges) and np.array_equal(d.counts, expect.counts)
