@@ -38,7 +38,7 @@ from ..splitting import DEFAULT_KEY, Thresholds, as_thresholds
 from ..workload import Filter
 from . import sql as S
 from .base import Aggregate, Bins, CellTable, ColumnKind, DomainStats, Engine, EngineOptions, RealizedTerm, SplitHistogram
-from .memory import _binned_edges, bound_edges, sample_positions
+from .memory import BOUND_STEPS, _binned_edges, bound_edges, sample_positions
 
 #: DuckDB's memory limit when none is configured (the process stays within about 4 GB).
 DEFAULT_MEMORY_LIMIT = "2GB"
@@ -177,6 +177,7 @@ class DuckDBEngine(Engine):
         self._kinds: dict[str, ColumnKind] | None = None
         self._n: int | None = None
         self._nulls: dict[str, int] = {}  # the relation never changes: counts are kept
+        self._integral: dict[str, tuple[bool, float]] = {}
         self._distinct: dict[tuple, pd.DataFrame] = {}
         self.d = S.DUCKDB
 
@@ -402,7 +403,21 @@ class DuckDBEngine(Engine):
                     raise PolicyError(f"{nulls:,} record(s) have no value in '{thr.group_col}' and there is no "
                                       "default ('*') thresholds row for them.",
                                       hint="Add a default row or fill the values.")
-        return S.split_columns(self.d, self.relation, thr, kinds, per_measure)
+        plain = {a for a in thr.measures if self._exact_division(a, [dict(r)[a] for _, r in thr.rows])}
+        return S.split_columns(self.d, self.relation, thr, kinds, per_measure, plain=plain)
+
+    def _exact_division(self, measure: str, thresholds: Sequence[float]) -> bool:
+        """True when ⌈v/T⌉ needs no guard for this column: whole-number values and thresholds with
+        max|v|·T < 2^52 — then fl(v/T) is a whole number only when T divides v exactly, and the
+        guard of splitting._pieces never changes ⌈fl(v/T)⌉ (counted once per column: kept)."""
+        if not all(float(t).is_integer() and 0 < t < 2.0**26 for t in thresholds):
+            return False
+        if measure not in self._integral:
+            v = self.d.as_double(self.d.ident(measure))
+            whole, top = self._exec(f"SELECT bool_and({v} = floor({v})), max(abs({v})) FROM {self.relation}")[0]
+            self._integral[measure] = (bool(whole), float(top) if top is not None else 0.0)
+        whole, top = self._integral[measure]
+        return whole and top * max(thresholds) < 2.0**52
 
     def _key_select(self, thr: Thresholds, measures: Sequence[str], filters: Sequence[Filter],
                     by: Sequence[str], extra: Sequence[str] = ()) -> tuple[str, list[str]]:
@@ -587,7 +602,10 @@ class DuckDBEngine(Engine):
         With ``upper`` (every value ≤ it) and more rows than that limit: in one pass on
         :func:`~prdp_core.engines.memory.bound_edges`."""
         if upper is not None and self.n_rows() > MAX_EXACT_VALUES:
-            return self._binned(select, col, bound_edges(upper), None)
+            edges = bound_edges(upper)
+            b = (f"CAST(least(greatest(COALESCE(ceil(log2({col} / {self.d.double(edges[1])}) * {BOUND_STEPS}), 0), 0), "
+                 f"{edges.size - 2}) AS BIGINT)")
+            return self._binned(select, col, edges, None, bucket=f"(CASE WHEN {col} > 0 THEN {b} ELSE 0 END)")
         lo, hi, total, approx = self._exec(f"SELECT min({col}), max({col}), sum({col}), approx_count_distinct({col}) "
                                            f"FROM ({select})")[0]
         if lo is not None and not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
@@ -603,8 +621,9 @@ class DuckDBEngine(Engine):
                                                     frame["__n"].to_numpy(dtype=np.int64))
         return self._binned(select, col, _binned_edges(float(lo), float(hi), 400), float(total))
 
-    def _binned(self, select: str, col: str, edges: np.ndarray, total: float | None) -> LossDistribution:
-        b = f"least(greatest({S.bucket_sql(self.d, col, edges, side='left')} - 1, 0), {edges.size - 2})"
+    def _binned(self, select: str, col: str, edges: np.ndarray, total: float | None, *, bucket: str | None = None
+                ) -> LossDistribution:
+        b = bucket or f"least(greatest({S.bucket_sql(self.d, col, edges, side='left')} - 1, 0), {edges.size - 2})"
         fr = self._frame(f"SELECT {b} AS __b, count(*) AS __n, sum({col}) AS __s, max({col}) AS __m FROM ({select}) "
                          "GROUP BY __b")
         if len(fr) and not np.all(np.isfinite(fr["__m"].to_numpy(dtype=float))):

@@ -95,7 +95,12 @@ def distribution_of(values: np.ndarray, measure: str = "rho", *, bins: int = 400
     v = np.asarray(values, dtype=float)
     total = float(v.sum()) if v.size else 0.0
     if upper is not None and v.size > MAX_EXACT_VALUES:
-        return _binned(v, bound_edges(upper), measure, total)
+        edges = bound_edges(upper)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            b = np.ceil(np.log2(v / edges[1]) * BOUND_STEPS)
+        b = np.clip(np.nan_to_num(b, nan=0.0, neginf=0.0), 0, edges.size - 2).astype(np.int64)
+        return LossDistribution.binned(edges, np.bincount(b, minlength=edges.size - 1), measure,  # type: ignore[arg-type]
+                                       total=total)
     u, c = np.unique(v, return_counts=True)
     if u.size <= MAX_EXACT_VALUES:
         return LossDistribution(u, c, measure, total=total)  # type: ignore[arg-type]
@@ -108,11 +113,16 @@ def _binned(v: np.ndarray, edges: np.ndarray, measure: str, total: float) -> Los
     return LossDistribution.binned(edges, counts, measure, total=total)  # type: ignore[arg-type]
 
 
-def bound_edges(upper: float, *, steps: int = 8, doublings: int = 64) -> np.ndarray:
-    """Bin edges for losses known to lie in [0, ``upper``]: 0, then ``steps`` per doubling from
-    upper·2^−doublings up to ``upper``."""
+#: Bins per doubling of :func:`bound_edges`.
+BOUND_STEPS = 8
+
+
+def bound_edges(upper: float, *, doublings: int = 64) -> np.ndarray:
+    """Bin edges for losses known to lie in [0, ``upper``]: 0, then lo·2^(j/8), j = 0 … 8·doublings,
+    lo = upper·2^−doublings. A loss x > 0 falls in bin ⌈8·log₂(x/lo)⌉ (clipped; 0 for x ≤ lo): one
+    logarithm per unit in every engine (a value within rounding of an edge may land one bin over)."""
     u = float(upper) if upper > 0 else 1.0
-    return np.concatenate(([0.0], u * np.exp2(-np.arange(steps * doublings, -1, -1) / steps)))
+    return np.concatenate(([0.0], u * np.exp2(-np.arange(BOUND_STEPS * doublings, -1, -1) / BOUND_STEPS)))
 
 
 def _binned_edges(lo: float, hi: float, bins: int) -> np.ndarray:
@@ -427,5 +437,5 @@ def _dense_codes(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return inv.astype(np.int64), u
 
 
-__all__ = ["MemoryEngine", "bound_edges", "column_kind", "distinct_max_domain", "distribution_of", "domain_histogram",
+__all__ = ["BOUND_STEPS", "MemoryEngine", "bound_edges", "column_kind", "distinct_max_domain", "distribution_of", "domain_histogram",
            "measure_values", "sample_positions", "value_bins"]

@@ -205,14 +205,16 @@ class SplitColumns:
 
 
 def split_columns(d: Dialect, source: str, thr: Thresholds, kinds: ColumnKinds,
-                  per_measure: Sequence[str] = ()) -> SplitColumns:
+                  per_measure: Sequence[str] = (), *, plain: set[str] | frozenset[str] = frozenset()) -> SplitColumns:
     """m(r) = max(1, max_a ⌈v_a/T_a⌉) with the exact guard, and ⌈v_a/T_a⌉ (at least 1) of each
-    measure in ``per_measure`` — the numbers :func:`prdp_core.splitting.split_counts` gives."""
+    measure in ``per_measure`` — the numbers :func:`prdp_core.splitting.split_counts` gives.
+    Measures in ``plain`` are known to need no guard (whole numbers divided by whole thresholds)."""
     measures = list(thr.measures)
     for a in per_measure:
         if a not in measures:
             raise PolicyError(f"No splitting threshold for '{a}'.")
-    pieces = {a: _pieces_sql(d, d.as_double(d.ident(a)), threshold_sql(d, thr, a, kinds)) for a in measures}
+    pieces = {a: (f"ceil({d.as_double(d.ident(a))} / {threshold_sql(d, thr, a, kinds)})" if a in plain else
+                  _pieces_sql(d, d.as_double(d.ident(a)), threshold_sql(d, thr, a, kinds))) for a in measures}
     one = d.double(1.0)
     joint = f"greatest({one}, {', '.join(pieces.values())})"
     cols = [f"{joint} AS __m"] + [f"greatest({one}, {pieces[a]}) AS __m_{j}" for j, a in enumerate(per_measure)]
