@@ -209,12 +209,11 @@ def _cmd_samples_write(args: argparse.Namespace, stdout: IO[str], stderr: IO[str
 
     rows = _rows(args.rows)
     out = Path(args.out)
-    problem = _out_problem(out.parent) if str(out.parent) not in ("", ".") else None
-    if problem or out.is_dir():
-        stderr.write(f"prdp: error: --out {out} must name a file in an existing folder.\n")
+    if out.is_dir() or out.is_symlink():  # never written through a link
+        stderr.write(f"prdp: error: --out {out} must name a file (not a folder or a symbolic link).\n")
         return EXIT_USAGE
-    if not out.parent.exists():
-        stderr.write(f"prdp: error: the folder of --out {out} does not exist.\n")
+    if not out.resolve().parent.is_dir():
+        stderr.write(f"prdp: error: the folder of --out {out} does not exist (or is a file).\n")
         return EXIT_USAGE
     bar = TextProgress(stderr, enabled=not args.quiet)
     try:
