@@ -27,7 +27,7 @@ import pandas as pd
 
 from ..config import safe_data_path
 from ..data import SUPPORTED_EXTENSIONS, Dataset, guess_schema, load_table, prepare_dataset
-from ..errors import DataError
+from ..errors import DataError, PrdpError
 
 ENV_WORKSHOP_DIR = "PRDP_WORKSHOP_DIR"
 ENV_BOARD_URL = "PRDP_BOARD_URL"
@@ -61,22 +61,88 @@ def facilitator_key(env: Mapping[str, str] | None = None) -> str | None:
     return env.get(ENV_FACILITATOR_KEY) or None
 
 
-def data_files(folder: str | os.PathLike) -> list[str]:
+def data_files(folder: str | os.PathLike, *, large: bool = False) -> list[str]:
     """Names of the tables directly in the data folder (CSV, TSV, Parquet, Excel), sorted; files
-    whose link leads out of the folder are left out."""
+    whose link leads out of the folder are left out.
+
+    ``large``: the sources the DuckDB engine reads in place instead (the app's *Large dataset*
+    source) — Parquet and CSV/TSV files, DuckDB database files (``name.duckdb``: name a table as
+    ``name.duckdb#table``, see :func:`database_tables`) and sub-folders holding Parquet or CSV files
+    (one table written in several files); a folder or link leading out of the data folder is left out."""
     base = Path(folder)
     if not base.is_dir():
         return []
     names = []
     for p in sorted(base.iterdir()):
-        if p.name.startswith(".") or p.suffix.lower() not in SUPPORTED_EXTENSIONS:
+        if p.name.startswith("."):
             continue
         try:
-            if safe_data_path(p.name, base, key="data file").is_file():
-                names.append(p.name)
-        except Exception:  # noqa: BLE001 - a link leading out of the folder: not offered
+            target = safe_data_path(p.name, base, key="data file", where="the data folder")
+        except PrdpError:  # a link leading out of the folder: not offered
             continue
+        if large:
+            if target.is_dir():
+                if any(f.is_file() and f.suffix.lower() in LARGE_EXTENSIONS[:-1] for f in target.iterdir()):
+                    names.append(p.name)
+            elif target.is_file() and p.suffix.lower() in LARGE_EXTENSIONS:
+                names.append(p.name)
+        elif p.suffix.lower() in SUPPORTED_EXTENSIONS and target.is_file():
+            names.append(p.name)
     return names
+
+
+#: File types of the *Large dataset* source (the DuckDB engine): data files, then DuckDB databases.
+LARGE_EXTENSIONS = (".parquet", ".pq", ".csv", ".tsv", ".tab", ".txt", ".duckdb")
+
+
+def data_source(spec: str, folder: str | os.PathLike) -> Any:
+    """The files a *Large dataset* spec names in the data folder — a file, a folder, a glob
+    (``parts/*.parquet``) or ``name.duckdb#table`` — as the DuckDB engine's
+    :class:`~prdp_core.engines.duckdb_engine.Source`.
+
+    Nothing outside the folder can be named: absolute paths, ``~``, any ``..`` and symbolic links
+    leading out (of the path itself or of any file it matches) are refused with a DataError, as
+    are missing files and folders without data files."""
+    from ..engines.duckdb_engine import resolve_source
+
+    text = str(spec).strip()
+    head = text.rsplit("#", 1)[0] if "#" in text else text
+    try:
+        safe_data_path(head, folder, key="Large dataset", where="the data folder")
+    except PrdpError as err:
+        raise DataError(err.message, hint=f"Name a file, folder or glob inside the data folder ({Path(folder)}).") \
+            from None
+    try:
+        return resolve_source(text, base_dir=folder, confine=True)
+    except DataError as err:
+        raise DataError(err.message.replace("(looked in", "(the data folder:"),
+                        hint=err.hint or "Check the name.") from None
+
+
+def data_source_stamp(source: Any) -> tuple[tuple[str, int, int], ...]:
+    """(path, size, modification time) of every file of a source: a cache key that changes when any
+    of them does."""
+    out = []
+    for f in source.files:
+        st = Path(f).stat()
+        out.append((str(f), int(st.st_size), int(st.st_mtime_ns)))
+    return tuple(out)
+
+
+def database_tables(folder: str | os.PathLike, name: str) -> list[str]:
+    """The tables and views of the DuckDB database ``name`` of the data folder (opened read-only)."""
+    p = safe_data_path(name, folder, key="data file", where="the data folder")
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(p), read_only=True)
+    except Exception as exc:  # noqa: BLE001 - duckdb raises several types: all mean "not readable"
+        raise DataError(f"Cannot open the database {name}: {str(exc)[:200]}.") from None
+    try:
+        rows = con.execute("SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()
+    finally:
+        con.close()
+    return [str(r[0]) for r in rows]
 
 
 def describe_pin(pin: Mapping[str, Any] | None) -> str | None:

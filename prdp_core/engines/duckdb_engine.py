@@ -755,6 +755,18 @@ class DuckDBEngine(Engine):
         parts = ", ".join(self.d.count_if(f"{v} > {self.d.double(x)}") if not math.isnan(x) else "0" for x in vals)
         return np.asarray(self._exec(f"SELECT {parts} FROM {self.relation}")[0], dtype=np.int64)
 
+    def order_statistics(self, column: str, ranks: Sequence[int]) -> np.ndarray:
+        v = self._checked_measure(column)
+        r = [int(x) for x in ranks]
+        if not r:
+            return np.zeros(0)
+        n = self.n_rows()
+        if min(r) < 0 or max(r) >= n:
+            raise ParameterError(f"Ranks must lie in [0, {n - 1}].")
+        # quantile_disc at (r + ½)/n is the element of rank r (DuckDB: index ⌊n·q⌋), as the profile reads them
+        row = self._exec(f"SELECT {self.d.quantiles_disc(v, [(k + 0.5) / n for k in r])} FROM {self.relation}")[0][0]
+        return np.asarray([float(x) for x in row], dtype=float)
+
     # -- profile -----------------------------------------------------------------------------
 
     def profile(self, measures: Sequence[str], *, bins: int = 40, lorenz_points: int = 201) -> DatasetProfile:
