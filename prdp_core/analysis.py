@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -362,7 +362,8 @@ _BOX_Q = np.array([0.05, 0.25, 0.5, 0.75, 0.95])
 def sweep(table: Any, policy: SplittingPolicy, thresholds: Sequence[Mapping[str, float]],
           base_rhos: Sequence[float], *, min_count: int = 0, gamma: float = 0.95,
           labels: Sequence[str] | None = None, stats_: list[QueryStats] | None = None,
-          partition_delta: float = 1e-6) -> tuple[pd.DataFrame, pd.DataFrame]:
+          partition_delta: float = 1e-6, progress: Callable[[int, int, str], None] | None = None
+          ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Analytic errors and policy losses for every (thresholds, base ρ) pair.
 
     The workload's budgets are scaled so that its base loss (what an unsplit record pays)
@@ -377,7 +378,8 @@ def sweep(table: Any, policy: SplittingPolicy, thresholds: Sequence[Mapping[str,
     per family and rescaled; top-coded sums (biased) are solved per cell. AVG cells are left
     out (their error needs simulation). With partition selection each cell's ARE is the mixture
     of :func:`are_quantile_with_keep`, with keep probabilities recomputed for every pair (the
-    split counts change with the thresholds, σ_ps with ρ).
+    split counts change with the thresholds, σ_ps with ρ). ``progress(i, total, label)`` is called
+    before each threshold setting.
     """
     n_pairs = len(thresholds) * len(base_rhos)
     if n_pairs == 0:
@@ -426,7 +428,9 @@ def sweep(table: Any, policy: SplittingPolicy, thresholds: Sequence[Mapping[str,
                                float(np.median(w)), measure)
     has_filter = any(q.filter is not None for q in wl.queries)
     box_rows, loss_rows = [], []
-    for th, lab in zip(thresholds, labels):
+    for i, (th, lab) in enumerate(zip(thresholds, labels)):
+        if progress is not None:
+            progress(i, len(labels), lab)
         pol_t = SplittingPolicy(as_thresholds(dict(th)), wl)
         m, unscaled, weights = _sweep_losses(table, pol_t, has_filter)
         # each query's (per-cell) scale factor Δ/√(2ρ_q) at base scale 1

@@ -226,7 +226,7 @@ def load_code(source: dict[str, Any], ds: Any) -> str:
                 f"ds = engines.open_dataset({literal(source.get('path'))}, engine={literal(source.get('engine', 'duckdb'))}, "
                 "base_dir=DATA_DIR, confine=True,\n"
                 f"                          schema={literal({k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()})}"
-                f"{opts})   # records stay in the file")
+                f"{opts})   # records stay in the file" + _sample_line())
     if source.get("kind") == "sample" and "schema" not in source:
         return f"ds = prdp_core.samples.load_dataset({literal(source['name'])}{size}, seed={seed})"
     if source.get("kind") == "sample":
@@ -240,6 +240,15 @@ def load_code(source: dict[str, Any], ds: Any) -> str:
             f"                         groups={literal(tuple(raw_schema['groups']))}, "
             f"owner_col={literal(raw_schema['owner_col'])})\n"
             f"ds = prdp_core.prepare_dataset(df, schema, name={literal(ds.name)}{opts})")
+
+
+def _sample_line() -> str:
+    """The line taking the page's uniform sample of a large dataset, when the page works on one."""
+    smp = state.page_sample()
+    if not smp:
+        return ""
+    return (f"\nds = ds.sample({int(smp['rows'])}, seed={int(smp['seed'])})   # a labelled uniform sample, in "
+            "memory: this page's mechanisms need the records")
 
 
 def reproduce_code(source: dict[str, Any], ds: Any) -> str:

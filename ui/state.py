@@ -206,10 +206,11 @@ def ledger() -> "Ledger":
     return st.session_state["ledger"]
 
 
-def record_release(release: "Release") -> None:
-    """Add a release's ledger entries to the session ledger; a release made on a page's sample of a large
-    table says so in its label and parameters (``data_sample``)."""
-    smp = page_sample()
+def record_release(release: "Release", sample: dict[str, Any] | None = None) -> None:
+    """Add a release's ledger entries to the session ledger; a release made on a sample of a large table
+    (the page's, or ``sample``: its rows, the records it was drawn from ``n``, their table ``of`` and seed)
+    says so in its label and parameters (``data_sample``)."""
+    smp = sample if sample is not None else page_sample()
     entries = release.entries
     if smp:
         from dataclasses import replace
