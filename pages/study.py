@@ -88,7 +88,8 @@ with tab_report:
             try:
                 umem.guard("report", columns=umem.dataset_columns(state.dataset()) * len(study.mechanisms))
                 on_engine = state.is_large()  # a large dataset: each mechanism's statistics in the engine, with progress
-                box = (st.status(f"Running the study on {state.dataset().n:,} records", expanded=True) if on_engine
+                box = (st.status(f"Running the study on {review.count(state.dataset().n, 'records', hidden='the')}",
+                                 expanded=True) if on_engine
                        else st.spinner("Running the study and building the report…"))
                 with box as status:
                     say = (lambda i, n, text: status.write(f":material/progress_activity: {i + 1}/{n + 1}: {text}")

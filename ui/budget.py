@@ -339,7 +339,7 @@ def on_run() -> None:
             data = smp.table if (large_ds and records) else (ds if large_ds else ds.table)  # type: ignore[union-attr]
             rel = fn(data, b, q, rng, ss.get("bf_threshold", "paper"), teaching, seed)
             if large_ds and records:
-                label = f"{label} [sample of {len(smp.table):,} rows]"  # type: ignore[union-attr]
+                label = f"{label} [sample of {_sample_choice()[0]:,} rows asked]"  # type: ignore[index]
             releases.append((label, rel))
             state.record_release(rel, sample=_sample_note(smp) if (large_ds and records) else None)
     except PrdpError as e:
@@ -380,7 +380,7 @@ def _sample_note(smp: Dataset | None) -> dict[str, Any] | None:
     from . import large
 
     rows, seed = large.sample_choice("budget_functions")  # type: ignore[misc]
-    return {"rows": len(smp.table), "n": state.active_dataset().n, "of": state.active_dataset().name, "seed": seed}
+    return {"rows": rows, "of": state.active_dataset().name, "seed": seed}
 
 
 def loss_series(releases: list[tuple[str, Any]]) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], Any]:

@@ -108,9 +108,7 @@ def _version(spec: str) -> list[list[Any]]:
 def _engine(spec: str, version_json: str, engine: str) -> Any:
     if engine != "duckdb":
         raise DataError(f"The {engine} engine cannot read files of the data folder here.")
-    from prdp_core.engines.duckdb_engine import DuckDBEngine, default_options
-
-    return DuckDBEngine.open(W.data_source(spec, folder()), options=default_options())
+    return W.open_data_source(spec, folder())
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
@@ -284,7 +282,7 @@ def connect_pending() -> None:
         n = eng.n_rows()
         if n == 0:
             raise DataError(f"{spec} has no rows.", hint="Name a table with records.")
-        stage(f"reading a uniform sample of {min(n, GUESS_ROWS):,} rows to guess the column roles")
+        stage(f"reading a uniform sample of up to {GUESS_ROWS:,} rows to guess the column roles")
         df = eng.sample(GUESS_ROWS, 0)
         schema = guess_schema(df)
         return {"df": df, "name": label(spec), "schema": schema, "id": rid, "pending": True, "large": True,
@@ -298,7 +296,7 @@ def connect_pending() -> None:
         return
     ss["raw"] = raw
     _msg("info", f"Connected **{md_escape(spec)}** ({_count(raw['n'], 'rows')}, read in place by {engine}). The roles "
-                 f"below were guessed from a uniform sample of {min(raw['n'], GUESS_ROWS):,} rows: check them and press "
+                 f"below were guessed from a uniform sample of up to {GUESS_ROWS:,} rows: check them and press "
                  f"**Use this table**. Until then the active dataset stays **{md_escape(state.dataset().name)}**.",
          "roles")
 
@@ -350,7 +348,7 @@ def apply_pending() -> None:
     def work(stage: Callable[[str], None]) -> tuple[EngineDataset, dict[str, Any]]:
         stage("applying the roles and fixes in the engine (rows dropped, public shifts added, ids)")
         ds, src = open_source(source)
-        stage(f"counting the records kept ({ds.n:,})")
+        stage(f"counting the records kept ({_count(ds.n, 'records')})")
         stage(f"profiling {len(ds.schema.measures)} measure(s) for the starting thresholds")
         from prdp_core.profile import profile_dataset
 
@@ -413,7 +411,7 @@ def sample_dataset(page: str) -> Dataset | None:
     rows, seed = choice
 
     def work(stage: Callable[[str], None]) -> Dataset:
-        stage(f"drawing {rows:,} of the {ds.n:,} rows uniformly at random (seed {seed}) in the engine")
+        stage(f"drawing {rows:,} of the {_count(ds.n, 'rows')} uniformly at random (seed {seed}) in the engine")
         return _sample(state.active_token(), rows, seed, ds)
 
     return stats("sample", [rows, seed], f"Taking a uniform sample of {rows:,} rows", work,

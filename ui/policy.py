@@ -34,7 +34,7 @@ from prdp_core.samples import CBP_SPLIT_SCHEMES
 from prdp_core.splitting import Thresholds, as_thresholds, split_counts, thresholds_to_frame
 from prdp_core.workload import SplittingPolicy, Workload, default_workload, workload_to_frame
 
-from . import memory, state
+from . import memory, review, state
 from .common import md_escape
 
 #: Table 8 "Conservative" thresholds for the CBP-like sample (the ≈97–99th percentiles).
@@ -232,7 +232,8 @@ def preview(pol: SplittingPolicy, owner_method: str = "lemma4") -> PolicyPreview
 
         def work(stage: Any) -> EnginePolicyPreview:
             large.engine_guard()
-            stage(f"counting the {state.dataset().n:,} records by split count m(r), in the engine")
+            stage(f"counting {review.count(state.dataset().n, 'records', hidden='the')} by split count m(r), in the "
+                  "engine")
             prev = preview_policy(state.dataset(), pol, owner_method=owner_method)  # type: ignore[arg-type]
             stage("the records' policy-loss distribution (exact)")
             prev.records  # noqa: B018 - computed here, inside the status

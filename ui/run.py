@@ -19,7 +19,7 @@ from prdp_core.release import Release
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import SplittingPolicy
 
-from . import memory, state
+from . import memory, review, state
 from . import policy as pstate
 
 
@@ -54,7 +54,8 @@ def run_pending() -> None:
     key = ss.pop(RUN_REQUEST, None)
     if key is None:
         return
-    with st.status(f"Releasing the workload on {state.dataset().n:,} records", expanded=True) as box:
+    with st.status(f"Releasing the workload on {review.count(state.dataset().n, 'records', hidden='the')}",
+                   expanded=True) as box:
         box.write(":material/progress_activity: per-cell counts, split rows and sums of every query: in the engine")
         box.write(":material/progress_activity: partition selection and Gaussian noise: here, from the seed")
         box.write(":material/progress_activity: the records' (and owners') policy and realized losses: in the engine")

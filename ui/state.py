@@ -162,8 +162,8 @@ def use_sample(sample: Dataset, page: str, rows: int, seed: int) -> None:
     dataset: :func:`dataset` and :func:`token` return it, and releases recorded by :func:`record_release` are
     labelled with it."""
     h = hashlib.sha1(repr((active_token(), rows, seed)).encode()).hexdigest()[:16]
-    st.session_state[PAGE_SAMPLE_KEY] = {"dataset": sample, "token": h, "page": page, "rows": len(sample.table),
-                                         "seed": seed, "of": active_dataset().name, "n": active_dataset().n}
+    st.session_state[PAGE_SAMPLE_KEY] = {"dataset": sample, "token": h, "page": page, "rows": int(rows),
+                                         "seed": int(seed), "of": active_dataset().name}
 
 
 def page_sample() -> dict[str, Any] | None:
@@ -208,16 +208,15 @@ def ledger() -> "Ledger":
 
 def record_release(release: "Release", sample: dict[str, Any] | None = None) -> None:
     """Add a release's ledger entries to the session ledger; a release made on a sample of a large table
-    (the page's, or ``sample``: its rows, the records it was drawn from ``n``, their table ``of`` and seed)
-    says so in its label and parameters (``data_sample``)."""
+    (the page's, or ``sample``: the rows asked for, the table ``of`` and the seed) says so in its label and
+    parameters (``data_sample``). The rows asked for are a public choice; the table's record count is not
+    written (a sample asking for more rows than the table has is the whole table)."""
     smp = sample if sample is not None else page_sample()
     entries = release.entries
     if smp:
         from dataclasses import replace
 
-        note = (f" [uniform sample of {smp['rows']:,} of the {smp['n']:,} records of {smp['of']}, "
-                f"seed {smp['seed']}]")
+        note = f" [uniform sample ({smp['rows']:,} rows asked) of {smp['of']}, seed {smp['seed']}]"
         entries = tuple(replace(e, label=e.label + note, params={**e.params, "data_sample": {
-            "rows": smp["rows"], "of_records": smp["n"], "table": smp["of"], "seed": smp["seed"]}})
-            for e in entries)
+            "rows_asked": smp["rows"], "table": smp["of"], "seed": smp["seed"]}}) for e in entries)
     ledger().extend(entries)

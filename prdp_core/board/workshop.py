@@ -119,6 +119,14 @@ def data_source(spec: str, folder: str | os.PathLike) -> Any:
                         hint=err.hint or "Check the name.") from None
 
 
+def open_data_source(spec: str, folder: str | os.PathLike, options: Any = None) -> Any:
+    """A DuckDB engine over a *Large dataset* spec of the data folder (:func:`data_source`: nothing outside
+    the folder), with the engine's settings from the environment unless ``options`` are given."""
+    from ..engines.duckdb_engine import DuckDBEngine, default_options
+
+    return DuckDBEngine.open(data_source(spec, folder), options=options or default_options())
+
+
 def data_source_stamp(source: Any) -> tuple[tuple[str, int, int], ...]:
     """(path, size, modification time) of every file of a source: a cache key that changes when any
     of them does."""
