@@ -121,10 +121,16 @@ def data_source(spec: str, folder: str | os.PathLike) -> Any:
 
 def open_data_source(spec: str, folder: str | os.PathLike, options: Any = None) -> Any:
     """A DuckDB engine over a *Large dataset* spec of the data folder (:func:`data_source`: nothing outside
-    the folder), with the engine's settings from the environment unless ``options`` are given."""
+    the folder), with the engine's settings from the environment unless ``options`` are given. The
+    connection itself may read the data folder (and its spill folder) only: a view stored in a database
+    file of the folder cannot read a file elsewhere."""
+    from dataclasses import replace
+
     from ..engines.duckdb_engine import DuckDBEngine, default_options
 
-    return DuckDBEngine.open(data_source(spec, folder), options=options or default_options())
+    opts = options or default_options()
+    opts = replace(opts, extra={**dict(opts.extra), "allowed_directories": [str(Path(folder).resolve())]})
+    return DuckDBEngine.open(data_source(spec, folder), options=opts)
 
 
 def data_source_stamp(source: Any) -> tuple[tuple[str, int, int], ...]:

@@ -327,7 +327,9 @@ class Engine(ABC):
 @dataclass(frozen=True)
 class EngineOptions:
     """Settings of an engine. DuckDB: ``memory_limit`` (e.g. ``"3GB"``: beyond it DuckDB spills to
-    ``temp_directory``), ``threads`` (None: one per core)."""
+    ``temp_directory``), ``threads`` (None: one per core); ``extra["allowed_directories"]``: the only
+    folders the connection may read (with its spill folder; e.g. the app's data folder, so a view
+    stored in a database file cannot read a file elsewhere)."""
 
     memory_limit: str | None = None
     temp_directory: str | None = None

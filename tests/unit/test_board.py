@@ -369,6 +369,14 @@ def test_large_dataset_sources_of_the_data_folder_and_nothing_outside(tmp_path):
     assert len(W.data_source("parts/[ab].parquet", data).files) == 2
     stamp = W.data_source_stamp(W.data_source("parts/[ab].parquet", data))
     assert [s[1] for s in stamp] == [(data / "parts" / f).stat().st_size for f in ("a.parquet", "b.parquet")]
+    eng = W.open_data_source("agency.duckdb#estab", data)
+    assert eng.n_rows() == 300 and len(eng.sample(50, 1)) == 50
+    # a view stored in a database of the folder cannot read a file elsewhere: the connection is confined
+    con = duckdb.connect(str(data / "views.duckdb"))
+    con.execute(f"CREATE VIEW peek AS SELECT * FROM read_parquet('{outside / 's.parquet'}')")
+    con.close()
+    with pytest.raises(DataError):
+        W.open_data_source("views.duckdb#peek", data).n_rows()
     for bad, words in [("../secret/s.parquet", "may not leave the data folder"),
                        ("/etc/passwd", "must be relative to the data folder, not absolute"),
                        ("~/x.parquet", "no '~'"), ("out.parquet", "outside the data folder"),
