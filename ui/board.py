@@ -186,8 +186,8 @@ def _use_file(f: W.WorkshopFile, schema: Mapping[str, Any] | None = None,
 def _ensure_data(data: Mapping[str, Any]) -> None:
     """Before a design that reads a file is loaded: make that file the active dataset when the
     server's data folder has it; say so when the server does not have it."""
-    if "path" not in data:
-        return  # samples: the study import loads them
+    if "path" not in data or data.get("engine", "memory") != "memory":
+        return  # samples, and large datasets of the data folder (read in place): the study import loads them
     name = str(data["path"])
     src = state.source()
     if src.get("kind") == "file" and src.get("filename") == name and not src.get("shared"):
