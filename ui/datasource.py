@@ -15,8 +15,8 @@ import streamlit as st
 
 import prdp_core
 from prdp_core.codegen import literal
-from prdp_core.data import (Dataset, Schema, TableCheck, check_table, guess_schema, load_table, numeric_columns,
-                            prepare_dataset, shift_text, validate_schema)
+from prdp_core.data import (Schema, TableCheck, check_table, guess_schema, load_table, numeric_columns, prepare_dataset,
+                            shift_text, validate_schema)
 from prdp_core.errors import DataError, PrdpError
 
 from . import memory, review, state

@@ -441,7 +441,7 @@ def sample_offer(page: str, what: str) -> Dataset | None:
     ds = state.active_dataset()
     smp = sample_dataset(page)
     if smp is not None:
-        rows, seed = sample_choice(page)  # type: ignore[misc]
+        _, seed = sample_choice(page)  # type: ignore[misc]
         st.warning(f":material/science: **Working on a sample.** {md_escape(what)} need the records themselves, "
                    f"so this works on a **uniform random sample of {_count(len(smp.table), 'rows')} of "
                    f"{md_escape(ds.name)}** (seed {seed}), held in memory — not on the whole table. Its statistics, "

@@ -23,7 +23,6 @@ from typing import Any
 import streamlit as st
 
 from prdp_core import memory
-from prdp_core.data import Dataset
 
 from . import state
 

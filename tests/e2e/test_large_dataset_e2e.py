@@ -11,28 +11,21 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from typing import Iterator
 
 import pytest
 
 import prdp_core
 
-from .conftest import ARTIFACTS, _clean_env, _require_browser, new_page, shot, wait_idle
+from .conftest import (ARTIFACTS, FINGERPRINT_JS, _clean_env, _require_browser, change_first_threshold, new_page, shot,
+                       wait_idle)
 from .server import app_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
 ROWS = 200_000
 CHART = ".st-key-cdf_records .js-plotly-plot"
-_FINGERPRINT = """() => {
-  const el = document.querySelector('%s');
-  if (!el || !el.data || !el.data.length) return null;
-  const s = JSON.stringify(el.data.map(t => [t.x, t.y]));
-  let h = 0;
-  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
-  return s.length + ':' + h;
-}""" % CHART
+_FINGERPRINT = FINGERPRINT_JS % CHART
 
 
 @pytest.fixture(scope="module")
@@ -98,17 +91,7 @@ def test_connect_a_large_file_change_a_threshold_and_release(lpage):
     wait_idle(page, timeout=180_000)
     page.locator(CHART).wait_for(timeout=180_000)
     _no_exception(page, "policy designer")
-    before = page.evaluate(_FINGERPRINT)
-    assert before
-    thr = page.locator('[data-testid="stNumberInput"]').filter(has_text=re.compile(r"^T\(")).locator("input").first
-    old = float(thr.input_value())
-    new = old / 4 if old > 4 else old * 4
-    thr.fill(f"{new:g}")
-    t0 = time.perf_counter()
-    thr.press("Enter")
-    page.wait_for_function(f"(before) => {{ const f = ({_FINGERPRINT})(); return f && f !== before; }}", arg=before,
-                           timeout=120_000, polling=20)
-    seconds = time.perf_counter() - t0
+    old, new, seconds = change_first_threshold(page, _FINGERPRINT, lambda t: t / 4 if t > 4 else t * 4)
     wait_idle(page, timeout=120_000)
     _no_exception(page, "policy designer after the change")
     shot(page, "large-dataset-policy-designer")
