@@ -53,8 +53,9 @@ KIND = "large"
 GUESS_ROWS = engines.dataset.GUESS_ROWS
 #: Session key of the statistics computed on the active large dataset (:func:`stats`).
 STATS_KEY = "large_stats"
-#: Statistics kept per session (the oldest are dropped).
+#: Statistics kept per session and dataset token (the oldest are dropped), and tokens kept.
 MAX_STATS = 24
+MAX_TOKENS = 3
 #: Session key: page → (rows, seed) of the sample a page works on (:func:`records_needed`).
 SAMPLES_KEY = "large_samples"
 #: Default size of the sample offered to pages that need the records.
@@ -174,15 +175,10 @@ def stats(kind: str, key: Any, label_: str, work: Callable[[Callable[[str], None
 
     The first call runs ``work(stage)`` inside ``st.status(label_)`` (``stage(text)`` names the stage
     being run, shown in the status and its list) and keeps the result; later calls return it at once.
-    Results belong to the dataset token (``token``, default the active one): a new dataset drops them.
+    Results belong to a dataset token (``token``, default the active dataset's; a table being connected
+    uses its own): the results of the :data:`MAX_TOKENS` most recent tokens are kept.
     A PrdpError leaves the status in its error state and propagates (nothing is kept)."""
-    ss = st.session_state
-    tok = state.token() if token is None else token
-    store = ss.get(STATS_KEY)
-    if not isinstance(store, dict) or store.get("token") != tok:
-        store = {"token": tok, "items": OrderedDict()}
-        ss[STATS_KEY] = store
-    items: OrderedDict = store["items"]
+    items = _store(state.active_token() if token is None else token)
     k = (kind, _key(key))
     if k in items:
         items.move_to_end(k)
@@ -203,6 +199,20 @@ def stats(kind: str, key: Any, label_: str, work: Callable[[Callable[[str], None
     while len(items) > MAX_STATS:
         items.popitem(last=False)
     return out
+
+
+def _store(token: str) -> OrderedDict:
+    """The session's statistics of one dataset token (the :data:`MAX_TOKENS` most recent are kept: the
+    active dataset's, a table being connected and the previous one)."""
+    ss = st.session_state
+    stores = ss.get(STATS_KEY)
+    if not isinstance(stores, OrderedDict):
+        stores = ss[STATS_KEY] = OrderedDict()
+    items: OrderedDict = stores.setdefault(token, OrderedDict())
+    stores.move_to_end(token)
+    while len(stores) > MAX_TOKENS:
+        stores.popitem(last=False)
+    return items
 
 
 def profile() -> Any:
@@ -363,7 +373,7 @@ def apply_pending() -> None:
     src = dict(src)
     prof = src.pop("profile")
     tok = state.dataset_token(ds, src)
-    ss[STATS_KEY] = {"token": tok, "items": OrderedDict({("profile", _key(())): prof})}
+    _store(tok)[("profile", _key(()))] = prof  # the new dataset's profile, computed above
     state.set_dataset(ds, src)
     raw["pending"] = False
     from .datasource import describe
