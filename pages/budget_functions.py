@@ -172,6 +172,7 @@ def run(budget: BudgetFunction) -> None:
                  key="bf_threshold", help="Both give the same guarantee; the tighter one reproduces the paper's "
                                           "Appendix B figures.")
         st.caption("The local model answers counts and sums (no local protocol for max or distinct count is built in).")
+    ubf.forecast_panel(budget, ds)
     st.button("Run", type="primary", key="bf_run", on_click=ubf.on_run)
     if ss.get("bf_run_error"):
         st.error(f"**Run failed.** {md_escape(ss['bf_run_error'])}")
