@@ -288,6 +288,8 @@ def on_run() -> None:
 
 
 #: Assumed distributions of the measure the forecast offers (a public assumption, never read from the data).
+#: The forecast's starting n in review mode (typed over by the designer; never the dataset's count there).
+REVIEW_N = 10_000
 FORECAST_KINDS = {"normal": "Normal (negative values redrawn)", "lognormal": "log-normal"}
 
 
@@ -306,8 +308,11 @@ def forecast_panel(budget: B.BudgetFunction, ds: Dataset) -> None:
     start = min(5e4, float(budget.U) / 20)
     for k, v in (("bf_fc_kind", "normal"), ("bf_fc_a", start), ("bf_fc_b", start), ("bf_fc_logsd", 1.0)):
         ss.setdefault(k, v)
-    if ss.get("bf_fc_n_for") != state.token():  # a new dataset starts from its own n
-        ss["bf_fc_n"], ss["bf_fc_n_for"] = int(ds.n), state.token()
+    # n: the dataset's count in teaching mode; in review mode a typed value (a record count is not shown there)
+    teaching = state.teaching()
+    if ss.get("bf_fc_n_for") != state.token() or (not teaching and ss.get("bf_fc_n_src") == "data"):
+        ss["bf_fc_n"] = int(ds.n) if teaching else REVIEW_N
+        ss["bf_fc_n_for"], ss["bf_fc_n_src"] = state.token(), "data" if teaching else "default"
     query, model = ss.get("bf_query"), ss.get("bf_model", "central")
     normal = ss["bf_fc_kind"] == "normal"
     spread = float(ss["bf_fc_b"] if normal else ss["bf_fc_logsd"])
@@ -338,7 +343,10 @@ def forecast_panel(budget: B.BudgetFunction, ds: Dataset) -> None:
             c3.number_input("Standard deviation", min_value=1e-12, max_value=1e18, key="bf_fc_b", format="%.6g")
         else:
             c3.number_input("Spread (sd of ln v)", min_value=1e-3, max_value=20.0, key="bf_fc_logsd", format="%.3g")
-        c4.number_input("Records n (public or noisy)", min_value=1, max_value=10**12, step=1000, key="bf_fc_n")
+        c4.number_input("Records n (public or noisy)", min_value=1, max_value=10**12, step=1000, key="bf_fc_n",
+                        on_change=lambda: ss.__setitem__("bf_fc_n_src", "typed"),
+                        help="The dataset's count in teaching mode; type the public (or a noisy) count in review "
+                             "mode, which shows no record count.")
         st.caption("A public assumption about the measure and a public (or noisy) number of records: the forecast "
                    "computes the probability that domain selection settles on each domain and the error that "
                    "follows in closed form (see *prdp_core.mechanisms.prdp_forecast*). Nothing here reads the "

@@ -423,6 +423,7 @@ def _normal_pass(mean: np.ndarray, var: np.ndarray, thresholds: np.ndarray, b: n
 def _first_passing(pi: np.ndarray) -> tuple[np.ndarray, float]:
     """P(ℓ = i) for the first domain passing (ℓ = L when none does), and P(no domain passes)."""
     L = pi.size
+    pi = np.clip(pi, 0.0, 1.0)
     fail_before = np.concatenate(([1.0], np.cumprod(1.0 - pi)))  # ∏_{k<i}(1 − π_k), i = 1..L+1
     ell = pi * fail_before[:L]
     ell[L - 1] = fail_before[L - 1]  # domain L: passes or nothing passed

@@ -52,7 +52,10 @@ def test_forecast_warns_before_the_run_and_lists_remedies():
 
 
 def test_forecast_inputs_and_queries_without_a_forecast():
-    at = _open(2_000, "review")
+    at = _open(2_345, "review")
+    assert at.session_state["bf_fc_n"] == 10_000 and "2,345" not in texts(at)  # no record count in review mode
+    at.number_input(key="bf_fc_n").set_value(2_000)
+    at.run()
     assert any("likely to fail at n = 2,000" in x for x in _warnings(at))  # the forecast uses no record
     at.selectbox(key="bf_fc_kind").set_value("lognormal")
     at.number_input(key="bf_fc_a").set_value(0.0)  # a median of 0 is refused with a message, not a crash
@@ -68,3 +71,12 @@ def test_forecast_inputs_and_queries_without_a_forecast():
     at.selectbox(key="bf_query").set_value("count")
     at.run()
     assert not at.exception and any("PrLDP framework (Alg. 5) is likely to fail" in x for x in _warnings(at))
+    assert at.session_state["bf_fc_n"] == 2_000  # the typed n is kept
+
+
+def test_review_mode_drops_the_count_taken_in_teaching_mode():
+    at = _open(2_345)
+    assert at.session_state["bf_fc_n"] == 2_345
+    at.session_state["mode"] = "review"
+    at.run()
+    assert not at.exception and at.session_state["bf_fc_n"] == 10_000
