@@ -152,7 +152,8 @@ def local_table(runs: int, seed: int) -> tuple[list[str], float]:
             for rule in ("paper", "bernstein"):
                 f = F.forecast(bud, ASSUMED, n, "sum", beta=0.1, model="local", threshold=rule)
 
-                def one(data: pd.DataFrame, rng: np.random.Generator, trials: int, rule: str = rule) -> np.ndarray:
+                def one(data: pd.DataFrame, rng: np.random.Generator, trials: int, rule: str = rule,
+                        bud: B.BudgetFunction = bud) -> np.ndarray:
                     return LP.simulate(data, bud, "sum:v", "framework", beta=0.1, trials=trials, rng=rng,
                                        threshold=rule)  # type: ignore[arg-type]
                 re = simulate(n, runs, seed + 3, one)

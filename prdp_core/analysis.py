@@ -644,9 +644,10 @@ def largest_thresholds(table: pd.DataFrame, policy: SplittingPolicy, *, target: 
         cells.setdefault(q.measure, []).append((s, k, np.abs(s.true_answer()[k])))  # type: ignore[arg-type]
 
     def caps_of(items: list[tuple[QueryStats, np.ndarray, np.ndarray]], zs: list[np.ndarray] | None) -> np.ndarray:
-        out = [target * truth * math.sqrt(2.0 * s.query.rho) / (z if zs is None else zz)
-               for (s, _, truth), zz in zip(items, zs if zs is not None else [None] * len(items))]
-        return np.concatenate(out)
+        """T ≤ t·|S|·√(2ρ)/z per cell (z per cell with suppression counted, else the blind z)."""
+        zz = zs if zs is not None else [np.full(truth.shape, z) for _, _, truth in items]
+        return np.concatenate([target * truth * math.sqrt(2.0 * s.query.rho) / zc
+                               for (s, _, truth), zc in zip(items, zz)])
 
     blind = {a: float(np.quantile(caps_of(v, None), 1.0 - share, method="lower")) for a, v in cells.items() if v}
     wl = policy.workload

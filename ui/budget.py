@@ -290,7 +290,7 @@ def on_run() -> None:
 #: Assumed distributions of the measure the forecast offers (a public assumption, never read from the data).
 #: The forecast's starting n in review mode (typed over by the designer; never the dataset's count there).
 REVIEW_N = 10_000
-FORECAST_KINDS = {"normal": "Normal (negative values redrawn)", "lognormal": "log-normal"}
+FORECAST_KINDS: dict[str, str] = {"normal": "Normal (negative values redrawn)", "lognormal": "log-normal"}
 
 
 @st.cache_data(show_spinner=False, max_entries=32, scope="session")
@@ -335,8 +335,8 @@ def forecast_panel(budget: B.BudgetFunction, ds: Dataset) -> None:
                        f"≥ {f.level:.0%} with probability {f.failure:.1%}, median {f.median_re:.3g}.")
     with st.expander("Forecast before the run (assumed data: no record is read)", expanded=False):
         c1, c2, c3, c4 = st.columns(4)
-        c1.selectbox("Assumed distribution of the measure", list(FORECAST_KINDS), format_func=FORECAST_KINDS.get,
-                     key="bf_fc_kind")
+        c1.selectbox("Assumed distribution of the measure", list(FORECAST_KINDS),
+                     format_func=lambda k: FORECAST_KINDS[k], key="bf_fc_kind")
         c2.number_input("Mean" if normal else "Median", min_value=0.0, max_value=1e18,
                         key="bf_fc_a", format="%.6g")
         if normal:

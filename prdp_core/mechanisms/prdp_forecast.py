@@ -264,14 +264,17 @@ class ErrorLaw:
         nz = nonzero.reshape((-1,) + (1,) * (x.ndim - 1))
         return np.clip(np.where(nz, out, step), 0.0, 1.0)
 
-    def cdf(self, r: float | np.ndarray) -> np.ndarray:
-        """P(relative error ≤ r) for each r."""
+    def within(self, r: float | np.ndarray) -> np.ndarray:
+        """P(relative error ≤ r) per component (rows) and r (columns)."""
         rr = np.atleast_1d(np.asarray(r, dtype=float))
         t = np.abs(self.truth)[:, None]
         mu = self.shift[:, None]
         inside = self._noise_cdf(rr[None, :] * t - mu) - self._noise_cdf(-rr[None, :] * t - mu)
-        inside = np.where(t > 0, inside, 0.0)
-        return np.clip(self.weight @ np.clip(inside, 0.0, 1.0) / max(float(self.weight.sum()), 1e-300), 0.0, 1.0)
+        return np.clip(np.where(t > 0, inside, 0.0), 0.0, 1.0)
+
+    def cdf(self, r: float | np.ndarray) -> np.ndarray:
+        """P(relative error ≤ r) for each r."""
+        return np.clip(self.weight @ self.within(r) / max(float(self.weight.sum()), 1e-300), 0.0, 1.0)
 
     def failure(self, level: float = FAILURE_LEVEL) -> float:
         """P(relative error ≥ level)."""
@@ -361,9 +364,6 @@ class RecordModel:
         m2 = np.bincount(self.domain, weights=self.mass * x * x, minlength=self.L + 1)[1:]
         return self.n * m1, self.n * np.maximum(m2 - m1 * m1, 0.0)
 
-    def total(self) -> float:
-        return float(self.n * np.dot(self.mass, self.values))
-
 
 def _check_n(n: Any) -> int:
     try:
@@ -373,7 +373,7 @@ def _check_n(n: Any) -> int:
     if not math.isfinite(v) or v < 1 or v > 1e12:
         raise ParameterError(f"The number of records must be between 1 and 10¹² (got {n!r}).",
                              hint="Give the public (or a noisy) number of records.")
-    return int(round(v))
+    return round(v)
 
 
 def _laplace_sf(x: np.ndarray, b: float) -> np.ndarray:
@@ -473,7 +473,7 @@ class Forecast:
 
 def _finish(mechanism: str, label: str, query: str, rm: RecordModel, level: float, law: ErrorLaw,
             ell_p: np.ndarray, no_pass: float, causes: dict[str, np.ndarray], options: dict[str, Any]) -> Forecast:
-    fail_c = 1.0 - _component_within(law, level)
+    fail_c = 1.0 - law.within(level)[:, 0]
     total = float(np.dot(law.weight, fail_c))
     cause = ""
     if total > 1e-9:
@@ -483,23 +483,18 @@ def _finish(mechanism: str, label: str, query: str, rm: RecordModel, level: floa
                     law.quantile(0.9), law.mean(), ell_p, no_pass, cause, law, options)
 
 
-def _component_within(law: ErrorLaw, level: float) -> np.ndarray:
-    t = np.abs(law.truth)[:, None]
-    mu = law.shift[:, None]
-    lv = np.array([level])[None, :]
-    inside = law._noise_cdf(lv * t - mu) - law._noise_cdf(-lv * t - mu)
-    return np.where(t[:, 0] > 0, np.clip(inside[:, 0], 0.0, 1.0), 0.0)
-
-
 def _selection(rm: RecordModel, part1: np.ndarray, thresholds: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, float]:
     """Part 1 of Algorithm 2 (Algorithm 1 on counts): per-domain pass probabilities, conditional
     counts given passed / failed, P(ℓ = i) and P(no pass)."""
     p = rm.shares()
-    res = [_binomial_pass(rm.n, float(p[i]), float(thresholds[i]), float(1.0 / part1[i])) for i in range(p.size)]
-    pi = np.array([r[0] for r in res])
+    b = 1.0 / part1
+    # exact sums over the binomial's pmf; beyond a standard deviation of 1,000 records, its normal law
+    pi, e_pass, e_fail = _normal_pass(rm.n * p, rm.n * p * (1 - p), thresholds, b)
+    for i in np.flatnonzero(rm.n * p * (1 - p) <= 1e6):
+        pi[i], e_pass[i], e_fail[i] = _binomial_pass(rm.n, float(p[i]), float(thresholds[i]), float(b[i]))
     ell_p, no_pass = _first_passing(pi)
-    return pi, np.array([r[1] for r in res]), np.array([r[2] for r in res]), ell_p, no_pass
+    return pi, e_pass, e_fail, ell_p, no_pass
 
 
 def _scaling(rm: RecordModel, e_pass: np.ndarray, e_fail: np.ndarray, ell: int) -> np.ndarray:
@@ -654,8 +649,8 @@ def _local(rm: RecordModel, query: ForecastQuery, beta: float, level: float, thr
         U = rm.budget.U
         tau = U if query == "sum" else 1.0
         truth = float(rm.n * np.dot(rm.mass, pts_truth))
-        kept = float(rm.n * np.dot(rm.mass, np.minimum(pts_truth, tau)))
-        law = ErrorLaw.normal([1.0], [kept - truth], [truth], [math.sqrt(2 * n) * tau / dp.eps_min])
+        clipped = float(rm.n * np.dot(rm.mass, np.minimum(pts_truth, tau)))
+        law = ErrorLaw.normal([1.0], [clipped - truth], [truth], [math.sqrt(2 * n) * tau / dp.eps_min])
         return _finish("local naive", "naive ε̌ (local)", query, rm, level, law, np.zeros(0), 0.0,
                        {"noise": np.ones(1)}, {})
     part1 = dp.lo / 2.0

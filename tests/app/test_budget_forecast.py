@@ -5,24 +5,8 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-import prdp_core
-
-from .conftest import ROOT, texts
-
-PAGE = "pages/budget_functions.py"
-
-
-def _open(n: int, mode: str = "teaching") -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.session_state["dataset"] = prdp_core.samples.load_dataset("bank_normal_50k", n=n, seed=1)
-    at.session_state["dataset_source"] = {"kind": "sample", "name": "bank_normal_50k", "n": n, "seed": 1}
-    at.session_state["dataset_token"] = f"bank{n}"
-    at.session_state["mode"] = mode
-    at.run()
-    at.switch_page(PAGE)
-    at.run()
-    assert not at.exception, at.exception
-    return at
+from .conftest import texts
+from .test_budget_functions import _open  # the page on a 20,000-account bank sample
 
 
 def _warnings(at: AppTest) -> list[str]:
@@ -30,13 +14,14 @@ def _warnings(at: AppTest) -> list[str]:
 
 
 def test_forecast_warns_before_the_run_and_lists_remedies():
-    at = _open(10_000)
+    at = _open()
+    assert at.session_state["bf_fc_n"] == 20_000  # teaching mode starts from the dataset's count
     at.selectbox(key="bf_preset").set_value("sqrt")
+    at.number_input(key="bf_fc_n").set_value(10_000)
     at.run()
     assert not at.exception
     w = " ".join(_warnings(at))
     assert "likely to fail at n = 10,000" in w and "Recommended" in w and "extension" in w
-    assert at.session_state["bf_fc_n"] == 10_000
     table = at.dataframe[-1].value
     assert table["option"].iloc[0].startswith("as designed") and len(table) >= 5
     assert "Forecast before the run" in " ".join(e.label for e in at.expander)
@@ -52,8 +37,8 @@ def test_forecast_warns_before_the_run_and_lists_remedies():
 
 
 def test_forecast_inputs_and_queries_without_a_forecast():
-    at = _open(2_345, "review")
-    assert at.session_state["bf_fc_n"] == 10_000 and "2,345" not in texts(at)  # no record count in review mode
+    at = _open("review")
+    assert at.session_state["bf_fc_n"] == 10_000 and "20,000" not in texts(at)  # no record count in review mode
     at.number_input(key="bf_fc_n").set_value(2_000)
     at.run()
     assert any("likely to fail at n = 2,000" in x for x in _warnings(at))  # the forecast uses no record
@@ -75,8 +60,8 @@ def test_forecast_inputs_and_queries_without_a_forecast():
 
 
 def test_review_mode_drops_the_count_taken_in_teaching_mode():
-    at = _open(2_345)
-    assert at.session_state["bf_fc_n"] == 2_345
+    at = _open()
+    assert at.session_state["bf_fc_n"] == 20_000
     at.session_state["mode"] = "review"
     at.run()
     assert not at.exception and at.session_state["bf_fc_n"] == 10_000
