@@ -332,7 +332,7 @@ def forecast_panel(budget: B.BudgetFunction, ds: Dataset) -> None:
             st.warning(md_escape(o.warning()), icon=":material/warning:")
         else:
             st.caption(f":material/insights: Forecast for n = {f.n:,} records of the assumed data: relative error "
-                       f"≥ {f.level:.0%} with probability {f.failure:.1%}, median {f.median_re:.3g}.")
+                       f"≥ {f.level:.0%} with probability {f.failure:.1%}, median {100 * f.median_re:.3g}%.")
     with st.expander("Forecast before the run (assumed data: no record is read)", expanded=False):
         c1, c2, c3, c4 = st.columns(4)
         c1.selectbox("Assumed distribution of the measure", list(FORECAST_KINDS),
