@@ -178,6 +178,7 @@ def run(budget: BudgetFunction) -> None:
                  key="bf_threshold", help="Both give the same guarantee; the tighter one reproduces the paper's "
                                           "Appendix B figures.")
         st.caption("The local model answers counts and sums (no local protocol for max or distinct count is built in).")
+    ubf.forecast_panel(budget, ds)
     if state.is_large() and ubf.needs_records(ss["bf_model"], ss["bf_query"]):
         large.sample_offer("budget_functions", ubf.RECORD_MECHANISMS)
     st.button("Run", type="primary", key="bf_run", on_click=ubf.on_run)

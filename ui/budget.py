@@ -16,9 +16,11 @@ from prdp_core.data import Dataset
 from prdp_core.engines import Aggregate, is_engine_data
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import prdp as P
+from prdp_core.mechanisms import prdp_forecast as F
 from prdp_core.mechanisms import prldp as LP
 
 from . import memory, state
+from .common import md_escape
 from .datasource import load_code
 
 MODES = {"preset": "Preset", "step": "Step table", "groups": "Per group", "expression": "Expression"}
@@ -392,6 +394,83 @@ def loss_series(releases: list[tuple[str, Any]]) -> tuple[dict[str, tuple[np.nda
     if req is not None:
         series = {"requested E(r) (by domain, upper edges)": req.ecdf(), **series}
     return series, req
+
+
+#: Assumed distributions of the measure the forecast offers (a public assumption, never read from the data).
+#: The forecast's starting n in review mode (typed over by the designer; never the dataset's count there).
+REVIEW_N = 10_000
+FORECAST_KINDS: dict[str, str] = {"normal": "Normal (negative values redrawn)", "lognormal": "log-normal"}
+
+
+@st.cache_data(show_spinner=False, max_entries=32, scope="session")
+def _outlook(key: str, assumed: str, n: int, query: str, beta: float, model: str, threshold: str,
+             _b: B.BudgetFunction) -> F.Outlook:
+    return F.outlook(_b, F.AssumedData(**json.loads(assumed)), n, query, beta=beta, model=model,  # type: ignore[arg-type]
+                     threshold=threshold)  # type: ignore[arg-type]
+
+
+def forecast_panel(budget: B.BudgetFunction, ds: Dataset) -> None:
+    """Before the Run button: the framework's predicted failure for n records of an assumed distribution
+    of the measure (public inputs only — no record is read), a warning when failure is likely, and the
+    remedies evaluated with their predicted errors (:func:`prdp_core.mechanisms.prdp_forecast.outlook`)."""
+    ss = st.session_state
+    start = min(5e4, float(budget.U) / 20)
+    for k, v in (("bf_fc_kind", "normal"), ("bf_fc_a", start), ("bf_fc_b", start), ("bf_fc_logsd", 1.0)):
+        ss.setdefault(k, v)
+    # n: the dataset's count in teaching mode; in review mode a typed value (a record count is not shown there)
+    teaching = state.teaching()
+    if ss.get("bf_fc_n_for") != state.token() or (not teaching and ss.get("bf_fc_n_src") == "data"):
+        ss["bf_fc_n"] = int(ds.n) if teaching else REVIEW_N
+        ss["bf_fc_n_for"], ss["bf_fc_n_src"] = state.token(), "data" if teaching else "default"
+    query, model = ss.get("bf_query"), ss.get("bf_model", "central")
+    normal = ss["bf_fc_kind"] == "normal"
+    spread = float(ss["bf_fc_b"] if normal else ss["bf_fc_logsd"])
+    o = None
+    if query not in ("count", "sum"):
+        st.caption(":material/insights: No forecast for this query (counts and sums only).")
+    else:
+        try:
+            assumed = F.AssumedData(ss["bf_fc_kind"], float(ss["bf_fc_a"]), spread)
+            o = _outlook(budget_key(budget), json.dumps(assumed.to_dict()), int(ss["bf_fc_n"]), query,
+                         float(ss["bf_beta"]), model, ss.get("bf_threshold", "paper"), budget)
+        except PrdpError as err:
+            st.caption(f":material/insights: No forecast: {md_escape(err)}")
+    if o is not None:
+        f = o.forecast
+        if o.likely_to_fail:
+            st.warning(md_escape(o.warning()), icon=":material/warning:")
+        else:
+            st.caption(f":material/insights: Forecast for n = {f.n:,} records of the assumed data: relative error "
+                       f"≥ {f.level:.0%} with probability {f.failure:.1%}, median {100 * f.median_re:.3g}%.")
+    with st.expander("Forecast before the run (assumed data: no record is read)", expanded=False):
+        c1, c2, c3, c4 = st.columns(4)
+        c1.selectbox("Assumed distribution of the measure", list(FORECAST_KINDS),
+                     format_func=lambda k: FORECAST_KINDS[k], key="bf_fc_kind")
+        c2.number_input("Mean" if normal else "Median", min_value=0.0, max_value=1e18,
+                        key="bf_fc_a", format="%.6g")
+        if normal:
+            c3.number_input("Standard deviation", min_value=1e-12, max_value=1e18, key="bf_fc_b", format="%.6g")
+        else:
+            c3.number_input("Spread (sd of ln v)", min_value=1e-3, max_value=20.0, key="bf_fc_logsd", format="%.3g")
+        c4.number_input("Records n (public or noisy)", min_value=1, max_value=10**12, step=1000, key="bf_fc_n",
+                        on_change=lambda: ss.__setitem__("bf_fc_n_src", "typed"),
+                        help="The dataset's count in teaching mode; type the public (or a noisy) count in review "
+                             "mode, which shows no record count.")
+        st.caption("A public assumption about the measure and a public (or noisy) number of records: the forecast "
+                   "computes the probability that domain selection settles on each domain and the error that "
+                   "follows in closed form (see *prdp_core.mechanisms.prdp_forecast*). Nothing here reads the "
+                   "records, so it holds in review mode too.")
+        if o is not None:
+            tab = o.table()
+            shown = tab.assign(**{c: tab[c].map(lambda x: "∞" if not np.isfinite(x) else f"{100 * x:.3g}%")
+                                  for c in tab.columns if "RE" in c})
+            st.dataframe(shown, hide_index=True, width="stretch")
+            top = np.argsort(o.forecast.ell_probability)[::-1][:3]
+            if o.forecast.ell_probability.size:
+                st.caption("Domain selection settles on " + ", ".join(
+                    f"domain {i + 1} with probability {o.forecast.ell_probability[i]:.1%}" for i in top
+                    if o.forecast.ell_probability[i] >= 0.001) + f"; no domain passes with probability "
+                    f"{o.forecast.no_pass:.1%}.")
 
 
 def code(b: B.BudgetFunction | None, source: dict[str, Any], ds: Dataset) -> str:
