@@ -151,5 +151,9 @@ def ledger() -> "Ledger":
 
 
 def record_release(release: "Release") -> None:
-    """Add a release's ledger entries to the session ledger."""
+    """Add a release's ledger entries to the session ledger, and store them (:mod:`ui.durable`): the ledger
+    outlives a server restart."""
     ledger().extend(release.entries)
+    from . import durable
+
+    durable.record(release.entries)
