@@ -56,6 +56,8 @@ from .common import md_escape
 
 #: Seconds between two marks of a session as alive (retention never deletes a live session's table).
 TOUCH_SECONDS = 600
+#: Seconds between two reruns of the sidebar's durability note (:func:`sidebar_note`).
+HEARTBEAT_SECONDS = 120
 
 #: How to make a stored data source active again, by its ``kind`` (samples and files are built in; a data
 #: source added later registers here: its record holds a path or handle, never rows).
@@ -365,14 +367,28 @@ def ledger_notice() -> None:
         st.error(text, icon=":material/history:")
 
 
+@st.fragment(run_every=HEARTBEAT_SECONDS)
 def sidebar_note() -> None:
-    """The sidebar's line on durability: the address reopens the session, so it is to be kept private."""
-    if st.session_state.get("durable_readonly"):
+    """The sidebar's line on durability (the address reopens the session, so it is to be kept private), rerun
+    every :data:`HEARTBEAT_SECONDS` on its own. That periodic rerun marks the session alive for the retention rule
+    and, above all, makes the browser rerun the whole page as soon as it reconnects to a restarted server, with
+    its address: the new session restores the saved one without waiting for the participant's next action (and
+    a page change, which drops the address's parameters, cannot come first)."""
+    ss = st.session_state
+    if ss.get("durable_readonly"):
         st.caption(":material/cloud_off: This session is not being saved (see the message on the page).")
         return
     st.caption(":material/bookmark: Your work is saved on this server: the address in your browser's address bar "
                "reopens it after a restart. Keep that address to yourself — it opens your data and ledger. To share "
                "a design, use the link on the Board page.")
+    if ss.get("durable_key") and time.time() - float(ss.get("durable_seen", 0)) > TOUCH_SECONDS:
+        sessions = store()
+        try:
+            if sessions is not None and ss.get("durable_saved"):
+                sessions.touch(ss["durable_key"])
+                ss["durable_seen"] = time.time()
+        except PrdpError:
+            pass  # the next save says what is wrong
 
 
 __all__ = ["RESTORERS", "entry_fingerprints", "fingerprint", "keep_upload", "key", "ledger_notice", "record", "save",

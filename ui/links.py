@@ -89,21 +89,38 @@ def sync() -> dict[str, Any] | None:
     return cfg
 
 
-def share_url() -> str | None:
-    """The link that shares this session's design: the page's address with the ``policy`` parameter only —
+def share_url(here: str = "") -> str | None:
+    """The link that shares this session's design: the address of the design's page (the Policy designer for
+    thresholds…; ``here`` is the url path of the page asking, replaced) with the ``policy`` parameter only —
     never the session key (``s``), which the address bar also carries and which opens this session's own
-    data and ledger. None when there is no design to share."""
-    text = st.query_params.get(links.PARAM)
-    if not text:
+    data and ledger. None when there is no design to share or it is too large for a link. (Built from the
+    session, not read from the URL: a page change clears the URL's parameters until the run ends.)"""
+    try:
+        cfg = ustudy.export_state()
+        if not cfg.get("policy"):
+            return None
+        text = links.encode(cfg)
+    except ResourceLimitError:
+        st.session_state["link_too_large"] = True
         return None
-    base = st.context.url or ""
-    return f"{base}?{urlencode({links.PARAM: text})}"
+    except PrdpError:
+        return None
+    base = (st.context.url or "").rstrip("/")
+    if here and base.endswith(f"/{here}"):
+        base = base[: -len(here) - 1]  # the app's root, where the page of the design is added
+    page = next((PART_PAGES[p] for p in cfg["policy"] if p in PART_PAGES), "")
+    return f"{base}/{page}?{urlencode({links.PARAM: text})}"
+
+
+#: The page a shared design opens on, by its first policy part.
+PART_PAGES = {"thresholds": "policy_designer", "budget": "budget_functions", "specification": "personalized",
+              "tiers": "analyst_tiers"}
 
 
 def share_box() -> None:
     """The Board page's *Share your design* box: the link to copy, and why the address bar is not it."""
     st.subheader("Share your design")
-    url = share_url()
+    url = share_url(here="board")
     if url is None:
         st.caption("Design a policy (Policy designer, Budget functions, Personalized DP or Analyst tiers) to get a "
                    "link that opens it." if not st.session_state.get("link_too_large") else

@@ -14,7 +14,7 @@ import time
 import urllib.request
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator
 
 import pytest
 
@@ -39,36 +39,54 @@ def _require_browser() -> None:
         pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); runs under CI.")
 
 
+def launch(cmd: list[str], port: int, *, cwd: Path, env: dict[str, str], log: IO[str]) -> subprocess.Popen:
+    """Start a Streamlit server command and wait until /_stcore/health answers on ``port``; returns its process
+    (the caller stops it: a test of a crash kills it)."""
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 90
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with code {proc.returncode}; see {log.name}")
+        try:
+            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return proc
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            proc.kill()
+            raise RuntimeError("streamlit did not answer /_stcore/health within 90 s")
+        time.sleep(0.3)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a server started by :func:`launch` (politely, then by force)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def streamlit_cmd(port: int) -> list[str]:
+    """The command of a test server of app.py on 127.0.0.1:``port``."""
+    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
+            "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
+            "--server.fileWatcherType", "none"]
+
+
 @contextmanager
 def _server(cmd: list[str], port: int, *, cwd: Path, env: dict[str, str], log_name: str) -> Iterator[str]:
     """Run a Streamlit server command until /_stcore/health answers; stop it afterwards."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log = open(ARTIFACTS / log_name, "w")
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            if proc.poll() is not None:
-                raise RuntimeError(f"streamlit exited with code {proc.returncode}; see {log.name}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError("streamlit did not answer /_stcore/health within 90 s")
-            time.sleep(0.3)
-        yield url
-    finally:
-        proc.terminate()
+    with open(ARTIFACTS / log_name, "w") as log:
+        proc = launch(cmd, port, cwd=cwd, env=env, log=log)
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            stop(proc)
 
 
 @pytest.fixture(scope="session")
@@ -77,10 +95,7 @@ def app_url(tmp_path_factory) -> Iterator[str]:
     port = _free_port()
     env = {**os.environ, "PRDP_WORKSHOP_DIR": str(tmp_path_factory.mktemp("workshop"))}
     env.pop("PRDP_BOARD_URL", None)
-    cmd = [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-           "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
-           "--server.fileWatcherType", "none"]
-    with _server(cmd, port, cwd=ROOT, env=env, log_name="streamlit-server.log") as url:
+    with _server(streamlit_cmd(port), port, cwd=ROOT, env=env, log_name="streamlit-server.log") as url:
         yield url
 
 
