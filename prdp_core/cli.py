@@ -135,8 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--force", action="store_true", help="replace output files (and symbolic links, never followed) "
                                                          "that prdp did not write in DIR")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    r.add_argument("--ledger", metavar="NAME", help="append the run's ledger entries to the named ledger in the store, "
-                                                    "so successive runs on the same data add up (prdp ledger show NAME)")
+    r.add_argument("--ledger", metavar="NAME",
+                   help="append the run's ledger entries to the named ledger in the store, so successive runs on the "
+                        "same data add up (prdp ledger show NAME)")
     r.add_argument("--ledger-new-data", action="store_true",
                    help="with --ledger: append even though the ledger belongs to other data (the same records in a "
                         "new version of the table); its earlier releases then count at their worst case")

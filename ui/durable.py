@@ -216,7 +216,8 @@ def _restore_design(sessions: SessionStore, saved: SavedSession) -> list[str]:
     if kind == "file" and src.get("upload"):
         path = sessions.upload_path(str(src["upload"]))
         if path is None:
-            raise DataError(f"the table '{src.get('filename')}' is no longer on the server ({sessions.retention.describe()}).",
+            raise DataError(f"the table '{src.get('filename')}' is no longer on the server "
+                            f"({sessions.retention.describe()}).",
                             hint="Upload it again on the Data page: the ledger's releases on it count again once it "
                                  "is active with the same roles.")
         data_bytes, data_name = path.read_bytes(), str(src.get("filename") or "data.csv")

@@ -4,9 +4,10 @@ The page is in the URL's path (``/policy_designer``, ``/board``…, from ``st.na
 design is in the ``policy`` query parameter (:mod:`prdp_core.board.links`: the data source, the
 policy parts, the workload and the mechanisms — no view settings, no mode), rewritten after
 every run by :func:`sync`. The address bar also holds the session key (``s``, :mod:`ui.durable`),
-so sharing goes through :func:`share_url`, which leaves it out. A session opened from such a link loads its design once, on its first
-run (:func:`restore`), with the validation of a study import; a damaged link, or one naming a
-dataset this server does not have, leaves the default session and says why.
+so sharing goes through :func:`share_url`, which leaves it out. A session opened from such a link
+loads its design once, on its first run (:func:`restore`), with the validation of a study import;
+a damaged link, or one naming a dataset this server does not have, leaves the default session and
+says why.
 
 Keys in ``st.session_state``: ``link_checked`` (the first run looked at the URL), ``link_msg``
 (what the restore did, shown on the page the link opened), ``link_too_large``.
@@ -128,5 +129,6 @@ def share_box() -> None:
     else:
         st.code(url, language=None, wrap_lines=True)
     st.caption(":material/key: Copy this link, **not the address bar**: the address bar also holds your session key "
-               "(`s=…`), which reopens your own session — your table, design and privacy ledger — for whoever has it. "
+               "(`s=…`), which reopens your own session — your table, design and privacy ledger — for whoever has "
+               "it. "
                "This link carries the design only (no data values, no view settings, no mode).")

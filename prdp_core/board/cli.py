@@ -224,8 +224,8 @@ class RunLedger:
     def summary_line(self) -> str:
         """What the run added, for stdout (the largest per-record total only for a teaching study)."""
         n = len(self.store.entries(self.store.find(self.name) or 0))
-        text = f"ledger '{self.name}' on {self.store.where}: {self.added} entr{'y' if self.added == 1 else 'ies'} added, " \
-               f"{n} in all"
+        entries = f"{self.added} entr{'y' if self.added == 1 else 'ies'}"
+        text = f"ledger '{self.name}' on {self.store.where}: {entries} added, {n} in all"
         if self.teaching and self.last is not None and self.last.total_rho is not None:
             text += f"; largest per-record total so far ρ = {self.last.total_rho:.6g}"
             if self.last.total_eps is not None:
@@ -247,7 +247,8 @@ def ledger_frame(entries: list[Any], *, review: bool) -> Any:
     rows = []
     for s in entries:
         e = s.entry
-        row: dict[str, Any] = {"#": s.seq, "recorded": dt.datetime.fromtimestamp(s.created_at).strftime("%Y-%m-%d %H:%M"),
+        when = dt.datetime.fromtimestamp(s.created_at).strftime("%Y-%m-%d %H:%M")
+        row: dict[str, Any] = {"#": s.seq, "recorded": when,
                                "release": e.label, "mechanism": e.mechanism, "measure": MEASURE_SYMBOL[e.measure],
                                "neighbours": e.neighbours, "mode": mode_label(e.secure), "seed": e.seed,
                                "worst case": e.loss.supremum(), "data": describe_data(s.fingerprint), "by": s.origin}
@@ -375,10 +376,16 @@ def run_app(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         os.environ[W.ENV_BOARD_URL] = args.board
     store = _store(None)  # a bad URL or an unwritable folder is reported before the server starts
     where = store.where
+    from .sessions import Retention, SessionStore
+
+    sessions = SessionStore(store, W.upload_dir(), Retention.from_env())  # a bad retention setting stops here
+    removed = sessions.apply_retention()  # at start-up, as the app does again when it opens the store
     store.dispose()
     data = W.data_dir()
-    stdout.write(f"PrDP Explorer on http://{args.host}:{args.port}\n  board: {where}\n  data folder: {data}"
-                 f" ({len(W.data_files(data))} table(s))\n  facilitator actions: "
+    stdout.write(f"PrDP Explorer on http://{args.host}:{args.port}\n  board and saved sessions: {where}\n"
+                 f"  data folder: {data} ({len(W.data_files(data))} table(s))\n  uploaded tables: "
+                 f"{sessions.upload_dir} ({sessions.retention.describe()}; {len(removed)} deleted now)\n"
+                 f"  facilitator actions: "
                  f"{'on' if W.facilitator_key() else 'off (set PRDP_FACILITATOR_KEY to turn them on)'}\n")
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         stderr.write(f"prdp: warning: listening on {args.host}: anyone who can reach this address can use the app "

@@ -192,3 +192,27 @@ def test_stored_rows_hold_no_session_key_and_the_uploaded_bytes_once():
     assert n_uploads == 1
     assert a.session_state["dataset_source"]["upload"] == b.session_state["dataset_source"]["upload"]
     assert np.isfinite(_largest_total(a))
+
+
+def test_a_table_of_the_data_folder_is_restored_by_name_and_content_hash_not_copied():
+    from prdp_core.board import links
+
+    folder = Path(os.environ["PRDP_WORKSHOP_DIR"]) / "data"
+    folder.mkdir(parents=True)
+    (folder / "firms.csv").write_bytes(_csv(200))
+    design = {"version": 1, "policy": {"thresholds": {"sales": 400}},
+              "data": {"path": "firms.csv", "schema": {"id": "id", "measures": ["sales"], "groups": ["region"]}},
+              "workload": {"queries": [{"kind": "count", "rho": 0.5}, {"kind": "sum", "measure": "sales", "rho": 0.5}]},
+              "mechanisms": [{"kind": "unit_splitting"}]}
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params[links.PARAM] = links.encode(design)
+    at.run()
+    assert not at.exception, at.exception
+    src = at.session_state["dataset_source"]
+    assert src["filename"] == "firms.csv" and src.get("shared") and "upload" not in src
+    again = _reopen(at.query_params[S.KEY_PARAM], page="data")
+    assert again.session_state["dataset_source"]["shared"] == src["shared"] and again.session_state["thr_sales"] == 400
+    assert not (folder / "uploads").exists()  # the data folder's table is not copied: named by the session
+    (folder / "firms.csv").write_bytes(_csv(210))  # the facilitator changed the file since
+    changed = _reopen(at.query_params[S.KEY_PARAM], page="data")
+    assert "changed since this session used it" in changed.first_texts

@@ -59,7 +59,8 @@ def _make_v2(url: str) -> None:
             conn.execute(sa.text("UPDATE schema_version SET version = :v"), {"v": step + 1})
         conn.execute(sa.text("INSERT INTO entries (submission_id, participant, name, rationale, kind, dataset, config, "
                              "summary, created_at, board_id) VALUES ('s2', :p, 'From v2', 'kept', 'unit splitting', "
-                             "'sample x', '{}', '{\"kind\": \"unit splitting\"}', 2.0, 1)"), {"p": B.participant_hash("t")})
+                             "'sample x', '{}', '{\"kind\": \"unit splitting\"}', 2.0, 1)"),
+                     {"p": B.participant_hash("t")})
     eng.dispose()
 
 
@@ -305,3 +306,17 @@ def test_concurrent_runs_append_to_one_named_ledger_and_their_totals_add_up(url)
     assert len(entries) == 6
     assert [e.total_rho for e in entries] == pytest.approx([0.5 * k for k in range(1, 7)])  # each saw all before it
     led.store.dispose()
+
+
+def test_prdp_app_refuses_a_bad_retention_setting_before_starting(tmp_path, monkeypatch):
+    import io
+
+    from prdp_core.cli import main
+
+    monkeypatch.setenv("PRDP_WORKSHOP_DIR", str(tmp_path))
+    monkeypatch.setenv("PRDP_BOARD_URL", "")  # prdp app sets these for the server it runs: restored after the test
+    monkeypatch.setenv("PRDP_DATA_DIR", "")
+    monkeypatch.setenv("PRDP_UPLOAD_RETENTION_DAYS", "forever")
+    err = io.StringIO()
+    assert main(["app", "--port", "8799"], stdout=io.StringIO(), stderr=err) == 5
+    assert "PRDP_UPLOAD_RETENTION_DAYS must be a positive number" in err.getvalue()
