@@ -44,7 +44,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .. import splitting, workload  # noqa: F401 - register their loss kinds (split, splitting_policy)
-from ..accounting import Ledger, LedgerEntry, LossFunction, ParallelLoss, RecordLoss, SumLoss
+from ..accounting import Ledger, LedgerEntry, LossFunction, ParallelLoss, RecordLoss, SumLoss, _plain
 from ..errors import ConfigError, StoreError
 from .store import BoardStore, canonical_json
 from .workshop import sha256_file
@@ -150,18 +150,9 @@ def study_fingerprint(study: "Study", data: str | Path | None = None) -> dict[st
 
 
 def jsonable(obj: Any) -> Any:
-    """Plain JSON values: numpy numbers and arrays as Python ones, tuples as lists, other objects as text."""
-    if isinstance(obj, Mapping):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if obj is None or isinstance(obj, (bool, int, float, str)):
-        return obj
-    return str(obj)
+    """Plain JSON values: numpy numbers and arrays as Python ones (the ledger's own conversion), tuples as
+    lists, any other object as its text."""
+    return json.loads(json.dumps(_plain(obj), default=str))
 
 
 def _pack_loss(fn: LossFunction) -> dict[str, Any]:
@@ -231,6 +222,13 @@ class StoredEntry:
     largest: float | None = None
     total_rho: float | None = None
     total_eps: float | None = None
+
+
+def dialect_insert(conn: Connection) -> Any:
+    """The INSERT of SQLite or PostgreSQL (with ``on_conflict_do_nothing``), or None for other databases."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    return {"sqlite": sqlite.insert, "postgresql": postgresql.insert}.get(conn.dialect.name)
 
 
 def valid_name(name: str) -> str:
@@ -305,7 +303,14 @@ class LedgerStore:
             q = q.with_for_update()  # concurrent appends to one ledger queue here (SQLite: BEGIN IMMEDIATE)
         row = conn.execute(q).first()
         if row is None:
-            return self._insert(conn, name, fingerprint) if create else None
+            if not create:
+                return None
+            insert = dialect_insert(conn)  # two first runs at once: one creates it, the other finds it
+            values = {"name": name, "fingerprint": canonical_json(fingerprint), "created_at": time.time()}
+            if insert is None:
+                return self._insert(conn, name, fingerprint)
+            conn.execute(insert(ledgers).values(**values).on_conflict_do_nothing(index_elements=["name"]))
+            row = conn.execute(q).first()
         stored = None if row.fingerprint is None else json.loads(row.fingerprint)
         if stored is not None and not same_data(stored, fingerprint):
             if not new_data:

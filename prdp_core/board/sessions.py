@@ -43,7 +43,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import StoreError
-from .ledgers import LedgerStore, jsonable
+from .ledgers import LedgerStore, dialect_insert, jsonable
 from .store import BoardStore, canonical_json
 
 #: The query parameter of the app's URL that carries the session key.
@@ -151,12 +151,6 @@ class SavedSession:
     saved_at: float | None
 
 
-def _dialect_insert(conn: Connection) -> Any:
-    from sqlalchemy.dialects import postgresql, sqlite
-
-    return {"sqlite": sqlite.insert, "postgresql": postgresql.insert}.get(conn.dialect.name)
-
-
 class SessionStore:
     """Durable sessions in the workshop store ``store``, uploaded tables in the folder ``upload_dir``."""
 
@@ -204,7 +198,7 @@ class SessionStore:
             return int(found[0])
         ledger_id = LedgerStore._insert(conn, None, None)
         row = {"key_hash": h, "ledger_id": ledger_id, "created_at": now, "seen_at": now}
-        insert = _dialect_insert(conn)
+        insert = dialect_insert(conn)
         if insert is not None:
             conn.execute(insert(sessions).values(**row).on_conflict_do_nothing(index_elements=["key_hash"]))
         else:

@@ -4,7 +4,6 @@ is printed."""
 
 from __future__ import annotations
 
-import io
 import json
 import shutil
 from pathlib import Path
@@ -15,8 +14,10 @@ import pytest
 from prdp_core.accounting import Ledger
 from prdp_core.board.ledgers import LedgerStore
 from prdp_core.board.store import BoardStore
-from prdp_core.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
+from prdp_core.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE
 from prdp_core.report import load_config, run_study
+
+from .test_cli import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,12 +31,6 @@ policy:
 mechanisms:
   - {kind: prdp, model: central, query: sum, column: BALANCE, beta: 0.1, algorithms: [framework]}
 """
-
-
-def cli(*args: str) -> tuple[int, str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    code = main(list(args), stdout=out, stderr=err)
-    return code, out.getvalue(), err.getvalue()
 
 
 @pytest.fixture
