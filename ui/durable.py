@@ -376,8 +376,8 @@ def sidebar_note() -> None:
     its address: the new session restores the saved one without waiting for the participant's next action (and
     a page change, which drops the address's parameters, cannot come first)."""
     ss = st.session_state
-    if ss.get("durable_readonly"):
-        st.caption(":material/cloud_off: This session is not being saved (see the message on the page).")
+    if ss.get("durable_readonly") or ss.get("durable_problem"):
+        st.caption(":material/cloud_off: This session is not (entirely) saved: see the message on the page.")
         return
     st.caption(":material/bookmark: Your work is saved on this server: the address in your browser's address bar "
                "reopens it after a restart. Keep that address to yourself — it opens your data and ledger. To share "

@@ -130,7 +130,7 @@ def test_a_store_that_cannot_be_read_writes_nothing_under_the_key(monkeypatch, t
     assert "Your saved session could not be read" in broken.first_texts and "reload this address later" in \
         broken.first_texts
     assert "The earlier releases of this session are missing from the ledger below" in t
-    assert broken.query_params[S.KEY_PARAM] == key and "not being saved" in t
+    assert broken.query_params[S.KEY_PARAM] == key and "This session is not (entirely) saved" in t
     _release(broken, 1)
     monkeypatch.setenv("PRDP_BOARD_URL", good)  # the store is back: the saved session is as it was
     back = _reopen(key)
