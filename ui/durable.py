@@ -214,13 +214,13 @@ def _restore_design(sessions: SessionStore, saved: SavedSession) -> list[str]:
     notes: list[str] = []
     kind = src.get("kind")
     if kind == "file" and src.get("upload"):
-        path = sessions.upload_path(str(src["upload"]))
-        if path is None:
+        data_bytes = sessions.read_upload(str(src["upload"]))
+        if data_bytes is None:
             raise DataError(f"the table '{src.get('filename')}' is no longer on the server "
                             f"({sessions.retention.describe()}).",
                             hint="Upload it again on the Data page: the ledger's releases on it count again once it "
                                  "is active with the same roles.")
-        data_bytes, data_name = path.read_bytes(), str(src.get("filename") or "data.csv")
+        data_name = str(src.get("filename") or "data.csv")
     elif kind == "file" and src.get("shared"):
         board.ensure_data(saved.config.get("data") or {})
         if state.source().get("shared") != src.get("shared"):

@@ -234,11 +234,28 @@ class SessionStore:
     # -- uploaded tables ------------------------------------------------------------------------
 
     def upload_path(self, sha: str) -> Path | None:
-        """The stored bytes of an uploaded table, or None when the server no longer has them."""
+        """Where the bytes of an uploaded table are stored, or None when the server no longer has them (or
+        ``sha`` is not a SHA-256: nothing else of the folder is ever named)."""
         if not isinstance(sha, str) or not _SHA.fullmatch(sha):
             return None
         p = self.upload_dir / sha
         return p if p.is_file() else None
+
+    def read_upload(self, sha: str) -> bytes | None:
+        """The stored bytes of an uploaded table (checked against their SHA-256), or None when the server no
+        longer has them; StoreError when they cannot be read or were changed."""
+        p = self.upload_path(sha)
+        if p is None:
+            return None
+        try:
+            data = p.read_bytes()
+        except OSError as err:
+            raise StoreError(f"Cannot read the stored table: {err.strerror or err}.",
+                             hint="Check the uploads folder (PRDP_UPLOAD_DIR).") from None
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise StoreError("The stored table was changed on the server since it was uploaded.",
+                             hint="Upload it again.")
+        return data
 
     def put_upload(self, data: bytes | IO[bytes], filename: str) -> str:
         """Store an uploaded table's bytes once per content; returns their SHA-256. A table new to the server
@@ -331,7 +348,7 @@ class SessionStore:
             except OSError:
                 continue
 
-    def upload_bytes(self) -> int:
+    def uploads_size(self) -> int:
         """Total size of the uploaded tables the store keeps."""
         with self.store._tx() as conn:
             return int(conn.execute(sa.select(sa.func.coalesce(sa.func.sum(uploads.c.size), 0))).scalar() or 0)

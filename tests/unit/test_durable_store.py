@@ -119,8 +119,12 @@ def test_an_uploaded_table_is_stored_once_by_content_hash(sessions):
     files = [p for p in sessions.upload_dir.iterdir()]
     assert [p.name for p in files] == [a] and files[0].read_bytes() == data
     assert stat.S_IMODE(files[0].stat().st_mode) == 0o600
-    assert sessions.upload_bytes() == len(data)
+    assert sessions.uploads_size() == len(data)
     assert sessions.upload_path(a) == files[0] and sessions.upload_path("../etc/passwd") is None
+    assert sessions.read_upload(a) == data and sessions.read_upload("0" * 64) is None
+    files[0].write_bytes(b"changed")
+    with pytest.raises(StoreError, match="changed on the server"):
+        sessions.read_upload(a)
 
 
 def _age(sessions, sha: str, days: float) -> None:
@@ -143,7 +147,7 @@ def test_retention_deletes_old_tables_and_least_recently_used_first_but_never_a_
     with ss.store.engine.begin() as conn:
         conn.execute(S.sessions.update().values(seen_at=time.time() - 2 * 86_400))
     _age(ss, shas[1], 40)
-    assert ss.apply_retention() == [shas[1]] and ss.upload_bytes() == 0
+    assert ss.apply_retention() == [shas[1]] and ss.uploads_size() == 0
     assert ss.load(live).source["upload"] == shas[1]  # the session (and its ledger) stay; its table is gone
     ss.store.dispose()
 
