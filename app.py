@@ -13,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import durable, links, sidebar, state, study
+from ui import durable, links, memory, sidebar, state, study
 
 # A local file, not a :material/…: icon: Streamlit's frontend fetches a Material favicon from a public font
 # host, and the app must reach nothing outside its server (docs/security.md, "Offline").
@@ -24,6 +24,7 @@ st.set_page_config(page_title="PrDP Explorer", page_icon=str(FAVICON), layout="w
 state.init_state()
 durable.start()  # the session key in the URL; a known key restores its saved session (data, design, ledger)
 links.restore()  # a session opened from a shared link starts with the link's design
+memory.track_session()  # an ended session's memory is released after Streamlit's reconnect window
 study.keep_settings()  # pages keep their settings while another page is on screen
 
 PAGES = {

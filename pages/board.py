@@ -12,7 +12,7 @@ from prdp_core.charts.board import board_cdf_figure, public_functions_figure, tr
 from prdp_core.errors import PrdpError
 from ui import board as ub
 from ui import links, options, state
-from ui.common import confidential, learn, show_error
+from ui.common import confidential, download_button, learn, show_error
 
 st.title("Board")
 st.caption("Every participant's policy for the same table, side by side: submit yours with a name and a reason, "
@@ -193,10 +193,10 @@ with st.expander("Facilitator", icon=":material/admin_panel_settings:", expanded
         out = st.session_state.get("board_export")
         if out:
             d1, d2 = st.columns(2)
-            d1.download_button("Board (CSV)", out["csv"], file_name="prdp_board.csv", mime="text/csv",
-                               key="board_dl_csv")
-            d2.download_button("Board report (HTML)", out["html"], file_name="prdp_board.html", mime="text/html",
-                               key="board_dl_html", type="primary")
+            download_button("Board (CSV)", out["csv"], where=d1, file_name="prdp_board.csv", mime="text/csv",
+                            key="board_dl_csv")
+            download_button("Board report (HTML)", out["html"], where=d2, file_name="prdp_board.html",
+                            mime="text/html", key="board_dl_html", type="primary")
             st.caption(f"{out['n']} polic{'y' if out['n'] == 1 else 'ies'}, "
                        f"{'review' if out['review'] else 'teaching'} mode.")
 

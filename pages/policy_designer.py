@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from prdp_core.accounting import conversion_table
+from prdp_core.errors import PrdpError
 from prdp_core.charts.policy import loss_cdf_figure, public_function_figure
 from prdp_core.policy import format_loss
 from prdp_core.preview import public_levels
@@ -160,7 +161,11 @@ if review.shows_records("what the records and owners lose — the share of recor
     view = c3.radio("View", list(options.POLICY_VIEWS), horizontal=True, key="policy_view",
                     format_func={"zoom": "CDF, zoomed", "cdf": "CDF", "tail": "share above (log)"}.get,
                     help="Zoomed: the y-axis starts just below the share of records paying the base loss.")
-    prev = pstate.preview(pol, owner_bound)
+    try:
+        prev = pstate.preview(pol, owner_bound)
+    except PrdpError as err:  # e.g. a memory limit: the policy and the session stay as they were
+        show_error(err)
+        st.stop()
     summ = prev.summary()
     confidential("Per-record and per-owner losses are computed from the records' confidential values.")
     m1, m2, m3, m4 = st.columns(4)

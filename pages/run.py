@@ -12,7 +12,7 @@ from prdp_core.secure import mode_label
 from ui import policy as pstate
 from ui import run as rstate
 from ui import ledger_view, review, state
-from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
+from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
 from ui.run_code import run_code
 
 st.title("Run")
@@ -115,9 +115,8 @@ else:
     if derived:
         st.caption(":material/lock: Parameters of this release computed from the confidential data: "
                    + md_escape("; ".join(derived)) + " (also in the ledger and the CSV).")
-    st.download_button("Download answers (CSV)", to_csv_bytes(rstate.answers_export(rel, teaching)),
-                       file_name="prdp_answers.csv",
-                       mime="text/csv", key="run_download")
+    download_button("Download answers (CSV)", to_csv_bytes(rstate.answers_export(rel, teaching)),
+                    file_name="prdp_answers.csv", mime="text/csv", key="run_download")
 
     st.subheader("Policy loss and realized loss")
     if review.shows_records("the policy and realized losses of the records and owners"):

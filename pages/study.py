@@ -8,8 +8,9 @@ from prdp_core import report as R
 from prdp_core.errors import PrdpError
 from prdp_core.export import to_csv_bytes
 from ui import ledger_view, review, state
+from ui import memory as umem
 from ui import study as ustudy
-from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
+from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
 
 st.title("Study")
 st.caption("Everything a review session needs to take home: the study as a config that loads back (here or in "
@@ -43,9 +44,9 @@ with tab_export:
         if study.data.path is not None:
             st.caption(f":material/info: The config names the data file **{md_escape(study.data.path)}**: keep it next to the "
                        "config (it is not part of the export).")
-        st.download_button("Download the study config (YAML)", yaml_text.encode("utf-8"), file_name="study.yaml",
-                           mime="application/x-yaml", key="study_dl_config", type="primary",
-                           icon=":material/download:")
+        download_button("Download the study config (YAML)", yaml_text.encode("utf-8"), file_name="study.yaml",
+                        mime="application/x-yaml", key="study_dl_config", type="primary",
+                        icon=":material/download:")
         with st.expander("Preview of the config", icon=":material/code:"):
             st.code(yaml_text, language="yaml")
 
@@ -80,6 +81,7 @@ with tab_report:
                     "the pages show — and builds the report, the results table and the reproduction script.")
         if st.button("Build the report", key="study_build", type="primary", icon=":material/summarize:"):
             try:
+                umem.guard("report", columns=umem.dataset_columns(state.dataset()) * len(study.mechanisms))
                 with st.spinner("Running the study and building the report…"):
                     run = R.run_study(study, dataset=state.dataset())
                     ss["study_outputs"] = {
@@ -101,15 +103,15 @@ with tab_report:
                 st.caption(":material/visibility_off: Review mode: no true value and no per-record loss in the "
                            "report or the results.")
             st.dataframe(out["budget"], hide_index=True)
-            st.download_button("Budget table (CSV)", to_csv_bytes(out["budget"]), file_name="prdp_budget.csv",
-                               mime="text/csv", key="study_dl_budget")
+            download_button("Budget table (CSV)", to_csv_bytes(out["budget"]), file_name="prdp_budget.csv",
+                            mime="text/csv", key="study_dl_budget")
             d1, d2, d3 = st.columns(3)
-            d1.download_button("Report (HTML)", out["html"], file_name="prdp_report.html", mime="text/html",
-                               key="study_dl_report", type="primary", icon=":material/download:")
-            d2.download_button("Results (CSV)", out["results"], file_name="prdp_results.csv", mime="text/csv",
-                               key="study_dl_results")
-            d3.download_button("Reproduction script (Python)", out["script"], file_name="reproduce.py",
-                               mime="text/x-python", key="study_dl_script")
+            download_button("Report (HTML)", out["html"], where=d1, file_name="prdp_report.html", mime="text/html",
+                            key="study_dl_report", type="primary", icon=":material/download:")
+            download_button("Results (CSV)", out["results"], where=d2, file_name="prdp_results.csv", mime="text/csv",
+                            key="study_dl_results")
+            download_button("Reproduction script (Python)", out["script"], where=d3, file_name="reproduce.py",
+                            mime="text/x-python", key="study_dl_script")
         elif out is not None:
             st.caption("The study changed since the last report: build it again.")
     led = state.ledger()
@@ -118,10 +120,10 @@ with tab_report:
     if len(led):
         st.dataframe(review.ledger_summary(led), hide_index=True)
         ledger_view.totals()
-        st.download_button("Ledger (JSON)", R.ledger_json(led, teaching=teaching),
+        download_button("Ledger (JSON)", R.ledger_json(led, teaching=teaching),
                            file_name="prdp_ledger.json", mime="application/json", key="study_dl_ledger")
         ledger_csv = review.ledger_summary(led, R.ledger_table(led, teaching=teaching))
-        st.download_button("Ledger (CSV)", to_csv_bytes(ledger_csv),
+        download_button("Ledger (CSV)", to_csv_bytes(ledger_csv),
                            file_name="prdp_ledger.csv", mime="text/csv",
                            key="study_dl_ledger_csv")
     else:

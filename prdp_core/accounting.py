@@ -343,6 +343,43 @@ class RecordLoss(LossFunction):
                    math.inf if b is None else float(b))
 
 
+@register_loss
+@dataclass(frozen=True)
+class DistributionLoss(LossFunction):
+    """Realised losses of a data-dependent release on a table held by an engine: known as a
+    distribution (how many records pay each loss), not record by record.
+
+    Like :class:`RecordLoss` the losses are confidential and :meth:`to_dict` keeps only a summary;
+    evaluating it on a table (per-record ledger totals) is refused: those need the records."""
+
+    distribution: Any  # prdp_core.distribution.LossDistribution
+    measure: Measure = "eps"
+    note: str = ""
+    bound: float = math.inf
+    kind: ClassVar[str] = "distribution"
+
+    def __call__(self, table: pd.DataFrame) -> np.ndarray:
+        raise PolicyError("These losses belong to a table held by an engine: they are known as a distribution, not "
+                          "record by record.", hint="Per-record ledger totals need the records (a table in memory).")
+
+    def describe(self) -> str:
+        return self.note or "data-dependent per-record loss"
+
+    def minimum(self) -> float:
+        return float(self.distribution.min) if self.distribution.n else 0.0
+
+    def supremum(self) -> float:
+        return float(self.bound)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "measure": self.measure, "note": self.note,
+                "bound": None if math.isinf(self.bound) else float(self.bound), "n": int(self.distribution.n)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "DistributionLoss":
+        raise ConfigError("These per-record losses were exported as a summary (a table held by an engine).")
+
+
 def as_rho(fn: LossFunction, table: pd.DataFrame) -> np.ndarray:
     """Per-record loss in zCDP units (pure ε converted by ε²/2)."""
     v = fn(table)

@@ -2,9 +2,11 @@
 
 ::
 
-    prdp run study.yaml [--data FILE] [--out DIR] [--force] [--quiet] [--ledger NAME [--db URL]]
-    prdp validate study.yaml [--no-data]
+    prdp run study.yaml [--data SOURCE] [--engine memory|duckdb|auto] [--out DIR] [--force] [--quiet]
+             [--ledger NAME [--ledger-new-data] [--db URL]]
+    prdp validate study.yaml [--data SOURCE] [--engine ...] [--no-data]
     prdp samples
+    prdp samples write NAME --rows N --out FILE.parquet [--seed S]
     prdp board submit STUDY.yaml --name NAME | list | export --out DIR   (the workshop board)
     prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL]
     prdp ledger show NAME [--db URL] [--format table|json] [--review] | list   (named ledgers)
@@ -35,9 +37,9 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import IO, Sequence
+from typing import IO, Any, Sequence
 
-from .errors import ConfigError, DataError, OutputError, PrdpError, ResourceLimitError, SchemaError
+from .errors import ConfigError, DataError, OutputError, ParameterError, PrdpError, ResourceLimitError, SchemaError
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -129,8 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "without --force.",
                        epilog=f"exit codes:\n{codes}")
     r.add_argument("config", metavar="STUDY.yaml", help="the study config (YAML, docs/config.md)")
-    r.add_argument("--data", metavar="FILE", help="use this data file instead of the config's data source "
-                                                  "(the config's column roles and fixes still apply)")
+    r.add_argument("--data", metavar="SOURCE", help="use this data instead of the config's data source (a file; "
+                                                    "with the duckdb engine also a folder, a glob or "
+                                                    "db.duckdb#table); the config's column roles and fixes still apply")
+    r.add_argument("--engine", choices=("memory", "duckdb", "auto"),
+                   help="where the records are kept (overrides data.engine): duckdb for files beyond memory")
     r.add_argument("--out", metavar="DIR", help="output folder (default: ./<config name>-results)")
     r.add_argument("--force", action="store_true", help="replace output files (and symbolic links, never followed) "
                                                          "that prdp did not write in DIR")
@@ -148,11 +153,25 @@ def build_parser() -> argparse.ArgumentParser:
                                    "column it names exists in its data.", epilog=f"exit codes:\n{codes}",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     v.add_argument("config", metavar="STUDY.yaml", help="the study config (YAML)")
-    v.add_argument("--data", metavar="FILE", help="check against this data file instead of the config's source")
+    v.add_argument("--data", metavar="SOURCE", help="check against this data instead of the config's source")
+    v.add_argument("--engine", choices=("memory", "duckdb", "auto"),
+                   help="where the records are kept (overrides data.engine)")
     v.add_argument("--no-data", action="store_true", help="check the config alone, without loading its data")
-    sub.add_parser("samples", help="list the built-in samples a config can name in data.sample",
-                   description="List the built-in samples (name, kind, default size, description).",
-                   epilog=f"exit codes:\n{codes}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    sp = sub.add_parser("samples", help="list the built-in samples (or write a large synthetic one to a file)",
+                        description="List the built-in samples (name, kind, default size, description), or with "
+                                    "'write' generate a synthetic sample of any size into a Parquet or CSV file, "
+                                    "chunk by chunk (the table is never held in memory).",
+                        epilog=f"exit codes:\n{codes}", formatter_class=argparse.RawDescriptionHelpFormatter)
+    ssub = sp.add_subparsers(dest="samples_command", metavar="ACTION", parser_class=_Parser)
+    w = ssub.add_parser("write", help="write a synthetic sample to a Parquet or CSV file, chunk by chunk",
+                        description="Write ROWS records of a synthetic sample (e.g. cbp_like) into FILE (.parquet or "
+                                    ".csv), one million at a time.", epilog=f"exit codes:\n{codes}",
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
+    w.add_argument("name", metavar="NAME", help="a synthetic sample (prdp samples lists them)")
+    w.add_argument("--rows", required=True, metavar="N", help="number of records, e.g. 1e8")
+    w.add_argument("--out", required=True, metavar="FILE", help="the file to write (.parquet or .csv)")
+    w.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    w.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     from .board.cli import add_parsers
 
     add_parsers(sub, codes, _Parser)
@@ -184,10 +203,57 @@ def _cmd_samples(stdout: IO[str]) -> int:
     return EXIT_OK
 
 
+def _rows(text: str) -> int:
+    """A row count written as 100000, 1e8 or 1_000_000."""
+    try:
+        x = float(str(text).replace("_", ""))
+    except ValueError:
+        raise ParameterError(f"--rows must be a number of records, e.g. 1e8 (got {text!r}).") from None
+    if not (x.is_integer() and x >= 1):
+        raise ParameterError(f"--rows must be a whole number of records ≥ 1 (got {text!r}).")
+    return int(x)
+
+
+def _cmd_samples_write(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    from .samples import write_sample
+
+    rows = _rows(args.rows)
+    out = Path(args.out)
+    if out.is_dir() or out.is_symlink():  # never written through a link
+        stderr.write(f"prdp: error: --out {out} must name a file (not a folder or a symbolic link).\n")
+        return EXIT_USAGE
+    if not out.resolve().parent.is_dir():
+        stderr.write(f"prdp: error: the folder of --out {out} does not exist (or is a file).\n")
+        return EXIT_USAGE
+    bar = TextProgress(stderr, enabled=not args.quiet)
+    try:
+        write_sample(args.name, out, rows=rows, seed=args.seed, progress=bar)
+    except OSError as err:
+        bar.close()
+        stderr.write(f"prdp: error: cannot write {out}: {err.strerror or err}.\n")
+        return EXIT_USAGE
+    finally:
+        bar.close()
+    stdout.write(f"{rows:,} records of {args.name} (seed {args.seed}) written to {out}\n")
+    return EXIT_OK
+
+
+def _with_engine(study: Any, engine: str | None, data: str | None) -> Any:
+    """The study with ``--engine`` in place of data.engine."""
+    from dataclasses import replace
+
+    if engine is None or engine == study.data.engine:
+        return study
+    if study.data.sample is not None and data is None and engine != "memory":
+        raise ConfigError(f"--engine {engine}: the study reads a sample, generated in memory.",
+                          hint="Give --data SOURCE to read a file with another engine.")
+    return replace(study, data=replace(study.data, engine=engine))
+
+
 def _cmd_validate(args: argparse.Namespace, stdout: IO[str]) -> int:
     from .config import load_config, load_data
 
-    study = load_config(args.config)
+    study = _with_engine(load_config(args.config), args.engine, args.data)
     where = "config only"
     if not args.no_data:
         ds = load_data(study, args.data)
@@ -207,7 +273,7 @@ def _cmd_run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if (args.db or args.ledger_new_data) and not args.ledger:
         stderr.write("prdp: error: --db and --ledger-new-data go with --ledger NAME.\n")
         return EXIT_USAGE
-    study = load_config(args.config)
+    study = _with_engine(load_config(args.config), args.engine, args.data)
     out = Path(args.out) if args.out else Path.cwd() / f"{Path(args.config).stem}-results"
     try:
         check_folder(out, OUTPUT_FILES, force=args.force)  # before the (possibly long) run
@@ -251,6 +317,8 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
     try:
         if args.command == "samples":
+            if getattr(args, "samples_command", None) == "write":
+                return _cmd_samples_write(args, stdout, stderr)
             return _cmd_samples(stdout)
         if args.command == "validate":
             return _cmd_validate(args, stdout)

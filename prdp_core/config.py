@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import reprlib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -54,6 +55,11 @@ PREPARE_OPTIONS = {"non_numeric": ("error", "missing"), "missing": ("error", "dr
 BUDGET_PRESETS = ("inverse", "log", "sqrt", "constant")
 PRDP_QUERIES = ("count", "sum", "max", "distinct")
 PRDP_ALGORITHMS = ("count", "framework", "sum_extension", "naive")
+#: Engines a study's data can be read by (``data.engine``; see prdp_core.engines).
+DATA_ENGINES = ("memory", "duckdb", "auto")
+#: PrDP algorithms that need the records themselves (not run on tables held by an engine).
+RECORD_ALGORITHMS = ("sum_extension",)
+_MEMORY_LIMIT = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
 PDP_MECHANISMS = ("minimum", "threshold", "sample", "pe", "stretching")
 PDP_QUERIES = ("count", "sum", "mean", "median", "min")
 MT_FAMILIES = ("geometric", "laplace", "gaussian", "multiscale_geometric")
@@ -355,7 +361,9 @@ class DataSource:
     to the config's folder). ``schema`` (column roles) and ``prepare`` (how bad input is
     fixed: the options of :func:`prdp_core.data.prepare_dataset`, with ``shift_by`` the public
     constant added to a measure with negative values) apply to files and may override a
-    sample's documented roles.
+    sample's documented roles. ``engine`` (``memory``, ``duckdb`` or ``auto``) says where the
+    records are kept (:mod:`prdp_core.engines`); with DuckDB ``path`` may also name a folder, a
+    glob or ``database.duckdb#table``, and ``duckdb`` holds its ``memory_limit`` and ``threads``.
     """
 
     sample: str | None = None
@@ -364,6 +372,8 @@ class DataSource:
     path: str | None = None
     schema: dict[str, Any] | None = None
     prepare: dict[str, Any] = field(default_factory=dict)
+    engine: str = "memory"
+    duckdb: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
         if self.sample:
@@ -380,6 +390,10 @@ class DataSource:
             d["seed"] = self.sample_seed
         else:
             d["path"] = self.path
+            if self.engine != "memory":
+                d["engine"] = self.engine
+            if self.duckdb:
+                d["duckdb"] = dict(self.duckdb)
         if self.schema is not None:
             s = self.schema
             d["schema"] = {"id": s.get("id_col"), "measures": list(s.get("measures") or ()),
@@ -390,7 +404,7 @@ class DataSource:
 
 
 def _data(v: Any) -> DataSource:
-    d = _mapping(v, "data", ("sample", "n", "seed", "path", "schema", "prepare"))
+    d = _mapping(v, "data", ("sample", "n", "seed", "path", "schema", "prepare", "engine", "duckdb"))
     if ("sample" in d) == ("path" in d):
         raise _err("data", "give exactly one of 'sample' (a built-in sample) or 'path' (a file next to the config).")
     schema = None
@@ -426,6 +440,10 @@ def _data(v: Any) -> DataSource:
     if "sample" in d:
         from . import samples
 
+        for k in ("engine", "duckdb"):
+            if k in d and not (k == "engine" and d[k] == "memory"):
+                raise _err(f"data.{k}", "applies to files only (a sample is generated in memory).")
+
         name = _text(d["sample"], "data.sample", max_len=200)
         if name not in samples.names():
             raise _err("data.sample", f"unknown sample {_fmt(name)}.", hint=f"Choose one of: {', '.join(samples.names())}.")
@@ -435,7 +453,19 @@ def _data(v: Any) -> DataSource:
     for k in ("n", "seed"):
         if k in d:
             raise _err(f"data.{k}", "applies to samples only.")
-    return DataSource(path=_check_relative(d["path"], "data.path"), schema=schema, prepare=prepare)
+    engine = _choice(d.get("engine", "memory"), "data.engine", DATA_ENGINES)
+    duck: dict[str, Any] = {}
+    if d.get("duckdb") is not None:
+        o = _mapping(d["duckdb"], "data.duckdb", ("memory_limit", "threads"))
+        if "memory_limit" in o:
+            lim = _text(o["memory_limit"], "data.duckdb.memory_limit", max_len=20)
+            if not _MEMORY_LIMIT.match(lim):
+                raise _err("data.duckdb.memory_limit", f"must be a size such as 3GB or 500MB (got {_fmt(lim)}).")
+            duck["memory_limit"] = lim.strip()
+        if "threads" in o:
+            duck["threads"] = _int(o["threads"], "data.duckdb.threads", lo=1, hi=256)
+    return DataSource(path=_check_relative(d["path"], "data.path"), schema=schema, prepare=prepare, engine=engine,
+                      duckdb=duck)
 
 
 # ---------------------------------------------------------------------------
@@ -661,7 +691,8 @@ def _tiers(v: Any) -> dict[str, float]:
 # ---------------------------------------------------------------------------
 
 
-def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) -> dict[str, Any]:
+def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, engine: str = "memory"
+               ) -> dict[str, Any]:
     p = f"mechanisms[{i}]"
     if not isinstance(v, Mapping) or "kind" not in v:
         raise _err(p, f"must be a mapping with a 'kind' ({', '.join(MECHANISM_KINDS)}).")
@@ -694,6 +725,8 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool) ->
                    "sum_extension": ("sum_extension",) if query == "sum" and model == "central" else (),
                    "naive": ("naive",)}
         default = [a for a in PRDP_ALGORITHMS if allowed[a]]
+        if engine != "memory":  # the records stay in the engine: algorithms that need them are left out
+            default = [a for a in default if a not in RECORD_ALGORITHMS]
         algs = d.get("algorithms", default)
         if isinstance(algs, str):
             algs = [algs]
@@ -897,7 +930,7 @@ class Study:
 
     def check_against(self, ds: Any) -> None:
         """Check every column the study names exists in ``ds`` (a Dataset); ConfigError names the key."""
-        cols = set(map(str, ds.table.columns))
+        cols = set(data_columns(ds))
         measures = set(ds.schema.measures)
         for m in self.data.prepare.get("shift_by", {}):
             if m not in measures:
@@ -933,10 +966,10 @@ class Study:
                 if "filter" in q:
                     need(q["filter"]["column"], f"{p}.filter.column")
         if t is not None and self.workload is not None:
-            _wrap("policy", lambda: self.splitting_policy(ds.table).validate(ds.table, ds.schema.measures))
+            _wrap("policy", lambda: self.validate_policy(ds))
         if "budget" in self.policy:
             b = self.budget_function()
-            _wrap("policy.budget", lambda: b.check_columns(ds.table.columns))
+            _wrap("policy.budget", lambda: b.check_columns(data_columns(ds)))
         s = self.policy.get("specification")
         if s is not None:
             need(s.get("column"), "policy.specification.column")
@@ -951,6 +984,20 @@ class Study:
                 need(m.get("measure"), f"{p}.measure", measure=True)
                 if "filter" in m:
                     need(m["filter"]["column"], f"{p}.filter.column")
+
+    def dataset_policy(self, ds: Any) -> Any:
+        """The splitting policy, group values typed as text matched to the dataset's values."""
+        t = self.policy.get("thresholds") or {}
+        return self.splitting_policy(group_values(ds, t.get("group_column")))
+
+    def validate_policy(self, ds: Any) -> Any:
+        """The splitting policy checked against the dataset (in memory, or by its engine)."""
+        policy = self.dataset_policy(ds)
+        if getattr(ds, "engine", None) is not None:
+            ds.engine.validate_policy(policy, ds.schema.measures)
+        else:
+            policy.validate(ds.table, ds.schema.measures)
+        return policy
 
     # -- serialisation ----------------------------------------------------------------
 
@@ -1079,7 +1126,7 @@ def study_from_dict(d: Any, *, base_dir: str | os.PathLike | None = None) -> Stu
     mechs = top.get("mechanisms") or []
     if not isinstance(mechs, list):
         raise _err("mechanisms", "must be a list of mechanisms.")
-    mechanisms = tuple(_mechanism(m, i, policy, workload is not None) for i, m in enumerate(mechs))
+    mechanisms = tuple(_mechanism(m, i, policy, workload is not None, data.engine) for i, m in enumerate(mechs))
     return Study(data=data, mode=mode, seed=seed, title=title, policy=policy, workload=workload,
                  mechanisms=mechanisms, report=_report(top.get("report")), app=_app(top.get("app")),
                  base_dir=None if base_dir is None else str(base_dir))
@@ -1139,24 +1186,39 @@ def load_config(path: str | os.PathLike) -> Study:
 
 
 def resolve_data_path(study: Study) -> Path:
-    """The data file of a study (``data.path`` under the config's folder); DataError if missing."""
+    """The data file of a study (``data.path`` under the config's folder); DataError if missing.
+
+    With an engine beyond memory the path may name a folder, a glob or ``database.duckdb#table``;
+    every file it names must exist and lie inside the config's folder."""
     if study.data.path is None:
         raise ConfigError("data.path: this study reads a sample, not a file.")
     if study.base_dir is None:
         raise DataError(f"data.path: the study reads '{_name(study.data.path)}', but it was not loaded from a file, so "
                         "the data's folder is unknown.", hint="Supply the data file (--data FILE, or upload it).")
     p = safe_data_path(study.data.path, study.base_dir)
+    if study.data.engine != "memory" and not p.is_file():
+        from .engines.duckdb_engine import resolve_source
+
+        try:
+            resolve_source(study.data.path, base_dir=study.base_dir, confine=True)
+        except DataError as err:
+            raise DataError(f"data.path: {err.message}", hint=err.hint or "Pass --data to use another source.") \
+                from None
+        return p
     if not p.is_file():
         raise DataError(f"data.path: no data file '{_name(study.data.path)}' next to the config (looked for {p}).",
                         hint="Copy the file there, or pass --data FILE.")
     return p
 
 
-def load_data(study: Study, data: str | os.PathLike | None = None) -> Any:
+def load_data(study: Study, data: str | os.PathLike | None = None, *, engine: str | None = None) -> Any:
     """The study's :class:`~prdp_core.data.Dataset`: its sample, its file, or ``data`` (overrides).
 
     Column roles come from ``data.schema`` (or the sample's documented roles, or a guess for
     an override file without a schema); ``data.prepare`` says how bad input is fixed.
+    ``engine`` (default: ``data.engine``) other than ``memory`` gives an
+    :class:`~prdp_core.engines.EngineDataset` when the source goes to DuckDB (``auto``: beyond
+    the upload size, or a folder, glob or database table): the records stay in the engine.
     Raises DataError / SchemaError for data problems.
     """
     from . import samples
@@ -1164,6 +1226,13 @@ def load_data(study: Study, data: str | os.PathLike | None = None) -> Any:
 
     src = study.data
     opts = dict(src.prepare)
+    kind = engine or src.engine
+    if kind not in DATA_ENGINES:
+        raise ConfigError(f"data.engine: must be one of {', '.join(DATA_ENGINES)} (got {_fmt(kind)}).")
+    if kind != "memory" and (data is not None or src.path is not None):
+        ds = _engine_data(study, data, kind, opts)
+        if ds is not None:
+            return ds
     if data is not None or src.path is not None:
         path = Path(data) if data is not None else resolve_data_path(study)
         if path.is_dir():
@@ -1186,5 +1255,45 @@ def load_data(study: Study, data: str | os.PathLike | None = None) -> Any:
     return prepare_dataset(df, schema, name=src.sample or "sample", **opts)
 
 
-__all__ = ["ConfigError", "DataSource", "SCHEMA_VERSION", "Study", "build_budget", "load_config", "load_data",
+def _engine_data(study: Study, data: str | os.PathLike | None, kind: str, opts: dict[str, Any]) -> Any:
+    """The study's data held by DuckDB, or None when ``auto`` keeps it in memory. A config's path is
+    confined to the config's folder; ``--data`` is the caller's own (resolved from the working folder)."""
+    from . import engines, samples
+    from .data import Schema
+    from .engines.duckdb_engine import default_options
+
+    src = study.data
+    if data is not None:
+        spec, base, confine = str(data), None, False
+    else:
+        resolve_data_path(study)
+        spec, base, confine = str(src.path), study.base_dir, True
+    if engines.choose_engine(spec, kind, base_dir=base) == "memory":  # type: ignore[arg-type]
+        return None
+    schema = (Schema.from_dict(src.schema) if src.schema is not None else
+              samples.info(src.sample).schema if src.sample is not None else None)
+    d = default_options()
+    options = engines.EngineOptions(memory_limit=src.duckdb.get("memory_limit") or d.memory_limit,
+                                    temp_directory=d.temp_directory, threads=src.duckdb.get("threads") or d.threads)
+    return engines.open_dataset(spec, schema=schema, engine="duckdb", name=Path(spec).name, base_dir=base,
+                                confine=confine, options=options, **opts)
+
+
+def data_columns(ds: Any) -> list[str]:
+    """Column names of a dataset (in memory, or held by an engine)."""
+    if getattr(ds, "engine", None) is not None:
+        return [str(c) for c in ds.columns]
+    return [str(c) for c in ds.table.columns]
+
+
+def group_values(ds: Any, column: str | None) -> Any:
+    """A small table of a dataset's values of ``column`` (for matching group values typed as text):
+    the table itself in memory, the distinct values for a dataset held by an engine."""
+    if getattr(ds, "engine", None) is None:
+        return ds.table
+    return None if column is None else ds.engine.distinct([column])
+
+
+__all__ = ["ConfigError", "DATA_ENGINES", "DataSource", "SCHEMA_VERSION", "Study", "build_budget", "data_columns",
+           "group_values", "load_config", "load_data",
            "parse_config", "resolve_data_path", "safe_data_path", "study_from_dict"]

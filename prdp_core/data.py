@@ -26,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import IO, Any, Hashable, Iterable, Literal, Mapping
+from typing import IO, Any, Callable, Hashable, Iterable, Literal, Mapping
 
 import numpy as np
 import pandas as pd
@@ -561,14 +561,20 @@ def guess_schema(df: pd.DataFrame) -> Schema:
 
 def validate_schema(df: pd.DataFrame, schema: Schema) -> None:
     """Check that the schema fits the table; raise :class:`SchemaError` naming the fix."""
-    cols = set(df.columns)
+    validate_roles(df.columns, schema, lambda: bool(numeric_columns(df)))
+
+
+def validate_roles(columns: Iterable[Any], schema: Schema, has_numeric: Callable[[], bool]) -> None:
+    """:func:`validate_schema` on a table's column names (``has_numeric()``: does some column hold
+    numbers?) — for tables held by an engine too."""
+    cols = set(columns)
     named = [("record id", schema.id_col), ("owner", schema.owner_col)]
     named += [("measure", m) for m in schema.measures] + [("group", g) for g in schema.groups]
     missing = [f"{role} '{c}'" for role, c in named if c is not None and c not in cols]
     if missing:
         raise SchemaError(f"Columns not in the table: {', '.join(missing)}.", hint="Pick columns that exist.")
     if not schema.measures:
-        if not numeric_columns(df):
+        if not has_numeric():
             raise SchemaError(
                 "The table has no numeric column: a measure (the values the privacy policy is about) must hold "
                 "numbers.",
@@ -674,7 +680,7 @@ def check_table(df: pd.DataFrame, schema: Schema) -> TableCheck:
     dup = 0
     dup_examples: tuple[str, ...] = ()
     missing_ids = 0
-    if schema.id_col:
+    if schema.id_col and not strictly_increasing(df[schema.id_col]):  # sorted ids are unique: no hashing
         ids = df[schema.id_col]
         missing_ids = int(ids.isna().sum())
         d = ids.duplicated(keep="first") & ids.notna()
@@ -690,6 +696,45 @@ def check_table(df: pd.DataFrame, schema: Schema) -> TableCheck:
 
 #: The label given to missing group values by ``prepare_dataset(..., missing_groups="label")``.
 MISSING_GROUP = "(missing)"
+
+
+def strictly_increasing(s: pd.Series) -> bool:
+    """True when the values of ``s`` are strictly increasing (so unique and never missing).
+
+    An O(n) comparison of neighbours: the usual sorted id column of a large table is known to be
+    unique without hashing every value (hashing ten million text ids takes seconds). Text compares
+    by its UTF-8 bytes, numbers as numbers; anything else (or any missing value) answers False,
+    and the caller falls back to the full check."""
+    n = len(s)
+    if n < 2:
+        return bool(n == 0 or s.notna().all())
+    dt = s.dtype
+    if isinstance(dt, pd.StringDtype) and dt.storage == "pyarrow":
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        arr = pa.array(s.array)
+        if isinstance(arr, pa.ChunkedArray):
+            arr = arr.combine_chunks()
+        if arr.null_count:
+            return False
+        return not pc.any(pc.less_equal(arr[1:], arr[:-1])).as_py()
+    if pd.api.types.is_numeric_dtype(dt) and not pd.api.types.is_bool_dtype(dt):
+        v = s.to_numpy()
+        if v.dtype.kind not in "iuf":
+            return False
+        return bool(np.all(v[1:] > v[:-1]))  # NaN compares False
+    return False
+
+
+def _column_values(col: pd.Series) -> Any:
+    """A column's values for a new table: text columns keep their (Arrow) array, others become numpy.
+
+    Converting ten million Arrow strings to Python objects and back takes seconds; the values and
+    the resulting column dtype are the same either way."""
+    if isinstance(col.dtype, pd.StringDtype):
+        return col.array
+    return col.to_numpy()
 
 
 def _missing_cells(s: pd.Series) -> np.ndarray:
@@ -769,91 +814,39 @@ def prepare_dataset(
     """
     validate_schema(df, schema)
     chk = check_table(df, schema)
-    notes: list[str] = []
-    if chk.non_numeric and non_numeric == "error":
-        first = next(m for m in chk.measures if m.non_numeric)
-        ex = ", ".join(repr(x) for x in first.non_numeric_examples)
-        raise DataError(
-            f"Measure '{first.column}' has {first.non_numeric:,} value(s) that are not numbers (e.g. {ex}).",
-            hint="Fix them in the file, pick another measure, or treat them as missing and drop those rows.",
-        )
+    fix = Preparation(non_numeric=non_numeric, missing=missing, negative=negative, duplicate_ids=duplicate_ids,
+                      shift_by=shift_by, missing_groups=missing_groups)
+    fix.check_non_numeric(chk)
     out = pd.DataFrame(index=df.index)
     bad_rows = np.zeros(len(df), dtype=bool)
     for m in schema.measures:
         vals, bad = _coerce_measure(df[m])
         if bad.any():
-            notes.append(f"{int(bad.sum()):,} non-numeric value(s) in '{m}' treated as missing.")
+            fix.treated_missing(m, int(bad.sum()))
             vals = vals.copy()
             vals[bad] = np.nan
         out[m] = vals
         bad_rows |= ~np.isfinite(vals)
     n_bad = int(bad_rows.sum())
-    if n_bad:
-        if missing == "error":
-            raise DataError(
-                f"{n_bad:,} row(s) have a missing, empty or infinite value in a measure column.",
-                hint="Drop those rows (their count is shown) or fix the file.",
-            )
-        notes.append(f"Dropped {n_bad:,} row(s) with missing or infinite measure values.")
+    fix.drop_rows(n_bad, len(df))
     keep = ~bad_rows
-    if not keep.any():
-        raise DataError("No row is left after dropping rows with missing measure values.",
-                        hint="Check the measure columns: they look empty.")
-    base = df.loc[keep]
-    out = out.loc[keep]
-    shifts: dict[str, float] = {}
+    if n_bad:  # copying every column of a large table only to keep all of its rows costs seconds
+        base = df.loc[keep]
+        out = out.loc[keep]
+    else:
+        base = df
     for m in schema.measures:
-        mn = float(out[m].min())
-        if shift_by is not None and m in shift_by:
-            # a declared public constant is applied whatever the data hold, so whether (and by how
-            # much) a measure moves never depends on a record
-            c = float(shift_by[m])
-            hint = "Use a public lower bound of the measure, with the opposite sign."
-            if not (np.isfinite(c) and c >= 0):
-                raise DataError(f"The shift of '{m}' ({c:g}) must be a finite constant ≥ 0.", hint=hint)
-            if c < -mn:
-                raise DataError(f"The shift of '{m}' ({c:g}) is too small: some values stay negative.", hint=hint)
-            if c:
-                out[m] = out[m] + c
-            shifts[m] = c
-            notes.append(f"{shift_text(m, c)}: every value of '{m}' has {c:,.15g} added (sums are on the shifted "
-                         f"scale: subtract n × {c:,.15g} to return to the original scale).")
-            continue
-        if mn < 0:
-            if negative == "error":
-                cnt = int((out[m] < 0).sum())
-                raise DataError(
-                    f"Measure '{m}' has {cnt:,} negative value(s) (minimum {mn:g}); per-record policies assume "
-                    "non-negative measures.",
-                    hint="Reject the file and fix it, or shift the measure by a constant so its minimum is 0.",
-                )
-            out[m] = out[m] - mn
-            shifts[m] = -mn
-            notes.append(f"{shift_text(m, -mn, public=False)}: its minimum is now 0 (sums are on the shifted "
-                         f"scale: subtract n × {-mn:,.15g} to return to the original scale). This shift comes from the "
-                         "smallest record and is itself confidential: for a release, shift by a public constant.")
-    id_col = schema.id_col
-    if id_col is None:
-        id_col = GENERATED_ID if GENERATED_ID not in df.columns else "_prdp_row_id"
-        ids = pd.Series(np.arange(1, int(keep.sum()) + 1), index=base.index, name=id_col)
-        notes.append("Record ids generated from the row number.")
+        c = fix.shift(m, float(out[m].min()), lambda m=m: int((out[m] < 0).sum()))
+        if c:
+            out[m] = out[m] + c
+    id_col = fix.id_column(schema, df.columns, chk, lambda: _bad_ids(base[schema.id_col]))
+    if fix.generate_ids:
+        ids = pd.Series(np.arange(1, len(base) + 1), index=base.index, name=id_col)
     else:
         ids = base[id_col]
-        if ids.isna().any() or ids.duplicated().any():
-            if duplicate_ids == "error":
-                n_dup = int(ids.duplicated().sum()) + int(ids.isna().sum())
-                ex = ", ".join(repr(str(x)) for x in pd.unique(ids[ids.duplicated()])[:3])
-                raise DataError(
-                    f"The record id column '{id_col}' has {n_dup:,} duplicate or missing value(s)"
-                    + (f" (e.g. {ex})." if ex else "."),
-                    hint="Choose a unique id, generate ids from row numbers, or — if the column names an owner of "
-                         "several records — map it as the owner column instead.",
-                )
-            ids = pd.Series(np.arange(1, len(base) + 1), index=base.index, name=id_col)
-            notes.append(f"Duplicate ids in '{id_col}' replaced by row numbers.")
-    table = pd.DataFrame({id_col: ids.to_numpy()})
+    table = pd.DataFrame({id_col: _column_values(ids)})
     if schema.owner_col:
-        table[schema.owner_col] = base[schema.owner_col].to_numpy()
+        table[schema.owner_col] = _column_values(base[schema.owner_col])
     for g in schema.groups:
         if g not in table.columns:
             col = base[g]
@@ -865,13 +858,120 @@ def prepare_dataset(
                         col = col.map(lambda v: f"{v:g}" if isinstance(v, float) and v.is_integer() and
                                       abs(v) < 1e15 else str(v))
                     col = col.astype(object).where(~miss, MISSING_GROUP)
-                    notes.append(f"{int(miss.sum()):,} missing value(s) of group column '{g}' put in the group "
-                                 f"'{MISSING_GROUP}'.")
-            table[g] = col.to_numpy()
+                    fix.labelled(g, int(miss.sum()))
+            table[g] = _column_values(col)
     for m in schema.measures:
         table[m] = out[m].to_numpy(dtype="float64")
     final_schema = replace(schema, id_col=id_col)
-    return Dataset(name=name, table=table, schema=final_schema, notes=tuple(notes), shifts=shifts)
+    return Dataset(name=name, table=table, schema=final_schema, notes=tuple(fix.notes), shifts=fix.shifts)
+
+
+def _bad_ids(ids: pd.Series) -> tuple[int, tuple[str, ...]]:
+    """Duplicate or missing ids (count, up to three duplicated ids as text)."""
+    if not (ids.isna().any() or ids.duplicated().any()):
+        return 0, ()
+    n_dup = int(ids.duplicated().sum()) + int(ids.isna().sum())
+    return n_dup, tuple(str(x) for x in pd.unique(ids[ids.duplicated()])[:3])
+
+
+class Preparation:
+    """The decisions of :func:`prepare_dataset`, shared with the engines (which compute the same
+    counts where the data lives): each method checks one kind of bad input against the chosen
+    option and either raises the :class:`DataError` the user sees or records the fix in ``notes``
+    (and ``shifts``), in the order :func:`prepare_dataset` reports them."""
+
+    def __init__(self, *, non_numeric: str = "error", missing: str = "error", negative: str = "error",
+                 duplicate_ids: str = "error", shift_by: Mapping[str, float] | None = None,
+                 missing_groups: str = "keep") -> None:
+        self.non_numeric, self.missing, self.negative = non_numeric, missing, negative
+        self.duplicate_ids, self.shift_by, self.missing_groups = duplicate_ids, shift_by, missing_groups
+        self.notes: list[str] = []
+        self.shifts: dict[str, float] = {}
+        self.generate_ids = False
+
+    def check_non_numeric(self, chk: TableCheck) -> None:
+        if chk.non_numeric and self.non_numeric == "error":
+            first = next(m for m in chk.measures if m.non_numeric)
+            ex = ", ".join(repr(x) for x in first.non_numeric_examples)
+            raise DataError(
+                f"Measure '{first.column}' has {first.non_numeric:,} value(s) that are not numbers (e.g. {ex}).",
+                hint="Fix them in the file, pick another measure, or treat them as missing and drop those rows.",
+            )
+
+    def treated_missing(self, m: str, count: int) -> None:
+        self.notes.append(f"{count:,} non-numeric value(s) in '{m}' treated as missing.")
+
+    def drop_rows(self, n_bad: int, n_rows: int) -> None:
+        """Rows with a missing or infinite measure: refused, or dropped (noted); none may be left."""
+        if n_bad:
+            if self.missing == "error":
+                raise DataError(
+                    f"{n_bad:,} row(s) have a missing, empty or infinite value in a measure column.",
+                    hint="Drop those rows (their count is shown) or fix the file.",
+                )
+            self.notes.append(f"Dropped {n_bad:,} row(s) with missing or infinite measure values.")
+        if n_bad >= n_rows:
+            raise DataError("No row is left after dropping rows with missing measure values.",
+                            hint="Check the measure columns: they look empty.")
+
+    def shift(self, m: str, mn: float, negatives: Callable[[], int]) -> float:
+        """The constant added to measure ``m`` (minimum ``mn`` over the rows kept; ``negatives()``
+        counts its negative values), 0 for none."""
+        if self.shift_by is not None and m in self.shift_by:
+            # a declared public constant is applied whatever the data hold, so whether (and by how
+            # much) a measure moves never depends on a record
+            c = float(self.shift_by[m])
+            hint = "Use a public lower bound of the measure, with the opposite sign."
+            if not (np.isfinite(c) and c >= 0):
+                raise DataError(f"The shift of '{m}' ({c:g}) must be a finite constant ≥ 0.", hint=hint)
+            if c < -mn:
+                raise DataError(f"The shift of '{m}' ({c:g}) is too small: some values stay negative.", hint=hint)
+            self.shifts[m] = c
+            self.notes.append(f"{shift_text(m, c)}: every value of '{m}' has {c:,.15g} added (sums are on the "
+                              f"shifted scale: subtract n × {c:,.15g} to return to the original scale).")
+            return c
+        if mn < 0:
+            if self.negative == "error":
+                raise DataError(
+                    f"Measure '{m}' has {negatives():,} negative value(s) (minimum {mn:g}); per-record policies "
+                    "assume non-negative measures.",
+                    hint="Reject the file and fix it, or shift the measure by a constant so its minimum is 0.",
+                )
+            self.shifts[m] = -mn
+            self.notes.append(f"{shift_text(m, -mn, public=False)}: its minimum is now 0 (sums are on the shifted "
+                              f"scale: subtract n × {-mn:,.15g} to return to the original scale). This shift comes from "
+                              "the smallest record and is itself confidential: for a release, shift by a public "
+                              "constant.")
+            return -mn
+        return 0.0
+
+    def id_column(self, schema: Schema, columns: Iterable[Any], chk: TableCheck,
+                  bad_ids: Callable[[], tuple[int, tuple[str, ...]]]) -> str:
+        """The record id column, and whether ids are generated from row numbers (``generate_ids``).
+        ``bad_ids()`` counts duplicate or missing ids among the rows kept (asked only when the whole
+        table has some)."""
+        id_col = schema.id_col
+        if id_col is None:
+            self.generate_ids = True
+            self.notes.append("Record ids generated from the row number.")
+            return GENERATED_ID if GENERATED_ID not in set(map(str, columns)) else "_prdp_row_id"
+        if chk.duplicate_ids or chk.missing_ids:  # none in the whole table: none among the rows kept
+            n_dup, examples = bad_ids()
+            if n_dup:
+                if self.duplicate_ids == "error":
+                    ex = ", ".join(repr(str(x)) for x in examples)
+                    raise DataError(
+                        f"The record id column '{id_col}' has {n_dup:,} duplicate or missing value(s)"
+                        + (f" (e.g. {ex})." if ex else "."),
+                        hint="Choose a unique id, generate ids from row numbers, or — if the column names an owner "
+                             "of several records — map it as the owner column instead.",
+                    )
+                self.generate_ids = True
+                self.notes.append(f"Duplicate ids in '{id_col}' replaced by row numbers.")
+        return id_col
+
+    def labelled(self, g: str, count: int) -> None:
+        self.notes.append(f"{count:,} missing value(s) of group column '{g}' put in the group '{MISSING_GROUP}'.")
 
 
 def dataset_from_frame(df: pd.DataFrame, schema: Schema | None = None, *, name: str = "dataset",

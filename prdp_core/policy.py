@@ -166,13 +166,20 @@ class LossProfile:
     def plain_language(self, level: float | None = None, noun: str = "records") -> str:
         """A read-out such as "1 in 100 records pays more than 4ρ"."""
         lv = self.base_loss if level is None else float(level)
-        share = self.share_above(lv)
-        if share == 0:
-            return f"No one of the {self.n:,} {noun} pays more than {format_loss(lv, self.measure)}."
-        one_in = 1 / share
-        ratio = f"1 in {one_in:,.0f} {noun} pays" if one_in >= 1.5 else f"{share:.0%} of {noun} pay"
-        return (f"{ratio} more than {format_loss(lv, self.measure)}; the largest loss is "
-                f"{format_loss(float(self.values.max()), self.measure)}.")
+        return plain_language(self.share_above(lv), self.n, lv, float(self.values.max()) if self.n else 0.0,
+                              self.measure, noun)
+
+
+def plain_language(share: float, n: int, level: float, largest: float, measure: Measure = "rho",
+                   noun: str = "records", qualifier: str = "") -> str:
+    """The read-out of a loss profile or distribution: "1 in 100 records pays more than 4ρ; the
+    largest loss is 19ρ" (``qualifier`` follows the level, e.g. a binned distribution's bound)."""
+    if share == 0:
+        return f"No one of the {n:,} {noun} pays more than {format_loss(level, measure)}."
+    one_in = 1 / share
+    ratio = f"1 in {one_in:,.0f} {noun} pays" if one_in >= 1.5 else f"{share:.0%} of {noun} pay"
+    return (f"{ratio} more than {format_loss(level, measure)}{qualifier}; the largest loss is "
+            f"{format_loss(largest, measure)}.")
 
 
 def owner_losses(losses: np.ndarray, owners: np.ndarray | pd.Series, *, measure: Measure = "rho",

@@ -9,7 +9,6 @@ All of it describes confidential records.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -17,31 +16,23 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from .codes import column_codes
 from .data import Dataset
+from .distribution import LossDistribution
+from .engines import EngineDataset, SplitHistogram, is_engine_data
 from .errors import PolicyError
 from .policy import LossProfile, owner_losses
 from .splitting import split_counts
-from .workload import SplittingPolicy
-
-
-_CODES: dict[tuple[int, str], tuple["weakref.ref[pd.DataFrame]", np.ndarray, pd.Index]] = {}
+from .workload import SplittingPolicy, summed_policy_loss
 
 
 def _column_codes(table: pd.DataFrame, col: str) -> tuple[np.ndarray, pd.Index]:
     """A column's values as sorted integer codes (−1 for missing) and their labels, factorised
-    once per (immutable) dataset table and column.
+    once per (immutable) dataset table and column (:func:`prdp_core.codes.column_codes`).
 
-    Factorising a million string ids takes about half a second; the Policy designer needs the
-    owners (and the group summaries) on every threshold change. Codes in sorted order keep the
-    owners in the same order as factorising the ids themselves, so owner losses are unchanged."""
-    hit = _CODES.get((id(table), col))
-    if hit is not None and hit[0]() is table:
-        return hit[1], hit[2]
-    codes, uniques = pd.factorize(table[col], sort=True)
-    if len(_CODES) >= 16:
-        _CODES.clear()
-    _CODES[(id(table), col)] = (weakref.ref(table), codes, pd.Index(uniques))
-    return codes, pd.Index(uniques)
+    Codes in sorted order keep the owners in the same order as factorising the ids themselves,
+    so owner losses are unchanged."""
+    return column_codes(table, col, sort=True)
 
 
 @dataclass(eq=False)
@@ -63,7 +54,7 @@ class PolicyPreview:
         """Loss of every record (confidential)."""
         with np.errstate(over="ignore", invalid="ignore"):
             if self.policy.workload.joint:
-                values = _from_pieces(self.dataset, self.policy, self.pieces)
+                values = summed_policy_loss(self.policy, self.pieces, lambda f: f.mask(self.dataset.table))
             else:
                 values = self.policy(self.dataset.table)
         _check_finite(values, "record")
@@ -146,13 +137,99 @@ def public_levels(policy: SplittingPolicy, pieces: tuple[int, ...] = PUBLIC_PIEC
     return out
 
 
-def preview_policy(ds: Dataset, policy: SplittingPolicy, *, label: str = "",
+@dataclass(eq=False)
+class EnginePolicyPreview:
+    """What a policy means for the records of a dataset held by an engine: the read-outs of
+    :class:`PolicyPreview`, computed from the split-count histogram (records) and the engine's
+    owner aggregates (owners), exactly — as distributions instead of per-record arrays."""
+
+    policy: SplittingPolicy
+    dataset: EngineDataset
+    histogram: SplitHistogram
+    owner_method: str = "lemma4"
+    label: str = ""
+
+    def _losses(self, hist: SplitHistogram) -> np.ndarray:
+        from .mechanisms.unit_splitting import policy_loss_of_histogram
+
+        with np.errstate(over="ignore", invalid="ignore"):
+            values = policy_loss_of_histogram(self.policy, hist, summed=True)
+        _check_finite(values, "record")
+        return values
+
+    @cached_property
+    def records(self) -> LossDistribution:
+        """Losses of the records, as a distribution (confidential)."""
+        return LossDistribution.from_counts(self._losses(self.histogram), self.histogram.counts, "rho",
+                                            label=self.label or "records", base=self.policy.workload.total_rho)
+
+    @cached_property
+    def owners(self) -> LossDistribution | None:
+        """Losses of the owners (Lemma 4, or the Lemma 5 bound), or None without an owner column."""
+        col = self.dataset.schema.owner_col
+        if not col:
+            return None
+        dist = self.dataset.engine.unit_losses(self.histogram, self._losses(self.histogram), owner_col=col,
+                                               method=self.owner_method)  # type: ignore[arg-type]
+        return dist.with_label((self.label + " " if self.label else "") + "owners", self.policy.workload.total_rho)
+
+    @property
+    def share_split(self) -> float:
+        n = self.histogram.n
+        return float(self.histogram.counts[self.histogram.column("m") > 1].sum() / n) if n else 0.0
+
+    def summary(self) -> dict[str, float]:
+        s = self.records.summary()
+        m = self.histogram.column("m")
+        s.update({"base_loss": self.policy.workload.total_rho, "share_split": self.share_split,
+                  "max_pieces": int(m.max()) if m.size else 0})
+        if self.owners is not None:
+            s["owners"] = self.owners.n
+            s["owner_max"] = self.owners.max
+        return s
+
+    def by_group(self, col: str) -> pd.DataFrame:
+        """Per-group summaries of the record losses over column ``col`` (the columns of
+        :meth:`PolicyPreview.by_group`; records with a missing group label are left out)."""
+        if col not in self.dataset.columns:
+            raise PolicyError(f"Column '{col}' is not in the dataset.")
+        h = self.histogram
+        hist = self.dataset.engine.split_histogram(h.thresholds, measures=h.measures, filters=h.filters, by=(col,))
+        values = self._losses(hist)
+        frame = pd.DataFrame({col: hist.keys[col], "loss": values, "n": hist.counts}).dropna(subset=[col])
+        base = self.policy.workload.total_rho
+        rows = []
+        for g, part in frame.groupby(col, sort=True):
+            d = LossDistribution.from_counts(part["loss"].to_numpy(), part["n"].to_numpy())
+            rows.append({col: g, "records": d.n, "min": d.min, "median": float(d.quantile(0.5)), "max": d.max,
+                         "share_above_base": d.share_above(base)})
+        return pd.DataFrame(rows, columns=[col, "records", "min", "median", "max", "share_above_base"])
+
+    def record_cdf(self) -> tuple[np.ndarray, np.ndarray]:
+        """The policy-loss CDF over records (exact)."""
+        return self.records.ecdf()
+
+    def levels(self) -> dict[str, float]:
+        """Named loss levels for conversion tables: base, median, p90, p99 and max of records."""
+        return self.records.levels(self.policy.workload.total_rho)
+
+
+def preview_policy(ds: Dataset | EngineDataset, policy: SplittingPolicy, *, label: str = "",
                    owner_method: Literal["lemma4", "lemma5"] = "lemma4",
-                   pieces: np.ndarray | None = None) -> PolicyPreview:
+                   pieces: np.ndarray | None = None) -> PolicyPreview | EnginePolicyPreview:
     """Evaluate ``policy`` on every record of ``ds`` (and on its owners, if it has an owner column).
 
-    ``pieces`` may pass precomputed split counts (a cache) for the policy's thresholds.
+    ``pieces`` may pass precomputed split counts (a cache) for the policy's thresholds. A dataset
+    held by an engine gives an :class:`EnginePolicyPreview` (the same read-outs, computed there).
     """
+    if is_engine_data(ds):
+        ds.engine.validate_policy(policy, ds.schema.measures)
+        wl = policy.workload
+        own = () if wl.joint else tuple(dict.fromkeys(q.measure for q in wl.queries  # type: ignore[misc]
+                                                      if q.split and q.kind != "count"))
+        filters = tuple(dict.fromkeys(q.filter for q in wl.queries if q.filter is not None))
+        hist = ds.engine.split_histogram(policy.thresholds, measures=own, filters=filters)
+        return EnginePolicyPreview(policy, ds, hist, owner_method, label)
     policy.validate(ds.table, ds.schema.measures)
     m = split_counts(ds.table, policy.thresholds) if pieces is None else np.asarray(pieces)
     if m.shape[0] != ds.n:
@@ -165,20 +242,6 @@ def _check_finite(values: np.ndarray, who: str) -> None:
     if values.size and not np.isfinite(values).all():
         raise PolicyError(f"Some {who} losses are too large to compute (they exceed the floating-point range).",
                           hint="Lower the budgets ρ or raise the splitting thresholds.")
-
-
-def _from_pieces(ds: Dataset, policy: SplittingPolicy, m: np.ndarray) -> np.ndarray:
-    """P(r) from cached joint split counts (the same sum as SplittingPolicy.__call__)."""
-    wl = policy.workload
-    m2 = m.astype("float64") ** 2
-    out = np.zeros(ds.n)
-    for q in wl.queries:
-        v = q.rho * m2 if (q.split and q.kind != "count") else np.full(ds.n, q.rho)
-        if q.kind == "avg":
-            v = v + q.rho_count
-        out += np.where(q.filter.mask(ds.table), v, 0.0) if q.filter is not None else v
-    out += wl.partition_rho * m2
-    return out
 
 
 def group_summary(preview: PolicyPreview, ds: Dataset, group_col: str) -> pd.DataFrame:

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from .accounting import LedgerEntry
+from .distribution import LossDistribution
 from .policy import LossProfile, Measure
 
 #: Columns of ``Release.answers`` that reveal true (confidential) values.
@@ -43,6 +44,10 @@ class Release:
         (confidential), or ``None`` in review exports.
     requested:
         Requested per-record loss (E(r) or Φ) where the policy is a requirement.
+    loss_distribution:
+        The delivered losses as a distribution (how many records pay each loss), for releases
+        of tables held by an engine, which carry no per-record array (``loss`` is None then);
+        confidential too.
     entries:
         The ledger entries this release adds (their loss functions are public forms).
     params:
@@ -60,16 +65,26 @@ class Release:
     requested: np.ndarray | None = None
     truth_included: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
+    loss_distribution: LossDistribution | None = None
 
     def loss_profile(self, label: str = "") -> LossProfile:
         if self.loss is None:
-            raise ValueError("This release carries no per-record losses (review export).")
+            raise ValueError("This release carries no per-record losses (review export, or a table held by an "
+                             "engine: see loss_distribution).")
         return LossProfile(np.asarray(self.loss, dtype=float), self.measure, label or self.mechanism)
+
+    def distribution(self, label: str = "") -> LossDistribution:
+        """The delivered per-record losses as a distribution (from ``loss`` or ``loss_distribution``)."""
+        if self.loss_distribution is not None:
+            return self.loss_distribution.with_label(label or self.mechanism)
+        if self.loss is None:
+            raise ValueError("This release carries no per-record losses (review export).")
+        return LossDistribution.from_values(self.loss, self.measure, label=label or self.mechanism)
 
     def for_review(self) -> "Release":
         """A copy without true answers, errors or per-record losses (safe to export)."""
         ans = self.answers.drop(columns=[c for c in TRUTH_COLUMNS if c in self.answers.columns])
-        return replace(self, answers=ans, loss=None, requested=None, truth_included=False,
+        return replace(self, answers=ans, loss=None, requested=None, truth_included=False, loss_distribution=None,
                        extras={k: v for k, v in self.extras.items() if not k.startswith("private_")})
 
     def check_delivered_within_requested(self, rtol: float = 1e-9) -> bool:

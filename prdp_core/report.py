@@ -41,7 +41,7 @@ from .codegen import literal
 from .config import (SCHEMA_VERSION, ConfigError, DataSource, Study, load_config, load_data, parse_config,
                      resolve_data_path, safe_data_path, study_from_dict)
 from .data import Dataset
-from .errors import PrdpError
+from .errors import PolicyError, PrdpError
 from .export import to_csv_bytes
 from .provenance import DATA_DERIVED_COLUMN, data_derived, is_data_derived, stamp_answers
 from .release import Release
@@ -90,24 +90,45 @@ def _run_unit_splitting(study: Study, ds: Dataset, m: Mapping[str, Any], seed: i
                         ) -> list[tuple[str, Release]]:
     from .mechanisms import unit_splitting
 
-    policy = study.splitting_policy(ds.table)
-    policy.validate(ds.table, ds.schema.measures)
+    policy = study.validate_policy(ds)
+    # owners' realized losses are not part of the outputs: a table held by an engine skips computing them
+    own = {"owner_realized": False} if _held_by_engine(ds) else {}
     if m.get("secure"):  # review mode refuses thresholds computed from the data (teaching runs may use them)
         rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=reveal,
-                                     partition_delta=m["partition_delta"], allow_data_derived=reveal)
+                                     partition_delta=m["partition_delta"], allow_data_derived=reveal, **own)
     else:
         rel = unit_splitting.release(ds, policy, rng=np.random.default_rng(seed), reveal=reveal, seed=seed,
-                                     partition_delta=m["partition_delta"])
+                                     partition_delta=m["partition_delta"], **own)
     return [("", rel)]
+
+
+def _held_by_engine(ds: Any) -> bool:
+    return getattr(ds, "engine", None) is not None
+
+
+def _needs_records(ds: Any, what: str) -> None:
+    """Refuse a mechanism that works on the records themselves for a table held by an engine."""
+    if _held_by_engine(ds) and ds.engine.name != "memory":
+        raise PolicyError(f"{what} works on the records themselves; this table is held by the {ds.engine.name} engine.",
+                          hint="Use data.engine: memory (or a sample of the table) for this mechanism.")
 
 
 def _run_prdp(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal: bool) -> list[tuple[str, Release]]:
     from .mechanisms import prdp as P
     from .mechanisms import prldp as LP
 
+    from .config import data_columns
+
     E = study.budget_function()
-    E.check_columns(ds.table.columns)
-    t, q, beta = ds.table, prdp_query(m), m["beta"]
+    E.check_columns(data_columns(ds))
+    engine = _held_by_engine(ds)
+    if m["model"] == "local":
+        _needs_records(ds, "The local model (PrLDP)")
+    for alg in m["algorithms"]:
+        if alg == "sum_extension":
+            _needs_records(ds, "The Sec. 5.2 sum extension")
+    t = ds if engine else ds.table
+    q, beta = prdp_query(m), m["beta"]
     rng = np.random.default_rng(seed)  # one generator for the algorithms compared side by side
     out = []
     for alg in m["algorithms"]:
@@ -123,11 +144,11 @@ def _run_prdp(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal
             out.append((PRDP_LOCAL_LABELS[alg], rel))
             continue
         if m.get("secure") and alg == "count":
-            rel = P.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, reveal=reveal, secure=True)
+            rel = P.count_of(t, E, beta=beta, reveal=reveal, secure=True)
         elif m.get("secure"):
             rel = P.framework(t, E, q, beta=beta, rng=None, reveal=reveal, secure=True)
         elif alg == "count":
-            rel = P.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = P.count_of(t, E, beta=beta, rng=rng, reveal=reveal, seed=seed)
         elif alg == "framework":
             rel = P.framework(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
         elif alg == "sum_extension":
@@ -158,6 +179,7 @@ def _run_personalized(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int
                       ) -> list[tuple[str, Release]]:
     from .mechanisms import personalized as P
 
+    _needs_records(ds, "Personalized DP")
     spec = study.privacy_spec(ds.table)
     q = P.Query(**m["query"])
     rel = pdp_mechanism(m).release(ds.table, spec, q, rng=np.random.default_rng(seed), seed=seed, reveal=reveal)
@@ -175,6 +197,7 @@ def _run_multitier(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, r
                    ) -> list[tuple[str, Release]]:
     from .mechanisms import multitier as mt
 
+    _needs_records(ds, "A multi-tier release")
     tiers = study.tiers()
     f = multitier_filter(m)
     rng = np.random.default_rng(seed)
@@ -463,7 +486,7 @@ def _policy(run: StudyRun) -> Any:
         if m["kind"] == "unit_splitting":
             return rel.entries[0].loss
     if "thresholds" in run.study.policy and run.study.workload is not None:
-        return run.study.splitting_policy(run.dataset.table)
+        return run.study.dataset_policy(run.dataset)
     return None
 
 
@@ -477,12 +500,14 @@ def review_cdf(x: np.ndarray, y: np.ndarray, n: int, tail: int = REVIEW_TAIL) ->
     return x[keep], y[keep]
 
 
-def _cdf(values: np.ndarray, teaching: bool) -> tuple[np.ndarray, np.ndarray]:
-    from .policy import ecdf
+def _cdf(losses: Any, teaching: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The CDF of per-record (or per-owner) losses: an array, a LossProfile or a LossDistribution."""
+    from .distribution import LossDistribution
 
-    v = np.asarray(values, dtype=float)
-    x, y = ecdf(v)
-    return (x, y) if teaching else review_cdf(x, y, v.size)
+    dist = losses if isinstance(losses, LossDistribution) else \
+        LossDistribution.from_values(getattr(losses, "values", losses))
+    x, y = dist.ecdf()
+    return (x, y) if teaching else review_cdf(x, y, dist.n)
 
 
 def _fig_html(fig: Any, first: list[bool]) -> str:
@@ -617,7 +642,7 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
         if E.value_column is not None:
             parts.append(_fig_html(budget_curve_figure(E, measure=E.value_column, values=None,
                                                        vmax=max(E.U, 1.0)), first))
-    if "specification" in st.policy:
+    if "specification" in st.policy and not (_held_by_engine(ds) and ds.engine.name != "memory"):
         spec = st.privacy_spec(ds.table)
         s = st.policy["specification"]
         how = "generated tiers (paper Sec. V)" if "tiers" in s else f"column '{s['column']}'"
@@ -653,7 +678,7 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
             x, y = review_cdf(x, y, ds.n)
         series = {"records": (x, y)}
         if prev.owners is not None:
-            series[f"owners ({ds.schema.owner_col}, Lemma 4)"] = _cdf(prev.owners.values, teaching)
+            series[f"owners ({ds.schema.owner_col}, Lemma 4)"] = _cdf(prev.owners, teaching)
         parts.append(_fig_html(loss_cdf_figure(series, title="Policy-loss CDF, unit splitting" + cut,
                                                base=pol.workload.total_rho, view="zoom"), first))
         parts.append(_fig_html(loss_cdf_figure(series, title="Share of records paying more than x" + cut,
@@ -661,12 +686,14 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
         if teaching:
             parts.append(f"<p>{e(prev.records.plain_language())}</p>")
     for label, m, rel in run.releases:
-        if m["kind"] in ("unit_splitting",) or rel.loss is None:
+        if m["kind"] in ("unit_splitting",) or (rel.loss is None and rel.loss_distribution is None):
             continue
         unit = "ρ" if rel.measure == "rho" else "ε"
-        series = {"delivered": _cdf(rel.loss, teaching)}
+        series = {"delivered": _cdf(rel.loss if rel.loss is not None else rel.loss_distribution, teaching)}
         if rel.requested is not None:
             series["requested"] = _cdf(rel.requested, teaching)
+        elif rel.extras.get("private_requested_distribution") is not None:
+            series["requested (by domain)"] = _cdf(rel.extras["private_requested_distribution"], teaching)
         parts.append(_fig_html(delivered_cdf_figure(series, title=f"{label}: per-record loss CDF{cut}", unit=unit),
                                first))
 
@@ -734,6 +761,11 @@ def _py(v: Any) -> str:
     return literal(v)
 
 
+def _engine_mode(study: Study, data_file: str | None) -> bool:
+    """The study's file is opened through prdp_core.engines (data.engine other than memory)."""
+    return study.data.engine != "memory" and (data_file is not None or study.data.path is not None)
+
+
 def _data_code(study: Study, data_file: str | None) -> list[str]:
     src = study.data
     opts = "".join(f", {k}={_py(v)}" for k, v in src.prepare.items())
@@ -745,7 +777,15 @@ def _data_code(study: Study, data_file: str | None) -> list[str]:
         elif src.sample is not None:
             schema = f"prdp_core.samples.info({src.sample!r}).schema"
         else:
-            schema = "prdp_core.guess_schema(df)"
+            schema = "None" if _engine_mode(study, data_file) else "prdp_core.guess_schema(df)"
+        if _engine_mode(study, data_file):
+            dd = src.duckdb
+            options = ("" if not dd else ", options=prdp_core.engines.EngineOptions(memory_limit="
+                       f"{dd.get('memory_limit')!r}, threads={dd.get('threads')!r})")
+            return [f"DATA = sys.argv[2] if len(sys.argv) > 2 else {default}",
+                    "# the records stay in the engine: statistics are computed there, noise is drawn here",
+                    f"ds = prdp_core.engines.open_dataset(DATA, engine={src.engine!r}, schema={schema}, "
+                    f"name=Path(DATA).name{options}{opts})"]
         return [f"DATA = sys.argv[2] if len(sys.argv) > 2 else {default}",
                 "df = prdp_core.load_table(DATA)",
                 f"ds = prdp_core.prepare_dataset(df, {schema}, name=Path(DATA).name{opts})"]
@@ -820,6 +860,7 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
           f"REVEAL = {teaching!r}  # teaching mode: true values are attached (confidential)", "",
           "releases = []  # (label, Release)"]
     pol = study.policy
+    T = "ds" if _engine_mode(study, data_file) else "ds.table"  # what the mechanisms read
     for i, m in enumerate(study.mechanisms):
         seed, label = study.mechanism_seed(i), study.mechanism_label(i)
         L += ["", f"# --- mechanism {i + 1} ---"]
@@ -828,21 +869,24 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
             t = pol["thresholds"]
             if "rows" in t:
                 rows = [{"group": g, **row} for g, row in t["rows"].items()]
+                values = "ds.table" if T == "ds.table" else f"ds.engine.distinct([{t['group_column']!r}])"
                 L.append(f"thresholds = thresholds_from_frame(pd.DataFrame({_py(rows)}), "
-                         f"group_col={t['group_column']!r}, table=ds.table)")
+                         f"group_col={t['group_column']!r}, table={values})")
             else:
                 L.append(f"thresholds = as_thresholds({_py(t)})")
             L.append(f"workload = Workload.from_dict({_py(study.workload)})")
             src = pol.get("threshold_source")
             L.append("policy = SplittingPolicy(thresholds, workload" + (
                 f", threshold_source={_py(src)})" if src else ")"))
+            own = "" if T == "ds.table" else ", owner_realized=False"  # not among the outputs
             if m.get("secure"):
                 L.append("# secure mode: exact samplers and a system random source — unseeded, so every run differs")
                 L.append(f"rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=REVEAL, "
-                         f"partition_delta={m['partition_delta']!r}" + (", allow_data_derived=REVEAL)" if src else ")"))
+                         f"partition_delta={m['partition_delta']!r}{own}"
+                         + (", allow_data_derived=REVEAL)" if src else ")"))
             else:
                 L.append(f"rel = unit_splitting.release(ds, policy, rng=np.random.default_rng({seed}), "
-                         f"reveal=REVEAL, seed={seed}, partition_delta={m['partition_delta']!r})")
+                         f"reveal=REVEAL, seed={seed}, partition_delta={m['partition_delta']!r}{own})")
             L.append(f"releases.append(({label!r}, rel))")
         elif k == "prdp":
             L.append(f"E = {_budget_code(pol['budget'])}")
@@ -860,19 +904,23 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
                                      f"seed={seed})"}[alg]
                     sub = PRDP_LOCAL_LABELS[alg]
                 else:
-                    call = {"count": f"prdp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
-                                     f"rng=rng, reveal=REVEAL, seed={seed})",
-                            "framework": f"prdp.framework(ds.table, E, {q!r}, beta={beta!r}, rng=rng, reveal=REVEAL, "
+                    count = (f"prdp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
+                             f"rng=rng, reveal=REVEAL, seed={seed})") if T == "ds.table" else \
+                        f"prdp.count_of(ds, E, beta={beta!r}, rng=rng, reveal=REVEAL, seed={seed})"
+                    call = {"count": count,
+                            "framework": f"prdp.framework({T}, E, {q!r}, beta={beta!r}, rng=rng, reveal=REVEAL, "
                                          f"seed={seed})",
                             "sum_extension": f"prdp.sum_extension(ds.table, E, column={m.get('column')!r}, "
                                              f"beta={beta!r}, rng=rng, reveal=REVEAL, seed={seed})",
-                            "naive": f"prdp.naive(ds.table, E, {q!r}, beta={beta!r}, rng=rng, reveal=REVEAL, "
+                            "naive": f"prdp.naive({T}, E, {q!r}, beta={beta!r}, rng=rng, reveal=REVEAL, "
                                      f"seed={seed})"}[alg]
                     sub = PRDP_LABELS[alg]
                     if m.get("secure"):
-                        call = (f"prdp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
-                                "reveal=REVEAL, secure=True)" if alg == "count" else
-                                f"prdp.framework(ds.table, E, {q!r}, beta={beta!r}, rng=None, reveal=REVEAL, "
+                        count = (f"prdp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
+                                 "reveal=REVEAL, secure=True)") if T == "ds.table" else \
+                            f"prdp.count_of(ds, E, beta={beta!r}, reveal=REVEAL, secure=True)"
+                        call = (count if alg == "count" else
+                                f"prdp.framework({T}, E, {q!r}, beta={beta!r}, rng=None, reveal=REVEAL, "
                                 "secure=True)")
                         L.append("# secure mode: unseeded exact samplers, so every run differs")
                 L.append(f"releases.append(({label + ': ' + sub!r}, {call}))")

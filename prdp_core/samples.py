@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -452,6 +452,96 @@ def _load_real_cached(path: str) -> pd.DataFrame:
 
 def _load_real(filename: str) -> pd.DataFrame:
     return _load_real_cached(str(sample_dir() / filename)).copy()
+
+
+#: Rows generated at a time by :func:`write_sample` (one Parquet row group each).
+WRITE_CHUNK_ROWS = 1_000_000
+#: Most rows :func:`write_sample` writes (a 10⁹-row CBP-like Parquet file is about 24 GB).
+MAX_WRITE_ROWS = 1_000_000_000
+
+
+def write_sample(name: str, path: str | os.PathLike, *, rows: int, seed: int = 0,
+                 chunk_rows: int = WRITE_CHUNK_ROWS, progress: Callable[[int, int, str], None] | None = None) -> Path:
+    """Write ``rows`` records of a synthetic sample to a Parquet (or CSV) file, chunk by chunk.
+
+    Never holds the table: each chunk of ``chunk_rows`` records is an independent draw of the
+    generator (chunk 0 with ``seed``, so a file of at most one chunk holds ``load(name, n=rows,
+    seed=seed)``), appended with pyarrow's writers. Record ids continue across chunks and are
+    zero-padded to one width, so the id column stays sorted; owners (a CBP-like firm) belong to one
+    chunk. For benchmarks and tests of the engines: ``prdp samples write cbp_like --rows 1e8 --out
+    cbp.parquet``."""
+    import pyarrow as pa
+
+    meta = info(name)
+    if meta.generator is None:
+        raise ParameterError(f"'{name}' is a real sample: only synthetic samples are written in chunks.",
+                             hint=f"Choose one of: {', '.join(names('synthetic'))}.")
+    if isinstance(rows, bool) or not isinstance(rows, (int, np.integer)) or not 1 <= rows <= MAX_WRITE_ROWS:
+        raise ParameterError(f"The number of rows must be a whole number from 1 to {MAX_WRITE_ROWS:,} (got {rows!r}).")
+    if meta.max_n is not None and meta.max_n < 1000 and rows > meta.max_n:
+        raise ParameterError(f"'{name}' has at most {meta.max_n:,} records.")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= int(seed) < 2**63:
+        raise ParameterError(f"The sample seed must be a whole number from 0 to 2^63 − 1 (got {seed!r}).")
+    out = Path(path)
+    kind = out.suffix.lower()
+    if kind not in (".parquet", ".pq", ".csv"):
+        raise ParameterError(f"Write the sample as .parquet or .csv (got '{out.name}').")
+    chunk = max(1, min(int(chunk_rows), meta.max_n or int(chunk_rows)))
+    width = len(str(int(rows)))
+    ids, owner = meta.schema.id_col, meta.schema.owner_col
+    writer: Any = None
+    done, owners_so_far = 0, 0
+    say = progress or (lambda *_: None)
+    try:
+        while done < rows:
+            k = min(chunk, rows - done)
+            part = done // chunk
+            df = meta.generator(k, int(seed) if part == 0 else (int(seed) * 1_000_003 + part) % 2**63)
+            if part == 0:  # keep the generator's zero padding unless more digits are needed
+                width = max([width] + [len(str(df[c].iloc[0])) - len(str(df[c].iloc[0]).rstrip("0123456789"))
+                                       for c in (ids, owner) if c is not None and c in df.columns and len(df)])
+            if ids is not None and ids in df.columns:
+                df[ids] = _renumber(df[ids], done, width)
+            if owner is not None and owner in df.columns:
+                nums = _id_numbers(df[owner])
+                df[owner] = _renumber(df[owner], owners_so_far, width, nums)
+                owners_so_far += int(nums.max()) if len(nums) else 0
+            table = pa.Table.from_pandas(df, preserve_index=False)
+            if writer is None:
+                writer = _table_writer(out, kind, table.schema)
+            writer.write_table(table)
+            done += k
+            say(done, rows, f"rows written to {out.name}")
+    finally:
+        if writer is not None:
+            writer.close()
+    return out
+
+
+def _table_writer(out: Path, kind: str, schema: Any) -> Any:
+    if kind == ".csv":
+        import pyarrow.csv as pacsv
+
+        return pacsv.CSVWriter(str(out), schema)
+    import pyarrow.parquet as pq
+
+    return pq.ParquetWriter(str(out), schema)
+
+
+def _id_numbers(col: pd.Series) -> np.ndarray:
+    """The number of each id: the id itself, or the digits after a text prefix ("F00000042" → 42)."""
+    if pd.api.types.is_integer_dtype(col):
+        return col.to_numpy(dtype=np.int64)
+    return col.astype(str).str.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ").astype(np.int64).to_numpy()
+
+
+def _renumber(col: pd.Series, offset: int, width: int, nums: np.ndarray | None = None) -> Any:
+    """Ids shifted by ``offset``, text ids re-padded to ``width`` digits (so they sort as numbers)."""
+    n = _id_numbers(col) if nums is None else nums
+    if pd.api.types.is_integer_dtype(col):
+        return n + offset
+    prefix = str(col.iloc[0]).rstrip("0123456789") if len(col) else ""
+    return np.char.add(prefix, np.char.zfill((n + offset).astype(str), width))
 
 
 def load_dataset(name: str, *, n: int | None = None, seed: int = 0) -> Dataset:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import numpy as np
 import pandas as pd
@@ -105,7 +105,14 @@ class Thresholds:
 
     def validate(self, table: pd.DataFrame, measures: tuple[str, ...] | None = None) -> None:
         """Check measures exist and every group present in ``table`` is covered."""
-        cols = set(table.columns)
+        self.check(table.columns, measures, lambda: pd.unique(table[self.group_col]))
+
+    def check(self, columns: Any, measures: tuple[str, ...] | None = None,
+              group_values: Callable[[], Any] | None = None) -> None:
+        """:meth:`validate` on a table's column names; ``group_values()`` lists the values of the
+        group column present (asked only when there is no default row) — for tables held by an
+        engine too."""
+        cols = set(columns)
         for m in self.measures:
             if m not in cols:
                 raise PolicyError(f"Threshold given for '{m}', which is not a column of the table.",
@@ -118,8 +125,8 @@ class Thresholds:
         if self.group_col is not None:
             if self.group_col not in cols:
                 raise PolicyError(f"Group column '{self.group_col}' is not in the table.")
-            if self.default() is None:
-                present = pd.unique(table[self.group_col])
+            if self.default() is None and group_values is not None:
+                present = group_values()
                 known = {g for g, _ in self.rows}
                 uncovered = [g for g in present if g not in known]
                 if uncovered:
@@ -172,6 +179,17 @@ def as_thresholds(thresholds: Mapping[Any, Any] | Thresholds, *, group_col: str 
                           hint="Use {measure: T} or {group: {measure: T}, '*': {measure: T}}.")
     row = tuple((str(m), _check_threshold(str(m), t)) for m, t in thresholds.items())
     return Thresholds(((DEFAULT_KEY, row),), None)
+
+
+def restrict_thresholds(thresholds: Thresholds, measures: tuple[str, ...] | list[str]) -> Thresholds | None:
+    """The thresholds of ``measures`` only (the same rows and group column), or None when no row
+    names any of them — what splitting on those measures alone uses (per-measure splitting)."""
+    keep = set(measures)
+    rows = {g: {m: t for m, t in r if m in keep} for g, r in thresholds.rows}
+    rows = {g: r for g, r in rows.items() if r}
+    if not rows:
+        return None
+    return as_thresholds(rows if thresholds.group_col else rows[DEFAULT_KEY], group_col=thresholds.group_col)
 
 
 def _measure_matrix(table: pd.DataFrame, measures: tuple[str, ...]) -> list[np.ndarray]:

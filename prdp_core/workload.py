@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal, Mapping
+from typing import Any, Callable, ClassVar, Literal, Mapping
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,7 @@ import pandas as pd
 from .accounting import LossFunction, register_loss
 from .errors import ConfigError, ParameterError, PolicyError
 from .provenance import check_sources
-from .splitting import DEFAULT_KEY, Thresholds, as_thresholds, split_counts
+from .splitting import DEFAULT_KEY, Thresholds, as_thresholds, restrict_thresholds, split_counts
 
 QueryKind = Literal["count", "sum", "avg"]
 
@@ -175,9 +175,15 @@ class Workload:
             raise PolicyError("The partition-selection budget must be a non-negative number.")
 
     def validate(self, table: pd.DataFrame, measures: tuple[str, ...] | None = None) -> None:
+        self.check(table.columns, measures, lambda cols: {g: int(table[g].isna().sum()) for g in cols})
+
+    def check(self, columns: Any, measures: tuple[str, ...] | None = None,
+              missing: Callable[[list[str]], dict[str, int]] | None = None) -> None:
+        """:meth:`validate` on a table's column names; ``missing(columns)`` counts the missing values
+        of group-by columns — for tables held by an engine too."""
         if not self.queries:
             raise PolicyError("The workload is empty.", hint="Add at least one query.")
-        cols = set(table.columns)
+        cols = set(columns)
         checked: set[str] = set()
         for q in self.queries:
             if q.measure is not None:
@@ -188,8 +194,9 @@ class Workload:
                     raise PolicyError(f"{q.name()}: group-by column '{g}' is not in the table.")
                 if g not in checked:
                     checked.add(g)
-                    if table[g].isna().any():
-                        raise PolicyError(f"{q.name()}: group-by column '{g}' has {int(table[g].isna().sum()):,} "
+                    n_missing = missing([g]).get(g, 0) if missing is not None else 0
+                    if n_missing:
+                        raise PolicyError(f"{q.name()}: group-by column '{g}' has {n_missing:,} "
                                           "missing value(s).", hint=MISSING_GROUP_HINT)
             if q.filter is not None and q.filter.column not in cols:
                 raise PolicyError(f"{q.name()}: filter column '{q.filter.column}' is not in the table.")
@@ -277,43 +284,48 @@ class SplittingPolicy(LossFunction):
         """m(r) for query q (joint: all measures; separate: q's measure only)."""
         if self.workload.joint or q is None or q.measure is None:
             return split_counts(table, self.thresholds).astype("float64")
-        thr = self.thresholds
-        rows = {g: {q.measure: dict(r)[q.measure]} for g, r in thr.rows if q.measure in dict(r)}
-        if not rows:
+        sub = restrict_thresholds(self.thresholds, (q.measure,))
+        if sub is None:
             raise PolicyError(f"No splitting threshold for '{q.measure}', which {q.name()} sums on split data.",
                               hint="Add a threshold for this measure.")
-        sub = as_thresholds(rows if thr.group_col else rows[DEFAULT_KEY], group_col=thr.group_col)
         return split_counts(table, sub).astype("float64")
 
     def components(self, table: pd.DataFrame) -> pd.DataFrame:
         """Per-record loss of each query (columns) — their row sums are P(r)."""
+        return self.components_from(len(table), lambda q: self._pieces(table, q), lambda f: f.mask(table),
+                                    index=table.index)
+
+    def components_from(self, n: int, pieces: Callable[[Query | None], np.ndarray],
+                        mask: Callable[[Filter], np.ndarray], *, index: Any = None) -> pd.DataFrame:
+        """:meth:`components` from split counts and filter masks: ``pieces(q)`` is m(r) of query q
+        (the joint count for ``None``), ``mask(f)`` whether each record passes filter f. Records, or
+        the rows of an engine's split-count histogram (one row per distinct combination)."""
         wl = self.workload
         cols: dict[str, np.ndarray] = {}
-        n = len(table)
         joint_m2: np.ndarray | None = None
         for i, q in enumerate(wl.queries):
-            mask = q.filter.mask(table) if q.filter is not None else np.ones(n, dtype=bool)
+            inside = mask(q.filter) if q.filter is not None else np.ones(n, dtype=bool)
             if q.kind == "count" or not q.split:
                 v = np.full(n, q.rho)
             else:
                 if wl.joint:
                     if joint_m2 is None:
-                        m = self._pieces(table, None)
+                        m = pieces(None)
                         joint_m2 = m * m
                     m2 = joint_m2
                 else:
-                    m = self._pieces(table, q)
+                    m = pieces(q)
                     m2 = m * m
                 v = q.rho * m2
             if q.kind == "avg":
                 v = v + q.rho_count
-            cols[f"{i + 1}. {q.name()}"] = np.where(mask, v, 0.0)
+            cols[f"{i + 1}. {q.name()}"] = np.where(inside, v, 0.0)
         if wl.partition_rho > 0:
             if joint_m2 is None:
-                m = self._pieces(table, None)
+                m = pieces(None)
                 joint_m2 = m * m
             cols["partition selection"] = wl.partition_rho * joint_m2
-        return pd.DataFrame(cols, index=table.index)
+        return pd.DataFrame(cols, index=index)
 
     def __call__(self, table: pd.DataFrame) -> np.ndarray:
         return self.components(table).to_numpy().sum(axis=1) if len(self.workload.queries) else np.zeros(len(table))
@@ -350,11 +362,26 @@ class SplittingPolicy(LossFunction):
 
     def validate(self, table: pd.DataFrame, measures: tuple[str, ...] | None = None) -> None:
         self.thresholds.validate(table, measures)
+        self.workload.validate(table, measures)
+        self._check_split_measures()
+
+    def check(self, columns: Any, measures: tuple[str, ...] | None = None,
+              group_values: Callable[[str], Any] | None = None,
+              missing: Callable[[list[str]], dict[str, int]] | None = None) -> None:
+        """:meth:`validate` from a table's column names, the values of a column present
+        (``group_values(column)``) and missing-value counts (``missing(columns)``): the same checks
+        and messages for a table held by an engine."""
+        g = self.thresholds.group_col
+        self.thresholds.check(columns, measures, None if group_values is None or g is None else
+                              (lambda: group_values(g)))
+        self.workload.check(columns, measures, missing)
+        self._check_split_measures()
+
+    def _check_split_measures(self) -> None:
         stray = [m for m, _ in self.threshold_source if m not in self.thresholds.measures]
         if stray:
             raise PolicyError(f"threshold_source names '{stray[0]}', which has no splitting threshold.",
                               hint="List the source of thresholds of the policy only.")
-        self.workload.validate(table, measures)
         for q in self.workload.queries:
             if q.split and q.kind != "count" and q.measure not in self.thresholds.measures:
                 raise PolicyError(f"{q.name()} sums '{q.measure}' on split data but '{q.measure}' has no "
@@ -382,6 +409,47 @@ class SplittingPolicy(LossFunction):
                 total += q.rho_count
         total += wl.partition_rho * m * m
         return total
+
+
+def joint_policy_loss(policy: SplittingPolicy, m: np.ndarray, mask: Callable[[Filter], np.ndarray]) -> np.ndarray:
+    """P(r) of a joint workload from the split counts m(r) and filter masks, as a release computes
+    it: ρ_q·m(r)² for split queries, ρ_q for flat ones, filters exempting records (scaled in place:
+    P = a·m² + b + the filtered terms)."""
+    wl = policy.workload
+    out = np.square(m, dtype=np.float64)
+    a, b = wl.partition_rho, 0.0
+    filtered = []
+    for q in wl.queries:
+        split = q.split and q.kind != "count"
+        if q.filter is not None:
+            filtered.append(q)
+            continue
+        a += q.rho if split else 0.0
+        b += (0.0 if split else q.rho) + (q.rho_count if q.kind == "avg" else 0.0)
+    extra = [np.where(mask(q.filter),  # type: ignore[arg-type]
+                      (q.rho * out if (q.split and q.kind != "count") else q.rho)
+                      + (q.rho_count if q.kind == "avg" else 0.0), 0.0) for q in filtered]
+    out *= a
+    out += b
+    for e in extra:
+        out += e
+    return out
+
+
+def summed_policy_loss(policy: SplittingPolicy, m: np.ndarray, mask: Callable[[Filter], np.ndarray]) -> np.ndarray:
+    """P(r) of a joint workload from the split counts, summed query by query (the form a policy
+    preview computes; the same sum as :meth:`SplittingPolicy.__call__`)."""
+    wl = policy.workload
+    n = len(m)
+    m2 = m.astype("float64") ** 2
+    out = np.zeros(n)
+    for q in wl.queries:
+        v = q.rho * m2 if (q.split and q.kind != "count") else np.full(n, q.rho)
+        if q.kind == "avg":
+            v = v + q.rho_count
+        out += np.where(mask(q.filter), v, 0.0) if q.filter is not None else v
+    out += wl.partition_rho * m2
+    return out
 
 
 def default_workload(measures: tuple[str, ...] | list[str], group_by: tuple[str, ...] = (), *,

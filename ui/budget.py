@@ -16,7 +16,7 @@ from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import prdp as P
 from prdp_core.mechanisms import prldp as LP
 
-from . import state
+from . import memory, state
 from .datasource import load_code
 
 MODES = {"preset": "Preset", "step": "Step table", "groups": "Per group", "expression": "Expression"}
@@ -192,13 +192,14 @@ def budget_key(b: B.BudgetFunction) -> str:
     return json.dumps(b.to_dict(), sort_keys=True, default=str)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=32, scope="session")
 def domain_table(token: str, key: str, beta: float, _ds: Dataset, _b: B.BudgetFunction) -> pd.DataFrame:
     return _b.domain_table(_ds.table, beta=beta)
 
 
-@st.cache_data(show_spinner="Simulating…", max_entries=16)
+@st.cache_data(show_spinner="Simulating…", max_entries=16, ttl=state.PUBLIC_CACHE_TTL_S)
 def scaling(vary: str, trials: int, seed: int) -> pd.DataFrame:
+    memory.guard("scaling", rows=max(P.SCALING_DEFAULTS["n"]), columns=1)  # the largest simulated data set
     return P.scaling_study(vary, trials=trials, seed=seed)
 
 
@@ -258,7 +259,10 @@ def on_run() -> None:
     teaching = state.teaching()
     rows, releases = [], []
     try:
-        for label, fn in _mechanisms(model, ss["bf_query"]):
+        mechanisms = _mechanisms(model, ss["bf_query"])
+        # model: records × (the requested and delivered loss of each mechanism, and the value read)
+        memory.guard("release", rows=ds.n, columns=2 * len(mechanisms) + 1)
+        for label, fn in mechanisms:
             rel = fn(ds.table, b, q, rng, ss.get("bf_threshold", "paper"), teaching, seed)
             releases.append((label, rel))
             state.record_release(rel)

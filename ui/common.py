@@ -71,6 +71,16 @@ def confidential(text: str = "") -> None:
                "policy designer only and are left out of review-mode exports." + (f" {text}" if text else ""))
 
 
+def download_button(label: str, data: bytes | str, *, where: Any = None, **kwargs: Any) -> None:
+    """A download button (in ``where``, default the page) whose click does not rerun the app.
+
+    Streamlit serves the payload from its media file store, and a click that reruns the session
+    first drops the session's references to its files; when other sessions finish two runs before
+    the browser's request arrives (a busy server), the file is deleted and the browser cancels the
+    download. With ``on_click="ignore"`` the click only downloads: the file stays referenced."""
+    (where if where is not None else st).download_button(label, data, on_click="ignore", **kwargs)
+
+
 def code_expander(code: str, label: str = "Reproduce in Python") -> None:
     """The prdp_core code that reproduces what the page shows."""
     with st.expander(label, icon=":material/code:"):

@@ -15,7 +15,7 @@ from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import partial
 from prdp_core.release import Release
 
-from . import state
+from . import memory, state
 from .common import md_escape
 
 #: Widget keys of the histogram lab and their defaults.
@@ -113,11 +113,15 @@ def _data(params: dict[str, Any], ds: Dataset, rng: np.random.Generator) -> part
                                             heavy_share=float(params["hl_heavy"]), rng=rng)
 
 
-@st.cache_data(show_spinner="Running both histograms…", max_entries=8)
+@st.cache_data(show_spinner="Running both histograms…", max_entries=8, scope="session")
 def run_lab(token: str, params_items: tuple[tuple[str, Any], ...], seed: int, teaching: bool,
             _ds: Dataset) -> LabResult:
     """Run the heavy-hitter and the standard histogram (cached by dataset token, parameters, seed, mode)."""
     params = dict(params_items)
+    if params["hl_source"] == "dataset":
+        memory.guard("histogram", rows=_ds.n, columns=len(params["hl_columns"]) + 64)
+    else:
+        memory.guard("histogram", rows=int(params["hl_n"]), columns=int(params["hl_d"]) + 64)
     rng = np.random.default_rng(seed)
     data = _data(params, _ds, rng)
     hh = partial.heavy_hitter_histogram(data, eps0=float(params["hl_eps0"]), nu=float(params["hl_nu"]),

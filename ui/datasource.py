@@ -19,7 +19,7 @@ from prdp_core.data import (Dataset, Schema, check_table, guess_schema, load_tab
                             prepare_dataset, shift_text, validate_schema)
 from prdp_core.errors import DataError, PrdpError
 
-from . import review, state
+from . import memory, review, state
 from .common import md_escape
 
 #: The Data page's tabs (labels) and the session key of the one on screen: an upload opens the Column
@@ -32,7 +32,7 @@ TABS = (PROFILE_TAB, SAMPLES_TAB, UPLOAD_TAB, ROLES_TAB)
 TAB_KEY = "data_tab"
 
 
-@st.cache_data(show_spinner=False, max_entries=4)
+@st.cache_data(show_spinner=False, max_entries=4, ttl=state.PUBLIC_CACHE_TTL_S)
 def _sample_frame(name: str, n: int | None, seed: int) -> pd.DataFrame:
     return prdp_core.samples.load(name, n=n, seed=seed)
 
@@ -83,6 +83,10 @@ def on_load_sample() -> None:
     n_arg = sample_size_arg(name, int(ss.get(f"sample_n_{name}", 0) or 0))
     seed = int(ss.get("sample_seed", 0))
     try:
+        meta = prdp_core.samples.info(name)
+        # model: records × columns of the sample (a real sample of all rows: its size is not known before reading)
+        memory.guard("sample", rows=n_arg or meta.default_n or 0,
+                     columns=len(meta.schema.measures) + len(meta.schema.groups) + 2)
         ds = state.cached_sample(name, n_arg, seed)
     except PrdpError as err:
         _msg("error", _error_text(err), "samples")
@@ -103,7 +107,9 @@ def on_upload() -> None:
     if up is None:
         return
     try:
+        memory.guard("load", rows=up.size, columns=1)  # model: bytes of the file
         df = load_table(up, filename=up.name)
+        memory.guard("prepare", rows=len(df), columns=df.shape[1])
         schema = guess_schema(df)  # refuses columns that can play no role (lists, records, binary)
         if not schema.measures and not numeric_columns(df):
             validate_schema(df, schema)  # no column can be a measure: refused with that message
@@ -163,6 +169,7 @@ def on_apply(rid: str) -> None:
     schema = schema_from_widgets(rid)
     opts = fix_options(rid, schema)
     try:
+        memory.guard("prepare", rows=len(raw["df"]), columns=raw["df"].shape[1])
         if opts.get("negative") == "shift":
             untyped = [c for c in check_table(raw["df"], schema).negative if c not in opts.get("shift_by", {})]
             if untyped:

@@ -16,12 +16,13 @@ import streamlit as st
 
 from prdp_core.accounting import Ledger
 from prdp_core.board.ledgers import same_data
+from prdp_core.errors import PrdpError
 
 from . import durable, review, state
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def _totals(token: str, uids: tuple[str, ...], here: tuple[bool, ...], _led: Ledger, _table: pd.DataFrame
+@st.cache_data(show_spinner=False, max_entries=16, scope="session")
+def _totals(token: str, uids: tuple[str, ...], here: tuple[bool, ...], _led: Ledger, _table: pd.DataFrame | None
             ) -> pd.DataFrame:
     """The ledger's running totals on the active table, once per (dataset, entries): a 20-million-row table
     is not evaluated again on every rerun."""
@@ -45,7 +46,11 @@ def totals() -> None:
     mine = durable.fingerprint()
     here = tuple(same_data(fp, mine) for fp in durable.entry_fingerprints())
     uids = tuple(st.session_state.get("ledger_uids", ()))
-    tot = _totals(state.token(), uids, here, led, state.dataset().table)
+    try:
+        table = state.dataset().table
+    except PrdpError:  # a table held by an engine: no record-by-record totals, the public sums remain
+        table = None
+    tot = _totals(state.token(), uids, here, led, table)
     on_it = sum(here)
     others = len(here) - on_it
     if others:
@@ -61,7 +66,7 @@ def totals() -> None:
     data_dependent = any(e.loss.kind == "record" for e, h in zip(led.entries, here) if h)
     if review.shows_records("base loss", note=False) or not data_dependent:
         public = f"base loss ρ = {_fmt(last['base total (ρ)'])}, " + public
-    if review.shows_records("the largest total loss of a record", note=False):
+    if table is not None and review.shows_records("the largest total loss of a record", note=False):
         eps = last["largest record total (ε)"]
         eps_text = "" if math.isnan(eps) else f" (ε = {_fmt(eps)})"
         st.markdown(f"**Totals on this table** over its {on_it} release(s): the most exposed record has lost "
@@ -69,4 +74,5 @@ def totals() -> None:
                     f"statistic of the records. Public forms summed: {public}.")
     else:
         st.markdown(f"**Totals on this table** over its {on_it} release(s), public forms summed: {public}.")
-        st.caption(review.NOTE.format(what="the largest total loss of a record"))
+        if table is not None:
+            st.caption(review.NOTE.format(what="the largest total loss of a record"))

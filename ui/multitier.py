@@ -16,7 +16,7 @@ from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import multitier as mt
 from prdp_core.mechanisms import partial
 
-from . import state
+from . import memory, state
 from .datasource import load_code
 
 NO_FILTER = "(no filter)"
@@ -132,14 +132,14 @@ def _fkey(f: mt.RecordFilter | None) -> tuple | None:
     return None if f is None else (f.column, f.op, str(f.value))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=32, scope="session")
 def cached_query(token: str, kind: str, measure: str | None, clip: float | None, fkey: tuple | None,
                  integer: bool, _ds: Dataset) -> mt.CentralQuery:
     f = None if fkey is None else mt.RecordFilter(*fkey)
     return mt.central_query(_ds.table, kind, measure=measure, clip=clip, filter=f, integer=integer)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16, scope="session")
 def cached_codes(token: str, measure: str, d: int, scale: str, top: float, fkey: tuple | None,
                  _ds: Dataset) -> tuple[np.ndarray, list[str]]:
     """Category of every record for the local model (public bins of the measure; records outside
@@ -231,6 +231,8 @@ def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
         ds = state.dataset()
         tiers = mt.tiers_from(list(tier_rows))
         cur = current_plan_and_data(ds, tiers)
+        # model: users × (tiers + 10) in the local model (every user's reports), records × 4 in the central one
+        memory.guard("release", rows=ds.n, columns=len(tiers) + 10 if cur["model"] == "local" else 4)
         rng, seed = state.rng_and_seed()
         if cur["model"] == "central":
             q = cur["query"]

@@ -15,7 +15,7 @@ from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import personalized as P
 
-from . import state
+from . import memory, state
 from .datasource import load_code
 
 EACH_RECORD = "(each record is its own user)"
@@ -119,7 +119,7 @@ def label_column(ds: Dataset, col: str) -> bool:
     return bool(v.isna().mean() > 0.5)
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16, scope="session")
 def _labels(token: str, col: str, _ds: Dataset) -> list[str]:
     return [str(x) for x in pd.unique(_ds.table[col].astype(str))[:50]]
 
@@ -147,7 +147,7 @@ def label_mapping(labels: tuple) -> dict[str, Any]:
     return {str(k): v for k, v in labels if k is not None and v is not None and not pd.isna(v)}
 
 
-@st.cache_data(show_spinner="Building the privacy specification…", max_entries=16)
+@st.cache_data(show_spinner="Building the privacy specification…", max_entries=16, scope="session")
 def _build_spec(token: str, params: tuple, _ds: Dataset) -> P.PrivacySpec:
     p = dict(params)
     user_col = None if p["pdp_user"] in (None, EACH_RECORD) else p["pdp_user"]
@@ -199,20 +199,22 @@ def mechanism(short: str, t_rule: str = "max", t_custom: float = 0.5, rescale: b
     return P.Stretching(rescale=rescale)
 
 
-@st.cache_data(show_spinner="Comparing mechanisms on the data…", max_entries=16)
+@st.cache_data(show_spinner="Comparing mechanisms on the data…", max_entries=16, scope="session")
 def cached_compare(token: str, skey: tuple, query: P.Query, runs: int, seed: int, _ds: Dataset,
                    _spec: P.PrivacySpec) -> pd.DataFrame:
+    memory.guard("simulation", rows=_ds.n, columns=1)
     return P.compare(_ds.table, _spec, query, runs=runs, rng=np.random.default_rng(seed))
 
 
-@st.cache_data(show_spinner="Computing the error curve…", max_entries=16)
+@st.cache_data(show_spinner="Computing the error curve…", max_entries=16, scope="session")
 def cached_curve(token: str, skey: tuple, query: P.Query, ts: tuple[float, ...], which: str, runs: int, seed: int,
                  _ds: Dataset, _spec: P.PrivacySpec) -> pd.DataFrame:
+    memory.guard("simulation", rows=_ds.n, columns=1)
     return P.threshold_curve(_ds.table, _spec, query, list(ts), mechanism=which, runs=runs,
                              rng=np.random.default_rng(seed))
 
 
-@st.cache_data(show_spinner="Running the paper's experiment…", max_entries=8)
+@st.cache_data(show_spinner="Running the paper's experiment…", max_entries=8, ttl=state.PUBLIC_CACHE_TTL_S)
 def cached_experiment(task: str, runs: int, score: str, seed: int) -> pd.DataFrame:
     cfg = P.ExperimentConfig(median_score=score)
     return P.paper_experiment(task, runs=runs, rng=np.random.default_rng(seed), config=cfg)
@@ -301,6 +303,7 @@ def on_run_release() -> None:
         m = mechanism(MECHANISM_CHOICES[ss.get("pdp_rel_mech", "Sample (S)")], T_RULES[ss.get("pdp_rel_t", "max Φ (paper's S)")],
                       float(ss.get("pdp_rel_tc", 0.5)), bool(ss.get("pdp_rel_rescale", False)))
         rng, seed = state.rng_and_seed()
+        memory.guard("release", rows=ds.n, columns=4)  # values, Φ, requested and delivered ε per tuple
         rel = m.release(ds.table, spec, q, rng=rng, seed=seed, reveal=state.teaching())
         rel = P.flag_design_defaults(rel, data_default_params(q.kind if q.column is not None else "count"))
         state.record_release(rel)

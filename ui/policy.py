@@ -33,7 +33,7 @@ from prdp_core.samples import CBP_SPLIT_SCHEMES
 from prdp_core.splitting import Thresholds, as_thresholds, split_counts, thresholds_to_frame
 from prdp_core.workload import SplittingPolicy, Workload, default_workload, workload_to_frame
 
-from . import state
+from . import memory, state
 from .common import md_escape
 
 #: Table 8 "Conservative" thresholds for the CBP-like sample (the ≈97–99th percentiles).
@@ -186,13 +186,13 @@ def cache_key(pol: SplittingPolicy) -> str:
     return policy_key(replace(pol, threshold_source=()))
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=32, scope="session")
 def cached_pieces(token: str, thr_json: str, _ds: Dataset, _thr: Thresholds) -> np.ndarray:
     """Split counts of the dataset for one set of thresholds (the expensive, reusable part)."""
     return split_counts(_ds.table, _thr)
 
 
-@st.cache_resource(show_spinner="Evaluating the policy on every record…", max_entries=16)
+@st.cache_resource(show_spinner="Evaluating the policy on every record…", max_entries=16, scope="session")
 def cached_preview(token: str, pol_json: str, owner_method: str, _ds: Dataset,
                    _pol: SplittingPolicy) -> PolicyPreview:
     """Policy preview, computed once per (dataset, policy, owner bound).
@@ -201,6 +201,7 @@ def cached_preview(token: str, pol_json: str, owner_method: str, _ds: Dataset,
     a million-row table on every threshold change took most of the page's rerun. The preview is
     never mutated by its readers (its lazily computed profiles are the same for every reader).
     """
+    memory.guard("preview", rows=_ds.n, columns=memory.dataset_columns(_ds))
     thr_json = json.dumps(_pol.thresholds.to_dict(), sort_keys=True, default=str)
     pieces = cached_pieces(token, thr_json, _ds, _pol.thresholds)
     return preview_policy(_ds, _pol, owner_method=owner_method, pieces=pieces)  # type: ignore[arg-type]

@@ -19,11 +19,11 @@ from prdp_core.release import Release
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import SplittingPolicy
 
+from . import memory, state
 from . import policy as pstate
-from . import state
 
 
-@st.cache_data(show_spinner="Computing the workload's sufficient statistics…", max_entries=8)
+@st.cache_data(show_spinner="Computing the workload's sufficient statistics…", max_entries=8, scope="session")
 def cached_stats(token: str, pol_json: str, _ds: Dataset, _pol: SplittingPolicy) -> list[QueryStats]:
     return workload_stats(_ds.table, _pol)
 
@@ -43,6 +43,7 @@ def on_run(partition_delta_key: str) -> None:
         chosen = ss.get("run_queries")
         if chosen is not None and len(chosen) < len(pol.workload.queries):
             pol = replace(pol, workload=pol.workload.subset(chosen))
+        memory.guard("release")  # records × (measures + groups + 3)
         # review mode: a secure release refuses thresholds computed from the data (teaching runs may use them)
         rel = release(state.dataset(), pol, rng=rng, reveal=True, seed=seed,
                       partition_delta=float(ss.get(partition_delta_key, 1e-6)), stats_=stats_for(pol),

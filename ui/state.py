@@ -29,17 +29,21 @@ if TYPE_CHECKING:
     from prdp_core.release import Release
 
 DEFAULT_SAMPLE = "cbp_like"
+#: Lifetime (s) of server-wide cache entries of public computations (samples, simulations on synthetic
+#: data). Everything computed from a session's dataset is cached per session (``scope="session"``) and
+#: dropped when the session's browser disconnects.
+PUBLIC_CACHE_TTL_S = 3600
 MODES = {"teaching": "Teaching (seeded, shows true values)", "review": "Review (true values hidden)"}
 
 
-@st.cache_resource(show_spinner="Generating sample…", max_entries=8)
+@st.cache_resource(show_spinner="Generating sample…", max_entries=4, ttl=PUBLIC_CACHE_TTL_S)
 def cached_sample(name: str, n: int | None, seed: int) -> Dataset:
     """A sample dataset, generated once per (name, size, seed) for the whole server: every session
     shares the same object (a resource cache hands out no copies), which nothing mutates."""
     return prdp_core.samples.load_dataset(name, n=n, seed=seed)
 
 
-@st.cache_data(show_spinner="Profiling measures…", max_entries=8)
+@st.cache_data(show_spinner="Profiling measures…", max_entries=8, scope="session")
 def cached_profile(token: str, _ds: Dataset) -> DatasetProfile:
     """Profile of the dataset identified by ``token`` (the dataset itself is not hashed)."""
     return profile_dataset(_ds)

@@ -36,7 +36,7 @@ from prdp_core.config import PRDP_ALGORITHMS, Study, build_budget, parse_config
 from prdp_core.data import Dataset, Schema, load_table, prepare_dataset
 from prdp_core.errors import ConfigError, DataError, PrdpError
 
-from . import options, state
+from . import memory, options, state
 from .common import md_escape
 from .policy import SOURCES_KEY
 
@@ -679,6 +679,8 @@ def on_import(kind: str) -> None:
             text = ss.get("study_paste") or ""
             source = "the pasted config"
         data = ss.get("study_data_upload")
+        if data is not None:
+            memory.guard("load", rows=data.size, columns=1)  # model: bytes of the file
         notes = import_state(text, data_bytes=None if data is None else data.getvalue(),
                              data_name=None if data is None else data.name)
     except PrdpError as err:

@@ -14,8 +14,8 @@ from prdp_core import analysis
 from prdp_core.data import Dataset
 from prdp_core.workload import SplittingPolicy
 
+from . import memory, state
 from . import policy as pstate
-from . import state
 
 TABLE7 = prdp_core.samples.CBP_TOPCODE_SCHEMES
 TABLE8 = prdp_core.samples.CBP_SPLIT_SCHEMES
@@ -34,36 +34,39 @@ def default_min_records(ds: Dataset) -> int:
     return 100 if ds.n >= 50_000 else 10 if ds.n >= 2_000 else 1
 
 
-@st.cache_data(show_spinner="Sweeping thresholds × ρ…", max_entries=8)
+@st.cache_data(show_spinner="Sweeping thresholds × ρ…", max_entries=8, scope="session")
 def sweep(token: str, pol_json: str, pcts: tuple[float, ...], rhos: tuple[float, ...], min_count: int,
           _ds: Dataset, _pol: SplittingPolicy) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, float]]]:
+    memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
     grid = analysis.percentile_grid(_ds.table, split_measures(_pol), pcts)
     labels = [f"p{p:g}" for p in pcts]
     errors, losses = analysis.sweep(_ds.table, _pol, grid, rhos, min_count=min_count, labels=labels)
     return errors, losses, grid
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
+@st.cache_data(show_spinner=False, max_entries=32, scope="session")
 def sweep_cdfs(token: str, pol_json: str, grid_json: str, rho: float, _ds: Dataset, _pol: SplittingPolicy
                ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     grid = json.loads(grid_json)
     return {lab: analysis.loss_cdf_for(_ds.table, _pol, thr, rho) for lab, thr in grid.items()}
 
 
-@st.cache_data(show_spinner="Comparing splitting with top-coding…", max_entries=8)
+@st.cache_data(show_spinner="Comparing splitting with top-coding…", max_entries=8, scope="session")
 def compare(token: str, key: str, _ds: Dataset, measures: tuple[str, ...], levels: tuple[tuple[str, ...], ...],
             split: dict[str, dict[str, float]], top: dict[str, dict[str, float]], base_rho: float,
             min_count: int) -> pd.DataFrame:
+    memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
     return analysis.compare_schemes(_ds.table, measures, levels, split, top, base_rho=base_rho, min_count=min_count)
 
 
-@st.cache_data(show_spinner="Solving for the budgets…", max_entries=16)
+@st.cache_data(show_spinner="Solving for the budgets…", max_entries=16, scope="session")
 def fitness(token: str, pol_json: str, targets: tuple[float, ...], gamma: float, share: float, min_count: int,
             _ds: Dataset, _pol: SplittingPolicy) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], pd.DataFrame]:
     from prdp_core.policy import ecdf
 
     from prdp_core.mechanisms.unit_splitting import workload_stats
 
+    memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
     curves, rows = {}, []
     sts = workload_stats(_ds.table, _pol)
     for t in targets:
@@ -129,10 +132,11 @@ print(analysis.summarize_errors(errs))
 print(analysis.solve_budget(ds.table, policy, target=0.05, gamma=0.95, share=0.95).describe())"""
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
+@st.cache_data(show_spinner=False, max_entries=16, scope="session")
 def solve(token: str, pol_json: str, target: float, gamma: float, share: float, min_count: int,
           _ds: Dataset, _pol: SplittingPolicy) -> tuple[analysis.BudgetSolution, dict[str, float]]:
     """The budgets meeting a goal and, for single-row thresholds, the largest thresholds at current budgets."""
+    memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
     sol = analysis.solve_budget(_ds.table, _pol, target=target, gamma=gamma, share=share, min_count=min_count)
     caps = {}
     if _pol.thresholds.group_col is None:

@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import PrdpError, StoreError
+from ..errors import DataError, PrdpError, StoreError
 from . import workshop as W
 
 EXIT_OK = 0
@@ -216,7 +216,11 @@ class RunLedger:
         import uuid
 
         items = [(uuid.uuid4().hex, e) for e in run.ledger.entries]
-        ledger_id = self.store.append_named(self.name, items, fingerprint=self.fingerprint, table=run.dataset.table,
+        try:
+            table = run.dataset.table
+        except DataError:
+            table = None  # held by an engine where it lives: no record-by-record totals (public forms only)
+        ledger_id = self.store.append_named(self.name, items, fingerprint=self.fingerprint, table=table,
                                             origin=origin, new_data=self.new_data)
         stored = self.store.entries(ledger_id)
         self.added, self.last = len(items), (stored[-1] if stored else None)
@@ -308,7 +312,8 @@ def _ledger_show(args: argparse.Namespace, stdout: IO[str]) -> int:
             stdout.write("Unbounded: a release on other data counts at its worst case for every record, and that "
                          "worst case has no finite bound (a splitting policy's).\n")
     else:
-        stdout.write(f"({len(frame)} release(s); no per-record total: the ledger mixes neighbour notions)\n")
+        stdout.write(f"({len(frame)} release(s); no per-record total: the releases mix neighbour notions, or their "
+                     "data is held by an engine, which does not evaluate records one by one)\n")
     return EXIT_OK
 
 

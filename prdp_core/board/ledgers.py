@@ -34,7 +34,7 @@ import math
 import re
 import time
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -44,8 +44,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .. import splitting, workload  # noqa: F401 - register their loss kinds (split, splitting_policy)
-from ..accounting import Ledger, LedgerEntry, LossFunction, ParallelLoss, RecordLoss, SumLoss, _plain
-from ..errors import ConfigError, StoreError
+from ..accounting import (DistributionLoss, FlatLoss, Ledger, LedgerEntry, LossFunction, ParallelLoss, RecordLoss,
+                          SumLoss, _plain)
+from ..errors import ConfigError, DataError, ParameterError, StoreError
 from .store import BoardStore, canonical_json
 from .workshop import sha256_file
 
@@ -116,6 +117,10 @@ def describe_data(fp: Mapping[str, Any] | None) -> str:
         text = f"sample '{ident['sample']}'{size}, seed {int(ident.get('seed') or 0)}"
     elif "sha256" in ident:
         text = f"{fp.get('name') or 'a table'} (SHA-256 {str(ident['sha256'])[:12]}…)"
+    elif "files" in ident:
+        files = ident.get("files") or []
+        size = sum(int(f[1]) for f in files)
+        text = f"{fp.get('name') or 'a table'} ({len(files)} file(s), {size:,} bytes, as last modified)"
     else:
         text = str(fp.get("name") or ident.get("path") or "a table")
     extra = [f"id column {fp['id']}"] if fp.get("id") else []
@@ -124,24 +129,44 @@ def describe_data(fp: Mapping[str, Any] | None) -> str:
 
 
 def study_fingerprint(study: "Study", data: str | Path | None = None) -> dict[str, Any]:
-    """The fingerprint of the data a study reads (``data`` replaces its file, as ``prdp run --data`` does):
-    a sample by name, size and seed; a file by the SHA-256 of its bytes (the same table under another
-    name or path, or uploaded to the app, is the same data)."""
+    """The fingerprint of the data a study reads (``data`` replaces its source, as ``prdp run --data`` does):
+    a sample by name, size and seed; a file read into memory by the SHA-256 of its bytes (the same table
+    under another name or path, or uploaded to the app, is the same data); a source an engine keeps where
+    it lives (a large file, a folder, a glob, ``database.duckdb#table``: :func:`prdp_core.config.load_data`)
+    by its files' paths, sizes and modification times, which change when the data does — never read."""
     from ..config import resolve_data_path
+    from ..engines import choose_engine
 
     src = study.data
     id_col = (src.schema or {}).get("id_col")
     if data is None and src.sample is not None:
         return data_fingerprint({"sample": src.sample, "n": src.n, "seed": src.sample_seed}, id_col=id_col,
                                 prepare=src.prepare, name=src.sample)
+    spec, base = (str(data), None) if data is not None else (str(src.path), study.base_dir)
+    if src.engine != "memory" and choose_engine(spec, src.engine, base_dir=base) != "memory":  # type: ignore[arg-type]
+        return data_fingerprint(_stat_identity(spec, base), id_col=id_col, prepare=src.prepare, name=Path(spec).name)
     path = Path(data) if data is not None else resolve_data_path(study)
     try:
         ident = {"sha256": sha256_file(path)}
     except OSError as err:
-        from ..errors import DataError
-
         raise DataError(f"Cannot read the data file {path}: {err.strerror or err}.", hint="Check the path.") from None
     return data_fingerprint(ident, id_col=id_col, prepare=src.prepare, name=path.name)
+
+
+def _stat_identity(spec: str, base: Path | str | None) -> dict[str, Any]:
+    """A source held by an engine, by what the file system says of its files (resolved paths, sizes,
+    modification times) and the table it names: cheap for 10⁸ rows, and different once a file changes."""
+    from ..engines.duckdb_engine import resolve_source
+
+    source = resolve_source(spec, base_dir=base)
+    files = []
+    for f in source.files:
+        try:
+            st = Path(f).stat()
+        except OSError as err:
+            raise DataError(f"Cannot read the data file {f}: {err.strerror or err}.", hint="Check the path.") from None
+        files.append([str(Path(f).resolve()), int(st.st_size), int(st.st_mtime_ns)])
+    return {"files": files, "table": source.table}
 
 
 # ---------------------------------------------------------------------------
@@ -155,13 +180,32 @@ def jsonable(obj: Any) -> Any:
     return json.loads(json.dumps(_plain(obj), default=str))
 
 
+def _pack(values: Any, dtype: str = "<f8") -> str:
+    raw = np.ascontiguousarray(np.asarray(values, dtype=dtype)).tobytes()
+    return base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
+
+
+def _unpack(text: str, n: int, dtype: str = "<f8") -> np.ndarray:
+    size = np.dtype(dtype).itemsize * n
+    raw = zlib.decompressobj().decompress(base64.b64decode(text), size + 1)
+    if len(raw) != size:
+        raise StoreError("A stored ledger entry's per-record losses are damaged.",
+                         hint="The database was changed outside PrDP Explorer; restore it from a backup.")
+    return np.frombuffer(raw, dtype=dtype).astype(np.dtype(dtype).newbyteorder("="))
+
+
 def _pack_loss(fn: LossFunction) -> dict[str, Any]:
-    """``fn.to_dict()`` with the per-record values of every data-dependent part packed in ``values_z``."""
+    """``fn.to_dict()`` with the per-record values of every data-dependent part packed in ``values_z`` (and the
+    counts per loss of a loss known as a distribution, a table held by an engine, in ``distribution``)."""
     if isinstance(fn, RecordLoss):
-        d = fn.to_dict()
-        raw = np.ascontiguousarray(np.asarray(fn.values, dtype="<f8")).tobytes()
-        d["values_z"] = base64.b64encode(zlib.compress(raw, 6)).decode("ascii")
-        return d
+        return {**fn.to_dict(), "values_z": _pack(fn.values)}
+    if isinstance(fn, DistributionLoss):
+        dist = fn.distribution
+        edges = getattr(dist, "edges", None)
+        return {**fn.to_dict(), "distribution": {
+            "n_values": int(len(dist.values)), "values_z": _pack(dist.values), "counts_z": _pack(dist.counts, "<i8"),
+            "edges_z": None if edges is None else _pack(edges), "total": dist.total, "label": dist.label,
+            "base": dist.base, "measure": dist.measure}}
     if isinstance(fn, SumLoss):
         return {**fn.to_dict(), "parts": [_pack_loss(p) for p in fn.parts]}
     if isinstance(fn, ParallelLoss):
@@ -178,13 +222,21 @@ def _unpack_values(obj: Any) -> Any:
         return obj
     out = {k: _unpack_values(v) for k, v in obj.items() if k != "values_z"}
     if "values_z" in obj:
-        n = int(obj.get("n") or 0)
-        raw = zlib.decompressobj().decompress(base64.b64decode(obj["values_z"]), 8 * n + 1)
-        if len(raw) != 8 * n:
-            raise StoreError("A stored ledger entry's per-record losses are damaged.",
-                             hint="The database was changed outside PrDP Explorer; restore it from a backup.")
-        out["values"] = np.frombuffer(raw, dtype="<f8").astype(float)
+        out["values"] = _unpack(obj["values_z"], int(obj.get("n") or 0))
     return out
+
+
+def _distribution_loss(d: Mapping[str, Any]) -> DistributionLoss:
+    """A stored loss known as a distribution (the counts per loss of a table held by an engine)."""
+    from ..distribution import LossDistribution
+
+    p = d["distribution"]
+    k = int(p["n_values"])
+    dist = LossDistribution(_unpack(p["values_z"], k), _unpack(p["counts_z"], k, "<i8"), p.get("measure", "eps"),
+                            edges=None if p.get("edges_z") is None else _unpack(p["edges_z"], k + 1),
+                            total=p.get("total"), label=p.get("label") or "", base=p.get("base"))
+    b = d.get("bound")
+    return DistributionLoss(dist, d.get("measure", "eps"), d.get("note", ""), math.inf if b is None else float(b))
 
 
 def pack_entry(entry: LedgerEntry) -> str:
@@ -202,8 +254,12 @@ def pack_entry(entry: LedgerEntry) -> str:
 def unpack_entry(text: str) -> LedgerEntry:
     """A stored entry back as a :class:`LedgerEntry` (StoreError when it cannot be read)."""
     try:
-        return LedgerEntry.from_dict(_unpack_values(json.loads(text)))
-    except (ValueError, TypeError, KeyError, ConfigError) as err:
+        d = json.loads(text)
+        if isinstance(d.get("loss"), dict) and d["loss"].get("kind") == DistributionLoss.kind:
+            loss = _distribution_loss(d["loss"])
+            return replace(LedgerEntry.from_dict({**d, "loss": FlatLoss(0.0).to_dict()}), loss=loss)
+        return LedgerEntry.from_dict(_unpack_values(d))
+    except (ValueError, TypeError, KeyError, ConfigError, ParameterError) as err:
         raise StoreError(f"A stored ledger entry cannot be read ({err}).",
                          hint="The database was written by another build or changed by hand.") from None
 

@@ -68,8 +68,11 @@ from typing import Any, Callable, Literal
 import numpy as np
 import pandas as pd
 
-from ..accounting import LedgerEntry, RecordLoss
-from ..budget import BudgetFunction, DomainPartition, ceil_log2
+from ..accounting import DistributionLoss, LedgerEntry, RecordLoss
+from ..budget import BudgetFunction, DomainPartition
+from ..distribution import LossDistribution
+from ..engines import Bins, DomainStats, is_engine_data
+from ..engines.memory import distinct_max_domain, domain_histogram, measure_values
 from ..errors import ParameterError, PolicyError
 from ..limits import MAX_ROWS
 from ..release import Release
@@ -127,11 +130,13 @@ def _truth_cols(est: float, true: float) -> dict[str, float]:
             "rel_error": abs(err) / abs(true) if true != 0 else (0.0 if err == 0 else math.inf)}
 
 
-def _entry(label: str, mechanism: str, loss: np.ndarray, note: str, bound: float, params: dict[str, Any],
-           seed: int | None, secure: bool = False, neighbours: str = "add/remove") -> LedgerEntry:
-    return LedgerEntry(label=label, mechanism=mechanism,
-                       loss=RecordLoss(loss, measure="eps", note=note, bound=float(bound)),
-                       params=params, seed=seed, secure=secure, neighbours=neighbours)
+def _entry(label: str, mechanism: str, loss: np.ndarray | LossDistribution, note: str, bound: float,
+           params: dict[str, Any], seed: int | None, secure: bool = False, neighbours: str = "add/remove"
+           ) -> LedgerEntry:
+    fn = DistributionLoss(loss, "eps", note, float(bound)) if isinstance(loss, LossDistribution) else \
+        RecordLoss(loss, measure="eps", note=note, bound=float(bound))
+    return LedgerEntry(label=label, mechanism=mechanism, loss=fn, params=params, seed=seed, secure=secure,
+                       neighbours=neighbours)
 
 
 def _sampler(secure: bool, sampler: SecureSampler | None, rng: Any) -> SecureSampler | None:
@@ -217,12 +222,35 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     """
     b = _check_beta(beta)
     smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
     dp = DomainPartition(float(eps_min), float(eps_max))
     e = _eps_array(values_eps, dp.eps_min, dp.eps_max)
     idx = dp.index(e)
+    counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
+    loss = dp.lo[idx - 1]
+    return _count_release(dp, counts, b, rng, smp, None if smp is not None else seed, reveal, loss,
+                          np.asarray(values_eps, dtype=float).ravel())
+
+
+def count_of(data: Any, budget: BudgetFunction, *, beta: float, rng: np.random.Generator | None = None,
+             reveal: bool = False, seed: int | None = None, secure: bool = False,
+             sampler: SecureSampler | None = None) -> Release:
+    """Algorithm 1 on a table (DataFrame, Dataset, or a dataset held by an engine, whose per-domain
+    counts are computed there): :func:`count` of E(r) with E's ε̌ and ε̂."""
+    if not is_engine_data(data):
+        return count(budget(_table_of(data)), eps_min=budget.eps_min, eps_max=budget.eps_max, beta=beta, rng=rng,
+                     reveal=reveal, seed=seed, secure=secure, sampler=sampler)
+    b = _check_beta(beta)
+    smp = _sampler(secure, sampler, rng)
+    counts = data.engine.domain_stats(budget).counts.astype(float)
+    return _count_release(budget.domains(), counts, b, rng, smp, None if smp is not None else seed, reveal, None,
+                          None)
+
+
+def _count_release(dp: DomainPartition, counts: np.ndarray, b: float, rng: Any, smp: SecureSampler | None,
+                   seed: int | None, reveal: bool, loss: np.ndarray | None, requested: np.ndarray | None) -> Release:
+    """Algorithm 1 from the true per-domain counts; per-record losses from ``loss`` (records in
+    memory) or as a distribution over the domains (``loss`` None: a table held by an engine)."""
     L, lo = dp.L, dp.lo
-    counts = np.bincount(idx, minlength=L + 1)[1:].astype(float)
     th = dp.thresholds(b)
     if smp is not None:
         sel = secure_select_domain(counts, lo, th, smp)
@@ -233,36 +261,42 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     eps_tau = float(lo[ell - 1])
     row: dict[str, Any] = {"query": "count", "estimate": est, "eps_tau": eps_tau, "ell": ell}
     if reveal:
-        row.update(_truth_cols(est, float(e.size)))
-    loss = lo[idx - 1]
+        row.update(_truth_cols(est, float(counts.sum()) if loss is None else float(loss.size)))
     params: dict[str, Any] = {"eps_min": dp.eps_min, "eps_max": dp.eps_max, "beta": b, "L": L}
     if smp is not None:
         params["secure"] = smp.describe()
-    extras = {"eps_tau": eps_tau, "ell": ell, "passed": bool(sel.passed[0]), "L": L,
-              "noisy_counts": sel.noisy[0].copy(), "thresholds": th, "scales": 1.0 / lo,
-              "private_dropped": int(counts[: ell - 1].sum()), "private_domain_counts": counts.astype(int)}
+    extras: dict[str, Any] = {"eps_tau": eps_tau, "ell": ell, "passed": bool(sel.passed[0]), "L": L,
+                              "noisy_counts": sel.noisy[0].copy(), "thresholds": th, "scales": 1.0 / lo,
+                              "private_dropped": int(counts[: ell - 1].sum()),
+                              "private_domain_counts": counts.astype(int)}
     sec = smp is not None
+    delivered: np.ndarray | LossDistribution = loss if loss is not None else _domain_distribution(lo, counts)
+    if loss is None:
+        extras["private_requested_distribution"] = _requested_distribution(dp, counts)
     return Release(mechanism="prdp.count", answers=pd.DataFrame([row]), measure="eps", loss=loss,
-                   entries=(_entry("PrDP count (Algorithm 1)", "prdp.count", loss,
+                   entries=(_entry("PrDP count (Algorithm 1)", "prdp.count", delivered,
                                    "PrDP count: 2^(i−1)·ε̌ for a record of domain i", dp.eps_max, params, seed,
                                    sec),),
-                   params=params, seed=seed, secure=sec, requested=np.asarray(values_eps, dtype=float).ravel(),
-                   truth_included=reveal, extras=extras)
+                   params=params, seed=seed, secure=sec, requested=requested, truth_included=reveal, extras=extras,
+                   loss_distribution=None if loss is not None else delivered)  # type: ignore[arg-type]
+
+
+def _domain_distribution(per_domain: np.ndarray, counts: np.ndarray) -> LossDistribution:
+    """The delivered losses of a release charging each record of domain i ``per_domain[i−1]``."""
+    return LossDistribution.from_counts(per_domain, np.asarray(counts).astype(np.int64), "eps")
+
+
+def _requested_distribution(dp: DomainPartition, counts: np.ndarray) -> LossDistribution:
+    """The records' requested budgets E(r), binned by domain (domain i: 2^{i−1}ε̌ < E(r) ≤ min(2^iε̌, ε̂))."""
+    edges = np.concatenate(([dp.eps_min], dp.hi))
+    if edges.size > 1 and not np.all(np.diff(edges) > 0):  # a single domain [ε̌, ε̂] with ε̂ = ε̌
+        edges = np.array([dp.eps_min, np.nextafter(dp.eps_min, np.inf)])
+    return LossDistribution.binned(edges, np.asarray(counts).astype(np.int64), "eps")
 
 
 # ---------------------------------------------------------------------------
 # Standard DP mechanisms M on per-domain sufficient statistics
 # ---------------------------------------------------------------------------
-
-
-def _pow2_bin(v: np.ndarray, j0: int, J: int) -> np.ndarray:
-    """Bin of each value: smallest j in [j0, J] with v ≤ 2^j (exact, see ``ceil_log2``),
-    J + 1 when v > 2^J; returned as j − j0 (int32)."""
-    e = ceil_log2(v)
-    np.clip(e, j0, J + 1, out=e)
-    if j0:
-        e -= j0
-    return e
 
 
 def _pow2_range(U: float) -> tuple[int, int]:
@@ -296,18 +330,19 @@ class ClippedSum:
             raise ParameterError("The decay must be non-negative.")
 
     def stats(self, v: np.ndarray, idx: np.ndarray, L: int, U: float) -> dict[str, Any]:
+        cnt, sm = domain_histogram(v, idx, L, self.bins(U))
+        return self.stats_from(DomainStats(np.zeros(L), cnt, sm, None, None), U)
+
+    @staticmethod
+    def bins(U: float) -> Bins:
+        """Candidates 2^j0 … 2^J (and one bin above): v's bin is the smallest j with v ≤ 2^j."""
         j0, J = _pow2_range(U)
-        B = J - j0 + 2
-        key = ceil_log2(v)                   # one new int64 array, then everything in place
-        np.clip(key, j0, J + 1, out=key)     # bin of v: smallest j with v ≤ 2^j (J + 1: above 2^J)
-        if j0:
-            key -= j0
-        key *= L                             # key = bin·L + (domain − 1)
-        key += idx
-        key -= 1
-        cnt = np.bincount(key, minlength=L * B).reshape(B, L).T.astype(float)
-        sm = np.bincount(key, weights=v, minlength=L * B).reshape(B, L).T.copy()
-        return {"cnt": cnt, "sum": sm, "j0": j0, "J": J}
+        return Bins("pow2", j0, J)
+
+    def stats_from(self, st: DomainStats, U: float) -> dict[str, Any]:
+        """The statistics of :meth:`stats` from an engine's per-domain histogram."""
+        b = self.bins(U)
+        return {"cnt": st.hist_counts.astype(float), "sum": st.hist_sums, "j0": b.j0, "J": b.J}  # type: ignore[union-attr]
 
     def run(self, st: dict[str, Any], ell: np.ndarray, eps: np.ndarray, beta: float, rng: np.random.Generator
             ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -368,31 +403,23 @@ class RankMax:
         g[-1] = U
         return np.concatenate(([0.0], g))
 
-    def _bins(self, v: np.ndarray, U: float, m: int) -> np.ndarray:
-        """Smallest candidate index k with v ≤ grid[k] (m when v > U), from log2 (a value within
-        rounding of a grid point may land one bin off: that moves the answer, not the privacy)."""
+    def bins(self, U: float) -> Bins:
+        """Smallest candidate index k with v ≤ grid[k], from log2 (a value within rounding of a grid
+        point may land one bin off: that moves the answer, not the privacy); m when v > U."""
         j0, _ = _pow2_range(U)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            k = np.log2(v)
-        k -= j0
-        k *= self.steps
-        np.ceil(k, out=k)
-        k += 1
-        np.clip(k, 1, m - 1, out=k, where=np.isfinite(k))
-        b = np.nan_to_num(k, nan=0.0, neginf=0.0, posinf=m - 1).astype(np.int64)
-        b[v <= 0] = 0
-        b[v > U] = m
-        return b
+        return Bins("loggrid", j0, steps=int(self.steps), m=self.grid(U).size, U=float(U))
 
     def stats(self, v: np.ndarray, idx: np.ndarray, L: int, U: float) -> dict[str, Any]:
-        g = self.grid(U)
-        m = g.size
-        key = idx.astype(np.int64)
-        key -= 1
-        key *= m + 1
-        key += self._bins(v, U, m)
-        cnt = np.bincount(key, minlength=L * (m + 1)).reshape(L, m + 1).astype(float)
-        return {"cnt": cnt, "grid": g, "max": float(v.max()) if v.size else 0.0, "v": v, "idx": idx}
+        cnt, _ = domain_histogram(v, idx, L, self.bins(U), sums=False)
+        st = self.stats_from(DomainStats(np.zeros(L), cnt, None, None, float(v.max()) if v.size else 0.0), U)
+        st.update(v=v, idx=idx, n=int(v.size))
+        return st
+
+    def stats_from(self, st: DomainStats, U: float) -> dict[str, Any]:
+        """The statistics of :meth:`stats` from an engine's per-domain histogram (``above``, when
+        given, counts records above a value: rank errors in teaching mode)."""
+        return {"cnt": st.hist_counts.astype(float), "grid": self.grid(U), "max": st.max,  # type: ignore[union-attr]
+                "n": int(st.counts.sum())}
 
     def target(self, eps: np.ndarray, beta: float, m: int) -> np.ndarray:
         return np.ceil(2.0 / eps * math.log(m / beta))
@@ -422,6 +449,8 @@ class RankMax:
     @staticmethod
     def rank_error(st: dict[str, Any], estimates: np.ndarray) -> np.ndarray:
         """Records of the whole data strictly above each estimate (0 when it reaches Max(D))."""
+        if "v" not in st:  # a table held by an engine: counted there
+            return st["above"](np.asarray(estimates, dtype=float))
         v = np.sort(st["v"])
         return v.size - np.searchsorted(v, np.asarray(estimates, dtype=float), side="right")
 
@@ -430,7 +459,7 @@ class RankMax:
         """Error of a released maximum: rank error / n below Max(D) (Sec. 8), and the relative
         overshoot (x − Max)/Max above it (a rank error cannot see answers above the data)."""
         est = np.asarray(estimates, dtype=float)
-        n = max(1, st["v"].size)
+        n = max(1, st["n"])
         mx = st["max"]
         with np.errstate(invalid="ignore", divide="ignore"):
             over = (est - mx) / mx if mx > 0 else np.where(est > 0, np.inf, 0.0)
@@ -446,6 +475,9 @@ class LaplaceCount:
 
     def stats(self, v: np.ndarray, idx: np.ndarray, L: int, U: float) -> dict[str, Any]:
         return {"cnt": np.bincount(idx, minlength=L + 1)[1:].astype(float)}
+
+    def stats_from(self, st: DomainStats, U: float) -> dict[str, Any]:
+        return {"cnt": st.counts.astype(float)}
 
     def run(self, st: dict[str, Any], ell: np.ndarray, eps: np.ndarray, beta: float, rng: np.random.Generator
             ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -463,10 +495,10 @@ class DistinctCount:
     name: str = "distinct count"
 
     def stats(self, codes: np.ndarray, idx: np.ndarray, L: int, U: float) -> dict[str, Any]:
-        k = int(codes.max()) + 1 if codes.size else 0
-        top = np.zeros(k, dtype=np.int64)
-        np.maximum.at(top, codes, idx.astype(np.int64)) if codes.size else None
-        return {"cnt": np.bincount(top[top > 0], minlength=L + 1)[1:].astype(float)}
+        return {"cnt": distinct_max_domain(codes, idx, L).astype(float)}
+
+    def stats_from(self, st: DomainStats, U: float) -> dict[str, Any]:
+        return {"cnt": st.distinct.astype(float)}  # type: ignore[union-attr]
 
     run = LaplaceCount.run
     truth = LaplaceCount.truth
@@ -554,16 +586,7 @@ def as_query(query: "str | Query") -> Query:
 
 def _query_input(table: pd.DataFrame, q: Query) -> np.ndarray:
     if q.kind in ("sum", "max"):
-        if q.column not in table.columns:
-            raise ParameterError(f"Column '{q.column}' is not in the table.")
-        col = table[q.column]
-        v = col.to_numpy(dtype=float) if pd.api.types.is_numeric_dtype(col) else \
-            pd.to_numeric(col, errors="coerce").to_numpy(dtype=float)
-        lowest = float(np.min(v)) if v.size else 0.0
-        if v.size and not (lowest >= 0 and np.isfinite(np.max(v))):
-            raise ParameterError(f"Column '{q.column}' must hold finite non-negative numbers to be summed "
-                                 "or maximised (the papers assume non-negative measures).")
-        return v
+        return measure_values(table, q.column)  # type: ignore[arg-type]
     if q.kind == "distinct":
         if q.column not in table.columns:
             raise ParameterError(f"Column '{q.column}' is not in the table.")
@@ -583,11 +606,15 @@ class Prepared:
 
     budget: BudgetFunction
     query: Query
-    eps: np.ndarray           # requested E(r), aligned with the table
-    idx: np.ndarray           # domain 1..L of each record
+    eps: np.ndarray | None    # requested E(r), aligned with the table (None: a table held by an engine)
+    idx: np.ndarray | None    # domain 1..L of each record (None: a table held by an engine)
     counts: np.ndarray        # true records per domain (L,)
     stats: dict[str, Any] = field(repr=False)
     table: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def n(self) -> int:
+        return int(self.eps.size) if self.eps is not None else int(round(float(self.counts.sum())))
 
     @property
     def domains(self) -> DomainPartition:
@@ -606,6 +633,8 @@ def prepare(table: Any, budget: BudgetFunction, query: "str | Query") -> Prepare
     """Evaluate E on the table, assign domains and compute M's per-domain statistics."""
     if not isinstance(budget, BudgetFunction):
         raise ParameterError("budget must be a BudgetFunction (see prdp_core.budget.parse_budget).")
+    if is_engine_data(table):
+        return _prepare_on_engine(table, budget, query)
     t = _table_of(table)
     q = as_query(query).resolved(budget)
     eps = budget(t)
@@ -620,6 +649,29 @@ def prepare(table: Any, budget: BudgetFunction, query: "str | Query") -> Prepare
     else:
         counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
     return Prepared(budget, q, eps, idx, counts, stats, t if q.kind == "custom" else None)
+
+
+def _prepare_on_engine(data: Any, budget: BudgetFunction, query: "str | Query") -> Prepared:
+    """:func:`prepare` with the per-domain statistics computed by the dataset's engine (the same
+    numbers as on the records in memory; no per-record array)."""
+    q = as_query(query).resolved(budget)
+    if q.kind == "custom":
+        raise PolicyError("A custom mechanism runs on the records: tables held by an engine take the built-in "
+                          "count, sum, max and distinct.", hint="Run it on a sample (dataset.sample(n)).")
+    mech = q.mechanism
+    bins = mech.bins(budget.U) if hasattr(mech, "bins") else None
+    eng = data.engine
+    st = eng.domain_stats(budget, column=q.column if q.kind != "count" else None, bins=bins,
+                          distinct=q.kind == "distinct")
+    stats = mech.stats_from(st, budget.U)
+    if q.kind == "max":
+        stats["above"] = lambda x, col=q.column: eng.count_above(col, x)
+    cnt = stats.get("cnt")
+    if q.kind in ("sum", "max", "count") and cnt is not None:
+        counts = cnt.sum(axis=1) if cnt.ndim == 2 else cnt.copy()
+    else:
+        counts = st.counts.astype(float)
+    return Prepared(budget, q, None, None, counts, stats, None)
 
 
 # ---------------------------------------------------------------------------
@@ -699,6 +751,9 @@ def _secure_m(p: Prepared, table: Any, ell: int, eps_m: float, beta: float, samp
         e_sel = mech.split * eps_m
         j, _ = sampler.select(-above, e_sel, monotonic=True, log_weights=-mech.decay * np.arange(above.size))
         tau = math.ldexp(1.0, st["j0"] + j)
+        if p.idx is None:
+            raise PolicyError("A secure clipped sum quantises every record: tables held by an engine are not "
+                              "available for it yet.", hint="Run the secure sum on a table in memory.")
         v = _query_input(_table_of(table), q)[p.idx >= ell]
         g = sampler.grid(tau)
         total = int(to_units(np.minimum(v, tau), g).sum())  # exact integer sum
@@ -750,7 +805,7 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
     eps_tau = float(dp.lo[ell - 1])
     per_domain = np.ldexp(dp.eps_min / 4.0, np.arange(dp.L + 1))  # Part 1: 2^{i−2}ε̌ (exact), index i
     per_domain[ell:] += eps_m                                     # Part 2: ε_τ/2 for kept domains i ≥ ℓ
-    loss = per_domain.take(p.idx)                                 # one gather, O(n)
+    delivered = _delivered(p, per_domain[1:], lambda: per_domain.take(p.idx))  # one gather, O(n)
     row: dict[str, Any] = {"query": p.query.label, "estimate": est, "eps_tau": eps_tau, "ell": ell}
     extras: dict[str, Any] = {"eps_tau": eps_tau, "ell": ell, "eps_M": eps_m, "passed": bool(sel.passed[0]),
                               "L": dp.L, "noisy_counts": sel.noisy[0].copy(), "thresholds": sel.thresholds,
@@ -763,11 +818,30 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
         params["secure"] = smp.describe()
     name = f"prdp.framework.{p.query.kind}"
     sec = smp is not None
-    return Release(mechanism=name, answers=pd.DataFrame([row]), measure="eps", loss=loss,
-                   entries=(_entry(f"PrDP framework: {p.query.label}", name, loss,
-                                   "PrDP framework: 2^(i−2)·ε̌ + ε_τ/2 for kept records (ε_τ data-dependent)",
-                                   dp.eps_max, params, seed, sec),),
-                   params=params, seed=seed, secure=sec, requested=p.eps, truth_included=reveal, extras=extras)
+    return _prdp_release(p, name, row, delivered, f"PrDP framework: {p.query.label}",
+                         "PrDP framework: 2^(i−2)·ε̌ + ε_τ/2 for kept records (ε_τ data-dependent)", dp.eps_max,
+                         params, seed, sec, reveal, extras)
+
+
+def _delivered(p: Prepared, per_domain: np.ndarray, per_record: Callable[[], np.ndarray]
+               ) -> np.ndarray | LossDistribution:
+    """Delivered losses of a release charging each record of domain i ``per_domain[i−1]``: one per
+    record, or as a distribution over the domains for a table held by an engine."""
+    return _domain_distribution(per_domain, p.counts) if p.idx is None else per_record()
+
+
+def _prdp_release(p: Prepared, name: str, row: dict[str, Any], delivered: np.ndarray | LossDistribution,
+                  label: str, note: str, bound: float, params: dict[str, Any], seed: int | None, sec: bool,
+                  reveal: bool, extras: dict[str, Any]) -> Release:
+    """The Release of a framework or naive run (per-record arrays, or distributions for an engine's table)."""
+    on_engine = isinstance(delivered, LossDistribution)
+    if on_engine:
+        extras["private_requested_distribution"] = _requested_distribution(p.domains, p.counts)
+    return Release(mechanism=name, answers=pd.DataFrame([row]), measure="eps",
+                   loss=None if on_engine else delivered,  # type: ignore[arg-type]
+                   entries=(_entry(label, name, delivered, note, bound, params, seed, sec),), params=params,
+                   seed=seed, secure=sec, requested=p.eps, truth_included=reveal, extras=extras,
+                   loss_distribution=delivered if on_engine else None)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------
@@ -789,6 +863,9 @@ class ExtensionStats:
 def extension_stats(table: Any, budget: BudgetFunction, column: str | None = None) -> ExtensionStats:
     """Statistics of the sum extension: v̄_i = sup{v : E(v) > 2^{i−1}ε̌} (v̄_1 = U); values are
     clipped at v̄_i, so the noise b_i = v̄_i/2^{i−1}ε̌ gives every record ≤ 2^{i−1}ε̌ whatever E."""
+    if is_engine_data(table):
+        raise PolicyError("The Sec. 5.2 sum extension clips each domain at its own bound: it is not available for "
+                          "tables held by an engine yet.", hint="Use the framework (Algorithm 2), or a sample.")
     t = _table_of(table)
     q = Query("sum", column).resolved(budget)
     v = _query_input(t, q)
@@ -872,16 +949,14 @@ def naive(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: flo
     p = prepare(table, budget, query)
     est_a, det = naive_trials(p, beta=b, rng=rng)
     est = float(est_a[0])
-    loss = np.full(p.eps.size, budget.eps_min)
+    delivered = _delivered(p, np.full(p.domains.L, budget.eps_min), lambda: np.full(p.n, budget.eps_min))
     row: dict[str, Any] = {"query": p.query.label, "estimate": est, "eps_tau": budget.eps_min, "ell": 1}
     extras: dict[str, Any] = {"eps_M": budget.eps_min, "mechanism_M": getattr(p.query.mechanism, "name", "")}
     _finish_row(row, extras, det, p, est, est_a, reveal)
     params = {"query": p.query.label, "beta": b, "budget": budget.to_dict()}
     name = f"prdp.naive.{p.query.kind}"
-    return Release(mechanism=name, answers=pd.DataFrame([row]), measure="eps", loss=loss,
-                   entries=(_entry(f"Naive ε̌: {p.query.label}", name, loss, "global minimum ε̌ for every record",
-                                   budget.eps_min, params, seed),),
-                   params=params, seed=seed, requested=p.eps, truth_included=reveal, extras=extras)
+    return _prdp_release(p, name, row, delivered, f"Naive ε̌: {p.query.label}", "global minimum ε̌ for every record",
+                         budget.eps_min, params, seed, False, reveal, extras)
 
 
 # ---------------------------------------------------------------------------

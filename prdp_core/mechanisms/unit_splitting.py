@@ -41,13 +41,18 @@ import pandas as pd
 from scipy import stats
 
 from ..accounting import LedgerEntry
+from ..codes import GroupCells as _Factorizer
+from ..codes import OwnerCells as _OwnerCells
+from ..codes import column_codes
 from ..data import Dataset
+from ..distribution import LossDistribution
+from ..engines import Aggregate, EngineDataset, RealizedTerm, SplitHistogram, is_engine_data
 from ..errors import ParameterError, PolicyError
 from ..provenance import KEYS_FROM_DATA, require_public_thresholds
 from ..release import Release
 from ..secure import SecureSampler, exact_cell_sums, to_units
 from ..splitting import DEFAULT_KEY, Thresholds, as_thresholds, split_counts
-from ..workload import Filter, Query, SplittingPolicy, Workload
+from ..workload import Filter, Query, SplittingPolicy, Workload, joint_policy_loss, summed_policy_loss
 
 Z95 = float(stats.norm.ppf(0.975))
 
@@ -99,51 +104,6 @@ class QueryStats:
             return self.total / np.maximum(self.count, 1)  # type: ignore[operator]
 
 
-class _Factorizer:
-    """Codes of group-by columns, factorised once per column and combined per group-by set."""
-
-    def __init__(self, table: pd.DataFrame) -> None:
-        self.table = table
-        self._cols: dict[str, tuple[np.ndarray, pd.Index]] = {}
-
-    def column(self, c: str) -> tuple[np.ndarray, pd.Index]:
-        if c not in self._cols:
-            codes, uniq = pd.factorize(self.table[c], sort=True)
-            if (codes < 0).any():
-                from ..workload import MISSING_GROUP_HINT
-
-                raise PolicyError(f"Group-by column '{c}' has missing values.", hint=MISSING_GROUP_HINT)
-            self._cols[c] = (codes.astype(np.int64), pd.Index(uniq))
-        return self._cols[c]
-
-    def cells(self, group_by: tuple[str, ...], mask: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
-        """Keys (sorted combinations present among masked records) and each record's cell (-1 outside)."""
-        n = len(self.table)
-        cell_of = np.full(n, -1, dtype=np.int64)
-        if not group_by:
-            cell_of[mask] = 0
-            return pd.DataFrame(index=[0]), cell_of
-        combined = np.zeros(n, dtype=np.int64)
-        sizes = []
-        for c in group_by:
-            codes, uniq = self.column(c)
-            combined = combined * np.int64(len(uniq)) + codes
-            sizes.append(len(uniq))
-        u, inv = np.unique(combined[mask], return_inverse=True)
-        cell_of[mask] = inv
-        parts = {}
-        rest = u
-        for c, size in zip(reversed(group_by), reversed(sizes)):
-            # categorical keys: codes plus the column's distinct values, no per-cell objects
-            parts[c] = pd.Categorical.from_codes(rest % size, categories=self.column(c)[1])
-            rest = rest // size
-        return pd.DataFrame({c: parts[c] for c in group_by}), cell_of
-
-
-def _cells(table: pd.DataFrame, group_by: tuple[str, ...], mask: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
-    return _Factorizer(table).cells(group_by, mask)
-
-
 def _cell_sensitivity(q: Query, policy: SplittingPolicy, keys: pd.DataFrame) -> np.ndarray:
     """Data-independent sensitivity (per piece) of each cell of query q."""
     n_cells = len(keys)
@@ -189,19 +149,19 @@ def _public_cells(table: pd.DataFrame, group_by: tuple[str, ...], keys: pd.DataF
 
 
 def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndarray | None = None,
-                   public_keys: PublicKeys | None = None) -> list[QueryStats]:
+                   public_keys: PublicKeys | None = None, *, factorizer: _Factorizer | None = None
+                   ) -> list[QueryStats]:
     """Sufficient statistics of every query of the policy's workload.
 
     Group-by columns are factorised once; queries sharing a group-by and filter share cells.
     ``public_keys`` maps a group-by (tuple of columns) to a public list of its cells: those cells,
     and only those, are answered (records whose key is not listed take part in no cell of it).
+    ``factorizer`` shares the factorised group keys with the caller (a release's partition selection).
     """
     policy.validate(table)
     m = split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)
     mf = m.astype("float64")
-    fact = _Factorizer(table)
-    n = len(table)
-    everyone_mask = np.ones(n, dtype=bool)
+    fact = factorizer if factorizer is not None else _Factorizer(table)
     # The cells of a query are those of its group-by over ALL records, whatever its filter: whether
     # a cell is answered must not depend on whether some record passes the filter (a filtered-out
     # cell gets a noisy 0). Partition selection, when used, then picks among the same cells.
@@ -213,7 +173,7 @@ def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndar
             if public_keys and q.group_by in public_keys:
                 cells[q.group_by] = _public_cells(table, q.group_by, public_keys[q.group_by])
             else:
-                cells[q.group_by] = fact.cells(q.group_by, everyone_mask)
+                cells[q.group_by] = fact.all_cells(q.group_by)
         keys, all_cells = cells[q.group_by]
         fkey = (q.group_by, None if q.filter is None else (q.filter.column, q.filter.values))
         if fkey not in shared:
@@ -323,10 +283,11 @@ def selection_plan(group_bys: Iterable[tuple[str, ...]], partition_rho: float, p
     return sets, PartitionSelection(partition_rho / len(sets), partition_delta)
 
 
-def selection_cells(table: pd.DataFrame, group_by: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
+def selection_cells(table: pd.DataFrame, group_by: tuple[str, ...], *, factorizer: _Factorizer | None = None
+                    ) -> tuple[pd.DataFrame, np.ndarray]:
     """Candidate cells of a partition selection over ``group_by``: the keys present among all records
     (whatever a query's filter) and each record's cell."""
-    return _cells(table, group_by, np.ones(len(table), dtype=bool))
+    return (factorizer if factorizer is not None else _Factorizer(table)).all_cells(group_by)
 
 
 # ---------------------------------------------------------------------------
@@ -389,75 +350,45 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         Column of owners (firms) for owner-level realized losses (defaults to the dataset's);
         set ``owner_realized=False`` to skip them.
     """
+    smp, seed = _run_mode(rng, seed, secure, sampler)
+    if smp is not None and not allow_data_derived:  # a real release takes no threshold computed from the data
+        require_public_thresholds(policy.threshold_sources())
+    _check_key_source(policy, smp, public_keys)
+    if is_engine_data(data):
+        return _release_on_engine(data, policy, rng=rng, smp=smp, reveal=reveal, seed=seed,
+                                  partition_delta=partition_delta, owner_col=owner_col, owner_realized=owner_realized,
+                                  public_keys=public_keys, mechanism=mechanism)
     table = data.table if isinstance(data, Dataset) else data
     if owner_col is None and isinstance(data, Dataset):
         owner_col = data.schema.owner_col
-    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
-    if smp is None and not isinstance(rng, np.random.Generator):
-        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
-    if smp is not None:
-        seed = None  # secure runs are unseeded
-        if not allow_data_derived:
-            require_public_thresholds(policy.threshold_sources())
     wl = policy.workload
-    unlisted = [q.group_by for q in wl.queries if q.group_by and not (public_keys and q.group_by in public_keys)]
-    if smp is not None and wl.partition_rho <= 0 and unlisted:
-        raise PolicyError(
-            "A secure release cannot take its group keys from the data: which cells exist would reveal "
-            "records.", hint="Set a partition-selection ρ on the Policy designer page (keys are then chosen "
-                             "privately), give a public list of keys, or release without group-by.")
     m = split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)
-    sts = workload_stats(table, policy, m, public_keys) if stats_ is None else stats_
-    ps = None
-    kept: dict[tuple[str, ...], pd.Index] = {}
-    candidates: dict[tuple[str, ...], int] = {}
+    cacheable = isinstance(data, Dataset)  # a dataset's table is immutable: its column codes are kept
+    fact = _Factorizer(table, cache=cacheable)
+    sts = workload_stats(table, policy, m, public_keys, factorizer=fact) if stats_ is None else stats_
     sets, ps = selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta, public_keys or ())
-    if ps is not None:
-        for gb in sets:
-            keys, cell_of = selection_cells(table, gb)
-            pcs = np.bincount(cell_of, weights=m.astype("float64"), minlength=len(keys))
-            kept[gb] = _key_index(keys[ps.select(pcs, rng, smp)])
-            candidates[gb] = len(keys)
+
+    def set_pieces(gb: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
+        keys, cell_of = selection_cells(table, gb, factorizer=fact)
+        return keys, np.bincount(cell_of, weights=m.astype("float64"), minlength=len(keys))
+
+    kept, candidates = _select_cells(sets, ps, set_pieces, rng, smp)
     frames = []
     query_names = [f"{i + 1}. {s.query.name()}" for i, s in enumerate(sts)]
     realized = np.zeros(len(table))
     grids: dict[str, float] = {}
     own_real = None
     if owner_col and owner_realized:
-        own_codes, own_uniques = pd.factorize(table[owner_col], sort=True)
+        own_codes, own_uniques = column_codes(table, owner_col, sort=False, cache=cacheable)
         own_real = np.zeros(len(own_uniques))
         owner_cells = _OwnerCells(own_codes, len(own_uniques))
     for i, s in enumerate(sts):
         q = s.query
-        sig, sig_c = _sigmas(s)
-        truth = s.true_answer()
-        contrib = _record_delta(s, table)
-        if smp is not None:
-            est, sd, sig, sig_c, contrib, grids[query_names[i]] = _secure_query(s, contrib, smp, policy)
-        elif q.kind == "avg":
-            noisy_sum = s.total + rng.normal(0.0, 1.0, s.n_cells) * sig  # type: ignore[operator]
-            noisy_cnt = s.count + rng.normal(0.0, 1.0, s.n_cells) * sig_c  # type: ignore[operator]
-            denom = np.maximum(noisy_cnt, 1.0)
-            est = noisy_sum / denom
-            # delta-method standard error of the ratio (from released values only)
-            sd = np.sqrt(sig**2 + est**2 * sig_c**2) / denom  # type: ignore[operator]
-        else:
-            est = truth + rng.normal(0.0, 1.0, s.n_cells) * sig
-            sd = sig
-        keep = np.ones(s.n_cells, dtype=bool)
-        if q.group_by and q.group_by in kept:
-            keep = _key_index(s.keys).isin(kept[q.group_by])
-        cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(int(keep.sum()), i), query_names)}
-        for c in s.keys.columns:
-            cols[c] = s.keys[c].array[keep]
-        cols.update({"estimate": est[keep], "sigma": sd[keep], "ci_low": (est - Z95 * sd)[keep],
-                     "ci_high": (est + Z95 * sd)[keep]})
-        if reveal:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rel = np.where(truth != 0, np.abs(est - truth) / np.abs(truth), np.nan)
-            cols.update({"true": truth[keep], "n_records": s.count[keep], "error": (est - truth)[keep],
-                         "rel_error": rel[keep]})
-        frames.append(pd.DataFrame(cols))
+        frame, sig, sig_c, contrib, grid = _answer(i, s, query_names, kept, rng, smp, policy, reveal,
+                                                   _record_delta(s, table))
+        frames.append(frame)
+        if grid is not None:
+            grids[query_names[i]] = grid
         inside = s.cell_of >= 0
         if s.n_cells and np.all(sig == sig[0]) and inside.all():  # one σ, no filter: no gathers or copies
             tmp = np.square(contrib)
@@ -477,8 +408,212 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         if own_real is not None:
             pc = np.bincount(own_codes, weights=m.astype("float64"), minlength=len(own_uniques))
             own_real += wl.partition_rho * pc**2
+    extras: dict[str, Any] = {"private_realized": realized, "private_pieces": m}
+    if ps is not None:
+        extras["private_record_delta"] = _by_pieces(m, lambda k: partition_record_delta(policy, k, partition_delta,
+                                                                                    public_keys or ()))
+    if own_real is not None:
+        extras["private_owner_realized"] = pd.Series(own_real, index=own_uniques, name="owner_realized")
+    return _finish(policy, frames, _policy_loss(policy, table, m), None, extras, sts=sts, ps=ps, kept=kept,
+                   candidates=candidates, public_keys=public_keys, partition_delta=partition_delta, smp=smp,
+                   grids=grids, mechanism=mechanism, seed=seed, reveal=reveal)
+
+
+def engine_workload_stats(data: EngineDataset, policy: SplittingPolicy, public_keys: PublicKeys | None = None, *,
+                          selection_sets: Iterable[tuple[str, ...]] = ()
+                          ) -> tuple[list[QueryStats], dict[tuple[str, ...], tuple[pd.DataFrame, np.ndarray]]]:
+    """:func:`workload_stats` computed by the dataset's engine: per-cell counts, split rows and sums
+    of every query (one aggregation per group-by set), with no per-record array (``cell_of`` is
+    None); and, for each of ``selection_sets``, the candidate cells and their split rows over all
+    records (partition selection). Cells and their order are those of :func:`workload_stats`."""
+    eng = data.engine
+    eng.validate_policy(policy, data.schema.measures)
+    if public_keys:
+        raise PolicyError("A public key list is not available for tables held by an engine yet.",
+                          hint="Use partition selection, or release a sample held in memory with the list.")
+    thr = policy.thresholds
+    plans: dict[tuple[str, ...], dict[str, Aggregate]] = {}
+
+    def need(gb: tuple[str, ...], agg: Aggregate) -> str:
+        plans.setdefault(gb, {}).setdefault(agg.name, agg)
+        return agg.name
+
+    names = []
+    for q in policy.workload.queries:
+        fk = "" if q.filter is None else repr((q.filter.column, q.filter.values))
+        cnt = need(q.group_by, Aggregate(f"count|{fk}", "count", filter=q.filter))
+        pcs = need(q.group_by, Aggregate(f"pieces|{fk}", "pieces", filter=q.filter))
+        tot = None
+        if q.kind != "count":
+            clamp = None if q.split else float(q.clamp)  # type: ignore[arg-type]
+            tot = need(q.group_by, Aggregate(f"sum|{q.measure}|{clamp}|{fk}", "sum", q.measure, clamp, q.filter))
+        names.append((cnt, pcs, tot))
+    sel = list(dict.fromkeys(selection_sets))
+    for gb in sel:
+        need(gb, Aggregate("pieces|all", "pieces"))
+    tables = {gb: eng.cell_aggregates(gb, list(aggs.values()), thr) for gb, aggs in plans.items()}
+    out = []
+    for q, (cnt, pcs, tot) in zip(policy.workload.queries, names):
+        t = tables[q.group_by]
+        out.append(QueryStats(q, t.keys, None, t.values[cnt], None if tot is None else t.values[tot],  # type: ignore[arg-type]
+                              _cell_sensitivity(q, policy, t.keys), t.values[pcs]))
+    return out, {gb: (tables[gb].keys, tables[gb].values["pieces|all"]) for gb in sel}
+
+
+def _release_on_engine(data: EngineDataset, policy: SplittingPolicy, *, rng: Any, smp: SecureSampler | None,
+                       reveal: bool, seed: int | None, partition_delta: float, owner_col: str | None,
+                       owner_realized: bool, public_keys: PublicKeys | None, mechanism: str) -> Release:
+    """:func:`release` of a table held by an engine: the same answers for the same seed (the same
+    statistics, cells in the same order, noise drawn in the same order), with the per-record and
+    per-owner losses as distributions computed in the engine."""
+    if smp is not None:
+        raise PolicyError("Secure releases of tables held by an engine are not available yet.",
+                          hint="Run the secure release on a table in memory, or a seeded run here.")
+    eng = data.engine
+    wl = policy.workload
+    owner = owner_col if owner_col is not None else data.schema.owner_col
+    group_bys = [q.group_by for q in wl.queries]
+    sets, ps = selection_plan(group_bys, wl.partition_rho, partition_delta, public_keys or ())
+    sts, sel = engine_workload_stats(data, policy, public_keys, selection_sets=sets if ps is not None else ())
+    kept, candidates = _select_cells(sets, ps, sel.__getitem__, rng, smp)
+    query_names = [f"{i + 1}. {s.query.name()}" for i, s in enumerate(sts)]
+    frames, terms = [], []
+    for i, s in enumerate(sts):
+        frame, sig, sig_c, _, _ = _answer(i, s, query_names, kept, rng, smp, policy, reveal, None)
+        frames.append(frame)
+        terms.append(_realized_term(s, policy, sig, sig_c))
+    thr = policy.thresholds
+    filters = tuple(dict.fromkeys(q.filter for q in wl.queries if q.filter is not None))
+    own_measures = () if wl.joint else tuple(dict.fromkeys(q.measure for q in wl.queries  # type: ignore[misc]
+                                                           if q.split and q.kind != "count"))
+    hist = eng.split_histogram(thr, measures=own_measures, filters=filters)
+    loss = policy_loss_of_histogram(policy, hist)
+    # a record's realized loss never exceeds its policy loss: the largest one bounds the histogram
+    realized, own_real = eng.realized_losses(terms, thr, partition_rho=wl.partition_rho,
+                                             owner_col=owner if owner_realized else None,
+                                             upper=float(loss.max()) * (1 + 1e-9) if loss.size else None)
+    extras: dict[str, Any] = {"private_realized_distribution": realized, "private_pieces_histogram": hist}
+    if ps is not None:
+        delta = partition_record_delta(policy, hist.pieces(), partition_delta, public_keys or ())
+        extras["private_record_delta_distribution"] = LossDistribution.from_counts(delta, hist.counts)
+    if own_real is not None:
+        extras["private_owner_realized_distribution"] = own_real
+    dist = LossDistribution.from_counts(loss, hist.counts, "rho", base=wl.total_rho)
+    return _finish(policy, frames, None, dist, extras, sts=sts, ps=ps, kept=kept, candidates=candidates,
+                   public_keys=public_keys, partition_delta=partition_delta, smp=smp, grids={}, mechanism=mechanism,
+                   seed=seed, reveal=reveal)
+
+
+def policy_loss_of_histogram(policy: SplittingPolicy, hist: SplitHistogram, *, summed: bool = False) -> np.ndarray:
+    """P(r) of the records of each row of a split-count histogram — the same arithmetic, hence the
+    same bits, as a release (or, with ``summed``, a policy preview) computes record by record."""
+    n = len(hist.keys)
+    if not policy.workload.joint:
+        cols = policy.components_from(n, lambda q: hist.pieces(None if q is None else q.measure), hist.mask)
+        return cols.to_numpy().sum(axis=1) if len(policy.workload.queries) else np.zeros(n)
+    m = hist.column("m").astype(np.int64)
+    if summed:
+        return summed_policy_loss(policy, m, hist.mask)
+    return joint_policy_loss(policy, m, hist.mask)
+
+
+def _realized_term(s: QueryStats, policy: SplittingPolicy, sig: np.ndarray, sig_c: np.ndarray | None
+                   ) -> RealizedTerm:
+    """What a record of query s adds to its realized loss: Δ(r)²/(2σ²) with its cell's σ."""
+    q = s.query
+    by = policy.thresholds.group_col
+    sigma_by: tuple[tuple[Any, float], ...] = ()
+    if by is not None and by in s.keys.columns and s.n_cells and not np.all(sig == sig[0]):
+        vals = s.keys[by].to_numpy(dtype=object)
+        sigma_by = tuple(dict(zip(vals, (float(x) for x in sig))).items())
+    measure = None if q.kind == "count" else q.measure
+    clamp = None if (q.kind == "count" or q.split) else float(q.clamp)  # type: ignore[arg-type]
+    return RealizedTerm(q.group_by, q.filter, measure, clamp, float(sig.max()) if s.n_cells else 1.0,
+                        by if sigma_by else None, sigma_by, q.rho_count if q.kind == "avg" else 0.0,
+                        float(sig_c[0]) if (q.kind == "avg" and sig_c is not None and len(sig_c)) else None)
+
+
+def _run_mode(rng: Any, seed: int | None, secure: bool, sampler: SecureSampler | None
+              ) -> tuple[SecureSampler | None, int | None]:
+    """The secure sampler of a run (None for a seeded one, which needs a numpy Generator) and its seed."""
+    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+    if smp is None and not isinstance(rng, np.random.Generator):
+        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
+    return smp, (None if smp is not None else seed)  # secure runs are unseeded
+
+
+def _check_key_source(policy: SplittingPolicy, smp: SecureSampler | None, public_keys: PublicKeys | None) -> None:
+    wl = policy.workload
+    unlisted = [q.group_by for q in wl.queries if q.group_by and not (public_keys and q.group_by in public_keys)]
+    if smp is not None and wl.partition_rho <= 0 and unlisted:
+        raise PolicyError(
+            "A secure release cannot take its group keys from the data: which cells exist would reveal "
+            "records.", hint="Set a partition-selection ρ on the Policy designer page (keys are then chosen "
+                             "privately), give a public list of keys, or release without group-by.")
+
+
+def _select_cells(sets: list[tuple[str, ...]], ps: PartitionSelection | None, set_pieces: Any, rng: Any,
+                  smp: SecureSampler | None) -> tuple[dict[tuple[str, ...], pd.Index], dict[tuple[str, ...], int]]:
+    """Partition selection: the cells kept in each selected group-by set (noise drawn set by set, in
+    order), from ``set_pieces(gb)`` = (candidate keys, split rows per candidate)."""
+    kept: dict[tuple[str, ...], pd.Index] = {}
+    candidates: dict[tuple[str, ...], int] = {}
+    if ps is not None:
+        for gb in sets:
+            keys, pcs = set_pieces(gb)
+            kept[gb] = _key_index(keys[ps.select(pcs, rng, smp)])
+            candidates[gb] = len(keys)
+    return kept, candidates
+
+
+def _answer(i: int, s: QueryStats, query_names: list[str], kept: Mapping[tuple[str, ...], pd.Index], rng: Any,
+            smp: SecureSampler | None, policy: SplittingPolicy, reveal: bool, contrib: np.ndarray | None
+            ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray | None, np.ndarray | None, float | None]:
+    """Query i's noisy answers (its rows of the answers table), σ of its sum or count part per cell,
+    σ of an AVG's count part, the records' contributions (quantised in secure mode) and the grid."""
+    q = s.query
+    sig, sig_c = _sigmas(s)
+    truth = s.true_answer()
+    grid = None
+    if smp is not None:
+        est, sd, sig, sig_c, contrib, grid = _secure_query(s, contrib, smp, policy)  # type: ignore[arg-type]
+    elif q.kind == "avg":
+        noisy_sum = s.total + rng.normal(0.0, 1.0, s.n_cells) * sig  # type: ignore[operator]
+        noisy_cnt = s.count + rng.normal(0.0, 1.0, s.n_cells) * sig_c  # type: ignore[operator]
+        denom = np.maximum(noisy_cnt, 1.0)
+        est = noisy_sum / denom
+        # delta-method standard error of the ratio (from released values only)
+        sd = np.sqrt(sig**2 + est**2 * sig_c**2) / denom  # type: ignore[operator]
+    else:
+        est = truth + rng.normal(0.0, 1.0, s.n_cells) * sig
+        sd = sig
+    keep = np.ones(s.n_cells, dtype=bool)
+    if q.group_by and q.group_by in kept:
+        keep = _key_index(s.keys).isin(kept[q.group_by])
+    cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(int(keep.sum()), i), query_names)}
+    for c in s.keys.columns:
+        cols[c] = s.keys[c].array[keep]
+    cols.update({"estimate": est[keep], "sigma": sd[keep], "ci_low": (est - Z95 * sd)[keep],
+                 "ci_high": (est + Z95 * sd)[keep]})
+    if reveal:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(truth != 0, np.abs(est - truth) / np.abs(truth), np.nan)
+        cols.update({"true": truth[keep], "n_records": s.count[keep], "error": (est - truth)[keep],
+                     "rel_error": rel[keep]})
+    return pd.DataFrame(cols), sig, sig_c, contrib, grid
+
+
+def _finish(policy: SplittingPolicy, frames: list[pd.DataFrame], loss: np.ndarray | None,
+            loss_distribution: LossDistribution | None, extras: dict[str, Any], *, sts: list[QueryStats],
+            ps: PartitionSelection | None, kept: Mapping[tuple[str, ...], pd.Index],
+            candidates: Mapping[tuple[str, ...], int], public_keys: PublicKeys | None, partition_delta: float,
+            smp: SecureSampler | None, grids: Mapping[str, float], mechanism: str, seed: int | None,
+            reveal: bool) -> Release:
+    """The Release of a unit-splitting run: answers, parameters, the public parts of extras, the
+    ledger entry (the policy P as its loss)."""
     answers = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    loss = _policy_loss(policy, table, m)
+    unlisted = [q.group_by for q in policy.workload.queries
+                if q.group_by and not (public_keys and q.group_by in public_keys)]
     key_source = "partition selection" if ps else KEYS_FROM_DATA if unlisted else \
         "public (a listed key set)" if public_keys else "none (no group-by)"
     params: dict[str, Any] = {"policy": policy.to_dict(), "partition_delta": partition_delta if ps else None,
@@ -491,24 +626,20 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
             "record_delta": "δ(r) = min(1, k·Φ̄((τ − m(r))/σ)) on top of P(r): approximate, not pure zCDP"}
     if smp is not None:
         params["secure"] = smp.describe()
-    extras: dict[str, Any] = {"private_realized": realized, "private_pieces": m,
-                              "partition_selection": None if ps is None else
-                              {"rho_each": ps.rho, "sigma": ps.sigma, "tau": ps.tau, "delta": ps.delta,
-                               "kept": {",".join(k): len(v) for k, v in kept.items()},
-                               "candidates": {",".join(k): n for k, n in candidates.items()}}}
-    if ps is not None:
-        extras["private_record_delta"] = partition_record_delta(policy, m, partition_delta, public_keys or ())
+    extras["partition_selection"] = None if ps is None else {
+        "rho_each": ps.rho, "sigma": ps.sigma, "tau": ps.tau, "delta": ps.delta,
+        "kept": {",".join(k): len(v) for k, v in kept.items()},
+        "candidates": {",".join(k): n for k, n in candidates.items()}}
     if smp is not None:
-        extras["grid"] = grids
-    if own_real is not None:
-        extras["private_owner_realized"] = pd.Series(own_real, index=own_uniques, name="owner_realized")
+        extras["grid"] = dict(grids)
     label = f"Unit splitting: {len(sts)} quer{'y' if len(sts) == 1 else 'ies'}"
     if ps is not None:
         label += " + partition selection (adds δ(r) per record)"
     entry = LedgerEntry(label=label,
                         mechanism=mechanism, loss=policy, params=params, seed=seed, secure=smp is not None)
     return Release(mechanism=mechanism, answers=answers, measure="rho", loss=loss, entries=(entry,),
-                   params=params, seed=seed, secure=smp is not None, truth_included=reveal, extras=extras)
+                   params=params, seed=seed, secure=smp is not None, truth_included=reveal, extras=extras,
+                   loss_distribution=loss_distribution)
 
 
 def _public_sensitivity_floor(q: Query, policy: SplittingPolicy) -> float:
@@ -556,27 +687,18 @@ def _policy_loss(policy: SplittingPolicy, table: pd.DataFrame, m: np.ndarray) ->
     split queries, ρ_q for flat ones, filters exempting records), so the split counts at hand are
     reused instead of splitting the table again; other workloads evaluate ``policy(table)``.
     tests/audit/test_unit_splitting_loss_audit.py checks both give the same losses."""
-    wl = policy.workload
-    if not wl.joint:
+    if not policy.workload.joint:
         return policy(table)
-    out = np.square(m, dtype=np.float64)  # m(r)², then scaled in place: P = a·m² + b (+ filtered terms)
-    a, b = wl.partition_rho, 0.0
-    filtered = []
-    for q in wl.queries:
-        split = q.split and q.kind != "count"
-        if q.filter is not None:
-            filtered.append(q)
-            continue
-        a += q.rho if split else 0.0
-        b += (0.0 if split else q.rho) + (q.rho_count if q.kind == "avg" else 0.0)
-    extra = [np.where(q.filter.mask(table),  # type: ignore[union-attr]
-                      (q.rho * out if (q.split and q.kind != "count") else q.rho)
-                      + (q.rho_count if q.kind == "avg" else 0.0), 0.0) for q in filtered]
-    out *= a
-    out += b
-    for e in extra:
-        out += e
-    return out
+    return joint_policy_loss(policy, m, lambda f: f.mask(table))
+
+
+def _by_pieces(m: np.ndarray, f: Any) -> np.ndarray:
+    """``f(m)`` for a function of the split count alone, evaluated once per distinct count and
+    gathered (elementwise functions give the same values either way)."""
+    m = np.asarray(m)
+    if m.size and m.dtype.kind in "iu" and 0 <= int(m.min()) and int(m.max()) <= 4 * m.size:
+        return np.asarray(f(np.arange(int(m.max()) + 1, dtype=m.dtype)))[m]
+    return np.asarray(f(m))
 
 
 def _record_delta(s: QueryStats, table: pd.DataFrame) -> np.ndarray:
@@ -587,34 +709,8 @@ def _record_delta(s: QueryStats, table: pd.DataFrame) -> np.ndarray:
     v = table[q.measure].to_numpy(dtype="float64")
     if not q.split:
         v = np.clip(v, 0.0, float(q.clamp))  # type: ignore[arg-type]
-    return np.where(s.cell_of >= 0, v, 0.0)
-
-
-class _OwnerCells:
-    """(owner, cell) pairs of the records inside a query's scope, computed once per cell layout."""
-
-    def __init__(self, own_codes: np.ndarray, n_own: int) -> None:
-        self.own_codes = own_codes.astype(np.int64)
-        self.n_own = n_own
-        self._cache: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = {}
-
-    def pairs(self, s: QueryStats) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        key = id(s.cell_of)
-        if key not in self._cache:
-            inside = s.cell_of >= 0
-            pair = self.own_codes[inside] * np.int64(max(s.n_cells, 1)) + s.cell_of[inside]
-            uniq, idx = np.unique(pair, return_inverse=True)
-            self._cache[key] = (inside, idx, (uniq // max(s.n_cells, 1)).astype(np.int64),
-                                (uniq % max(s.n_cells, 1)).astype(np.int64))
-        return self._cache[key]
-
-    def realized(self, s: QueryStats, contrib: np.ndarray, sig: np.ndarray) -> np.ndarray:
-        """Σ_cells (Σ_{r ∈ owner, cell} Δ(r))² / (2σ_cell²) for every owner."""
-        inside, idx, owner, cell = self.pairs(s)
-        if not inside.any():
-            return np.zeros(self.n_own)
-        sums = np.bincount(idx, weights=contrib[inside], minlength=owner.size)
-        return np.bincount(owner, weights=sums**2 / (2.0 * sig[cell] ** 2), minlength=self.n_own)
+    inside = s.cell_of >= 0
+    return v if inside.all() else np.where(inside, v, 0.0)  # never changed in place by the callers
 
 
 def _key_index(keys: pd.DataFrame) -> pd.Index:
@@ -768,5 +864,5 @@ def policy_for_thresholds(policy: SplittingPolicy, thresholds: Mapping[str, floa
     return SplittingPolicy(as_thresholds(dict(thresholds)), policy.workload)
 
 
-__all__ = ["PartitionSelection", "QueryStats", "joint_sum_release", "joint_sum_sigmas", "policy_for_thresholds",
-           "release", "selection_cells", "selection_plan", "topcode_policy", "topcode_workload", "workload_stats"]
+__all__ = ["PartitionSelection", "QueryStats", "engine_workload_stats", "joint_sum_release", "joint_sum_sigmas", "policy_for_thresholds",
+           "policy_loss_of_histogram", "release", "selection_cells", "selection_plan", "topcode_policy", "topcode_workload", "workload_stats"]

@@ -54,6 +54,10 @@ INVENTORY: dict[str, list[str]] = {
         A + "test_prdp_audit.py::test_output_density_ratio_on_neighbours_is_the_domain_budget",
         A + "test_prdp_audit.py::test_count_noise_has_the_claimed_scale_end_to_end_with_power",
         "statdp:prdp.count", "statdp:prdp.count.secure"],
+    "prdp.count_of": [
+        A + "test_engine_audit.py::test_count_of_draws_the_noise_of_count_and_charges_the_same_losses",
+        A + "test_prdp_audit.py::test_per_domain_laplace_scales_give_each_record_at_most_its_budget",
+        A + "test_prdp_audit.py::test_count_noise_has_the_claimed_scale_end_to_end_with_power"],
     "prdp.framework": [
         A + "test_prdp_audit.py::test_each_domain_noise_scale_with_power",
         A + "test_scale_audit.py::test_framework_count_and_distinct_answer_noise_scale_with_power",

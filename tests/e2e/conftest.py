@@ -7,29 +7,16 @@ Screenshots go to test-artifacts/e2e/.
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
-from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Iterator
+from typing import Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from .server import CHROMIUM, CHROMIUM_FLAGS, IDLE_JS, ROOT, app_server
+
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
-CHROMIUM = os.environ.get("PRDP_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _require_browser() -> None:
@@ -39,63 +26,18 @@ def _require_browser() -> None:
         pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); runs under CI.")
 
 
-def launch(cmd: list[str], port: int, *, cwd: Path, env: dict[str, str], log: IO[str]) -> subprocess.Popen:
-    """Start a Streamlit server command and wait until /_stcore/health answers on ``port``; returns its process
-    (the caller stops it: a test of a crash kills it)."""
-    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"streamlit exited with code {proc.returncode}; see {log.name}")
-        try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return proc
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            proc.kill()
-            raise RuntimeError("streamlit did not answer /_stcore/health within 90 s")
-        time.sleep(0.3)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """Stop a server started by :func:`launch` (politely, then by force)."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
-def streamlit_cmd(port: int) -> list[str]:
-    """The command of a test server of app.py on 127.0.0.1:``port``."""
-    return [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.address", "127.0.0.1",
-            "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none"]
-
-
-@contextmanager
-def _server(cmd: list[str], port: int, *, cwd: Path, env: dict[str, str], log_name: str) -> Iterator[str]:
-    """Run a Streamlit server command until /_stcore/health answers; stop it afterwards."""
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with open(ARTIFACTS / log_name, "w") as log:
-        proc = launch(cmd, port, cwd=cwd, env=env, log=log)
-        try:
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            stop(proc)
+def _clean_env(**extra: str) -> dict[str, str]:
+    """The server's environment: no board URL or data folder inherited from the caller's shell."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PRDP_BOARD_URL", "PRDP_DATA_DIR")}
+    return {**env, **extra}
 
 
 @pytest.fixture(scope="session")
 def app_url(tmp_path_factory) -> Iterator[str]:
     _require_browser()
-    port = _free_port()
-    env = {**os.environ, "PRDP_WORKSHOP_DIR": str(tmp_path_factory.mktemp("workshop"))}
-    env.pop("PRDP_BOARD_URL", None)
-    with _server(streamlit_cmd(port), port, cwd=ROOT, env=env, log_name="streamlit-server.log") as url:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    env = _clean_env(PRDP_WORKSHOP_DIR=str(tmp_path_factory.mktemp("workshop")))
+    with open(ARTIFACTS / "streamlit-server.log", "w") as log, app_server(log, env=env) as (url, _proc):
         yield url
 
 
@@ -108,15 +50,17 @@ def workshop_url(tmp_path_factory) -> Iterator[str]:
     """A workshop server started as a facilitator would: ``prdp app`` from another folder, with its
     own workshop folder (board database, data folder) and a facilitator key."""
     _require_browser()
-    port = _free_port()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     home = tmp_path_factory.mktemp("workshop-server")
     (home / "data").mkdir()
-    env = {**os.environ, "PRDP_WORKSHOP_DIR": str(home), "PRDP_FACILITATOR_KEY": FACILITATOR_KEY}
-    env.pop("PRDP_BOARD_URL", None)
-    env.pop("PRDP_DATA_DIR", None)
+    env = _clean_env(PRDP_WORKSHOP_DIR=str(home), PRDP_FACILITATOR_KEY=FACILITATOR_KEY)
     prdp = str(Path(sys.executable).with_name("prdp"))
-    cmd = [prdp, "app", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(home / "data")]
-    with _server(cmd, port, cwd=home, env=env, log_name="workshop-server.log") as url:
+
+    def command(port: int) -> list[str]:
+        return [prdp, "app", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(home / "data")]
+
+    with open(ARTIFACTS / "workshop-server.log", "w") as log, \
+            app_server(log, env=env, command=command, cwd=home) as (url, _proc):
         yield url
 
 
@@ -161,7 +105,5 @@ def wait_idle(page, timeout: float = 60_000) -> None:
     """Wait until Streamlit has finished the current run: no 'Running' status widget and no
     skeleton placeholders left (elements still being drawn)."""
     page.wait_for_timeout(300)
-    page.wait_for_function(
-        "() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-        " && !document.querySelector('[data-testid=\"stSkeleton\"]')", timeout=timeout)
+    page.wait_for_function(IDLE_JS, timeout=timeout)
     page.wait_for_timeout(300)

@@ -12,11 +12,13 @@ from __future__ import annotations
 import os
 import re
 import signal
+from contextlib import ExitStack
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from .conftest import ARTIFACTS, ROOT, _free_port, launch, new_page, shot, stop, streamlit_cmd, wait_idle
+from .conftest import ARTIFACTS, _clean_env, _require_browser, new_page, shot, wait_idle
+from .server import app_server, free_port
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
@@ -45,15 +47,13 @@ def _release(page) -> None:
 
 
 def test_a_killed_and_restarted_server_gives_back_the_table_the_policy_and_the_ledger(browser, tmp_path):
+    _require_browser()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    port = _free_port()
-    home = tmp_path / "workshop"
-    env = {**os.environ, "PRDP_WORKSHOP_DIR": str(home)}
-    for var in ("PRDP_BOARD_URL", "PRDP_DATA_DIR", "PRDP_UPLOAD_DIR"):
-        env.pop(var, None)
-    url = f"http://127.0.0.1:{port}"
-    with open(ARTIFACTS / "durable-server-1.log", "w") as log1, open(ARTIFACTS / "durable-server-2.log", "w") as log2:
-        server = launch(streamlit_cmd(port), port, cwd=ROOT, env=env, log=log1)
+    port = free_port()
+    env = _clean_env(PRDP_WORKSHOP_DIR=str(tmp_path / "workshop"))
+    env.pop("PRDP_UPLOAD_DIR", None)
+    with open(ARTIFACTS / "durable-server-1.log", "w") as log1, open(ARTIFACTS / "durable-server-2.log", "w") as log2, \
+            app_server(log1, env=env, port=port) as (url, first):
         page = new_page(browser)
         try:
             page.goto(url)
@@ -86,8 +86,7 @@ def test_a_killed_and_restarted_server_gives_back_the_table_the_policy_and_the_l
             n, before = _totals(page)
             assert n == 2
             shot(page, "durable-01-two-releases")
-            address = page.url
-            key = parse_qs(urlparse(address).query)["s"][0]
+            key = parse_qs(urlparse(page.url).query)["s"][0]
             assert len(key) >= 32
 
             # the share link on the Board page carries the design, never the key
@@ -97,39 +96,44 @@ def test_a_killed_and_restarted_server_gives_back_the_table_the_policy_and_the_l
             _nav(page, "Run")
 
             # a crash: the server is killed, then started again on the same port with the same workshop folder
-            with page.expect_websocket(timeout=120_000):  # the browser reconnects by itself
-                os.kill(server.pid, signal.SIGKILL)
-                server.wait(timeout=30)
-                server = launch(streamlit_cmd(port), port, cwd=ROOT, env=env, log=log2)
-            assert parse_qs(urlparse(page.url).query)["s"][0] == key  # the same address
-
-            # on reconnecting, the browser reruns the page with that address: a new session restores the saved one
-            page.get_by_text("Restored your saved session").wait_for()
-            wait_idle(page)
-            assert page.locator('[data-testid="stException"]').count() == 0
-            page.get_by_text(re.compile(r"your privacy ledger \(2 earlier releases\)")).wait_for()
-            sidebar.get_by_text("shops.csv").first.wait_for()
-            sidebar.get_by_text("T(sales) = 250").wait_for()
-            assert _totals(page) == (2, before)
-            assert parse_qs(urlparse(page.url).query)["s"][0] == key
-            shot(page, "durable-02-restored")
-
-            # a third release adds to the restored totals
-            _release(page)
-            n, after = _totals(page)
-            assert n == 3 and after == pytest.approx(1.5 * before, rel=1e-3)
-            shot(page, "durable-03-third-release")
-
-            # the address bar's URL opened in a fresh browser restores the whole session (the key is a secret)
-            other = new_page(browser)
-            try:
-                other.goto(page.url)
-                other.get_by_text("Restored your saved session").wait_for()
-                wait_idle(other)
-                other.get_by_text(re.compile(r"your privacy ledger \(3 earlier releases\)")).wait_for()
-                assert _totals(other) == (3, after)
-            finally:
-                other.context.close()
+            with ExitStack() as restarted:
+                with page.expect_websocket(timeout=120_000):  # the browser reconnects by itself
+                    os.kill(first.pid, signal.SIGKILL)
+                    first.wait(timeout=30)
+                    restarted.enter_context(app_server(log2, env=env, port=port))
+                _after_restart(page, browser, key, before)
         finally:
             page.context.close()
-            stop(server)
+
+
+def _after_restart(page, browser, key: str, before: float) -> None:
+    """The reconnected page, a third release, and the address in a fresh browser."""
+    # on reconnecting, the browser reruns the page with that address: a new session restores the saved one
+    assert parse_qs(urlparse(page.url).query)["s"][0] == key  # the same address
+    page.get_by_text("Restored your saved session").wait_for()
+    wait_idle(page)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    page.get_by_text(re.compile(r"your privacy ledger \(2 earlier releases\)")).wait_for()
+    sidebar = page.locator('[data-testid="stSidebar"]')
+    sidebar.get_by_text("shops.csv").first.wait_for()
+    sidebar.get_by_text("T(sales) = 250").wait_for()
+    assert _totals(page) == (2, before)
+    assert parse_qs(urlparse(page.url).query)["s"][0] == key
+    shot(page, "durable-02-restored")
+
+    # a third release adds to the restored totals
+    _release(page)
+    n, after = _totals(page)
+    assert n == 3 and after == pytest.approx(1.5 * before, rel=1e-3)
+    shot(page, "durable-03-third-release")
+
+    # the address bar's URL opened in a fresh browser restores the whole session (the key is a secret)
+    other = new_page(browser)
+    try:
+        other.goto(page.url)
+        other.get_by_text("Restored your saved session").wait_for()
+        wait_idle(other)
+        other.get_by_text(re.compile(r"your privacy ledger \(3 earlier releases\)")).wait_for()
+        assert _totals(other) == (3, after)
+    finally:
+        other.context.close()

@@ -148,3 +148,46 @@ def test_a_review_study_prints_no_record_total_and_db_names_the_store(workshop):
     assert "elsewhere.sqlite" in out and "largest" not in out
     assert cli("ledger", "show", "r", "--db", db)[0] == EXIT_OK
     assert cli("ledger", "show", "r")[0] == EXIT_ERROR  # not in the default store
+
+
+ENGINE_STUDY = """
+version: 1
+mode: teaching
+seed: 2
+data:
+  path: cbp.parquet
+  engine: duckdb
+  duckdb: {memory_limit: 1GB, threads: 2}
+  schema: {id: ESTAB_ID, measures: [EMP, PAYANN], groups: [STATE]}
+policy:
+  thresholds: {EMP: 100, PAYANN: 10000}
+workload:
+  queries:
+    - {kind: count, group_by: [STATE], rho: 0.5}
+    - {kind: sum, measure: EMP, group_by: [STATE], rho: 0.5}
+mechanisms:
+  - kind: unit_splitting
+"""
+
+
+@pytest.mark.xdist_group("engines")
+def test_a_table_held_by_an_engine_is_named_by_its_files_and_keeps_public_forms(workshop):
+    from prdp_core import samples
+
+    folder = workshop / "big"
+    folder.mkdir()
+    samples.write_sample("cbp_like", folder / "cbp.parquet", rows=20_000, seed=1, chunk_rows=10_000)
+    cfg = folder / "study.yaml"
+    cfg.write_text(ENGINE_STUDY)
+    for out in ("o1", "o2"):
+        code, stdout, err = cli("run", str(cfg), "--out", str(workshop / out), "-q", "--ledger", "big")
+        assert code == EXIT_OK, err
+    a, b = _stored("big")
+    ident = a.fingerprint["identity"]
+    assert ident["files"][0][0].endswith("cbp.parquet") and ident["files"][0][1] > 0 and "sha256" not in ident
+    assert a.largest is None and b.total_rho is None  # the records stay in DuckDB: no record-by-record totals
+    code, text, _ = cli("ledger", "show", "big")
+    assert code == EXIT_OK and "held by an engine" in text and "cbp.parquet (1 file(s)" in text
+    samples.write_sample("cbp_like", folder / "cbp.parquet", rows=20_000, seed=9, chunk_rows=10_000)  # new data
+    code, _, err = cli("run", str(cfg), "--out", str(workshop / "o3"), "-q", "--ledger", "big")
+    assert code == EXIT_ERROR and "belongs to cbp.parquet" in err

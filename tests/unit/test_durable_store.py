@@ -324,3 +324,28 @@ def test_prdp_app_refuses_a_bad_retention_setting_before_starting(tmp_path, monk
     err = io.StringIO()
     assert main(["app", "--port", "8799"], stdout=io.StringIO(), stderr=err) == 5
     assert "PRDP_UPLOAD_RETENTION_DAYS must be a positive number" in err.getvalue()
+
+
+def test_a_loss_known_as_a_distribution_is_stored_with_its_counts(sessions):
+    """A data-dependent release on a table held by an engine carries its losses as counts per loss
+    (DistributionLoss, whose to_dict keeps a summary only): the store keeps the counts, and the restored
+    entry counts at its worst case on any table, as the original does."""
+    from prdp_core.accounting import DistributionLoss
+    from prdp_core.distribution import LossDistribution
+
+    exact = LossDistribution.from_counts([0.01, 0.02, 0.08], [700, 250, 50], "eps", label="PrDP", base=0.01)
+    binned = LossDistribution.binned([0.0, 0.5, 1.0, 2.0], [10, 5, 1], "rho", total=4.2)
+    lid = sessions.ledgers.create()
+    entries = [LedgerEntry("engine prdp", "prdp.framework", DistributionLoss(exact, "eps", "on DuckDB", 0.08)),
+               LedgerEntry("engine binned", "m", DistributionLoss(binned, "rho", "", 2.0))]
+    sessions.ledgers.append(lid, [(f"d{i}", e) for i, e in enumerate(entries)])
+    back = [s.entry for s in sessions.ledgers.entries(lid)]
+    for a, b in zip(entries, back):
+        da, db = a.loss.distribution, b.loss.distribution
+        assert np.array_equal(da.values, db.values) and np.array_equal(da.counts, db.counts)
+        assert (da.measure, da.total, da.label, da.base) == (db.measure, db.total, db.label, db.base)
+        assert (a.loss.note, a.loss.bound, a.label) == (b.loss.note, b.loss.bound, b.label)
+    assert back[1].loss.distribution.edges.tolist() == [0.0, 0.5, 1.0, 2.0]
+    table = _table()
+    assert pd.DataFrame.equals(Ledger(entries).running_totals(table), Ledger(back).running_totals(table))
+    assert Ledger(back).running_totals(table)["counted"].tolist() == ["worst case", "worst case"]

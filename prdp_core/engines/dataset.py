@@ -1,0 +1,264 @@
+"""Datasets held by an engine: a handle, the column roles and the fixes applied — never the table.
+
+:func:`open_dataset` connects to a source (a DataFrame, a file, a folder or glob of files, or
+``database.duckdb#table``) with the chosen engine and :func:`prepare` checks it and applies the
+dataset's fixes where the data lives, with the decisions and messages of
+:func:`prdp_core.data.prepare_dataset` (:class:`prdp_core.data.Preparation`): rows with a missing
+measure counted and dropped in SQL, public shifts added in SQL, ids regenerated from row numbers.
+The result, an :class:`EngineDataset`, is what the app's session keeps for a large table (a small
+handle and cached statistics): mechanisms accept it wherever they accept a
+:class:`~prdp_core.data.Dataset` (:func:`prdp_core.mechanisms.unit_splitting.release`,
+:func:`prdp_core.preview.preview_policy`, :func:`prdp_core.mechanisms.prdp.framework`, …) and
+compute their statistics in the engine. Pages that need the records themselves take
+:meth:`EngineDataset.sample`, a labelled uniform sample.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+from .. import limits
+from ..data import (GENERATED_ID, MISSING_GROUP, Dataset, Preparation, Schema, guess_schema, load_table,
+                    prepare_dataset, validate_roles)
+from ..errors import DataError, ParameterError
+from .base import Engine, EngineOptions
+from .memory import MemoryEngine
+
+EngineName = Literal["memory", "duckdb", "auto"]
+ENGINES: tuple[str, ...] = ("memory", "duckdb", "auto")
+
+#: ``engine="auto"`` keeps a single file of at most this many bytes in memory (the upload limit,
+#: :func:`prdp_core.limits.max_upload_bytes`); larger files, folders, globs and database tables go
+#: to DuckDB.
+def auto_memory_bytes() -> int:
+    return limits.max_upload_bytes()
+
+
+#: Rows read to guess column roles of a table held by an engine when no schema is given.
+GUESS_ROWS = 10_000
+
+
+@dataclass(frozen=True, eq=False)
+class EngineDataset:
+    """A checked table held by an engine (see the module docstring).
+
+    Attributes mirror :class:`~prdp_core.data.Dataset`: ``name``, ``schema`` (the id column is
+    the generated one when the source had none), ``notes`` (every fix applied, with counts) and
+    ``shifts``; ``engine`` answers the statistics; ``source`` describes where the records are."""
+
+    name: str
+    engine: Engine
+    schema: Schema
+    notes: tuple[str, ...] = ()
+    shifts: dict[str, float] = field(default_factory=dict)
+    source: str = ""
+
+    @cached_property
+    def n(self) -> int:
+        return self.engine.n_rows()
+
+    @property
+    def columns(self) -> list[str]:
+        return self.engine.columns
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """The records, for the memory engine only; an engine beyond memory never loads them."""
+        if isinstance(self.engine, MemoryEngine):
+            return self.engine.table
+        raise DataError(f"'{self.name}' is held by the {self.engine.name} engine ({self.n:,} records): its records "
+                        "are not loaded into memory.",
+                        hint="Work on its statistics, or take a labelled uniform sample (dataset.sample(n)).")
+
+    def measure(self, name: str) -> Any:
+        return self.table[name].to_numpy()
+
+    def sample(self, n: int = 100_000, seed: int = 0) -> Dataset:
+        """A uniform sample of ``n`` records (all when fewer) as an in-memory Dataset, labelled as such."""
+        rows = self.engine.sample(int(n), int(seed))
+        k = len(rows)
+        note = (f"Uniform random sample of {k:,} of the {self.n:,} records (seed {seed}); statistics of the sample "
+                "are not those of the whole table.")
+        return Dataset(name=f"{self.name} (sample of {k:,})", table=rows, schema=self.schema,
+                       notes=self.notes + (note,), shifts=dict(self.shifts))
+
+    def describe(self) -> str:
+        return (f"{self.name}: {self.n:,} records held by the {self.engine.name} engine, measures "
+                f"{', '.join(self.schema.measures)}")
+
+
+def as_engine_dataset(ds: Dataset | EngineDataset) -> EngineDataset:
+    """A prepared in-memory dataset as an engine dataset (its table in a :class:`MemoryEngine`)."""
+    if isinstance(ds, EngineDataset):
+        return ds
+    return EngineDataset(ds.name, MemoryEngine(ds.table), ds.schema, ds.notes, dict(ds.shifts), "memory")
+
+
+def is_engine_data(data: Any) -> bool:
+    return isinstance(data, EngineDataset)
+
+
+# ---------------------------------------------------------------------------
+# Opening and preparing
+# ---------------------------------------------------------------------------
+
+
+def choose_engine(source: Any, engine: EngineName = "auto", *, base_dir: str | os.PathLike | None = None) -> str:
+    """The engine ``auto`` picks for ``source``: memory for a DataFrame and for one loader-readable
+    file of at most :func:`auto_memory_bytes`; DuckDB for larger files, folders, globs and
+    database tables."""
+    if engine not in ENGINES:
+        raise ParameterError(f"Unknown engine '{engine}'.", hint=f"Use one of: {', '.join(ENGINES)}.")
+    if engine != "auto":
+        return engine
+    if isinstance(source, (pd.DataFrame, Dataset)):
+        return "memory"
+    text = str(source)
+    if "#" in text or any(ch in text for ch in "*?["):
+        return "duckdb"
+    p = Path(text)
+    full = p if (p.is_absolute() or base_dir is None) else Path(base_dir) / p
+    if full.is_file() and full.stat().st_size <= auto_memory_bytes():
+        return "memory"
+    return "duckdb"
+
+
+def open_engine(source: Any, engine: EngineName = "auto", *, base_dir: str | os.PathLike | None = None,
+                confine: bool = False, options: EngineOptions | None = None) -> Engine:
+    """An engine over ``source``: a DataFrame (memory), or a path spec (file, folder, glob,
+    ``database.duckdb#table``) read by the engine ``engine`` picks (:func:`choose_engine`).
+
+    ``confine``: every file must lie inside ``base_dir`` (study configs)."""
+    kind = choose_engine(source, engine, base_dir=base_dir)
+    if isinstance(source, Dataset):
+        return MemoryEngine(source.table)
+    if isinstance(source, pd.DataFrame):
+        if kind != "memory":
+            raise ParameterError("A DataFrame is held in memory: use the memory engine.")
+        return MemoryEngine(source, cache=False)
+    from .duckdb_engine import DuckDBEngine, resolve_source
+
+    src = resolve_source(source, base_dir=base_dir, confine=confine)
+    if kind == "memory":
+        if len(src.files) != 1 or src.kind == "duckdb":
+            raise DataError("The memory engine reads one file.", hint="Use engine duckdb for folders, globs and "
+                                                                      "database tables.")
+        return MemoryEngine(load_table(src.files[0]))
+    return DuckDBEngine.open(src, options=options)
+
+
+def open_dataset(source: Any, *, schema: Schema | dict[str, Any] | None = None, engine: EngineName = "auto",
+                 name: str | None = None, base_dir: str | os.PathLike | None = None, confine: bool = False,
+                 options: EngineOptions | None = None, **prepare_options: Any) -> EngineDataset:
+    """Open ``source`` with an engine and prepare it (:func:`prepare`).
+
+    ``schema``: the column roles (a :class:`~prdp_core.data.Schema` or its dict); guessed from
+    :data:`GUESS_ROWS` rows when omitted. ``prepare_options``: those of
+    :func:`prdp_core.data.prepare_dataset` (``missing="drop"``, ``negative="shift"``, ``shift_by``, …).
+    """
+    eng = open_engine(source, engine, base_dir=base_dir, confine=confine, options=options)
+    label = name or (Path(str(source)).name if not isinstance(source, (pd.DataFrame, Dataset)) else "dataset")
+    if schema is None:
+        sample = eng.table if isinstance(eng, MemoryEngine) else eng.sample(GUESS_ROWS, 0)
+        sch = guess_schema(sample)
+    else:
+        sch = schema if isinstance(schema, Schema) else Schema.from_dict(dict(schema))
+    return prepare(eng, sch, name=label, **prepare_options)
+
+
+def prepare(engine: Engine, schema: Schema, *, name: str = "dataset", non_numeric: str = "error",
+            missing: str = "error", negative: str = "error", duplicate_ids: str = "error",
+            shift_by: dict[str, float] | None = None, missing_groups: str = "keep") -> EngineDataset:
+    """Check the engine's table against ``schema`` and apply the fixes the options allow
+    (the rules, notes and refusals of :func:`prdp_core.data.prepare_dataset`)."""
+    opts = dict(non_numeric=non_numeric, missing=missing, negative=negative, duplicate_ids=duplicate_ids,
+                shift_by=shift_by, missing_groups=missing_groups)
+    if isinstance(engine, MemoryEngine):
+        ds = prepare_dataset(engine.table, schema, name=name, **opts)  # type: ignore[arg-type]
+        return EngineDataset(ds.name, MemoryEngine(ds.table), ds.schema, ds.notes, dict(ds.shifts), "memory")
+    from .duckdb_engine import DuckDBEngine
+
+    if not isinstance(engine, DuckDBEngine):
+        raise ParameterError(f"Cannot prepare a table of the {engine.name} engine.")
+    return _prepare_sql(engine, schema, name, Preparation(**opts))  # type: ignore[arg-type]
+
+
+def _prepare_sql(eng: Any, schema: Schema, name: str, fix: Preparation) -> EngineDataset:
+    d = eng.d
+    kinds = eng.column_kinds()
+    validate_roles(kinds, schema, lambda: any(k == "number" for k in kinds.values()))
+    chk = eng.check(schema)
+    fix.check_non_numeric(chk)
+    for issue in chk.measures:
+        if issue.non_numeric:
+            fix.treated_missing(issue.column, issue.non_numeric)
+    n_bad = chk.rows_with_bad
+    fix.drop_rows(n_bad, chk.n_rows)
+    nums = {m: eng._measure_parts(m, kinds)[0] for m in schema.measures}
+    keep = " AND ".join(f"COALESCE(isfinite({v}), false)" for v in nums.values()) if n_bad else "true"
+    kept = f"(SELECT * FROM {eng.relation} WHERE {keep})"
+    stats = eng._exec("SELECT " + ", ".join(f"min({v}), {d.count_if(f'{v} < 0')}" for v in nums.values())
+                      + f" FROM {kept}")[0]
+    shifts: dict[str, float] = {}
+    for j, m in enumerate(schema.measures):
+        mn, neg = stats[2 * j], stats[2 * j + 1]
+        shifts[m] = fix.shift(m, float(mn), lambda neg=neg: int(neg))
+
+    def bad_ids() -> tuple[int, tuple[str, ...]]:
+        i = d.ident(schema.id_col)
+        n, nonnull, distinct = eng._exec(f"SELECT count(*), count({i}), count(DISTINCT {i}) FROM {kept}")[0]
+        nulls = n - nonnull
+        n_dup = (nonnull - distinct) + max(nulls - 1, 0) + nulls
+        if not n_dup:
+            return 0, ()
+        ex = eng._exec(f"SELECT {i} FROM {kept} WHERE {i} IS NOT NULL GROUP BY {i} HAVING count(*) > 1 "
+                       f"ORDER BY {i} LIMIT 3")
+        return int(n_dup), tuple(str(r[0]) for r in ex)
+
+    id_col = fix.id_column(schema, kinds, chk, bad_ids)
+    cols = [f"CAST(row_number() OVER () AS BIGINT) AS {d.ident(id_col)}" if fix.generate_ids
+            else d.ident(id_col)]
+    if schema.owner_col:
+        cols.append(d.ident(schema.owner_col))
+    label_counts = {}
+    if fix.missing_groups == "label" and schema.groups:
+        row = eng._exec("SELECT " + ", ".join(d.count_if(eng._missing_cell(g, kinds)) for g in schema.groups)
+                        + f" FROM {kept}")[0]
+        label_counts = dict(zip(schema.groups, (int(x) for x in row)))
+    for g in schema.groups:
+        if g in (id_col, schema.owner_col):
+            continue
+        if label_counts.get(g):
+            cols.append(f"{_labelled(d, g, kinds[g], eng._missing_cell(g, kinds))} AS {d.ident(g)}")
+            fix.labelled(g, label_counts[g])
+        else:
+            cols.append(d.ident(g))
+    for m in schema.measures:
+        v = nums[m]
+        c = shifts.get(m) or 0.0
+        cols.append(f"({v} + {d.double(c)}) AS {d.ident(m)}" if c else f"{v} AS {d.ident(m)}")
+    view = eng.derived(f"SELECT {', '.join(cols)} FROM {kept}", label=eng.label)
+    final = Schema(id_col=id_col, measures=schema.measures, groups=schema.groups, owner_col=schema.owner_col)
+    return EngineDataset(name, view, final, tuple(fix.notes), dict(fix.shifts), eng.label)
+
+
+def _labelled(d: Any, g: str, kind: str, missing: str) -> str:
+    """A group column with missing values labelled (numbers as text: "2009", not "2009.0")."""
+    i = d.ident(g)
+    if kind == "number":
+        x = d.as_double(i)
+        text = (f"(CASE WHEN {x} = round({x}) AND abs({x}) < 1e15 THEN CAST(CAST({x} AS BIGINT) AS VARCHAR) "
+                f"ELSE CAST({x} AS VARCHAR) END)")
+    else:
+        text = d.as_text(i)
+    return f"(CASE WHEN {missing} THEN {d.string(MISSING_GROUP)} ELSE {text} END)"
+
+
+__all__ = ["ENGINES", "EngineDataset", "GENERATED_ID", "GUESS_ROWS", "as_engine_dataset", "auto_memory_bytes",
+           "choose_engine", "is_engine_data", "open_dataset", "open_engine", "prepare"]

@@ -1,0 +1,222 @@
+"""Memory budget of heavy steps: estimate before starting, refuse instead of swapping.
+
+A shared server holds a whole room (about 30 sessions on 24 GB). Each heavy step — reading an
+upload, preparing a table, previewing a policy over every record, a release, a sweep, a
+simulation, a report — first estimates the memory it will need with a simple model
+
+    estimate = rows × columns × bytes per cell × factor of the step
+
+(:data:`STEPS`; each factor is about twice the measured peak of the step over the size of its
+input, see ``benchmarks/bench_memory.py``) and :func:`check` refuses it with a
+:class:`~prdp_core.errors.ResourceLimitError` when
+
+* the estimate is over the **per-session budget** — ``PRDP_SESSION_MEMORY_MB``, default
+  :data:`DEFAULT_SESSION_MB` (2,000 MB): one participant cannot take what thirty need; or
+* the server's resident memory (``/proc/self/statm``) plus the estimate is over the **server limit**
+  — ``PRDP_SERVER_MEMORY_MB``, default 75% of the machine's physical memory: new heavy work is
+  refused with a message before the server reaches swap or the kernel's out-of-memory killer.
+
+Privacy: nothing here is released. A refusal depends on the size of the input (rows, columns, file
+bytes, runs) and on the server's load, never on the records' values.
+
+:func:`release_free_memory` returns freed heap pages to the operating system (glibc's
+``malloc_trim``) after large objects are dropped, e.g. when a session has ended.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import gc
+import math
+import os
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+from .errors import ConfigError, ResourceLimitError
+
+MB = 2**20
+
+#: Environment variable of the per-session budget of one heavy step, in megabytes.
+SESSION_ENV = "PRDP_SESSION_MEMORY_MB"
+#: Environment variable of the server's resident-memory limit, in megabytes.
+SERVER_ENV = "PRDP_SERVER_MEMORY_MB"
+#: Default per-session budget: 24 GB machine, 30 participants, a step's peak well above a session's
+#: resting size (about 100 MB for a 200,000-row upload).
+DEFAULT_SESSION_MB = 2_000.0
+#: Default server limit as a share of physical memory (the rest: the OS, browsers, other services).
+DEFAULT_SERVER_SHARE = 0.75
+
+@dataclass(frozen=True)
+class StepModel:
+    """Memory model of one heavy step: peak ≈ rows × columns × ``cell_bytes`` × ``factor``.
+
+    ``what`` names the step in messages; ``units`` says what rows and columns count for it (and where
+    the factor comes from); ``hint`` says how to stay under a limit."""
+
+    what: str
+    cell_bytes: float
+    factor: float
+    units: str
+    hint: str
+
+
+#: The heavy steps of the app and their models. Each factor is about twice the peak measured on a
+#: 200,000-row firms-like table (Python and numpy allocations; ``benchmarks/bench_memory.py``).
+STEPS: dict[str, StepModel] = {
+    "load": StepModel(
+        "Reading the uploaded file", 1.0, 10.0,
+        "rows = bytes of the file, columns = 1 (parsing peaks at about 5× the file, text or numbers)",
+        "Upload a smaller file (fewer rows or columns)."),
+    "prepare": StepModel(
+        "Checking and preparing the table", 8.0, 6.0,
+        "rows × columns of the table (checks and the prepared copy: about 2–3× the cells' 8 bytes)",
+        "Keep only the id, measure and grouping columns, or sample the rows."),
+    "sample": StepModel(
+        "Generating the sample", 8.0, 8.0,
+        "records × columns of the sample (generation and the prepared dataset: about 4×)",
+        "Ask for fewer records."),
+    "preview": StepModel(
+        "Evaluating the policy on every record", 8.0, 3.0,
+        "records × (measures + groups + 3) (split counts, per-record and per-owner losses: about 1×)",
+        "Use a smaller table (sample the records) or fewer measures."),
+    "release": StepModel(
+        "The release", 8.0, 4.0,
+        "records × (columns the release reads + 3), or users × (tiers + 10) for a local multi-tier release "
+        "(statistics, answers, per-record policy and realized losses: about 2×)",
+        "Release fewer queries at once or use a smaller table."),
+    "sweep": StepModel(
+        "The sweep", 8.0, 3.0,
+        "records × (measures + groups + 3) (per-cell statistics and one loss CDF at a time: about 1.6–1.8× "
+        "for 25 to 250 points)",
+        "Sweep fewer thresholds or budgets, or use a smaller table."),
+    "simulation": StepModel(
+        "The simulation", 8.0, 64.0,
+        "users × 1 (runs are drawn in batches and do not add memory: about 31× a user's 8 bytes)",
+        "Use a smaller table (sample the records)."),
+    "scaling": StepModel(
+        "The scaling study", 8.0, 8.0,
+        "records of the largest simulated data set × 1 (about 5.5×; 42 MB for 10⁶ records)",
+        "Use fewer runs per point."),
+    "histogram": StepModel(
+        "Running both histograms", 1.0, 3.0,
+        "records × (attributes + 64) bytes (encoded attributes, cell counts, accuracy: about 1.1–1.8×)",
+        "Use fewer attributes or records."),
+    "report": StepModel(
+        "Building the report", 8.0, 8.0,
+        "records × (measures + groups + 3) × mechanisms (each release, its losses and the HTML: about 4×)",
+        "Run fewer mechanisms or use a smaller table."),
+}
+
+
+def estimate_mb(step: str, rows: float, columns: float = 1) -> float:
+    """Estimated peak memory of ``step`` (a key of :data:`STEPS`) in megabytes."""
+    model = STEPS[step]
+    return max(float(rows), 0.0) * max(float(columns), 1.0) * model.cell_bytes * model.factor / MB
+
+
+def _env_mb(name: str) -> float | None:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw.replace("_", "").replace(",", ""))
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and value > 0):
+        raise ConfigError(f"{name}: must be a positive number of megabytes (got {raw[:40]!r}).",
+                          hint="Fix the server's environment and restart it.")
+    return value
+
+
+def physical_memory_mb() -> float:
+    """The machine's physical memory in megabytes (inf when the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / MB
+    except (ValueError, OSError, AttributeError):
+        return math.inf
+
+
+def session_budget_mb() -> float:
+    """The per-session budget of one heavy step: ``PRDP_SESSION_MEMORY_MB`` or 2,000 MB."""
+    value = _env_mb(SESSION_ENV)
+    return DEFAULT_SESSION_MB if value is None else value
+
+
+def server_limit_mb() -> float:
+    """The server's resident-memory limit: ``PRDP_SERVER_MEMORY_MB`` or 75% of physical memory."""
+    value = _env_mb(SERVER_ENV)
+    return DEFAULT_SERVER_SHARE * physical_memory_mb() if value is None else value
+
+
+def server_rss_mb() -> float:
+    """This process's resident memory now, in megabytes (``/proc/self/statm``; elsewhere the peak
+    from ``resource``, which only overstates it; 0 when neither is available)."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / MB
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak / MB if sys.platform == "darwin" else peak / 1024  # bytes on macOS, KB elsewhere
+    except (ImportError, OSError):
+        return 0.0
+
+
+def _mb(x: float) -> str:
+    return f"{x:,.0f} MB" if x >= 10 else f"{x:.2g} MB"
+
+
+def check(step: str, rows: float, columns: float = 1, *,
+          rss_reader: Callable[[], float] = server_rss_mb) -> float:
+    """Refuse ``step`` before it starts when it would not fit; return its estimate in megabytes.
+
+    Raises :class:`~prdp_core.errors.ResourceLimitError` naming the limit (and the variable that sets
+    it) when the estimate is over the per-session budget, or when the server's resident memory
+    (``rss_reader()``, in MB) plus the estimate is over the server limit."""
+    model = STEPS[step]
+    est = estimate_mb(step, rows, columns)
+    budget = session_budget_mb()
+    if est > budget:
+        raise ResourceLimitError(
+            f"{model.what} would need about {_mb(est)}, over the per-session memory budget of "
+            f"{_mb(budget)} ({SESSION_ENV}).", hint=model.hint)
+    limit = server_limit_mb()
+    rss = float(rss_reader())
+    if rss + est > limit:
+        raise ResourceLimitError(
+            f"The server is short of memory: it holds {_mb(rss)} and {model.what.lower()} would need "
+            f"about {_mb(est)} more, over its limit of {_mb(limit)} ({SERVER_ENV}).",
+            hint="Nothing was changed. Try again in a few minutes, when other sessions have ended, or use a "
+                 "smaller table.")
+    return est
+
+
+def _libc_malloc_trim() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # not glibc (e.g. musl)
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
+
+
+def release_free_memory() -> bool:
+    """Collect garbage and give freed heap pages back to the operating system.
+
+    glibc keeps freed memory in its arenas; without ``malloc_trim(0)`` a server that has dropped a
+    session's tables keeps most of their pages resident. Returns whether memory was trimmed
+    (False where glibc's ``malloc_trim`` is not available)."""
+    gc.collect()
+    trim = _libc_malloc_trim()
+    if trim is None:
+        return False
+    return bool(trim(0))

@@ -1,0 +1,148 @@
+"""The memory budget of heavy steps (prdp_core.memory): models, refusals, limits from the environment."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import prdp_core
+from prdp_core import memory
+from prdp_core.errors import ConfigError, ResourceLimitError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _no_limits_from_the_environment(monkeypatch):
+    monkeypatch.delenv(memory.SESSION_ENV, raising=False)
+    monkeypatch.delenv(memory.SERVER_ENV, raising=False)
+
+
+def test_estimate_is_rows_times_columns_times_cell_bytes_times_factor():
+    for step, model in memory.STEPS.items():
+        assert memory.estimate_mb(step, 1_000_000, 5) == pytest.approx(
+            1_000_000 * 5 * model.cell_bytes * model.factor / 2**20)
+        assert model.factor > 0 and model.units and model.hint and model.what
+    assert memory.estimate_mb("release", 0, 5) == 0.0
+    assert memory.estimate_mb("release", 10, 0) == memory.estimate_mb("release", 10, 1)  # at least one column
+
+
+def test_defaults_session_2000_mb_and_server_three_quarters_of_physical_memory():
+    assert memory.session_budget_mb() == 2_000.0
+    assert memory.server_limit_mb() == pytest.approx(0.75 * memory.physical_memory_mb())
+    assert 1_000 < memory.physical_memory_mb() < 1e8
+
+
+def test_check_returns_the_estimate_under_the_limits():
+    est = memory.check("release", 200_000, 6, rss_reader=lambda: 500.0)
+    assert est == pytest.approx(memory.estimate_mb("release", 200_000, 6))
+
+
+def test_refused_over_the_session_budget_naming_the_limit(monkeypatch):
+    monkeypatch.setenv(memory.SESSION_ENV, "100")
+    est = memory.estimate_mb("release", 10_000_000, 6)
+    assert est > 100
+    with pytest.raises(ResourceLimitError) as err:
+        memory.check("release", 10_000_000, 6, rss_reader=lambda: 0.0)
+    msg = str(err.value)
+    assert "per-session memory budget of 100 MB" in msg and memory.SESSION_ENV in msg
+    assert f"{est:,.0f} MB" in msg and "Release fewer queries" in msg
+    memory.check("release", 1_000, 6, rss_reader=lambda: 0.0)  # a small release still runs
+
+
+def test_refused_when_the_server_holds_too_much_with_an_injected_rss(monkeypatch):
+    monkeypatch.setenv(memory.SERVER_ENV, "10000")
+    est = memory.estimate_mb("preview", 1_000_000, 6)
+    memory.check("preview", 1_000_000, 6, rss_reader=lambda: 10_000 - est - 1)
+    with pytest.raises(ResourceLimitError) as err:
+        memory.check("preview", 1_000_000, 6, rss_reader=lambda: 10_000 - est + 1)
+    msg = str(err.value)
+    assert "server is short of memory" in msg and "limit of 10,000 MB" in msg and memory.SERVER_ENV in msg
+    assert "Nothing was changed" in msg
+    with pytest.raises(ResourceLimitError, match="server is short of memory"):
+        memory.check("load", 0, 1, rss_reader=lambda: 10_001)  # over the limit: even a small step waits
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-5", "nan", "inf"])
+def test_a_bad_limit_in_the_environment_is_a_clear_error(monkeypatch, bad):
+    monkeypatch.setenv(memory.SESSION_ENV, bad)
+    with pytest.raises(ConfigError, match=f"{memory.SESSION_ENV}: must be a positive number of megabytes"):
+        memory.check("release", 10, 1, rss_reader=lambda: 0.0)
+
+
+def test_limits_read_from_the_environment(monkeypatch):
+    monkeypatch.setenv(memory.SESSION_ENV, "1_500")
+    monkeypatch.setenv(memory.SERVER_ENV, "18000")
+    assert memory.session_budget_mb() == 1_500.0
+    assert memory.server_limit_mb() == 18_000.0
+
+
+def test_the_rss_reader_follows_real_allocations():
+    before = memory.server_rss_mb()
+    assert before > 10
+    block = np.ones(100 * 2**20 // 8)  # 100 MB, touched
+    grown = memory.server_rss_mb()
+    del block
+    assert grown - before > 80
+
+
+def test_release_free_memory_trims_on_glibc():
+    import platform
+
+    trimmed = memory.release_free_memory()
+    assert trimmed == (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc")
+
+
+def test_every_guarded_step_has_a_model():
+    """Every ``guard("step", …)`` in ui/ and pages/ names a model of prdp_core.memory.STEPS."""
+    used = set()
+    for path in [*ROOT.glob("ui/*.py"), *ROOT.glob("pages/*.py")]:
+        used |= set(re.findall(r"guard\(\"([a-z_]+)\"", path.read_text()))
+    assert used and used <= set(memory.STEPS)
+    assert {"load", "prepare", "sample", "preview", "release", "sweep", "simulation", "report"} <= used
+
+
+def _firms(n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame({"estab_id": [f"E{i}" for i in range(n)], "firm": [f"F{i // 3}" for i in range(n)],
+                         "county": [f"C{c}" for c in rng.integers(0, 300, size=n)],
+                         "emp": np.ceil((1 - rng.random(n)) ** (-1 / 1.2)),
+                         "payroll": np.round(rng.lognormal(5, 2, size=n), 2)})
+
+
+def test_models_do_not_understate_measured_peaks():
+    """The estimate of each data step is at least its measured peak (tracemalloc) on a 50,000-row table."""
+    import tracemalloc
+
+    from prdp_core.mechanisms.unit_splitting import release
+    from prdp_core.preview import preview_policy
+    from prdp_core.splitting import as_thresholds
+    from prdp_core.workload import SplittingPolicy, default_workload
+
+    df = _firms(50_000)
+    data = df.to_csv(index=False).encode()
+    schema = prdp_core.data.guess_schema(df)
+    ds = prdp_core.prepare_dataset(df, schema, name="firms")
+    pol = SplittingPolicy(as_thresholds({"emp": 20.0, "payroll": 5000.0}),
+                          default_workload(("emp", "payroll"), ("county",), rho_count=0.5, rho_sum=0.25))
+    k = len(schema.measures) + len(schema.groups) + 3
+    steps = {
+        "load": (memory.estimate_mb("load", len(data)), lambda: prdp_core.load_table(data, filename="f.csv")),
+        "prepare": (memory.estimate_mb("prepare", len(df), df.shape[1]),
+                    lambda: prdp_core.prepare_dataset(df, schema, name="firms")),
+        "preview": (memory.estimate_mb("preview", ds.n, k), lambda: preview_policy(ds, pol).summary()),
+        "release": (memory.estimate_mb("release", ds.n, k),
+                    lambda: release(ds, pol, rng=np.random.default_rng(0), reveal=True)),
+    }
+    for step, (est, fn) in steps.items():
+        tracemalloc.start()
+        try:
+            fn()
+            peak = tracemalloc.get_traced_memory()[1] / 2**20
+        finally:
+            tracemalloc.stop()
+        assert est >= peak, (step, est, peak)

@@ -1,0 +1,118 @@
+"""The memory guard of the app's heavy steps, and the release of an ended session's memory.
+
+* :func:`guard` is called by a heavy step (in a callback or a cached function, so only on real work)
+  before it starts: :func:`prdp_core.memory.check` refuses it with a ``ResourceLimitError`` that the
+  page shows with its usual error display; nothing in the session changes.
+* :func:`track_session` (called on every run by app.py) registers the session with a session-scoped
+  resource whose release hook Streamlit calls when the browser disconnects. Streamlit keeps a
+  disconnected session for ``server.disconnectedSessionTTL`` seconds (120 by default) so that a
+  network blip does not lose it, but when that window passes it only forgets the session: its
+  state, uploads and download files stay in memory until the server stops. The hook therefore
+  waits out the window and, if the browser has not come back, closes the session through
+  Streamlit's runtime (which shuts it down and releases its uploads and download files), clears
+  its state (datasets, releases, widget values) and gives the freed heap back to the operating
+  system (:func:`prdp_core.memory.release_free_memory`). Session-scoped caches (everything
+  computed from a session's dataset) are dropped by Streamlit itself at the disconnect.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import streamlit as st
+
+from prdp_core import memory
+from prdp_core.data import Dataset
+
+from . import state
+
+#: Seconds before the end of Streamlit's reconnect window at which an ended session is closed (after
+#: the window, Streamlit's session storage no longer returns the session, so it could not be shut down).
+CLOSE_MARGIN_S = 5.0
+#: Seconds between closing a session (done on the server's event loop) and clearing its state and
+#: trimming the heap.
+TRIM_DELAY_S = 2.0
+
+
+def dataset_columns(ds: Dataset) -> int:
+    """Columns a step over every record works with: measures, groups, and 3 for id, owner and losses."""
+    return len(ds.schema.measures) + len(ds.schema.groups) + 3
+
+
+def guard(step: str, rows: float | None = None, columns: float | None = None) -> float:
+    """Refuse ``step`` (a key of :data:`prdp_core.memory.STEPS`) before it starts when its estimated
+    memory is over the session budget or the server is short of memory (``ResourceLimitError``).
+
+    ``rows`` and ``columns`` default to the active dataset's records and :func:`dataset_columns`.
+    Returns the estimate in megabytes."""
+    if rows is None or columns is None:
+        ds = state.dataset()
+        rows = ds.n if rows is None else rows
+        columns = dataset_columns(ds) if columns is None else columns
+    return memory.check(step, rows, columns)
+
+
+class _SessionHandle:
+    """What the session-end hook needs of a session: its id and its state (which the session holds
+    anyway while it lives; after a disconnect the handle lives only until the hook has run)."""
+
+    def __init__(self, session_id: str, session_state: Any) -> None:
+        self.session_id = session_id
+        self._state = session_state
+
+    def clear_state(self) -> None:
+        """Drop everything the ended (shut down) session's state holds.
+
+        The runtime may keep the session object a while after closing it (its main loop holds the
+        last session it served until another one connects), and with it the state: the session
+        keys (datasets, releases, the ledger) and the widgets' metadata, whose callbacks and format
+        functions hold the page scripts' globals (the dataset, the uploaded table, the last release)."""
+        self._state.clear()
+        self._state._new_widget_state.widget_metadata.clear()
+
+
+def _close_if_gone(handle: _SessionHandle) -> None:
+    """Close a session whose browser has not come back within the reconnect window."""
+    from streamlit.runtime import Runtime
+
+    if not Runtime.exists():
+        return
+    rt = Runtime.instance()
+    if rt.is_active_session(handle.session_id):
+        return  # the browser reconnected: the session goes on (and is tracked again by its next run)
+    # Thread-safe: marks the stored session as not resumable and shuts it down on the event loop,
+    # which drops it from the runtime with its uploaded files and its download files.
+    rt.clear_user_info_for_session(handle.session_id)
+
+    def release() -> None:
+        if not rt.is_active_session(handle.session_id):
+            handle.clear_state()
+        memory.release_free_memory()
+
+    timer = threading.Timer(TRIM_DELAY_S, release)
+    timer.daemon = True
+    timer.start()
+
+
+def _on_disconnect(handle: _SessionHandle) -> None:
+    """Release hook of the session marker: the session's browser disconnected."""
+    window = float(st.get_option("server.disconnectedSessionTTL"))
+    timer = threading.Timer(max(window - CLOSE_MARGIN_S, 0.0), _close_if_gone, args=(handle,))
+    timer.daemon = True
+    timer.start()
+
+
+@st.cache_resource(scope="session", on_release=_on_disconnect, show_spinner=False)
+def _session_marker(session_id: str, _session_state: Any) -> _SessionHandle:
+    return _SessionHandle(session_id, _session_state)
+
+
+def track_session() -> None:
+    """Register this session so that its memory is released after it ends (see the module doc)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is not None:
+        # the session's SessionState (the per-run SafeSessionState wrapper does not outlive the run)
+        _session_marker(ctx.session_id, ctx.session_state._state)
