@@ -12,7 +12,7 @@ from prdp_core.provenance import data_derived
 from prdp_core.secure import mode_label
 from ui import policy as pstate
 from ui import run as rstate
-from ui import review, state
+from ui import ledger_view, review, state
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
 from ui.run_code import run_code
 
@@ -145,9 +145,11 @@ else:
                        "cut into about τ pieces or more.")
 
 st.subheader("Privacy ledger of this session")
+ledger_view.notice()
 led = state.ledger()
 if len(led):
     st.dataframe(review.ledger_summary(led), hide_index=True)
+    ledger_view.totals()
     st.caption("Losses of successive releases add up for every record (sequential composition). The mode column "
                "says which numbers came from secure releases and which from seeded teaching runs.")
 else:

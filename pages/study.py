@@ -7,8 +7,8 @@ import streamlit as st
 from prdp_core import report as R
 from prdp_core.errors import PrdpError
 from prdp_core.export import to_csv_bytes
+from ui import ledger_view, review, state
 from ui import memory as umem
-from ui import review, state
 from ui import study as ustudy
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
 
@@ -129,8 +129,10 @@ with tab_report:
             st.caption("The study changed since the last report: build it again.")
     led = state.ledger()
     st.subheader("This session's privacy ledger")
+    ledger_view.notice()
     if len(led):
         st.dataframe(review.ledger_summary(led), hide_index=True)
+        ledger_view.totals()
         download_button("Ledger (JSON)", R.ledger_json(led, teaching=teaching),
                            file_name="prdp_ledger.json", mime="application/json", key="study_dl_ledger")
         ledger_csv = review.ledger_summary(led, R.ledger_table(led, teaching=teaching))

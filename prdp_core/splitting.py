@@ -80,11 +80,20 @@ class Thresholds:
                           hint="Add a row for this group or a default row.")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"group_col": self.group_col, "rows": {str(g): dict(r) for g, r in self.rows}}
+        """Plain form: ``rows`` keyed by the group values as text; ``group_values`` maps that text back to
+        a group value that is not text (an integer, a float, a boolean), so :meth:`from_dict` rebuilds the
+        same rows after a JSON round trip (a stored ledger's policy matches the same groups)."""
+        d: dict[str, Any] = {"group_col": self.group_col, "rows": {str(g): dict(r) for g, r in self.rows}}
+        typed = {str(g): _plain_key(g) for g, _ in self.rows if not isinstance(g, str)}
+        if typed:
+            d["group_values"] = typed
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Thresholds":
-        return as_thresholds(d["rows"], group_col=d.get("group_col"))
+        typed = d.get("group_values") or {}
+        rows = {typed.get(str(g), g): r for g, r in d["rows"].items()}
+        return as_thresholds(rows, group_col=d.get("group_col"))
 
     def describe(self) -> str:
         def fmt(row: tuple[tuple[str, float], ...]) -> str:
@@ -131,6 +140,13 @@ class Thresholds:
                 lacking = sorted(set(meas) - names)
                 raise PolicyError(f"The thresholds row for {g!r} lacks {', '.join(lacking)}.",
                                   hint="Give every row a threshold for every measure.")
+
+
+def _plain_key(g: Any) -> Any:
+    """A group value as a plain JSON scalar (numpy numbers as Python numbers; other objects as text)."""
+    if isinstance(g, np.generic):
+        g = g.item()
+    return g if isinstance(g, (bool, int, float, str)) or g is None else str(g)
 
 
 def as_thresholds(thresholds: Mapping[Any, Any] | Thresholds, *, group_col: str | None = None) -> Thresholds:

@@ -118,7 +118,7 @@ def on_upload() -> None:
         _msg("error", _error_text(err), "upload")
         return
     ss["raw"] = {"df": df, "name": up.name, "schema": schema, "source": {"kind": "file", "filename": up.name},
-                 "id": uuid.uuid4().hex[:8], "pending": True}
+                 "id": uuid.uuid4().hex[:8], "pending": True, "file": up}
     ss[TAB_KEY] = ROLES_TAB
     size = review.count(len(df), "rows")
     _msg("info", f"Read **{md_escape(up.name)}** ({size}). The roles below were guessed from the data: check them "
@@ -199,7 +199,12 @@ def on_apply(rid: str) -> None:
     except PrdpError as err:
         _msg("error", _error_text(err), "roles")
         return
-    state.set_dataset(ds, {**raw["source"], "schema": schema.to_dict(), "options": opts})
+    if raw.get("file") is not None and not raw["source"].get("shared"):  # the server keeps the table (ui.durable)
+        from . import durable
+
+        raw["upload"] = durable.keep_upload(raw.pop("file"), raw["name"]).get("upload")
+    kept = {"upload": raw["upload"]} if raw.get("upload") else {}
+    state.set_dataset(ds, {**raw["source"], "schema": schema.to_dict(), "options": opts, **kept})
     raw["pending"] = False
     ss[TAB_KEY] = PROFILE_TAB
     _msg("success", f"Active dataset: {md_escape(describe(ds))}.", "profile")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import review, state
+from . import durable, review, state
 from .common import md_escape
 
 
@@ -38,3 +38,4 @@ def render() -> None:
             st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                             help="Seeded runs are reproducible; they are for teaching and review only.")
         st.toggle("Learn: explain each concept", key="learn")
+        durable.sidebar_note()

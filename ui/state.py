@@ -209,8 +209,9 @@ def ledger() -> "Ledger":
 def record_release(release: "Release", sample: dict[str, Any] | None = None) -> None:
     """Add a release's ledger entries to the session ledger; a release made on a sample of a large table
     (the page's, or ``sample``: the rows asked for, the table ``of`` and the seed) says so in its label and
-    parameters (``data_sample``). The rows asked for are a public choice; the table's record count is not
-    written (a sample asking for more rows than the table has is the whole table)."""
+    parameters (``data_sample``), and stores them (:mod:`ui.durable`): the ledger outlives a server restart.
+    The rows asked for are a public choice; the table's record count is not written (a sample asking for
+    more rows than the table has is the whole table)."""
     smp = sample if sample is not None else page_sample()
     entries = release.entries
     if smp:
@@ -220,3 +221,6 @@ def record_release(release: "Release", sample: dict[str, Any] | None = None) -> 
         entries = tuple(replace(e, label=e.label + note, params={**e.params, "data_sample": {
             "rows_asked": smp["rows"], "table": smp["of"], "seed": smp["seed"]}}) for e in entries)
     ledger().extend(entries)
+    from . import durable
+
+    durable.record(entries)

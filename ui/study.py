@@ -697,7 +697,7 @@ def _set_raw(ds: Dataset, source: Mapping[str, Any], data_bytes: bytes | None, d
     df = load_table(data_bytes or b"", filename=data_name or source.get("filename"))
     st.session_state["raw"] = {"df": df, "name": source.get("filename"), "schema": Schema.from_dict(source["schema"]),
                                "source": {"kind": "file", "filename": source.get("filename")},
-                               "id": uuid.uuid4().hex[:8]}
+                               "id": uuid.uuid4().hex[:8], "upload": source.get("upload")}
 
 
 def on_import(kind: str) -> None:
@@ -806,6 +806,10 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     for k in pop:
         ss.pop(k, None)
     if new_ds is not None and new_src is not None:
+        if data_bytes is not None and new_src.get("kind") == "file":
+            from . import durable
+
+            new_src = {**new_src, **durable.keep_upload(data_bytes, new_src.get("filename"))}
         state.set_dataset(new_ds, new_src)  # gives the new data its starting policy, replaced below
         _set_raw(new_ds, new_src, data_bytes, data_name)
         if SOURCES_KEY not in up:

@@ -8,6 +8,10 @@ Environment (set by ``prdp app`` from its options, or by hand):
 ``PRDP_DATA_DIR``           the data folder whose files the facilitator may pin
                             (default ``<workshop folder>/data``)
 ``PRDP_FACILITATOR_KEY``    the facilitator's passphrase; unset: no facilitator actions
+``PRDP_UPLOAD_DIR``         where durable sessions keep uploaded tables, once per content
+                            (default ``<data folder>/uploads``; :mod:`.sessions`)
+``PRDP_UPLOAD_RETENTION_DAYS``, ``PRDP_UPLOAD_MAX_GB``
+                            how long and how much of them is kept (default 30 days, 10 GB)
 ==========================  ==================================================================
 
 The pinned workshop dataset is a sample (``{"sample": name, "n": …, "seed": …}``) or a file
@@ -33,6 +37,7 @@ ENV_WORKSHOP_DIR = "PRDP_WORKSHOP_DIR"
 ENV_BOARD_URL = "PRDP_BOARD_URL"
 ENV_DATA_DIR = "PRDP_DATA_DIR"
 ENV_FACILITATOR_KEY = "PRDP_FACILITATOR_KEY"
+ENV_UPLOAD_DIR = "PRDP_UPLOAD_DIR"
 DEFAULT_WORKSHOP_DIR = "workshop"
 
 
@@ -53,6 +58,14 @@ def data_dir(env: Mapping[str, str] | None = None) -> Path:
     env = os.environ if env is None else env
     d = env.get(ENV_DATA_DIR)
     return Path(d).expanduser().resolve() if d else workshop_dir(env) / "data"
+
+
+def upload_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where uploaded tables of durable sessions are kept (``PRDP_UPLOAD_DIR``, default
+    ``<data folder>/uploads``), absolute. Tables there are not offered as data-folder tables."""
+    env = os.environ if env is None else env
+    d = env.get(ENV_UPLOAD_DIR)
+    return Path(d).expanduser().resolve() if d else data_dir(env) / "uploads"
 
 
 def facilitator_key(env: Mapping[str, str] | None = None) -> str | None:
@@ -222,8 +235,13 @@ def load_file(folder: str | os.PathLike, name: str) -> WorkshopFile:
     path, _, _ = file_stamp(folder, name)
     df = load_table(path, filename=name)  # size, row and column limits as for an upload
     ds = prepare_dataset(df, guess_schema(df), name=name)
+    return WorkshopFile(name=name, raw=df, dataset=ds, sha256=sha256_file(path))
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """SHA-256 (hex) of a file's bytes, read in 1 MB blocks: a table's content hash."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
-    return WorkshopFile(name=name, raw=df, dataset=ds, sha256=digest.hexdigest())
+    return digest.hexdigest()
