@@ -226,6 +226,8 @@ def _restore_design(sessions: SessionStore, saved: SavedSession) -> list[str]:
         if state.source().get("shared") != src.get("shared"):
             notes.append(f"The data folder's file '{src.get('filename')}' changed since this session used it: its "
                          "earlier releases are not counted in the totals on the new file.")
+    elif kind == "large":  # read in place again: the study config's data section names its path in the data folder
+        pass
     elif kind not in (None, "sample", "file"):
         restorer = RESTORERS.get(str(kind))
         if restorer is None:

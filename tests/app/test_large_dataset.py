@@ -243,3 +243,24 @@ def test_engine_work_is_not_refused_by_the_records_number(at, monkeypatch):
     monkeypatch.setenv("PRDP_SERVER_MEMORY_MB", "10")  # no room for the engine's memory limit: refused, said so
     at.button(key="run_go").click().run()
     assert "engine's work on a large table" in str(at.session_state["run_error"])
+
+
+def test_a_session_on_a_large_dataset_is_restored_by_its_path_with_its_ledger(at, folder):
+    from prdp_core.board import sessions as S
+
+    from .test_durable import _reopen
+
+    _connect(at, "cbp.parquet")
+    at.switch_page("pages/policy_designer.py").run()
+    at.switch_page("pages/run.py").run()
+    at.button(key="run_go").click().run()
+    assert not at.exception, at.exception
+    key = at.query_params[S.KEY_PARAM]
+    again = _reopen(key)
+    assert "cannot reopen" not in " ".join(again.first_texts)
+    ds = again.session_state["dataset"]
+    assert isinstance(ds, EngineDataset) and ds.engine.n_rows() == N  # read in place again, never uploaded
+    assert len(again.session_state["ledger"]) == 1
+    again.button(key="run_go").click().run()
+    assert not again.exception, again.exception
+    assert len(again.session_state["ledger"]) == 2
