@@ -118,36 +118,21 @@ def test_drop_in_noise_and_unseeded_draws():
     assert not np.array_equal(S.laplace(5.0, 200), S.laplace(5.0, 200))  # fresh randomness each call
 
 
-def _rnm_exponential_probs(scores: np.ndarray, scale: float) -> np.ndarray:
-    """Law of argmax(score_j + Exp(scale)) by numerical integration (report-noisy-max)."""
-    out = np.empty(scores.size)
-    for i in range(scores.size):
-        def f(x, i=i):
-            dens = math.exp(-(x - scores[i]) / scale) / scale if x >= scores[i] else 0.0
-            cdf = 1.0
-            for j in range(scores.size):
-                if j != i:
-                    cdf *= -math.expm1(-(x - scores[j]) / scale) if x >= scores[j] else 0.0
-            return dens * cdf
-        out[i] = integrate.quad(f, scores[i], scores[i] + 60 * scale, limit=200)[0]
-    return out
-
-
 def test_secure_selection_law_and_its_privacy():
     """(Unseeded: acceptance at p > 1e-6, power far below 1e-4.) OpenDP's report-noisy-max matches its exact law; on monotone neighbouring scores the log-ratio
     of every outcome is at most ε (and reaches a good part of it)."""
     eps = 1.0
     scores = np.array([0.0, -1.0, -3.0])
     draws = np.array([S.select(scores, eps, monotonic=True)[0] for _ in range(3_000)])
-    probs = _rnm_exponential_probs(scores, 1.0 / eps)
+    probs = noise.noisy_max_exponential_probs(scores, 1.0 / eps)
     assert abs(probs.sum() - 1) < 1e-6
     obs = np.bincount(draws, minlength=3)
     assert stats.chisquare(obs, probs * draws.size).pvalue > 1e-6
-    assert stats.chisquare(obs, _rnm_exponential_probs(scores, 1.5 / eps) * draws.size).pvalue < 1e-4
+    assert stats.chisquare(obs, noise.noisy_max_exponential_probs(scores, 1.5 / eps) * draws.size).pvalue < 1e-4
     worst = 0.0
     for shift in np.eye(3):  # a neighbour moves some scores by one in the same direction
         for s2 in (scores - shift, scores + shift, scores - 1 + shift):
-            q = _rnm_exponential_probs(s2, 1.0 / eps)
+            q = noise.noisy_max_exponential_probs(s2, 1.0 / eps)
             worst = max(worst, float(np.max(np.abs(np.log(probs) - np.log(q)))))
     assert 0.3 * eps < worst <= eps + 1e-6
     assert S.select(scores, eps)[1] == pytest.approx(eps)
