@@ -42,6 +42,7 @@ INVENTORY: dict[str, list[str]] = {
         "statdp:unit_splitting.sum", "statdp:unit_splitting.sum.secure", "statdp:unit_splitting.topcoded_sum"],
     "unit_splitting.joint_sum_release": [
         U + "test_unit_splitting_release.py::test_joint_release_sigmas_noise_and_losses",
+        U + "test_secure.py::test_secure_joint_sum_release_has_the_claimed_sigmas_with_power",
         "statdp:unit_splitting.joint_sum", "statdp:unit_splitting.joint_sum.isotropic"],
     "unit_splitting.PartitionSelection": [
         U + "test_unit_splitting_release.py::test_partition_selection_keep_probability_matches_formula",

@@ -211,6 +211,36 @@ def test_secure_gaussian_noise_of_a_release_has_the_claimed_sigma_with_power():
     assert stats.kstest(err, stats.norm(scale=44.0).cdf).pvalue < 1e-4
 
 
+@pytest.mark.parametrize("scaled", [True, False])
+def test_secure_joint_sum_release_has_the_claimed_sigmas_with_power(scaled):
+    """Each coordinate of a secure joint SUM release is a discrete Gaussian at the σ of the teaching
+    release (σ_a = T(a)·√k/√(2ρ), or √ΣT²/√(2ρ)), with power against ±10%; the record's realized loss
+    stays within ρ·m(r)²; the ledger says secure and unseeded."""
+    from prdp_core.mechanisms.unit_splitting import joint_sum_release, joint_sum_sigmas
+
+    rng = np.random.default_rng(3)
+    k = 15_000
+    g = np.repeat(np.arange(k), 2)
+    df = pd.DataFrame({"id": np.arange(g.size), "g": g, "a": rng.integers(0, 300, g.size).astype(float),
+                       "b": rng.uniform(0, 5_000, g.size)})
+    thr = {"a": 40.0, "b": 900.0}
+    keys = {("g",): pd.DataFrame({"g": np.arange(k)})}
+    rel = joint_sum_release(df, thr, ["a", "b"], rho=0.5, secure=True, reveal=True, group_by=("g",),
+                            scaled=scaled, public_keys=keys)
+    assert rel.secure and rel.seed is None and rel.entries[0].secure and set(rel.extras["grid"]) == {"a", "b"}
+    want = joint_sum_sigmas(thr, 0.5, scaled=scaled)
+    for i, m in enumerate(("a", "b")):
+        err = rel.answers.loc[rel.answers["query"].cat.codes == i, "error"].to_numpy()
+        assert stats.kstest(err, stats.norm(scale=want[m]).cdf).pvalue > 1e-6
+        for wrong in (0.9, 1.1):
+            assert stats.kstest(err, stats.norm(scale=wrong * want[m]).cdf).pvalue < 1e-4
+    assert np.all(rel.extras["private_realized"] <= rel.loss * (1 + 1e-9))
+    with pytest.raises(PolicyError, match="group keys from the data"):
+        joint_sum_release(df, thr, ["a", "b"], rho=0.5, secure=True, group_by=("g",))
+    with pytest.raises(PolicyError, match="computed from the confidential data"):
+        joint_sum_release(df, thr, ["a"], rho=0.5, secure=True, threshold_source={"a": "data: p99"})
+
+
 def test_secure_partition_selection_keeps_with_the_formula():
     ps = PartitionSelection(rho=0.5, delta=1e-3)
     pieces = np.repeat(np.array([1.0, ps.tau, 12.0]), 4_000)
