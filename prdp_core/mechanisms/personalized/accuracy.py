@@ -16,15 +16,7 @@ import pandas as pd
 from ... import noise as _noise
 from ...errors import ParameterError
 from .blackbox import CountNoise, dp_answer, em_pieces, noise_variance
-from .mechanisms import (
-    PE,
-    Minimum,
-    PDPMechanism,
-    Sample,
-    Stretching,
-    Threshold,
-    paper_mechanisms,
-)
+from .mechanisms import PE, Minimum, PDPMechanism, Sample, Stretching, Threshold, paper_mechanisms
 from .neighbours import noise_calibration
 from .pe import pe_distribution
 from .query import PersonalizedQuery

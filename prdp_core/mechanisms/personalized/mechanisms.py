@@ -27,12 +27,7 @@ from ... import noise as _noise
 from ...errors import ParameterError
 from ...release import Release
 from .blackbox import CountNoise, dp_answer
-from .neighbours import (
-    Neighbours,
-    noise_calibration,
-    sample_delivered_substitution,
-    substitution_factor,
-)
+from .neighbours import Neighbours, noise_calibration, sample_delivered_substitution, substitution_factor
 from .pe import pe_draw
 from .query import QUERY_KINDS, PersonalizedQuery
 from .release import release

@@ -10,30 +10,13 @@ import pytest
 
 from prdp_core.errors import ParameterError
 from prdp_core.mechanisms.personalized.accuracy import (
-    compare,
-    count_mse_proxy,
-    delivered_table,
-    exact_mse,
-    example1_errors,
-    simulate_answers,
-    sum_mse_proxy,
+    compare, count_mse_proxy, delivered_table, exact_mse, example1_errors, simulate_answers, sum_mse_proxy,
     threshold_curve,
 )
-from prdp_core.mechanisms.personalized.mechanisms import (
-    PE,
-    Minimum,
-    Sample,
-    Stretching,
-    Threshold,
-    paper_mechanisms,
-)
+from prdp_core.mechanisms.personalized.mechanisms import PE, Minimum, Sample, Stretching, Threshold, paper_mechanisms
 from prdp_core.mechanisms.personalized.query import PersonalizedQuery
 from prdp_core.mechanisms.personalized.sample import sample_probability
-from prdp_core.mechanisms.personalized.spec import (
-    TierConfig,
-    generate_tiers,
-    spec_from_values,
-)
+from prdp_core.mechanisms.personalized.spec import TierConfig, generate_tiers, spec_from_values
 
 
 def test_example1_total_errors():

@@ -8,10 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from prdp_core.mechanisms.personalized.experiments import (
-    ExperimentConfig,
-    paper_experiment,
-)
+from prdp_core.mechanisms.personalized.experiments import ExperimentConfig, paper_experiment
 
 
 def _rmse(df):

@@ -7,12 +7,7 @@ import pytest
 from scipy import stats
 
 from prdp_core.mechanisms.personalized.accuracy import linear_moments
-from prdp_core.mechanisms.personalized.mechanisms import (
-    Minimum,
-    Sample,
-    Stretching,
-    Threshold,
-)
+from prdp_core.mechanisms.personalized.mechanisms import Minimum, Sample, Stretching, Threshold
 from prdp_core.mechanisms.personalized.query import PersonalizedQuery
 from prdp_core.mechanisms.personalized.sample import sample_probability
 from prdp_core.mechanisms.personalized.spec import spec_from_values

@@ -7,10 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from prdp_core.mechanisms.personalized.sample import (
-    sample_delivered,
-    sample_probability,
-)
+from prdp_core.mechanisms.personalized.sample import sample_delivered, sample_probability
 
 
 def test_pi_formula_properties():
