@@ -27,7 +27,6 @@ from .spec import PrivacySpec, _check_eps
 
 Neighbours = Literal["add/remove", "substitution"]
 
-
 #: Plain-language statement of each neighbour notion, for docstrings and the UI.
 NEIGHBOUR_TEXT: dict[str, str] = {
     "add/remove": "add/remove neighbours (datasets differ by one tuple being present or absent)",

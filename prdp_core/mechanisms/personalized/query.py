@@ -21,8 +21,6 @@ from .ranges import _integer_bounds, _on_grid
 
 QueryKind = Literal["count", "sum", "mean", "median", "min"]
 QUERY_KINDS: tuple[str, ...] = ("count", "sum", "mean", "median", "min")
-
-
 MEDIAN_SCORES = ("rank", "changes")
 
 

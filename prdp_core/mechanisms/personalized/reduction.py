@@ -22,7 +22,6 @@ from .spec import PrivacySpec, _check_eps
 #: reduction's ε̌ and ε̂ when a specification declares no range of its own.
 PAPER_CHOICE_RANGE = (0.01, 1.0)
 
-
 BUDGET_COLUMN = "v_bud"
 
 

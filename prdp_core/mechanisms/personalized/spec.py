@@ -31,7 +31,6 @@ from ...validate import positive
 
 ThresholdSpec = float | Literal["max", "mean", "min"]
 
-
 TIER_NAMES = ("conservative", "moderate", "liberal")
 
 Roster = Literal["public", "table"]
