@@ -773,9 +773,9 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, en
                               "median_score": _choice(q.get("median_score", "rank"), f"{p}.query.median_score",
                                                       ("rank", "changes")),
                               "integer": _bool(q.get("integer", False), f"{p}.query.integer")}
-        from .mechanisms.personalized import Query as PQuery
+        from .mechanisms.personalized import PersonalizedQuery
 
-        _wrap(f"{p}.query", lambda: PQuery(**qn))
+        _wrap(f"{p}.query", lambda: PersonalizedQuery(**qn))
         out["query"] = qn
     else:
         d = _mapping(v, p, common + ("model", "query", "measure", "clip", "family", "delta", "filter", "d", "scale",
@@ -899,7 +899,7 @@ class Study:
         import numpy as np
         import pandas as pd
 
-        from .mechanisms import personalized as P
+        from .mechanisms import personalized
 
         s = self.policy.get("specification")
         if s is None:
@@ -907,16 +907,16 @@ class Study:
 
         def build() -> Any:
             if "tiers" in s:
-                return P.generate_tiers_for(table, P.TierConfig(**s["tiers"]), rng=np.random.default_rng(s["seed"]),
-                                            user_col=s["user"])
+                return personalized.generate_tiers_for(table, personalized.TierConfig(**s["tiers"]),
+                                                       rng=np.random.default_rng(s["seed"]), user_col=s["user"])
             col = s["column"]
             if s["labels"]:
                 tab = pd.DataFrame({col: table[col].astype(str)})
                 if s["user"]:
                     tab[s["user"]] = table[s["user"]].to_numpy()
-                return P.spec_from_labels(tab, col, dict(s["labels"]), user_col=s["user"],
+                return personalized.spec_from_labels(tab, col, dict(s["labels"]), user_col=s["user"],
                                           default_eps=s["default_eps"])
-            return P.spec_from_column(table, col, user_col=s["user"], default_eps=s["default_eps"])
+            return personalized.spec_from_column(table, col, user_col=s["user"], default_eps=s["default_eps"])
 
         if s.get("column") and s["column"] not in table.columns:
             raise ConfigError(f"policy.specification.column: '{_name(s['column'])}' is not a column of the data.")

@@ -161,29 +161,29 @@ def _run_prdp(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal
 
 def pdp_mechanism(m: Mapping[str, Any]) -> Any:
     """The personalized DP mechanism object of a ``personalized`` entry."""
-    from .mechanisms import personalized as P
+    from .mechanisms import personalized
 
     name, t = m["mechanism"], m["t"]
     if name == "minimum":
-        return P.Minimum()
+        return personalized.Minimum()
     if name == "threshold":
-        return P.Threshold(t)
+        return personalized.Threshold(t)
     if name == "sample":
-        return P.Sample(t, rescale=m["rescale"])
+        return personalized.Sample(t, rescale=m["rescale"])
     if name == "pe":
-        return P.PE()
-    return P.Stretching(rescale=m["rescale"])
+        return personalized.PE()
+    return personalized.Stretching(rescale=m["rescale"])
 
 
 def _run_personalized(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal: bool
                       ) -> list[tuple[str, Release]]:
-    from .mechanisms import personalized as P
+    from .mechanisms import personalized
 
     _needs_records(ds, "Personalized DP")
     spec = study.privacy_spec(ds.table)
-    q = P.Query(**m["query"])
+    q = personalized.PersonalizedQuery(**m["query"])
     rel = pdp_mechanism(m).release(ds.table, spec, q, rng=np.random.default_rng(seed), seed=seed, reveal=reveal)
-    return [("", P.flag_design_defaults(rel, m.get("design_defaults", ())))]
+    return [("", personalized.flag_design_defaults(rel, m.get("design_defaults", ())))]
 
 
 def multitier_filter(m: Mapping[str, Any]) -> Any:
@@ -851,7 +851,7 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
         L.append("from prdp_core import budget as B")
         L.append("from prdp_core.mechanisms import prdp, prldp")
     if "personalized" in kinds:
-        L.append("from prdp_core.mechanisms import personalized as P")
+        L.append("from prdp_core.mechanisms import personalized")
     if "multitier" in kinds:
         L.append("from prdp_core.mechanisms import multitier as mt")
     L += ["", f"TITLE, MODE, SEED = {_py(study.title or '(untitled)')}, {_py(study.mode)}, {int(study.seed)}"]
@@ -927,20 +927,21 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
         elif k == "personalized":
             s = pol["specification"]
             if "tiers" in s:
-                L.append(f"spec = P.generate_tiers_for(ds.table, P.TierConfig(**{_py(s['tiers'])}), "
+                L.append(f"spec = personalized.generate_tiers_for(ds.table, "
+                         f"personalized.TierConfig(**{_py(s['tiers'])}), "
                          f"rng=np.random.default_rng({int(s['seed'])}), user_col={s['user']!r})")
             elif s["labels"]:
                 L.append(f"tab = ds.table[[{s['column']!r}]].astype(str)" + (
                     f".assign(**{{{s['user']!r}: ds.table[{s['user']!r}].to_numpy()}})" if s["user"] else ""))
-                L.append(f"spec = P.spec_from_labels(tab, {s['column']!r}, {_py(s['labels'])}, user_col={s['user']!r}, "
-                         f"default_eps={s['default_eps']!r})")
+                L.append(f"spec = personalized.spec_from_labels(tab, {s['column']!r}, {_py(s['labels'])}, "
+                         f"user_col={s['user']!r}, default_eps={s['default_eps']!r})")
             else:
-                L.append(f"spec = P.spec_from_column(ds.table, {s['column']!r}, user_col={s['user']!r}, "
+                L.append(f"spec = personalized.spec_from_column(ds.table, {s['column']!r}, user_col={s['user']!r}, "
                          f"default_eps={s['default_eps']!r})")
-            mech = {"minimum": "P.Minimum()", "threshold": f"P.Threshold({m['t']!r})",
-                    "sample": f"P.Sample({m['t']!r}, rescale={m['rescale']!r})", "pe": "P.PE()",
-                    "stretching": f"P.Stretching(rescale={m['rescale']!r})"}[m["mechanism"]]
-            L.append(f"query = P.Query(**{_py(m['query'])})")
+            mech = {"minimum": "personalized.Minimum()", "threshold": f"personalized.Threshold({m['t']!r})",
+                    "sample": f"personalized.Sample({m['t']!r}, rescale={m['rescale']!r})", "pe": "personalized.PE()",
+                    "stretching": f"personalized.Stretching(rescale={m['rescale']!r})"}[m["mechanism"]]
+            L.append(f"query = personalized.PersonalizedQuery(**{_py(m['query'])})")
             L.append(f"rel = {mech}.release(ds.table, spec, query, rng=np.random.default_rng({seed}), seed={seed}, "
                      "reveal=REVEAL)")
             L.append(f"releases.append(({label!r}, rel))")

@@ -32,7 +32,7 @@ from prdp_core.mechanisms import baselines as BL
 from prdp_core.mechanisms import multitier as MT
 from prdp_core.mechanisms import multitier_central as MC
 from prdp_core.mechanisms import partial as PA
-from prdp_core.mechanisms import personalized as PD
+from prdp_core.mechanisms import personalized
 from prdp_core.mechanisms import prdp as P
 from prdp_core.mechanisms import prldp as PL
 from prdp_core.mechanisms import unit_splitting as US
@@ -454,22 +454,23 @@ def case_personalized(mech_name: str) -> Case:
     phi = PHI.copy()
     vals = VALS.copy()
     vals[x] = 1.0
-    spec = PD.spec_from_values(phi)
+    spec = personalized.spec_from_values(phi)
     kind = "median" if mech_name.endswith("median") else "count"
-    mech = {"minimum": PD.Minimum(), "threshold": PD.Threshold("mean"), "threshold_below": PD.Threshold("mean"),
-            "sample": PD.Sample("max"), "stretching": PD.Stretching(), "pe": PD.PE(), "pe_median": PD.PE(),
-            "minimum_median": PD.Minimum()}[mech_name]
+    mech = {"minimum": personalized.Minimum(), "threshold": personalized.Threshold("mean"),
+            "threshold_below": personalized.Threshold("mean"), "sample": personalized.Sample("max"),
+            "stretching": personalized.Stretching(), "pe": personalized.PE(), "pe_median": personalized.PE(),
+            "minimum_median": personalized.Minimum()}[mech_name]
     if mech_name == "threshold_below":
         x = 0  # Φ = 0.2 < t = mean: not used at all
-    q = PD.Query(kind, None if kind == "count" else "v", lo=0, hi=8)
+    q = personalized.PersonalizedQuery(kind, None if kind == "count" else "v", lo=0, hi=8)
     if kind == "median":
         vals = np.array([1.0, 5.0, 2.0, 7.0, 3.0, 6.0])
     promise = float(mech.delivered(phi, spec)[x])
 
     def draw(v, ph, spec_):
-        return lambda n, rng: PD.simulate_answers(mech, v, ph, q, spec_, runs=n, rng=rng)
+        return lambda n, rng: personalized.simulate_answers(mech, v, ph, q, spec_, runs=n, rng=rng)
 
-    if isinstance(mech, PD.PE):
+    if isinstance(mech, personalized.PE):
         other = vals.copy()
         other[x] = 0.0 if kind == "count" else 8.0
         pair = (vals, phi), (other, phi)
@@ -477,17 +478,18 @@ def case_personalized(mech_name: str) -> Case:
         keep = np.arange(phi.size) != x
         pair = (vals, phi), (vals[keep], phi[keep])
     f = 4.0 if kind == "median" else 2.0
-    spec2 = PD.spec_from_values(phi * f)
+    spec2 = personalized.spec_from_values(phi * f)
     d = draw(pair[0][0], pair[0][1], spec)
     dp = draw(pair[1][0], pair[1][1], spec)
     bd = draw(pair[0][0], pair[0][1] * f, spec2)
     bdp = draw(pair[1][0], pair[1][1] * f, spec2)
     if mech_name == "threshold_below":
         # broken: a threshold that keeps x anyway (runs at t on all users)
-        allin = PD.Minimum()
-        spec_t = PD.spec_from_values(np.full(phi.size, spec.threshold("mean")))
-        bd = lambda n, rng: PD.simulate_answers(allin, vals, phi, q, spec_t, runs=n, rng=rng)  # noqa: E731
-        bdp = lambda n, rng: PD.simulate_answers(allin, vals[1:], phi[1:], q, spec_t, runs=n, rng=rng)  # noqa: E731
+        allin = personalized.Minimum()
+        spec_t = personalized.spec_from_values(np.full(phi.size, spec.threshold("mean")))
+        bd = lambda n, rng: personalized.simulate_answers(allin, vals, phi, q, spec_t, runs=n, rng=rng)  # noqa: E731
+        bdp = lambda n, rng: personalized.simulate_answers(allin, vals[1:], phi[1:], q, spec_t,  # noqa: E731
+                                                           runs=n, rng=rng)
     return Case(d, dp, {"eps": promise}, broken=(bd, bdp))
 
 

@@ -32,7 +32,7 @@ from prdp_core.mechanisms import baselines as BL
 from prdp_core.mechanisms import multitier as MT
 from prdp_core.mechanisms import multitier_central as MC
 from prdp_core.mechanisms import partial as PA
-from prdp_core.mechanisms import personalized as PD
+from prdp_core.mechanisms import personalized
 from prdp_core.mechanisms import prdp as P
 from prdp_core.mechanisms import prldp as PL
 from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
@@ -58,7 +58,7 @@ _DS = Dataset("t", _TAB, Schema(id_col="id", measures=("v",), groups=("g",)))
 _POL = SplittingPolicy(as_thresholds({"v": 100.0}), Workload((Query("sum", "v", rho=0.5, group_by=("g",)),
                                                               Query("count", rho=0.1))))
 _BUD = B.inverse(1e4, "v")
-_SPEC = PD.spec_from_values(np.array([0.1, 0.5, 1.0, 1.0, 0.3, 0.7, 0.2, 0.9]))
+_SPEC = personalized.spec_from_values(np.array([0.1, 0.5, 1.0, 1.0, 0.3, 0.7, 0.2, 0.9]))
 
 
 def _rng() -> np.random.Generator:
@@ -97,18 +97,21 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
     ("budget functions", "β", lambda x: P.framework(_TAB, _BUD, "sum", beta=x, rng=_rng())),
     ("budget functions", "local β", lambda x: PL.framework(_TAB, _BUD, "sum", beta=x, rng=_rng())),
     ("budget functions", "count ε̌", lambda x: P.count(_BUD(_TAB), eps_min=x, eps_max=1.0, beta=0.1, rng=_rng())),
-    ("personalized", "Φ value", lambda x: PD.spec_from_values(np.array([x, 1.0]))),
-    ("personalized", "threshold t", lambda x: PD.release(_TAB.assign(u=range(8)), _SPEC, PD.Query("count"),
-                                                         PD.Threshold(x), rng=_rng())),
-    ("personalized", "sample t", lambda x: PD.Sample(x).delivered(_SPEC.eps, _SPEC)),
-    ("personalized", "query hi", lambda x: PD.Query("sum", "v", lo=0, hi=x)),
-    ("personalized", "query lo", lambda x: PD.Query("median", "v", lo=x, hi=10)),
-    ("personalized", "tier share", lambda x: PD.TierConfig(f_c=x)),
-    ("personalized", "tier ε", lambda x: PD.TierConfig(eps_m=x)),
-    ("personalized", "comparison runs", lambda x: PD.compare(_TAB.assign(u=range(8)), _SPEC, PD.Query("count"),
-                                                             runs=x, rng=_rng())),
-    ("personalized", "curve thresholds", lambda x: PD.threshold_curve(_TAB.assign(u=range(8)), _SPEC,
-                                                                     PD.Query("count"), [x], runs=5, rng=_rng())),
+    ("personalized", "Φ value", lambda x: personalized.spec_from_values(np.array([x, 1.0]))),
+    ("personalized", "threshold t", lambda x: personalized.release(_TAB.assign(u=range(8)), _SPEC,
+                                                                   personalized.PersonalizedQuery("count"),
+                                                                   personalized.Threshold(x), rng=_rng())),
+    ("personalized", "sample t", lambda x: personalized.Sample(x).delivered(_SPEC.eps, _SPEC)),
+    ("personalized", "query hi", lambda x: personalized.PersonalizedQuery("sum", "v", lo=0, hi=x)),
+    ("personalized", "query lo", lambda x: personalized.PersonalizedQuery("median", "v", lo=x, hi=10)),
+    ("personalized", "tier share", lambda x: personalized.TierConfig(f_c=x)),
+    ("personalized", "tier ε", lambda x: personalized.TierConfig(eps_m=x)),
+    ("personalized", "comparison runs", lambda x: personalized.compare(_TAB.assign(u=range(8)), _SPEC,
+                                                                       personalized.PersonalizedQuery("count"),
+                                                                       runs=x, rng=_rng())),
+    ("personalized", "curve thresholds", lambda x: personalized.threshold_curve(_TAB.assign(u=range(8)), _SPEC,
+                                                                               personalized.PersonalizedQuery("count"),
+                                                                               [x], runs=5, rng=_rng())),
     ("analyst tiers", "tier ε", lambda x: MT.plan_central([("a", x), ("b", 0.5)], "laplace")),
     ("analyst tiers", "gaussian δ", lambda x: MT.plan_central([("a", 1.0)], "gaussian", delta=x)),
     ("analyst tiers", "local d", lambda x: MT.plan_local([("a", 1.0), ("b", 0.5)], x)),
