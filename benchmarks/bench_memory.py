@@ -26,7 +26,7 @@ import prdp_core  # noqa: E402
 from prdp_core import analysis, memory  # noqa: E402
 from prdp_core import report as R  # noqa: E402
 from prdp_core.mechanisms import multitier as mt  # noqa: E402
-from prdp_core.mechanisms import partial  # noqa: E402
+from prdp_core.mechanisms import granular  # noqa: E402
 from prdp_core.mechanisms import personalized as P  # noqa: E402
 from prdp_core.mechanisms import prdp as PR  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release, workload_stats  # noqa: E402
@@ -79,14 +79,14 @@ def steps(rows: int) -> list[tuple[str, str, float, Callable[[], Any]]]:
     grid = analysis.percentile_grid(ds.table, list(ds.schema.measures), (99, 97, 95, 90, 80))
     codes, labels = mt.local_categories(ds.table, "payroll", 16, scale="log", top=1e6)
     tiers = {f"tier {i}": 0.4 * (i + 1) for i in range(20)}
-    attrs = partial.synthetic_attribute_data(n, 64, rng=np.random.default_rng(0))
+    attrs = granular.synthetic_attribute_data(n, 64, rng=np.random.default_rng(0))
     study = R.parse_config(REPORT_CONFIG)
     est = memory.estimate_mb
 
     def lab() -> Any:
-        hh = partial.heavy_hitter_histogram(attrs, eps0=1.0, rng=np.random.default_rng(0), seed=0, reveal=True)
-        std = partial.standard_histogram(attrs, eps=1.0, rng=np.random.default_rng(0), seed=0, reveal=True)
-        return [partial.histogram_accuracy(attrs, r, 0.01) for r in (hh, std)]
+        hh = granular.heavy_hitter_histogram(attrs, eps0=1.0, rng=np.random.default_rng(0), seed=0, reveal=True)
+        std = granular.standard_histogram(attrs, eps=1.0, rng=np.random.default_rng(0), seed=0, reveal=True)
+        return [granular.histogram_accuracy(attrs, r, 0.01) for r in (hh, std)]
 
     def report() -> Any:
         run = R.run_study(study, dataset=ds)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import pkgutil
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,10 @@ import pytest
 from .test_statdp_audit import CASES
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ("unit_splitting", "prdp", "prldp", "personalized", "multitier", "multitier_central", "multitier_local",
-           "partial", "baselines")
+#: inventory prefix → module (or package, whose concept modules are all searched) of prdp_core.mechanisms
+MODULES = {"unit_splitting": "unit_splitting", "prdp": "prdp", "prldp": "prldp", "personalized": "personalized",
+           "multitier": "multitier", "multitier_central": "multitier_central", "multitier_local": "multitier_local",
+           "granular": "granular", "baselines": "baselines"}
 
 A = "tests/audit/"
 U = "tests/unit/"
@@ -115,18 +118,18 @@ INVENTORY: dict[str, list[str]] = {
                                 A + "test_multitier_audit.py::test_released_counts_on_neighbouring_tables_cost_one_users_level",
                                 A + "test_multitier_audit.py::test_released_counts_when_one_record_leaves_the_filter"],
     # granular DP
-    "partial.heavy_hitter_histogram": [A + "test_partial_audit.py::test_accountant_bounds_every_output_on_random_data",
-                                       A + "test_partial_audit.py::test_whole_histogram_exact_and_paper_failure",
-                                       A + "test_partial_audit.py::test_engine_outputs_d8_within_accountant",
-                                       A + "test_partial_audit.py::test_worst_output_d8_reaches_accountant",
-                                       U + "test_partial.py::test_heavy_hitter_counts_are_laplace_4_over_eps"],
-    "partial.standard_histogram": [A + "test_partial_audit.py::test_second_stage_sensitivity_is_two",
-                                   U + "test_partial.py::test_standard_histogram_noise_dense",
-                                   "statdp:partial.standard_histogram"],
-    "partial.census_2020_illustrative": [
-        A + "test_partial_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
-    "partial.releases_from_table": [
-        A + "test_partial_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
+    "granular.heavy_hitter_histogram": [A + "test_granular_audit.py::test_accountant_bounds_every_output_on_random_data",
+                                        A + "test_granular_audit.py::test_whole_histogram_exact_and_paper_failure",
+                                        A + "test_granular_audit.py::test_engine_outputs_d8_within_accountant",
+                                        A + "test_granular_audit.py::test_worst_output_d8_reaches_accountant",
+                                        U + "granular/test_histogram.py::test_heavy_hitter_counts_are_laplace_4_over_eps"],
+    "granular.standard_histogram": [A + "test_granular_audit.py::test_second_stage_sensitivity_is_two",
+                                    U + "granular/test_histogram.py::test_standard_histogram_noise_dense",
+                                    "statdp:granular.standard_histogram"],
+    "granular.census_2020_illustrative": [
+        A + "test_granular_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
+    "granular.releases_from_table": [
+        A + "test_granular_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
     # baselines and the secure sampler
     "baselines.ClippedSum": [A + "test_scale_audit.py::test_baseline_clipped_sum_scale_with_power",
                              "statdp:baselines.clipped_sum.laplace", "statdp:baselines.clipped_sum.gaussian",
@@ -168,15 +171,18 @@ NOT_MECHANISMS = {
 def _mechanism_entry_points() -> set[str]:
     """Public functions returning a Release (or release lists) and classes with release/answer."""
     found = set()
-    for m in MODULES:
-        mod = importlib.import_module(f"prdp_core.mechanisms.{m}")
-        for name, obj in vars(mod).items():
-            if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
-                continue
-            if inspect.isfunction(obj) and "Release" in str(inspect.signature(obj).return_annotation):
-                found.add(f"{m}.{name}")
-            elif inspect.isclass(obj) and (hasattr(obj, "release") or hasattr(obj, "answer")):
-                found.add(f"{m}.{name}")
+    for m, path in MODULES.items():
+        top = importlib.import_module(f"prdp_core.mechanisms.{path}")
+        subs = [importlib.import_module(f"{top.__name__}.{s.name}") for s in pkgutil.iter_modules(top.__path__)] \
+            if hasattr(top, "__path__") else [top]
+        for mod in subs:
+            for name, obj in vars(mod).items():
+                if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
+                    continue
+                if inspect.isfunction(obj) and "Release" in str(inspect.signature(obj).return_annotation):
+                    found.add(f"{m}.{name}")
+                elif inspect.isclass(obj) and (hasattr(obj, "release") or hasattr(obj, "answer")):
+                    found.add(f"{m}.{name}")
     return found
 
 

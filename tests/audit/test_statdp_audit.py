@@ -31,7 +31,7 @@ from prdp_core.budget import DomainPartition
 from prdp_core.mechanisms import baselines as BL
 from prdp_core.mechanisms import multitier as MT
 from prdp_core.mechanisms import multitier_central as MC
-from prdp_core.mechanisms import partial as PA
+from prdp_core.mechanisms import granular
 from prdp_core.mechanisms import personalized as PD
 from prdp_core.mechanisms import prdp as P
 from prdp_core.mechanisms import prldp as PL
@@ -517,13 +517,14 @@ def case_standard_histogram() -> Case:
     keys = [f"k{k:04d}" for k in range(K)]
     base = pd.DataFrame({"A": keys * 2, "B": ["x"] * K + ["y"] * K})
 
-    def tab(cell: str) -> PA.AttributeData:
+    def tab(cell: str) -> granular.AttributeData:
         r = pd.DataFrame({"A": keys, "B": [cell] * K})
-        return PA.encode_attributes(pd.concat([base, r], ignore_index=True), ["A", "B"], {"A": keys, "B": ["x", "y"]})
+        return granular.encode_attributes(pd.concat([base, r], ignore_index=True), ["A", "B"],
+                                          {"A": keys, "B": ["x", "y"]})
 
     def draw(data, e):
         def once(rng):
-            a = PA.standard_histogram(data, eps=e, rng=rng, threshold=-math.inf).answers
+            a = granular.standard_histogram(data, eps=e, rng=rng, threshold=-math.inf).answers
             w = a.pivot_table(index="A", columns="B", values="estimate", observed=True)
             return (w["x"] - w["y"]).to_numpy()
 
@@ -569,7 +570,7 @@ CASES: dict[str, Callable[[], Case]] = {
     "personalized.pe.median": lambda: case_personalized("pe_median"),
     "multitier.central.geometric": lambda: case_multitier("geometric"),
     "multitier.central.laplace": lambda: case_multitier("laplace"),
-    "partial.standard_histogram": case_standard_histogram,
+    "granular.standard_histogram": case_standard_histogram,
 }
 
 

@@ -31,7 +31,7 @@ from prdp_core.errors import ConfigError, ExpressionError, PrdpError, ResourceLi
 from prdp_core.mechanisms import baselines as BL
 from prdp_core.mechanisms import multitier as MT
 from prdp_core.mechanisms import multitier_central as MC
-from prdp_core.mechanisms import partial as PA
+from prdp_core.mechanisms import granular
 from prdp_core.mechanisms import personalized as PD
 from prdp_core.mechanisms import prdp as P
 from prdp_core.mechanisms import prldp as PL
@@ -120,10 +120,10 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
     ("concepts", "ρ side by side", lambda x: interpret.zcdp_side_by_side(x)),
     ("concepts", "ε target", lambda x: interpret.rho_for_approx_dp(x)),
     ("concepts", "record value", lambda x: interpret.record_guarantee(x)),
-    ("concepts", "ε0 calibration", lambda x: PA.calibrate_heavy_hitter_histogram(x, 0.01, 16)),
-    ("concepts", "ν calibration", lambda x: PA.calibrate_heavy_hitter_histogram(1.0, x, 16)),
-    ("concepts", "attributes d", lambda x: PA.granularity_table(x, 1.0)),
-    ("concepts", "synthetic n", lambda x: PA.synthetic_attribute_data(n=x, d=8, rng=_rng())),
+    ("concepts", "ε0 calibration", lambda x: granular.calibrate_heavy_hitter_histogram(x, 0.01, 16)),
+    ("concepts", "ν calibration", lambda x: granular.calibrate_heavy_hitter_histogram(1.0, x, 16)),
+    ("concepts", "attributes d", lambda x: granular.granularity_table(x, 1.0)),
+    ("concepts", "synthetic n", lambda x: granular.synthetic_attribute_data(n=x, d=8, rng=_rng())),
     ("baselines", "clipped-sum budget", lambda x: BL.ClippedSum("v", x, upper=10.0)),
     ("baselines", "clipping bound", lambda x: BL.clipped_sum_laplace(_TAB["v"].to_numpy(), 0.0, x, 1.0, rng=_rng())),
     ("data", "shift a negative measure by", lambda x: prdp_core.data.prepare_dataset(

@@ -23,7 +23,14 @@ import pytest
 from scipy import integrate
 
 from prdp_core.accounting import AttributeRelease, attribute_subset_rho
-from prdp_core.mechanisms import partial as P
+from prdp_core.mechanisms.granular.accounting import calibrate_workload, workload_ratio, workload_sensitivity
+from prdp_core.mechanisms.granular.calibration import (
+    calibrate_heavy_hitter_histogram,
+    hh_epsilon_exact,
+    hh_epsilon_lemma28,
+)
+from prdp_core.mechanisms.granular.data import AttributeData
+from prdp_core.mechanisms.granular.heavy_hitters import priv_heavy_hitters
 
 EPS = 1.0
 NU = 0.01
@@ -152,7 +159,7 @@ def test_enumeration_is_a_distribution_and_symmetric():
 def test_accountant_bounds_every_output_on_random_data(lam):
     """Random histograms, random τ, random one-attribute moves: never above the accountant."""
     mu = lam * math.log(16 / NU)
-    bound = P.hh_epsilon_exact(lam, mu, 2)
+    bound = hh_epsilon_exact(lam, mu, 2)
     rng = np.random.default_rng(int(lam * 1000))
     worst = 0.0
     for _ in range(6):
@@ -170,7 +177,7 @@ def test_accountant_bounds_every_output_on_random_data(lam):
 
 def test_accountant_is_reached_on_the_adversarial_profile():
     """The exact accountant is tight: its calibration is exactly what the algorithm needs."""
-    cal = P.calibrate_heavy_hitter_histogram(EPS, NU, 4, method="exact")
+    cal = calibrate_heavy_hitter_histogram(EPS, NU, 4, method="exact")
     assert cal.eps_heavy_hitters == pytest.approx(0.5 * EPS, abs=1e-9)
     worst = worst_over_tau(cal.lam, cal.mu, c=60)
     assert worst <= 0.5 * EPS + 1e-9
@@ -178,7 +185,7 @@ def test_accountant_is_reached_on_the_adversarial_profile():
 
 
 def test_lemma28_calibration_is_private_but_loose():
-    cal = P.calibrate_heavy_hitter_histogram(EPS, NU, 4, method="lemma28")
+    cal = calibrate_heavy_hitter_histogram(EPS, NU, 4, method="lemma28")
     assert cal.lam == pytest.approx(8.0 / EPS, rel=1e-3)
     worst = worst_over_tau(cal.lam, cal.mu, c=60)
     assert worst <= 0.5 * EPS
@@ -191,16 +198,16 @@ def test_paper_calibration_fails_for_the_list_stage():
     lam = 3.0 / EPS
     mu = lam * math.log(16 / NU)
     worst = worst_over_tau(lam, mu, c=60)
-    assert worst == pytest.approx(P.hh_epsilon_exact(lam, mu, 2), abs=1e-6)
+    assert worst == pytest.approx(hh_epsilon_exact(lam, mu, 2), abs=1e-6)
     assert worst == pytest.approx(0.9163, abs=5e-4)
     assert worst > 0.5 * EPS * 1.8
-    assert P.hh_epsilon_lemma28(lam, mu) == pytest.approx(1.334, abs=1e-3)  # Lemma 28 certifies even less
+    assert hh_epsilon_lemma28(lam, mu) == pytest.approx(1.334, abs=1e-3)  # Lemma 28 certifies even less
 
 
 def test_whole_histogram_exact_and_paper_failure():
     """Lists + Laplace counts: exact joint worst case, corrected (≤ ε) and as printed (> ε)."""
     for method, expect_ok in (("exact", True), ("paper", False)):
-        cal = P.calibrate_heavy_hitter_histogram(EPS, NU, 4, method=method)
+        cal = calibrate_heavy_hitter_histogram(EPS, NU, 4, method=method)
         # u′ kept everywhere with a huge count (its kept factors → 0) vs dropped at level 1
         big = worst_over_tau(cal.lam, cal.mu, c=60, count_scale=cal.count_scale, new_count=210)
         small = worst_over_tau(cal.lam, cal.mu, c=60, count_scale=cal.count_scale)
@@ -209,7 +216,7 @@ def test_whole_histogram_exact_and_paper_failure():
         assert worst >= cal.eps_joint - 1e-6
         assert worst <= cal.eps_composed + 1e-9
         assert (worst <= EPS + 1e-9) is expect_ok
-    paper = P.calibrate_heavy_hitter_histogram(EPS, NU, 4, method="paper")
+    paper = calibrate_heavy_hitter_histogram(EPS, NU, 4, method="paper")
     assert paper.eps_joint == pytest.approx(1.583, abs=1e-3)
     assert paper.eps_composed == pytest.approx(1.916, abs=1e-3)
 
@@ -237,7 +244,7 @@ def test_categorical_leaves_single_level():
     """Two categorical attributes (3 × 2 values), one noisy level: every output enumerated."""
     lam, mu, tau = 1.5, 4.0, 6.0
     rng = np.random.default_rng(5)
-    bound = P.hh_epsilon_exact(lam, mu, 1)
+    bound = hh_epsilon_exact(lam, mu, 1)
     assert bound == pytest.approx(2 / lam)
     worst = 0.0
     for _ in range(20):
@@ -291,17 +298,17 @@ def leaf_lists(d):
 
 
 def test_engine_outputs_d8_within_accountant():
-    cal = P.calibrate_heavy_hitter_histogram(EPS, NU, 8, method="exact")
+    cal = calibrate_heavy_hitter_histogram(EPS, NU, 8, method="exact")
     lam, mu, tau = cal.lam, cal.mu, 20.0
     rng = np.random.default_rng(8)
     base = rng.integers(0, 2, size=(6, 8))
     codes = np.repeat(base, [60, 40, 30, 25, 12, 3], axis=0).astype(np.uint8)
-    data = P.AttributeData(np.asfortranarray(codes), tuple(f"a{j}" for j in range(8)), tuple((0, 1) for _ in range(8)))
+    data = AttributeData(np.asfortranarray(codes), tuple(f"a{j}" for j in range(8)), tuple((0, 1) for _ in range(8)))
     neigh = codes.copy()
     neigh[0, 3] ^= 1
     worst = 0.0
     for s in range(25):
-        run = P.priv_heavy_hitters(data, lam=lam, mu=mu, tau=tau, rng=np.random.default_rng(s))
+        run = priv_heavy_hitters(data, lam=lam, mu=mu, tau=tau, rng=np.random.default_rng(s))
         lists = leaf_lists(8)
         for level in range(1, 4):
             for index in range(8 // 2**level):
@@ -336,7 +343,7 @@ def test_worst_output_d8_reaches_accountant():
         y = x.copy()
         y[0] = u_new
         best = max(best, transcript_loglik(x, lists, lam, mu, tau) - transcript_loglik(y, lists, lam, mu, tau))
-    exact = P.hh_epsilon_exact(lam, mu, 3)
+    exact = hh_epsilon_exact(lam, mu, 3)
     assert best <= exact + 1e-9
     assert best >= exact - 1e-6
     assert exact == pytest.approx(0.9163, abs=5e-4)
@@ -385,12 +392,12 @@ def test_workload_sensitivities_and_divergences(kind, d, k):
     sq = ((Q[:, None, :] - Q[None, :, :]) ** 2).sum(axis=2)
     for s in range(1, d + 1):
         brute = math.sqrt(sq[(ham >= 1) & (ham <= s)].max())
-        assert P.workload_sensitivity(kind, d, k, s) == pytest.approx(brute, abs=1e-12), s
+        assert workload_sensitivity(kind, d, k, s) == pytest.approx(brute, abs=1e-12), s
     if kind != "parities" or k % 2:
-        assert P.workload_ratio(kind, d, k) == pytest.approx(math.sqrt(d / k))
+        assert workload_ratio(kind, d, k) == pytest.approx(math.sqrt(d / k))
     # calibrated to ε0 per attribute: the exact Rényi divergence of every one-attribute pair is ≤ α·ε0²/2
     n, eps0 = 50, 0.7
-    cal = P.calibrate_workload(kind, d, k, eps0, n)
+    cal = calibrate_workload(kind, d, k, eps0, n)
     pairs = np.argwhere(ham == 1)
     worst = max(math.sqrt(sq[i, j]) for i, j in pairs) / n  # normalised answers move by Δ/n
     for alpha in (1.5, 4.0):
