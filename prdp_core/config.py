@@ -795,7 +795,7 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, en
                 if d.get("measure") is None:
                     raise _err(f"{p}.measure", "a sum needs a measure.")
                 out["measure"] = _text(d["measure"], f"{p}.measure", max_len=500)
-                from .mechanisms.multitier_central import MAX_SENSITIVITY
+                from .mechanisms.multitier.noise_families import MAX_SENSITIVITY
 
                 out["clip"] = _number(d.get("clip", 100.0), f"{p}.clip", positive=True, hi=MAX_SENSITIVITY)
             out["delta"] = _number(d.get("delta", 1e-6), f"{p}.delta", positive=True, hi=0.1)

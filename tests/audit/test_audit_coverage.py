@@ -26,8 +26,7 @@ from .test_statdp_audit import CASES
 ROOT = Path(__file__).resolve().parents[2]
 #: inventory prefix → module (or package, whose concept modules are all searched) of prdp_core.mechanisms
 MODULES = {"unit_splitting": "unit_splitting", "prdp": "prdp", "prldp": "prldp", "personalized": "personalized",
-           "multitier": "multitier", "multitier_central": "multitier_central", "multitier_local": "multitier_local",
-           "granular": "granular", "baselines": "baselines"}
+           "multitier": "multitier", "granular": "granular", "baselines": "baselines"}
 
 A = "tests/audit/"
 U = "tests/unit/"
@@ -109,8 +108,8 @@ INVENTORY: dict[str, list[str]] = {
     # multi-tier
     "multitier.release_central": [A + "test_multitier_audit.py::test_central_full_coalition_costs_the_top_budget",
                                   A + "test_multitier_audit.py::test_central_marginal_of_a_derived_tier_is_exact",
-                                  U + "test_multitier_central.py::test_continuous_chain_reproduces_every_tier_with_power",
-                                  U + "test_multitier_central.py::test_multiscale_noise_is_eps_dp_exactly",
+                                  U + "multitier/test_central.py::test_continuous_chain_reproduces_every_tier_with_power",
+                                  U + "multitier/test_noise_families.py::test_multiscale_noise_is_eps_dp_exactly",
                                   "statdp:multitier.central.geometric", "statdp:multitier.central.laplace"],
     "multitier.release_local": [A + "test_multitier_audit.py::test_every_template_and_served_tier_is_exact",
                                 A + "test_multitier_audit.py::test_coalitions_of_templates_cost_the_top_level",

@@ -11,7 +11,7 @@ mechanisms whose scale is not already checked elsewhere:
 
 Elsewhere: tests/unit/test_noise.py (samplers), test_unit_splitting_release.py (split SUM and
 COUNT), test_prdp.py (clipped sum of the framework), test_prldp.py (sums of Laplace),
-test_personalized.py, test_multitier_central.py, granular/test_histogram.py, test_secure.py (exact
+test_personalized.py, multitier/test_central.py, granular/test_histogram.py, test_secure.py (exact
 samplers), tests/audit/test_prdp_audit.py (Algorithm 1).
 """
 

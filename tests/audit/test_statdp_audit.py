@@ -29,8 +29,7 @@ import pytest
 from prdp_core import budget as B
 from prdp_core.budget import DomainPartition
 from prdp_core.mechanisms import baselines as BL
-from prdp_core.mechanisms import multitier as MT
-from prdp_core.mechanisms import multitier_central as MC
+from prdp_core.mechanisms import multitier
 from prdp_core.mechanisms import granular
 from prdp_core.mechanisms import personalized as PD
 from prdp_core.mechanisms import prdp as P
@@ -500,12 +499,12 @@ def case_multitier(family: str) -> Case:
     """Algorithm 1 (central multi-tier): each tier's answer costs that tier's ε; the top tier is the
     coalition's cost. A count of 10 against 11."""
     tiers = [("gold", 1.2), ("silver", 0.7), ("bronze", 0.3)]
-    plan = MT.plan_central(tiers, family)
+    plan = multitier.plan_central(tiers, family)
 
     def draw(q, pl):
-        return lambda n, rng: MC.sample_multitier(pl.family, pl.params, np.full(n, float(q)), rng=rng).T
+        return lambda n, rng: multitier.sample_multitier(pl.family, pl.params, np.full(n, float(q)), rng=rng).T
 
-    broken = MT.plan_central([(k, 2 * e) for k, e in tiers], family)
+    broken = multitier.plan_central([(k, 2 * e) for k, e in tiers], family)
     return Case(draw(10, plan), draw(11, plan), {"eps": [1.2, 0.7, 0.3]},
                 broken=(draw(10, broken), draw(11, broken)))
 

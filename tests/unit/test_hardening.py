@@ -29,8 +29,7 @@ from prdp_core.analysis import optimal_clip, solve_budget, sweep, workload_error
 from prdp_core.data import Dataset, Schema
 from prdp_core.errors import ConfigError, ExpressionError, PrdpError, ResourceLimitError
 from prdp_core.mechanisms import baselines as BL
-from prdp_core.mechanisms import multitier as MT
-from prdp_core.mechanisms import multitier_central as MC
+from prdp_core.mechanisms import multitier
 from prdp_core.mechanisms import granular
 from prdp_core.mechanisms import personalized as PD
 from prdp_core.mechanisms import prdp as P
@@ -109,12 +108,12 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
                                                              runs=x, rng=_rng())),
     ("personalized", "curve thresholds", lambda x: PD.threshold_curve(_TAB.assign(u=range(8)), _SPEC,
                                                                      PD.Query("count"), [x], runs=5, rng=_rng())),
-    ("analyst tiers", "tier ε", lambda x: MT.plan_central([("a", x), ("b", 0.5)], "laplace")),
-    ("analyst tiers", "gaussian δ", lambda x: MT.plan_central([("a", 1.0)], "gaussian", delta=x)),
-    ("analyst tiers", "local d", lambda x: MT.plan_local([("a", 1.0), ("b", 0.5)], x)),
-    ("analyst tiers", "release answer", lambda x: MT.release_central(MT.plan_central([("a", 1.0)], "laplace"), x,
-                                                                     rng=_rng())),
-    ("analyst tiers", "σ for ε", lambda x: MC.gaussian_sigma_for(x, 1e-6)),
+    ("analyst tiers", "tier ε", lambda x: multitier.plan_central([("a", x), ("b", 0.5)], "laplace")),
+    ("analyst tiers", "gaussian δ", lambda x: multitier.plan_central([("a", 1.0)], "gaussian", delta=x)),
+    ("analyst tiers", "local d", lambda x: multitier.plan_local([("a", 1.0), ("b", 0.5)], x)),
+    ("analyst tiers", "release answer", lambda x: multitier.release_central(
+        multitier.plan_central([("a", 1.0)], "laplace"), x, rng=_rng())),
+    ("analyst tiers", "σ for ε", lambda x: multitier.gaussian_sigma_for(x, 1e-6)),
     ("concepts", "ε accuracy", lambda x: interpret.inference_accuracy(x)),
     ("concepts", "prior", lambda x: interpret.posterior_bound(1.0, x)),
     ("concepts", "ρ side by side", lambda x: interpret.zcdp_side_by_side(x)),
@@ -134,9 +133,11 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
         _TAB, ["v"], cap=1.0, flat=0.1, split=0.5, share=x)),
     ("trade-offs", "probability γ", lambda x: solve_budget(_TAB, _POL, target=0.1, gamma=x)),
     ("trade-offs", "answers with at least … records", lambda x: workload_errors(_TAB, _POL, min_count=x)),
-    ("analyst tiers", "clipping bound U", lambda x: MT.central_query(_TAB, "sum", measure="v", clip=x)),
-    ("analyst tiers", "filter value", lambda x: MT.central_query(_TAB, "count", filter=MT.RecordFilter("v", ">=", x))),
-    ("analyst tiers", "local top of the range U", lambda x: MT.local_categories(_TAB, "v", 16, scale="log", top=x)),
+    ("analyst tiers", "clipping bound U", lambda x: multitier.central_query(_TAB, "sum", measure="v", clip=x)),
+    ("analyst tiers", "filter value", lambda x: multitier.central_query(
+        _TAB, "count", filter=multitier.RecordFilter("v", ">=", x))),
+    ("analyst tiers", "local top of the range U", lambda x: multitier.local_categories(
+        _TAB, "v", 16, scale="log", top=x)),
     ("budget functions", "scaling runs per point", lambda x: P.scaling_study("n", [1000], methods=("naive",), trials=x)),
     ("secure", "grid bits", lambda x: SecureSampler(bits=x)),
     ("secure", "grid sensitivity", lambda x: grid_for(x)),
