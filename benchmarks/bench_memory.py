@@ -28,7 +28,7 @@ from prdp_core import report as R  # noqa: E402
 from prdp_core.mechanisms import multitier as mt  # noqa: E402
 from prdp_core.mechanisms import granular  # noqa: E402
 from prdp_core.mechanisms import personalized as P  # noqa: E402
-from prdp_core.mechanisms import prdp as PR  # noqa: E402
+from prdp_core.mechanisms import prdp  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release, workload_stats  # noqa: E402
 from prdp_core.preview import preview_policy  # noqa: E402
 from prdp_core.workload import SplittingPolicy, default_workload  # noqa: E402
@@ -110,8 +110,8 @@ def steps(rows: int) -> list[tuple[str, str, float, Callable[[], Any]]]:
          lambda: analysis.sweep(ds.table, pol, grid, (0.1, 0.3, 1, 3, 10), min_count=10)),
         ("simulation", f"{n:,} users, median, 200 runs", est("simulation", n),
          lambda: P.compare(ds.table, spec, q, runs=200, rng=np.random.default_rng(0))),
-        ("scaling", "vary n up to 10⁶, 20 runs", est("scaling", max(PR.SCALING_DEFAULTS["n"])),
-         lambda: PR.scaling_study("n", trials=20, seed=0)),
+        ("scaling", "vary n up to 10⁶, 20 runs", est("scaling", max(prdp.SCALING_DEFAULTS["n"])),
+         lambda: prdp.scaling_study("n", trials=20, seed=0)),
         ("histogram", f"{n:,} records × 64 attributes", est("histogram", n, 64 + 64), lab),
         ("report", f"{n:,} × {k} × 2 mechanisms", est("report", n, k * 2), report),
     ]

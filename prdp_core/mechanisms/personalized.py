@@ -2125,7 +2125,7 @@ def prdp_available() -> bool:
     """Whether the PrDP framework (:mod:`prdp_core.mechanisms.prdp`) and budget functions can be imported."""
     try:
         from . import prdp  # noqa: F401
-        from .. import budget  # noqa: F401
+        from .prdp import budget  # noqa: F401
     except ImportError:
         return False
     return True
@@ -2149,7 +2149,7 @@ def run_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Query, *, c: float =
         raise ParameterError("The PDP vs PrDP comparison covers count and sum.",
                              hint="The PrDP framework has no median; pick count or sum.")
     try:
-        from .. import budget as _budget
+        from .prdp import budget as _budget
         from . import prdp as _prdp
     except ImportError:
         raise ParameterError("The PrDP framework is not available in this installation.") from None

@@ -24,8 +24,9 @@ import pytest
 from .test_statdp_audit import CASES
 
 ROOT = Path(__file__).resolve().parents[2]
-#: inventory prefix → module (or package, whose concept modules are all searched) of prdp_core.mechanisms
-MODULES = {"unit_splitting": "unit_splitting", "prdp": "prdp", "prldp": "prldp", "personalized": "personalized",
+#: inventory prefix → module of prdp_core.mechanisms, or package: its concept modules are searched, except
+#: those listed under a prefix of their own
+MODULES = {"unit_splitting": "unit_splitting", "prdp": "prdp", "prldp": "prdp.local", "personalized": "personalized",
            "multitier": "multitier", "granular": "granular", "baselines": "baselines"}
 
 A = "tests/audit/"
@@ -68,9 +69,10 @@ INVENTORY: dict[str, list[str]] = {
         A + "test_prdp_split_audit.py::test_charged_loss_covers_both_parts_and_stays_within_the_budget",
         "statdp:prdp.framework.part1", "statdp:prdp.framework.M.count", "statdp:prdp.framework.M.sum",
         "statdp:prdp.framework.M.max", "statdp:prdp.framework.M.distinct"],
-    "prdp.ClippedSum": [U + "test_prdp.py::test_clipped_sum_threshold_selection_exact_audit",
-                        U + "test_prdp.py::test_clipped_sum_laplace_scale_with_power", "statdp:prdp.framework.M.sum"],
-    "prdp.RankMax": [U + "test_prdp.py::test_rank_max_exact_audit_and_sampling", "statdp:prdp.framework.M.max"],
+    "prdp.ClippedSum": [U + "prdp/test_answers.py::test_clipped_sum_threshold_selection_exact_audit",
+                        U + "prdp/test_answers.py::test_clipped_sum_laplace_scale_with_power",
+                        "statdp:prdp.framework.M.sum"],
+    "prdp.RankMax": [U + "prdp/test_answers.py::test_rank_max_exact_audit_and_sampling", "statdp:prdp.framework.M.max"],
     "prdp.LaplaceCount": [A + "test_scale_audit.py::test_framework_count_and_distinct_answer_noise_scale_with_power",
                        "statdp:prdp.framework.M.count", "statdp:prdp.naive"],
     "prdp.DistinctCount": [A + "test_scale_audit.py::test_framework_count_and_distinct_answer_noise_scale_with_power",
@@ -78,9 +80,9 @@ INVENTORY: dict[str, list[str]] = {
     "prdp.sum_extension": [A + "test_scale_audit.py::test_sum_extension_noise_per_domain_scale_with_power",
                            "statdp:prdp.sum_extension"],
     "prdp.naive": [A + "test_scale_audit.py::test_prdp_naive_noise_at_the_global_minimum_scale_with_power",
-                   U + "test_prdp.py::test_clipped_sum_laplace_scale_with_power", "statdp:prdp.naive"],
+                   U + "prdp/test_answers.py::test_clipped_sum_laplace_scale_with_power", "statdp:prdp.naive"],
     # PrLDP
-    "prldp.count": [U + "test_prldp.py::test_laplace_sum_is_exactly_a_sum_of_laplace_with_power",
+    "prldp.count": [U + "prdp/test_local.py::test_laplace_sum_is_exactly_a_sum_of_laplace_with_power",
                     "statdp:prldp.count"],
     "prldp.framework": [A + "test_scale_audit.py::test_prldp_round_two_scale_with_power", "statdp:prldp.framework"],
     "prldp.naive": [A + "test_scale_audit.py::test_prldp_naive_scale_with_power", "statdp:prldp.naive"],
@@ -172,8 +174,8 @@ def _mechanism_entry_points() -> set[str]:
     found = set()
     for m, path in MODULES.items():
         top = importlib.import_module(f"prdp_core.mechanisms.{path}")
-        subs = [importlib.import_module(f"{top.__name__}.{s.name}") for s in pkgutil.iter_modules(top.__path__)] \
-            if hasattr(top, "__path__") else [top]
+        subs = [importlib.import_module(f"{top.__name__}.{s.name}") for s in pkgutil.iter_modules(top.__path__)
+                if f"{path}.{s.name}" not in MODULES.values()] if hasattr(top, "__path__") else [top]
         for mod in subs:
             for name, obj in vars(mod).items():
                 if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:

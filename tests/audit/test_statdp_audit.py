@@ -26,15 +26,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import budget as B
-from prdp_core.budget import DomainPartition
 from prdp_core.mechanisms import baselines as BL
-from prdp_core.mechanisms import multitier
-from prdp_core.mechanisms import granular
+from prdp_core.mechanisms import granular, multitier
 from prdp_core.mechanisms import personalized as PD
-from prdp_core.mechanisms import prdp as P
-from prdp_core.mechanisms import prldp as PL
 from prdp_core.mechanisms import unit_splitting as US
+from prdp_core.mechanisms.prdp import central as prdp_central
+from prdp_core.mechanisms.prdp import local as prldp
+from prdp_core.mechanisms.prdp import selection as prdp_selection
+from prdp_core.mechanisms.prdp.answers import ClippedSum, DistinctCount, LaplaceCount, RankMax
+from prdp_core.mechanisms.prdp.budget import BudgetFunction, constant, inverse, step_table
+from prdp_core.mechanisms.prdp.central import framework_trials, naive_trials
+from prdp_core.mechanisms.prdp.domains import DomainPartition
+from prdp_core.mechanisms.prdp.extension import ExtensionStats, extension_stats, extension_trials
+from prdp_core.mechanisms.prdp.queries import prepare
+from prdp_core.mechanisms.prdp.selection import select_domain
 from prdp_core.secure import SecureSampler, grid_for, to_units
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Query, SplittingPolicy, Workload
@@ -65,7 +70,7 @@ def _patched(fn: Sampler, *patches: tuple[Any, str, Any]) -> Sampler:
     return s
 
 
-_orig_select = P.select_domain
+_orig_select = select_domain
 
 
 def _half_select(true, scales, thresholds, *, rng, trials=1):
@@ -87,39 +92,39 @@ def case_prdp_count() -> Case:
 
     def draw(counts):
         def s(n, rng):
-            sel = P.select_domain(counts, 1.0 / dp.lo, th, rng=rng, trials=n)
+            sel = prdp_selection.select_domain(counts, 1.0 / dp.lo, th, rng=rng, trials=n)
             return np.column_stack([sel.noisy[:, 1], sel.retained_sum(), sel.ell])
         return s
 
     return Case(draw(c), draw(c2), {"eps": float(dp.lo[1])},
-                broken=(_patched(draw(c), (P, "select_domain", _half_select)),
-                        _patched(draw(c2), (P, "select_domain", _half_select))))
+                broken=(_patched(draw(c), (prdp_selection, "select_domain", _half_select)),
+                        _patched(draw(c2), (prdp_selection, "select_domain", _half_select))))
 
 
-def _framework_pair(budget: B.BudgetFunction, v: np.ndarray, r_value: float, query: str):
+def _framework_pair(budget: BudgetFunction, v: np.ndarray, r_value: float, query: str):
     d = pd.DataFrame({"v": np.append(v, r_value)})
     d2 = pd.DataFrame({"v": v})
-    return P.prepare(d, budget, query), P.prepare(d2, budget, query)
+    return prepare(d, budget, query), prepare(d2, budget, query)
 
 
 def case_prdp_framework_count() -> Case:
     """Algorithm 2, count: a record of domain 2 pays 2^0·0.5/2 = 0.25·2 in Part 1 (noisy count of its
     domain) and ≤ 1 in all (the answer)."""
-    bud = B.step_table("v", [10.0, 100.0], [2.0, 1.0, 0.5], U=1000.0)
+    bud = step_table("v", [10.0, 100.0], [2.0, 1.0, 0.5], U=1000.0)
     dpart = bud.domains()
     i = int(dpart.index(np.array([1.0]))[0])
     p1, p2 = _framework_pair(bud, np.repeat([5.0, 50.0, 500.0], [20, 15, 10]), 50.0, "count")
 
     def draw(p):
         def s(n, rng):
-            est, sel, _, _ = P.framework_trials(p, beta=0.1, rng=rng, trials=n)
+            est, sel, _, _ = framework_trials(p, beta=0.1, rng=rng, trials=n)
             return np.column_stack([sel.noisy[:, i - 1], est, sel.ell])
         return s
 
     part1 = float(dpart.lo[i - 1] / 2)
     return Case(draw(p1), draw(p2), {"eps": [part1, float(dpart.lo[i - 1]), part1]},
-                broken=(_patched(draw(p1), (P, "select_domain", _half_select)),
-                        _patched(draw(p2), (P, "select_domain", _half_select))))
+                broken=(_patched(draw(p1), (prdp_central, "select_domain", _half_select)),
+                        _patched(draw(p2), (prdp_central, "select_domain", _half_select))))
 
 
 def _half_run(run):
@@ -131,7 +136,7 @@ def _half_run(run):
 def case_prdp_framework_m(kind: str) -> Case:
     """Algorithm 2's standard mechanism M on one privacy-specified domain (ε̌ = ε̂: ℓ = 1 always):
     the answer's loss is ε_M = ε̌/2 for every record; broken: M runs at twice its budget."""
-    bud = B.constant(1.0, U=64.0)
+    bud = constant(1.0, U=64.0)
     rng0 = np.random.default_rng(5)
     v = rng0.integers(1, 40, 60).astype(float)
     p1, p2 = _framework_pair(bud, v, 64.0 if kind != "distinct" else 63.5, kind if kind == "count" else f"{kind}:v")
@@ -139,12 +144,12 @@ def case_prdp_framework_m(kind: str) -> Case:
 
     def draw(p):
         def s(n, rng):
-            est, _, eps_m, _ = P.framework_trials(p, beta=0.1, rng=rng, trials=n)
+            est, _, eps_m, _ = framework_trials(p, beta=0.1, rng=rng, trials=n)
             assert np.allclose(eps_m, 0.5)
             return est
         return s
 
-    cls = {"count": P.LaplaceCount, "sum": P.ClippedSum, "max": P.RankMax, "distinct": P.DistinctCount}[kind]
+    cls = {"count": LaplaceCount, "sum": ClippedSum, "max": RankMax, "distinct": DistinctCount}[kind]
     broken_run = _half_run(cls.run)
     return Case(draw(p1), draw(p2), {"eps": 0.5},
                 broken=(_patched(draw(p1), (cls, "run", broken_run)), _patched(draw(p2), (cls, "run", broken_run))),
@@ -153,20 +158,20 @@ def case_prdp_framework_m(kind: str) -> Case:
 
 def case_prdp_sum_extension() -> Case:
     """Sec. 5.2: a record's loss is min(v, v̄_i)/b_i; its domain's noisy sum is the tight projection."""
-    bud = B.inverse(100.0, "v", U=1000.0, eps_max=8.0)
+    bud = inverse(100.0, "v", U=1000.0, eps_max=8.0)
     v = np.array([1.0, 2.0, 5.0, 20.0, 50.0, 200.0, 400.0, 900.0])
     r = 30.0
-    s1 = P.extension_stats(pd.DataFrame({"v": np.append(v, r)}), bud)
-    s2 = P.extension_stats(pd.DataFrame({"v": v}), bud)
+    s1 = extension_stats(pd.DataFrame({"v": np.append(v, r)}), bud)
+    s2 = extension_stats(pd.DataFrame({"v": v}), bud)
     dpart = bud.domains()
     i = int(dpart.index(bud(pd.DataFrame({"v": [r]})))[0])
     promise = float(s1.loss[-1])
 
     def draw(st, half=False):
-        st = copy.copy(st) if not half else P.ExtensionStats(st.sums, st.scales / 2, st.v_bar, st.loss, st.truth)
+        st = copy.copy(st) if not half else ExtensionStats(st.sums, st.scales / 2, st.v_bar, st.loss, st.truth)
 
         def s(n, rng):
-            est, sel = P.extension_trials(st, dpart, beta=0.1, rng=rng, trials=n)
+            est, sel = extension_trials(st, dpart, beta=0.1, rng=rng, trials=n)
             return np.column_stack([sel.noisy[:, i - 1], est])
         return s
 
@@ -175,16 +180,16 @@ def case_prdp_sum_extension() -> Case:
 
 def case_prdp_naive() -> Case:
     """Sec. 4.1: M (count) on everything at ε̌."""
-    bud = B.inverse(100.0, "v", U=1000.0, eps_max=8.0)
+    bud = inverse(100.0, "v", U=1000.0, eps_max=8.0)
     p1, p2 = _framework_pair(bud, np.array([3.0, 30.0, 300.0]), 700.0, "count")
 
     def draw(p):
-        return lambda n, rng: P.naive_trials(p, beta=0.1, rng=rng, trials=n)[0]
+        return lambda n, rng: naive_trials(p, beta=0.1, rng=rng, trials=n)[0]
 
-    run = _half_run(P.LaplaceCount.run)
+    run = _half_run(LaplaceCount.run)
     return Case(draw(p1), draw(p2), {"eps": float(bud.eps_min)},
-                broken=(_patched(draw(p1), (P.LaplaceCount, "run", run)),
-                        _patched(draw(p2), (P.LaplaceCount, "run", run))))
+                broken=(_patched(draw(p1), (LaplaceCount, "run", run)),
+                        _patched(draw(p2), (LaplaceCount, "run", run))))
 
 
 def case_prdp_secure_count() -> Case:
@@ -210,7 +215,7 @@ def case_prldp_count() -> Case:
 
     def draw(true, factor=1.0):
         def s(n, rng):
-            sel = PL._select_local(true, 1, dp.lo * factor, 0.1, rng, n)
+            sel = prldp._select_local(true, 1, dp.lo * factor, 0.1, rng, n)
             return np.column_stack([sel.noisy[:, 1], sel.retained_sum()])
         return s
 
@@ -219,8 +224,8 @@ def case_prldp_count() -> Case:
 
 def case_prldp_framework() -> Case:
     """Algorithm 5 (sum) with one party: round I + round II against ⊥; the party pays ≤ 2^(i−1)ε̌."""
-    bud = B.inverse(100.0, "v", U=1000.0, eps_max=8.0)
-    d1 = PL._LocalData(pd.DataFrame({"v": [40.0]}), bud, "sum")
+    bud = inverse(100.0, "v", U=1000.0, eps_max=8.0)
+    d1 = prldp._LocalData(pd.DataFrame({"v": [40.0]}), bud, "sum")
     bot = copy.copy(d1)
     bot.counts = np.zeros_like(d1.counts)
     bot.eps = np.array([-math.inf])  # ⊥: in no domain, never kept, value 0
@@ -229,36 +234,38 @@ def case_prldp_framework() -> Case:
 
     def draw(data):
         def s(n, rng):
-            est, sel, _ = PL.framework_trials(data, beta=0.1, rng=rng, trials=n)
+            est, sel, _ = prldp.framework_trials(data, beta=0.1, rng=rng, trials=n)
             return np.column_stack([sel.noisy[:, i - 1], est])
         return s
 
-    orig = PL._select_local
+    orig = prldp._select_local
 
     def half(true, n, lo, beta, rng, trials, rule="paper"):
         return orig(true, n, 2 * lo, beta, rng, trials, rule)
 
     return Case(draw(d1), draw(bot), {"eps": [promise / 2, promise]},
-                broken=(_patched(draw(d1), (PL, "_select_local", half)), _patched(draw(bot), (PL, "_select_local", half))))
+                broken=(_patched(draw(d1), (prldp, "_select_local", half)),
+                        _patched(draw(bot), (prldp, "_select_local", half))))
 
 
 def case_prldp_naive() -> Case:
     """Local naive baseline with one party: min(v, U) + Laplace(U/ε̌) against ⊥ (value 0): pays ε̌."""
-    bud = B.inverse(100.0, "v", U=1000.0, eps_max=8.0)
-    d1 = PL._LocalData(pd.DataFrame({"v": [1000.0]}), bud, "sum")
+    bud = inverse(100.0, "v", U=1000.0, eps_max=8.0)
+    d1 = prldp._LocalData(pd.DataFrame({"v": [1000.0]}), bud, "sum")
     bot = copy.copy(d1)
     bot.v = np.array([0.0])
 
     def draw(data):
-        return lambda n, rng: PL.naive_trials(data, rng=rng, trials=n)
+        return lambda n, rng: prldp.naive_trials(data, rng=rng, trials=n)
 
-    orig = PL.laplace_sum
+    orig = prldp.laplace_sum
 
     def half(n, scale, *, rng, size=None):
         return orig(n, np.asarray(scale) / 2, rng=rng, size=size)
 
     return Case(draw(d1), draw(bot), {"eps": float(bud.eps_min)},
-                broken=(_patched(draw(d1), (PL, "laplace_sum", half)), _patched(draw(bot), (PL, "laplace_sum", half))))
+                broken=(_patched(draw(d1), (prldp, "laplace_sum", half)),
+                        _patched(draw(bot), (prldp, "laplace_sum", half))))
 
 
 # ---------------------------------------------------------------------------

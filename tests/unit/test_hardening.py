@@ -22,18 +22,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import prdp_core
-from prdp_core import budget as B
 from prdp_core import interpret, limits
 from prdp_core.accounting import zcdp_to_approx_dp
 from prdp_core.analysis import optimal_clip, solve_budget, sweep, workload_errors
 from prdp_core.data import Dataset, Schema
 from prdp_core.errors import ConfigError, ExpressionError, PrdpError, ResourceLimitError
 from prdp_core.mechanisms import baselines as BL
-from prdp_core.mechanisms import multitier
-from prdp_core.mechanisms import granular
+from prdp_core.mechanisms import granular, multitier
 from prdp_core.mechanisms import personalized as PD
-from prdp_core.mechanisms import prdp as P
-from prdp_core.mechanisms import prldp as PL
+from prdp_core.mechanisms.prdp import local as prldp
+from prdp_core.mechanisms.prdp.budget import constant, inverse, log_budget, parse_budget
+from prdp_core.mechanisms.prdp.central import count, framework
+from prdp_core.mechanisms.prdp.experiments import scaling_study
 from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
 from prdp_core.preview import preview_policy
 from prdp_core.secure import SecureSampler, grid_for
@@ -56,7 +56,7 @@ _TAB = pd.DataFrame({"id": np.arange(8), "g": list("aabbccdd"), "v": [0.0, 1.0, 
 _DS = Dataset("t", _TAB, Schema(id_col="id", measures=("v",), groups=("g",)))
 _POL = SplittingPolicy(as_thresholds({"v": 100.0}), Workload((Query("sum", "v", rho=0.5, group_by=("g",)),
                                                               Query("count", rho=0.1))))
-_BUD = B.inverse(1e4, "v")
+_BUD = inverse(1e4, "v")
 _SPEC = PD.spec_from_values(np.array([0.1, 0.5, 1.0, 1.0, 0.3, 0.7, 0.2, 0.9]))
 
 
@@ -87,15 +87,15 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
     ("run", "release partition δ", lambda x: release(
         _TAB, SplittingPolicy(_POL.thresholds, Workload(_POL.workload.queries, partition_rho=0.1)),
         rng=_rng(), partition_delta=x)),
-    ("budget functions", "α", lambda x: B.inverse(x, "v")(_TAB)),
-    ("budget functions", "ε̂", lambda x: B.inverse(1e4, "v", eps_max=x)(_TAB)),
-    ("budget functions", "U", lambda x: B.inverse(1e4, "v", U=x)(_TAB)),
-    ("budget functions", "ε̌", lambda x: B.inverse(1e4, "v", eps_min=x)(_TAB)),
-    ("budget functions", "log k", lambda x: B.log_budget(500, "v", k=x)(_TAB)),
-    ("budget functions", "constant ε", lambda x: B.constant(x)(_TAB)),
-    ("budget functions", "β", lambda x: P.framework(_TAB, _BUD, "sum", beta=x, rng=_rng())),
-    ("budget functions", "local β", lambda x: PL.framework(_TAB, _BUD, "sum", beta=x, rng=_rng())),
-    ("budget functions", "count ε̌", lambda x: P.count(_BUD(_TAB), eps_min=x, eps_max=1.0, beta=0.1, rng=_rng())),
+    ("budget functions", "α", lambda x: inverse(x, "v")(_TAB)),
+    ("budget functions", "ε̂", lambda x: inverse(1e4, "v", eps_max=x)(_TAB)),
+    ("budget functions", "U", lambda x: inverse(1e4, "v", U=x)(_TAB)),
+    ("budget functions", "ε̌", lambda x: inverse(1e4, "v", eps_min=x)(_TAB)),
+    ("budget functions", "log k", lambda x: log_budget(500, "v", k=x)(_TAB)),
+    ("budget functions", "constant ε", lambda x: constant(x)(_TAB)),
+    ("budget functions", "β", lambda x: framework(_TAB, _BUD, "sum", beta=x, rng=_rng())),
+    ("budget functions", "local β", lambda x: prldp.framework(_TAB, _BUD, "sum", beta=x, rng=_rng())),
+    ("budget functions", "count ε̌", lambda x: count(_BUD(_TAB), eps_min=x, eps_max=1.0, beta=0.1, rng=_rng())),
     ("personalized", "Φ value", lambda x: PD.spec_from_values(np.array([x, 1.0]))),
     ("personalized", "threshold t", lambda x: PD.release(_TAB.assign(u=range(8)), _SPEC, PD.Query("count"),
                                                          PD.Threshold(x), rng=_rng())),
@@ -138,7 +138,7 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
         _TAB, "count", filter=multitier.RecordFilter("v", ">=", x))),
     ("analyst tiers", "local top of the range U", lambda x: multitier.local_categories(
         _TAB, "v", 16, scale="log", top=x)),
-    ("budget functions", "scaling runs per point", lambda x: P.scaling_study("n", [1000], methods=("naive",), trials=x)),
+    ("budget functions", "scaling runs per point", lambda x: scaling_study("n", [1000], methods=("naive",), trials=x)),
     ("secure", "grid bits", lambda x: SecureSampler(bits=x)),
     ("secure", "grid sensitivity", lambda x: grid_for(x)),
 ]
@@ -165,10 +165,10 @@ def test_adversarial_record_values_in_engine_calls(bad):
     tab = _TAB.head(0) if bad == "empty" else _TAB.assign(v=[0.0, 1.0, bad, 10.0, 250.0, 7.5, 1e6, 40.0])
     bad = math.nan if bad == "empty" else bad
     for call in (lambda: split_counts(tab, {"v": 10.0}), lambda: _BUD(tab),
-                 lambda: P.framework(tab, _BUD, "sum", beta=0.1, rng=_rng()),
+                 lambda: framework(tab, _BUD, "sum", beta=0.1, rng=_rng()),
                  lambda: release(tab, _POL, rng=_rng()),
                  lambda: BL.ClippedSum("v", 1.0, upper=10.0).release(tab, rng=_rng()),
-                 lambda: B.parse_budget("1e4 / max(v, 1)")(tab)):
+                 lambda: parse_budget("1e4 / max(v, 1)")(tab)):
         try:
             out = call()
         except PrdpError:
@@ -253,7 +253,7 @@ def test_unicode_headers_and_adversarial_cells(names, cells):
 def test_expression_attacks_fail_fast_with_expression_errors(text):
     t0 = time.perf_counter()
     try:
-        out = B.parse_budget(text, eps_min=0.01, eps_max=10, U=1e6)(_TAB)
+        out = parse_budget(text, eps_min=0.01, eps_max=10, U=1e6)(_TAB)
         assert np.all(np.isfinite(out))
     except PrdpError as err:
         assert isinstance(err, (ExpressionError, PrdpError)) and str(err)
@@ -266,7 +266,7 @@ def test_expression_on_adversarial_columns(values):
     tab = pd.DataFrame({"v": values})
     for text in ("1e4 / v", "log(v)", "sqrt(v)", "v ** 2", "where(v > 10, 0.1, 1 / v)", "exp(v)"):
         try:
-            out = B.parse_budget(text, eps_min=0.01, eps_max=10, U=1e6)(tab)
+            out = parse_budget(text, eps_min=0.01, eps_max=10, U=1e6)(tab)
         except PrdpError:
             continue
         assert np.all(np.isfinite(out)) and np.all(out >= 0.01 * (1 - 1e-12))
@@ -341,7 +341,7 @@ def test_config_yaml_bombs_tags_and_paths(tmp_path):
 
 def test_resource_limits_have_clear_messages(monkeypatch):
     with pytest.raises(ExpressionError, match=f"{limits.MAX_EXPRESSION_CHARS:,}"):
-        B.parse_budget("1" + "+1" * limits.MAX_EXPRESSION_CHARS)
+        parse_budget("1" + "+1" * limits.MAX_EXPRESSION_CHARS)
     monkeypatch.setattr(limits, "MAX_SWEEP_POINTS", 3)
     with pytest.raises(ResourceLimitError, match="sweep points"):
         sweep(_TAB, _POL, [{"v": t} for t in (1.0, 2.0)], [0.1, 0.2])

@@ -16,8 +16,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prdp_core import budget as B
 from prdp_core.errors import PrdpError
+from prdp_core.mechanisms.prdp.budget import parse_budget
 
 FORBIDDEN = ("exec", "open", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen",
              "socket.connect", "socket.bind", "import", "ctypes.dlopen", "os.remove", "os.listdir", "shutil")
@@ -41,7 +41,7 @@ def _evaluate(text: str) -> None:
     _WATCH["on"] = True
     t0 = time.perf_counter()
     try:
-        b = B.parse_budget(text, eps_min=1e-12, eps_max=1e3, U=1e12)
+        b = parse_budget(text, eps_min=1e-12, eps_max=1e3, U=1e12)
         out = b(TABLE, strict=False)
         assert out.shape == (len(TABLE),)
     except PrdpError:
@@ -76,7 +76,7 @@ def test_known_attack_payloads_are_refused_or_harmless(text):
 def test_attack_payloads_raise_expression_errors():
     for text in PAYLOADS[:18]:
         with pytest.raises(PrdpError):
-            B.parse_budget(text, eps_min=1e-3)
+            parse_budget(text, eps_min=1e-3)
 
 
 @given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=300))
@@ -118,7 +118,7 @@ def _expr() -> st.SearchStrategy[str]:
 def test_generated_valid_expressions_evaluate_to_numbers(text):
     _evaluate(text)
     try:
-        b = B.parse_budget(text, eps_min=1e-12, eps_max=1e3)
+        b = parse_budget(text, eps_min=1e-12, eps_max=1e3)
     except PrdpError:
         return  # e.g. too deep or an exponent over the limit
     out = b(TABLE, strict=False)

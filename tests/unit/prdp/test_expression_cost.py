@@ -17,9 +17,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import budget as B
 from prdp_core import limits
 from prdp_core.errors import ExpressionError, ResourceLimitError
+from prdp_core.mechanisms.prdp.budget import BudgetFunction, parse_budget
+from prdp_core.mechanisms.prdp.expressions import COST_TEXT_COMPARISON, compile_expression
+from prdp_core.mechanisms.prdp.shapes import Expression
 
 N = 1_000_000
 
@@ -49,23 +51,23 @@ def _peak_mb(fn):
 def test_a_chain_of_text_comparisons_is_refused_at_parse_time():
     text = "BAL" + "!=''!=BAL" * 221  # 1,992 characters, valid before
     with pytest.raises(ExpressionError, match="one column at a time"):
-        B.compile_expression(text)
+        compile_expression(text)
     for chain in ("BRANCH == 'A' == BRANCH", "'A' == BRANCH != 'B'", "BRANCH != '' != BAL"):
         with pytest.raises(ExpressionError, match="one column at a time"):
-            B.parse_budget(chain, eps_min=0.1)
+            parse_budget(chain, eps_min=0.1)
 
 
 def test_text_is_compared_with_a_column_or_text_only():
     for text in ("(BAL + 1) == 'x'", "1 == 'x'", "max(BAL, 1) != 'x'"):
         with pytest.raises(ExpressionError, match="may only be compared with a column"):
-            B.compile_expression(text)
+            compile_expression(text)
     with pytest.raises(ExpressionError, match="== or !="):
-        B.compile_expression("BRANCH < 'A'")
+        compile_expression("BRANCH < 'A'")
 
 
 def test_a_negation_chain_on_a_million_records_runs_in_bounded_memory(big):
     text = "-a<" * 133 + "-a"  # 133 comparisons: each operand used to stay in memory (1.2 GB)
-    b = B.parse_budget(text, eps_min=1e-3, eps_max=10)
+    b = parse_budget(text, eps_min=1e-3, eps_max=10)
     peak, out = _peak_mb(lambda: b.raw(big))
     assert np.array_equal(out, np.zeros(N))
     assert peak < 40, f"{peak:.0f} MB"  # the 8 MB output plus a few 512 KB chunks
@@ -74,7 +76,7 @@ def test_a_negation_chain_on_a_million_records_runs_in_bounded_memory(big):
 def test_many_text_comparisons_on_a_million_records_are_refused_before_evaluation(big):
     term = "(BRANCH=='A')"
     text = "1+" + "+".join("max(" + ",".join([term] * 8) + ")" for _ in range(16))  # 128 text comparisons
-    b = B.parse_budget(text, eps_min=1e-3, eps_max=1e3)
+    b = parse_budget(text, eps_min=1e-3, eps_max=1e3)
     calls = []
     original = b.shape.compiled.evaluate
     object.__setattr__(b.shape.compiled, "evaluate", lambda cols, n: calls.append(n) or original(cols, n))
@@ -87,11 +89,11 @@ def test_many_text_comparisons_on_a_million_records_are_refused_before_evaluatio
 
 
 def test_a_text_comparison_never_turns_numbers_into_python_objects(big):
-    b = B.parse_budget("where(BAL != '', 2, 1)", eps_min=0.5, eps_max=5)
+    b = parse_budget("where(BAL != '', 2, 1)", eps_min=0.5, eps_max=5)
     peak, out = _peak_mb(lambda: b.raw(big))
     assert np.all(out == 2.0)
     assert peak < 16, f"{peak:.0f} MB"  # one object per record would be 32 MB
-    b = B.parse_budget("where(BRANCH == 'A', 2, 1)", eps_min=0.5, eps_max=5)
+    b = parse_budget("where(BRANCH == 'A', 2, 1)", eps_min=0.5, eps_max=5)
     peak, out = _peak_mb(lambda: b.raw(big))
     np.testing.assert_array_equal(out, np.where(big["BRANCH"].to_numpy() == "A", 2.0, 1.0))
     assert peak < 24, f"{peak:.0f} MB"  # Arrow compares the text: no Python string per record
@@ -105,15 +107,15 @@ def test_a_text_comparison_never_turns_numbers_into_python_objects(big):
 @pytest.mark.parametrize("text, cost", [
     ("1", 1), ("BAL", 1), ("-BAL", 2), ("BAL + 1", 3), ("BAL ** 2", 6), ("1e4 / max(BAL, 1)", 6),
     ("sqrt(BAL)", 3), ("log(BAL, 10)", 4), ("where(BAL > 1, 1, 2)", 7), ("abs(BAL)", 2),
-    ("1 < BAL <= 100", 5), ("BRANCH == 'A'", 1 + B.COST_TEXT_COMPARISON), ("'A' != 'B'", 1 + B.COST_TEXT_COMPARISON),
+    ("1 < BAL <= 100", 5), ("BRANCH == 'A'", 1 + COST_TEXT_COMPARISON), ("'A' != 'B'", 1 + COST_TEXT_COMPARISON),
     ("max(BAL, 1, 2, 3)", 8),
 ])
 def test_cost_per_record(text, cost):
-    assert B.compile_expression(text).cost == cost
+    assert compile_expression(text).cost == cost
 
 
 def test_the_cost_limit_is_cost_times_records(monkeypatch):
-    c = B.compile_expression("1e4 / max(BAL, 1)")
+    c = compile_expression("1e4 / max(BAL, 1)")
     assert c.cost == 6
     cols = {"BAL": np.arange(1.0, 11.0)}
     monkeypatch.setattr(limits, "MAX_EXPRESSION_COST", 60)
@@ -151,37 +153,37 @@ def _table(n: int, seed: int = 1) -> pd.DataFrame:
 @pytest.mark.parametrize("text", EXPRESSIONS)
 def test_chunked_evaluation_equals_one_pass(text, monkeypatch):
     tab = _table(10_001)
-    shape = B.Expression(text)
+    shape = Expression(text)
     monkeypatch.setattr(limits, "EXPRESSION_CHUNK_ROWS", 10**9)
-    whole = B.BudgetFunction(shape, 1e-12, 1e12).raw(tab)
+    whole = BudgetFunction(shape, 1e-12, 1e12).raw(tab)
     for step in (1, 7, 4096):
         monkeypatch.setattr(limits, "EXPRESSION_CHUNK_ROWS", step if step > 1 else 10_001 // 3)
-        np.testing.assert_array_equal(B.BudgetFunction(shape, 1e-12, 1e12).raw(tab), whole)
+        np.testing.assert_array_equal(BudgetFunction(shape, 1e-12, 1e12).raw(tab), whole)
 
 
 def test_text_comparisons_keep_their_meaning():
     tab = _table(2_000)
     ref_label = np.array([v == "x" for v in tab["LABEL"].astype(object)])  # missing equals no text
-    b = B.BudgetFunction(B.Expression("where(LABEL == 'x', 1, 2)"), 1e-3, 10)
+    b = BudgetFunction(Expression("where(LABEL == 'x', 1, 2)"), 1e-3, 10)
     np.testing.assert_array_equal(b.raw(tab), np.where(ref_label, 1.0, 2.0))
-    b = B.BudgetFunction(B.Expression("where(LABEL != 'x', 1, 2)"), 1e-3, 10)
+    b = BudgetFunction(Expression("where(LABEL != 'x', 1, 2)"), 1e-3, 10)
     np.testing.assert_array_equal(b.raw(tab), np.where(~ref_label, 1.0, 2.0))
     ref_obj = np.array([v == "q" for v in tab["OBJ"]])
-    b = B.BudgetFunction(B.Expression("where(OBJ == 'q', 1, 2)"), 1e-3, 10)
+    b = BudgetFunction(Expression("where(OBJ == 'q', 1, 2)"), 1e-3, 10)
     np.testing.assert_array_equal(b.raw(tab), np.where(ref_obj, 1.0, 2.0))
     for col in ("NUM", "BAL"):  # numbers never equal text
-        np.testing.assert_array_equal(B.BudgetFunction(B.Expression(f"{col} == '1'"), 1e-3, 10).raw(tab), 0.0)
-        np.testing.assert_array_equal(B.BudgetFunction(B.Expression(f"{col} != '1'"), 1e-3, 10).raw(tab), 1.0)
+        np.testing.assert_array_equal(BudgetFunction(Expression(f"{col} == '1'"), 1e-3, 10).raw(tab), 0.0)
+        np.testing.assert_array_equal(BudgetFunction(Expression(f"{col} != '1'"), 1e-3, 10).raw(tab), 1.0)
     cols = {"U": np.array(["a", "b", "a"]), "NA": np.array(["a", pd.NA, None], dtype=object)}
-    np.testing.assert_array_equal(B.compile_expression("U == 'a'")(cols, 3), [1.0, 0.0, 1.0])
-    np.testing.assert_array_equal(B.compile_expression("NA == 'a'")(cols, 3), [1.0, 0.0, 0.0])
-    np.testing.assert_array_equal(B.compile_expression("NA != 'a'")(cols, 3), [0.0, 1.0, 1.0])
-    np.testing.assert_array_equal(B.compile_expression("'a' == 'a'")({}, 2), [1.0, 1.0])
+    np.testing.assert_array_equal(compile_expression("U == 'a'")(cols, 3), [1.0, 0.0, 1.0])
+    np.testing.assert_array_equal(compile_expression("NA == 'a'")(cols, 3), [1.0, 0.0, 0.0])
+    np.testing.assert_array_equal(compile_expression("NA != 'a'")(cols, 3), [0.0, 1.0, 1.0])
+    np.testing.assert_array_equal(compile_expression("'a' == 'a'")({}, 2), [1.0, 1.0])
     nested = np.empty(2, dtype=object)
     nested[0], nested[1] = np.zeros(2), np.ones(3)
     for bad in (nested, np.array([["a", "b"], ["c", "d"]], dtype=object)):
         with pytest.raises(ExpressionError, match="cannot be compared with text"):
-            B.compile_expression("L == 'a'")({"L": bad}, 2)
+            compile_expression("L == 'a'")({"L": bad}, 2)
 
 
 # ---------------------------------------------------------------------------

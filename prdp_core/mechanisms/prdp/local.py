@@ -39,11 +39,12 @@ ThresholdRule = Literal["paper", "bernstein"]
 import numpy as np
 import pandas as pd
 
-from ..budget import BudgetFunction, DomainPartition
-from ..errors import ParameterError
-from ..release import Release
-from .prdp import (Query, Selection, _check_beta, _check_rng, _entry, _eps_array, _query_input, _table_of,
-                   _truth_cols, as_query)
+from ...errors import ParameterError
+from ...release import Release
+from .budget import BudgetFunction
+from .domains import DomainPartition
+from .queries import Query, _query_input, as_query
+from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _table_of, _truth_cols
 
 #: Neighbour notion of every PrLDP release: one party's report against the dummy record ⊥ (Def. 7.2).
 LOCAL_NEIGHBOURS = "local: a party's report vs the dummy ⊥ (PrLDP, Def. 7.2)"
@@ -171,7 +172,7 @@ class _LocalData:
 
     def __init__(self, table: Any, budget: BudgetFunction, query: "str | Query") -> None:
         if not isinstance(budget, BudgetFunction):
-            raise ParameterError("budget must be a BudgetFunction (see prdp_core.budget.parse_budget).")
+            raise ParameterError("budget must be a BudgetFunction (see prdp_core.mechanisms.prdp.parse_budget).")
         t = _table_of(table)
         q = as_query(query)
         if q.kind not in ("count", "sum"):

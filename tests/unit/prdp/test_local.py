@@ -10,56 +10,57 @@ import pytest
 from scipy import stats
 
 import prdp_core
-from prdp_core import budget as B
 from prdp_core.errors import ParameterError
-from prdp_core.mechanisms import prdp as P
-from prdp_core.mechanisms import prldp as LP
+from prdp_core.mechanisms.prdp import local as prldp
+from prdp_core.mechanisms.prdp.budget import inverse
+from prdp_core.mechanisms.prdp.domains import DomainPartition
+from prdp_core.mechanisms.prdp.experiments import trimmed_mean
 
-INV = B.inverse(1e4, "BALANCE")
+INV = inverse(1e4, "BALANCE")
 
 
 def test_laplace_sum_is_exactly_a_sum_of_laplace_with_power():
     rng = np.random.default_rng(0)
     n, b = 7, 2.0
     direct = rng.laplace(0, b, size=(40_000, n)).sum(axis=1)
-    fast = LP.laplace_sum(n, b, rng=rng, size=40_000)
+    fast = prldp.laplace_sum(n, b, rng=rng, size=40_000)
     assert stats.ks_2samp(direct, fast).pvalue > 1e-3
-    wrong = LP.laplace_sum(n, 0.9 * b, rng=rng, size=40_000)
+    wrong = prldp.laplace_sum(n, 0.9 * b, rng=rng, size=40_000)
     assert stats.ks_2samp(direct, wrong).pvalue < 1e-4
-    wrong = LP.laplace_sum(n, 1.1 * b, rng=rng, size=40_000)
+    wrong = prldp.laplace_sum(n, 1.1 * b, rng=rng, size=40_000)
     assert stats.ks_2samp(direct, wrong).pvalue < 1e-4
-    assert np.all(LP.laplace_sum(0, b, rng=rng, size=5) == 0)
+    assert np.all(prldp.laplace_sum(0, b, rng=rng, size=5) == 0)
 
 
 def test_randomiser_reports_and_analyser():
     e = np.array([1e-8, 0.5, 100.0, 0.02])
-    rep = LP.randomise(e, eps_min=1e-8, eps_max=100.0, rng=np.random.default_rng(1))
-    dp = B.DomainPartition(1e-8, 100.0)
+    rep = prldp.randomise(e, eps_min=1e-8, eps_max=100.0, rng=np.random.default_rng(1))
+    dp = DomainPartition(1e-8, 100.0)
     assert rep.shape == (4, dp.L)
     # a party's report differs from ⊥'s (all-noise) in its own domain only: the loss is 2^{i−1}ε̌
-    many = np.stack([LP.randomise(e, eps_min=1e-8, eps_max=100.0, rng=np.random.default_rng(s)) for s in range(300)])
+    many = np.stack([prldp.randomise(e, eps_min=1e-8, eps_max=100.0, rng=np.random.default_rng(s)) for s in range(300)])
     mean = many.mean(axis=0)
     idx = dp.index(e)
     for j in range(4):
         assert mean[j, idx[j] - 1] == pytest.approx(1.0, abs=6 / dp.lo[idx[j] - 1] / math.sqrt(300))
-    out = LP.analyse(rep, eps_min=1e-8, eps_max=100.0, beta=0.1)
+    out = prldp.analyse(rep, eps_min=1e-8, eps_max=100.0, beta=0.1)
     assert set(out) >= {"eps_tau", "ell", "estimate", "totals", "thresholds", "passed"}
     assert out["estimate"] == pytest.approx(rep.sum(axis=0)[out["ell"] - 1:].sum())
     with pytest.raises(ParameterError):
-        LP.analyse(rep[:, :3], eps_min=1e-8, eps_max=100.0, beta=0.1)
+        prldp.analyse(rep[:, :3], eps_min=1e-8, eps_max=100.0, beta=0.1)
 
 
 def test_thresholds_paper_and_bernstein():
     lo = np.array([0.01, 0.02, 0.04])
-    paper = LP.local_thresholds(200_000, lo, 0.1, "paper")
+    paper = prldp.local_thresholds(200_000, lo, 0.1, "paper")
     np.testing.assert_allclose(paper, math.sqrt(8 * 200_000) * math.log(3 / 0.1) / lo)
-    tight = LP.local_thresholds(200_000, lo, 0.1, "bernstein")
+    tight = prldp.local_thresholds(200_000, lo, 0.1, "bernstein")
     np.testing.assert_allclose(tight, math.sqrt(8 * 200_000 * math.log(6 / 0.1)) / lo)
     assert np.all(tight < paper)
     # tiny n: the sub-exponential bound does not apply, the paper's value is kept
-    np.testing.assert_allclose(LP.local_thresholds(1, lo, 0.1, "bernstein"), LP.local_thresholds(1, lo, 0.1))
+    np.testing.assert_allclose(prldp.local_thresholds(1, lo, 0.1, "bernstein"), prldp.local_thresholds(1, lo, 0.1))
     with pytest.raises(ParameterError):
-        LP.local_thresholds(10, lo, 0.1, "median")
+        prldp.local_thresholds(10, lo, 0.1, "median")
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def normal() -> pd.DataFrame:
 
 
 def test_local_count_release(normal):
-    r = LP.count(INV(normal), eps_min=INV.eps_min, eps_max=INV.eps_max, beta=0.1, rng=np.random.default_rng(2),
+    r = prldp.count(INV(normal), eps_min=INV.eps_min, eps_max=INV.eps_max, beta=0.1, rng=np.random.default_rng(2),
                  reveal=True)
     assert r.check_delivered_within_requested() and r.mechanism == "prldp.count"
     assert r.extras["private_dropped"] == int(r.extras["private_domain_counts"][: r.extras["ell"] - 1].sum())
@@ -77,18 +78,19 @@ def test_local_count_release(normal):
 def test_appendix_b_count_error_with_the_tight_threshold(normal):
     """Appendix B reports 9.84% for Normal(50k): the Bernstein threshold reproduces it, the printed
     √(8n)·ln(L/β) threshold drops one more domain (about 50%)."""
-    tight = P.trimmed_mean(LP.simulate(normal, INV, "count", "count", beta=0.1, trials=30,
+    tight = trimmed_mean(prldp.simulate(normal, INV, "count", "count", beta=0.1, trials=30,
                                        rng=np.random.default_rng(3), threshold="bernstein"))
-    paper = P.trimmed_mean(LP.simulate(normal, INV, "count", "count", beta=0.1, trials=30,
+    paper = trimmed_mean(prldp.simulate(normal, INV, "count", "count", beta=0.1, trials=30,
                                        rng=np.random.default_rng(3)))
     assert 0.0984 / 2 < tight < 0.0984 * 2
     assert paper > tight
-    naive = P.trimmed_mean(LP.simulate(normal, INV, "count", "naive", beta=0.1, trials=10, rng=np.random.default_rng(4)))
+    naive = trimmed_mean(prldp.simulate(normal, INV, "count", "naive", beta=0.1, trials=10,
+                                        rng=np.random.default_rng(4)))
     assert naive > 1
 
 
 def test_local_framework_losses_and_clip_bound(normal):
-    r = LP.framework(normal, INV, "sum", beta=0.1, rng=np.random.default_rng(5), threshold="bernstein", reveal=True)
+    r = prldp.framework(normal, INV, "sum", beta=0.1, rng=np.random.default_rng(5), threshold="bernstein", reveal=True)
     dp = INV.domains()
     e = INV(normal)
     eps_tau = r.extras["eps_tau"]
@@ -98,4 +100,4 @@ def test_local_framework_losses_and_clip_bound(normal):
     assert normal.BALANCE[kept].max() <= r.extras["tau"]
     assert r.check_delivered_within_requested()
     with pytest.raises(ParameterError, match="count and sum"):
-        LP.framework(normal, INV, "max", beta=0.1, rng=np.random.default_rng(0))
+        prldp.framework(normal, INV, "max", beta=0.1, rng=np.random.default_rng(0))

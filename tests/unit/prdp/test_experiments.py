@@ -1,20 +1,24 @@
-"""Figs. 3–5 of the general PrDP framework paper (sum error vs n, U and σ), redrawn by
-``scaling_study`` with its defaults (20 runs per point, seed 0): the findings stated in
+"""Experiments of the PrDP framework: repeated runs (simulate), and Figs. 3–5 of the paper (sum error
+vs n, U and σ) redrawn by ``scaling_study`` with its defaults (20 runs per point, seed 0): the findings stated in
 docs/reproductions/prdp-general-framework.md, including where they do not hold."""
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.mechanisms import prdp as P
+from prdp_core.errors import ParameterError
+from prdp_core.mechanisms.prdp.budget import inverse
+from prdp_core.mechanisms.prdp.experiments import scaling_study, simulate, trimmed_mean
 
 PRDP = ("extension", "framework")
+INV = inverse(1e4, "BALANCE")
 
 
 @pytest.fixture(scope="module")
 def studies() -> dict[str, pd.DataFrame]:
-    return {v: P.scaling_study(v).pivot_table(index="value", columns=["budget", "method"], values="rel_error")
+    return {v: scaling_study(v).pivot_table(index="value", columns=["budget", "method"], values="rel_error")
             for v in ("n", "U", "sigma")}
 
 
@@ -56,3 +60,14 @@ def test_errors_grow_with_skew(studies):
     for b in ("inverse", "log", "sqrt"):
         for m in PRDP:
             assert s.loc[1e5, (b, m)] > s.loc[1e2, (b, m)], (b, m)
+
+
+def test_simulate_and_trimmed_mean(normal):
+    assert trimmed_mean(np.arange(10.0)) == pytest.approx(4.5)
+    assert trimmed_mean(np.array([1.0, 100.0, 2.0, 3.0, 4.0])) == pytest.approx(3.0)
+    re = simulate(normal, INV, "sum", "framework", beta=0.1, trials=30, rng=np.random.default_rng(13))
+    assert re.shape == (30,) and trimmed_mean(re) < 0.02
+    with pytest.raises(ParameterError):
+        simulate(normal, INV, "max", "extension", beta=0.1, trials=3, rng=np.random.default_rng(0))
+    with pytest.raises(ParameterError):
+        simulate(normal, INV, "sum", "count", beta=0.1, trials=3, rng=np.random.default_rng(0))
