@@ -630,22 +630,22 @@ def _budget(v: Any) -> dict[str, Any]:
 
 
 def build_budget(b: Mapping[str, Any]) -> Any:
-    """The :class:`~prdp_core.budget.BudgetFunction` of a normalised ``policy.budget`` section."""
-    from . import budget as B
+    """The :class:`~prdp_core.mechanisms.prdp.budget.BudgetFunction` of a normalised ``policy.budget`` section."""
+    from .mechanisms import prdp
 
     kw = {"eps_min": b.get("eps_min"), "eps_max": b.get("eps_max"), "U": b.get("U")}
     if "preset" in b:
         if b["preset"] == "constant":
-            return B.constant(b["eps"], U=b.get("U"))
+            return prdp.constant(b["eps"], U=b.get("U"))
         params = {"alpha": b["alpha"], **({"k": b["k"]} if b["preset"] == "log" else {})}
-        return B.preset(b["preset"], b["column"], **kw, **params)
+        return prdp.preset(b["preset"], b["column"], **kw, **params)
     if "expression" in b:
-        return B.parse_budget(b["expression"], **kw)
+        return prdp.parse_budget(b["expression"], **kw)
     if "steps" in b:
         s = b["steps"]
-        return B.step_table(s["column"], s["bounds"], s["eps"], **kw)
+        return prdp.step_table(s["column"], s["bounds"], s["eps"], **kw)
     g = b["groups"]
-    return B.per_group(g["column"], dict(g["parts"]), default=g.get("default"), **kw)
+    return prdp.per_group(g["column"], dict(g["parts"]), default=g.get("default"), **kw)
 
 
 def _specification(v: Any, study_seed: int) -> dict[str, Any]:
@@ -797,7 +797,7 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, en
                 if d.get("measure") is None:
                     raise _err(f"{p}.measure", "a sum needs a measure.")
                 out["measure"] = _text(d["measure"], f"{p}.measure", max_len=500)
-                from .mechanisms.multitier_central import MAX_SENSITIVITY
+                from .mechanisms.multitier.noise_families import MAX_SENSITIVITY
 
                 out["clip"] = _number(d.get("clip", 100.0), f"{p}.clip", positive=True, hi=MAX_SENSITIVITY)
             out["delta"] = _number(d.get("delta", 1e-6), f"{p}.delta", positive=True, hi=0.1)

@@ -114,8 +114,8 @@ def _needs_records(ds: Any, what: str) -> None:
 
 
 def _run_prdp(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal: bool) -> list[tuple[str, Release]]:
-    from .mechanisms import prdp as P
-    from .mechanisms import prldp as LP
+    from .mechanisms import prdp
+    from .mechanisms.prdp import local as prldp
 
     from .config import data_columns
 
@@ -135,26 +135,26 @@ def _run_prdp(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal
         if m["model"] == "local":
             th = m.get("threshold", "paper")
             if alg == "count":
-                rel = LP.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, rng=rng, threshold=th,
+                rel = prldp.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, rng=rng, threshold=th,
                                reveal=reveal, seed=seed)
             elif alg == "framework":
-                rel = LP.framework(t, E, q, beta=beta, rng=rng, threshold=th, reveal=reveal, seed=seed)
+                rel = prldp.framework(t, E, q, beta=beta, rng=rng, threshold=th, reveal=reveal, seed=seed)
             else:
-                rel = LP.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+                rel = prldp.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
             out.append((PRDP_LOCAL_LABELS[alg], rel))
             continue
         if m.get("secure") and alg == "count":
-            rel = P.count_of(t, E, beta=beta, reveal=reveal, secure=True)
+            rel = prdp.count_of(t, E, beta=beta, reveal=reveal, secure=True)
         elif m.get("secure"):
-            rel = P.framework(t, E, q, beta=beta, rng=None, reveal=reveal, secure=True)
+            rel = prdp.framework(t, E, q, beta=beta, rng=None, reveal=reveal, secure=True)
         elif alg == "count":
-            rel = P.count_of(t, E, beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.count_of(t, E, beta=beta, rng=rng, reveal=reveal, seed=seed)
         elif alg == "framework":
-            rel = P.framework(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.framework(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
         elif alg == "sum_extension":
-            rel = P.sum_extension(t, E, column=m["column"], beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.sum_extension(t, E, column=m["column"], beta=beta, rng=rng, reveal=reveal, seed=seed)
         else:
-            rel = P.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
         out.append((PRDP_LABELS[alg], rel))
     return out
 
@@ -803,16 +803,16 @@ def _budget_code(b: Mapping[str, Any]) -> str:
     kw = f"eps_min={b.get('eps_min')!r}, eps_max={b.get('eps_max')!r}, U={b.get('U')!r}"
     if "preset" in b:
         if b["preset"] == "constant":
-            return f"B.constant({b['eps']!r}, U={b.get('U')!r})"
+            return f"prdp.constant({b['eps']!r}, U={b.get('U')!r})"
         k = f", k={b['k']!r}" if b["preset"] == "log" else ""
-        return f"B.preset({b['preset']!r}, {b['column']!r}, {kw}, alpha={b['alpha']!r}{k})"
+        return f"prdp.preset({b['preset']!r}, {b['column']!r}, {kw}, alpha={b['alpha']!r}{k})"
     if "expression" in b:
-        return f"B.parse_budget({b['expression']!r}, {kw})"
+        return f"prdp.parse_budget({b['expression']!r}, {kw})"
     if "steps" in b:
         s = b["steps"]
-        return f"B.step_table({s['column']!r}, {_py(s['bounds'])}, {_py(s['eps'])}, {kw})"
+        return f"prdp.step_table({s['column']!r}, {_py(s['bounds'])}, {_py(s['eps'])}, {kw})"
     g = b["groups"]
-    return f"B.per_group({g['column']!r}, {_py(dict(g['parts']))}, default={g.get('default')!r}, {kw})"
+    return f"prdp.per_group({g['column']!r}, {_py(dict(g['parts']))}, default={g.get('default')!r}, {kw})"
 
 
 def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
@@ -848,8 +848,8 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
         L.append("from prdp_core.splitting import as_thresholds, thresholds_from_frame")
         L.append("from prdp_core.workload import SplittingPolicy, Workload")
     if "prdp" in kinds:
-        L.append("from prdp_core import budget as B")
-        L.append("from prdp_core.mechanisms import prdp, prldp")
+        L.append("from prdp_core.mechanisms import prdp")
+        L.append("from prdp_core.mechanisms.prdp import local as prldp")
     if "personalized" in kinds:
         L.append("from prdp_core.mechanisms import personalized")
     if "multitier" in kinds:

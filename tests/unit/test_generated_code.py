@@ -264,7 +264,7 @@ def _string_tokens(code: str) -> list[str]:
 #: A string that reads as Python source: an import, a prdp_core call, or a call on a module alias the
 #: generated scripts use.
 CODE_TEXT = re.compile(r"(^|\n)\s*(import \w|from [\w.]+ import )|\bprdp_core\.\w+\(|"
-                       r"\b(np|pd|B|P|mt|partial|analysis|prdp|prldp|interpret|accounting|unit_splitting)\.\w+\(")
+                       r"\b(np|pd|B|P|mt|granular|analysis|prdp|prldp|interpret|accounting|unit_splitting)\.\w+\(")
 
 
 def _code_writing_functions() -> set[str]:

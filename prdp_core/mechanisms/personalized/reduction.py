@@ -84,7 +84,7 @@ def to_prdp(table: pd.DataFrame, spec: PrivacySpec, *, c: float = 1.0, column: s
 def prdp_available() -> bool:
     """Whether the PrDP framework (:mod:`prdp_core.mechanisms.prdp`) and budget functions can be imported."""
     try:
-        from ... import budget  # noqa: F401
+        from ..prdp import budget  # noqa: F401
         from .. import prdp  # noqa: F401
     except ImportError:
         return False
@@ -109,7 +109,7 @@ def run_prdp(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, *
         raise ParameterError("The PDP vs PrDP comparison covers count and sum.",
                              hint="The PrDP framework has no median; pick count or sum.")
     try:
-        from ... import budget as _budget
+        from ..prdp import budget as _budget
         from .. import prdp as _prdp
     except ImportError:
         raise ParameterError("The PrDP framework is not available in this installation.") from None
