@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import statistics
 import sys
@@ -62,21 +63,53 @@ def make_csv(path: Path, n: int, seed: int) -> None:
 # Measurements
 
 
-class RssSampler:
-    """Samples a process's resident memory (VmRSS in /proc/PID/status) every ``interval`` seconds."""
+def vm_rss_mb(pid: int) -> float:
+    """Resident memory of one process (VmRSS in /proc/PID/status), MB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS line")
 
-    def __init__(self, pid: int, interval: float = 0.5) -> None:
-        self.pid, self.interval = pid, interval
+
+def descendants(pid: int) -> list[int]:
+    """The processes started by ``pid``, their children and so on (from the parent ids in /proc/*/stat)."""
+    parent: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])  # the name may hold ")"
+            except (OSError, IndexError, ValueError):
+                continue  # the process has exited meanwhile
+    found, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        kids = [c for c, p in parent.items() if p == here]
+        found += kids
+        todo += kids
+    return found
+
+
+class RssSampler:
+    """Samples a process's resident memory (VmRSS in /proc/PID/status) every ``interval`` seconds;
+    with ``children``, the sum over the process and everything it started (a child's pages shared with
+    the server are then counted twice: an upper bound)."""
+
+    def __init__(self, pid: int, interval: float = 0.5, children: bool = False) -> None:
+        self.pid, self.interval, self.children = pid, interval, children
         self.samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def rss_mb(self) -> float:
-        with open(f"/proc/{self.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        raise RuntimeError("no VmRSS line")
+        total = vm_rss_mb(self.pid)  # the server itself: its exit ends the sampling
+        for child in descendants(self.pid) if self.children else ():
+            try:
+                total += vm_rss_mb(child)
+            except (OSError, RuntimeError):
+                pass  # exited meanwhile (a zombie has no VmRSS line)
+        return total
 
     def _run(self) -> None:
         while not self._stop.is_set():
