@@ -46,7 +46,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_sessions import RssSampler, StepTimer, percentile, wait_idle  # noqa: E402
+from bench_sessions import RssSampler, StepTimer, descendants, percentile, wait_idle  # noqa: E402
 from common import machine  # noqa: E402
 
 from tests.e2e.server import (CDF_CHART, CHROMIUM, CHROMIUM_FLAGS, FINGERPRINT_JS, app_server,  # noqa: E402
@@ -85,6 +85,37 @@ class Participant:
     failed_step: str = ""
     reason: str = ""
     changes: list[Change] = field(default_factory=list)
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """CPU time (user + system) the processes have used so far, s (processes that exited meanwhile: 0)."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+        except (OSError, IndexError, ValueError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU time of the server (its process tree) and of the browser side (chromium and Playwright's
+    driver: every other process this benchmark started), read at the phases' boundaries."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid = server_pid
+        self.marks: dict[str, tuple[float, float]] = {}
+
+    def mark(self, name: str) -> None:
+        server = [self.server_pid, *descendants(self.server_pid)]
+        client = [p for p in descendants(os.getpid()) if p not in server]
+        self.marks[name] = (cpu_seconds(server), cpu_seconds(client))
+
+    def between(self, a: str, b: str) -> dict[str, float]:
+        (s0, c0), (s1, c1) = self.marks[a], self.marks[b]
+        return {"server": s1 - s0, "browser": c1 - c0}
 
 
 def describe(err: Exception) -> str:
@@ -145,6 +176,9 @@ async def change_threshold(p: Participant, k: int, t0_phase: float, timeout_ms: 
         await page.wait_for_function(CHANGED, arg=before, timeout=timeout_ms, polling=20)
         c.seconds = time.perf_counter() - t0
         await wait_idle(page, timeout_ms)  # the rest of the page's run: the next change starts after it
+        shown = float(await box.input_value())
+        if not math.isclose(shown, c.new, rel_tol=1e-9):
+            raise RuntimeError(f"the threshold box shows {shown:g} after the change to {c.new:g}")
         return True
     except Exception as err:
         c.error = describe(err)
@@ -176,7 +210,8 @@ async def active_phase(active: list[Participant], changes: int, pattern: str, th
                 await asyncio.sleep(think)
 
 
-async def run_room(url: str, sampler: RssSampler, args: argparse.Namespace) -> tuple[list[Participant], dict]:
+async def run_room(url: str, sampler: RssSampler, cpu: CpuMeter, args: argparse.Namespace
+                   ) -> tuple[list[Participant], dict]:
     from playwright.async_api import async_playwright
 
     timeout_ms = args.timeout * 1000
@@ -193,6 +228,7 @@ async def run_room(url: str, sampler: RssSampler, args: argparse.Namespace) -> t
                 raise RuntimeError(f"the warm-up session failed: {warm.failed_step}: {warm.reason}")
             mem["before"] = sampler.rss_mb()
             load["before"] = list(os.getloadavg())
+            cpu.mark("before")
 
             room = [Participant(i) for i in range(args.sessions)]
             gate = asyncio.Semaphore(max(1, args.open_at_once))
@@ -202,10 +238,12 @@ async def run_room(url: str, sampler: RssSampler, args: argparse.Namespace) -> t
             mem["peak_opening"] = sampler.peak_mb(since=t_open)
             mem["all_open"] = sampler.rss_mb()
             load["opened"] = list(os.getloadavg())
+            cpu.mark("opened")
             t_idle = time.monotonic()
             await asyncio.sleep(args.settle)
             mem["settled"] = sampler.rss_mb()
             mem["peak_idle"] = sampler.peak_mb(since=t_idle)
+            cpu.mark("settled")
 
             active = [p for p in room if p.opened][:args.active]
             if active and args.changes > 0:
@@ -215,12 +253,15 @@ async def run_room(url: str, sampler: RssSampler, args: argparse.Namespace) -> t
                 mem["peak_active"] = sampler.peak_mb(since=t_act)
                 mem["after_active"] = sampler.rss_mb()
                 load["active"] = list(os.getloadavg())
+                cpu.mark("active")
             for p in room:
                 if p.context is not None:
                     await p.context.close()
         finally:
             await browser.close()
-    return room, {"memory_mb": mem, "load_average": load}
+    phases = [("opening", "before", "opened"), ("idle", "opened", "settled"), ("active", "settled", "active")]
+    used = {name: cpu.between(a, b) for name, a, b in phases if a in cpu.marks and b in cpu.marks}
+    return room, {"memory_mb": mem, "load_average": load, "cpu_s": used}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -294,6 +335,14 @@ def report(s: dict) -> None:
         if v is not None:
             print(f"| {label} | {v:,.0f} |")
     print()
+    print("| CPU time | server | browser side (chromium, driver) |")
+    print("|---|---|---|")
+    for phase, v in s["cpu_s"].items():
+        print(f"| {phase} | {v['server']:.1f} s | {v['browser']:.1f} s |")
+        if phase == "active" and lat["n"] + lat["failed"]:
+            n = lat["n"] + lat["failed"]
+            print(f"| active, per change | {v['server'] / n:.2f} s | {v['browser'] / n:.2f} s |")
+    print()
     print(f"Opened: {s['opened']} of {a['sessions']}; threshold changes: {lat['n']} timed, {lat['failed']} failed")
     for f in s["failures"]:
         print(f"- session {f['session']}: {f['step']}: {f['reason']}")
@@ -340,7 +389,7 @@ def main(argv: list[str] | None = None) -> int:
                                                     cwd=Path(home)) as (url, proc):
             sampler = RssSampler(proc.pid, children=True).start()
             try:
-                room, measured = asyncio.run(run_room(url, sampler, args))
+                room, measured = asyncio.run(run_room(url, sampler, CpuMeter(proc.pid), args))
             finally:
                 sampler.stop()
     summary = summarise(args, room, measured)
