@@ -23,7 +23,14 @@ Measured:
 - per change, the time from pressing Enter in the threshold box to the updated chart: the chart's
   Plotly data (its traces' x and y, fingerprinted in the page every 20 ms) differs from before
   the change. Each change sets a value used nowhere before in the session (alternately about twice
-  and about half the starting threshold), so no cached preview serves it and the curve always moves.
+  and about half the starting threshold), so no cached preview serves it and the curve always moves;
+- per change, the time from Enter to the arrival of the chart's new figure in the browser (the
+  websocket frame holding the chart's title): the server's share of the latency, without the
+  page's drawing, which a workshop's participants do on their own machines while the benchmark's
+  chromium does it on the server's cores;
+- the CPU time of the server and of the browser side in each phase (per change while active).
+
+The latency target (p95 ≤ 2 s with 10 sessions active) is judged on the chart drawn in the page.
 
 Run: .venv/bin/python benchmarks/bench_workshop_load.py [--sessions 30] [--active 10] [--changes 100]
      [--pattern concurrent|turns] [--think 0] [--settle 60] [--json FILE]
@@ -41,7 +48,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -54,6 +61,8 @@ from tests.e2e.server import (CDF_CHART, CHROMIUM, CHROMIUM_FLAGS, FINGERPRINT_J
 
 FINGERPRINT = FINGERPRINT_JS % CDF_CHART  # the CDF chart's data: changes whenever the curve does
 CHANGED = chart_changed_js(FINGERPRINT)
+#: The CDF chart's title, as it stands in the figure the server sends (a Streamlit ForwardMsg on the websocket).
+CHART_TITLE = b"Policy-loss CDF over records"
 
 #: Targets of the workshop issue's acceptance, checked only at (or above) the sizes they name.
 MEMORY_TARGET_MB, MEMORY_TARGET_SESSIONS = 3 * 1024, 30
@@ -63,13 +72,16 @@ LATENCY_TARGET_S, LATENCY_TARGET_ACTIVE, LATENCY_TARGET_CHANGES = 2.0, 10, 100
 @dataclass
 class Change:
     """One threshold change: which session, its number in the session, the values, the seconds from
-    Enter to the updated chart (nan when it failed) and when it started (seconds into the phase)."""
+    Enter to the updated chart drawn in the page (nan when it failed) and to the arrival of the chart's
+    new figure in the browser (``delivered``: the server's share, without the page's drawing), and when
+    it started (seconds into the phase)."""
 
     session: int
     k: int
     old: float
     new: float
     seconds: float = math.nan
+    delivered: float = math.nan
     started: float = 0.0
     error: str = ""
 
@@ -85,6 +97,15 @@ class Participant:
     failed_step: str = ""
     reason: str = ""
     changes: list[Change] = field(default_factory=list)
+    chart_frames: list[float] = field(default_factory=list)  # arrival times of websocket frames with the chart
+
+    def on_websocket(self, ws: Any) -> None:
+        ws.on("framereceived", self.on_frame)
+
+    def on_frame(self, payload: bytes | str) -> None:
+        data = payload if isinstance(payload, bytes) else payload.encode("utf-8", "replace")
+        if CHART_TITLE in data:
+            self.chart_frames.append(time.perf_counter())
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -118,6 +139,21 @@ class CpuMeter:
         return {"server": s1 - s0, "browser": c1 - c0}
 
 
+def cpu_list(text: str) -> set[int]:
+    """CPUs of a taskset-style list: ``0``, ``0,1``, ``0-3``."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def pinned(command: Callable[[int], list[str]], cpus: str) -> Callable[[int], list[str]]:
+    """``command`` run on ``cpus`` only (taskset executes it: the server keeps the process id)."""
+    cpu_list(cpus)  # a malformed list fails here, before anything starts
+    return lambda port: ["taskset", "-c", cpus, *command(port)]
+
+
 def describe(err: Exception) -> str:
     return f"{type(err).__name__}: {str(err).splitlines()[0][:160] if str(err) else ''}"
 
@@ -140,6 +176,7 @@ async def open_session(browser, url: str, p: Participant, gate: asyncio.Semaphor
         async with gate:
             p.context = await browser.new_context(viewport={"width": 1400, "height": 1000})
             p.page = page = await p.context.new_page()
+            page.on("websocket", p.on_websocket)
             page.set_default_timeout(timeout_ms)
             async with p.timer.step(step):
                 await page.goto(url)
@@ -175,6 +212,7 @@ async def change_threshold(p: Participant, k: int, t0_phase: float, timeout_ms: 
         await box.press("Enter")
         await page.wait_for_function(CHANGED, arg=before, timeout=timeout_ms, polling=20)
         c.seconds = time.perf_counter() - t0
+        c.delivered = next((t - t0 for t in p.chart_frames if t > t0), math.nan)
         await wait_idle(page, timeout_ms)  # the rest of the page's run: the next change starts after it
         shown = float(await box.input_value())
         if not math.isclose(shown, c.new, rel_tol=1e-9):
@@ -284,6 +322,9 @@ def summarise(args: argparse.Namespace, room: list[Participant], measured: dict)
         steps[s] = {"p50": percentile(vals, 50), "p95": percentile(vals, 95), "max": max(vals), "n": len(vals)}
     latency = {"p50": percentile(lat, 50), "p95": percentile(lat, 95), "max": max(lat, default=math.nan),
                "n": len(lat), "failed": len(changes) - len(lat)}
+    got = [c.delivered for c in changes if c.error == "" and math.isfinite(c.delivered)]
+    delivered = {"p50": percentile(got, 50), "p95": percentile(got, 95), "max": max(got, default=math.nan),
+                 "n": len(got)}
     targets = {}
     if args.sessions >= MEMORY_TARGET_SESSIONS:
         worst = max(mem["peak_opening"], mem["peak_idle"], mem["settled"])
@@ -297,7 +338,7 @@ def summarise(args: argparse.Namespace, room: list[Participant], measured: dict)
         "settings": {k: v for k, v in vars(args).items() if k not in ("json", "log")},
         "opened": opened, "failures": [{"session": p.index, "step": p.failed_step, "reason": p.reason}
                                        for p in room if not p.opened],
-        "steps_s": steps, "latency_s": latency, "targets": targets, **measured,
+        "steps_s": steps, "latency_s": latency, "delivered_s": delivered, "targets": targets, **measured,
         "changes": [asdict(c) for c in changes],
     }
 
@@ -312,15 +353,21 @@ def report(s: dict) -> None:
                + (f", {a['think']:g} s apart" if a["think"] else "") + ")")
     print(f"Input: {a['sessions']} sessions on the default sample (at most {a['open_at_once']} opening at once), "
           f"idle {a['settle']:g} s; then {min(a['active'], s['opened'])} of them change the first threshold "
-          f"{a['changes']} times in all, {pattern}. Load average (1, 5, 15 min): "
+          f"{a['changes']} times in all, {pattern}. "
+          + (f"Server on CPU {a['server_cpus']}. " if a["server_cpus"] else "")
+          + (f"Browsers on CPU {a['browser_cpus']}. " if a["browser_cpus"] else "")
+          + "Load average (1, 5, 15 min): "
           + "; ".join(f"{k} {', '.join(f'{x:.1f}' for x in v)}" for k, v in s["load_average"].items()))
     print()
     print("| step (per session) | p50 | p95 | max | sessions |")
     print("|---|---|---|---|---|")
     for name, v in s["steps_s"].items():
         print(f"| {name} | {v['p50']:.1f} s | {v['p95']:.1f} s | {v['max']:.1f} s | {v['n']} |")
+    d = s["delivered_s"]
     print(f"| threshold change → updated chart | {lat['p50']:.2f} s | {lat['p95']:.2f} s | {lat['max']:.2f} s | "
           f"{lat['n']} changes |")
+    print(f"| threshold change → chart's figure received (websocket) | {d['p50']:.2f} s | {d['p95']:.2f} s | "
+          f"{d['max']:.2f} s | {d['n']} changes |")
     print()
     print("| server resident memory (with children) | MB |")
     print("|---|---|")
@@ -372,6 +419,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="sessions loading their first pages at the same time (default 10)")
     ap.add_argument("--settle", type=float, default=60.0,
                     help="seconds the room stays idle before the settled memory reading (default 60)")
+    ap.add_argument("--server-cpus", metavar="LIST", default=None,
+                    help="run the server on these CPUs only (taskset list, e.g. 0); default: all")
+    ap.add_argument("--browser-cpus", metavar="LIST", default=None,
+                    help="run chromium, its driver and this script on these CPUs only (e.g. 1), so that the "
+                         "browsers, which a workshop runs on the participants' machines, do not take the "
+                         "server's CPU; default: all")
     ap.add_argument("--timeout", type=float, default=300.0, help="timeout of each browser step, s (default 300)")
     ap.add_argument("--json", type=Path, default=None, help="write the results (and every change) to this file")
     ap.add_argument("--log", type=Path, default=None, help="server log file (default: in the workshop folder)")
@@ -385,8 +438,12 @@ def main(argv: list[str] | None = None) -> int:
         (Path(home) / "data").mkdir()
         env = clean_env(PRDP_WORKSHOP_DIR=home)
         log_path = args.log or Path(home) / "server.log"
-        with open(log_path, "w") as log, app_server(log, env=env, command=prdp_app_command(Path(home) / "data"),
-                                                    cwd=Path(home)) as (url, proc):
+        command = prdp_app_command(Path(home) / "data")
+        if args.server_cpus:
+            command = pinned(command, args.server_cpus)
+        with open(log_path, "w") as log, app_server(log, env=env, command=command, cwd=Path(home)) as (url, proc):
+            if args.browser_cpus:  # inherited by the driver and chromium, started after this
+                os.sched_setaffinity(0, cpu_list(args.browser_cpus))
             sampler = RssSampler(proc.pid, children=True).start()
             try:
                 room, measured = asyncio.run(run_room(url, sampler, CpuMeter(proc.pid), args))

@@ -3,7 +3,8 @@
 designer, three threshold changes. Its figures are recorded in benchmarks/README.md, never asserted
 here: the test checks that every session opened, that every change reached the chart (a latency is
 only recorded once the chart's data differs from before the change, and the threshold box then shows
-the new value), and that the memory and CPU readings are real."""
+the new value), that the chart's new figure was seen arriving on the websocket first, and that the
+memory and CPU readings are real."""
 
 from __future__ import annotations
 
@@ -36,6 +37,8 @@ def test_workshop_load_benchmark_measures_chart_updates(tmp_path):
     for c in s["changes"]:
         assert c["error"] == "" and math.isfinite(c["seconds"]) and c["seconds"] > 0
         assert c["new"] != c["old"] and c["new"] > 0
+        # the chart's new figure reached the browser (websocket) before the page had drawn it
+        assert math.isfinite(c["delivered"]) and 0 < c["delivered"] <= c["seconds"]
     assert len({c["new"] for c in s["changes"]}) == 3  # each change a value not used before
     mem = s["memory_mb"]
     assert 100 < mem["before"] <= mem["peak_opening"] and mem["peak_active"] >= mem["before"] * 0.5
