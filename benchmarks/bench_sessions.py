@@ -165,6 +165,13 @@ async def wait_idle(page, timeout_ms: float) -> None:
     await page.wait_for_timeout(300)
 
 
+async def open_app(page, url: str, timeout_ms: float) -> None:
+    """Open the app at ``url`` (the Data page, default sample) and wait until its first run has ended."""
+    await page.goto(url)
+    await page.get_by_role("heading", name="Data", exact=True).wait_for(timeout=timeout_ms)
+    await wait_idle(page, timeout_ms)
+
+
 async def session_flow(browser, url: str, csv: Path, res: SessionResult, timeout_ms: float) -> None:
     """Upload ``csv``, release on the Run page, download the answers; fills ``res``."""
     ctx = res.context = await browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
@@ -173,9 +180,7 @@ async def session_flow(browser, url: str, csv: Path, res: SessionResult, timeout
     step = "open"
     try:
         async with res.timer.step(step):
-            await page.goto(url)
-            await page.get_by_role("heading", name="Data", exact=True).wait_for()
-            await wait_idle(page, timeout_ms)
+            await open_app(page, url, timeout_ms)
         step = "upload"
         async with res.timer.step(step):
             await page.get_by_role("tab", name=re.compile("Upload a file")).click()
@@ -221,10 +226,7 @@ async def run_sessions(url: str, files: list[Path], timeout_ms: float, sampler: 
         try:
             # warm-up: one session opens the app (imports, the default sample) and leaves
             warm = await browser.new_context()
-            page = await warm.new_page()
-            await page.goto(url)
-            await page.get_by_role("heading", name="Data", exact=True).wait_for(timeout=timeout_ms)
-            await wait_idle(page, timeout_ms)
+            await open_app(await warm.new_page(), url, timeout_ms)
             await warm.close()
             results = [SessionResult(i, StepTimer()) for i in range(len(files))]
             mem["before"] = sampler.rss_mb()
