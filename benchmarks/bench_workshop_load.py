@@ -150,7 +150,6 @@ def cpu_list(text: str) -> set[int]:
 
 def pinned(command: Callable[[int], list[str]], cpus: str) -> Callable[[int], list[str]]:
     """``command`` run on ``cpus`` only (taskset executes it: the server keeps the process id)."""
-    cpu_list(cpus)  # a malformed list fails here, before anything starts
     return lambda port: ["taskset", "-c", cpus, *command(port)]
 
 
@@ -429,6 +428,11 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.sessions < 1 or not 0 <= args.active <= args.sessions or args.changes < 0:
         ap.error("need --sessions ≥ 1, 0 ≤ --active ≤ --sessions and --changes ≥ 0")
+    for opt, cpus in (("--server-cpus", args.server_cpus), ("--browser-cpus", args.browser_cpus)):
+        try:
+            cpu_list(cpus or "0")
+        except ValueError:
+            ap.error(f"{opt} {cpus}: give CPU numbers as taskset does, e.g. 0 or 0,1 or 0-1")
     if not Path(CHROMIUM).exists():
         print(f"{CHROMIUM} is missing (apt-get install chromium)", file=sys.stderr)
         return 2
