@@ -345,9 +345,9 @@ def app_script() -> Path:
     spec = importlib.util.find_spec("ui")  # located, not imported (prdp_core never imports streamlit)
     cands = [Path(spec.origin).resolve().parent.parent / "app.py"] if spec is not None and spec.origin else []
     for cand in (*cands, Path.cwd() / "app.py"):
-        if cand.is_file() and (cand.parent / "pages").is_dir():
+        if cand.is_file() and (cand.parent / "app_pages").is_dir():
             return cand
-    raise PrdpError("prdp app needs the PrDP Explorer checkout (app.py and pages/), which this installation does "
+    raise PrdpError("prdp app needs the PrDP Explorer checkout (app.py and app_pages/), which this installation does "
                     "not include.", hint="Install the checkout in editable mode (make install), or run prdp app "
                                          "from the checkout's folder.")
 

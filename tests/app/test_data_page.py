@@ -202,7 +202,7 @@ def test_missing_group_values_get_a_decision_and_a_group_of_their_own(data_page)
     assert not at.exception
     ds = at.session_state["dataset"]
     assert ds.name == "gaps.csv" and (ds.table["g"] == "(missing)").sum() == 20
-    at.switch_page("pages/run.py")
+    at.switch_page("app_pages/run.py")
     at.run()
     at.button(key="run_go").click()
     at.run()

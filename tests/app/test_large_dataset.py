@@ -129,7 +129,7 @@ def test_row_checks_and_fixes_run_in_the_engine(at):
 
 def test_policy_designer_threshold_change_updates_the_records_cdf(at, folder):
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/policy_designer.py").run()
+    at.switch_page("app_pages/policy_designer.py").run()
     assert not at.exception, at.exception
     ds = at.session_state["dataset"]
     pol = at.session_state["policy"]
@@ -157,7 +157,7 @@ def test_policy_designer_threshold_change_updates_the_records_cdf(at, folder):
 
 def test_run_page_releases_the_same_answers_as_the_table_in_memory(at, folder):
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/run.py").run()
+    at.switch_page("app_pages/run.py").run()
     at.button(key="run_go").click().run()
     assert not at.exception, at.exception
     rel = at.session_state["run_release"]
@@ -172,10 +172,10 @@ def test_run_page_releases_the_same_answers_as_the_table_in_memory(at, folder):
 
 def test_tradeoffs_budget_functions_and_study_on_a_large_dataset(at, folder):
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/tradeoffs.py").run()
+    at.switch_page("app_pages/tradeoffs.py").run()
     assert not at.exception, at.exception
     assert chart_traces(at, "tr_sweep_chart") and chart_traces(at, "tr_sweep_cdf")
-    at.switch_page("pages/budget_functions.py").run()
+    at.switch_page("app_pages/budget_functions.py").run()
     assert not at.exception, at.exception
     assert "Sec. 5.2 sum extension" in texts(at)  # needs the records: offered on a sample
     at.button(key="bf_run").click().run()
@@ -189,7 +189,7 @@ def test_tradeoffs_budget_functions_and_study_on_a_large_dataset(at, folder):
     assert "PrDP extension (Sec. 5.2) [sample of 100,000 rows asked]" in list(rows["mechanism"])
     labels = at.session_state["ledger"].summary()["release"].tolist()
     assert any("[uniform sample (100,000 rows asked) of cbp.parquet, seed 0]" in x for x in labels)
-    at.switch_page("pages/study.py").run()
+    at.switch_page("app_pages/study.py").run()
     assert not at.exception, at.exception
     cfg = yaml.safe_load(at.code[0].value)
     assert cfg["data"]["path"] == "cbp.parquet" and cfg["data"]["engine"] == "duckdb"
@@ -209,7 +209,7 @@ def test_tradeoffs_budget_functions_and_study_on_a_large_dataset(at, folder):
 
 def test_pages_that_need_the_records_work_on_a_labelled_sample(at):
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/personalized.py").run()
+    at.switch_page("app_pages/personalized.py").run()
     assert not at.exception, at.exception
     assert "need the records themselves" in texts(at)
     assert at.session_state["dataset"].name == "cbp.parquet"
@@ -220,7 +220,7 @@ def test_pages_that_need_the_records_work_on_a_labelled_sample(at):
     assert "Working on a sample" in t and "uniform random sample of 1,000 rows of cbp.parquet" in t
     assert "This page works on a uniform sample of 1,000 rows" in t  # the sidebar says so too
     assert isinstance(at.session_state["dataset"], EngineDataset)  # the session keeps the whole table
-    at.switch_page("pages/policy_designer.py").run()
+    at.switch_page("app_pages/policy_designer.py").run()
     assert not at.exception and "Working on a sample" not in texts(at)
 
 
@@ -229,7 +229,7 @@ def test_review_mode_hides_the_large_tables_statistics(at):
     _connect(at, "cbp.parquet")
     t = texts(at)
     assert "Hidden in review mode" in t and "4,000" not in t
-    at.switch_page("pages/policy_designer.py").run()
+    at.switch_page("app_pages/policy_designer.py").run()
     assert not at.exception and "Hidden in review mode" in texts(at)
     assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("cdf_records")]
 
@@ -237,7 +237,7 @@ def test_review_mode_hides_the_large_tables_statistics(at):
 def test_engine_work_is_not_refused_by_the_records_number(at, monkeypatch):
     monkeypatch.setenv("PRDP_SESSION_MEMORY_MB", "1")  # far below any row-count model of a release
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/run.py").run()
+    at.switch_page("app_pages/run.py").run()
     at.button(key="run_go").click().run()
     assert not at.exception and at.session_state.get("run_error") is None
     monkeypatch.setenv("PRDP_SERVER_MEMORY_MB", "10")  # no room for the engine's memory limit: refused, said so
@@ -251,8 +251,8 @@ def test_a_session_on_a_large_dataset_is_restored_by_its_path_with_its_ledger(at
     from .test_durable import _reopen
 
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/policy_designer.py").run()
-    at.switch_page("pages/run.py").run()
+    at.switch_page("app_pages/policy_designer.py").run()
+    at.switch_page("app_pages/run.py").run()
     at.button(key="run_go").click().run()
     assert not at.exception, at.exception
     key = at.query_params[S.KEY_PARAM]

@@ -304,7 +304,7 @@ def test_pages_show_only_generated_or_fixed_code():
     """Every "Reproduce in Python" block of a page is a generator's output or a fixed text (no f-string)."""
     generators = {n.rsplit(".", 1)[1] for n in GENERATORS}
     seen = 0
-    for path in sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]:
+    for path in sorted((ROOT / "app_pages").glob("*.py")) + [ROOT / "app.py"]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
                     in ("code_expander", "code")):
