@@ -7,7 +7,7 @@ import streamlit as st
 from prdp_core.charts import multitier as mch
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import multitier as mt
-from ui import multitier as umt
+from ui import analyst_tiers as umt
 from ui import large, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 

@@ -10,7 +10,7 @@ from prdp_core.charts import budget as bch
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.config import data_columns
 from prdp_core.errors import PrdpError
-from ui import budget as ubf
+from ui import budget_functions as ubf
 from ui import large, options, review, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 

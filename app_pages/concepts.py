@@ -10,7 +10,8 @@ from prdp_core.charts import concepts as charts
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import partial
 from ui import concepts as lab
-from ui import datasource, large, state
+from ui import data as udata
+from ui import large, state
 from ui.common import code_expander, confidential, guarded, learn, md_escape, seeded_notice, show_error
 
 ss = st.session_state
@@ -368,4 +369,4 @@ code_expander(lab.reproduce_code(
      "delta": float(ss["cc_delta"]), "record": float(ss["cc_rec_value"]), "record_measure": ss["cc_rec_measure"]},
     {"d": int(ss["pa_d"]), "k": int(ss["pa_k"]), "eps0": float(ss["pa_eps0"]), "kind": ss["pa_kind"]},
     lab.lab_params(), state.rng_and_seed()[1], state.teaching(),
-    datasource.load_code(state.source(), state.dataset())))
+    udata.load_code(state.source(), state.dataset())))

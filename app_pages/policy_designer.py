@@ -14,10 +14,10 @@ from prdp_core.provenance import data_source
 from prdp_core.splitting import (DEFAULT_KEY, as_thresholds, percentile_thresholds, threshold_percentiles,
                                  thresholds_for_cap, thresholds_from_frame)
 from prdp_core.workload import SplittingPolicy, Workload, workload_from_frame
-from ui import policy as pstate
+from ui import policy_designer as pstate
 from ui import options, review, state
 from ui.common import code_expander, confidential, learn, md_escape, show_error
-from ui.policy_code import policy_code
+from ui.policy_designer_code import policy_code
 
 st.title("Policy designer")
 st.caption("Set splitting thresholds and budgets; see at once what every record — and every owner — would lose.")

@@ -16,7 +16,7 @@ from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import personalized as P
 
 from . import memory, state
-from .datasource import load_code
+from .data import load_code
 
 EACH_RECORD = "(each record is its own user)"
 

@@ -20,7 +20,7 @@ from prdp_core.splitting import as_thresholds
 from prdp_core.workload import SplittingPolicy
 
 from . import memory, review, state
-from . import policy as pstate
+from . import policy_designer as pstate
 
 
 @st.cache_data(show_spinner="Computing the workload's sufficient statistics…", max_entries=8, scope="session")

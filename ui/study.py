@@ -39,7 +39,7 @@ from prdp_core.errors import ConfigError, DataError, PrdpError
 
 from . import memory, options, state
 from .common import md_escape
-from .policy import SOURCES_KEY
+from .policy_designer import SOURCES_KEY
 
 #: View settings of each page: exported under ``app.<page>`` (plain values only).
 PAGE_SETTINGS: dict[str, tuple[str, ...]] = {
@@ -268,7 +268,7 @@ def _budget_section(ss: Any) -> dict[str, Any]:
         bounds = pd.to_numeric(rows["up to value"], errors="coerce").tolist()[:-1]
         out = {"steps": {"column": measure, "bounds": bounds, "eps": eps}}
     elif mode == "groups":
-        from .budget import default_group_table
+        from .budget_functions import default_group_table
 
         col = ss.get("bf_group_col")
         tbl = ss.get("bf_groups_table")
@@ -351,7 +351,7 @@ def current_tiers(ss: Any) -> dict[str, float] | None:
     base = ss.get("mt_tiers_base")
     if not isinstance(base, pd.DataFrame):
         return None
-    from .multitier import current_table
+    from .analyst_tiers import current_table
 
     delta = ss.get(f"mt_tiers_editor_{ss.get('mt_editor_version', 0)}")
     current = current_table()
@@ -368,7 +368,7 @@ def current_tiers(ss: Any) -> dict[str, float] | None:
 
 
 def _mt_mechanism(ss: Any, seed: int) -> dict[str, Any]:
-    from .multitier import DEFAULTS, NO_FILTER
+    from .analyst_tiers import DEFAULTS, NO_FILTER
 
     g = lambda k: ss.get(k) if ss.get(k) is not None else DEFAULTS.get(k)  # noqa: E731
     m: dict[str, Any] = {"kind": "multitier", "model": g("mt_model"), "seed": seed}
@@ -653,7 +653,7 @@ def _spec_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str], 
 
 
 def _tier_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]) -> None:
-    from .multitier import NO_FILTER
+    from .analyst_tiers import NO_FILTER
 
     study.tiers()
     up["mt_tiers_base"] = pd.DataFrame(list(study.policy["tiers"].items()), columns=["name", "eps"])
@@ -682,13 +682,13 @@ def _set_raw(ds: Dataset, source: Mapping[str, Any], data_bytes: bytes | None, d
     """The Data page's role editor for an imported data source (the table before preparation)."""
     import uuid
 
-    from . import datasource
+    from . import data as udata
 
     if source.get("kind") == "large":
         st.session_state.pop("raw", None)  # the Column roles view reconnects the table when opened
         return
     if source.get("kind") == "sample":
-        datasource.raw_from_sample(source["name"], source.get("n"), int(source.get("seed", 0)))
+        udata.raw_from_sample(source["name"], source.get("n"), int(source.get("seed", 0)))
         if source.get("schema"):
             raw = st.session_state["raw"]
             raw["schema"] = Schema.from_dict(source["schema"])
@@ -818,7 +818,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     for k, v in up.items():
         ss[k] = v
     if pol is not None:
-        from .policy import set_policy
+        from .policy_designer import set_policy
 
         set_policy(pol)
         ss["policy_token"] = state.active_token()

@@ -17,7 +17,7 @@ from prdp_core.engines import is_engine_data
 from prdp_core.workload import SplittingPolicy
 
 from . import large, memory, state
-from . import policy as pstate
+from . import policy_designer as pstate
 
 TABLE7 = prdp_core.samples.CBP_TOPCODE_SCHEMES
 TABLE8 = prdp_core.samples.CBP_SPLIT_SCHEMES
@@ -196,7 +196,7 @@ def clip_curves(n: int, alphas: tuple[float, ...], rho: float
 
 
 def code(source: dict[str, Any], ds: Any, pol: SplittingPolicy) -> str:
-    from .policy_code import policy_code
+    from .policy_designer_code import policy_code
 
     base = policy_code(source, ds, pol, "lemma4")
     head = "\n".join(ln for ln in base.splitlines() if not ln.startswith(("preview =", "print(preview", "x, share")))

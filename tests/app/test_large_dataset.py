@@ -20,7 +20,8 @@ from prdp_core.data import prepare_dataset
 from prdp_core.engines import EngineDataset
 from prdp_core.mechanisms.unit_splitting import release
 from prdp_core.preview import preview_policy
-from ui import datasource, large
+from ui import data as udata
+from ui import large
 
 from .conftest import chart_traces, open_page, texts
 
@@ -67,7 +68,7 @@ def test_connect_confirm_roles_and_profile_without_uploading(at, folder):
     _connect(at, "cbp.parquet", use=False)
     # connected, not in use: the roles view with guessed roles, the previous dataset still active
     assert at.session_state["dataset"].name == "cbp_like"
-    assert at.session_state["data_tab"] == datasource.ROLES_TAB
+    assert at.session_state["data_tab"] == udata.ROLES_TAB
     raw = at.session_state["raw"]
     assert raw["large"] and raw["n"] == N and "cbp.parquet is not in use yet" in texts(at)
     assert at.multiselect(key=f"map_measures_{raw['id']}").value == ["EMP", "PAYANN", "PAYQTR1"]
@@ -79,7 +80,7 @@ def test_connect_confirm_roles_and_profile_without_uploading(at, folder):
     assert src["kind"] == "large" and src["path"] == "cbp.parquet" and src["engine"] == "duckdb"
     assert json.loads(json.dumps(src)) == src  # a plain JSON-able dict: a session can persist and restore it
     assert large.open_source(src)[0] is ds  # rebuilt from the dict: the same server-wide dataset
-    assert at.session_state["data_tab"] == datasource.PROFILE_TAB
+    assert at.session_state["data_tab"] == udata.PROFILE_TAB
     t = texts(at)
     assert "Active dataset: cbp.parquet" in t and "Its records stay in the file" in t
     assert "top 1% of records hold" in t and "Large dataset: its records stay in the engine" in t
@@ -120,7 +121,7 @@ def test_row_checks_and_fixes_run_in_the_engine(at):
     at.button(key=f"apply_{rid}").click().run()
     assert "No public constant is typed for 'sales'" in at.error[0].value  # refused before the engine works
     assert at.session_state["dataset"].name == "cbp_like"
-    at.number_input(key=datasource.shift_key(rid, "sales")).set_value(100.0).run()
+    at.number_input(key=udata.shift_key(rid, "sales")).set_value(100.0).run()
     at.button(key=f"apply_{rid}").click().run()
     ds = at.session_state["dataset"]
     assert isinstance(ds, EngineDataset) and ds.n == 497 and ds.shifts == {"sales": 100.0}

@@ -17,7 +17,7 @@ from prdp_core.mechanisms import multitier as mt
 from prdp_core.mechanisms import partial
 
 from . import memory, state
-from .datasource import load_code
+from .data import load_code
 
 NO_FILTER = "(no filter)"
 

@@ -21,7 +21,7 @@ from prdp_core.mechanisms import prldp as LP
 
 from . import memory, state
 from .common import md_escape
-from .datasource import load_code
+from .data import load_code
 
 MODES = {"preset": "Preset", "step": "Step table", "groups": "Per group", "expression": "Expression"}
 PRESET_LABELS = {k: v[0] for k, v in B.PRESETS.items()}
