@@ -1,4 +1,6 @@
-"""What an installation of the checkout puts on the import path: the engine, never the app's helpers."""
+"""The app's layout: pages in app_pages/ (no legacy pages/ folder, no patch of Streamlit's page manager), at
+most 250 lines each with a ui module of the same name; an installation puts the engine on the import path, never
+the app's helpers."""
 
 from __future__ import annotations
 
@@ -27,3 +29,20 @@ def test_ui_is_not_importable_outside_the_checkout(tmp_path):
                        timeout=120, check=False)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "True", str(ROOT / "app.py")]
+
+
+PAGES = sorted((ROOT / "app_pages").glob("*.py"))
+MAX_PAGE_LINES = 250
+
+
+def test_pages_live_in_app_pages_and_streamlit_is_not_patched():
+    assert not (ROOT / "pages").exists()  # Streamlit would treat it as a legacy multipage app
+    assert len(PAGES) >= 10
+    code = [ROOT / "app.py", *PAGES, *(ROOT / "ui").glob("*.py"), *(ROOT / "tests").rglob("conftest.py")]
+    assert [p.name for p in code if "PagesManager" in p.read_text(encoding="utf-8")] == []
+
+
+def test_every_page_is_short_and_has_a_ui_module_of_its_name():
+    long = {p.name: n for p in PAGES if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_PAGE_LINES}
+    assert long == {}
+    assert [p.name for p in PAGES if not (ROOT / "ui" / p.name).is_file()] == []
