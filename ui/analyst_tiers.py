@@ -20,6 +20,7 @@ from prdp_core.mechanisms import partial
 from . import memory, state
 from .common import confidential, learn, md_escape
 from .data import load_code
+from .page_state import PageState
 
 NO_FILTER = "(no filter)"
 
@@ -422,3 +423,15 @@ def plan_section(cur: dict[str, Any], plan: Any) -> None:
             st.caption("Rescale keeps the report with the *keep probability* β = (e^ε′−1)(k e^ε+d−k) / ((e^ε−1)(k e^ε′+d−k)). "
                        "The paper prints (e^ε′−1)(k e^ε+d−k) / (d(e^ε−e^ε′)), which is β/(1−β): it can exceed 1 and "
                        "otherwise misses the target level. The corrected form is verified by exact enumeration.")
+
+
+#: The Analyst tiers page's session state (:class:`ui.page_state.PageState`); the tier table and the query keys
+#: (``mt_*``) make up the study's tiers section and its ``multitier`` mechanism.
+STATE = PageState(
+    page="analyst_tiers",
+    settings=("mt_preset", "mt_coalition"),
+    engine=("mt_model", "mt_query", "mt_measure", "mt_clip", "mt_family", "mt_delta", "mt_filter_col", "mt_filter_op",
+            "mt_filter_val", "mt_local_measure", "mt_d", "mt_scale", "mt_variant"),
+    editors=("mt_tiers_base", "mt_tiers_current"),
+    results=("mt_release", "mt_release_error"),
+)

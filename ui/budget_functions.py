@@ -23,6 +23,7 @@ from prdp_core.mechanisms import prldp as LP
 from . import memory, options, state
 from .common import md_escape, show_error
 from .data import load_code
+from .page_state import PageState
 
 MODES = {"preset": "Preset", "step": "Step table", "groups": "Per group", "expression": "Expression"}
 PRESET_LABELS = {k: v[0] for k, v in B.PRESETS.items()}
@@ -537,3 +538,18 @@ def scaling_section() -> None:
                        "decreasing log budget the framework wins (Appendix A).")
         except PrdpError as e:
             show_error(e)
+
+
+#: The Budget functions page's session state (:class:`ui.page_state.PageState`); the editor's keys (``bf_*``)
+#: make up the study's budget section and its ``prdp`` / ``prldp`` mechanism.
+STATE = PageState(
+    page="budget_functions",
+    settings=("bf_scale_vary", "bf_scale_trials"),
+    engine=("bf_mode", "bf_preset", "bf_alpha", "bf_k", "bf_eps", "bf_expr", "bf_eps_max", "bf_U", "bf_eps_min_on",
+            "bf_eps_min", "bf_measure", "bf_group_col", "bf_model", "bf_query", "bf_distinct_col", "bf_beta",
+            "bf_threshold"),
+    rules={"bf_scale_vary": ("choice", options.SCALE_VARY), "bf_scale_trials": ("range", 5, 200, True)},
+    editors=("bf_steps", "bf_steps_current", "bf_groups_base", "bf_groups_base_col", "bf_groups_table"),
+    results=("bf_result", "bf_run_error", "bf_last_valid", "bf_scale_shown"),
+    dataset_defaults=True,
+)

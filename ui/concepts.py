@@ -18,6 +18,7 @@ from prdp_core.release import Release
 
 from . import large, memory, state
 from .common import confidential, guarded, learn, md_escape, seeded_notice
+from .page_state import PageState
 
 #: Widget keys of the histogram lab and their defaults.
 LAB_DEFAULTS: dict[str, Any] = {"hl_source": "generated", "hl_d": 64, "hl_n": 50_000, "hl_patterns": 20,
@@ -381,3 +382,30 @@ def histogram_lab_tab() -> None:
             st.dataframe(show_h.answers.head(500), hide_index=True, key="hl_hh_table")
             st.markdown("**Standard histogram**")
             st.dataframe(show_s.answers.head(500), hide_index=True, key="hl_std_table")
+
+
+#: Prefix of the histogram lab's typed public categories of a column (``hl_dom_<column>``).
+DECLARED_PREFIX = "hl_dom_"
+#: How the typed categories appear in a config's ``app.concepts``: columns and their texts, in order.
+DECLARED_SETTINGS = ("hl_declared_columns", "hl_declared_categories")
+
+#: The Concepts page's session state (:class:`ui.page_state.PageState`): view settings only.
+STATE = PageState(
+    page="concepts",
+    settings=("cc_eps", "cc_prior", "cc_rho", "cc_delta", "cc_eps_target", "cc_rec_measure", "cc_rec_value",
+              "pa_d", "pa_k", "pa_eps0", "pa_kind", "pa_subset", "hl_source", "hl_d", "hl_n", "hl_patterns",
+              "hl_heavy", "hl_columns", "hl_domains", "hl_eps0", "hl_nu", "hl_method", "hl_match"),
+    rules={"cc_eps": ("range", 0.0, 100.0, False), "cc_prior": ("range", 0.01, 99.99, False),
+           "cc_rho": ("range", 0.0, 1000.0, False), "cc_delta": ("choice", (1e-5, 1e-6, 1e-8, 1e-10)),
+           "cc_eps_target": ("range", 0.01, 1000.0, False), "cc_rec_value": ("range", 0.0, 1000.0, False),
+           "cc_rec_measure": ("choice", ("rho", "eps")), "pa_d": ("range", 2, 100, True),
+           "pa_k": ("range", 1, 100, True), "pa_eps0": ("range", 0.01, 2.0, False),
+           "pa_kind": ("choice", ("cdp", "pure")), "hl_source": ("choice", ("generated", "dataset")),
+           "hl_d": ("range", 2, 512, True), "hl_n": ("range", 1000, 500_000, True),
+           "hl_patterns": ("range", 0, 100, True), "hl_heavy": ("range", 0.0, 1.0, False),
+           "hl_eps0": ("range", 0.1, 10.0, False), "hl_nu": ("choice", (0.002, 0.005, 0.01, 0.02, 0.05, 0.1)),
+           "hl_method": ("choice", ("exact", "lemma28")), "hl_match": ("choice", ("eps0", "record")),
+           "hl_domains": ("choice", ("public", "data"))},
+    editors=("pa_releases_current", "pa_releases_base"),
+    prefixes=(DECLARED_PREFIX,),
+)

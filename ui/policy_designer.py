@@ -35,8 +35,9 @@ from prdp_core.splitting import (Thresholds, as_thresholds, percentile_threshold
                                  thresholds_to_frame)
 from prdp_core.workload import SplittingPolicy, Workload, default_workload, workload_to_frame
 
-from . import memory, review, state
+from . import memory, options, review, state
 from .common import confidential, md_escape, show_error
+from .page_state import PageState
 
 #: Table 8 "Conservative" thresholds for the CBP-like sample (the ≈97–99th percentiles).
 _CBP_DEFAULT = {m: float(t) for m, t in CBP_SPLIT_SCHEMES["Conservative"].items()}
@@ -472,3 +473,19 @@ def losses_by_group_panel(ds: Dataset, pol: SplittingPolicy, owner_bound: str) -
             st.markdown("**The ten largest record losses** (teaching mode only)")
             confidential()
             st.dataframe(ds.table.iloc[idx][[ds.schema.id_col, *measures]].assign(loss=top), hide_index=True)
+
+
+#: The page's session state (:class:`ui.page_state.PageState`); the thresholds ``thr_<measure>`` and the policy
+#: itself (``policy``) are exported as the study's policy section by :mod:`ui.study`.
+STATE = PageState(
+    page="policy_designer",
+    settings=("policy_owner_bound", "policy_logx", "policy_view", "policy_fn_measure", "policy_fn_marks",
+              "policy_delta", "policy_group_summary", "policy_cmp_label", "sugg_pct", "sugg_cap", "sugg_share"),
+    engine=("policy_per_group", "policy_group_col", "policy_partition_rho", "policy_joint"),
+    rules={"sugg_pct": ("range", 50.0, 100.0, False), "sugg_cap": ("range", 0.0, 1e300, False),
+           "sugg_share": ("range", 0.0, 99.0, False), "policy_view": ("choice", options.POLICY_VIEWS),
+           "policy_delta": ("choice", options.DELTAS), "policy_owner_bound": ("choice", options.OWNER_BOUNDS),
+           "policy_logx": ("choice", (True, False)), "policy_fn_marks": ("choice", (True, False))},
+    editors=("thr_group_base", "wl_frame", "policy_compare", SOURCES_KEY),
+    results=("sugg_error",),
+)

@@ -46,3 +46,27 @@ def test_every_page_is_short_and_has_a_ui_module_of_its_name():
     long = {p.name: n for p in PAGES if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_PAGE_LINES}
     assert long == {}
     assert [p.name for p in PAGES if not (ROOT / "ui" / p.name).is_file()] == []
+
+
+def test_every_page_declares_its_state_once_and_the_study_loops_over_the_declarations():
+    import importlib
+
+    from ui import study
+    from ui.page_state import PageState
+
+    declared = {}
+    for page in PAGES:
+        st_decl = getattr(importlib.import_module(f"ui.{page.stem}"), "STATE", None)
+        if st_decl is not None:
+            assert isinstance(st_decl, PageState) and st_decl.page == page.stem
+            declared[page.stem] = st_decl
+    # the pages whose settings or engine keys a study carries all declare them; the study reads nothing else
+    assert set(declared) >= {"policy_designer", "run", "tradeoffs", "budget_functions", "personalized",
+                             "analyst_tiers", "concepts", "data"}
+    assert {p.page for p in study.PAGES} == set(declared) | {"study"}
+    keys = [k for p in study.PAGES for k in (*p.settings, *p.engine, *p.editors, *p.results)]
+    assert len(keys) == len(set(keys)), sorted(k for k in set(keys) if keys.count(k) > 1)
+    for p in study.PAGES:
+        assert set(p.rules) <= set(p.settings), p.page  # a rule checks an imported setting of its own page
+        assert study.PAGE_SETTINGS.get(p.page, ()) == p.settings
+    assert study.ENGINE_KEYS == tuple(k for p in study.PAGES for k in p.engine)
