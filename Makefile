@@ -22,11 +22,14 @@ endif
 
 install: $(STAMP)
 
+# The editable install maps prdp_core (the only installed package) to the checkout with an import hook;
+# it does not put the checkout on sys.path, so the app's ui package is imported from the checkout only
+# (Streamlit adds app.py's folder to sys.path; the tests add the checkout in tests/conftest.py).
 $(STAMP): requirements.lock pyproject.toml
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 	@test -x $(VPY) || $(UV) venv --quiet --python 3.11 $(VENV)
 	$(UV) pip sync --quiet --python $(VPY) requirements.lock
-	$(UV) pip install --quiet --python $(VPY) --no-deps --config-settings editable_mode=compat -e .
+	$(UV) pip install --quiet --python $(VPY) --no-deps -e .
 	@touch $(STAMP)
 
 run: $(STAMP)

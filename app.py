@@ -1,6 +1,6 @@
 """PrDP Explorer: design, preview and run per-record privacy policies.
 
-Entry point: ``streamlit run app.py`` (or ``make run``). Pages live in pages/ and are
+Entry point: ``streamlit run app.py`` (or ``make run``). Pages live in app_pages/ and are
 registered here with st.navigation; the sidebar shared by every page shows the
 active dataset, the active policy and the mode. The URL carries the page (its path), the
 session's design (the ``policy`` parameter, ui/links.py) and the session key (``s``, ui/durable.py),
@@ -29,24 +29,24 @@ study.keep_settings()  # pages keep their settings while another page is on scre
 
 PAGES = {
     "Prepare": [
-        st.Page("pages/data.py", title="Data", icon=":material/table:", default=True),
+        st.Page("app_pages/data.py", title="Data", icon=":material/table:", default=True),
     ],
     "Policies": [
-        st.Page("pages/policy_designer.py", title="Policy designer", icon=":material/tune:"),
-        st.Page("pages/budget_functions.py", title="Budget functions", icon=":material/function:"),
-        st.Page("pages/personalized.py", title="Personalized DP", icon=":material/groups:"),
+        st.Page("app_pages/policy_designer.py", title="Policy designer", icon=":material/tune:"),
+        st.Page("app_pages/budget_functions.py", title="Budget functions", icon=":material/function:"),
+        st.Page("app_pages/personalized.py", title="Personalized DP", icon=":material/groups:"),
     ],
     "Release": [
-        st.Page("pages/tradeoffs.py", title="Trade-offs", icon=":material/balance:"),
-        st.Page("pages/run.py", title="Run", icon=":material/play_circle:"),
-        st.Page("pages/analyst_tiers.py", title="Analyst tiers", icon=":material/stairs:"),
+        st.Page("app_pages/tradeoffs.py", title="Trade-offs", icon=":material/balance:"),
+        st.Page("app_pages/run.py", title="Run", icon=":material/play_circle:"),
+        st.Page("app_pages/analyst_tiers.py", title="Analyst tiers", icon=":material/stairs:"),
     ],
     "Outputs": [
-        st.Page("pages/study.py", title="Study", icon=":material/inventory_2:"),
-        st.Page("pages/board.py", title="Board", icon=":material/dashboard:"),
+        st.Page("app_pages/study.py", title="Study", icon=":material/inventory_2:"),
+        st.Page("app_pages/board.py", title="Board", icon=":material/dashboard:"),
     ],
     "Learn": [
-        st.Page("pages/concepts.py", title="Concepts", icon=":material/school:"),
+        st.Page("app_pages/concepts.py", title="Concepts", icon=":material/school:"),
     ],
 }
 

@@ -156,13 +156,13 @@ def on_use_workshop_dataset() -> None:
 
 def use_pinned(pin: Mapping[str, Any]) -> None:
     """Make a pinned dataset active (and the Data page's role editor show it)."""
-    from . import datasource
+    from . import data as udata
 
     if "sample" in pin:
         n, seed = pin.get("n"), int(pin.get("seed", 0) or 0)
         state.set_dataset(state.cached_sample(pin["sample"], n, seed),
                           {"kind": "sample", "name": pin["sample"], "n": n, "seed": seed})
-        datasource.raw_from_sample(pin["sample"], n, seed)
+        udata.raw_from_sample(pin["sample"], n, seed)
         return
     _use_file(workshop_file(pin["file"]))
 

@@ -1,4 +1,4 @@
-"""Helpers of the Concepts page: histogram-lab inputs, the cached run, its callback and the
+"""Helpers of the Concepts page: histogram-lab inputs, the cached run, its callback, the lab's tab and the
 reproduce-in-Python code."""
 
 from __future__ import annotations
@@ -10,13 +10,15 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from prdp_core.charts import concepts as charts
 from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import granular
 from prdp_core.release import Release
 
-from . import memory, state
-from .common import md_escape
+from . import large, memory, state
+from .common import confidential, guarded, learn, md_escape, seeded_notice
+from .page_state import PageState
 
 #: Widget keys of the histogram lab and their defaults.
 LAB_DEFAULTS: dict[str, Any] = {"hl_source": "generated", "hl_d": 64, "hl_n": 50_000, "hl_patterns": 20,
@@ -232,3 +234,178 @@ std = granular.standard_histogram(data, eps={std_eps}, rng=rng, seed={seed}, rev
 print(hh.extras["calibration"])
 print(hh.answers.head(20))
 """
+
+
+def histogram_lab_tab() -> None:
+    """The Histogram lab tab of the Concepts page: the heavy-hitter histogram per attribute (Algorithm 2) beside
+    the standard histogram, on generated data or the active dataset; layout only, the numbers from
+    :mod:`prdp_core.mechanisms.granular` through this module's cached run."""
+    ss = st.session_state
+    st.subheader("Histogram lab: heavy hitters per attribute vs the standard histogram")
+    learn("**The paper's histogram (Algorithm 2, Theorem 15).** The standard ε-DP histogram adds Laplace noise "
+          "to every cell; at large ε small cells round back exactly. The heavy-hitter histogram builds a tree "
+          "over the attributes and keeps only attribute combinations whose noisy count passes a rising "
+          "threshold, so it never publishes small cells, and each attribute is charged once per tree level: its "
+          "*per-attribute* ε0 stays small however many attributes there are. Its whole-record loss is up to "
+          "about d·ε0/2 + ε0/2. The standard histogram's public threshold grows with d (about (2/ε)·d·ln 2), the "
+          "heavy-hitter tree's with log d: try d = 512 with n = 50,000.")
+    ds = state.dataset()
+    st.radio("Records", ["generated", "dataset"], key="hl_source", horizontal=True,
+             format_func={"generated": "Generated binary records", "dataset": f"Active dataset ({md_escape(ds.name)})"}.get)
+    lab_blocked = False  # a large dataset without a sample: its records stay in the engine
+    if ss["hl_source"] == "dataset" and large.is_large():
+        smp = large.sample_offer("concepts", "The histogram lab's histograms")
+        if smp is not None:
+            state.use_sample(smp, "concepts", *large.sample_choice("concepts"))  # type: ignore[misc]
+            ds = state.dataset()
+        lab_blocked = smp is None
+    d_lab = 1
+    if ss["hl_source"] == "generated":
+        c1, c2, c3, c4 = st.columns(4)
+        c1.slider("Binary attributes d", 2, 512, key="hl_d")
+        c2.number_input("Records n", min_value=1_000, max_value=500_000, step=10_000, key="hl_n")
+        c3.slider("Frequent patterns", 0, 100, key="hl_patterns")
+        c4.slider("Share of records in them", 0.0, 1.0, step=0.05, key="hl_heavy")
+        d_lab = int(ss["hl_d"])
+    elif not lab_blocked:
+        options = attribute_options(ds)
+        if "hl_columns" not in ss:
+            ss["hl_columns"] = default_columns(ds)
+        ss["hl_columns"] = [c for c in ss["hl_columns"] if c in options]
+        st.multiselect("Attributes (group columns keep their public categories; measures become decade size "
+                       "classes)", options, key="hl_columns")
+        d_lab = max(1, len(ss["hl_columns"]))
+        st.radio("Categories of group columns", list(DOMAIN_CHOICES), key="hl_domains",
+                 format_func=DOMAIN_CHOICES.get)
+        documented = [c for c in ss["hl_columns"] if c in documented_domains()]
+        if documented:
+            st.caption("Documented public categories of this sample: " + ", ".join(
+                f"**{md_escape(c)}** ({len(documented_domains()[c])})" for c in documented)
+                + ". Values outside a list are counted in the public category \"(other)\".")
+        undeclared = undeclared_columns(ds, ss["hl_columns"])
+        if undeclared and ss["hl_domains"] == "public":
+            for c in undeclared:
+                st.text_input(f"Public categories of {md_escape(c)} (comma-separated)", key=declaration_key(c),
+                              placeholder="e.g. from a code list or the questionnaire — not from the data",
+                              help="Every other value goes to \"(other)\". Leave empty for a numeric column to use "
+                                   "decade size classes.")
+        if ss["hl_domains"] == "data":
+            st.warning("Exploration only: categories read from the data are not protected — one record with a new "
+                       "value adds a category, changes the number of cells and the threshold, and is listed. The "
+                       "releases are marked teaching-only in the ledger.", icon=":material/warning:")
+        learn("**Public domains.** A histogram's cells — and so its threshold and, for one attribute, the list of "
+              "published cells — must be fixed before looking at the data: sample columns use their documented "
+              "categories (fixed by the generator or by a public code list), measures use decade size classes, "
+              "other columns need a declared list.")
+    c1, c2, c3, c4 = st.columns(4)
+    c1.slider("Per-attribute ε0", 0.1, 10.0, step=0.1, key="hl_eps0")
+    c2.select_slider("Error target ν (share of n)", [0.002, 0.005, 0.01, 0.02, 0.05, 0.1], key="hl_nu")
+    c3.radio("Calibration", ["exact", "lemma28"], key="hl_method",
+             format_func={"exact": "exact accountant", "lemma28": "Lemma 28 (conservative: a looser bound, more noise)"}.get)
+    c4.radio("Standard histogram at", ["eps0", "record"], key="hl_match",
+             format_func={"eps0": "ε = ε0 (same number)", "record": "the same whole-record ε"}.get)
+    with guarded():
+        cal_table = granular.calibration_table(float(ss["hl_eps0"]), float(ss["hl_nu"]), d_lab)
+        paper = cal_table.set_index("method").loc["paper"]
+        st.dataframe(cal_table.drop(columns=["method", "claimed"]).rename(columns={
+            "lambda": "λ", "mu": "µ", "count_scale": "count noise b", "eps_lists": "ε0 lists (exact)",
+            "eps_lists_lemma28": "ε0 lists (Lemma 28)", "eps_counts": "ε0 counts", "eps_composed": "ε0 composed",
+            "eps_exact": "ε0 delivered (exact)", "meets_claim": f"≤ ε0 = {float(ss['hl_eps0']):g}?"}).style.format(
+            {"λ": "{:.3f}", "µ": "{:.2f}", "count noise b": "{:.3f}", "ε0 lists (exact)": "{:.4f}",
+             "ε0 lists (Lemma 28)": "{:.4f}", "ε0 counts": "{:.4f}", "ε0 composed": "{:.4f}",
+             "ε0 delivered (exact)": "{:.4f}"}, na_rep="—"), hide_index=True, key="hl_cal_table")
+        if d_lab > 1:
+            st.caption(f"As printed, the proof of Theorem 15 (λ = 3/ε, Lap(2/ε) counts) delivers ε0 = "
+                       f"{paper['eps_exact']:.3f} per attribute, not {float(ss['hl_eps0']):g}: the list stage costs "
+                       f"{paper['eps_lists']:.3f} instead of half, and the counts the full ε0 (a changed attribute "
+                       f"moves a record between two listed cells). The corrected calibrations above deliver at most "
+                       f"ε0; the exact one was checked by enumerating every output on small domains.")
+    st.button("Run both histograms", type="primary", key="hl_run", on_click=on_run, disabled=lab_blocked)
+    if ss.get("hl_error"):
+        st.error(ss["hl_error"])
+    res = current_result()
+    if res is None:
+        st.info("Set the parameters and press **Run both histograms**. Runs are seeded (teaching and review).",
+                icon=":material/play_circle:")
+    else:
+        _, seed = state.rng_and_seed()
+        seeded_notice(seed)
+        for note in res.notes:
+            st.caption(f":material/info: {md_escape(note)}")
+        if res.heavy.extras.get("teaching_only"):
+            st.warning("Teaching only: some categories were read from the data, so these histograms are not "
+                       "differentially private for the set of categories.", icon=":material/warning:")
+        hh, std = res.heavy, res.standard
+        cal = hh.extras["calibration"]
+        st.markdown(
+            f"- **Heavy-hitter histogram**: ε0 = **{hh.extras['eps0_delivered']:.3g}** per attribute; a whole "
+            f"record ({res.d} attributes) at most ε = **{hh.extras['whole_record']:.3g}**. Published "
+            f"{len(hh.answers):,} cells in {hh.extras['seconds']:.2f} s.\n"
+            f"- **Standard Laplace histogram**: ε = **{std.params['eps']:.3g}** for a whole record *and* per "
+            f"attribute (no granular gain). Published {len(std.answers):,} cells above the public threshold "
+            f"{std.extras['threshold']:.1f} in {std.extras['seconds']:.2f} s.")
+        if res.accuracy is not None:
+            if ss["hl_source"] == "dataset":
+                confidential("True counts and errors of cells are shown in teaching mode only.")
+            a_h = res.accuracy["heavy-hitter (per attribute)"]
+            a_s = res.accuracy["standard Laplace"]
+            nu_n = float(ss["hl_nu"]) * res.n
+            st.markdown(
+                f"- Heavy cells (at least νn = {nu_n:,.0f} records): **{a_h['heavy']}**. Found by the heavy-hitter "
+                f"histogram: **{a_h['heavy_found']}**; by the standard one: **{a_s['heavy_found']}**.\n"
+                f"- Largest error over *all* cells (unpublished cells count as 0): heavy-hitter "
+                f"**{a_h['linf_error']:,.1f}**, standard **{a_s['linf_error']:,.1f}** (target νn = {nu_n:,.0f}).\n"
+                f"- Published cells holding only 1–2 records: heavy-hitter {a_h['released_small']}, standard "
+                f"{a_s['released_small']}; published empty cells: {a_h['released_empty']} vs "
+                f"{a_s['released_empty']}. Of {a_h['occupied_cells']:,} occupied cells, {a_h['singletons']:,} hold "
+                f"a single record.")
+            st.dataframe(accuracy_table(res).rename(columns={"released": "published cells", "heavy": "heavy cells",
+                                                "heavy_found": "heavy found", "released_empty": "empty published",
+                                                "released_small": "1–2-record cells published",
+                                                "linf_error": "max error (all cells)"}), key="hl_accuracy_table")
+        methods = ["heavy-hitter (per attribute)", "standard Laplace"]
+        st.plotly_chart(charts.histogram_comparison_figure(res.compare, methods, truth=res.accuracy is not None),
+                        key="hl_compare_chart")
+        c1, c2 = st.columns(2)
+        with c1:
+            st.plotly_chart(charts.level_sizes_figure(hh.extras["level_sizes"]), key="hl_levels_chart")
+        with c2:
+            st.markdown(f"**Noise.** Heavy-hitter lists: Laplace λ = {cal.lam:.3g} with threshold step "
+                        f"µ = {cal.mu:.3g} and base threshold τ = {hh.params['tau']:,.1f} (rising by µ per level); "
+                        f"counts: Laplace b = {cal.count_scale:.3g}. Standard: Laplace b = {std.extras['scale']:.3g} "
+                        f"on every one of the ~10^{std.params['cells_log10']:.1f} cells.")
+            st.caption("τ only trades recall against list size; privacy depends on λ and µ alone.")
+        with st.expander("Published cells", icon=":material/table:"):
+            show_h = hh if state.teaching() else hh.for_review()
+            show_s = std if state.teaching() else std.for_review()
+            st.markdown("**Heavy-hitter histogram**")
+            st.dataframe(show_h.answers.head(500), hide_index=True, key="hl_hh_table")
+            st.markdown("**Standard histogram**")
+            st.dataframe(show_s.answers.head(500), hide_index=True, key="hl_std_table")
+
+
+#: Prefix of the histogram lab's typed public categories of a column (``hl_dom_<column>``).
+DECLARED_PREFIX = "hl_dom_"
+#: How the typed categories appear in a config's ``app.concepts``: columns and their texts, in order.
+DECLARED_SETTINGS = ("hl_declared_columns", "hl_declared_categories")
+
+#: The Concepts page's session state (:class:`ui.page_state.PageState`): view settings only.
+STATE = PageState(
+    page="concepts",
+    settings=("cc_eps", "cc_prior", "cc_rho", "cc_delta", "cc_eps_target", "cc_rec_measure", "cc_rec_value",
+              "pa_d", "pa_k", "pa_eps0", "pa_kind", "pa_subset", "hl_source", "hl_d", "hl_n", "hl_patterns",
+              "hl_heavy", "hl_columns", "hl_domains", "hl_eps0", "hl_nu", "hl_method", "hl_match"),
+    rules={"cc_eps": ("range", 0.0, 100.0, False), "cc_prior": ("range", 0.01, 99.99, False),
+           "cc_rho": ("range", 0.0, 1000.0, False), "cc_delta": ("choice", (1e-5, 1e-6, 1e-8, 1e-10)),
+           "cc_eps_target": ("range", 0.01, 1000.0, False), "cc_rec_value": ("range", 0.0, 1000.0, False),
+           "cc_rec_measure": ("choice", ("rho", "eps")), "pa_d": ("range", 2, 100, True),
+           "pa_k": ("range", 1, 100, True), "pa_eps0": ("range", 0.01, 2.0, False),
+           "pa_kind": ("choice", ("cdp", "pure")), "hl_source": ("choice", ("generated", "dataset")),
+           "hl_d": ("range", 2, 512, True), "hl_n": ("range", 1000, 500_000, True),
+           "hl_patterns": ("range", 0, 100, True), "hl_heavy": ("range", 0.0, 1.0, False),
+           "hl_eps0": ("range", 0.1, 10.0, False), "hl_nu": ("choice", (0.002, 0.005, 0.01, 0.02, 0.05, 0.1)),
+           "hl_method": ("choice", ("exact", "lemma28")), "hl_match": ("choice", ("eps0", "record")),
+           "hl_domains": ("choice", ("public", "data"))},
+    editors=("pa_releases_current", "pa_releases_base"),
+    prefixes=(DECLARED_PREFIX,),
+)

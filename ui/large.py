@@ -256,7 +256,7 @@ def spec_from_widgets() -> str:
 def on_connect() -> None:
     """Callback of *Connect*: check the name (nothing outside the data folder), then leave the connection
     to the Column roles view, which opens the engine inside a progress status (:func:`connect_pending`)."""
-    from .datasource import ROLES_TAB, TAB_KEY, _error_text, _msg
+    from .data import ROLES_TAB, TAB_KEY, _error_text, _msg
 
     ss = st.session_state
     try:
@@ -273,7 +273,7 @@ def on_connect() -> None:
 def connect_pending() -> None:
     """Run a connection requested by :func:`on_connect` (on the Column roles view): open the engine,
     count the rows, read a sample and guess the roles; the table waits there for *Use this table*."""
-    from .datasource import _error_text, _msg
+    from .data import _error_text, _msg
 
     ss = st.session_state
     req = ss.pop(CONNECT_KEY, None)
@@ -335,7 +335,7 @@ def check(raw: dict[str, Any], schema: Schema) -> TableCheck:
 def request_apply(raw: dict[str, Any], schema: Schema, opts: dict[str, Any]) -> None:
     """*Use this table* on a connected large table (callback): the fixes are applied and the measures
     profiled on the Profile view, inside a progress status (:func:`apply_pending`)."""
-    from .datasource import PROFILE_TAB, TAB_KEY
+    from .data import PROFILE_TAB, TAB_KEY
 
     st.session_state[APPLY_KEY] = {"id": raw["id"], "schema": schema.to_dict(), "options": opts}
     st.session_state[TAB_KEY] = PROFILE_TAB
@@ -346,7 +346,7 @@ def apply_pending() -> None:
     """Make a connected large table the active dataset, as :func:`request_apply` asked: prepare it in the
     engine (the fixes chosen), profile its measures and give it its starting policy. On error the
     previous dataset stays active and the message says so."""
-    from .datasource import _error_text, _msg
+    from .data import _error_text, _msg
 
     ss = st.session_state
     req = ss.pop(APPLY_KEY, None)
@@ -376,7 +376,7 @@ def apply_pending() -> None:
     _store(tok)[("profile", _key(()))] = prof  # the new dataset's profile, computed above
     state.set_dataset(ds, src)
     raw["pending"] = False
-    from .datasource import describe
+    from .data import describe
 
     _msg("success", f"Active dataset: {md_escape(describe(ds))}. Its records stay in the file; every page computes "
                     "its statistics in the engine.", "profile")

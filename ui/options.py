@@ -1,5 +1,6 @@
 """Fixed option lists of page widgets, shared by the pages and by the Study import's checks
-(``ui.study.SETTING_RULES``), so an imported setting is checked against what the widget offers."""
+(the ``rules`` of the pages' ``STATE`` declarations, gathered in ``ui.study.SETTING_RULES``), so an
+imported setting is checked against what the widget offers."""
 
 from __future__ import annotations
 

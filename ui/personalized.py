@@ -16,7 +16,8 @@ from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import personalized
 
 from . import memory, state
-from .datasource import load_code
+from .data import load_code
+from .page_state import PageState
 
 EACH_RECORD = "(each record is its own user)"
 
@@ -357,3 +358,28 @@ print(personalized.compare(ds.table, spec, query, runs=100, rng=np.random.defaul
 release = personalized.Sample("max").release(ds.table, spec, query, rng=np.random.default_rng({seed}), seed={seed})
 print(release.answers, release.params["neighbours"], release.entries[0].loss.describe())
 """
+
+
+#: The Personalized DP page's session state (:class:`ui.page_state.PageState`); the specification and query keys
+#: (``pdp_*``) make up the study's specification section and its ``personalized`` mechanism.
+STATE = PageState(
+    page="personalized",
+    settings=("pdp_view", "pdp_t", "pdp_tq", "pdp_density", "pdp_assumed_mean", "pdp_assumed_sd", "pdp_curve_runs",
+              "pdp_cmp_runs", "pdp_score", "pdp_exp_runs", "pdp_exp_score", "pdp_pe_src", "pdp_pe_kind",
+              "pdp_prdp_c", "pdp_prdp_kind", "pdp_prdp_emin", "pdp_prdp_emax"),
+    engine=("pdp_source", "pdp_user", "pdp_fc", "pdp_fm", "pdp_ec", "pdp_em", "pdp_el", "pdp_col", "pdp_default",
+            "pdp_value", "pdp_cutoff", "pdp_lo", "pdp_hi", "pdp_rel_mech", "pdp_rel_kind", "pdp_rel_t", "pdp_rel_tc",
+            "pdp_rel_rescale", "pdp_integer"),
+    rules={"pdp_t": ("range", 0.001, 1e6, False), "pdp_density": ("range", 0.0, 1.0, False),
+           "pdp_assumed_mean": ("range", 0.0, 1e300, False), "pdp_assumed_sd": ("range", 0.0, 1e300, False),
+           "pdp_curve_runs": ("range", 10, 2000, True), "pdp_cmp_runs": ("range", 20, 2000, True),
+           "pdp_exp_runs": ("range", 20, 5000, True), "pdp_prdp_c": ("range", 0.01, 100.0, False),
+           "pdp_prdp_emin": ("range", 1e-6, 1e6, False), "pdp_prdp_emax": ("range", 1e-6, 1e6, False),
+           "pdp_tq": ("choice", ("count", "sum", "mean", "median")), "pdp_score": ("choice", ("rank", "changes")),
+           "pdp_exp_score": ("choice", ("rank", "changes")), "pdp_pe_src": ("choice", ("paper example", "active data")),
+           "pdp_pe_kind": ("choice", ("median", "min", "count")), "pdp_prdp_kind": ("choice", ("count", "sum"))},
+    editors=("pdp_label_map_df",),
+    results=("pdp_last_release", "pdp_release_error", "pdp_cmp_on", "pdp_exp_on", "pdp_prdp_result",
+             "pdp_data_defaults"),
+    dataset_defaults=True,
+)

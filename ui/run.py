@@ -20,7 +20,8 @@ from prdp_core.splitting import as_thresholds
 from prdp_core.workload import SplittingPolicy
 
 from . import memory, review, state
-from . import policy as pstate
+from . import policy_designer as pstate
+from .page_state import PageState
 
 
 @st.cache_data(show_spinner="Computing the workload's sufficient statistics…", max_entries=8, scope="session")
@@ -187,3 +188,13 @@ def jsonable(obj: Any) -> str:
 
 __all__ = ["analysis", "answers_export", "answers_for_display", "cached_stats", "current_release", "error_summary",
            "loss_cdfs", "on_run", "on_type_public", "run_pending", "stats_for"]
+
+
+#: The Run page's session state (:class:`ui.page_state.PageState`).
+STATE = PageState(
+    page="run",
+    settings=("run_min_records", "run_query"),
+    engine=("run_ps_delta", "run_secure"),
+    rules={"run_min_records": ("range", 1, 10**12, True)},
+    results=("run_release", "run_token", "run_error"),
+)

@@ -7,7 +7,7 @@ from typing import Any
 from prdp_core.data import Dataset
 from prdp_core.workload import SplittingPolicy
 
-from .policy_code import policy_code
+from .policy_designer_code import policy_code
 
 
 def run_code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy, seed: int, secure: bool = False,

@@ -83,7 +83,7 @@ def set_dataset(ds: Any, source: dict[str, Any]) -> None:
     """Make ``ds`` the active dataset (the previous one is replaced only on success).
 
     The active policy follows at once: a new dataset gets its own starting policy in the same call
-    (:func:`ui.policy.ensure_policy`), so no page — and not the sidebar, drawn after the page — ever
+    (:func:`ui.policy_designer.ensure_policy`), so no page — and not the sidebar, drawn after the page — ever
     shows the previous table's thresholds against the new one. Data-source actions call this from
     widget callbacks, which run before the page script."""
     ss = st.session_state
@@ -92,7 +92,7 @@ def set_dataset(ds: Any, source: dict[str, Any]) -> None:
     ss["dataset_source"] = dict(source)
     ss["dataset_token"] = dataset_token(ds, source)
     if old is not None and old != ss["dataset_token"]:
-        from .policy import ensure_policy
+        from .policy_designer import ensure_policy
 
         ensure_policy()
 

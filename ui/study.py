@@ -9,14 +9,10 @@ whole config and loads its data *before* touching the session, so a bad config l
 session as it was. The session's privacy ledger is never changed by an import (it records
 what this session released).
 
-Keys this module knows, per page (all in ``st.session_state``):
-
-* Policy designer: ``policy`` (+ ``policy_token``, ``policy_summary``), ``thr_<measure>``,
-  ``policy_per_group``, ``policy_group_col``, ``thr_group_base``, ``wl_frame``,
-  ``policy_partition_rho``, ``policy_joint``; views in :data:`PAGE_SETTINGS`.
-* Run: ``run_ps_delta`` (partition-selection δ); Budget functions: ``bf_*``; Personalized DP:
-  ``pdp_*``; Analyst tiers: ``mt_*`` (tiers in ``mt_tiers_base`` and its editor);
-  Trade-offs ``tr_*`` and Concepts ``cc_*``/``pa_*``/``hl_*``: view settings only.
+Each page declares the session-state keys it owns — view settings, engine keys, rules of imported values,
+editor tables, results — in its ui module (``STATE``, a :class:`ui.page_state.PageState`); this module loops
+over those declarations (:data:`PAGES`). The Policy designer's thresholds ``thr_<measure>`` and its policy
+(``policy``, ``policy_token``, ``policy_summary``) are read and written here as the study's policy section.
 
 :func:`keep_settings` (called by app.py before each page) keeps these settings when the
 user moves to another page: Streamlit forgets the values of widgets that are not on screen.
@@ -37,49 +33,33 @@ from prdp_core.config import (PRDP_ALGORITHMS, RECORD_ALGORITHMS, Study, build_b
 from prdp_core.data import Dataset, Schema, load_table, prepare_dataset
 from prdp_core.errors import ConfigError, DataError, PrdpError
 
-from . import memory, options, state
+from . import analyst_tiers, budget_functions, concepts, data, memory, personalized, policy_designer, run, state
+from . import tradeoffs
 from .common import md_escape
-from .policy import SOURCES_KEY
+from .concepts import DECLARED_PREFIX, DECLARED_SETTINGS
+from .page_state import PageState
+from .policy_designer import SOURCES_KEY
+
+#: The pages whose session state a study carries, in the order of a config's ``app`` section (each page's ui
+#: module declares its keys, :class:`ui.page_state.PageState`).
+STUDY_STATE = PageState(page="study", settings=("learn",))
+PAGES: tuple[PageState, ...] = (STUDY_STATE, policy_designer.STATE, tradeoffs.STATE, run.STATE, budget_functions.STATE,
+                                personalized.STATE, analyst_tiers.STATE, concepts.STATE, data.STATE)
 
 #: View settings of each page: exported under ``app.<page>`` (plain values only).
-PAGE_SETTINGS: dict[str, tuple[str, ...]] = {
-    "study": ("learn",),
-    "policy_designer": ("policy_owner_bound", "policy_logx", "policy_view", "policy_fn_measure", "policy_fn_marks",
-                        "policy_delta", "policy_group_summary", "policy_cmp_label", "sugg_pct", "sugg_cap",
-                        "sugg_share"),
-    "tradeoffs": ("tr_pcts", "tr_rhos", "tr_min", "tr_family", "tr_cdf_rho", "tr_geo", "tr_levels", "tr_top_rho",
-                  "tr_top_min", "tr_targets", "tr_gamma", "tr_share", "tr_fmin", "tr_solve_t", "tr_solve_g",
-                  "tr_solve_s", "tr_solve_min", "tr_clip_n", "tr_clip_a", "tr_clip_rho"),
-    "run": ("run_min_records", "run_query"),
-    "budget_functions": ("bf_scale_vary", "bf_scale_trials"),
-    "personalized": ("pdp_view", "pdp_t", "pdp_tq", "pdp_density", "pdp_assumed_mean", "pdp_assumed_sd",
-                     "pdp_curve_runs", "pdp_cmp_runs", "pdp_score", "pdp_exp_runs", "pdp_exp_score", "pdp_pe_src",
-                     "pdp_pe_kind", "pdp_prdp_c", "pdp_prdp_kind", "pdp_prdp_emin", "pdp_prdp_emax"),
-    "analyst_tiers": ("mt_preset", "mt_coalition"),
-    "concepts": ("cc_eps", "cc_prior", "cc_rho", "cc_delta", "cc_eps_target", "cc_rec_measure", "cc_rec_value",
-                 "pa_d", "pa_k", "pa_eps0", "pa_kind", "pa_subset", "hl_source", "hl_d", "hl_n", "hl_patterns",
-                 "hl_heavy", "hl_columns", "hl_domains", "hl_eps0", "hl_nu", "hl_method", "hl_match"),
-}
+PAGE_SETTINGS: dict[str, tuple[str, ...]] = {p.page: p.settings for p in PAGES if p.settings}
 
 #: Widget keys that make up the engine sections (policy, workload, mechanisms) of a study.
-ENGINE_KEYS: tuple[str, ...] = (
-    "policy_per_group", "policy_group_col", "policy_partition_rho", "policy_joint", "run_ps_delta", "run_secure",
-    "bf_mode", "bf_preset", "bf_alpha", "bf_k", "bf_eps", "bf_expr", "bf_eps_max", "bf_U", "bf_eps_min_on",
-    "bf_eps_min", "bf_measure", "bf_group_col", "bf_model", "bf_query", "bf_distinct_col", "bf_beta", "bf_threshold",
-    "pdp_source", "pdp_user", "pdp_fc", "pdp_fm", "pdp_ec", "pdp_em", "pdp_el", "pdp_col", "pdp_default",
-    "pdp_value", "pdp_cutoff", "pdp_lo", "pdp_hi", "pdp_rel_mech", "pdp_rel_kind", "pdp_rel_t", "pdp_rel_tc",
-    "pdp_rel_rescale", "pdp_integer",
-    "mt_model", "mt_query", "mt_measure", "mt_clip", "mt_family", "mt_delta", "mt_filter_col", "mt_filter_op",
-    "mt_filter_val", "mt_local_measure", "mt_d", "mt_scale", "mt_variant",
-)
+ENGINE_KEYS: tuple[str, ...] = tuple(k for p in PAGES for k in p.engine)
 
 #: Pages whose defaults depend on the dataset (:func:`ui.state.first_run_on_dataset`).
-DATASET_PAGES = ("budget_functions", "personalized")
+DATASET_PAGES = tuple(p.page for p in PAGES if p.dataset_defaults)
 
 #: Results of earlier runs, dropped by an import (they belong to the previous settings).
-RESULT_KEYS = ("run_release", "run_token", "run_error", "bf_result", "bf_run_error", "bf_last_valid",
-               "pdp_last_release", "pdp_release_error", "pdp_cmp_on", "pdp_exp_on", "pdp_prdp_result", "pdp_data_defaults",
-               "mt_release", "mt_release_error", "bf_scale_shown", "sugg_error")
+RESULT_KEYS = tuple(k for p in PAGES for k in p.results)
+
+#: Editor tables and their bases, cleared by an import.
+EDITOR_KEYS = tuple(k for p in PAGES for k in p.editors)
 
 #: Threshold given to a measure a config leaves out, where the Policy designer needs one for every
 #: measure: so large that no record is split on it (a public constant, not a data value).
@@ -106,42 +86,8 @@ def _is_plain(v: Any) -> bool:
 
 
 #: Allowed values of page settings whose widgets refuse others (a slider or number box outside its bounds,
-#: a text where a number belongs, an option the widget does not offer): ("range", lo, hi, whole),
-#: ("choice", options) or ("subset", options) for a multiselect. An import leaves out a value that breaks its rule and says so.
-SETTING_RULES: dict[str, tuple[Any, ...]] = {
-    "cc_eps": ("range", 0.0, 100.0, False), "cc_prior": ("range", 0.01, 99.99, False),
-    "cc_rho": ("range", 0.0, 1000.0, False), "cc_delta": ("choice", (1e-5, 1e-6, 1e-8, 1e-10)),
-    "cc_eps_target": ("range", 0.01, 1000.0, False), "cc_rec_value": ("range", 0.0, 1000.0, False),
-    "cc_rec_measure": ("choice", ("rho", "eps")), "pa_d": ("range", 2, 100, True), "pa_k": ("range", 1, 100, True),
-    "pa_eps0": ("range", 0.01, 2.0, False), "pa_kind": ("choice", ("cdp", "pure")),
-    "hl_source": ("choice", ("generated", "dataset")), "hl_d": ("range", 2, 512, True),
-    "hl_n": ("range", 1000, 500_000, True), "hl_patterns": ("range", 0, 100, True),
-    "hl_heavy": ("range", 0.0, 1.0, False), "hl_eps0": ("range", 0.1, 10.0, False),
-    "hl_nu": ("choice", (0.002, 0.005, 0.01, 0.02, 0.05, 0.1)), "hl_method": ("choice", ("exact", "lemma28")),
-    "hl_match": ("choice", ("eps0", "record")), "hl_domains": ("choice", ("public", "data")),
-    "pdp_t": ("range", 0.001, 1e6, False), "pdp_density": ("range", 0.0, 1.0, False),
-    "pdp_assumed_mean": ("range", 0.0, 1e300, False), "pdp_assumed_sd": ("range", 0.0, 1e300, False),
-    "pdp_curve_runs": ("range", 10, 2000, True), "pdp_cmp_runs": ("range", 20, 2000, True),
-    "pdp_exp_runs": ("range", 20, 5000, True), "pdp_prdp_c": ("range", 0.01, 100.0, False),
-    "pdp_prdp_emin": ("range", 1e-6, 1e6, False), "pdp_prdp_emax": ("range", 1e-6, 1e6, False),
-    "pdp_tq": ("choice", ("count", "sum", "mean", "median")), "pdp_score": ("choice", ("rank", "changes")),
-    "pdp_exp_score": ("choice", ("rank", "changes")), "pdp_pe_src": ("choice", ("paper example", "active data")),
-    "pdp_pe_kind": ("choice", ("median", "min", "count")), "pdp_prdp_kind": ("choice", ("count", "sum")),
-    "sugg_pct": ("range", 50.0, 100.0, False), "sugg_cap": ("range", 0.0, 1e300, False),
-    "sugg_share": ("range", 0.0, 99.0, False), "policy_view": ("choice", options.POLICY_VIEWS),
-    "policy_delta": ("choice", options.DELTAS), "policy_owner_bound": ("choice", options.OWNER_BOUNDS), "policy_logx": ("choice", (True, False)),
-    "policy_fn_marks": ("choice", (True, False)),
-    "tr_pcts": ("subset", options.SWEEP_PCTS), "tr_rhos": ("subset", options.SWEEP_RHOS),
-    "tr_targets": ("subset", options.FIT_TARGETS), "tr_clip_a": ("subset", options.CLIP_ALPHAS),
-    "tr_clip_rho": ("choice", options.CLIP_RHOS),
-    "tr_min": ("range", 1, 10**12, True), "tr_top_min": ("range", 1, 10**12, True),
-    "tr_fmin": ("range", 1, 10**12, True), "tr_solve_min": ("range", 1, 10**12, True),
-    "tr_gamma": ("range", 0.5, 0.999, False), "tr_share": ("range", 0.1, 1.0, False),
-    "tr_solve_t": ("range", 0.001, 10.0, False), "tr_solve_g": ("range", 0.5, 0.999, False),
-    "tr_solve_s": ("range", 0.1, 1.0, False), "tr_top_rho": ("range", 0.001, 1e300, False),
-    "tr_clip_n": ("range", 10, 10**12, True), "run_min_records": ("range", 1, 10**12, True),
-    "bf_scale_vary": ("choice", options.SCALE_VARY), "bf_scale_trials": ("range", 5, 200, True),
-}
+#: a text where a number belongs, an option the widget does not offer), from the pages' declarations.
+SETTING_RULES: dict[str, tuple[Any, ...]] = {k: rule for p in PAGES for k, rule in p.rules.items()}
 
 
 def _checked_setting(key: str, value: Any) -> tuple[bool, Any]:
@@ -170,10 +116,7 @@ def _checked_setting(key: str, value: Any) -> tuple[bool, Any]:
 
 #: Page settings whose keys depend on the data (prefix + column name): the histogram lab's typed public
 #: categories of each column. Kept across navigation, exported and imported like :data:`PAGE_SETTINGS`.
-DECLARED_PREFIX = "hl_dom_"
-PAGE_SETTING_PREFIXES: dict[str, tuple[str, ...]] = {"concepts": (DECLARED_PREFIX,)}
-#: How the typed categories appear in a config's ``app.concepts``: columns and their texts, in order.
-DECLARED_SETTINGS = ("hl_declared_columns", "hl_declared_categories")
+PAGE_SETTING_PREFIXES: dict[str, tuple[str, ...]] = {p.page: p.prefixes for p in PAGES if p.prefixes}
 
 
 def _prefixed(page: str, keys: Any) -> list[str]:
@@ -268,7 +211,7 @@ def _budget_section(ss: Any) -> dict[str, Any]:
         bounds = pd.to_numeric(rows["up to value"], errors="coerce").tolist()[:-1]
         out = {"steps": {"column": measure, "bounds": bounds, "eps": eps}}
     elif mode == "groups":
-        from .budget import default_group_table
+        from .budget_functions import default_group_table
 
         col = ss.get("bf_group_col")
         tbl = ss.get("bf_groups_table")
@@ -351,7 +294,7 @@ def current_tiers(ss: Any) -> dict[str, float] | None:
     base = ss.get("mt_tiers_base")
     if not isinstance(base, pd.DataFrame):
         return None
-    from .multitier import current_table
+    from .analyst_tiers import current_table
 
     delta = ss.get(f"mt_tiers_editor_{ss.get('mt_editor_version', 0)}")
     current = current_table()
@@ -368,7 +311,7 @@ def current_tiers(ss: Any) -> dict[str, float] | None:
 
 
 def _mt_mechanism(ss: Any, seed: int) -> dict[str, Any]:
-    from .multitier import DEFAULTS, NO_FILTER
+    from .analyst_tiers import DEFAULTS, NO_FILTER
 
     g = lambda k: ss.get(k) if ss.get(k) is not None else DEFAULTS.get(k)  # noqa: E731
     m: dict[str, Any] = {"kind": "multitier", "model": g("mt_model"), "seed": seed}
@@ -653,7 +596,7 @@ def _spec_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str], 
 
 
 def _tier_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]) -> None:
-    from .multitier import NO_FILTER
+    from .analyst_tiers import NO_FILTER
 
     study.tiers()
     up["mt_tiers_base"] = pd.DataFrame(list(study.policy["tiers"].items()), columns=["name", "eps"])
@@ -682,13 +625,13 @@ def _set_raw(ds: Dataset, source: Mapping[str, Any], data_bytes: bytes | None, d
     """The Data page's role editor for an imported data source (the table before preparation)."""
     import uuid
 
-    from . import datasource
+    from . import data as udata
 
     if source.get("kind") == "large":
         st.session_state.pop("raw", None)  # the Column roles view reconnects the table when opened
         return
     if source.get("kind") == "sample":
-        datasource.raw_from_sample(source["name"], source.get("n"), int(source.get("seed", 0)))
+        udata.raw_from_sample(source["name"], source.get("n"), int(source.get("seed", 0)))
         if source.get("schema"):
             raw = st.session_state["raw"]
             raw["schema"] = Schema.from_dict(source["schema"])
@@ -792,10 +735,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
 
     # --- everything is valid: write the session -------------------------------------------
     ss = st.session_state
-    owned = set(ENGINE_KEYS) | {k for keys in PAGE_SETTINGS.values() for k in keys} | {
-        "bf_steps", "bf_steps_current", "bf_groups_base", "bf_groups_base_col", "bf_groups_table", "mt_tiers_base",
-        "pdp_label_map_df", "thr_group_base", "wl_frame", "policy_compare", "raw", "mt_tiers_current",
-        "pa_releases_current", "pa_releases_base", SOURCES_KEY}
+    owned = set(ENGINE_KEYS) | {k for keys in PAGE_SETTINGS.values() for k in keys} | set(EDITOR_KEYS)
     owned |= {k for k in list(ss.keys()) if isinstance(k, str) and k.startswith("thr_") and k not in
               ("thr_editor_version",)}
     owned |= {k for page in PAGE_SETTING_PREFIXES for k in _prefixed(page, list(ss.keys()))}
@@ -818,7 +758,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     for k, v in up.items():
         ss[k] = v
     if pol is not None:
-        from .policy import set_policy
+        from .policy_designer import set_policy
 
         set_policy(pol)
         ss["policy_token"] = state.active_token()

@@ -16,8 +16,9 @@ from prdp_core.data import Dataset
 from prdp_core.engines import is_engine_data
 from prdp_core.workload import SplittingPolicy
 
-from . import large, memory, state
-from . import policy as pstate
+from . import large, memory, options, state
+from . import policy_designer as pstate
+from .page_state import PageState
 
 TABLE7 = prdp_core.samples.CBP_TOPCODE_SCHEMES
 TABLE8 = prdp_core.samples.CBP_SPLIT_SCHEMES
@@ -196,7 +197,7 @@ def clip_curves(n: int, alphas: tuple[float, ...], rho: float
 
 
 def code(source: dict[str, Any], ds: Any, pol: SplittingPolicy) -> str:
-    from .policy_code import policy_code
+    from .policy_designer_code import policy_code
 
     base = policy_code(source, ds, pol, "lemma4")
     head = "\n".join(ln for ln in base.splitlines() if not ln.startswith(("preview =", "print(preview", "x, share")))
@@ -240,3 +241,21 @@ def solve(token: str, pol_json: str, target: float, gamma: float, share: float, 
                      lambda stage: (stage("the workload's per-cell statistics, in the engine"),
                                     _solve_work(ds, pol, target, gamma, share, min_count))[1],
                      _solve, token, pol_json, target, gamma, share, min_count, ds, pol)
+
+
+#: The Trade-offs page's session state (:class:`ui.page_state.PageState`): view settings only.
+STATE = PageState(
+    page="tradeoffs",
+    settings=("tr_pcts", "tr_rhos", "tr_min", "tr_family", "tr_cdf_rho", "tr_geo", "tr_levels", "tr_top_rho",
+              "tr_top_min", "tr_targets", "tr_gamma", "tr_share", "tr_fmin", "tr_solve_t", "tr_solve_g",
+              "tr_solve_s", "tr_solve_min", "tr_clip_n", "tr_clip_a", "tr_clip_rho"),
+    rules={"tr_pcts": ("subset", options.SWEEP_PCTS), "tr_rhos": ("subset", options.SWEEP_RHOS),
+           "tr_targets": ("subset", options.FIT_TARGETS), "tr_clip_a": ("subset", options.CLIP_ALPHAS),
+           "tr_clip_rho": ("choice", options.CLIP_RHOS),
+           "tr_min": ("range", 1, 10**12, True), "tr_top_min": ("range", 1, 10**12, True),
+           "tr_fmin": ("range", 1, 10**12, True), "tr_solve_min": ("range", 1, 10**12, True),
+           "tr_gamma": ("range", 0.5, 0.999, False), "tr_share": ("range", 0.1, 1.0, False),
+           "tr_solve_t": ("range", 0.001, 10.0, False), "tr_solve_g": ("range", 0.5, 0.999, False),
+           "tr_solve_s": ("range", 0.1, 1.0, False), "tr_top_rho": ("range", 0.001, 1e300, False),
+           "tr_clip_n": ("range", 10, 10**12, True)},
+)

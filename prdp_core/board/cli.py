@@ -342,16 +342,16 @@ def run_ledger(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> in
 
 
 def app_script() -> Path:
-    """The app's entry script (app.py beside the ``ui`` package, i.e. the checkout the package is
-    installed from, or app.py in the current folder)."""
-    import importlib.util
+    """The app's entry script: app.py beside the installed ``prdp_core`` (the checkout an editable install
+    points at), or app.py in the current folder. The app's ``ui`` package is not installed: Streamlit imports
+    it from app.py's folder."""
+    import prdp_core
 
-    spec = importlib.util.find_spec("ui")  # located, not imported (prdp_core never imports streamlit)
-    cands = [Path(spec.origin).resolve().parent.parent / "app.py"] if spec is not None and spec.origin else []
-    for cand in (*cands, Path.cwd() / "app.py"):
-        if cand.is_file() and (cand.parent / "pages").is_dir():
+    beside = Path(prdp_core.__file__).resolve().parent.parent / "app.py"
+    for cand in (beside, Path.cwd() / "app.py"):
+        if cand.is_file() and (cand.parent / "app_pages").is_dir():
             return cand
-    raise PrdpError("prdp app needs the PrDP Explorer checkout (app.py and pages/), which this installation does "
+    raise PrdpError("prdp app needs the PrDP Explorer checkout (app.py and app_pages/), which this installation does "
                     "not include.", hint="Install the checkout in editable mode (make install), or run prdp app "
                                          "from the checkout's folder.")
 

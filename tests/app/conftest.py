@@ -12,26 +12,6 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
-def _navigation_as_in_the_server(monkeypatch):
-    """Run every AppTest through app.py and its st.navigation, as the real server does.
-
-    AppTest resets Streamlit's "legacy pages/ folder" flag before each run, so after
-    ``switch_page`` it would run the page file alone (no app.py: no sidebar, no set-up).
-    A real server clears that flag for good the first time app.py calls st.navigation;
-    this fixture gives AppTest the same behaviour.
-    """
-    from streamlit.runtime.pages_manager import PagesManager
-
-    original = PagesManager.__init__
-
-    def init(self, *args, **kwargs):
-        original(self, *args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-    monkeypatch.setattr(PagesManager, "__init__", init)
-
-
-@pytest.fixture(autouse=True)
 def _own_workshop_folder(monkeypatch, tmp_path):
     """Every AppTest saves its session (ui.durable) in a workshop folder of its own, never in ./workshop."""
     monkeypatch.setenv("PRDP_WORKSHOP_DIR", str(tmp_path / "workshop"))
@@ -40,12 +20,12 @@ def _own_workshop_folder(monkeypatch, tmp_path):
 
 
 def open_page(page: str, *, timeout: float = 120) -> AppTest:
-    """Run app.py (default sample loaded), then switch to ``pages/<page>.py``."""
+    """Run app.py (default sample loaded), then switch to ``app_pages/<page>.py``."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     at.run()
     assert not at.exception, at.exception
     if page != "data":
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"app_pages/{page}.py")
         at.run()
         assert not at.exception, at.exception
     return at

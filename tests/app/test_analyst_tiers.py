@@ -37,7 +37,7 @@ def test_default_tiers_central_count(page):
 
 def test_preset_and_coalition_choice():
     at = open_page("analyst_tiers")
-    at.selectbox(key="mt_preset").set_value(list(__import__("ui.multitier", fromlist=["PRESETS"]).PRESETS)[1])
+    at.selectbox(key="mt_preset").set_value(list(__import__("ui.analyst_tiers", fromlist=["PRESETS"]).PRESETS)[1])
     _ok(at)
     at.button(key="mt_preset_apply").click()
     _ok(at)

@@ -32,12 +32,12 @@ def _edit_public_tier(at, eps):
 def test_edited_tiers_survive_another_page_and_are_exported():
     at = open_page("analyst_tiers")
     _edit_public_tier(at, 3.0)
-    at.switch_page("pages/study.py")
+    at.switch_page("app_pages/study.py")
     at.run()
     at.run()  # a second run of the other page (Streamlit has dropped the editor's state by now)
     yaml_text = next(c.value for c in at.code if "version: 1" in c.value)
     assert "public: 3.0" in yaml_text
-    at.switch_page("pages/analyst_tiers.py")
+    at.switch_page("app_pages/analyst_tiers.py")
     at.run()
     assert not at.exception, at.exception
     assert "**public** ε = 3" in texts(at)
@@ -48,9 +48,9 @@ def test_edited_tiers_survive_another_page_and_are_exported():
 def test_a_preset_replaces_edited_tiers():
     at = open_page("analyst_tiers")
     _edit_public_tier(at, 3.0)
-    at.switch_page("pages/study.py")
+    at.switch_page("app_pages/study.py")
     at.run()
-    at.switch_page("pages/analyst_tiers.py")
+    at.switch_page("app_pages/analyst_tiers.py")
     at.run()
     at.selectbox(key="mt_preset").set_value("Two tiers far apart: 5 and 0.1").run()
     at.button(key="mt_preset_apply").click().run()

@@ -38,7 +38,7 @@ def _store(workshop: Path) -> BoardStore:
 
 
 def _board(at: AppTest) -> AppTest:
-    at.switch_page("pages/board.py").run()
+    at.switch_page("app_pages/board.py").run()
     assert not at.exception, at.exception
     return at
 
@@ -50,7 +50,7 @@ def _designer() -> AppTest:
     at.session_state["sample_n_cbp_like"] = 4000
     at.session_state["sample_seed"] = 1
     at.button(key="load_sample").click().run()
-    at.switch_page("pages/policy_designer.py").run()
+    at.switch_page("app_pages/policy_designer.py").run()
     assert not at.exception, at.exception
     return at
 
@@ -150,7 +150,7 @@ def test_an_earlier_participant_code_restores_ownership(workshop):
 
 def test_load_another_participants_policy_keeps_the_other_pages(workshop):
     at = _designer()
-    at.switch_page("pages/budget_functions.py").run()  # the session also has a budget function
+    at.switch_page("app_pages/budget_functions.py").run()  # the session also has a budget function
     assert "bf_mode" in at.session_state
     other = _other_entry(workshop, "Theirs", {"EMP": 30, "PAYANN": 3000, "PAYQTR1": 800})
     _board(at)
@@ -160,16 +160,16 @@ def test_load_another_participants_policy_keeps_the_other_pages(workshop):
     assert "Loaded **#1 Theirs** into your session" in at.success[0].value
     assert at.session_state["thr_EMP"] == 30 and at.session_state["policy"].thresholds.as_dict()["*"]["EMP"] == 30
     assert "bf_mode" in at.session_state  # the budget function was kept
-    at.switch_page("pages/policy_designer.py").run()
+    at.switch_page("app_pages/policy_designer.py").run()
     assert not at.exception and at.session_state["policy"].thresholds.as_dict()["*"]["PAYANN"] == 3000
 
 
 def test_other_policy_kinds_can_be_submitted(workshop):
     at = _designer()
-    at.switch_page("pages/budget_functions.py").run()
+    at.switch_page("app_pages/budget_functions.py").run()
     at = _submit(at, "My budget", part="budget")
     assert not at.error, at.error[0].value
-    at.switch_page("pages/analyst_tiers.py").run()
+    at.switch_page("app_pages/analyst_tiers.py").run()
     at = _submit(at, "My tiers", part="tiers")
     assert not at.error, at.error[0].value
     kinds = [e.kind for e in _store(workshop).entries()]
@@ -213,7 +213,7 @@ def test_facilitator_pins_a_data_folder_file_and_exports(workshop):
     p.button(key="board_use_pin").click().run()
     ds = p.session_state["dataset"]
     assert ds.name == "establishments.csv" and ds.n == 1500 and p.session_state["dataset_source"]["shared"]
-    p.switch_page("pages/policy_designer.py").run()
+    p.switch_page("app_pages/policy_designer.py").run()
     p = _submit(p, "On the file")
     assert "Submitted **#1 On the file**" in p.success[0].value
     (entry,) = _store(workshop).entries()
@@ -251,7 +251,7 @@ def _open_link(text: str, page: str = "policy_designer") -> AppTest:
     at.query_params["policy"] = text
     at.run()
     assert not at.exception, at.exception
-    at.switch_page(f"pages/{page}.py").run()
+    at.switch_page(f"app_pages/{page}.py").run()
     assert not at.exception, at.exception
     return at
 

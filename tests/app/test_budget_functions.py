@@ -10,7 +10,7 @@ import prdp_core
 
 from .conftest import ROOT, texts
 
-PAGE = "pages/budget_functions.py"
+PAGE = "app_pages/budget_functions.py"
 
 
 def _open(mode: str = "teaching") -> AppTest:

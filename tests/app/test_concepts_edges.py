@@ -47,9 +47,9 @@ def _lab_on_dataset(at):
 def test_declared_categories_survive_navigation():
     at = open_page("concepts")
     _lab_on_dataset(at)
-    at.switch_page("pages/study.py")
+    at.switch_page("app_pages/study.py")
     at.run()
-    at.switch_page("pages/concepts.py")
+    at.switch_page("app_pages/concepts.py")
     at.run()
     assert at.text_input(key="hl_dom_COUNTY").value == "001, 003"
 
@@ -58,14 +58,14 @@ def test_histogram_lab_settings_round_trip_through_a_study_config():
     at = open_page("concepts")
     _lab_on_dataset(at)
     at.radio(key="hl_domains").set_value("data").run()
-    at.switch_page("pages/study.py")
+    at.switch_page("app_pages/study.py")
     at.run()
     yaml_text = next(c.value for c in at.code if "version: 1" in c.value)
     fresh = open_page("study")
     fresh.text_area(key="study_paste").set_value(yaml_text).run()
     fresh.button(key="study_load_paste").click().run()
     assert not fresh.exception and not fresh.error, (fresh.exception, [e.value for e in fresh.error])
-    fresh.switch_page("pages/concepts.py")
+    fresh.switch_page("app_pages/concepts.py")
     fresh.run()
     assert fresh.radio(key="hl_domains").value == "data"
     assert fresh.session_state["hl_dom_COUNTY"] == "001, 003"
@@ -79,10 +79,10 @@ def test_attribute_accountant_edits_survive_another_page():
     at.run()
     total = texts(at).split("whole record**: ρ = **")[1][:5]
     assert total.startswith("3.83")  # 2.63 + (1.5 − 0.3)
-    at.switch_page("pages/study.py")
+    at.switch_page("app_pages/study.py")
     at.run()
     at.run()
-    at.switch_page("pages/concepts.py")
+    at.switch_page("app_pages/concepts.py")
     at.run()
     assert not at.exception, at.exception
     assert texts(at).split("whole record**: ρ = **")[1][:5] == total

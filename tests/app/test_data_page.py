@@ -6,7 +6,7 @@ import io
 
 import pandas as pd
 
-from ui import datasource
+from ui import data as udata
 
 from .conftest import texts
 
@@ -45,7 +45,7 @@ def test_upload_good_csv_becomes_active_once_its_roles_are_confirmed(data_page):
     at = _upload(data_page, "firms.csv", b"estab_id,firm,county,emp\nA,f1,X,1\nB,f1,Y,50\nC,f2,X,3\n")
     # even a clean file waits on the Column roles view with its guessed roles; the previous dataset stays active
     assert at.session_state["dataset"].name == "cbp_like"
-    assert at.session_state["data_tab"] == datasource.ROLES_TAB
+    assert at.session_state["data_tab"] == udata.ROLES_TAB
     assert "firms.csv is not in use yet" in texts(at) and "roles below were guessed" in at.info[0].value
     rid = at.session_state["raw"]["id"]
     assert at.multiselect(key=f"map_measures_{rid}").value == ["emp"]
@@ -53,7 +53,7 @@ def test_upload_good_csv_becomes_active_once_its_roles_are_confirmed(data_page):
     ds = at.session_state["dataset"]
     assert ds.name == "firms.csv" and ds.n == 3 and ds.schema.measures == ("emp",)
     assert ds.schema.owner_col == "firm" and ds.schema.id_col == "estab_id"
-    assert "Active dataset: firms.csv" in at.success[0].value and at.session_state["data_tab"] == datasource.PROFILE_TAB
+    assert "Active dataset: firms.csv" in at.success[0].value and at.session_state["data_tab"] == udata.PROFILE_TAB
     assert "Profile of firms.csv" in texts(at)  # the profile of the same rerun shows the new data
     assert "not in use yet" not in texts(at)
 
@@ -202,7 +202,7 @@ def test_missing_group_values_get_a_decision_and_a_group_of_their_own(data_page)
     assert not at.exception
     ds = at.session_state["dataset"]
     assert ds.name == "gaps.csv" and (ds.table["g"] == "(missing)").sum() == 20
-    at.switch_page("pages/run.py")
+    at.switch_page("app_pages/run.py")
     at.run()
     at.button(key="run_go").click()
     at.run()

@@ -24,7 +24,7 @@ def _csv(n: int = 300) -> bytes:
 
 
 def _release(at: AppTest, times: int = 1) -> AppTest:
-    at.switch_page("pages/run.py").run()
+    at.switch_page("app_pages/run.py").run()
     for _ in range(times):
         at.button(key="run_go").click().run()
         assert not at.exception, at.exception
@@ -40,7 +40,7 @@ def _reopen(key: str, page: str = "run") -> AppTest:
     assert not at.exception, at.exception
     at.first_texts = texts(at)
     if page != "data":
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(f"app_pages/{page}.py").run()
         assert not at.exception, at.exception
     return at
 
@@ -48,7 +48,7 @@ def _reopen(key: str, page: str = "run") -> AppTest:
 def _designed_session() -> AppTest:
     """An uploaded table, a typed threshold, two releases."""
     at = upload(open_page("data"), "shop.csv", _csv())
-    at.switch_page("pages/policy_designer.py").run()
+    at.switch_page("app_pages/policy_designer.py").run()
     at.number_input(key="thr_sales").set_value(250.0).run()
     assert not at.exception, at.exception
     return _release(at, 2)
@@ -63,7 +63,7 @@ def test_every_session_has_a_long_random_key_in_its_url():
     a, b = open_page("data"), open_page("data")
     ka, kb = a.query_params[S.KEY_PARAM], b.query_params[S.KEY_PARAM]
     assert ka != kb and S.valid_key(ka) and len(ka) >= 32  # ≥ 128 bits (token_urlsafe(24): 192)
-    a.switch_page("pages/concepts.py").run()
+    a.switch_page("app_pages/concepts.py").run()
     assert a.query_params[S.KEY_PARAM] == ka  # kept on every page
 
 
@@ -148,7 +148,7 @@ def test_a_store_that_cannot_be_opened_never_stops_the_app(monkeypatch, tmp_path
 
 def test_the_share_link_carries_the_design_but_never_the_session_key():
     at = open_page("policy_designer")
-    at.switch_page("pages/board.py").run()
+    at.switch_page("app_pages/board.py").run()
     assert not at.exception, at.exception
     (code,) = [c for c in at.code if "policy=" in c.value]
     assert f"{S.KEY_PARAM}=" not in code.value and at.query_params[S.KEY_PARAM] not in code.value

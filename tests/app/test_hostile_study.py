@@ -36,7 +36,7 @@ def _load_hostile(tmp_path):
 
 def test_hostile_study_report_script_and_every_snippet_run_only_the_study(tmp_path):
     at, data = _load_hostile(tmp_path)
-    at.switch_page("pages/study.py").run()
+    at.switch_page("app_pages/study.py").run()
     at.button(key="study_build").click().run()
     assert not at.exception, at.exception
     assert "Report built" in texts(at), texts(at)
@@ -50,7 +50,7 @@ def test_hostile_study_report_script_and_every_snippet_run_only_the_study(tmp_pa
 
     ran = set()
     for page in PAGES:
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(f"app_pages/{page}.py").run()
         assert not at.exception, (page, at.exception)
         for i, block in enumerate(c for c in at.code if c.language == "python"):
             code = block.value

@@ -111,7 +111,7 @@ def test_hostile_names_are_escaped_on_every_page_in_both_modes(hostile_app):
     for mode in ("teaching", "review"):
         at.session_state["mode"] = mode
         for page in PAGES:
-            at.switch_page(f"pages/{page}.py")
+            at.switch_page(f"app_pages/{page}.py")
             at.run()
             if page == "run":
                 at.button(key="run_go").click().run()

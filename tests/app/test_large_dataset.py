@@ -20,7 +20,8 @@ from prdp_core.data import prepare_dataset
 from prdp_core.engines import EngineDataset
 from prdp_core.mechanisms.unit_splitting import release
 from prdp_core.preview import preview_policy
-from ui import datasource, large
+from ui import data as udata
+from ui import large
 
 from .conftest import chart_traces, open_page, texts
 
@@ -67,7 +68,7 @@ def test_connect_confirm_roles_and_profile_without_uploading(at, folder):
     _connect(at, "cbp.parquet", use=False)
     # connected, not in use: the roles view with guessed roles, the previous dataset still active
     assert at.session_state["dataset"].name == "cbp_like"
-    assert at.session_state["data_tab"] == datasource.ROLES_TAB
+    assert at.session_state["data_tab"] == udata.ROLES_TAB
     raw = at.session_state["raw"]
     assert raw["large"] and raw["n"] == N and "cbp.parquet is not in use yet" in texts(at)
     assert at.multiselect(key=f"map_measures_{raw['id']}").value == ["EMP", "PAYANN", "PAYQTR1"]
@@ -79,7 +80,7 @@ def test_connect_confirm_roles_and_profile_without_uploading(at, folder):
     assert src["kind"] == "large" and src["path"] == "cbp.parquet" and src["engine"] == "duckdb"
     assert json.loads(json.dumps(src)) == src  # a plain JSON-able dict: a session can persist and restore it
     assert large.open_source(src)[0] is ds  # rebuilt from the dict: the same server-wide dataset
-    assert at.session_state["data_tab"] == datasource.PROFILE_TAB
+    assert at.session_state["data_tab"] == udata.PROFILE_TAB
     t = texts(at)
     assert "Active dataset: cbp.parquet" in t and "Its records stay in the file" in t
     assert "top 1% of records hold" in t and "Large dataset: its records stay in the engine" in t
@@ -120,7 +121,7 @@ def test_row_checks_and_fixes_run_in_the_engine(at):
     at.button(key=f"apply_{rid}").click().run()
     assert "No public constant is typed for 'sales'" in at.error[0].value  # refused before the engine works
     assert at.session_state["dataset"].name == "cbp_like"
-    at.number_input(key=datasource.shift_key(rid, "sales")).set_value(100.0).run()
+    at.number_input(key=udata.shift_key(rid, "sales")).set_value(100.0).run()
     at.button(key=f"apply_{rid}").click().run()
     ds = at.session_state["dataset"]
     assert isinstance(ds, EngineDataset) and ds.n == 497 and ds.shifts == {"sales": 100.0}
@@ -129,7 +130,7 @@ def test_row_checks_and_fixes_run_in_the_engine(at):
 
 def test_policy_designer_threshold_change_updates_the_records_cdf(at, folder):
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/policy_designer.py").run()
+    at.switch_page("app_pages/policy_designer.py").run()
     assert not at.exception, at.exception
     ds = at.session_state["dataset"]
     pol = at.session_state["policy"]
@@ -157,7 +158,7 @@ def test_policy_designer_threshold_change_updates_the_records_cdf(at, folder):
 
 def test_run_page_releases_the_same_answers_as_the_table_in_memory(at, folder):
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/run.py").run()
+    at.switch_page("app_pages/run.py").run()
     at.button(key="run_go").click().run()
     assert not at.exception, at.exception
     rel = at.session_state["run_release"]
@@ -172,10 +173,10 @@ def test_run_page_releases_the_same_answers_as_the_table_in_memory(at, folder):
 
 def test_tradeoffs_budget_functions_and_study_on_a_large_dataset(at, folder):
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/tradeoffs.py").run()
+    at.switch_page("app_pages/tradeoffs.py").run()
     assert not at.exception, at.exception
     assert chart_traces(at, "tr_sweep_chart") and chart_traces(at, "tr_sweep_cdf")
-    at.switch_page("pages/budget_functions.py").run()
+    at.switch_page("app_pages/budget_functions.py").run()
     assert not at.exception, at.exception
     assert "Sec. 5.2 sum extension" in texts(at)  # needs the records: offered on a sample
     at.button(key="bf_run").click().run()
@@ -189,7 +190,7 @@ def test_tradeoffs_budget_functions_and_study_on_a_large_dataset(at, folder):
     assert "PrDP extension (Sec. 5.2) [sample of 100,000 rows asked]" in list(rows["mechanism"])
     labels = at.session_state["ledger"].summary()["release"].tolist()
     assert any("[uniform sample (100,000 rows asked) of cbp.parquet, seed 0]" in x for x in labels)
-    at.switch_page("pages/study.py").run()
+    at.switch_page("app_pages/study.py").run()
     assert not at.exception, at.exception
     cfg = yaml.safe_load(at.code[0].value)
     assert cfg["data"]["path"] == "cbp.parquet" and cfg["data"]["engine"] == "duckdb"
@@ -209,7 +210,7 @@ def test_tradeoffs_budget_functions_and_study_on_a_large_dataset(at, folder):
 
 def test_pages_that_need_the_records_work_on_a_labelled_sample(at):
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/personalized.py").run()
+    at.switch_page("app_pages/personalized.py").run()
     assert not at.exception, at.exception
     assert "need the records themselves" in texts(at)
     assert at.session_state["dataset"].name == "cbp.parquet"
@@ -220,7 +221,7 @@ def test_pages_that_need_the_records_work_on_a_labelled_sample(at):
     assert "Working on a sample" in t and "uniform random sample of 1,000 rows of cbp.parquet" in t
     assert "This page works on a uniform sample of 1,000 rows" in t  # the sidebar says so too
     assert isinstance(at.session_state["dataset"], EngineDataset)  # the session keeps the whole table
-    at.switch_page("pages/policy_designer.py").run()
+    at.switch_page("app_pages/policy_designer.py").run()
     assert not at.exception and "Working on a sample" not in texts(at)
 
 
@@ -229,7 +230,7 @@ def test_review_mode_hides_the_large_tables_statistics(at):
     _connect(at, "cbp.parquet")
     t = texts(at)
     assert "Hidden in review mode" in t and "4,000" not in t
-    at.switch_page("pages/policy_designer.py").run()
+    at.switch_page("app_pages/policy_designer.py").run()
     assert not at.exception and "Hidden in review mode" in texts(at)
     assert not [c for c in at.get("plotly_chart") if c.proto.id.endswith("cdf_records")]
 
@@ -237,7 +238,7 @@ def test_review_mode_hides_the_large_tables_statistics(at):
 def test_engine_work_is_not_refused_by_the_records_number(at, monkeypatch):
     monkeypatch.setenv("PRDP_SESSION_MEMORY_MB", "1")  # far below any row-count model of a release
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/run.py").run()
+    at.switch_page("app_pages/run.py").run()
     at.button(key="run_go").click().run()
     assert not at.exception and at.session_state.get("run_error") is None
     monkeypatch.setenv("PRDP_SERVER_MEMORY_MB", "10")  # no room for the engine's memory limit: refused, said so
@@ -251,8 +252,8 @@ def test_a_session_on_a_large_dataset_is_restored_by_its_path_with_its_ledger(at
     from .test_durable import _reopen
 
     _connect(at, "cbp.parquet")
-    at.switch_page("pages/policy_designer.py").run()
-    at.switch_page("pages/run.py").run()
+    at.switch_page("app_pages/policy_designer.py").run()
+    at.switch_page("app_pages/run.py").run()
     at.button(key="run_go").click().run()
     assert not at.exception, at.exception
     key = at.query_params[S.KEY_PARAM]

@@ -43,7 +43,7 @@ def test_a_release_refused_when_the_server_is_short_keeps_dataset_release_and_le
 
 def test_an_upload_over_the_session_budget_is_refused_and_the_dataset_stays(monkeypatch):
     at = _release(open_page("run"))
-    at.switch_page("pages/data.py").run()
+    at.switch_page("app_pages/data.py").run()
     before = at.session_state["dataset"]
     monkeypatch.setenv(memory.SESSION_ENV, "0.1")
     csv = "estab_id,county,emp\n" + "".join(f"E{i},C{i % 7},{1 + i % 50}\n" for i in range(20_000))
@@ -59,7 +59,7 @@ def test_an_upload_over_the_session_budget_is_refused_and_the_dataset_stays(monk
 def test_the_policy_designer_shows_a_refused_preview_instead_of_failing(monkeypatch):
     at = open_page("data")
     monkeypatch.setenv(memory.SERVER_ENV, "1")
-    at.switch_page("pages/policy_designer.py").run()  # the first preview of this session
+    at.switch_page("app_pages/policy_designer.py").run()  # the first preview of this session
     assert not at.exception, at.exception
     assert "server is short of memory" in " ".join(e.value for e in at.error)
     assert "dataset" in at.session_state and "policy" in at.session_state
@@ -68,7 +68,7 @@ def test_the_policy_designer_shows_a_refused_preview_instead_of_failing(monkeypa
 def test_every_download_button_downloads_without_rerunning():
     at = _release(open_page("run"))
     buttons = at.get("download_button")
-    at.switch_page("pages/study.py").run()
+    at.switch_page("app_pages/study.py").run()
     at.button(key="study_build").click().run()
     assert not at.exception, at.exception
     buttons += at.get("download_button")
@@ -83,7 +83,7 @@ def test_the_app_calls_download_buttons_only_through_the_helper():
 
     from .conftest import ROOT
 
-    for path in [*ROOT.glob("pages/*.py"), *ROOT.glob("ui/*.py"), ROOT / "app.py"]:
+    for path in [*ROOT.glob("app_pages/*.py"), *ROOT.glob("ui/*.py"), ROOT / "app.py"]:
         calls = re.findall(r"\.download_button\(", path.read_text())
         assert len(calls) == (1 if path.name == "common.py" else 0), path
 

@@ -186,7 +186,7 @@ def test_small_sample_with_label_column():
     at.selectbox(key="sample_name").set_value("table2_example").run()
     at.button(key="load_sample").click().run()
     assert at.session_state["dataset"].name == "table2_example"
-    at.switch_page("pages/personalized.py")
+    at.switch_page("app_pages/personalized.py")
     at.run()
     assert not at.exception, at.exception
     at.radio(key="pdp_source").set_value("column").run()

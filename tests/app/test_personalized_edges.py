@@ -50,7 +50,7 @@ def test_data_derived_bound_stays_flagged_after_a_config_round_trip():
     at = open_page("personalized")
     at.radio(key="pdp_view").set_value("Run a release").run()
     at.selectbox(key="pdp_rel_kind").set_value("sum").run()  # hi is still the column's 99th percentile
-    at.switch_page("pages/study.py")
+    at.switch_page("app_pages/study.py")
     at.run()
     yaml_text = next(c.value for c in at.code if "version: 1" in c.value)
     assert "design_defaults" in yaml_text
@@ -58,7 +58,7 @@ def test_data_derived_bound_stays_flagged_after_a_config_round_trip():
     fresh.text_area(key="study_paste").set_value(yaml_text).run()
     fresh.button(key="study_load_paste").click().run()
     assert not fresh.exception, fresh.exception
-    fresh.switch_page("pages/personalized.py")
+    fresh.switch_page("app_pages/personalized.py")
     fresh.run()
     assert any("computed from the confidential data" in w.value for w in fresh.warning)
     fresh.radio(key="pdp_view").set_value("Run a release").run()

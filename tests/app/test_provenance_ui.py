@@ -16,7 +16,7 @@ CSV = ("acct,balance\n" + "".join(f"a{i},{i}\n" for i in range(1, 501))).encode(
 def _uploaded(page: str):
     at = open_page("data")
     upload(at, "accounts.csv", CSV)
-    at.switch_page(f"pages/{page}.py")
+    at.switch_page(f"app_pages/{page}.py")
     at.run()
     assert not at.exception, at.exception
     return at
@@ -61,7 +61,7 @@ def test_secure_review_release_is_refused_then_runs_with_typed_thresholds():
     assert not at.exception, at.exception
     rel = at.session_state["run_release"]
     assert rel.secure and rel.params["policy"].get("threshold_source") is None
-    at.switch_page("pages/policy_designer.py")
+    at.switch_page("app_pages/policy_designer.py")
     at.run()
     assert at.number_input(key="thr_balance").value == 600.0 and "computed from the data" not in texts(at)
 
@@ -83,7 +83,7 @@ def test_teaching_release_keeps_the_flag_in_the_ledger_and_the_answers_csv():
 
 def test_the_flag_round_trips_through_the_study_config():
     at = _uploaded("policy_designer")  # the study holds the policy once a page has made it
-    at.switch_page("pages/study.py")
+    at.switch_page("app_pages/study.py")
     at.run()
     text = next(c.value for c in at.code if c.value.startswith("# PrDP Explorer study"))  # the config preview
     cfg = yaml.safe_load(text)
@@ -96,7 +96,7 @@ def test_the_flag_round_trips_through_the_study_config():
     assert not fresh.exception, fresh.exception
     assert "Loaded the study" in texts(fresh), texts(fresh)
     assert fresh.session_state["policy"].threshold_sources() == {"balance": "data: p99 (rounded)"}
-    fresh.switch_page("pages/policy_designer.py")
+    fresh.switch_page("app_pages/policy_designer.py")
     fresh.run()
     assert "computed from the data (p99 (rounded))" in texts(fresh)
     # without the key the thresholds load as typed values (configs written before load as they did)

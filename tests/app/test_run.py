@@ -71,11 +71,11 @@ def test_download_is_the_review_table_in_review_mode(page):
 
 def test_partition_selection_run(page):
     at = page
-    at.switch_page("pages/policy_designer.py")
+    at.switch_page("app_pages/policy_designer.py")
     at.run()
     at.number_input(key="policy_partition_rho").set_value(0.1)
     at.run()
-    at.switch_page("pages/run.py")
+    at.switch_page("app_pages/run.py")
     at.run()
     at = _run(at)
     assert "Partition selection kept" in texts(at)
@@ -113,12 +113,12 @@ def test_release_of_an_edited_policy_is_flagged_and_charted_at_its_own_base():
     at.button(key="run_go").click()
     at.run()
     assert not at.warning or "earlier version" not in at.warning[0].value
-    at.switch_page("pages/policy_designer.py")
+    at.switch_page("app_pages/policy_designer.py")
     at.run()
     at.session_state["wl_table"] = {"edited_rows": {"0": {"rho": 5.0}}, "added_rows": [], "deleted_rows": []}
     at.run()
     assert at.session_state["policy"].workload.total_rho == pytest.approx(5.75)
-    at.switch_page("pages/run.py")
+    at.switch_page("app_pages/run.py")
     at.run()
     assert not at.exception
     assert any("earlier version of the policy" in w.value for w in at.warning)

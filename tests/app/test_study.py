@@ -34,7 +34,7 @@ app:
 
 
 def _load(at, text: str):
-    at.switch_page("pages/study.py").run()
+    at.switch_page("app_pages/study.py").run()
     at.text_area(key="study_paste").set_value(text).run()
     at.button(key="study_load_paste").click().run()
     assert not at.exception, at.exception
@@ -42,7 +42,7 @@ def _load(at, text: str):
 
 
 def _exported(at) -> str:
-    at.switch_page("pages/study.py").run()
+    at.switch_page("app_pages/study.py").run()
     assert not at.exception, at.exception
     return next(c.value for c in at.code if c.language == "yaml")
 
@@ -50,17 +50,17 @@ def _exported(at) -> str:
 def _run_everything(at) -> dict[str, pd.DataFrame]:
     """Press every page's release button once; the answers of each release."""
     out = {}
-    at.switch_page("pages/run.py").run()
+    at.switch_page("app_pages/run.py").run()
     at.button(key="run_go").click().run()
     out["run"] = at.session_state["run_release"].answers
-    at.switch_page("pages/budget_functions.py").run()
+    at.switch_page("app_pages/budget_functions.py").run()
     at.button(key="bf_run").click().run()
     out["budget"] = at.session_state["bf_result"]["rows"]
-    at.switch_page("pages/personalized.py").run()
+    at.switch_page("app_pages/personalized.py").run()
     at.radio(key="pdp_view").set_value("Run a release").run()
     at.button(key="pdp_run").click().run()
     out["personalized"] = at.session_state["pdp_last_release"].answers
-    at.switch_page("pages/analyst_tiers.py").run()
+    at.switch_page("app_pages/analyst_tiers.py").run()
     at.button(key="mt_release_btn").click().run()
     out["tiers"] = at.session_state["mt_release"]["release"].answers
     assert not at.exception, at.exception
@@ -71,13 +71,13 @@ def test_round_trip_of_every_page():
     # session 1: load a study, change settings on several pages, run every release
     a = _load(open_page("study"), BASE)
     assert a.session_state["dataset"].n == 4000 and a.session_state["seed"] == 5
-    a.switch_page("pages/policy_designer.py").run()
+    a.switch_page("app_pages/policy_designer.py").run()
     a.number_input(key="thr_EMP").set_value(25.0).run()
-    a.switch_page("pages/budget_functions.py").run()
+    a.switch_page("app_pages/budget_functions.py").run()
     a.radio(key="bf_model").set_value("local").run()
-    a.switch_page("pages/analyst_tiers.py").run()
+    a.switch_page("app_pages/analyst_tiers.py").run()
     a.selectbox(key="mt_family").set_value("gaussian").run()
-    a.switch_page("pages/tradeoffs.py").run()
+    a.switch_page("app_pages/tradeoffs.py").run()
     a.multiselect(key="tr_pcts").set_value([95.0, 99.0]).run()
     first = _run_everything(a)
     exported = _exported(a)
@@ -104,7 +104,7 @@ def test_settings_survive_visiting_other_pages():
     at = _load(open_page("study"), BASE)
     before = _exported(at)
     for page in ("policy_designer", "run", "budget_functions", "personalized", "analyst_tiers", "tradeoffs"):
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(f"app_pages/{page}.py").run()
         assert not at.exception, (page, at.exception)
     after = parse_config(_exported(at))
     ref = parse_config(before)
@@ -138,7 +138,7 @@ def test_file_study_needs_its_data():
 @pytest.mark.parametrize("mode", ["teaching", "review"])
 def test_build_report(mode):
     at = _load(open_page("study"), BASE.replace("mode: teaching", f"mode: {mode}"))
-    at.switch_page("pages/study.py").run()
+    at.switch_page("app_pages/study.py").run()
     at.button(key="study_build").click().run()
     assert not at.exception, at.exception
     assert "Report built" in texts(at)
@@ -154,7 +154,7 @@ def test_build_report(mode):
 def test_seed_survives_review_mode():
     at = _load(open_page("study"), BASE)
     at.radio(key="mode").set_value("review").run()
-    at.switch_page("pages/run.py").run()
+    at.switch_page("app_pages/run.py").run()
     assert at.session_state["seed"] == 5
     assert parse_config(_exported(at)).seed == 5
 
@@ -163,7 +163,7 @@ def test_secure_toggle_round_trips():
     at = _load(open_page("study"), BASE.replace("{kind: unit_splitting, partition_delta: 1.0e-5}",
                                                 "{kind: unit_splitting, partition_delta: 1.0e-5, secure: true}"))
     assert at.session_state["run_secure"] is True
-    at.switch_page("pages/run.py").run()
+    at.switch_page("app_pages/run.py").run()
     assert not at.exception, at.exception
     study = parse_config(_exported(at))
     assert study.mechanisms[0].get("secure") is True and "seed" not in study.mechanisms[0]
@@ -187,9 +187,9 @@ def test_round_trip_of_an_uploaded_file_with_fixes_and_concepts_settings():
     assert not a.exception, a.exception
     ds_a = a.session_state["dataset"]
     assert ds_a.name == "bank.csv" and ds_a.n == 4 and ds_a.shifts == {"bal": 100.0}
-    a.switch_page("pages/concepts.py").run()
+    a.switch_page("app_pages/concepts.py").run()
     a.number_input(key="cc_eps").set_value(2.5).run()
-    a.switch_page("pages/policy_designer.py").run()
+    a.switch_page("app_pages/policy_designer.py").run()
     assert not a.exception, a.exception
     exported = _exported(a)
     assert not any("Configuration problem" in str(e.value) for e in a.error), [e.value for e in a.error]

@@ -27,7 +27,7 @@ def _load(app: str):
 def test_out_of_range_page_settings_are_left_out_with_a_note():
     at = _load("  concepts:\n    pa_d: 1000\n    pa_k: 3\n    cc_eps: 4.5\n")
     assert "app.concepts.pa_d = 1000 is not a value the page offers" in texts(at)
-    at.switch_page("pages/concepts.py")
+    at.switch_page("app_pages/concepts.py")
     at.run()
     assert not at.exception, at.exception
     assert at.slider(key="pa_k").value == 3 and at.number_input(key="cc_eps").value == 4.5
@@ -37,7 +37,7 @@ def test_numbers_written_as_text_are_read_and_others_refused():
     # YAML reads 1.0e2 (no sign in the exponent) as text
     at = _load("  personalized:\n    pdp_view: PDP vs PrDP\n    pdp_prdp_c: 1.0e2\n    pdp_prdp_emin: abc\n")
     assert "app.personalized.pdp_prdp_emin = 'abc'" in texts(at)
-    at.switch_page("pages/personalized.py")
+    at.switch_page("app_pages/personalized.py")
     at.run()
     assert not at.exception, at.exception
     assert at.number_input(key="pdp_prdp_c").value == 100.0
@@ -53,10 +53,10 @@ def test_settings_of_the_splitting_pages_outside_their_widgets_are_left_out():
         assert bad + " is not a value the page offers" in t, bad
     assert "tr_rhos" not in t
     for page in ("policy_designer", "tradeoffs", "run", "budget_functions"):
-        at.switch_page(f"pages/{page}.py")
+        at.switch_page(f"app_pages/{page}.py")
         at.run()
         assert not at.exception, (page, at.exception)
-    at.switch_page("pages/policy_designer.py")
+    at.switch_page("app_pages/policy_designer.py")
     at.run()
     # the config's mode is review (its default), where the suggestions computed on the records are hidden;
     # the imported setting waits in the session and shows in teaching mode

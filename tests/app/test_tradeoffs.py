@@ -66,7 +66,7 @@ def test_all_zero_measure_and_empty_choices_give_messages():
     at.button(key=f"apply_{rid}").click()
     at.run()
     assert at.session_state["dataset"].name == "zero.csv"
-    at.switch_page("pages/tradeoffs.py")
+    at.switch_page("app_pages/tradeoffs.py")
     at.run()
     assert not at.exception, at.exception
     assert "is undefined: every true answer it covers is 0" in texts(at)

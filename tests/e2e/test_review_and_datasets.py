@@ -28,7 +28,7 @@ from playwright.sync_api import expect
 from prdp_core.data import guess_schema, prepare_dataset
 from prdp_core.policy import format_loss
 from prdp_core.preview import preview_policy
-from ui.policy import default_policy
+from ui.policy_designer import default_policy
 
 from .conftest import shot, wait_idle
 

@@ -135,14 +135,14 @@ def _session(**values) -> None:
 def _datasource(data, study, ds):
     import os
 
-    from ui import datasource
+    from ui import data as udata
 
     # the same file as a large dataset of the server's data folder, read in place by DuckDB
     large = {**_source(data, ds), "kind": "large", "path": data.filename, "engine": "duckdb"}
     before = os.environ.get("PRDP_DATA_DIR")
     os.environ["PRDP_DATA_DIR"] = str(data.folder)
     try:
-        return [datasource.reproduce_code(_source(data, ds), ds), datasource.reproduce_code(large, ds)]
+        return [udata.reproduce_code(_source(data, ds), ds), udata.reproduce_code(large, ds)]
     finally:
         if before is None:
             os.environ.pop("PRDP_DATA_DIR", None)
@@ -151,7 +151,7 @@ def _datasource(data, study, ds):
 
 
 def _policy(data, study, ds):
-    from ui.policy_code import policy_code
+    from ui.policy_designer_code import policy_code
 
     return [policy_code(_source(data, ds), ds, study.splitting_policy(ds.table), "lemma5")]
 
@@ -170,18 +170,18 @@ def _tradeoffs(data, study, ds):
 
 
 def _budget(data, study, ds):
-    from ui import budget
+    from ui import budget_functions
 
     codes = []
     for model in ("central", "local"):
         _session(bf_query="sum", bf_measure=data.measure, bf_model=model, bf_beta=0.2, bf_threshold="bernstein",
                  bf_scale_vary="n", bf_scale_trials=1, seed=5)
-        codes.append(budget.code(study.budget_function(), _source(data, ds), ds))
+        codes.append(budget_functions.code(study.budget_function(), _source(data, ds), ds))
     return codes
 
 
 def _multitier(data, study, ds):
-    from ui import multitier
+    from ui import analyst_tiers
 
     tiers = study.tiers()
     f = mt.RecordFilter(data.group, "==", data.groups[0])
@@ -191,7 +191,7 @@ def _multitier(data, study, ds):
     local = {"model": "local", "filter": f, "plan": mt.plan_local(tiers, 5)}
     _session(mt_measure=data.measure, mt_clip=10.0, mt_delta=1e-6, mt_local_measure=data.measure, mt_d=4,
              mt_scale="linear", mt_top=50.0)
-    return [multitier.reproduce_code(_source(data, ds), ds, tiers, cur, 6) for cur in (central, local)]
+    return [analyst_tiers.reproduce_code(_source(data, ds), ds, tiers, cur, 6) for cur in (central, local)]
 
 
 def _personalized(data, study, ds):
@@ -205,14 +205,15 @@ def _personalized(data, study, ds):
 
 
 def _concepts(data, study, ds):
-    from ui import concepts, datasource
+    from ui import concepts
+    from ui import data as udata
 
     calc = {"eps": 1.0, "prior": 0.5, "rho": 0.5, "delta": 1e-6, "record": 0.2, "record_measure": "rho"}
     explorer = {"d": 4, "k": 2, "eps0": 1.0, "kind": "pure"}
     params = dict(concepts.LAB_DEFAULTS, hl_source="dataset", hl_columns=(data.group, data.label), hl_sample="",
                   hl_declared=((data.group, ", ".join(data.groups)), (data.label, hostile("C"))))
     gen = dict(concepts.LAB_DEFAULTS, hl_n=2000, hl_d=6)
-    load = datasource.load_code(_source(data, ds), ds)
+    load = udata.load_code(_source(data, ds), ds)
     return [concepts.reproduce_code(calc, explorer, p, 8, True, load) for p in (params, gen)]
 
 
@@ -222,13 +223,13 @@ GENERATORS: dict[str, Callable | str] = {
     "prdp_core.report.reproduction_script": "test_prdp_run_writes_a_reproduction_script_that_runs_only_the_study",
     "prdp_core.report._data_code": "prdp_core.report.reproduction_script",
     "prdp_core.report._budget_code": "prdp_core.report.reproduction_script",
-    "ui.datasource.reproduce_code": _datasource,
-    "ui.datasource.load_code": "ui.datasource.reproduce_code",
-    "ui.policy_code.policy_code": _policy,
+    "ui.data.reproduce_code": _datasource,
+    "ui.data.load_code": "ui.data.reproduce_code",
+    "ui.policy_designer_code.policy_code": _policy,
     "ui.run_code.run_code": _run,
     "ui.tradeoffs.code": _tradeoffs,
-    "ui.budget.code": _budget,
-    "ui.multitier.reproduce_code": _multitier,
+    "ui.budget_functions.code": _budget,
+    "ui.analyst_tiers.reproduce_code": _multitier,
     "ui.personalized.reproduce_code": _personalized,
     "ui.concepts.reproduce_code": _concepts,
 }
@@ -290,7 +291,7 @@ def _code_writing_functions() -> set[str]:
 
 def test_every_generator_is_covered():
     found = _code_writing_functions()
-    assert "prdp_core.report.reproduction_script" in found and "ui.budget.code" in found  # the scan works
+    assert "prdp_core.report.reproduction_script" in found and "ui.budget_functions.code" in found  # the scan works
     missing = found - set(GENERATORS)
     assert not missing, (f"{sorted(missing)} write code: add them to GENERATORS with a hostile-text test "
                          "(user text only through codegen.literal / repr)")
@@ -304,7 +305,7 @@ def test_pages_show_only_generated_or_fixed_code():
     """Every "Reproduce in Python" block of a page is a generator's output or a fixed text (no f-string)."""
     generators = {n.rsplit(".", 1)[1] for n in GENERATORS}
     seen = 0
-    for path in sorted((ROOT / "pages").glob("*.py")) + [ROOT / "app.py"]:
+    for path in sorted((ROOT / "app_pages").glob("*.py")) + [ROOT / "app.py"]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None))
                     in ("code_expander", "code")):

@@ -384,7 +384,7 @@ def test_app_binds_to_localhost_unless_configured():
 # No user input reaches a shell, eval or arbitrary paths
 # ---------------------------------------------------------------------------
 
-_CODE = sorted([*(ROOT / "prdp_core").rglob("*.py"), *(ROOT / "ui").rglob("*.py"), *(ROOT / "pages").rglob("*.py"),
+_CODE = sorted([*(ROOT / "prdp_core").rglob("*.py"), *(ROOT / "ui").rglob("*.py"), *(ROOT / "app_pages").rglob("*.py"),
                 ROOT / "app.py"])
 _FORBIDDEN_CALLS = {"eval", "exec", "compile", "__import__", "execfile", "input"}
 _FORBIDDEN_ATTRS = {("os", "system"), ("os", "popen"), ("os", "execv"), ("os", "execve"), ("os", "execl"),
@@ -432,7 +432,7 @@ def test_the_scanner_catches_what_it_should(tmp_path):
 def test_file_access_in_the_app_goes_through_uploads_or_the_sample_folder():
     """Pages and UI helpers never open a path: uploads arrive as bytes (st.file_uploader); samples
     and configs are read by the engine from its own folder or through ``config.safe_data_path``."""
-    for path in [*(ROOT / "ui").rglob("*.py"), *(ROOT / "pages").rglob("*.py"), ROOT / "app.py"]:
+    for path in [*(ROOT / "ui").rglob("*.py"), *(ROOT / "app_pages").rglob("*.py"), ROOT / "app.py"]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):

@@ -98,9 +98,9 @@ def test_release_free_memory_trims_on_glibc():
 
 
 def test_every_guarded_step_has_a_model():
-    """Every ``guard("step", …)`` in ui/ and pages/ names a model of prdp_core.memory.STEPS."""
+    """Every ``guard("step", …)`` in ui/ and app_pages/ names a model of prdp_core.memory.STEPS."""
     used = set()
-    for path in [*ROOT.glob("ui/*.py"), *ROOT.glob("pages/*.py")]:
+    for path in [*ROOT.glob("ui/*.py"), *ROOT.glob("app_pages/*.py")]:
         used |= set(re.findall(r"guard\(\"([a-z_]+)\"", path.read_text()))
     assert used and used <= set(memory.STEPS)
     assert {"load", "prepare", "sample", "preview", "release", "sweep", "simulation", "report"} <= used

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import integrate, stats
+from scipy import stats
 
 import prdp_core
 from prdp_core import noise

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from prdp_core.secure import SECURE_LABEL, TEACHING_LABEL
-from tests.app.conftest import _navigation_as_in_the_server, open_page, texts  # noqa: F401 (autouse fixture)
+from tests.app.conftest import _own_workshop_folder, open_page, texts  # noqa: F401 (autouse fixture)
 
 
 def test_run_page_secure_toggle_labels_results_and_ledger():
@@ -20,11 +20,11 @@ def test_run_page_secure_toggle_labels_results_and_ledger():
     at.run()
     # the default workload groups by county with keys taken from the data: a secure run refuses
     assert "cannot take its group keys from the data" in at.error[0].value
-    at.switch_page("pages/policy_designer.py")
+    at.switch_page("app_pages/policy_designer.py")
     at.run()
     at.number_input(key="policy_partition_rho").set_value(0.1)
     at.run()
-    at.switch_page("pages/run.py")
+    at.switch_page("app_pages/run.py")
     at.run()
     at.toggle(key="run_secure").set_value(True)
     at.run()

@@ -10,14 +10,12 @@ from prdp_core.errors import PrdpError
 from prdp_core.charts.policy import loss_cdf_figure, public_function_figure
 from prdp_core.policy import format_loss
 from prdp_core.preview import public_levels
-from prdp_core.provenance import data_source
-from prdp_core.splitting import (DEFAULT_KEY, as_thresholds, percentile_thresholds, threshold_percentiles,
-                                 thresholds_for_cap, thresholds_from_frame)
+from prdp_core.splitting import DEFAULT_KEY, as_thresholds, threshold_percentiles, thresholds_from_frame
 from prdp_core.workload import SplittingPolicy, Workload, workload_from_frame
-from ui import policy as pstate
-from ui import options, private_suggest, review, state
+from ui import policy_designer as pstate
+from ui import options, review, state
 from ui.common import code_expander, confidential, learn, md_escape, show_error
-from ui.policy_code import policy_code
+from ui.policy_designer_code import policy_code
 
 st.title("Policy designer")
 st.caption("Set splitting thresholds and budgets; see at once what every record — and every owner — would lose.")
@@ -58,34 +56,7 @@ with left:
                                 column_config={"group": st.column_config.TextColumn("group value", required=True)})
         thr_make = lambda: thresholds_from_frame(edited, group_col=gcol, table=group_values(ds, gcol))  # noqa: E731
     with st.expander("Suggest thresholds", icon=":material/auto_fix_high:"):
-        if review.shows_records("threshold suggestions (percentiles of the records and loss caps computed on them)"):
-            st.caption("Suggestions are computed on the confidential data: they guide the designer and are not "
-                       "public facts.")
-            pct = st.slider("At this percentile of each measure (PctScore)", 50.0, 100.0, 97.0, 0.5, key="sugg_pct")
-            st.button("Use percentile thresholds", key="sugg_pct_apply", on_click=lambda: pstate.apply_suggestion(
-                percentile_thresholds(pstate.data(), measures, st.session_state["sugg_pct"]),
-                data_source(f"p{st.session_state['sugg_pct']:g}")), disabled=per_group)
-            c1, c2 = st.columns(2)
-            cap = c1.number_input("Loss cap (ρ)", min_value=0.0, value=10.0, key="sugg_cap")
-            share = c2.number_input("Share of records allowed above the cap (%)", 0.0, 99.0, 0.0, key="sugg_share")
-
-            def _apply_cap() -> None:
-                wl = st.session_state["policy"].workload
-                try:
-                    share = st.session_state["sugg_share"]
-                    pstate.apply_suggestion(thresholds_for_cap(
-                        pstate.data(), measures, cap=st.session_state["sugg_cap"], flat=wl.flat_rho, split=wl.split_rho,
-                        share=share / 100.0), data_source(f"loss cap {st.session_state['sugg_cap']:g}ρ"
-                                                          + (f", {share:g}% above" if share else "")))
-                    st.session_state.pop("sugg_error", None)
-                except Exception as err:  # PrdpError: shown below
-                    st.session_state["sugg_error"] = err
-
-            st.button("Smallest thresholds meeting the cap", key="sugg_cap_apply", on_click=_apply_cap,
-                      disabled=per_group)
-            if st.session_state.get("sugg_error") is not None:
-                show_error(st.session_state["sugg_error"])
-        private_suggest.thresholds_panel(measures, pstate.apply_suggestion, disabled=per_group)
+        pstate.suggestions_panel(measures, per_group)
 
 with right:
     st.subheader("Workload and budgets")
@@ -268,21 +239,6 @@ learn("**Conversions.** ρ-zCDP implies (ε, δ)-DP for every δ. The Canonne–
       "textbook ρ + 2√(ρ ln 1/δ) is simpler and larger. Each row applies to records losing that much.")
 
 with st.expander("Losses by group", icon=":material/table_chart:"):
-    if review.shows_records("losses by group and the records with the largest losses"):
-        prev = pstate.preview(pol, owner_bound)
-        if groups:
-            gsel = st.selectbox("Group column", groups, key="policy_group_summary")
-            confidential()
-            st.dataframe(pstate.by_group(prev, gsel).sort_values(
-                "max", ascending=False).head(200), hide_index=True)
-        if state.is_large():  # the records stay in the engine: the largest losses and how many records pay them
-            st.markdown("**The largest record losses** (teaching mode only)")
-            confidential()
-            st.dataframe(pstate.top_losses(prev), hide_index=True)
-        else:
-            idx, top = prev.records.top_k(10)
-            st.markdown("**The ten largest record losses** (teaching mode only)")
-            confidential()
-            st.dataframe(ds.table.iloc[idx][[ds.schema.id_col, *measures]].assign(loss=top), hide_index=True)
+    pstate.losses_by_group_panel(ds, pol, owner_bound)
 
 code_expander(policy_code(state.source(), ds, pol, owner_bound))

@@ -31,11 +31,13 @@ from prdp_core.engines import is_engine_data
 from prdp_core.preview import EnginePolicyPreview, PolicyPreview, preview_policy
 from prdp_core.provenance import data_source, is_data_derived
 from prdp_core.samples import CBP_SPLIT_SCHEMES
-from prdp_core.splitting import Thresholds, as_thresholds, split_counts, thresholds_to_frame
+from prdp_core.splitting import (Thresholds, as_thresholds, percentile_thresholds, split_counts, thresholds_for_cap,
+                                 thresholds_to_frame)
 from prdp_core.workload import SplittingPolicy, Workload, default_workload, workload_to_frame
 
-from . import memory, review, state
-from .common import md_escape
+from . import memory, options, private_suggest, review, state
+from .common import confidential, md_escape, show_error
+from .page_state import PageState
 
 #: Table 8 "Conservative" thresholds for the CBP-like sample (the ≈97–99th percentiles).
 _CBP_DEFAULT = {m: float(t) for m, t in CBP_SPLIT_SCHEMES["Conservative"].items()}
@@ -418,3 +420,74 @@ def partition_deltas(pol: SplittingPolicy, pieces: tuple[int, ...] = (1, 2, 5, 1
     d = partition_record_delta(pol, np.array(pieces, dtype=float),
                                float(st.session_state.get("run_ps_delta", 1e-6)))
     return list(zip(pieces, d.tolist()))
+
+
+def suggestions_panel(measures: list[str], per_group: bool) -> None:
+    """The *Suggest thresholds* expander: percentile (PctScore) and loss-cap suggestions, computed on the
+    confidential records (hidden in review mode); a suggestion becomes the thresholds, flagged as data-derived.
+    Then the private suggestion (:mod:`ui.private_suggest`), offered in both modes and charged to the ledger."""
+    if review.shows_records("threshold suggestions (percentiles of the records and loss caps computed on them)"):
+        st.caption("Suggestions are computed on the confidential data: they guide the designer and are not "
+                   "public facts.")
+        st.slider("At this percentile of each measure (PctScore)", 50.0, 100.0, 97.0, 0.5, key="sugg_pct")
+        st.button("Use percentile thresholds", key="sugg_pct_apply", on_click=lambda: apply_suggestion(
+            percentile_thresholds(data(), measures, st.session_state["sugg_pct"]),
+            data_source(f"p{st.session_state['sugg_pct']:g}")), disabled=per_group)
+        c1, c2 = st.columns(2)
+        c1.number_input("Loss cap (ρ)", min_value=0.0, value=10.0, key="sugg_cap")
+        c2.number_input("Share of records allowed above the cap (%)", 0.0, 99.0, 0.0, key="sugg_share")
+
+        def _apply_cap() -> None:
+            wl = st.session_state["policy"].workload
+            try:
+                share = st.session_state["sugg_share"]
+                apply_suggestion(thresholds_for_cap(
+                    data(), measures, cap=st.session_state["sugg_cap"], flat=wl.flat_rho, split=wl.split_rho,
+                    share=share / 100.0), data_source(f"loss cap {st.session_state['sugg_cap']:g}ρ"
+                                                      + (f", {share:g}% above" if share else "")))
+                st.session_state.pop("sugg_error", None)
+            except Exception as err:  # PrdpError: shown below
+                st.session_state["sugg_error"] = err
+
+        st.button("Smallest thresholds meeting the cap", key="sugg_cap_apply", on_click=_apply_cap,
+                  disabled=per_group)
+        if st.session_state.get("sugg_error") is not None:
+            show_error(st.session_state["sugg_error"])
+    private_suggest.thresholds_panel(measures, apply_suggestion, disabled=per_group)
+
+
+def losses_by_group_panel(ds: Dataset, pol: SplittingPolicy, owner_bound: str) -> None:
+    """The *Losses by group* expander (teaching mode): losses per group value and the records with the largest losses."""
+    measures, groups = list(ds.schema.measures), list(ds.schema.groups)
+    if review.shows_records("losses by group and the records with the largest losses"):
+        prev = preview(pol, owner_bound)
+        if groups:
+            gsel = st.selectbox("Group column", groups, key="policy_group_summary")
+            confidential()
+            st.dataframe(by_group(prev, gsel).sort_values(
+                "max", ascending=False).head(200), hide_index=True)
+        if state.is_large():  # the records stay in the engine: the largest losses and how many records pay them
+            st.markdown("**The largest record losses** (teaching mode only)")
+            confidential()
+            st.dataframe(top_losses(prev), hide_index=True)
+        else:
+            idx, top = prev.records.top_k(10)
+            st.markdown("**The ten largest record losses** (teaching mode only)")
+            confidential()
+            st.dataframe(ds.table.iloc[idx][[ds.schema.id_col, *measures]].assign(loss=top), hide_index=True)
+
+
+#: The page's session state (:class:`ui.page_state.PageState`); the thresholds ``thr_<measure>`` and the policy
+#: itself (``policy``) are exported as the study's policy section by :mod:`ui.study`.
+STATE = PageState(
+    page="policy_designer",
+    settings=("policy_owner_bound", "policy_logx", "policy_view", "policy_fn_measure", "policy_fn_marks",
+              "policy_delta", "policy_group_summary", "policy_cmp_label", "sugg_pct", "sugg_cap", "sugg_share"),
+    engine=("policy_per_group", "policy_group_col", "policy_partition_rho", "policy_joint"),
+    rules={"sugg_pct": ("range", 50.0, 100.0, False), "sugg_cap": ("range", 0.0, 1e300, False),
+           "sugg_share": ("range", 0.0, 99.0, False), "policy_view": ("choice", options.POLICY_VIEWS),
+           "policy_delta": ("choice", options.DELTAS), "policy_owner_bound": ("choice", options.OWNER_BOUNDS),
+           "policy_logx": ("choice", (True, False)), "policy_fn_marks": ("choice", (True, False))},
+    editors=("thr_group_base", "wl_frame", "policy_compare", SOURCES_KEY),
+    results=("sugg_error",),
+)

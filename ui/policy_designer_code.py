@@ -8,7 +8,7 @@ from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.workload import SplittingPolicy
 
-from .datasource import load_code
+from .data import load_code
 
 
 def policy_code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy, owner_method: str) -> str:

@@ -10,8 +10,8 @@ from prdp_core.charts import budget as bch
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.config import data_columns
 from prdp_core.errors import PrdpError
-from ui import budget as ubf
-from ui import large, options, review, state
+from ui import budget_functions as ubf
+from ui import large, review, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
 st.title("Budget functions")
@@ -93,7 +93,6 @@ def editor() -> BudgetFunction | None:
 
 def describe(budget: BudgetFunction) -> None:
     """Section 1 continued: bounds, notes and the curve of E."""
-
     st.markdown(f"**{md_escape(budget.describe())}**")
     for note in budget.notes:
         st.caption(f":material/info: {md_escape(note)}")
@@ -231,28 +230,6 @@ def run(budget: BudgetFunction) -> None:
           "for everyone: its noise is far too large.")
 
 
-def scaling() -> None:
-    """Section 4: the scaling study (synthetic data)."""
-    st.subheader("4 · Scaling: sum error vs n, U and skew")
-    st.caption("Simulated Normal(μ = 50k, σ) balances and the paper's three budget functions (10⁴/v, 500/ln⁴v, 8/√v; "
-               "ε̂ = 100), central model, as in Figs. 3–5. Synthetic data only: nothing here describes your records.")
-    s1, s2, s3 = st.columns([2, 1, 1])
-    s1.radio("Vary", list(options.SCALE_VARY), key="bf_scale_vary", horizontal=True,
-             format_func={"n": "records n (Fig. 3)", "U": "domain bound U (Fig. 4)", "sigma": "skew σ (Fig. 5)"}.get)
-    s2.number_input("Runs per point", min_value=5, max_value=200, step=5, key="bf_scale_trials")
-    if s3.button("Simulate", key="bf_scale_go"):
-        ss["bf_scale_shown"] = (ss["bf_scale_vary"], int(ss["bf_scale_trials"]))
-    shown_scale = ss.get("bf_scale_shown")
-    if shown_scale:
-        try:
-            study = ubf.scaling(shown_scale[0], shown_scale[1], int(ss.get("seed", 0)))
-            st.plotly_chart(bch.scaling_figure(study, shown_scale[0]), key="bf_scaling")
-            st.caption("Solid: 10⁴/v, dashed: 500/ln⁴v, dotted: 8/√v. The extension is best for 10⁴/v; for the slowly "
-                       "decreasing log budget the framework wins (Appendix A).")
-        except PrdpError as e:
-            show_error(e)
-
-
 if not measures:
     st.info("The active dataset has no measure. Mark a numeric, non-negative column as a measure on the Data page.")
     code_expander(ubf.code(None, state.source(), ds))
@@ -269,5 +246,5 @@ else:
         describe(budget)
         if domains(budget):
             run(budget)
-    scaling()
+    ubf.scaling_section()
     code_expander(ubf.code(budget, state.source(), ds))

@@ -20,6 +20,7 @@ from prdp_core.data import (Schema, TableCheck, check_table, guess_schema, load_
 from prdp_core.errors import DataError, PrdpError
 
 from . import memory, review, state
+from .page_state import PageState
 from .common import md_escape
 
 #: The Data page's tabs (labels) and the session key of the one on screen: an upload opens the Column
@@ -279,3 +280,8 @@ def shift_lines(ds: Any, source: dict[str, Any]) -> list[str]:
         else:
             out.append(f"{m} shifted by a constant taken from its smallest record (hidden in review mode)")
     return out
+
+
+#: The Data page's session state (:class:`ui.page_state.PageState`): the role editor's table (``raw``), cleared by
+#: a study import that loads other data; the data source itself is the study's data section.
+STATE = PageState(page="data", editors=("raw",))

@@ -7,7 +7,7 @@ import streamlit as st
 from prdp_core.charts import multitier as mch
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import multitier as mt
-from ui import multitier as umt
+from ui import analyst_tiers as umt
 from ui import large, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
@@ -141,67 +141,8 @@ teaching = state.teaching()
 # 3. Accuracy per tier
 # ---------------------------------------------------------------------------
 st.subheader("3 · Accuracy of each tier")
-if cur["model"] == "central":
-    q = cur["query"]
-    table = plan.table()
-    over = f" over {q.n_matching:,} matching records" if teaching else ""
-    st.caption(f"Query: **{md_escape(q.label)}**{over}; sensitivity Δ = {q.sensitivity:g} (add/remove one record). "
-               f"Noise: {plan.family.label}.")
-    if teaching and cur["filter"] is not None:
-        confidential("The number of matching records is the count query's true answer.")
-    st.dataframe(umt.central_display(table, plan.family.param_name()), hide_index=True)
-    st.plotly_chart(mch.mse_by_tier_figure(table, {"multi-tier (= ideal, = independent)": "mse_multitier",
-                                                   "gradual (budget split)": "mse_gradual"},
-                                           title="Mean squared error of each tier's answer",
-                                           y_label="MSE (squared units of the answer), log scale"),
-                    key="mt_mse_central")
-    lines = []
-    for _, r in table.iterrows():
-        hw = ("is exactly right at least 95% of the time" if r["halfwidth_95"] == 0
-              else f"is within ±{r['halfwidth_95']:.4g} of the truth 95% of the time")
-        grad = (f"budget splitting would make its error {r['ratio_gradual']:.2f}× larger"
-                if r["ratio_gradual"] > 1.005 else "budget splitting gives the lowest tier the same error")
-        lines.append(f"- **{md_escape(r['tier'])}** (ε = {r['eps']:g}): the answer {hw} — exactly as good as a release made "
-                     f"for this tier alone; {grad}.")
-    st.markdown("\n".join(lines))
-    learn("**Gradual release** (budget splitting) gives tier j the pieces ε_j − ε_{j+1}, …, ε_m and averages them: "
-          "collusion is also bounded, but the top tiers lose a lot of accuracy. Independent releases are as "
-          "accurate as multi-tier ones but cost the sum of the budgets (section 4).")
-else:
-    n = int(cur["codes"].size) if teaching else 1  # review mode: errors per user (they do not reveal n)
-    table = plan.table()
-    cats = (f"d = {plan.d} categories: {plan.d - 1} public bins of *{md_escape(ss['mt_local_measure'])}* and "
-            f"\"{mt.NOT_MATCHING}\"" if cur["filter"] is not None
-            else f"d = {plan.d} public bins of *{md_escape(ss['mt_local_measure'])}*")
-    if teaching:
-        st.caption(f"{n:,} records (users), each in one of {cats}. "
-                   "Errors are the mean squared error of the estimated count vector (n·V).")
-    else:
-        st.caption(f"Each record's owner (user) is in one of {cats}. "
-                   "Errors are per user (V); n users give n·V for the count vector.")
-    st.caption("Category edges: " + ", ".join(cur["labels"][:8]) + (" …" if len(cur["labels"]) > 8 else "")
-               + f" — fixed by d, the bins and the public top U = {float(ss['mt_top']):g}, never by the data.")
-    st.dataframe(umt.local_display(table, n, per_user=not teaching), hide_index=True)
-    tt = table.copy()
-    for c in ("var_multitier", "var_ideal", "var_grr", "var_brr", "var_gradual"):
-        tt[c] = tt[c] * n
-    st.plotly_chart(mch.mse_by_tier_figure(tt, {"multi-tier Subset": "var_multitier", "ideal (independent)": "var_ideal",
-                                                "multi-tier GRR": "var_grr", "multi-tier BRR": "var_brr",
-                                                "gradual": "var_gradual"},
-                                           title="Mean squared error of each tier's estimated counts",
-                                           y_label="MSE (users²), log scale" if teaching else "MSE per user, log scale"),
-                    key="mt_mse_local")
-    lines = []
-    for _, r in table.iterrows():
-        unused = (f"; ε = {r['unused_eps']:.3g} of its budget is left unused" if r["unused_eps"] > 1e-9
-                  else "; its whole budget is used")
-        lines.append(f"- **{md_escape(r['tier'])}** (ε = {r['eps']:g}) is served by a template with k = {int(r['k'])} at "
-                     f"ε = {r['eps_template']:.4g}{unused}. Its error is {r['ratio_multitier']:.2f}× that of the "
-                     f"ideal release made only for it (k* = {int(r['k_ideal'])}).")
-    st.markdown("\n".join(lines))
-    learn("**Why not exactly ideal?** The best subset size k depends on ε, and the operations that lower ε can only "
-          "grow k one step at a time, so lower tiers are matched to prepared *templates* at or below their budget. "
-          "The real privacy of a tier is its template's level; the rest of its budget stays unused.")
+umt.accuracy_section(cur, plan, teaching)
+
 
 # ---------------------------------------------------------------------------
 # 4. Privacy: total and coalitions
@@ -243,39 +184,8 @@ learn("**Why is the total bounded?** Only the top tier's answer touches the data
 # ---------------------------------------------------------------------------
 # 5. Residual noise (central) / template plan (local)
 # ---------------------------------------------------------------------------
-if cur["model"] == "central":
-    st.subheader("5 · The residual noise between tiers")
-    if plan.checks:
-        for c in plan.checks:
-            st.markdown(f"- {c.sentence()}")
-    else:
-        st.markdown("Only one distinct budget: no residual is needed.")
-    st.caption("Each residual's characteristic function is the ratio of the two tiers' noise characteristic "
-               "functions (Algorithm 1); its existence is decided from the budgets alone, before any data is used.")
-    with st.expander("When no multi-tier version exists (discrete Gaussian, staircase)", icon=":material/block:"):
-        ex = umt.table1_examples()
-        dg, sc = ex["dg"], ex["sc"]
-        st.markdown(f"- **Discrete Gaussian**, σ = 1 → 1.1: {dg.detail} The Bochner matrix at t ∈ {{0, π/2, π, "
-                    f"3π/2}} has smallest eigenvalue **{dg.min_eigenvalue:.7f}** < 0.\n"
-                    f"- **Staircase**, ε = 2.8 → 1: R(5π) = {ex['r5pi']:.5f}; the Bochner matrix at t ∈ {{0, 5π}} "
-                    f"has eigenvalue **{sc.min_eigenvalue:.5f}** < 0.")
-        st.plotly_chart(mch.residual_ratio_figure(ex["t"], ex["ratios"], title="Ratio of characteristic functions "
-                                                  "R(t): a valid residual never leaves [−1, 1]"), key="mt_ratio_fig")
-        learn("**Bochner's theorem.** A function is the characteristic function of some noise only if every matrix "
-              "[R(t_a − t_b)] is positive semi-definite. One negative eigenvalue proves that no noise, however "
-              "clever, turns one tier's answer into the other's.")
-else:
-    st.subheader("5 · Template plan")
-    ttab = plan.template_table()
-    st.plotly_chart(mch.template_plan_figure(ttab, plan.names, list(plan.eps), list(plan.served)), key="mt_plan")
-    unused = plan.eps - plan.served_eps
-    st.markdown(f"{len(ttab)} templates; {len(set(plan.served))} of them serve a tier. "
-                f"Unused budget: " + ", ".join(f"**{md_escape(nm)}** {u:.3g}" for nm, u in zip(plan.names, unused)) + ".")
-    with st.expander("All templates (operator, subset size, level, keep probability)"):
-        st.dataframe(ttab.style.format({"eps": "{:.4g}", "keep_probability": "{:.4g}"}, na_rep="—"), hide_index=True)
-        st.caption("Rescale keeps the report with the *keep probability* β = (e^ε′−1)(k e^ε+d−k) / ((e^ε−1)(k e^ε′+d−k)). "
-                   "The paper prints (e^ε′−1)(k e^ε+d−k) / (d(e^ε−e^ε′)), which is β/(1−β): it can exceed 1 and "
-                   "otherwise misses the target level. The corrected form is verified by exact enumeration.")
+umt.plan_section(cur, plan)
+
 
 # ---------------------------------------------------------------------------
 # 6. Release

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from prdp_core.charts import budget as bch
 from prdp_core.config import data_columns
 from prdp_core.data import Dataset
 from prdp_core.engines import Aggregate, is_engine_data
@@ -17,9 +18,10 @@ from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import prdp
 from prdp_core.mechanisms.prdp import local as prldp
 
-from . import memory, state
-from .common import md_escape
-from .datasource import load_code
+from . import memory, options, state
+from .common import md_escape, show_error
+from .data import load_code
+from .page_state import PageState
 
 MODES = {"preset": "Preset", "step": "Step table", "groups": "Per group", "expression": "Expression"}
 PRESET_LABELS = {k: v[0] for k, v in prdp.PRESETS.items()}
@@ -403,14 +405,14 @@ FORECAST_KINDS: dict[str, str] = {"normal": "Normal (negative values redrawn)", 
 @st.cache_data(show_spinner=False, max_entries=32, scope="session")
 def _outlook(key: str, assumed: str, n: int, query: str, beta: float, model: str, threshold: str,
              _b: prdp.BudgetFunction) -> prdp.Outlook:
-    return prdp.outlook(_b, prdp.AssumedData(**json.loads(assumed)), n, query,  # type: ignore[arg-type]
-                        beta=beta, model=model, threshold=threshold)  # type: ignore[arg-type]
+    return prdp.outlook(_b, prdp.AssumedData(**json.loads(assumed)), n, query, beta=beta, model=model,  # type: ignore[arg-type]
+                     threshold=threshold)  # type: ignore[arg-type]
 
 
 def forecast_panel(budget: prdp.BudgetFunction, ds: Dataset) -> None:
     """Before the Run button: the framework's predicted failure for n records of an assumed distribution
     of the measure (public inputs only — no record is read), a warning when failure is likely, and the
-    remedies evaluated with their predicted errors (:func:`prdp_core.mechanisms.prdp.remedies.outlook`)."""
+    remedies evaluated with their predicted errors (:func:`prdp_core.mechanisms.prdp_forecast.outlook`)."""
     ss = st.session_state
     start = min(5e4, float(budget.U) / 20)
     for k, v in (("bf_fc_kind", "normal"), ("bf_fc_a", start), ("bf_fc_b", start), ("bf_fc_logsd", 1.0)):
@@ -457,7 +459,7 @@ def forecast_panel(budget: prdp.BudgetFunction, ds: Dataset) -> None:
                              "mode, which shows no record count.")
         st.caption("A public assumption about the measure and a public (or noisy) number of records: the forecast "
                    "computes the probability that domain selection settles on each domain and the error that "
-                   "follows in closed form (see *prdp_core.mechanisms.prdp.forecast*). Nothing here reads the "
+                   "follows in closed form (see *prdp_core.mechanisms.prdp_forecast*). Nothing here reads the "
                    "records, so it holds in review mode too.")
         if o is not None:
             tab = o.table()
@@ -510,3 +512,41 @@ def code(b: prdp.BudgetFunction | None, source: dict[str, Any], ds: Dataset) -> 
               f"study = prdp.scaling_study({ss.get('bf_scale_vary', 'n')!r}, "
               f"trials={int(ss.get('bf_scale_trials', 20))})"]
     return "\n".join(lines)
+
+
+def scaling_section() -> None:
+    """Section 4 of the page: the scaling study (synthetic data, Figs. 3–5)."""
+    ss = st.session_state
+    st.subheader("4 · Scaling: sum error vs n, U and skew")
+    st.caption("Simulated Normal(μ = 50k, σ) balances and the paper's three budget functions (10⁴/v, 500/ln⁴v, 8/√v; "
+               "ε̂ = 100), central model, as in Figs. 3–5. Synthetic data only: nothing here describes your records.")
+    s1, s2, s3 = st.columns([2, 1, 1])
+    s1.radio("Vary", list(options.SCALE_VARY), key="bf_scale_vary", horizontal=True,
+             format_func={"n": "records n (Fig. 3)", "U": "domain bound U (Fig. 4)", "sigma": "skew σ (Fig. 5)"}.get)
+    s2.number_input("Runs per point", min_value=5, max_value=200, step=5, key="bf_scale_trials")
+    if s3.button("Simulate", key="bf_scale_go"):
+        ss["bf_scale_shown"] = (ss["bf_scale_vary"], int(ss["bf_scale_trials"]))
+    shown_scale = ss.get("bf_scale_shown")
+    if shown_scale:
+        try:
+            study = scaling(shown_scale[0], shown_scale[1], int(ss.get("seed", 0)))
+            st.plotly_chart(bch.scaling_figure(study, shown_scale[0]), key="bf_scaling")
+            st.caption("Solid: 10⁴/v, dashed: 500/ln⁴v, dotted: 8/√v. The extension is best for 10⁴/v; for the slowly "
+                       "decreasing log budget the framework wins (Appendix A).")
+        except PrdpError as e:
+            show_error(e)
+
+
+#: The Budget functions page's session state (:class:`ui.page_state.PageState`); the editor's keys (``bf_*``)
+#: make up the study's budget section and its ``prdp`` / ``prldp`` mechanism.
+STATE = PageState(
+    page="budget_functions",
+    settings=("bf_scale_vary", "bf_scale_trials"),
+    engine=("bf_mode", "bf_preset", "bf_alpha", "bf_k", "bf_eps", "bf_expr", "bf_eps_max", "bf_U", "bf_eps_min_on",
+            "bf_eps_min", "bf_measure", "bf_group_col", "bf_model", "bf_query", "bf_distinct_col", "bf_beta",
+            "bf_threshold"),
+    rules={"bf_scale_vary": ("choice", options.SCALE_VARY), "bf_scale_trials": ("range", 5, 200, True)},
+    editors=("bf_steps", "bf_steps_current", "bf_groups_base", "bf_groups_base_col", "bf_groups_table"),
+    results=("bf_result", "bf_run_error", "bf_last_valid", "bf_scale_shown"),
+    dataset_defaults=True,
+)

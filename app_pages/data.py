@@ -8,7 +8,8 @@ import prdp_core
 from prdp_core import charts
 from prdp_core.data import GENERATED_ID, MISSING_GROUP
 from prdp_core.errors import PrdpError
-from ui import datasource, large, review, state
+from ui import data as udata
+from ui import large, review, state
 from ui.common import code_expander, confidential, guarded, learn, md_escape, readable, show_error
 
 st.title("Data")
@@ -19,15 +20,15 @@ learn("**Records and measures.** A *record* is the unit whose privacy is protect
       "Skewed measures — a few records holding most of the total — are why per-record policies exist: any "
       "single clipping bound is either far too large (noise) or far too small (bias).")
 
-prof_tab, src_tab, up_tab, large_tab, roles_tab = st.tabs(list(datasource.TABS), key=datasource.TAB_KEY,
+prof_tab, src_tab, up_tab, large_tab, roles_tab = st.tabs(list(udata.TABS), key=udata.TAB_KEY,
                                                            on_change="rerun")
 
 with prof_tab:
     large.apply_pending()  # "Use this table" on a large dataset: prepared and profiled here, with progress
     ds = state.dataset()
     st.subheader(f"Profile of {md_escape(ds.name)}")
-    datasource.message("profile")
-    for line in datasource.shift_lines(ds, state.source()):
+    udata.message("profile")
+    for line in udata.shift_lines(ds, state.source()):
         st.markdown(f":material/add_circle: **{md_escape(line)}**")
     if review.shows_records("the profile of the measures (count, quantiles, maximum, skewness, top-1% share, "
                             "histogram, Lorenz curve) and the notes on rows dropped or fixed"):
@@ -69,16 +70,16 @@ with src_tab:
     st.markdown(f"{meta.description}  \n*Source:* {meta.source}")
     if meta.properties:
         st.markdown("\n".join(f"- {p}" for p in meta.properties))
-    st.button("Load sample", type="primary", key="load_sample", on_click=datasource.on_load_sample)
-    datasource.message("samples")
+    st.button("Load sample", type="primary", key="load_sample", on_click=udata.on_load_sample)
+    udata.message("samples")
 
 with up_tab:
     st.markdown("CSV or TSV (delimiter detected), Parquet or Excel (.xlsx), up to "
                 f"{prdp_core.limits.MAX_UPLOAD_MB} MB. The active dataset stays in place until the new one "
                 "is checked.")
-    st.file_uploader("Upload a table", key="upload", on_change=datasource.on_upload,
+    st.file_uploader("Upload a table", key="upload", on_change=udata.on_upload,
                      help="CSV, TSV, TXT, Parquet, XLSX")
-    datasource.message("upload")
+    udata.message("upload")
 
 with large_tab:
     st.markdown("A table too large to upload, read **in place** from the server's data folder by an engine: nothing "
@@ -98,20 +99,20 @@ with large_tab:
     st.text_input("… or a path, folder or glob inside the data folder", key="large_path",
                   placeholder="e.g. parts/*.parquet or agency.duckdb#establishments")
     st.button("Connect", type="primary", key="large_connect_go", on_click=large.on_connect)
-    datasource.message("large")
+    udata.message("large")
 
 with roles_tab:
     large.connect_pending()  # "Connect" on the Large dataset view: the engine is opened here, with progress
     if st.session_state.get("raw") is None and state.source().get("kind") == "sample":
         src = state.source()
-        datasource.raw_from_sample(src["name"], src.get("n"), int(src.get("seed", 0)))
+        udata.raw_from_sample(src["name"], src.get("n"), int(src.get("seed", 0)))
     if st.session_state.get("raw") is None and large.is_large():
         with guarded():
             large.raw_from_source(state.source())
     raw = st.session_state["raw"]
     df, rid, guess = raw["df"], raw["id"], raw["schema"]
     cols = list(df.columns)
-    datasource.message("roles")
+    udata.message("roles")
     learn("**Roles.** The *record id* names the privacy unit. *Measures* are split or clipped by the policy. "
           "*Groups* are filters and group-by keys (copied to every split piece). An *owner* (e.g. a firm) "
           "owns several records; its loss follows from group privacy.")
@@ -138,9 +139,9 @@ with roles_tab:
                  format_func=lambda c: "(none)" if c is None else c, key=f"map_owner_{rid}")
     st.multiselect("Measures (numeric, non-negative)", cols, default=list(guess.measures), key=f"map_measures_{rid}")
     st.multiselect("Groups (filters / group-by keys)", cols, default=list(guess.groups), key=f"map_groups_{rid}")
-    schema = datasource.schema_from_widgets(rid)
+    schema = udata.schema_from_widgets(rid)
     try:
-        chk = datasource.check_raw(raw, schema)
+        chk = udata.check_raw(raw, schema)
     except PrdpError as err:
         show_error(err)
         chk = None
@@ -174,7 +175,7 @@ with roles_tab:
                 cols_sh = st.columns(max(1, len(chk.negative)))
                 for i, c in enumerate(chk.negative):
                     cols_sh[i].number_input(f"Public constant added to {md_escape(c)}", min_value=0.0, value=None,
-                                            format="%g", placeholder="e.g. 1000", key=datasource.shift_key(rid, c))
+                                            format="%g", placeholder="e.g. 1000", key=udata.shift_key(rid, c))
                     if show_counts:
                         mn = next(mi.minimum for mi in chk.measures if mi.column == c)
                         cols_sh[i].caption(f":material/lock: Smallest {md_escape(c)} in this table: {mn:,.15g} "
@@ -189,6 +190,6 @@ with roles_tab:
                        f"{review.count(chk.duplicate_ids + chk.missing_ids, 'duplicate or missing value(s)')}. If it "
                        "identifies an owner of several records, map it as the owner.")
             st.checkbox("Generate ids from row numbers instead", key=f"fix_dup_{rid}")
-        st.button("Use this table", type="primary", key=f"apply_{rid}", on_click=datasource.on_apply, args=(rid,))
+        st.button("Use this table", type="primary", key=f"apply_{rid}", on_click=udata.on_apply, args=(rid,))
 
-code_expander(datasource.reproduce_code(state.source(), state.dataset()))
+code_expander(udata.reproduce_code(state.source(), state.dataset()))
