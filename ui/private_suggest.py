@@ -50,9 +50,9 @@ def _cost_caption(eps: float, pct: float, n_draws: int) -> None:
 def _range_inputs(prefix: str, columns: Sequence[str]) -> None:
     for c in columns:
         a, b = st.columns(2)
-        a.number_input(f"Smallest candidate of {c}", min_value=0.0, value=DEFAULT_LO, format="%g",
+        a.number_input(f"Smallest candidate of {md_escape(c)}", min_value=0.0, value=DEFAULT_LO, format="%g",
                        key=f"{prefix}_lo_{c}", help="Public: not read from the data. Default 1 (labelled default).")
-        b.number_input(f"Largest candidate of {c}", min_value=0.0, value=DEFAULT_HI, format="%g",
+        b.number_input(f"Largest candidate of {md_escape(c)}", min_value=0.0, value=DEFAULT_HI, format="%g",
                        key=f"{prefix}_hi_{c}", help="Public: not read from the data. Default 10⁹ (labelled default).")
 
 
