@@ -182,9 +182,9 @@ def prepare(engine: Engine, schema: Schema, *, name: str = "dataset", non_numeri
     if isinstance(engine, MemoryEngine):
         ds = prepare_dataset(engine.table, schema, name=name, **opts)  # type: ignore[arg-type]
         return EngineDataset(ds.name, MemoryEngine(ds.table), ds.schema, ds.notes, dict(ds.shifts), "memory")
-    from .duckdb_engine import DuckDBEngine
+    from .sql_engine import SQLEngine
 
-    if not isinstance(engine, DuckDBEngine):
+    if not isinstance(engine, SQLEngine):
         raise ParameterError(f"Cannot prepare a table of the {engine.name} engine.")
     return _prepare_sql(engine, schema, name, Preparation(**opts))  # type: ignore[arg-type]
 
@@ -201,7 +201,7 @@ def _prepare_sql(eng: Any, schema: Schema, name: str, fix: Preparation) -> Engin
     n_bad = chk.rows_with_bad
     fix.drop_rows(n_bad, chk.n_rows)
     nums = {m: eng._measure_parts(m, kinds)[0] for m in schema.measures}
-    keep = " AND ".join(f"COALESCE(isfinite({v}), false)" for v in nums.values()) if n_bad else "true"
+    keep = " AND ".join(f"COALESCE({d.isfinite(v)}, false)" for v in nums.values()) if n_bad else "true"
     kept = f"(SELECT * FROM {eng.relation} WHERE {keep})"
     stats = eng._exec("SELECT " + ", ".join(f"min({v}), {d.count_if(f'{v} < 0')}" for v in nums.values())
                       + f" FROM {kept}")[0]
@@ -222,7 +222,7 @@ def _prepare_sql(eng: Any, schema: Schema, name: str, fix: Preparation) -> Engin
         return int(n_dup), tuple(str(r[0]) for r in ex)
 
     id_col = fix.id_column(schema, kinds, chk, bad_ids)
-    cols = [f"CAST(row_number() OVER () AS BIGINT) AS {d.ident(id_col)}" if fix.generate_ids
+    cols = [f"CAST({eng._row_numbers(kept)} AS BIGINT) AS {d.ident(id_col)}" if fix.generate_ids
             else d.ident(id_col)]
     if schema.owner_col:
         cols.append(d.ident(schema.owner_col))
@@ -253,8 +253,8 @@ def _labelled(d: Any, g: str, kind: str, missing: str) -> str:
     i = d.ident(g)
     if kind == "number":
         x = d.as_double(i)
-        text = (f"(CASE WHEN {x} = round({x}) AND abs({x}) < 1e15 THEN CAST(CAST({x} AS BIGINT) AS VARCHAR) "
-                f"ELSE CAST({x} AS VARCHAR) END)")
+        text = (f"(CASE WHEN {x} = round({x}) AND abs({x}) < 1e15 THEN {d.as_text(f'CAST({x} AS BIGINT)')} "
+                f"ELSE {d.as_text(x)} END)")
     else:
         text = d.as_text(i)
     return f"(CASE WHEN {missing} THEN {d.string(MISSING_GROUP)} ELSE {text} END)"

@@ -178,7 +178,7 @@ def test_sql_domain_index_and_ceil_log2_are_exact(tmp_path):
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("values", [True, False], ids=["value-histogram", "order-statistics"])
 def test_profiles_are_equal(data, engine, values, monkeypatch):
-    import prdp_core.engines.duckdb_engine as D
+    import prdp_core.engines.sql_engine as D
 
     if not values:  # the path for measures with (too) many distinct values
         monkeypatch.setattr(D, "PROFILE_VALUES", 0)
@@ -419,7 +419,7 @@ def test_a_folder_of_files_with_different_columns_is_refused_with_their_names(tm
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_binned_realized_losses_are_equal_beyond_the_exact_limit(data, engine, monkeypatch):
-    import prdp_core.engines.duckdb_engine as D
+    import prdp_core.engines.sql_engine as D
     import prdp_core.engines.memory as M
 
     monkeypatch.setattr(M, "MAX_EXACT_VALUES", 1000)
