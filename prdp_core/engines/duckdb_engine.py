@@ -302,39 +302,35 @@ class DuckDBEngine(SQLEngine):
         return self._budget_function(budget, kinds), b.unmatched
 
     def _budget_function(self, budget: Any, kinds: dict[str, ColumnKind]) -> str:
+        """The numpy kernel of ``budget.shape`` as a DuckDB Arrow function of one struct holding its
+        columns (any number of them), batch by batch."""
         import duckdb
         import pyarrow as pa
 
         shape = budget.shape
         cols = list(shape.columns)
-        name = f"prdp_budget_{next(_counter)}"
-        text_cols = set(shape.text_columns)
-
-        def fn(*arrays: Any) -> Any:
-            data = {}
-            n = len(arrays[0]) if arrays else 0
-            for c, a in zip(cols, arrays):
-                arr = a.to_numpy(zero_copy_only=False)
-                data[c] = arr if c in text_cols or kinds.get(c) == "text" else np.asarray(arr, dtype=float)
-            with np.errstate(all="ignore"):
-                out = np.asarray(shape.raw(data, n), dtype=float)
-            return pa.array(out, type=pa.float64())
-
-        args = []
-        types = []
-        for c in cols:
-            if c in text_cols or kinds.get(c) == "text":
-                args.append(self.d.as_text(self.d.ident(c)))
-                types.append(duckdb.sqltype("VARCHAR"))
-            else:
-                args.append(self.d.as_double(self.d.ident(c)))
-                types.append(duckdb.sqltype("DOUBLE"))
         if not cols:
             return self.d.double(float(shape.raw({}, 1)[0]))
+        name = f"prdp_budget_{next(_counter)}"
+        text = {c for c in cols if c in shape.text_columns or kinds.get(c) == "text"}
+
+        def fn(packed: Any) -> Any:
+            s = packed.combine_chunks() if isinstance(packed, pa.ChunkedArray) else packed
+            data = {}
+            for j, c in enumerate(cols):
+                arr = s.field(f"c{j}").to_numpy(zero_copy_only=False)
+                data[c] = arr if c in text else np.asarray(arr, dtype=float)
+            with np.errstate(all="ignore"):
+                out = np.asarray(shape.raw(data, len(s)), dtype=float)
+            return pa.array(out, type=pa.float64())
+
+        fields = {f"c{j}": duckdb.sqltype("VARCHAR" if c in text else "DOUBLE") for j, c in enumerate(cols)}
+        args = ", ".join(f"c{j} := " + (self.d.as_text(self.d.ident(c)) if c in text else self.d.as_double(self.d.ident(c)))
+                         for j, c in enumerate(cols))
         with self._lock:
-            self.con.create_function(name, fn, types, duckdb.sqltype("DOUBLE"), type="arrow",
+            self.con.create_function(name, fn, [duckdb.struct_type(fields)], duckdb.sqltype("DOUBLE"), type="arrow",
                                      null_handling="special")
-        return f"{name}({', '.join(args)})"
+        return f"{name}(struct_pack({args}))"
 
 
 

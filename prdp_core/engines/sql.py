@@ -60,6 +60,8 @@ class Dialect:
     name = "duckdb"
     text_type = "VARCHAR"
     exact_log2 = True
+    #: Long lists of bucket edges are searched from an estimate (see :func:`bucket_columns`).
+    estimated_buckets = False
 
     def ident(self, name: str) -> str:
         s = str(name)
@@ -160,6 +162,7 @@ class SparkDialect(Dialect):
     name = "spark"
     text_type = "STRING"
     exact_log2 = False
+    estimated_buckets = True
 
     def ident(self, name: str) -> str:
         s = str(name)
@@ -308,28 +311,41 @@ def split_columns(d: Dialect, source: str, thr: Thresholds, kinds: ColumnKinds,
                   per_measure: Sequence[str] = (), *, plain: set[str] | frozenset[str] = frozenset()) -> SplitColumns:
     """m(r) = max(1, max_a ⌈v_a/T_a⌉) with the exact guard, and ⌈v_a/T_a⌉ (at least 1) of each
     measure in ``per_measure`` — the numbers :func:`prdp_core.splitting.split_counts` gives.
-    Measures in ``plain`` are known to need no guard (whole numbers divided by whole thresholds)."""
+    Measures in ``plain`` are known to need no guard (whole numbers divided by whole thresholds).
+
+    The parts are computed one layer at a time — T(a), v/T, ⌈v/T⌉, ⌈v/T⌉·T, the guarded count —
+    each a column of its own (``__t<j>``, ``__q<j>``, ``__k<j>``, ``__p<j>``, ``__c<j>``), so no
+    expression is written twice: the SQL stays short for any number of measures and groups."""
     measures = list(thr.measures)
     for a in per_measure:
         if a not in measures:
             raise PolicyError(f"No splitting threshold for '{a}'.")
-    pieces = {a: (d.ceil(f"{d.as_double(d.ident(a))} / {threshold_sql(d, thr, a, kinds)}") if a in plain else
-                  _pieces_sql(d, d.as_double(d.ident(a)), threshold_sql(d, thr, a, kinds))) for a in measures}
+    v = [d.as_double(d.ident(a)) for a in measures]
+    js = range(len(measures))
+
+    def layer(rel: str, cols: list[str]) -> str:
+        return f"SELECT *, {', '.join(cols)} FROM {rel}" if cols else f"SELECT * FROM {rel}"
+
+    rel = layer(source, [f"{threshold_sql(d, thr, a, kinds)} AS __t{j}" for j, a in enumerate(measures)])
+    rel = layer(f"({rel})", [f"({v[j]} / __t{j}) AS __q{j}" for j in js])
+    rel = layer(f"({rel})", [f"{d.ceil(f'__q{j}')} AS __k{j}" for j in js])
+    guarded = [j for j, a in enumerate(measures) if a not in plain]
+    rel = layer(f"({rel})", [f"(__k{j} * __t{j}) AS __p{j}" for j in guarded])
+    rel = layer(f"({rel})", [f"{_pieces_sql(d, v[j], j) if j in guarded else f'__k{j}'} AS __c{j}" for j in js])
     one = d.double(1.0)
-    joint = f"greatest({one}, {', '.join(pieces.values())})"
-    cols = [f"{joint} AS __m"] + [f"greatest({one}, {pieces[a]}) AS __m_{j}" for j, a in enumerate(per_measure)]
-    return SplitColumns(f"SELECT *, {', '.join(cols)} FROM {source}", "__m",
-                        {a: f"__m_{j}" for j, a in enumerate(per_measure)})
+    joint = f"greatest({one}, {', '.join(f'__c{j}' for j in js)})"
+    cols = [f"{joint} AS __m"] + [f"greatest({one}, __c{measures.index(a)}) AS __m_{i}" for i, a in enumerate(per_measure)]
+    return SplitColumns(f"SELECT *, {', '.join(cols)} FROM ({rel})", "__m",
+                        {a: f"__m_{i}" for i, a in enumerate(per_measure)})
 
 
-def _pieces_sql(d: Dialect, v: str, t: str) -> str:
+def _pieces_sql(d: Dialect, v: str, j: int) -> str:
     """⌈v/t⌉ corrected so that pieces·t ≥ v in real arithmetic (splitting._pieces): k = ⌈fl(v/t)⌉,
     one more when fl(k·t) < v, and on a tie fl(k·t) = v when the product's rounding error is
     negative. The correction can only apply when fl(v/t) is a whole number (otherwise v/t lies
-    strictly between k − 1 and k, so k·t > v exactly), so the guard runs for those records only."""
-    q = f"({v} / {t})"
-    k = d.ceil(q)
-    p = f"({k} * {t})"
+    strictly between k − 1 and k, so k·t > v exactly), so the guard runs for those records only.
+    t, q = fl(v/t), k and p = fl(k·t) are the columns ``__t<j>``, ``__q<j>``, ``__k<j>``, ``__p<j>``."""
+    q, k, t, p = f"__q{j}", f"__k{j}", f"__t{j}", f"__p{j}"
     err = _two_product_error(k, t, p, d)
     return (f"(CASE WHEN {q} <> {d.floor(q)} THEN {k} WHEN {p} < {v} THEN {k} + 1 WHEN {p} > {v} THEN {k} "
             f"ELSE (CASE WHEN {err} < 0 THEN {k} + 1 ELSE {k} END) END)")
@@ -356,6 +372,55 @@ def bucket_sql(d: Dialect, x: str, edges: Sequence[float], *, side: str = "left"
         return f"(CASE WHEN {x} {op} {d.double(e[mid])} THEN {tree(lo, mid)} ELSE {tree(mid + 1, hi)} END)"
 
     return tree(0, len(e))
+
+
+#: Edge lists longer than this are searched from an estimate where the dialect prefers it.
+ESTIMATE_EDGES = 32
+
+
+@dataclass(frozen=True)
+class Bucket:
+    """:func:`bucket_columns`' answer: ``items`` to add to the SELECT list (may be empty) and
+    ``value``, the SQL of the bucket index in that SELECT list."""
+
+    items: str
+    value: str
+
+    def select(self, *more: str) -> str:
+        """The select-list items, followed by ``more``."""
+        return ", ".join(x for x in (self.items, *more) if x)
+
+
+def bucket_columns(d: Dialect, x: str, edges: Sequence[float], name: str, *, side: str = "left",
+                   estimate: str | None = None) -> Bucket:
+    """:func:`bucket_sql` (``numpy.searchsorted``) for use in one SELECT list.
+
+    For a dialect with :attr:`Dialect.estimated_buckets` (Spark: a CASE tree of hundreds of edges
+    costs seconds to compile) and more than :data:`ESTIMATE_EDGES` edges, ``estimate`` — SQL of a
+    number within one of the answer, e.g. from a logarithm — is corrected by comparing ``x`` with
+    the edges around it: three columns of the same SELECT, referred to by name (an array of the
+    edges ``__E_<name>``, the estimate ``__c_<name>``, the answer ``name``); where the estimate is
+    off by more than one the answer is −1, and the caller counts again with ``estimate=None``.
+    Exact either way. Otherwise the answer is the CASE tree itself (no column)."""
+    e = [float(v) for v in edges]
+    if estimate is None or not d.estimated_buckets or len(e) <= ESTIMATE_EDGES:
+        return Bucket("", bucket_sql(d, x, e, side=side))
+    n = len(e)
+    op = "<" if side == "left" else "<="
+    arr, c = f"__E_{name}", f"__c_{name}"
+
+    def counted(i: str) -> str:  # edge i (0-based) is counted: edges[i] < x (left) or ≤ x (right)
+        return f"(try_element_at({arr}, greatest({i} + 1, 1)) {op} {x})"
+
+    # the estimate as an integer in [0, n] (NaN and ±inf clamped before the cast, which ANSI mode checks)
+    c0 = (f"least(greatest(CAST(least(greatest(COALESCE({estimate}, {d.double(0.0)}), {d.double(-1.0)}), "
+          f"{d.double(n + 1.0)}) AS INT), 0), {n})")
+    before = f"({c} = 0 OR {counted(f'{c} - 1')})"       # every edge below c is counted
+    at = f"({c} < {n} AND {counted(c)})"                  # edge c is counted too
+    fixed = (f"(CASE WHEN {before} AND NOT {at} THEN {c} "
+             f"WHEN NOT {before} AND ({c} = 1 OR {counted(f'{c} - 2')}) THEN {c} - 1 "
+             f"WHEN {at} AND NOT ({c} + 1 < {n} AND {counted(f'{c} + 1')}) THEN {c} + 1 ELSE -1 END)")
+    return Bucket(f"array({', '.join(d.double(v) for v in e)}) AS {arr}, {c0} AS {c}, {fixed} AS {name}", name)
 
 
 # ---------------------------------------------------------------------------
@@ -611,20 +676,25 @@ def domain_index_sql(d: Dialect, eps: str, eps_min: float, L: int) -> str:
     return f"least(greatest({ceil_log2_sql(d, q)}, 1), {int(L)})"
 
 
-def value_bin_sql(d: Dialect, v: str, bins: Any) -> str:
-    """:func:`prdp_core.engines.memory.value_bins` in SQL."""
+def value_bin_columns(d: Dialect, v: str, bins: Any, name: str, *, estimate: bool = True) -> str:
+    """Select-list items adding the column ``name`` = :func:`prdp_core.engines.memory.value_bins`
+    (−1 where an estimated search missed: count again with ``estimate=False``, see
+    :func:`bucket_columns`)."""
     if bins.kind == "pow2":
         e = ceil_log2_sql(d, v)
-        return f"(CASE WHEN {v} <= 0 THEN 0 ELSE least(greatest({e}, {bins.j0}), {bins.J + 1}) - {bins.j0} END)"
-    if not d.exact_log2:  # the numpy kernel's bins of (0, U], as comparisons with their lower ends
+        return (f"(CASE WHEN {v} <= 0 THEN 0 ELSE least(greatest({e}, {bins.j0}), {bins.J + 1}) - {bins.j0} END) "
+                f"AS {name}")
+    k = f"ceil(({d.log2(v)} - {d.double(float(bins.j0))}) * {d.double(float(bins.steps))})"
+    if not d.exact_log2:  # the numpy kernel's bins of (0, U]: comparisons with their lower ends
         from .memory import value_bins
 
         edges = step_edges(lambda x: value_bins(x, bins), 5e-324, float(bins.U), range(2, bins.m))
-        return (f"(CASE WHEN {v} <= 0 THEN 0 WHEN {v} > {d.double(bins.U)} THEN {bins.m} "
-                f"ELSE 1 + {bucket_sql(d, v, edges, side='right')} END)")
-    k = f"ceil(({d.log2(v)} - {d.double(float(bins.j0))}) * {d.double(float(bins.steps))}) + 1"
+        n = bucket_columns(d, v, edges, f"{name}_n", side="right", estimate=k if estimate else None)
+        missed = f"WHEN {n.value} < 0 THEN -1 " if n.items else ""
+        return n.select(f"(CASE WHEN {v} <= 0 THEN 0 WHEN {v} > {d.double(bins.U)} THEN {bins.m} "
+                        f"{missed}ELSE 1 + {n.value} END) AS {name}")
     return (f"(CASE WHEN {v} <= 0 THEN 0 WHEN {v} > {d.double(bins.U)} THEN {bins.m} "
-            f"ELSE CAST(least(greatest({k}, 1), {bins.m - 1}) AS BIGINT) END)")
+            f"ELSE CAST(least(greatest({k} + 1, 1), {bins.m - 1}) AS BIGINT) END) AS {name}")
 
 
 def step_edges(f: Callable[[np.ndarray], np.ndarray], lo: float, hi: float, levels: Sequence[int]) -> np.ndarray:
@@ -662,6 +732,6 @@ def step_edges(f: Callable[[np.ndarray], np.ndarray], lo: float, hi: float, leve
 
 Compiler = Callable[[Shape], BudgetSQL]
 
-__all__ = ["DUCKDB", "SPARK", "BudgetCategories", "BudgetSQL", "Dialect", "SparkDialect", "SplitColumns", "bucket_sql",
-           "budget_categories", "budget_sql", "ceil_log2_sql", "domain_index_sql", "equals", "filter_sql",
-           "monotone_budget_categories", "split_columns", "step_edges", "threshold_sql", "value_bin_sql"]
+__all__ = ["DUCKDB", "SPARK", "Bucket", "BudgetCategories", "BudgetSQL", "Dialect", "SparkDialect", "SplitColumns", "bucket_sql",
+           "bucket_columns", "budget_categories", "budget_sql", "ceil_log2_sql", "domain_index_sql", "equals", "filter_sql",
+           "monotone_budget_categories", "split_columns", "step_edges", "threshold_sql", "value_bin_columns"]

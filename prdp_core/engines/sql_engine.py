@@ -246,7 +246,7 @@ class SQLEngine(Engine):
         """SELECT of each record's histogram key (and ``extra`` expressions), with the key names."""
         kinds = self.column_kinds()
         sc = self._split_sql(thr, measures)
-        cols = [f"{sc.joint} AS \"m\""] + [f"{sc.per_measure[a]} AS {self.d.ident('m:' + a)}" for a in measures]
+        cols = [f"{sc.joint} AS {self.d.ident('m')}"] + [f"{sc.per_measure[a]} AS {self.d.ident('m:' + a)}" for a in measures]
         cols += [f"{S.filter_sql(self.d, f, kinds)} AS {self.d.ident(f'in:{i}')}" for i, f in enumerate(filters)]
         for c in by:
             if c not in kinds:
@@ -421,13 +421,7 @@ class SQLEngine(Engine):
         :func:`~prdp_core.engines.memory.bound_edges`."""
         if upper is not None and self.n_rows() > MAX_EXACT_VALUES:
             edges = bound_edges(upper)
-            if self.d.exact_log2:
-                b = (f"CAST(least(greatest(COALESCE(ceil(log2({col} / {self.d.double(edges[1])}) * {BOUND_STEPS}), 0), "
-                     f"0), {edges.size - 2}) AS BIGINT)")
-            else:  # the same bins as comparisons with their lower ends (found with the numpy kernel)
-                b = S.bucket_sql(self.d, col, S.step_edges(lambda x: bound_bins(x, edges), 5e-324, math.inf,
-                                                           range(1, edges.size - 1)), side="right")
-            return self._binned(select, col, edges, None, bucket=f"(CASE WHEN {col} > 0 THEN {b} ELSE 0 END)")
+            return self._binned(select, col, edges, None, bound=True)
         lo, hi, total, approx = self._exec(f"SELECT min({col}), max({col}), sum({col}), approx_count_distinct({col}) "
                                            f"FROM ({select})")[0]
         if lo is not None and not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
@@ -443,11 +437,39 @@ class SQLEngine(Engine):
                                                     frame["__n"].to_numpy(dtype=np.int64))
         return self._binned(select, col, _binned_edges(float(lo), float(hi), 400), float(total))
 
-    def _binned(self, select: str, col: str, edges: np.ndarray, total: float | None, *, bucket: str | None = None
+    def _bins(self, col: str, edges: np.ndarray, *, bound: bool, estimate: bool) -> str:
+        """Select-list items adding ``__b``, the bin of ``col`` on ``edges``: the bins of
+        :func:`~prdp_core.engines.memory.bound_edges` (``bound``: ⌈8·log₂(x/edges[1])⌉, clipped, as
+        :func:`~prdp_core.engines.memory.bound_bins`) or of log-spaced edges (searchsorted − 1,
+        clipped); −1 where an estimated search missed (see :func:`~prdp_core.engines.sql.bucket_columns`)."""
+        d = self.d
+        last = edges.size - 2
+        if bound:
+            if d.exact_log2:
+                b = (f"CAST(least(greatest(COALESCE(ceil(log2({col} / {d.double(edges[1])}) * {BOUND_STEPS}), 0), 0), "
+                     f"{last}) AS BIGINT)")
+                return f"(CASE WHEN {col} > 0 THEN {b} ELSE 0 END) AS __b"
+            # the same bins as comparisons with their lower ends (found with the numpy kernel)
+            steps = S.step_edges(lambda x: bound_bins(x, edges), 5e-324, math.inf, range(1, last + 1))
+            est = f"ceil({d.log2(f'{col} / {d.double(edges[1])}')} * {d.double(float(BOUND_STEPS))})"
+            n = S.bucket_columns(d, col, steps, "__bn", side="right", estimate=est if estimate else None)
+            return n.select(f"(CASE WHEN {col} > 0 THEN {n.value} ELSE 0 END) AS __b")
+        pos = edges[edges > 0]
+        off = int(edges.size - pos.size)  # a leading 0 edge
+        span = math.log2(float(pos[-1]) / float(pos[0])) or 1.0
+        est = (f"{off} + ceil({d.log2(f'{col} / {d.double(float(pos[0]))}')} * {d.double((pos.size - 1) / span)})"
+               if estimate else None)
+        n = S.bucket_columns(d, col, edges, "__bn", side="left", estimate=est)
+        b = f"least(greatest({n.value} - 1, 0), {last})"
+        return n.select(f"(CASE WHEN {n.value} < 0 THEN -1 ELSE {b} END) AS __b" if n.items else f"{b} AS __b")
+
+    def _binned(self, select: str, col: str, edges: np.ndarray, total: float | None, *, bound: bool = False
                 ) -> LossDistribution:
-        b = bucket or f"least(greatest({S.bucket_sql(self.d, col, edges, side='left')} - 1, 0), {edges.size - 2})"
-        fr = self._frame(f"SELECT {b} AS __b, count(*) AS __n, sum({col}) AS __s, max({col}) AS __m FROM ({select}) "
-                         "GROUP BY __b")
+        for estimate in (True, False):
+            fr = self._frame(f"SELECT __b, count(*) AS __n, sum({col}) AS __s, max({col}) AS __m FROM (SELECT *, "
+                             f"{self._bins(col, edges, bound=bound, estimate=estimate)} FROM ({select})) GROUP BY __b")
+            if not len(fr) or fr["__b"].min() >= 0:
+                break
         if len(fr) and not np.all(np.isfinite(fr["__m"].to_numpy(dtype=float))):
             raise PolicyError("Some losses are too large to compute (they exceed the floating-point range).",
                               hint="Lower the budgets ρ or raise the splitting thresholds.")
@@ -503,9 +525,13 @@ class SQLEngine(Engine):
                 B = bins.size
                 hc = np.zeros((L, B), dtype=np.int64)
                 hs = np.zeros((L, B))
-                b = S.value_bin_sql(d, v, bins)
-                for dom, k, n, s in self._exec(f"SELECT __d, {b} AS __b, count(*), sum({v}) FROM ({base}) "
-                                               "GROUP BY ALL"):
+                for estimate in (True, False):
+                    rows = self._exec(f"SELECT __d, __b, count(*), sum({v}) FROM (SELECT *, "
+                                      f"{S.value_bin_columns(d, v, bins, '__b', estimate=estimate)} FROM ({base})) "
+                                      "GROUP BY __d, __b")
+                    if all(int(k) >= 0 for _, k, _, _ in rows):
+                        break
+                for dom, k, n, s in rows:
                     hc[int(dom) - 1, int(k)] = int(n)
                     hs[int(dom) - 1, int(k)] = float(s)
         return DomainStats(counts, hc, hs, dist, mx)
