@@ -2,8 +2,9 @@
 
 Entry point: ``streamlit run app.py`` (or ``make run``). Pages live in pages/ and are
 registered here with st.navigation; the sidebar shared by every page shows the
-active dataset, the active policy and the mode. The URL carries the page (its path) and the
-session's design (the ``policy`` parameter, ui/links.py).
+active dataset, the active policy and the mode. The URL carries the page (its path), the
+session's design (the ``policy`` parameter, ui/links.py) and the session key (``s``, ui/durable.py),
+through which a server restart loses no one's work.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import links, memory, sidebar, state, study
+from ui import durable, links, memory, sidebar, state, study
 
 # A local file, not a :material/…: icon: Streamlit's frontend fetches a Material favicon from a public font
 # host, and the app must reach nothing outside its server (docs/security.md, "Offline").
@@ -21,6 +22,7 @@ FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.svg"
 st.set_page_config(page_title="PrDP Explorer", page_icon=str(FAVICON), layout="wide")
 
 state.init_state()
+durable.start()  # the session key in the URL; a known key restores its saved session (data, design, ledger)
 links.restore()  # a session opened from a shared link starts with the link's design
 memory.track_session()  # an ended session's memory is released after Streamlit's reconnect window
 study.keep_settings()  # pages keep their settings while another page is on screen
@@ -49,8 +51,10 @@ PAGES = {
 }
 
 nav = st.navigation(PAGES)
+durable.show_message(nav.url_path)
 links.show_message(nav.url_path)
 nav.run()
-links.sync()  # the URL carries the design as the page left it: copying it shares the design
+config = links.sync()  # the URL carries the design as the page left it
+durable.save(config)  # the store keeps the data source, design and ledger: a restart loses none of them
 # after the page, so the sidebar shows what the page just set (e.g. the active policy)
 sidebar.render()

@@ -8,7 +8,7 @@ from prdp_core.charts import multitier as mch
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import multitier as mt
 from ui import multitier as umt
-from ui import state
+from ui import large, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
 st.title("Analyst tiers")
@@ -21,6 +21,7 @@ learn("**Multi-tier release.** Several analysts ask the *same* question with dif
       "any group of analysts together learns no more than its most trusted member, while each tier still gets "
       "(almost) the accuracy of a release made just for it.")
 
+large.records_needed("analyst_tiers", "The tiers' releases (they record the loss of every record the query reads)")
 ds = state.dataset()
 ss = st.session_state
 umt.init(ds)

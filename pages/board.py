@@ -11,7 +11,7 @@ from prdp_core.board import workshop as W
 from prdp_core.charts.board import board_cdf_figure, public_functions_figure, tradeoff_figure
 from prdp_core.errors import PrdpError
 from ui import board as ub
-from ui import options, state
+from ui import links, options, state
 from ui.common import confidential, download_button, learn, show_error
 
 st.title("Board")
@@ -200,5 +200,4 @@ with st.expander("Facilitator", icon=":material/admin_panel_settings:", expanded
             st.caption(f"{out['n']} polic{'y' if out['n'] == 1 else 'ies'}, "
                        f"{'review' if out['review'] else 'teaching'} mode.")
 
-if st.session_state.get("link_too_large"):
-    st.caption(":material/link_off: Your design is too large for a link: share it as a study file (Study page).")
+links.share_box()

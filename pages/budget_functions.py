@@ -7,9 +7,11 @@ import streamlit as st
 
 from prdp_core.budget import BudgetFunction
 from prdp_core.charts import budget as bch
+from prdp_core.charts.policy import loss_cdf_figure
+from prdp_core.config import data_columns
 from prdp_core.errors import PrdpError
 from ui import budget as ubf
-from ui import options, review, state
+from ui import large, options, review, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
 st.title("Budget functions")
@@ -99,14 +101,18 @@ def describe(budget: BudgetFunction) -> None:
     st.markdown(f"Records may require anything from **ε̌ = {budget.eps_min:.4g}** (strongest) to **ε̂ = "
                 f"{budget.eps_max:.4g}**: the ratio ε̂/ε̌ = {budget.eps_max / budget.eps_min:,.4g} gives "
                 f"**L = {dp.L}** privacy-specified domains (bands of budgets, each twice the one below it).")
-    values = ubf.measure_values(ds, measure)
     if budget.value_column is not None or ss["bf_mode"] == "groups":
         vmax = max(budget.U, 1.0)
-        fig = bch.budget_curve_figure(budget, measure=measure, values=values if teaching else None, vmax=vmax,
+        values = ubf.measure_values(ds, measure) if teaching else None
+        fig = bch.budget_curve_figure(budget, measure=measure, values=values, vmax=vmax,
                                       seed=int(ss.get("seed", 0)))
         st.plotly_chart(fig, key="bf_curve")
         if teaching:
-            confidential("The orange points are a sample of the dataset's records at their required budgets.")
+            confidential("The orange points are a sample of the dataset's records at their required budgets"
+                         + (f" (a uniform sample of {ubf.CURVE_SAMPLE_ROWS:,} records, drawn in the engine)."
+                            if state.is_large() else "."))
+    elif state.is_large():
+        st.caption("On a large dataset each record's budget stays in the engine: the domain counts below are exact.")
     elif review.shows_records("the histogram of the records' budgets"):
         st.plotly_chart(bch.budget_histogram_figure(budget(ds.table), budget), key="bf_hist")
         confidential()
@@ -163,7 +169,7 @@ def run(budget: BudgetFunction) -> None:
     r1, r2 = st.columns(2)
     r1.selectbox("Query", qopts, format_func=ubf.QUERIES.get, key="bf_query")
     if ss["bf_query"] == "distinct":
-        cols = [c for c in ds.table.columns if c != ds.schema.id_col]
+        cols = [c for c in data_columns(ds) if c != ds.schema.id_col]
         if ss.get("bf_distinct_col") not in cols:
             ss["bf_distinct_col"] = (list(ds.schema.groups) or cols)[0]
         r2.selectbox("Distinct values of", cols, key="bf_distinct_col")
@@ -172,6 +178,9 @@ def run(budget: BudgetFunction) -> None:
                  key="bf_threshold", help="Both give the same guarantee; the tighter one reproduces the paper's "
                                           "Appendix B figures.")
         st.caption("The local model answers counts and sums (no local protocol for max or distinct count is built in).")
+    ubf.forecast_panel(budget, ds)
+    if state.is_large() and ubf.needs_records(ss["bf_model"], ss["bf_query"]):
+        large.sample_offer("budget_functions", ubf.RECORD_MECHANISMS)
     st.button("Run", type="primary", key="bf_run", on_click=ubf.on_run)
     if ss.get("bf_run_error"):
         st.error(f"**Run failed.** {md_escape(ss['bf_run_error'])}")
@@ -181,6 +190,9 @@ def run(budget: BudgetFunction) -> None:
         if not teaching:
             rows = rows[[c for c in rows.columns if c in ubf.PUBLIC_RESULT_COLUMNS]]
         st.markdown(f"**{md_escape(res['query'])}** ({ubf.MODELS[res['model']]}), budget {md_escape(res['budget'])}")
+        if res.get("skipped"):
+            st.caption(f":material/info: Not run (they need the records; choose a sample above): "
+                       f"{md_escape(', '.join(res['skipped']))}.")
         st.dataframe(rows, hide_index=True, width="stretch")
         seeded_notice(res["seed"])
         fw = [r for label, r in res["releases"] if "framework" in label]
@@ -198,12 +210,21 @@ def run(budget: BudgetFunction) -> None:
         if res["teaching"] and teaching:
             confidential("True answers, errors, dropped records and per-record losses describe the real records.")
             rel0 = res["releases"][0][1]
-            st.plotly_chart(bch.loss_figure(rel0.requested, {label: r.loss for label, r in res["releases"]}),
-                            key="bf_losses")
-            ok = all(r.check_delivered_within_requested() for _, r in res["releases"])
-            st.markdown(("Every record's delivered loss is at most its requirement E(r)." if ok else
-                         "Some record received more than its requirement!") + " The runs were added to the session "
-                        "ledger (their budgets add up per record).")
+            if all(r.loss is not None for _, r in res["releases"]):
+                st.plotly_chart(bch.loss_figure(rel0.requested, {label: r.loss for label, r in res["releases"]}),
+                                key="bf_losses")
+                ok = all(r.check_delivered_within_requested() for _, r in res["releases"])
+                st.markdown(("Every record's delivered loss is at most its requirement E(r)." if ok else
+                             "Some record received more than its requirement!") + " The runs were added to the "
+                            "session ledger (their budgets add up per record).")
+            else:  # a large dataset: delivered losses as distributions over the domains, computed in the engine
+                series, _ = ubf.loss_series(res["releases"])
+                st.plotly_chart(loss_cdf_figure(series, title="Delivered loss per record (and the requested E(r))",
+                                                unit="ε", view="cdf"), key="bf_losses")
+                st.markdown("A record of domain i is charged at most 2^(i−1)·ε̌ < E(r) — its requirement, by "
+                            "construction of the domains; the records stay in the engine, so the chart shows the "
+                            "distributions. The runs were added to the session ledger (their budgets add up per "
+                            "record).")
     learn("**Algorithm 2.** Part 1 runs Algorithm 1 with half the budgets (E/2) to find ε_τ; Part 2 drops the "
           "records of domains below ℓ and runs any standard ε_τ/2-DP mechanism on the rest — a clipped sum with a "
           "private threshold, a rank-based maximum, a distinct count. The naive baseline runs the same mechanism at ε̌ "

@@ -10,7 +10,7 @@ from prdp_core.charts import concepts as charts
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import partial
 from ui import concepts as lab
-from ui import datasource, state
+from ui import datasource, large, state
 from ui.common import code_expander, confidential, guarded, learn, md_escape, seeded_notice, show_error
 
 ss = st.session_state
@@ -218,6 +218,14 @@ with lab_tab:
     ds = state.dataset()
     st.radio("Records", ["generated", "dataset"], key="hl_source", horizontal=True,
              format_func={"generated": "Generated binary records", "dataset": f"Active dataset ({md_escape(ds.name)})"}.get)
+    lab_blocked = False  # a large dataset without a sample: its records stay in the engine
+    if ss["hl_source"] == "dataset" and large.is_large():
+        smp = large.sample_offer("concepts", "The histogram lab's histograms")
+        if smp is not None:
+            state.use_sample(smp, "concepts", *large.sample_choice("concepts"))  # type: ignore[misc]
+            ds = state.dataset()
+        lab_blocked = smp is None
+    d_lab = 1
     if ss["hl_source"] == "generated":
         c1, c2, c3, c4 = st.columns(4)
         c1.slider("Binary attributes d", 2, 512, key="hl_d")
@@ -225,7 +233,7 @@ with lab_tab:
         c3.slider("Frequent patterns", 0, 100, key="hl_patterns")
         c4.slider("Share of records in them", 0.0, 1.0, step=0.05, key="hl_heavy")
         d_lab = int(ss["hl_d"])
-    else:
+    elif not lab_blocked:
         options = lab.attribute_options(ds)
         if "hl_columns" not in ss:
             ss["hl_columns"] = lab.default_columns(ds)
@@ -278,7 +286,7 @@ with lab_tab:
                        f"{paper['eps_lists']:.3f} instead of half, and the counts the full ε0 (a changed attribute "
                        f"moves a record between two listed cells). The corrected calibrations above deliver at most "
                        f"ε0; the exact one was checked by enumerating every output on small domains.")
-    st.button("Run both histograms", type="primary", key="hl_run", on_click=lab.on_run)
+    st.button("Run both histograms", type="primary", key="hl_run", on_click=lab.on_run, disabled=lab_blocked)
     if ss.get("hl_error"):
         st.error(ss["hl_error"])
     res = lab.current_result()

@@ -6,22 +6,24 @@ import streamlit as st
 
 import prdp_core
 from prdp_core import charts
-from prdp_core.data import GENERATED_ID, MISSING_GROUP, check_table
+from prdp_core.data import GENERATED_ID, MISSING_GROUP
 from prdp_core.errors import PrdpError
-from ui import datasource, review, state
-from ui.common import code_expander, confidential, learn, md_escape, readable, show_error
+from ui import datasource, large, review, state
+from ui.common import code_expander, confidential, guarded, learn, md_escape, readable, show_error
 
 st.title("Data")
-st.caption("Pick a sample or upload a table, say which columns are measures, groups and owners, and see how "
-           "skewed the measures are.")
+st.caption("Pick a sample, upload a table or connect a large one from the server's data folder, say which columns "
+           "are measures, groups and owners, and see how skewed the measures are.")
 learn("**Records and measures.** A *record* is the unit whose privacy is protected (an establishment, an "
       "account). *Measures* are the non-negative numbers a policy is about (employees, payroll, balance). "
       "Skewed measures — a few records holding most of the total — are why per-record policies exist: any "
       "single clipping bound is either far too large (noise) or far too small (bias).")
 
-prof_tab, src_tab, up_tab, roles_tab = st.tabs(list(datasource.TABS), key=datasource.TAB_KEY, on_change="rerun")
+prof_tab, src_tab, up_tab, large_tab, roles_tab = st.tabs(list(datasource.TABS), key=datasource.TAB_KEY,
+                                                           on_change="rerun")
 
 with prof_tab:
+    large.apply_pending()  # "Use this table" on a large dataset: prepared and profiled here, with progress
     ds = state.dataset()
     st.subheader(f"Profile of {md_escape(ds.name)}")
     datasource.message("profile")
@@ -78,10 +80,34 @@ with up_tab:
                      help="CSV, TSV, TXT, Parquet, XLSX")
     datasource.message("upload")
 
+with large_tab:
+    st.markdown("A table too large to upload, read **in place** from the server's data folder by an engine: nothing "
+                "is uploaded, the records stay in the file and every statistic is computed there. Parquet or CSV "
+                "files, a folder (or glob) of them, or a table of a DuckDB database.")
+    st.caption(f":material/folder: Data folder: `{md_escape(large.folder())}` (set by the server: PRDP_DATA_DIR). "
+               "Nothing outside it can be named.")
+    names = large.sources()
+    c1, c2, c3 = st.columns([3, 2, 1])
+    c1.selectbox("File or folder of the data folder", names, index=None, key="large_file",
+                 placeholder="(the data folder is empty)" if not names else "Choose a file or folder")
+    if str(st.session_state.get("large_file") or "").lower().endswith(".duckdb"):
+        with guarded():
+            c2.selectbox("Table", large.database_tables(st.session_state["large_file"]), key="large_table")
+    c3.selectbox("Engine", large.engine_names(), key="large_engine",
+                 help="DuckDB reads the files out of core (beyond its memory limit it spills to disk).")
+    st.text_input("… or a path, folder or glob inside the data folder", key="large_path",
+                  placeholder="e.g. parts/*.parquet or agency.duckdb#establishments")
+    st.button("Connect", type="primary", key="large_connect_go", on_click=large.on_connect)
+    datasource.message("large")
+
 with roles_tab:
+    large.connect_pending()  # "Connect" on the Large dataset view: the engine is opened here, with progress
     if st.session_state.get("raw") is None and state.source().get("kind") == "sample":
         src = state.source()
         datasource.raw_from_sample(src["name"], src.get("n"), int(src.get("seed", 0)))
+    if st.session_state.get("raw") is None and large.is_large():
+        with guarded():
+            large.raw_from_source(state.source())
     raw = st.session_state["raw"]
     df, rid, guess = raw["df"], raw["id"], raw["schema"]
     cols = list(df.columns)
@@ -94,10 +120,12 @@ with roles_tab:
                    "and contents — a row number can look like a measure, a code like a group. Check each role, "
                    "then press **Use this table**; until then every page works on "
                    f"**{md_escape(state.dataset().name)}**.", icon=":material/fact_check:")
-    st.caption(f"Table **{md_escape(raw['name'])}**: {review.count(len(df), 'rows')} × {len(cols)} columns. Roles "
-               "were guessed from the data (or documented, for samples); edit them as needed, then press *Use this "
-               "table*.")
-    with st.expander("Preview of the first rows", expanded=False):
+    st.caption(f"Table **{md_escape(raw['name'])}**: {review.count(raw.get('n', len(df)), 'rows')} × {len(cols)} "
+               "columns. Roles were guessed from the data (or documented, for samples); edit them as needed, then "
+               "press *Use this table*." + (" A large dataset's roles are guessed from a uniform sample of its rows; "
+                                            "the checks below count every row, in the engine." if raw.get("large")
+                                            else ""))
+    with st.expander("Preview of sampled rows" if raw.get("large") else "Preview of the first rows", expanded=False):
         if review.shows_records("the rows of the table"):
             confidential()
             st.dataframe(prdp_core.data.preview(df), hide_index=True)  # long cells cut
@@ -112,7 +140,7 @@ with roles_tab:
     st.multiselect("Groups (filters / group-by keys)", cols, default=list(guess.groups), key=f"map_groups_{rid}")
     schema = datasource.schema_from_widgets(rid)
     try:
-        chk = check_table(df, schema)
+        chk = datasource.check_raw(raw, schema)
     except PrdpError as err:
         show_error(err)
         chk = None

@@ -8,7 +8,7 @@ from prdp_core.charts import personalized as pch
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import personalized as P
 from ui import personalized as upd
-from ui import review, state
+from ui import large, review, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
 st.title("Personalized DP")
@@ -20,6 +20,7 @@ learn("**Personalized DP (PDP).** Instead of one ε for everybody, every user u 
       "output by at most a factor e^Φᵘ of *that* user. The choices are **public**, like ε in standard DP — so a "
       "choice must not depend on the user's sensitive values.")
 
+large.records_needed("personalized", "Personalized DP's mechanisms (each user's ε and the released answers)")
 ds = state.dataset()
 ss = st.session_state
 for k, v in upd.SPEC_DEFAULTS.items():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from prdp_core.accounting import conversion_table
+from prdp_core.config import group_values
 from prdp_core.errors import PrdpError
 from prdp_core.charts.policy import loss_cdf_figure, public_function_figure
 from prdp_core.policy import format_loss
@@ -55,14 +56,14 @@ with left:
             st.session_state["thr_group_base"] = base
         edited = st.data_editor(base, num_rows="dynamic", key="thr_table", hide_index=True,
                                 column_config={"group": st.column_config.TextColumn("group value", required=True)})
-        thr_make = lambda: thresholds_from_frame(edited, group_col=gcol, table=ds.table)  # noqa: E731
+        thr_make = lambda: thresholds_from_frame(edited, group_col=gcol, table=group_values(ds, gcol))  # noqa: E731
     with st.expander("Suggest thresholds", icon=":material/auto_fix_high:"):
         if review.shows_records("threshold suggestions (percentiles of the records and loss caps computed on them)"):
             st.caption("Suggestions are computed on the confidential data: they guide the designer and are not "
                        "public facts.")
             pct = st.slider("At this percentile of each measure (PctScore)", 50.0, 100.0, 97.0, 0.5, key="sugg_pct")
             st.button("Use percentile thresholds", key="sugg_pct_apply", on_click=lambda: pstate.apply_suggestion(
-                percentile_thresholds(ds.table, measures, st.session_state["sugg_pct"]),
+                percentile_thresholds(pstate.data(), measures, st.session_state["sugg_pct"]),
                 data_source(f"p{st.session_state['sugg_pct']:g}")), disabled=per_group)
             c1, c2 = st.columns(2)
             cap = c1.number_input("Loss cap (ρ)", min_value=0.0, value=10.0, key="sugg_cap")
@@ -73,7 +74,7 @@ with left:
                 try:
                     share = st.session_state["sugg_share"]
                     pstate.apply_suggestion(thresholds_for_cap(
-                        ds.table, measures, cap=st.session_state["sugg_cap"], flat=wl.flat_rho, split=wl.split_rho,
+                        pstate.data(), measures, cap=st.session_state["sugg_cap"], flat=wl.flat_rho, split=wl.split_rho,
                         share=share / 100.0), data_source(f"loss cap {st.session_state['sugg_cap']:g}ρ"
                                                           + (f", {share:g}% above" if share else "")))
                     st.session_state.pop("sugg_error", None)
@@ -119,7 +120,7 @@ def _make_policy() -> SplittingPolicy:
                   joint=bool(st.session_state["policy_joint"]))
     thr = thr_make()
     pol = SplittingPolicy(thr, wl, threshold_source=pstate.threshold_sources(thr))
-    pol.validate(ds.table, ds.schema.measures)
+    pstate.validate(pol)
     pstate.check_preview(pol)
     return pol
 
@@ -161,12 +162,18 @@ if review.shows_records("what the records and owners lose — the share of recor
     view = c3.radio("View", list(options.POLICY_VIEWS), horizontal=True, key="policy_view",
                     format_func={"zoom": "CDF, zoomed", "cdf": "CDF", "tail": "share above (log)"}.get,
                     help="Zoomed: the y-axis starts just below the share of records paying the base loss.")
+    # a large table's owner losses are summed per owner in the engine: on demand (a threshold change
+    # then recomputes the records' histogram only)
+    show_owners = bool(ds.schema.owner_col) and (not state.is_large() or c1.toggle(
+        "Compute the owners' losses (in the engine)", key="policy_large_owners",
+        help="On a large table each owner's losses are summed in the engine: slower than the records' CDF."))
     try:
         prev = pstate.preview(pol, owner_bound)
+        owners = pstate.owner_profile(prev) if show_owners else None
+        summ = pstate.preview_summary(prev, owners=owners is not None)
     except PrdpError as err:  # e.g. a memory limit: the policy and the session stay as they were
         show_error(err)
         st.stop()
-    summ = prev.summary()
     confidential("Per-record and per-owner losses are computed from the records' confidential values.")
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Base loss (unsplit records)", format_loss(pol.workload.total_rho))
@@ -174,9 +181,9 @@ if review.shows_records("what the records and owners lose — the share of recor
     m3.metric("99th percentile loss", format_loss(summ["p99"]))
     m4.metric("Largest record loss", format_loss(summ["max"]), help=f"{summ['max_pieces']:,} pieces")
     st.markdown(f"- {prev.records.plain_language()}")
-    if prev.owners is not None:
-        st.markdown(f"- Owners ({md_escape(ds.schema.owner_col)}): {prev.owners.plain_language(noun='owners')}")
-    thr_pct = threshold_percentiles(ds.table, pol.thresholds) if pol.thresholds.group_col is None else {}
+    if owners is not None:
+        st.markdown(f"- Owners ({md_escape(ds.schema.owner_col)}): {owners.plain_language(noun='owners')}")
+    thr_pct = threshold_percentiles(pstate.data(), pol.thresholds) if pol.thresholds.group_col is None else {}
     if thr_pct:
         st.markdown("- Thresholds sit at the " + ", ".join(f"**{p:.1f}th** percentile of {md_escape(m)}" for m, p in
                                                           thr_pct.items()) + " (PctScore).")
@@ -186,12 +193,14 @@ if review.shows_records("what the records and owners lose — the share of recor
     ch1, ch2 = st.columns(2)
     ch1.plotly_chart(loss_cdf_figure(series_rec, title="Policy-loss CDF over records", base=pol.workload.total_rho,
                                      log_x=log_x, view=view), key="cdf_records")
-    if prev.owners is not None:
+    if owners is not None:
         series_own = {c["label"]: c["owners"] for c in st.session_state.get("policy_compare", []) if "owners" in c}
-        series_own["current policy"] = prev.owners.ecdf()
+        series_own["current policy"] = owners.ecdf()
         label = "Lemma 5, optimistic" if owner_bound == "lemma5" else "Lemma 4: records × sum of their losses"
         ch2.plotly_chart(loss_cdf_figure(series_own, title=f"Policy-loss CDF over owners ({label})",
                                          base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_owners")
+    elif ds.schema.owner_col:
+        ch2.info("Turn on *Compute the owners' losses* above to see owner-level losses of this large table.")
     else:
         ch2.info("Map an owner column on the Data page (e.g. a firm id) to see owner-level losses.")
     b1, b2, _ = st.columns([1, 1, 2])
@@ -219,8 +228,8 @@ fm_threshold = min(dict(r)[fm] for _, r in pol.thresholds.rows)
 if review.shows_records("the records' values on this chart (its range follows the thresholds)", note=False):
     show_data = pc1.checkbox("Mark the data's median / p90 / p99", value=False, key="policy_fn_marks",
                              help="Confidential: quantiles of the real records.")
-    vals = ds.table[fm].to_numpy()
-    grid = pstate.value_grid(float(vals.max()) if vals.size else 1.0, fm_threshold)
+    vals, top = pstate.observed_values(fm)
+    grid = pstate.value_grid(top, fm_threshold)
 else:  # a range from the public thresholds, not from the largest record
     show_data, vals = False, None
     grid = pstate.value_grid(pstate.PUBLIC_RANGE_PIECES * fm_threshold, fm_threshold)
@@ -263,11 +272,16 @@ with st.expander("Losses by group", icon=":material/table_chart:"):
         if groups:
             gsel = st.selectbox("Group column", groups, key="policy_group_summary")
             confidential()
-            st.dataframe(prev.by_group(gsel).sort_values(
+            st.dataframe(pstate.by_group(prev, gsel).sort_values(
                 "max", ascending=False).head(200), hide_index=True)
-        idx, top = prev.records.top_k(10)
-        st.markdown("**The ten largest record losses** (teaching mode only)")
-        confidential()
-        st.dataframe(ds.table.iloc[idx][[ds.schema.id_col, *measures]].assign(loss=top), hide_index=True)
+        if state.is_large():  # the records stay in the engine: the largest losses and how many records pay them
+            st.markdown("**The largest record losses** (teaching mode only)")
+            confidential()
+            st.dataframe(pstate.top_losses(prev), hide_index=True)
+        else:
+            idx, top = prev.records.top_k(10)
+            st.markdown("**The ten largest record losses** (teaching mode only)")
+            confidential()
+            st.dataframe(ds.table.iloc[idx][[ds.schema.id_col, *measures]].assign(loss=top), hide_index=True)
 
 code_expander(policy_code(state.source(), ds, pol, owner_bound))

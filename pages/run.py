@@ -6,12 +6,13 @@ import streamlit as st
 
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.charts.tradeoffs import answers_figure
+from prdp_core.errors import PrdpError
 from prdp_core.export import to_csv_bytes
 from prdp_core.provenance import data_derived
 from prdp_core.secure import mode_label
 from ui import policy as pstate
 from ui import run as rstate
-from ui import review, state
+from ui import ledger_view, review, state
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
 from ui.run_code import run_code
 
@@ -73,6 +74,7 @@ c3.toggle("Secure release", key="run_secure",
           help="Exact discrete Gaussian noise from OpenDP with a cryptographic generator, answers on a documented "
                "grid; unseeded, so not reproducible. Off: a seeded teaching run (numpy's generator).")
 c3.button("Run release", type="primary", key="run_go", on_click=rstate.on_run, args=("run_ps_delta",))
+rstate.run_pending()  # a large dataset's release: made here, with progress
 if st.session_state.get("run_error") is not None:
     show_error(st.session_state["run_error"])
 
@@ -121,10 +123,15 @@ else:
     st.subheader("Policy loss and realized loss")
     if review.shows_records("the policy and realized losses of the records and owners"):
         confidential()
-        cdfs = rstate.loss_cdfs(rel, ds)
+        try:
+            cdfs = rstate.loss_cdfs(rel, ds, rel_pol)
+        except PrdpError as err:
+            show_error(err)
+            cdfs = {}
         l1, l2 = st.columns(2)
-        l1.plotly_chart(loss_cdf_figure(cdfs["records"], title="Records: policy vs realized loss",
-                                        base=rel_pol.workload.total_rho, view="tail"), key="run_cdf_records")
+        if cdfs:
+            l1.plotly_chart(loss_cdf_figure(cdfs["records"], title="Records: policy vs realized loss",
+                                            base=rel_pol.workload.total_rho, view="tail"), key="run_cdf_records")
         if "owners" in cdfs:
             l2.plotly_chart(loss_cdf_figure(cdfs["owners"], title=f"Owners ({ds.schema.owner_col}): policy vs "
                                             "realized loss", base=rel_pol.workload.total_rho, view="tail"),
@@ -138,9 +145,11 @@ else:
                        "cut into about τ pieces or more.")
 
 st.subheader("Privacy ledger of this session")
+ledger_view.notice()
 led = state.ledger()
 if len(led):
     st.dataframe(review.ledger_summary(led), hide_index=True)
+    ledger_view.totals()
     st.caption("Losses of successive releases add up for every record (sequential composition). The mode column "
                "says which numbers came from secure releases and which from seeded teaching runs.")
 else:

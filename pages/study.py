@@ -7,8 +7,8 @@ import streamlit as st
 from prdp_core import report as R
 from prdp_core.errors import PrdpError
 from prdp_core.export import to_csv_bytes
+from ui import ledger_view, review, state
 from ui import memory as umem
-from ui import review, state
 from ui import study as ustudy
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
 
@@ -41,7 +41,12 @@ with tab_export:
                     f"**Mechanisms:** {', '.join(kinds) or 'none yet (visit the Policy designer first)'}")
         for note in ustudy.export_notes():
             st.warning(md_escape(note))
-        if study.data.path is not None:
+        if study.data.path is not None and study.data.engine != "memory":
+            st.caption(f":material/database: The config reads **{md_escape(study.data.path)}** of the server's data folder "
+                       f"with the {md_escape(study.data.engine)} engine (the records stay in the file): save the config in "
+                       "that folder to run it with `prdp run`, or pass `--data PATH`. Loading it back here reads the "
+                       "same path of the data folder.")
+        elif study.data.path is not None:
             st.caption(f":material/info: The config names the data file **{md_escape(study.data.path)}**: keep it next to the "
                        "config (it is not part of the export).")
         download_button("Download the study config (YAML)", yaml_text.encode("utf-8"), file_name="study.yaml",
@@ -82,14 +87,22 @@ with tab_report:
         if st.button("Build the report", key="study_build", type="primary", icon=":material/summarize:"):
             try:
                 umem.guard("report", columns=umem.dataset_columns(state.dataset()) * len(study.mechanisms))
-                with st.spinner("Running the study and building the report…"):
-                    run = R.run_study(study, dataset=state.dataset())
+                on_engine = state.is_large()  # a large dataset: each mechanism's statistics in the engine, with progress
+                box = (st.status(f"Running the study on {review.count(state.dataset().n, 'records', hidden='the')}",
+                                 expanded=True) if on_engine
+                       else st.spinner("Running the study and building the report…"))
+                with box as status:
+                    say = (lambda i, n, text: status.write(f":material/progress_activity: {i + 1}/{n + 1}: {text}")
+                           ) if on_engine else None
+                    run = R.run_study(study, dataset=state.dataset(), progress=say)
                     ss["study_outputs"] = {
                         "key": (state.token(), yaml_text),
                         "html": R.render_html(run, config_text=yaml_text).encode("utf-8"),
                         "results": to_csv_bytes(R.results_frame(run.releases, teaching=run.teaching)),
                         "budget": R.budget_table(run), "script": R.reproduction_script(study).encode("utf-8"),
                         "releases": len(run.releases), "mode": study.mode}
+                    if on_engine:
+                        status.update(label="Report built", state="complete", expanded=False)
             except PrdpError as err:
                 show_error(err)
         out = ss.get("study_outputs")
@@ -116,8 +129,10 @@ with tab_report:
             st.caption("The study changed since the last report: build it again.")
     led = state.ledger()
     st.subheader("This session's privacy ledger")
+    ledger_view.notice()
     if len(led):
         st.dataframe(review.ledger_summary(led), hide_index=True)
+        ledger_view.totals()
         download_button("Ledger (JSON)", R.ledger_json(led, teaching=teaching),
                            file_name="prdp_ledger.json", mime="application/json", key="study_dl_ledger")
         ledger_csv = review.ledger_summary(led, R.ledger_table(led, teaching=teaching))

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize_scalar
 
-from .errors import ConfigError, ParameterError, PolicyError
+from .errors import ConfigError, ParameterError, PolicyError, PrdpError
 from .validate import non_negative as _check_nonneg
 from .policy import MEASURE_SYMBOL, Measure, _check_measure
 from .provenance import DATA_DERIVED_COLUMN, data_derived
@@ -493,6 +493,67 @@ class Ledger:
             if table is not None:
                 v = e.loss(table)
                 row["largest record loss"] = float(v.max()) if v.size else 0.0
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+    def running_totals(self, table: pd.DataFrame | None = None, *, on_table: Iterable[bool] | None = None,
+                       others: Literal["worst", "skip"] = "worst") -> pd.DataFrame:
+        """The ledger's losses added up release after release (sequential composition), one row per entry.
+
+        Public columns: the entry's *base loss* and *worst case* over the record universe, and their sums
+        so far in ρ (``base total (ρ)``, ``worst-case total (ρ)``; pure ε counted as ε²/2). With ``table``
+        (the records the releases ran on) also statistics of the records, confidential: the *largest record
+        loss* of the entry and the *largest record total* so far — the per-record sum's maximum, in ρ, and in
+        ε while every release counted is pure ε. Per-record values themselves are never returned.
+
+        ``on_table[i]`` says whether entry i ran on ``table``'s records (default: all did). An entry that did
+        not, or whose loss cannot be evaluated on ``table`` (a data-dependent loss of another table, a column
+        the table lacks), counts at its worst case for every record with ``others="worst"`` — sound when the
+        records are the same people in another version of the data — and is left out of every total with
+        ``others="skip"`` — releases on unrelated data. ``counted`` says how each entry was counted
+        (``"records"``; ``"public form"`` without a table; ``"worst case"``; ``"not counted"``). Totals are
+        NaN from the first entry whose neighbour notion differs from the earlier ones' (their losses do not
+        add up as they are)."""
+        flags = [True] * len(self.entries) if on_table is None else [bool(x) for x in on_table]
+        if len(flags) != len(self.entries):
+            raise ParameterError("on_table must say, for every ledger entry, whether it ran on the table.")
+        n = 0 if table is None else len(table)
+        tot_rho = np.zeros(n)
+        tot_eps: np.ndarray | None = np.zeros(n)
+        base = worst = 0.0
+        notions: set[str] = set()
+        rows = []
+        for i, (e, here) in enumerate(zip(self.entries, flags), 1):
+            values: np.ndarray | None = None
+            if table is not None and here:
+                try:
+                    values = np.asarray(e.loss(table), dtype=float)
+                except (PrdpError, KeyError, ValueError, TypeError):  # not a loss of these records
+                    values = None
+            if values is not None:
+                counted = "records"
+            elif here and table is None:
+                counted = "public form"
+            else:
+                counted = "worst case" if others == "worst" else "not counted"
+            row: dict[str, Any] = {"#": i, "release": e.label, "measure": MEASURE_SYMBOL[e.measure],
+                                   "counted": counted, "base loss": e.loss.minimum(), "worst case": e.loss.supremum()}
+            if counted != "not counted":
+                notions.add(e.neighbours)
+                to_rho = (lambda v: v) if e.measure == "rho" else pure_to_zcdp
+                base += float(to_rho(row["base loss"]))
+                worst += float(to_rho(row["worst case"]))
+                add = values if values is not None else float(row["worst case"])
+                tot_rho = tot_rho + to_rho(add)
+                tot_eps = tot_eps + add if (tot_eps is not None and e.measure == "eps") else None
+            mixed = len(notions) > 1
+            row["base total (ρ)"] = math.nan if mixed else base
+            row["worst-case total (ρ)"] = math.nan if mixed else worst
+            if table is not None:
+                row["largest record loss"] = float(values.max()) if values is not None and values.size else math.nan
+                row["largest record total (ρ)"] = math.nan if mixed or not n else float(tot_rho.max())
+                row["largest record total (ε)"] = (math.nan if mixed or not n or tot_eps is None
+                                                   else float(tot_eps.max()))
             rows.append(row)
         return pd.DataFrame(rows)
 

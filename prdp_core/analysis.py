@@ -19,27 +19,35 @@ Sweeps over thresholds × ρ reuse the workload's sufficient statistics: the tru
 not depend on the thresholds (splitting preserves sums, Lemma 8); only the per-cell
 sensitivity and the split counts do.
 
+Every function taking ``table`` also takes a dataset held by an engine
+(:class:`~prdp_core.engines.EngineDataset`): the per-cell statistics, split-count histograms and
+quantiles are then computed by the engine (:func:`table_stats`), never as per-record arrays, and the
+errors are the same numbers.
+
 Budget solvers answer "what does a fitness-for-use goal cost?" (Fig. 4): the smallest
 budget ρ_q per query family such that a share of the queries meets a relative-error target
 with probability γ, and the per-record policy that implies; or, at fixed ρ, the largest
-thresholds that do.
+thresholds that do. Under partition selection the goal counts a suppressed cell as an ARE of
+100%, as the closed-form errors do (:func:`goal_quantile_levels`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
 from . import limits
+from .distribution import LossDistribution
+from .engines import Aggregate, is_engine_data
 from .errors import ParameterError, PolicyError, ResourceLimitError
-from .mechanisms.unit_splitting import (QueryStats, _cell_sensitivity, selection_cells, selection_plan,
-                                        workload_stats)
-from .splitting import as_thresholds, split_counts
+from .mechanisms.unit_splitting import (QueryStats, _cell_sensitivity, engine_workload_stats,
+                                        policy_loss_of_histogram, selection_cells, selection_plan, workload_stats)
+from .splitting import _positive_quantile, as_thresholds, split_counts
 from .workload import Query, SplittingPolicy, Workload
 
 Z_MEDIAN = float(stats.norm.ppf(0.75))
@@ -49,6 +57,44 @@ def _z(gamma: float) -> float:
     if not (0 < gamma < 1):
         raise ParameterError("γ (the probability the error bound must hold with) must be in (0, 1).")
     return float(stats.norm.ppf((1.0 + gamma) / 2.0))
+
+
+def table_stats(table: Any, policy: SplittingPolicy) -> list[QueryStats]:
+    """Per-cell statistics of the workload (:func:`~prdp_core.mechanisms.unit_splitting.workload_stats`),
+    computed by the engine for a dataset it holds (no per-record cell map: ``cell_of`` is None)."""
+    if is_engine_data(table):
+        return engine_workload_stats(table, policy)[0]
+    return workload_stats(table, policy)
+
+
+def _selection_pieces(table: Any, policy: SplittingPolicy, sets: Iterable[tuple[str, ...]],
+                      pieces: np.ndarray | None,
+                      cells: Mapping[tuple[str, ...], tuple[pd.DataFrame, np.ndarray]] | None
+                      ) -> dict[tuple[str, ...], np.ndarray]:
+    """Split rows of every candidate cell of each selection set (over all records)."""
+    if is_engine_data(table):
+        agg = [Aggregate("pieces", "pieces")]
+        return {gb: table.engine.cell_aggregates(gb, agg, policy.thresholds).values["pieces"] for gb in sets}
+    m = (split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)).astype("float64")
+    out = {}
+    for gb in sets:
+        keys, cell_of = cells[gb] if cells is not None and gb in cells else selection_cells(table, gb)
+        out[gb] = np.bincount(cell_of, weights=m, minlength=len(keys))
+    return out
+
+
+def policy_distribution(table: Any, policy: SplittingPolicy) -> LossDistribution:
+    """The records' policy losses P(r) as a distribution: from the per-record losses in memory, or from
+    the engine's split-count histogram (exact: the same values and counts)."""
+    if not is_engine_data(table):
+        return LossDistribution.from_values(policy(table), "rho", base=policy.workload.total_rho)
+    wl = policy.workload
+    own = () if wl.joint else tuple(dict.fromkeys(q.measure for q in wl.queries  # type: ignore[misc]
+                                                  if q.split and q.kind != "count"))
+    filters = tuple(dict.fromkeys(q.filter for q in wl.queries if q.filter is not None))
+    hist = table.engine.split_histogram(policy.thresholds, measures=own, filters=filters)
+    return LossDistribution.from_counts(policy_loss_of_histogram(policy, hist, summed=True), hist.counts, "rho",
+                                        base=wl.total_rho)
 
 
 def query_rel_err(sigma: np.ndarray | float, true: np.ndarray | float, gamma: float = 0.95) -> np.ndarray:
@@ -120,7 +166,7 @@ def are_quantile_with_keep(bias: np.ndarray, sigma: np.ndarray, true: np.ndarray
     return np.where(at_one & (t > 0), 1.0, out)
 
 
-def keep_probabilities(table: pd.DataFrame, policy: SplittingPolicy, sts: list[QueryStats], *,
+def keep_probabilities(table: Any, policy: SplittingPolicy, sts: list[QueryStats], *,
                        partition_delta: float = 1e-6, pieces: np.ndarray | None = None,
                        scale: float = 1.0, cells: Mapping[tuple[str, ...], tuple[pd.DataFrame, np.ndarray]] | None = None
                        ) -> list[np.ndarray]:
@@ -138,11 +184,7 @@ def keep_probabilities(table: pd.DataFrame, policy: SplittingPolicy, sts: list[Q
     sets, ps = selection_plan((s.query.group_by for s in sts), wl.partition_rho * scale, partition_delta)
     if ps is None:
         return [np.ones(s.n_cells) for s in sts]
-    m = (split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)).astype("float64")
-    keep: dict[tuple[str, ...], np.ndarray] = {}
-    for gb in sets:
-        keys, cell_of = cells[gb] if cells is not None and gb in cells else selection_cells(table, gb)
-        keep[gb] = ps.keep_probability(np.bincount(cell_of, weights=m, minlength=len(keys)))
+    keep = {gb: ps.keep_probability(p) for gb, p in _selection_pieces(table, policy, sets, pieces, cells).items()}
     out = []
     for s in sts:
         if not s.query.group_by:
@@ -177,7 +219,7 @@ def _min_records(min_count: int | float) -> int:
     return max(int(min_count), 1)
 
 
-def workload_errors(table: pd.DataFrame, policy: SplittingPolicy, *, gamma: float = 0.95, min_count: int = 0,
+def workload_errors(table: Any, policy: SplittingPolicy, *, gamma: float = 0.95, min_count: int = 0,
                     stats_: list[QueryStats] | None = None, true_sums: pd.DataFrame | None = None,
                     mc_trials: int = 400, rng: np.random.Generator | None = None,
                     partition_delta: float = 1e-6) -> pd.DataFrame:
@@ -190,7 +232,7 @@ def workload_errors(table: pd.DataFrame, policy: SplittingPolicy, *, gamma: floa
     100%. Gaussian answers are exact; AVG cells use ``mc_trials`` Monte Carlo draws.
     Computed from confidential values: the designer's view, not a publishable table.
     """
-    sts = workload_stats(table, policy) if stats_ is None else stats_
+    sts = table_stats(table, policy) if stats_ is None else stats_
     keeps = keep_probabilities(table, policy, sts, partition_delta=partition_delta)
     rows = []
     for i, s in enumerate(sts):
@@ -237,13 +279,18 @@ def _evaluated_cells(sts: list[QueryStats], min_count: int) -> Iterable[tuple[Qu
             yield s, k
 
 
-def _raw_totals(table: pd.DataFrame, s: QueryStats) -> np.ndarray:
+def _raw_totals(table: Any, s: QueryStats) -> np.ndarray:
+    """Per-cell sums of the query's measure, not clamped (the true answer of a top-coded sum)."""
+    if s.cell_of is None:  # statistics of an engine: the sums are computed there, over the same cells
+        q = s.query
+        agg = Aggregate("raw", "sum", q.measure, None, q.filter)
+        return table.engine.cell_aggregates(q.group_by, [agg]).values["raw"]
     inside = s.cell_of >= 0
     v = table[s.query.measure].to_numpy(dtype="float64")[inside]
     return np.bincount(s.cell_of[inside], weights=v, minlength=s.n_cells)
 
 
-def _avg_errors(table: pd.DataFrame, s: QueryStats, keep: np.ndarray, sig: np.ndarray, gamma: float, trials: int,
+def _avg_errors(table: Any, s: QueryStats, keep: np.ndarray, sig: np.ndarray, gamma: float, trials: int,
                 rng: np.random.Generator | None, published: np.ndarray | None = None
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     q = s.query
@@ -294,31 +341,30 @@ def summarize_errors(errors: pd.DataFrame, by: Sequence[str] = ("family",), col:
 # ---------------------------------------------------------------------------
 
 
-def percentile_grid(table: pd.DataFrame, measures: Sequence[str], pcts: Iterable[float]) -> list[dict[str, float]]:
-    """Single-row thresholds at each percentile (PctScore) of every measure."""
-    out = []
+def percentile_grid(table: Any, measures: Sequence[str], pcts: Iterable[float]) -> list[dict[str, float]]:
+    """Single-row thresholds at each percentile (PctScore) of every measure (the smallest positive
+    value where a percentile is 0)."""
+    pcts = list(pcts)
     for p in pcts:
         if not (0 < p <= 100):
             raise ParameterError("Percentiles must be in (0, 100].")
-        row = {}
-        for m in measures:
-            v = table[m].to_numpy(dtype="float64")
-            t = float(np.percentile(v, p))
-            if t <= 0:
-                pos = v[v > 0]
-                t = float(pos.min()) if pos.size else 1.0
-            row[m] = t
-        out.append(row)
+    if is_engine_data(table):
+        cols = {m: table.engine.threshold_quantiles(m, [p / 100.0 for p in pcts]) for m in measures}
+        return [{m: float(cols[m][i]) for m in measures} for i in range(len(pcts))]
+    out = []
+    for p in pcts:
+        out.append({m: _positive_quantile(table[m].to_numpy(dtype="float64"), p / 100.0) for m in measures})
     return out
 
 
 _BOX_Q = np.array([0.05, 0.25, 0.5, 0.75, 0.95])
 
 
-def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Mapping[str, float]],
+def sweep(table: Any, policy: SplittingPolicy, thresholds: Sequence[Mapping[str, float]],
           base_rhos: Sequence[float], *, min_count: int = 0, gamma: float = 0.95,
           labels: Sequence[str] | None = None, stats_: list[QueryStats] | None = None,
-          partition_delta: float = 1e-6) -> tuple[pd.DataFrame, pd.DataFrame]:
+          partition_delta: float = 1e-6, progress: Callable[[int, int, str], None] | None = None
+          ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Analytic errors and policy losses for every (thresholds, base ρ) pair.
 
     The workload's budgets are scaled so that its base loss (what an unsplit record pays)
@@ -333,7 +379,8 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
     per family and rescaled; top-coded sums (biased) are solved per cell. AVG cells are left
     out (their error needs simulation). With partition selection each cell's ARE is the mixture
     of :func:`are_quantile_with_keep`, with keep probabilities recomputed for every pair (the
-    split counts change with the thresholds, σ_ps with ρ).
+    split counts change with the thresholds, σ_ps with ρ). ``progress(i, total, label)`` is called
+    before each threshold setting.
     """
     n_pairs = len(thresholds) * len(base_rhos)
     if n_pairs == 0:
@@ -348,7 +395,7 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
     if base_total <= 0:
         raise PolicyError("The workload spends no budget.")
     wl = policy.workload
-    sts = workload_stats(table, policy) if stats_ is None else stats_
+    sts = table_stats(table, policy) if stats_ is None else stats_
     z_g = _z(gamma)
     # per query: kept cells, 1/|S| (unbiased) or (bias, |S|) (top-coded)
     prepared = []
@@ -369,7 +416,7 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
     pooled: dict[str, tuple[np.ndarray, float, str | None]] = {}
     sel_sets, sel = selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta)
     selecting = sel is not None
-    sel_cells = {gb: selection_cells(table, gb) for gb in sel_sets} if selecting else {}
+    sel_cells = {gb: selection_cells(table, gb) for gb in sel_sets} if selecting and not is_engine_data(table) else {}
     if policy.thresholds.group_col is None and not selecting:
         for fam in families:
             members = [p for p in prepared if p[2] == fam]
@@ -382,24 +429,31 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
                                float(np.median(w)), measure)
     has_filter = any(q.filter is not None for q in wl.queries)
     box_rows, loss_rows = [], []
-    for th, lab in zip(thresholds, labels):
+    for i, (th, lab) in enumerate(zip(thresholds, labels)):
+        if progress is not None:
+            progress(i, len(labels), lab)
         pol_t = SplittingPolicy(as_thresholds(dict(th)), wl)
-        m = split_counts(table, pol_t.thresholds).astype("float64")
-        m2 = m * m
-        unscaled = (wl.flat_rho + wl.split_rho * m2) if not has_filter else pol_t(table)
+        m, unscaled, weights = _sweep_losses(table, pol_t, has_filter)
         # each query's (per-cell) scale factor Δ/√(2ρ_q) at base scale 1
         sens = {id(p[0]): _cell_sensitivity(p[0].query, pol_t, p[0].keys)[p[1]] for p in prepared}
         for rho in base_rhos:
             scale = rho / base_total
             keep_of: dict[int, np.ndarray] = {}
             if selecting:
-                ks = keep_probabilities(table, pol_t, sts, partition_delta=partition_delta, pieces=m, scale=scale,
-                                        cells=sel_cells)
+                ks = keep_probabilities(table, pol_t, sts, partition_delta=partition_delta,
+                                        pieces=m if weights is None else None, scale=scale, cells=sel_cells)
                 keep_of = {id(st_): kp for st_, kp in zip(sts, ks)}
             losses = unscaled * scale
-            row = {"setting": lab, "base_rho": rho, "share_split": float(np.mean(m > 1)),
-                   "share_above_base": float(np.mean(losses > rho * (1 + 1e-12))),
-                   "loss_p99": float(np.quantile(losses, 0.99)), "loss_max": float(losses.max())}
+            if weights is None:
+                row = {"setting": lab, "base_rho": rho, "share_split": float(np.mean(m > 1)),
+                       "share_above_base": float(np.mean(losses > rho * (1 + 1e-12))),
+                       "loss_p99": float(np.quantile(losses, 0.99)), "loss_max": float(losses.max())}
+            else:  # an engine's histogram: losses of its rows, ``weights`` records each
+                dist = LossDistribution.from_counts(losses, weights)
+                n_rec = max(dist.n, 1)
+                row = {"setting": lab, "base_rho": rho, "share_split": float(weights[m > 1].sum() / n_rec),
+                       "share_above_base": float(weights[losses > rho * (1 + 1e-12)].sum() / n_rec),
+                       "loss_p99": float(dist.quantile(0.99)), "loss_max": dist.max}
             for fam in families:
                 if fam in pooled:
                     qw, med_w, measure = pooled[fam]
@@ -438,7 +492,26 @@ def sweep(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Sequence[Map
     return pd.DataFrame(box_rows), pd.DataFrame(loss_rows)
 
 
-def loss_cdf_for(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Mapping[str, float] | None = None,
+def _sweep_losses(table: Any, policy: SplittingPolicy, has_filter: bool
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Split counts and base-scale policy losses of a sweep point: per record (weights None), or per
+    row of an engine's split-count histogram with its record counts as weights — the same values."""
+    wl = policy.workload
+    if not is_engine_data(table):
+        m = split_counts(table, policy.thresholds).astype("float64")
+        return m, ((wl.flat_rho + wl.split_rho * (m * m)) if not has_filter else policy(table)), None
+    if not has_filter:
+        hist = table.engine.split_histogram(policy.thresholds)
+        m = hist.pieces()
+        return m, wl.flat_rho + wl.split_rho * (m * m), hist.counts
+    own = () if wl.joint else tuple(dict.fromkeys(q.measure for q in wl.queries  # type: ignore[misc]
+                                                  if q.split and q.kind != "count"))
+    filters = tuple(dict.fromkeys(q.filter for q in wl.queries if q.filter is not None))
+    hist = table.engine.split_histogram(policy.thresholds, measures=own, filters=filters)
+    return hist.pieces(), policy_loss_of_histogram(policy, hist, summed=True), hist.counts
+
+
+def loss_cdf_for(table: Any, policy: SplittingPolicy, thresholds: Mapping[str, float] | None = None,
                  base_rho: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Policy-loss CDF of the workload under other thresholds and/or a rescaled budget (for sweeps)."""
     pol = policy if thresholds is None else SplittingPolicy(as_thresholds(dict(thresholds)), policy.workload)
@@ -447,6 +520,8 @@ def loss_cdf_for(table: pd.DataFrame, policy: SplittingPolicy, thresholds: Mappi
     from .policy import ecdf
 
     wl = pol.workload
+    if is_engine_data(table):
+        return policy_distribution(table, pol).ecdf()
     if wl.joint and not any(q.filter is not None for q in wl.queries):
         m = split_counts(table, pol.thresholds)
         counts = np.bincount(m)
@@ -467,7 +542,7 @@ def level_workload(measures: Sequence[str], levels: Sequence[tuple[str, ...]], b
     return Workload(tuple(qs))
 
 
-def compare_schemes(table: pd.DataFrame, measures: Sequence[str], levels: Sequence[tuple[str, ...]],
+def compare_schemes(table: Any, measures: Sequence[str], levels: Sequence[tuple[str, ...]],
                     split_schemes: Mapping[str, Mapping[str, float]], topcode_schemes: Mapping[str, Mapping[str, float]],
                     *, base_rho: float = 1.0, min_count: int = 0) -> pd.DataFrame:
     """Fig. 3: per-answer median ARE of splitting schemes vs top-coding schemes, by group-by level.
@@ -527,44 +602,89 @@ class BudgetSolution:
 
     def describe(self) -> str:
         fams = ", ".join(f"{f}: ρ = {r:.4g}" for f, r in self.rho_by_family.items())
-        return (f"For {self.share:.0%} of the queries within {self.target:.0%} relative error with probability "
-                f"{self.gamma:.0%}: {fams}; base loss {self.policy.workload.total_rho:.4g}ρ.")
+        out = (f"For {self.share:.0%} of the queries within {self.target:.0%} relative error with probability "
+               f"{self.gamma:.0%}: {fams}; base loss {self.policy.workload.total_rho:.4g}ρ.")
+        if any(math.isinf(r) for r in self.rho_by_family.values()):
+            out += (" ρ = inf: no budget meets the goal for that family (a top-coding bias beyond the goal, a true "
+                    "answer of 0, or cells that partition selection suppresses more often than 1 − γ — a suppressed "
+                    "cell counts as a 100% error; a larger partition-selection budget keeps more cells); its queries "
+                    "keep their budgets.")
+        return out
 
 
-def solve_budget(table: pd.DataFrame, policy: SplittingPolicy, *, target: float, gamma: float = 0.95,
-                 share: float = 0.95, min_count: int = 0, stats_: list[QueryStats] | None = None) -> BudgetSolution:
+def goal_quantile_levels(keep: np.ndarray, gamma: float, target: float) -> np.ndarray:
+    """Per cell, the probability the *published* answer's error must stay within the goal so that the
+    cell meets QueryRelErr(γ) ≤ ``target`` with partition selection's suppression counted.
+
+    A cell is published with probability p (``keep``) and otherwise reads as 0, an ARE of exactly
+    100%. Its ARE is at most t with probability (1 − p)·1[t ≥ 1] + p·G(t), G the published answer's
+    error CDF; the goal P(ARE ≤ t) ≥ γ holds iff G(t) ≥ γ/p (t < 1) or G(t) ≥ (γ − 1 + p)/p (t ≥ 1).
+    Returns that level: ≥ 1 (unreachable: too many suppressions) gives an infinite budget, ≤ 0
+    (the suppressions alone meet the goal) needs no budget; p = 1 gives γ.
+    """
+    p = np.clip(np.asarray(keep, dtype=float), 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lv = np.where(p > 0, (gamma if target < 1 else gamma - 1.0 + p) / p, np.inf)
+    return np.where(p >= 1.0, gamma, lv)
+
+
+def _goal_z(level: np.ndarray) -> np.ndarray:
+    """Two-sided normal quantile z with P(|Z| ≤ z) = level (0 for level ≤ 0, inf for level ≥ 1)."""
+    lv = np.asarray(level, dtype=float)
+    inner = np.clip(lv, 0.0, 1.0)
+    z = stats.norm.ppf((1.0 + inner) / 2.0)
+    return np.where(lv >= 1.0, np.inf, np.where(lv <= 0.0, 0.0, z))
+
+
+def _keeps_by_query(table: pd.DataFrame, policy: SplittingPolicy, sts: list[QueryStats], partition_delta: float,
+                    **kw: Any) -> dict[int, np.ndarray]:
+    """Keep probability of each cell, by query statistics (all 1 without partition selection)."""
+    return {id(s): k for s, k in zip(sts, keep_probabilities(table, policy, sts, partition_delta=partition_delta,
+                                                             **kw))}
+
+
+def solve_budget(table: Any, policy: SplittingPolicy, *, target: float, gamma: float = 0.95,
+                 share: float = 0.95, min_count: int = 0, stats_: list[QueryStats] | None = None,
+                 partition_delta: float = 1e-6) -> BudgetSolution:
     """Smallest per-query budgets so that a ``share`` of each family's cells has QueryRelErr(γ) ≤ ``target``.
 
     For an unbiased Gaussian answer QueryRelErr(γ) = z·Δ/(√(2ρ)·|S|) ≤ t ⇔ ρ ≥ (z·Δ/(t·|S|))²/2;
     the family's budget is the ``share``-quantile of its cells' requirements, and every query of
     the family gets it (each query must meet the goal on its own cells). Top-coded sums are biased: their
-    requirement is infinite where the bias alone exceeds the target (reported as such).
-    Returns the implied policy (the same thresholds and workload with the new budgets).
-    The goal is for published answers: under partition selection, the chance that a cell is
-    suppressed is not part of the solve (see ``keep_prob`` of :func:`workload_errors`).
+    requirement is infinite where the bias alone exceeds the target (reported as such), else
+    ρ ≥ (z·Δ/(t·|S| − |b|))²/2 (conservative).
+    Partition selection's suppression is counted (with δ = ``partition_delta``): a cell published
+    with probability p reads as 0 otherwise — an ARE of 100% — so z becomes the two-sided quantile
+    of :func:`goal_quantile_levels` (γ/p for a goal below 100%), and a cell suppressed more often
+    than 1 − γ needs an infinite budget (no ρ_q helps: only a larger partition-selection budget,
+    which the solve leaves unchanged). Returns the implied policy (the same thresholds and
+    workload with the new budgets).
     """
     if not (target > 0):
         raise ParameterError("The relative-error target must be positive.")
     if not (0 < share <= 1):
         raise ParameterError("The share of queries must be in (0, 1].")
-    z = _z(gamma)
-    sts = workload_stats(table, policy) if stats_ is None else stats_
+    _z(gamma)
+    sts = table_stats(table, policy) if stats_ is None else stats_
+    keeps = _keeps_by_query(table, policy, sts, partition_delta)
     need: dict[str, list[np.ndarray]] = {}
     for s, k in _evaluated_cells(sts, min_count):
         q = s.query
         truth = np.abs(s.true_answer()[k]) if not (q.kind == "sum" and not q.split) else np.abs(_raw_totals(table, s)[k])
         sens = s.sens[k]
-        with np.errstate(divide="ignore"):
-            r = np.where(truth > 0, 0.5 * (z * sens / (target * truth)) ** 2, np.inf)
+        z = _goal_z(goal_quantile_levels(keeps[id(s)][k], gamma, target))
+        margin = target * truth
         if q.kind == "sum" and not q.split:
-            bias = np.abs(s.total[k] - truth)  # type: ignore[index]
-            r = np.where(bias >= target * truth, np.inf, 0.5 * (z * sens / np.maximum(target * truth - bias, 1e-300)) ** 2)
+            margin = target * truth - np.abs(s.total[k] - truth)  # type: ignore[index]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.where(z == 0, 0.0, 0.5 * (z * sens / np.maximum(margin, 1e-300)) ** 2)
+        r = np.where((margin <= 0) & (z > 0), np.inf, r)
         need.setdefault(_family(q), []).append(r)
     rho_fam = {f: float(np.quantile(np.concatenate(v), share, method="higher")) for f, v in need.items()}
     new_q = []
     for q in policy.workload.queries:
         f = _family(q)
-        if f in rho_fam and math.isfinite(rho_fam[f]):
+        if f in rho_fam and math.isfinite(rho_fam[f]) and rho_fam[f] > 0:
             # every query of the family must meet the goal by itself: give each the family's need
             new_q.append(replace(q, rho=rho_fam[f]))
         else:
@@ -573,23 +693,72 @@ def solve_budget(table: pd.DataFrame, policy: SplittingPolicy, *, target: float,
     return BudgetSolution(target, gamma, share, rho_fam, pol)
 
 
-def largest_thresholds(table: pd.DataFrame, policy: SplittingPolicy, *, target: float, gamma: float = 0.95,
-                       share: float = 0.95, min_count: int = 0) -> dict[str, float]:
+def largest_thresholds(table: Any, policy: SplittingPolicy, *, target: float, gamma: float = 0.95,
+                       share: float = 0.95, min_count: int = 0, partition_delta: float = 1e-6) -> dict[str, float]:
     """At the workload's current budgets, the largest threshold T(a) per measure such that a ``share``
-    of the SUM cells on split data meets QueryRelErr(γ) ≤ ``target``: T ≤ t·|S|·√(2ρ)/z."""
+    of the SUM cells on split data meets QueryRelErr(γ) ≤ ``target``: T ≤ t·|S|·√(2ρ)/z.
+
+    Under partition selection a suppressed cell counts as a 100% error (z from
+    :func:`goal_quantile_levels`); the keep probabilities depend on every measure's threshold (split
+    rows), and a smaller threshold only raises them. So each measure in turn gets the largest
+    T(a) at most its suppression-blind value at which its share holds, found by bisection with
+    the thresholds already lowered (a later measure's lowering keeps the earlier goals met). 0 when
+    no positive threshold meets the goal (cells suppressed too often at any split).
+    """
     if policy.thresholds.group_col is not None:
         raise PolicyError("Largest thresholds are solved for a single row of thresholds.")
     z = _z(gamma)
-    sts = workload_stats(table, policy)
-    caps: dict[str, list[np.ndarray]] = {}
+    sts = table_stats(table, policy)
+    cells: dict[str, list[tuple[QueryStats, np.ndarray, np.ndarray]]] = {}
     for s in sts:
         q = s.query
         if q.kind != "sum" or not q.split:
             continue
         k = s.count >= _min_records(min_count)
-        truth = np.abs(s.true_answer()[k])
-        caps.setdefault(q.measure, []).append(target * truth * math.sqrt(2.0 * q.rho) / z)  # type: ignore[arg-type]
-    return {a: float(np.quantile(np.concatenate(v), 1.0 - share, method="lower")) for a, v in caps.items() if v}
+        cells.setdefault(q.measure, []).append((s, k, np.abs(s.true_answer()[k])))  # type: ignore[arg-type]
+
+    def caps_of(items: list[tuple[QueryStats, np.ndarray, np.ndarray]], zs: list[np.ndarray] | None) -> np.ndarray:
+        """T ≤ t·|S|·√(2ρ)/z per cell (z per cell with suppression counted, else the blind z)."""
+        zz = zs if zs is not None else [np.full(truth.shape, z) for _, _, truth in items]
+        return np.concatenate([target * truth * math.sqrt(2.0 * s.query.rho) / zc
+                               for (s, _, truth), zc in zip(items, zz)])
+
+    blind = {a: float(np.quantile(caps_of(v, None), 1.0 - share, method="lower")) for a, v in cells.items() if v}
+    wl = policy.workload
+    if selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta)[1] is None:
+        return blind
+    sel_sets, _ = selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta)
+    engine = is_engine_data(table)  # an engine counts each candidate's pieces itself
+    sel_cells = None if engine else {gb: selection_cells(table, gb) for gb in sel_sets}
+    current = {**dict(policy.thresholds.rows[0][1]), **blind}
+
+    def share_met(a: str, th: dict[str, float]) -> float:
+        pol_t = SplittingPolicy(as_thresholds(dict(th)), wl)
+        keeps = _keeps_by_query(table, pol_t, sts, partition_delta, pieces=None if engine else split_counts(table, pol_t.thresholds),
+                                cells=sel_cells)
+        items = cells[a]
+        zs = [_goal_z(goal_quantile_levels(keeps[id(s)][k], gamma, target)) for s, k, _ in items]
+        with np.errstate(divide="ignore"):
+            return float(np.mean(caps_of(items, zs) >= th[a] * (1 - 1e-12)))
+
+    out: dict[str, float] = {}
+    for a in blind:
+        hi = blind[a]
+        if share_met(a, {**current, a: hi}) >= share:
+            out[a] = hi
+            continue
+        lo = hi * 1e-9
+        if share_met(a, {**current, a: lo}) < share:
+            out[a] = 0.0  # the other measures are solved with T(a) left at its blind value
+            continue
+        for _ in range(60):  # geometric bisection: share_met is non-increasing in T(a)
+            mid = math.sqrt(lo * hi)
+            if share_met(a, {**current, a: mid}) >= share:
+                lo = mid
+            else:
+                hi = mid
+        out[a] = current[a] = lo
+    return out
 
 
 def minimum_policy(table: pd.DataFrame, policy: SplittingPolicy, *, target: float, gamma: float = 0.95,

@@ -1150,7 +1150,8 @@ class BudgetFunction:
 
     def domain_table(self, table_or_values: Any | None = None, *, beta: float | None = None) -> pd.DataFrame:
         """Domains with budget ranges, value ranges (decreasing budgets), thresholds and, given a
-        table, the number of records in each (confidential counts)."""
+        table (or a dataset held by an engine, which counts them), the number of records in each
+        (confidential counts)."""
         dp = self.domains()
         df = dp.table(beta)
         if self.value_column is not None and not isinstance(self.shape, Groups) and self.decreasing():
@@ -1161,7 +1162,9 @@ class BudgetFunction:
             df["value_from"] = np.clip(lo_v, 0.0, self.U)
             df["value_to"] = np.clip(hi_v, 0.0, self.U)
             df.loc[df["value_to"] <= df["value_from"], ["value_from", "value_to"]] = np.nan
-        if table_or_values is not None:
+        if getattr(table_or_values, "engine", None) is not None:  # a dataset held by an engine: counted there
+            df["records"] = table_or_values.engine.domain_stats(self).counts
+        elif table_or_values is not None:
             idx = dp.index(self(table_or_values))
             df["records"] = np.bincount(idx, minlength=dp.L + 1)[1:]
         return df

@@ -3,11 +3,13 @@
 ::
 
     prdp run study.yaml [--data SOURCE] [--engine memory|duckdb|auto] [--out DIR] [--force] [--quiet]
+             [--ledger NAME [--ledger-new-data] [--db URL]]
     prdp validate study.yaml [--data SOURCE] [--engine ...] [--no-data]
     prdp samples
     prdp samples write NAME --rows N --out FILE.parquet [--seed S]
     prdp board submit STUDY.yaml --name NAME | list | export --out DIR   (the workshop board)
     prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL]
+    prdp ledger show NAME [--db URL] [--format table|json] [--review] | list   (named ledgers)
 
 Exit codes (scripts can rely on them):
 
@@ -138,6 +140,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--force", action="store_true", help="replace output files (and symbolic links, never followed) "
                                                          "that prdp did not write in DIR")
     r.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--ledger", metavar="NAME",
+                   help="append the run's ledger entries to the named ledger in the store, so successive runs on the "
+                        "same data add up (prdp ledger show NAME)")
+    r.add_argument("--ledger-new-data", action="store_true",
+                   help="with --ledger: append even though the ledger belongs to other data (the same records in a "
+                        "new version of the table); its earlier releases then count at their worst case")
+    r.add_argument("--db", metavar="URL", help="with --ledger: the store's database URL (default: PRDP_BOARD_URL, else "
+                                               "sqlite:///<workshop folder>/board.sqlite)")
     v = sub.add_parser("validate", help="check a study config (and that it fits its data)",
                        description="Check a study config: schema, values, and — unless --no-data — that every "
                                    "column it names exists in its data.", epilog=f"exit codes:\n{codes}",
@@ -260,6 +270,9 @@ def _cmd_run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     from .outputs import check_folder
     from .report import OUTPUT_FILES, run_study, write_outputs
 
+    if (args.db or args.ledger_new_data) and not args.ledger:
+        stderr.write("prdp: error: --db and --ledger-new-data go with --ledger NAME.\n")
+        return EXIT_USAGE
     study = _with_engine(load_config(args.config), args.engine, args.data)
     out = Path(args.out) if args.out else Path.cwd() / f"{Path(args.config).stem}-results"
     try:
@@ -267,9 +280,16 @@ def _cmd_run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     except OutputError as err:
         stderr.write(f"prdp: error: {err}\n")
         return EXIT_USAGE
+    ledger = None
+    if args.ledger:  # the named ledger's data is checked before anything is released
+        from .board.cli import RunLedger
+
+        ledger = RunLedger(args.ledger, args.db, study, args.data, new_data=args.ledger_new_data)
     bar = TextProgress(stderr, enabled=not args.quiet)
     try:
         run = run_study(study, args.data, progress=bar)
+        if ledger is not None:  # recorded before the outputs are written: a release is never left out
+            ledger.append(run, origin=f"prdp run {Path(args.config).name}")
         try:
             files = write_outputs(run, out, progress=lambda d, t, w: bar(d, t, f"output: {w}"), force=args.force)
         except OSError as err:
@@ -281,6 +301,8 @@ def _cmd_run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         bar.close()
     stdout.write(f"{len(run.releases)} release(s) of {args.config} ({study.mode} mode, seed {study.seed}) written "
                  f"to {out}: {', '.join(sorted(files))}\n")
+    if ledger is not None:
+        stdout.write(ledger.summary_line() + "\n")
     return EXIT_OK
 
 
@@ -300,10 +322,11 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
             return _cmd_samples(stdout)
         if args.command == "validate":
             return _cmd_validate(args, stdout)
-        if args.command in ("board", "app"):
+        if args.command in ("board", "app", "ledger"):
             from .board import cli as board_cli
 
-            return (board_cli.run_board if args.command == "board" else board_cli.run_app)(args, stdout, stderr)
+            run = {"board": board_cli.run_board, "app": board_cli.run_app, "ledger": board_cli.run_ledger}
+            return run[args.command](args, stdout, stderr)
         return _cmd_run(args, stdout, stderr)
     except KeyboardInterrupt:
         stderr.write("prdp: interrupted\n")

@@ -317,37 +317,40 @@ def _read_yaml(text: str) -> Any:
 # ---------------------------------------------------------------------------
 
 
-def safe_data_path(path: str, base_dir: str | os.PathLike, *, key: str = "data.path") -> Path:
+def safe_data_path(path: str, base_dir: str | os.PathLike, *, key: str = "data.path",
+                   where: str = "the config's folder") -> Path:
     """Resolve a data path written in a config, relative to ``base_dir`` (the config's folder).
 
     Refused (ConfigError naming ``key``): absolute paths, drive letters, ``~``, any ``..``
     component, and paths that leave ``base_dir`` once symbolic links are resolved. This keeps
-    a shared config from reading files outside its own folder.
+    a shared config from reading files outside its own folder. ``where`` names ``base_dir`` in
+    the messages (the app's data folder uses the same rules).
     """
-    p = _check_relative(path, key)
+    p = _check_relative(path, key, where)
     base = Path(base_dir).resolve()
     target = (base / Path(*PurePosixPath(p.replace("\\", "/")).parts)).resolve()
     try:
         target.relative_to(base)
     except ValueError:
-        raise _err(key, f"resolves outside the config's folder (a symbolic link?): {_fmt(p)}.",
-                   hint="Copy the data file into the config's folder.") from None
+        raise _err(key, f"resolves outside {where} (a symbolic link?): {_fmt(p)}.",
+                   hint=f"Copy the data file into {where}.") from None
     return target
 
 
-def _check_relative(path: Any, key: str) -> str:
+def _check_relative(path: Any, key: str, where: str = "the config's folder") -> str:
     """The static part of :func:`safe_data_path`: relative, no '~', no '..'."""
     p = _text(path, key, max_len=1000)
+    place = "next to the config (or in a subfolder)" if where == "the config's folder" else f"in {where}"
     if p.startswith("~"):
-        raise _err(key, "must be relative to the config's folder (no '~').")
+        raise _err(key, f"must be relative to {where} (no '~').")
     if (p.startswith(("/", "\\")) or PurePosixPath(p).is_absolute() or PureWindowsPath(p).is_absolute()
             or PureWindowsPath(p).drive):
-        raise _err(key, f"must be relative to the config's folder, not absolute (got {_fmt(p)}).",
-                   hint="Put the data file next to the config (or in a subfolder) and give its relative path.")
+        raise _err(key, f"must be relative to {where}, not absolute (got {_fmt(p)}).",
+                   hint=f"Put the data file {place} and give its relative path.")
     parts = PureWindowsPath(p).parts
     if any(part == ".." for part in parts):
-        raise _err(key, f"may not leave the config's folder ('..' in {_fmt(p)}).",
-                   hint="Put the data file next to the config (or in a subfolder).")
+        raise _err(key, f"may not leave {where} ('..' in {_fmt(p)}).",
+                   hint=f"Put the data file {place}.")
     if not PurePosixPath(p.replace("\\", "/")).parts:
         raise _err(key, "names no file.")
     return p

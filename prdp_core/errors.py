@@ -78,9 +78,10 @@ class OutputError(PrdpError):
 
 
 class StoreError(PrdpError):
-    """The workshop board's database cannot be opened, read or written."""
+    """The workshop store (the board, durable sessions and ledgers) cannot be opened, read or written, or
+    refuses an action (e.g. an append to a ledger of other data)."""
 
-    title = "Board problem"
+    title = "Store problem"
 
 
 class AccessError(PrdpError):

@@ -30,6 +30,7 @@ import ctypes.util
 import gc
 import math
 import os
+import re
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -103,6 +104,11 @@ STEPS: dict[str, StepModel] = {
         "Running both histograms", 1.0, 3.0,
         "records × (attributes + 64) bytes (encoded attributes, cell counts, accuracy: about 1.1–1.8×)",
         "Use fewer attributes or records."),
+    "engine": StepModel(
+        "The engine's work on a large table", 1.0, 1.0,
+        "rows = the DuckDB engine's memory limit in bytes, columns = 1 (beyond its limit DuckDB spills to disk; "
+        "the driver keeps only aggregates, so the records' number does not enter the model)",
+        "Lower the engine's memory limit (PRDP_DUCKDB_MEMORY_LIMIT) or try again when other work has finished."),
     "report": StepModel(
         "Building the report", 8.0, 8.0,
         "records × (measures + groups + 3) × mechanisms (each release, its losses and the HTML: about 4×)",
@@ -172,16 +178,17 @@ def _mb(x: float) -> str:
 
 
 def check(step: str, rows: float, columns: float = 1, *,
-          rss_reader: Callable[[], float] = server_rss_mb) -> float:
+          rss_reader: Callable[[], float] = server_rss_mb, session: bool = True) -> float:
     """Refuse ``step`` before it starts when it would not fit; return its estimate in megabytes.
 
     Raises :class:`~prdp_core.errors.ResourceLimitError` naming the limit (and the variable that sets
-    it) when the estimate is over the per-session budget, or when the server's resident memory
-    (``rss_reader()``, in MB) plus the estimate is over the server limit."""
+    it) when the estimate is over the per-session budget (unless ``session`` is False: a step whose memory
+    the server bounds, :func:`check_engine`), or when the server's resident memory (``rss_reader()``, in
+    MB) plus the estimate is over the server limit."""
     model = STEPS[step]
     est = estimate_mb(step, rows, columns)
     budget = session_budget_mb()
-    if est > budget:
+    if session and est > budget:
         raise ResourceLimitError(
             f"{model.what} would need about {_mb(est)}, over the per-session memory budget of "
             f"{_mb(budget)} ({SESSION_ENV}).", hint=model.hint)
@@ -194,6 +201,30 @@ def check(step: str, rows: float, columns: float = 1, *,
             hint="Nothing was changed. Try again in a few minutes, when other sessions have ended, or use a "
                  "smaller table.")
     return est
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
+_UNITS = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+
+
+def size_bytes(text: str) -> float:
+    """Bytes of a size written as DuckDB reads it (``"2GB"`` = 2·10⁹ bytes, ``"2GiB"`` = 2·2³⁰)."""
+    m = _SIZE.match(str(text))
+    if m is None:
+        raise ConfigError(f"'{str(text)[:40]}' is not a size such as 3GB or 500MB.")
+    return float(m.group(1)) * _UNITS[m.group(2).lower()]
+
+
+def check_engine(memory_limit: str, *, rss_reader: Callable[[], float] = server_rss_mb) -> float:
+    """Refuse engine work (statistics computed by DuckDB on a large table) when the server's resident
+    memory plus the engine's memory limit is over the server limit; return the estimate in megabytes.
+
+    The records' number does not enter: DuckDB keeps its memory under ``memory_limit`` (spilling to
+    disk beyond it) and only aggregates reach the driver. The per-session budget does not apply
+    either: the limit is the server's setting, not a session's choice. A row-count model
+    (:func:`check`) would refuse exactly the tables the engine exists for."""
+    est = size_bytes(memory_limit) / MB
+    return check("engine", est * MB, 1, rss_reader=rss_reader, session=False)
 
 
 def _libc_malloc_trim() -> Callable[[int], int] | None:

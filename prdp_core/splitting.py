@@ -80,11 +80,20 @@ class Thresholds:
                           hint="Add a row for this group or a default row.")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"group_col": self.group_col, "rows": {str(g): dict(r) for g, r in self.rows}}
+        """Plain form: ``rows`` keyed by the group values as text; ``group_values`` maps that text back to
+        a group value that is not text (an integer, a float, a boolean), so :meth:`from_dict` rebuilds the
+        same rows after a JSON round trip (a stored ledger's policy matches the same groups)."""
+        d: dict[str, Any] = {"group_col": self.group_col, "rows": {str(g): dict(r) for g, r in self.rows}}
+        typed = {str(g): _plain_key(g) for g, _ in self.rows if not isinstance(g, str)}
+        if typed:
+            d["group_values"] = typed
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Thresholds":
-        return as_thresholds(d["rows"], group_col=d.get("group_col"))
+        typed = d.get("group_values") or {}
+        rows = {typed.get(str(g), g): r for g, r in d["rows"].items()}
+        return as_thresholds(rows, group_col=d.get("group_col"))
 
     def describe(self) -> str:
         def fmt(row: tuple[tuple[str, float], ...]) -> str:
@@ -131,6 +140,13 @@ class Thresholds:
                 lacking = sorted(set(meas) - names)
                 raise PolicyError(f"The thresholds row for {g!r} lacks {', '.join(lacking)}.",
                                   hint="Give every row a threshold for every measure.")
+
+
+def _plain_key(g: Any) -> Any:
+    """A group value as a plain JSON scalar (numpy numbers as Python numbers; other objects as text)."""
+    if isinstance(g, np.generic):
+        g = g.item()
+    return g if isinstance(g, (bool, int, float, str)) or g is None else str(g)
 
 
 def as_thresholds(thresholds: Mapping[Any, Any] | Thresholds, *, group_col: str | None = None) -> Thresholds:
@@ -429,7 +445,8 @@ def percentile_thresholds(table: pd.DataFrame, measures: tuple[str, ...] | list[
     """Thresholds at chosen percentiles of each measure (the "PctScore" of Table 8).
 
     ``pct`` in (0, 100], one value or one per measure. With ``group_col`` each group gets
-    its own percentiles (plus a ``"*"`` row from the whole table for unseen groups).
+    its own percentiles (plus a ``"*"`` row from the whole table for unseen groups). ``table`` may be a
+    dataset held by an engine (one row of thresholds, from its order statistics).
     Computed from the confidential data: a suggestion for the designer, not a public fact.
     """
     def pct_of(m: str) -> float:
@@ -441,6 +458,9 @@ def percentile_thresholds(table: pd.DataFrame, measures: tuple[str, ...] | list[
     measures = tuple(measures)
     if not measures:
         raise PolicyError("Choose at least one measure.")
+    engine = _engine_of(table, group_col, "Percentile thresholds per group")
+    if engine is not None:  # a dataset held by an engine: its order statistics, the same rule
+        return as_thresholds({m: float(engine.threshold_quantiles(m, [pct_of(m)])[0]) for m in measures})
 
     def row(df: pd.DataFrame) -> dict[str, float]:
         return {m: _positive_quantile(df[m].to_numpy(dtype="float64"), pct_of(m)) for m in measures}
@@ -448,10 +468,26 @@ def percentile_thresholds(table: pd.DataFrame, measures: tuple[str, ...] | list[
     return _rows_by_group(table, row, group_col)
 
 
+def _engine_of(table: Any, group_col: str | None, what: str) -> Any:
+    """The engine of a dataset it holds (None for a table in memory); ``what`` per group is refused there."""
+    engine = getattr(table, "engine", None)
+    if engine is not None and group_col is not None:
+        raise PolicyError(f"{what} are not available for a table held by an engine.",
+                          hint="Suggest one row of thresholds, or type the per-group values.")
+    return engine
+
+
 def threshold_percentiles(table: pd.DataFrame, thresholds: Mapping[Any, Any] | Thresholds) -> dict[str, float]:
-    """Share of records (in %) at or below each measure's threshold (PctScore of Table 8)."""
+    """Share of records (in %) at or below each measure's threshold (PctScore of Table 8); for a dataset
+    held by an engine (single-row thresholds), counted there."""
     thr = as_thresholds(thresholds)
     out = {}
+    engine = getattr(table, "engine", None)
+    if engine is not None and thr.group_col is None:  # counted by the engine that holds the table
+        n = engine.n_rows()
+        for m, t in dict(thr.rows[0][1]).items():
+            out[m] = float((n - int(engine.count_above(m, [t])[0])) / n * 100.0) if n else 100.0
+        return out
     tarr = _threshold_arrays(table, thr)
     for m in thr.measures:
         v = table[m].to_numpy(dtype="float64")
@@ -505,7 +541,8 @@ def thresholds_for_cap(table: pd.DataFrame, measures: tuple[str, ...] | list[str
       at the smallest common percentile p whose joint share of records with P(r) > cap is
       ≤ q (binary search; the share is monotone in p).
 
-    With ``group_col`` the rule is applied within each group (so it holds overall).
+    With ``group_col`` the rule is applied within each group (so it holds overall). On a dataset held by
+    an engine: ``share = 0`` only (each measure's largest value is an order statistic there).
     Computed on the confidential data: show it to the designer only.
     """
     measures = tuple(measures)
@@ -514,6 +551,15 @@ def thresholds_for_cap(table: pd.DataFrame, measures: tuple[str, ...] | list[str
     if not (0.0 <= share < 1.0):
         raise ParameterError("The share of records allowed above the cap must be in [0, 1).")
     m_max = max_pieces_for_cap(cap, flat, split)
+    engine = _engine_of(table, group_col, "Loss-cap thresholds per group")
+    if engine is not None:  # "no record above the cap" needs each measure's largest value only
+        if share > 0:
+            raise PolicyError("A loss cap with a share of records allowed above it needs the records themselves: "
+                              "not available for a table held by an engine.",
+                              hint="Ask for no record above the cap (share 0), or use percentile thresholds.")
+        n = engine.n_rows()
+        return as_thresholds({m: _fits(max(float(engine.order_statistics(m, [n - 1])[0]) if n else 1.0, 1e-300), m_max)
+                              for m in measures})
 
     def row(df: pd.DataFrame) -> dict[str, float]:
         vals = {m: df[m].to_numpy(dtype="float64") for m in measures}

@@ -183,11 +183,11 @@ def _use_file(f: W.WorkshopFile, schema: Mapping[str, Any] | None = None,
                                "id": uuid.uuid4().hex[:8]}
 
 
-def _ensure_data(data: Mapping[str, Any]) -> None:
+def ensure_data(data: Mapping[str, Any]) -> None:
     """Before a design that reads a file is loaded: make that file the active dataset when the
     server's data folder has it; say so when the server does not have it."""
-    if "path" not in data:
-        return  # samples: the study import loads them
+    if "path" not in data or data.get("engine", "memory") != "memory":
+        return  # samples, and large datasets of the data folder (read in place): the study import loads them
     name = str(data["path"])
     src = state.source()
     if src.get("kind") == "file" and src.get("filename") == name and not src.get("shared"):
@@ -211,7 +211,7 @@ def load_design(config: Mapping[str, Any]) -> list[str]:
     keeps its mode and its privacy ledger. Raises PrdpError, leaving the session unchanged."""
     cfg = parse_config(dict(config)).to_dict()  # validated before anything changes
     cfg["mode"] = st.session_state.get("mode", "teaching")
-    _ensure_data(cfg["data"])
+    ensure_data(cfg["data"])
     current = ustudy.export_state()
     same = parse_config(current).data == parse_config(cfg).data
     if not same:

@@ -11,12 +11,16 @@ import pandas as pd
 import streamlit as st
 
 from prdp_core import budget as B
+from prdp_core.config import data_columns
 from prdp_core.data import Dataset
+from prdp_core.engines import Aggregate, is_engine_data
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import prdp as P
+from prdp_core.mechanisms import prdp_forecast as F
 from prdp_core.mechanisms import prldp as LP
 
 from . import memory, state
+from .common import md_escape
 from .datasource import load_code
 
 MODES = {"preset": "Preset", "step": "Step table", "groups": "Per group", "expression": "Expression"}
@@ -106,19 +110,25 @@ def on_preset_change() -> None:
         ss["bf_alpha"] = PRESET_ALPHA[ss["bf_preset"]]
 
 
-def group_values(ds: Dataset, col: str, limit: int = 12) -> list[str]:
+def group_values(ds: Any, col: str, limit: int = 12) -> list[str]:
+    """The column's most frequent values (counted by the engine for a large dataset)."""
+    if is_engine_data(ds):
+        cells = ds.engine.cell_aggregates((col,), [Aggregate("n", "count")])
+        vc = pd.Series(cells.values["n"], index=cells.keys[col].astype(str).to_numpy()).sort_values(
+            ascending=False, kind="stable")
+        return list(vc.index[:limit])
     vc = ds.table[col].astype(str).value_counts()
     return list(vc.index[:limit])
 
 
-def default_group_table(ds: Dataset, col: str, measure: str) -> pd.DataFrame:
+def default_group_table(ds: Any, col: str, measure: str) -> pd.DataFrame:
     vals = group_values(ds, col, 3)
     m = measure if measure.isidentifier() else f"`{measure}`"
     return pd.DataFrame({"group": vals + ["*"],
                          "budget": [f"1e4 / max({m}, 1)", "0.5", f"8 / sqrt(max({m}, 1))", f"1e4 / max({m}, 1)"]})
 
 
-def build_budget(ds: Dataset) -> B.BudgetFunction:
+def build_budget(ds: Any) -> B.BudgetFunction:
     """The budget function described by the editor's widgets (raises PrdpError when invalid)."""
     ss = st.session_state
     v = ss.get("bf_measure")
@@ -165,22 +175,39 @@ def build_budget(ds: Dataset) -> B.BudgetFunction:
                 parts[g.strip()] = text
         return B.per_group(col, parts, default=default, eps_min=eps_min, eps_max=eps_max, U=U)
     b = B.parse_budget(str(ss["bf_expr"]), eps_min=eps_min, eps_max=eps_max, U=U)
-    b.check_columns(ds.table.columns)
+    b.check_columns(data_columns(ds))
     return b
 
 
-def current_budget(ds: Dataset) -> tuple[B.BudgetFunction | None, PrdpError | None]:
+def check_records(ds: Any, b: B.BudgetFunction) -> Any:
+    """Every record must get a valid budget (PolicyError with the counts otherwise). A large dataset's
+    records are checked in the engine, once per budget, with progress, and its per-domain statistics
+    returned (for :func:`domain_table`); None in memory."""
+    if not is_engine_data(ds):
+        b(ds.table)
+        return None
+    from . import large
+
+    def work(stage: Any) -> Any:
+        memory.guard("release")  # a large table: the engine's memory limit
+        stage("every record's budget E(r) and its privacy-specified domain, in the engine")
+        return ds.engine.domain_stats(b)
+
+    return large.stats("domains", budget_key(b), "Checking every record's budget", work)
+
+
+def current_budget(ds: Any) -> tuple[B.BudgetFunction | None, PrdpError | None]:
     """The editor's budget, or the last valid one (with the error) when the current input is invalid."""
     ss = st.session_state
     try:
         b = build_budget(ds)
-        b(ds.table)  # every record must get a valid budget
+        check_records(ds, b)  # every record must get a valid budget
     except PrdpError as err:
         last = ss.get("bf_last_valid")
         if last is not None:
             try:
-                last.check_columns(ds.table.columns)
-                last(ds.table)
+                last.check_columns(data_columns(ds))
+                check_records(ds, last)
             except PrdpError:
                 last = None
         return last, err
@@ -193,8 +220,19 @@ def budget_key(b: B.BudgetFunction) -> str:
 
 
 @st.cache_data(show_spinner=False, max_entries=32, scope="session")
-def domain_table(token: str, key: str, beta: float, _ds: Dataset, _b: B.BudgetFunction) -> pd.DataFrame:
+def _domain_table(token: str, key: str, beta: float, _ds: Dataset, _b: B.BudgetFunction) -> pd.DataFrame:
     return _b.domain_table(_ds.table, beta=beta)
+
+
+def domain_table(token: str, key: str, beta: float, ds: Any, b: B.BudgetFunction) -> pd.DataFrame:
+    """The privacy-specified domains with their thresholds and record counts (a large dataset's counted in
+    the engine by :func:`check_records`)."""
+    if is_engine_data(ds):
+        counts = check_records(ds, b).counts
+        df = b.domain_table(None, beta=beta)
+        df["records"] = counts
+        return df
+    return _domain_table(token, key, beta, ds, b)
 
 
 @st.cache_data(show_spinner="Simulating…", max_entries=16, ttl=state.PUBLIC_CACHE_TTL_S)
@@ -203,35 +241,60 @@ def scaling(vary: str, trials: int, seed: int) -> pd.DataFrame:
     return P.scaling_study(vary, trials=trials, seed=seed)
 
 
-def measure_values(ds: Dataset, measure: str) -> np.ndarray:
-    return ds.table[measure].to_numpy(dtype=float)
+#: Records drawn to mark a large dataset's values on the budget curve.
+CURVE_SAMPLE_ROWS = 2_000
 
 
-def _mechanisms(model: str, query: str) -> list[tuple[str, Any]]:
-    """(label, run function) of the mechanisms compared side by side."""
+def measure_values(ds: Any, measure: str) -> np.ndarray:
+    """The measure's values to mark on the budget curve: all of them in memory; for a large dataset a
+    uniform sample of :data:`CURVE_SAMPLE_ROWS` records drawn in the engine (the chart samples its points
+    anyway)."""
+    if not is_engine_data(ds):
+        return ds.table[measure].to_numpy(dtype=float)
+    from . import large
+
+    def work(stage: Any) -> np.ndarray:
+        stage(f"drawing {CURVE_SAMPLE_ROWS:,} records uniformly at random, in the engine")
+        return ds.sample(CURVE_SAMPLE_ROWS, int(st.session_state.get("seed", 0))).table[measure].to_numpy(float)
+
+    return large.stats("curve_values", measure, "Marking a sample of the records on the curve", work)
+
+
+def _mechanisms(model: str, query: str) -> list[tuple[str, Any, bool]]:
+    """(label, run function, whether it needs the records themselves) of the mechanisms compared side by
+    side. The central count, framework and naive baseline run on per-domain statistics (an engine computes
+    them for a large dataset); the local model and the Sec. 5.2 extension need the records."""
     if model == "local":
         out = []
         if query == "count":
             out.append(("PrLDP count (Alg. 3–4)", lambda t, b, q, rng, th, rv, sd: LP.count(
                 b(t), eps_min=b.eps_min, eps_max=b.eps_max, beta=st.session_state["bf_beta"], rng=rng,
-                threshold=th, reveal=rv, seed=sd)))
+                threshold=th, reveal=rv, seed=sd), True))
         out.append(("PrLDP framework (Alg. 5)", lambda t, b, q, rng, th, rv, sd: LP.framework(
-            t, b, q, beta=st.session_state["bf_beta"], rng=rng, threshold=th, reveal=rv, seed=sd)))
+            t, b, q, beta=st.session_state["bf_beta"], rng=rng, threshold=th, reveal=rv, seed=sd), True))
         out.append(("naive ε̌ (local)", lambda t, b, q, rng, th, rv, sd: LP.naive(
-            t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd)))
+            t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), True))
         return out
     out = [("PrDP framework (Alg. 2)", lambda t, b, q, rng, th, rv, sd: P.framework(
-        t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd))]
+        t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), False)]
     if query == "count":
-        out.insert(0, ("PrDP count (Alg. 1)", lambda t, b, q, rng, th, rv, sd: P.count(
-            b(t), eps_min=b.eps_min, eps_max=b.eps_max, beta=st.session_state["bf_beta"], rng=rng, reveal=rv,
-            seed=sd)))
+        out.insert(0, ("PrDP count (Alg. 1)", lambda t, b, q, rng, th, rv, sd: P.count_of(
+            t, b, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), False))
     if query.startswith("sum"):
         out.append(("PrDP extension (Sec. 5.2)", lambda t, b, q, rng, th, rv, sd: P.sum_extension(
-            t, b, column=q.split(":", 1)[1], beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd)))
+            t, b, column=q.split(":", 1)[1], beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), True))
     out.append(("naive ε̌", lambda t, b, q, rng, th, rv, sd: P.naive(
-        t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd)))
+        t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), False))
     return out
+
+
+#: What the sample offer of the Budget functions page says needs the records.
+RECORD_MECHANISMS = "The local model (PrLDP) and the Sec. 5.2 sum extension"
+
+
+def needs_records(model: str, query: str) -> bool:
+    """Whether some mechanism run for this model and query needs the records themselves."""
+    return any(r for _, _, r in _mechanisms(model, query))
 
 
 def query_string() -> str:
@@ -245,7 +308,9 @@ def query_string() -> str:
 
 
 def on_run() -> None:
-    """Run the mechanisms side by side (callback: results are ready for the rerun)."""
+    """Run the mechanisms side by side (callback: results are ready for the rerun). On a large dataset the
+    mechanisms that need the records run on the page's labelled sample when one was chosen (and are left
+    out otherwise); the others on the whole table, in its engine."""
     ss = st.session_state
     ss["bf_run_error"] = None
     ds = state.dataset()
@@ -257,15 +322,28 @@ def on_run() -> None:
     model, q = ss["bf_model"], query_string()
     rng, seed = state.rng_and_seed()
     teaching = state.teaching()
-    rows, releases = [], []
+    large_ds = is_engine_data(ds)
+    smp = _sample() if large_ds else None
+    rows, releases, skipped = [], [], []
     try:
         mechanisms = _mechanisms(model, ss["bf_query"])
-        # model: records × (the requested and delivered loss of each mechanism, and the value read)
+        # model: records × (the requested and delivered loss of each mechanism, and the value read); a large
+        # table: the engine's memory limit (its sample: the sample's records)
         memory.guard("release", rows=ds.n, columns=2 * len(mechanisms) + 1)
-        for label, fn in mechanisms:
-            rel = fn(ds.table, b, q, rng, ss.get("bf_threshold", "paper"), teaching, seed)
+        if smp is not None:
+            from prdp_core import memory as M
+
+            M.check("release", len(smp.table), 2 * len(mechanisms) + 1)
+        for label, fn, records in mechanisms:
+            if large_ds and records and smp is None:
+                skipped.append(label)
+                continue
+            data = smp.table if (large_ds and records) else (ds if large_ds else ds.table)  # type: ignore[union-attr]
+            rel = fn(data, b, q, rng, ss.get("bf_threshold", "paper"), teaching, seed)
+            if large_ds and records:
+                label = f"{label} [sample of {_sample_choice()[0]:,} rows asked]"  # type: ignore[index]
             releases.append((label, rel))
-            state.record_release(rel)
+            state.record_release(rel, sample=_sample_note(smp) if (large_ds and records) else None)
     except PrdpError as e:
         ss["bf_run_error"] = str(e)
         ss["bf_result"] = None
@@ -282,7 +360,117 @@ def on_run() -> None:
                 row["records above the answer"] = rel.extras["private_rank_error"]
         rows.append(row)
     ss["bf_result"] = {"rows": pd.DataFrame(rows), "releases": releases, "seed": seed, "query": q, "model": model,
-                       "teaching": teaching, "budget": b.describe(), "token": state.token()}
+                       "teaching": teaching, "budget": b.describe(), "token": state.token(), "skipped": skipped}
+
+
+def _sample() -> Dataset | None:
+    from . import large
+
+    return large.sample_dataset("budget_functions")
+
+
+def _sample_choice() -> tuple[int, int] | None:
+    from . import large
+
+    return large.sample_choice("budget_functions")
+
+
+def _sample_note(smp: Dataset | None) -> dict[str, Any] | None:
+    """How a release made on the page's sample is labelled in the ledger."""
+    if smp is None:
+        return None
+    from . import large
+
+    rows, seed = large.sample_choice("budget_functions")  # type: ignore[misc]
+    return {"rows": rows, "of": state.active_dataset().name, "seed": seed}
+
+
+def loss_series(releases: list[tuple[str, Any]]) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], Any]:
+    """Delivered-loss CDFs of releases whose losses are distributions (a large dataset's), and the
+    records' requested budgets E(r) binned by domain."""
+    series = {label: rel.distribution().ecdf() for label, rel in releases}
+    req = next((rel.extras.get("private_requested_distribution") for _, rel in releases
+                if rel.extras.get("private_requested_distribution") is not None), None)
+    if req is not None:
+        series = {"requested E(r) (by domain, upper edges)": req.ecdf(), **series}
+    return series, req
+
+
+#: Assumed distributions of the measure the forecast offers (a public assumption, never read from the data).
+#: The forecast's starting n in review mode (typed over by the designer; never the dataset's count there).
+REVIEW_N = 10_000
+FORECAST_KINDS: dict[str, str] = {"normal": "Normal (negative values redrawn)", "lognormal": "log-normal"}
+
+
+@st.cache_data(show_spinner=False, max_entries=32, scope="session")
+def _outlook(key: str, assumed: str, n: int, query: str, beta: float, model: str, threshold: str,
+             _b: B.BudgetFunction) -> F.Outlook:
+    return F.outlook(_b, F.AssumedData(**json.loads(assumed)), n, query, beta=beta, model=model,  # type: ignore[arg-type]
+                     threshold=threshold)  # type: ignore[arg-type]
+
+
+def forecast_panel(budget: B.BudgetFunction, ds: Dataset) -> None:
+    """Before the Run button: the framework's predicted failure for n records of an assumed distribution
+    of the measure (public inputs only — no record is read), a warning when failure is likely, and the
+    remedies evaluated with their predicted errors (:func:`prdp_core.mechanisms.prdp_forecast.outlook`)."""
+    ss = st.session_state
+    start = min(5e4, float(budget.U) / 20)
+    for k, v in (("bf_fc_kind", "normal"), ("bf_fc_a", start), ("bf_fc_b", start), ("bf_fc_logsd", 1.0)):
+        ss.setdefault(k, v)
+    # n: the dataset's count in teaching mode; in review mode a typed value (a record count is not shown there)
+    teaching = state.teaching()
+    if ss.get("bf_fc_n_for") != state.token() or (not teaching and ss.get("bf_fc_n_src") == "data"):
+        ss["bf_fc_n"] = int(ds.n) if teaching else REVIEW_N
+        ss["bf_fc_n_for"], ss["bf_fc_n_src"] = state.token(), "data" if teaching else "default"
+    query, model = ss.get("bf_query"), ss.get("bf_model", "central")
+    normal = ss["bf_fc_kind"] == "normal"
+    spread = float(ss["bf_fc_b"] if normal else ss["bf_fc_logsd"])
+    o = None
+    if query not in ("count", "sum"):
+        st.caption(":material/insights: No forecast for this query (counts and sums only).")
+    else:
+        try:
+            assumed = F.AssumedData(ss["bf_fc_kind"], float(ss["bf_fc_a"]), spread)
+            o = _outlook(budget_key(budget), json.dumps(assumed.to_dict()), int(ss["bf_fc_n"]), query,
+                         float(ss["bf_beta"]), model, ss.get("bf_threshold", "paper"), budget)
+        except PrdpError as err:
+            st.caption(f":material/insights: No forecast: {md_escape(err)}")
+    if o is not None:
+        f = o.forecast
+        if o.likely_to_fail:
+            st.warning(md_escape(o.warning()), icon=":material/warning:")
+        else:
+            st.caption(f":material/insights: Forecast for n = {f.n:,} records of the assumed data: relative error "
+                       f"≥ {f.level:.0%} with probability {f.failure:.1%}, median {100 * f.median_re:.3g}%.")
+    with st.expander("Forecast before the run (assumed data: no record is read)", expanded=False):
+        c1, c2, c3, c4 = st.columns(4)
+        c1.selectbox("Assumed distribution of the measure", list(FORECAST_KINDS),
+                     format_func=lambda k: FORECAST_KINDS[k], key="bf_fc_kind")
+        c2.number_input("Mean" if normal else "Median", min_value=0.0, max_value=1e18,
+                        key="bf_fc_a", format="%.6g")
+        if normal:
+            c3.number_input("Standard deviation", min_value=1e-12, max_value=1e18, key="bf_fc_b", format="%.6g")
+        else:
+            c3.number_input("Spread (sd of ln v)", min_value=1e-3, max_value=20.0, key="bf_fc_logsd", format="%.3g")
+        c4.number_input("Records n (public or noisy)", min_value=1, max_value=10**12, step=1000, key="bf_fc_n",
+                        on_change=lambda: ss.__setitem__("bf_fc_n_src", "typed"),
+                        help="The dataset's count in teaching mode; type the public (or a noisy) count in review "
+                             "mode, which shows no record count.")
+        st.caption("A public assumption about the measure and a public (or noisy) number of records: the forecast "
+                   "computes the probability that domain selection settles on each domain and the error that "
+                   "follows in closed form (see *prdp_core.mechanisms.prdp_forecast*). Nothing here reads the "
+                   "records, so it holds in review mode too.")
+        if o is not None:
+            tab = o.table()
+            shown = tab.assign(**{c: tab[c].map(lambda x: "∞" if not np.isfinite(x) else f"{100 * x:.3g}%")
+                                  for c in tab.columns if "RE" in c})
+            st.dataframe(shown, hide_index=True, width="stretch")
+            top = np.argsort(o.forecast.ell_probability)[::-1][:3]
+            if o.forecast.ell_probability.size:
+                st.caption("Domain selection settles on " + ", ".join(
+                    f"domain {i + 1} with probability {o.forecast.ell_probability[i]:.1%}" for i in top
+                    if o.forecast.ell_probability[i] >= 0.001) + f"; no domain passes with probability "
+                    f"{o.forecast.no_pass:.1%}.")
 
 
 def code(b: B.BudgetFunction | None, source: dict[str, Any], ds: Dataset) -> str:
@@ -290,6 +478,10 @@ def code(b: B.BudgetFunction | None, source: dict[str, Any], ds: Dataset) -> str
     names are written as literals, ``repr``, never as code)."""
     ss = st.session_state
     expr = b.expression() if b is not None else "1e4 / max(BALANCE, 1)"
+    large_ds = is_engine_data(ds)  # a large dataset: central mechanisms on its engine, the local model on a sample
+    data = "ds" if large_ds else "ds.table"
+    choice = (_sample_choice() or (100_000, 0)) if large_ds else None
+    records = f"ds.sample({choice[0]}, seed={choice[1]}).table" if choice else "ds.table"
     lines = [
         "import numpy as np",
         "import prdp_core",
@@ -300,18 +492,20 @@ def code(b: B.BudgetFunction | None, source: dict[str, Any], ds: Dataset) -> str
         f"E = B.parse_budget({expr!r}, eps_min={b.eps_min if b else None!r}, eps_max={b.eps_max if b else 100.0!r},"
         f" U={b.U if b else 1e12!r})",
         "print(E.describe())",
-        f"print(E.domain_table(ds.table, beta={ss.get('bf_beta', 0.1)!r}))  # domains, value ranges, thresholds",
+        f"print(E.domain_table({data}, beta={ss.get('bf_beta', 0.1)!r}))  # domains, value ranges, thresholds",
         f"rng = np.random.default_rng({int(ss.get('seed', 0))})",
     ]
     q = query_string()
     if ss.get("bf_model") == "local":
-        lines += [f"rel = prldp.framework(ds.table, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, rng=rng, "
+        lines += [f"rel = prldp.framework({records}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, rng=rng, "
                   f"threshold={ss.get('bf_threshold', 'paper')!r}, reveal=True)"]
     else:
-        lines += [f"rel = prdp.framework(ds.table, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, rng=rng, reveal=True)",
-                  f"base = prdp.naive(ds.table, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, rng=rng, reveal=True)"]
+        lines += [f"rel = prdp.framework({data}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, rng=rng, reveal=True)",
+                  f"base = prdp.naive({data}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, rng=rng, reveal=True)"]
     lines += ["print(rel.answers, rel.extras['eps_tau'])",
-              "assert rel.check_delivered_within_requested()  # every record gets at most E(r)",
+              ("print(rel.distribution().summary())  # delivered losses, as counts per domain" if large_ds
+               and ss.get("bf_model") != "local" else
+               "assert rel.check_delivered_within_requested()  # every record gets at most E(r)"),
               "",
               "# the scaling study (the paper's Figs. 3-5)",
               f"study = prdp.scaling_study({ss.get('bf_scale_vary', 'n')!r}, "

@@ -15,8 +15,8 @@ import streamlit as st
 
 import prdp_core
 from prdp_core.codegen import literal
-from prdp_core.data import (Dataset, Schema, check_table, guess_schema, load_table, numeric_columns,
-                            prepare_dataset, shift_text, validate_schema)
+from prdp_core.data import (Schema, TableCheck, check_table, guess_schema, load_table, numeric_columns, prepare_dataset,
+                            shift_text, validate_schema)
 from prdp_core.errors import DataError, PrdpError
 
 from . import memory, review, state
@@ -27,8 +27,9 @@ from .common import md_escape
 PROFILE_TAB = ":material/insights: Profile"
 SAMPLES_TAB = ":material/dataset: Samples"
 UPLOAD_TAB = ":material/upload_file: Upload a file"
+LARGE_TAB = ":material/database: Large dataset"
 ROLES_TAB = ":material/view_column: Column roles"
-TABS = (PROFILE_TAB, SAMPLES_TAB, UPLOAD_TAB, ROLES_TAB)
+TABS = (PROFILE_TAB, SAMPLES_TAB, UPLOAD_TAB, LARGE_TAB, ROLES_TAB)
 TAB_KEY = "data_tab"
 
 
@@ -47,7 +48,7 @@ def message(where: str) -> None:
     if m and m["where"] == where:
         if m["kind"] == "error":
             st.error(m["text"])
-            st.caption(f"The active dataset is still **{md_escape(state.dataset().name)}**.")
+            st.caption(f"The active dataset is still **{md_escape(state.active_dataset().name)}**.")
         elif m["kind"] == "info":
             st.info(m["text"])
         else:
@@ -117,7 +118,7 @@ def on_upload() -> None:
         _msg("error", _error_text(err), "upload")
         return
     ss["raw"] = {"df": df, "name": up.name, "schema": schema, "source": {"kind": "file", "filename": up.name},
-                 "id": uuid.uuid4().hex[:8], "pending": True}
+                 "id": uuid.uuid4().hex[:8], "pending": True, "file": up}
     ss[TAB_KEY] = ROLES_TAB
     size = review.count(len(df), "rows")
     _msg("info", f"Read **{md_escape(up.name)}** ({size}). The roles below were guessed from the data: check them "
@@ -159,9 +160,20 @@ def fix_options(rid: str, schema: Schema | None = None) -> dict[str, Any]:
     return opts
 
 
+def check_raw(raw: dict[str, Any], schema: Schema) -> TableCheck:
+    """The row checks of the table behind the role editor: counted on the table in memory, or by the
+    engine for a large dataset (every row, not the sample the roles were guessed from)."""
+    if raw.get("large"):
+        from . import large
+
+        return large.check(raw, schema)
+    return check_table(raw["df"], schema)
+
+
 def on_apply(rid: str) -> None:
     """Callback of *Use this table*: build the dataset from the raw table with the roles and fixes chosen;
-    it becomes active (with its starting policy) only if it is valid, and the page opens its profile."""
+    it becomes active (with its starting policy) only if it is valid, and the page opens its profile. A large
+    dataset is prepared in its engine on the Profile view, with progress (:func:`ui.large.apply_pending`)."""
     ss = st.session_state
     raw = ss.get("raw")
     if raw is None or raw["id"] != rid:
@@ -169,34 +181,57 @@ def on_apply(rid: str) -> None:
     schema = schema_from_widgets(rid)
     opts = fix_options(rid, schema)
     try:
-        memory.guard("prepare", rows=len(raw["df"]), columns=raw["df"].shape[1])
+        if not raw.get("large"):
+            memory.guard("prepare", rows=len(raw["df"]), columns=raw["df"].shape[1])
         if opts.get("negative") == "shift":
-            untyped = [c for c in check_table(raw["df"], schema).negative if c not in opts.get("shift_by", {})]
+            untyped = [c for c in check_raw(raw, schema).negative if c not in opts.get("shift_by", {})]
             if untyped:
                 raise DataError(f"No public constant is typed for {', '.join(repr(c) for c in untyped)}.",
                                 hint="Type the constant to add to every value (a documented lower bound of the "
                                      "measure, with its sign reversed), or reject the file.")
+        if raw.get("large"):
+            from . import large
+
+            validate_schema(raw["df"].head(0), schema)  # roles on column names (the engine checks the rows)
+            large.request_apply(raw, schema, opts)
+            return
         ds = prepare_dataset(raw["df"], schema, name=raw["name"], **opts)
     except PrdpError as err:
         _msg("error", _error_text(err), "roles")
         return
-    state.set_dataset(ds, {**raw["source"], "schema": schema.to_dict(), "options": opts})
+    if raw.get("file") is not None and not raw["source"].get("shared"):  # the server keeps the table (ui.durable)
+        from . import durable
+
+        raw["upload"] = durable.keep_upload(raw.pop("file"), raw["name"]).get("upload")
+    kept = {"upload": raw["upload"]} if raw.get("upload") else {}
+    state.set_dataset(ds, {**raw["source"], "schema": schema.to_dict(), "options": opts, **kept})
     raw["pending"] = False
     ss[TAB_KEY] = PROFILE_TAB
     _msg("success", f"Active dataset: {md_escape(describe(ds))}.", "profile")
 
 
-def describe(ds: Dataset) -> str:
+def describe(ds: Any) -> str:
     """The dataset in one line, without its record count in review mode."""
     return ds.describe() if state.teaching() else f"{ds.name}, measures {', '.join(ds.schema.measures)}"
 
 
-def load_code(source: dict[str, Any], ds: Dataset) -> str:
+def load_code(source: dict[str, Any], ds: Any) -> str:
     """prdp_core lines that rebuild the active dataset as ``ds`` (sample or uploaded file, its roles
     and fixes). File, sample and column names are written as literals (``repr``), never as code."""
     n = source.get("n")
     size = f", n={int(n)}" if n is not None else ""
     seed = int(source.get("seed", 0))
+    if source.get("kind") == "large":
+        s = source.get("schema") or ds.schema.to_dict()
+        opts = "".join(f", {k}={literal(v)}" for k, v in (source.get("options") or {}).items())
+        from .large import folder
+
+        return ("from prdp_core import engines\n\n"
+                f"DATA_DIR = {literal(str(folder()))}   # the server's data folder (PRDP_DATA_DIR)\n"
+                f"ds = engines.open_dataset({literal(source.get('path'))}, engine={literal(source.get('engine', 'duckdb'))}, "
+                "base_dir=DATA_DIR, confine=True,\n"
+                f"                          schema={literal({k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()})}"
+                f"{opts})   # records stay in the file" + _sample_line())
     if source.get("kind") == "sample" and "schema" not in source:
         return f"ds = prdp_core.samples.load_dataset({literal(source['name'])}{size}, seed={seed})"
     if source.get("kind") == "sample":
@@ -212,7 +247,16 @@ def load_code(source: dict[str, Any], ds: Dataset) -> str:
             f"ds = prdp_core.prepare_dataset(df, schema, name={literal(ds.name)}{opts})")
 
 
-def reproduce_code(source: dict[str, Any], ds: Dataset) -> str:
+def _sample_line() -> str:
+    """The line taking the page's uniform sample of a large dataset, when the page works on one."""
+    smp = state.page_sample()
+    if not smp:
+        return ""
+    return (f"\nds = ds.sample({int(smp['rows'])}, seed={int(smp['seed'])})   # a labelled uniform sample, in "
+            "memory: this page's mechanisms need the records")
+
+
+def reproduce_code(source: dict[str, Any], ds: Any) -> str:
     """prdp_core code that rebuilds the active dataset and its profile."""
     return f"""import prdp_core
 
@@ -221,7 +265,7 @@ profile = prdp_core.profile.profile_dataset(ds)
 print(profile.table())"""
 
 
-def shift_lines(ds: Dataset, source: dict[str, Any]) -> list[str]:
+def shift_lines(ds: Any, source: dict[str, Any]) -> list[str]:
     """One line per shifted measure, as the profile shows it: ``"SALES shifted by +1,000 (public
     constant)"`` for a constant typed on the Data page (or declared in a config), else the shift −min the
     engine took from the smallest record — its size hidden in review mode, where it is a record's value."""

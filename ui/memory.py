@@ -23,7 +23,6 @@ from typing import Any
 import streamlit as st
 
 from prdp_core import memory
-from prdp_core.data import Dataset
 
 from . import state
 
@@ -35,7 +34,7 @@ CLOSE_MARGIN_S = 5.0
 TRIM_DELAY_S = 2.0
 
 
-def dataset_columns(ds: Dataset) -> int:
+def dataset_columns(ds: Any) -> int:
     """Columns a step over every record works with: measures, groups, and 3 for id, owner and losses."""
     return len(ds.schema.measures) + len(ds.schema.groups) + 3
 
@@ -44,8 +43,14 @@ def guard(step: str, rows: float | None = None, columns: float | None = None) ->
     """Refuse ``step`` (a key of :data:`prdp_core.memory.STEPS`) before it starts when its estimated
     memory is over the session budget or the server is short of memory (``ResourceLimitError``).
 
-    ``rows`` and ``columns`` default to the active dataset's records and :func:`dataset_columns`.
+    ``rows`` and ``columns`` default to the active dataset's records and :func:`dataset_columns`. On a large
+    dataset (records held by an engine beyond memory) the step is the engine's: it is modelled by the
+    engine's memory limit, never by the records' number (:func:`prdp_core.memory.check_engine`).
     Returns the estimate in megabytes."""
+    if state.is_large():
+        from .large import engine_guard
+
+        return engine_guard()
     if rows is None or columns is None:
         ds = state.dataset()
         rows = ds.n if rows is None else rows

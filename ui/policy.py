@@ -27,13 +27,14 @@ import streamlit as st
 from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
 from prdp_core.policy import LossProfile
-from prdp_core.preview import PolicyPreview, preview_policy
+from prdp_core.engines import is_engine_data
+from prdp_core.preview import EnginePolicyPreview, PolicyPreview, preview_policy
 from prdp_core.provenance import data_source, is_data_derived
 from prdp_core.samples import CBP_SPLIT_SCHEMES
 from prdp_core.splitting import Thresholds, as_thresholds, split_counts, thresholds_to_frame
 from prdp_core.workload import SplittingPolicy, Workload, default_workload, workload_to_frame
 
-from . import memory, state
+from . import memory, review, state
 from .common import md_escape
 
 #: Table 8 "Conservative" thresholds for the CBP-like sample (the ≈97–99th percentiles).
@@ -55,14 +56,21 @@ SOURCES_KEY = "policy_thr_sources"
 DEFAULT_SOURCE = data_source("p99 (rounded)")
 
 
-def default_thresholds(ds: Dataset) -> dict[str, float]:
+def default_thresholds(ds: Any) -> dict[str, float]:
     """Starting thresholds: Table 8's conservative scheme for CBP-like data (published values), else the
     99th percentiles rounded to two significant digits — computed from the confidential data, so
-    :func:`ensure_policy` flags them (:data:`DEFAULT_SOURCE`)."""
+    :func:`ensure_policy` flags them (:data:`DEFAULT_SOURCE`). A large dataset's percentiles are its
+    profile's (computed in the engine)."""
     if all(m in ds.schema.measures for m in _CBP_DEFAULT) and ds.name.startswith("cbp_like"):
         return dict(_CBP_DEFAULT)
     out = {}
     for m in ds.schema.measures:
+        if is_engine_data(ds):
+            q = float(state.profile().measures[m].p99) if ds.n else 1.0
+            if not q > 0:
+                q = float(ds.engine.threshold_quantiles(m, [0.99])[0]) if ds.n else 1.0
+            out[m] = _round2(q)
+            continue
         v = ds.table[m].to_numpy()
         q = float(np.quantile(v, 0.99)) if v.size else 1.0
         if q <= 0:
@@ -72,9 +80,17 @@ def default_thresholds(ds: Dataset) -> dict[str, float]:
     return out
 
 
-def default_policy(ds: Dataset) -> SplittingPolicy:
+def _complete_groups(ds: Any) -> list[str]:
+    """Group columns with a value for every record (a group-by needs every value)."""
+    if is_engine_data(ds):
+        nulls = ds.engine.null_counts(list(ds.schema.groups))
+        return [g for g in ds.schema.groups if not nulls[g]]
+    return [g for g in ds.schema.groups if not ds.table[g].isna().any()]
+
+
+def default_policy(ds: Any) -> SplittingPolicy:
     """COUNT + one SUM per measure on split data, grouped by the first group column, base loss 1ρ."""
-    complete = [g for g in ds.schema.groups if not ds.table[g].isna().any()]  # a group-by needs every value
+    complete = _complete_groups(ds)
     group = (ds.schema.groups[1],) if ds.name.startswith("cbp_like") and len(complete) > 1 else \
         tuple(complete[:1])
     k = len(ds.schema.measures)
@@ -207,15 +223,108 @@ def cached_preview(token: str, pol_json: str, owner_method: str, _ds: Dataset,
     return preview_policy(_ds, _pol, owner_method=owner_method, pieces=pieces)  # type: ignore[arg-type]
 
 
-def preview(pol: SplittingPolicy, owner_method: str = "lemma4") -> PolicyPreview:
+def preview(pol: SplittingPolicy, owner_method: str = "lemma4") -> PolicyPreview | EnginePolicyPreview:
+    """The policy's preview on the page's dataset. On a large dataset: the records' losses from the
+    engine's split-count histogram, computed once with progress; owners' losses when first read
+    (:func:`owner_profile`)."""
+    if state.is_large():
+        from . import large
+
+        def work(stage: Any) -> EnginePolicyPreview:
+            large.engine_guard()
+            stage(f"counting {review.count(state.dataset().n, 'records', hidden='the')} by split count m(r), in the "
+                  "engine")
+            prev = preview_policy(state.dataset(), pol, owner_method=owner_method)  # type: ignore[arg-type]
+            stage("the records' policy-loss distribution (exact)")
+            prev.records  # noqa: B018 - computed here, inside the status
+            return prev  # type: ignore[return-value]
+
+        return large.stats("preview", [cache_key(pol), owner_method], "Evaluating the policy on every record", work)
     return cached_preview(state.token(), cache_key(pol), owner_method, state.dataset(), pol)
 
 
-def save_comparison(label: str, prev: PolicyPreview) -> None:
-    """Keep this policy's CDFs to overlay on the charts."""
+def owner_profile(prev: PolicyPreview | EnginePolicyPreview) -> Any:
+    """The owners' losses of a preview (None without an owner column); on a large dataset summed per owner in
+    the engine, once, with progress."""
+    if not isinstance(prev, EnginePolicyPreview) or "owners" in prev.__dict__ or not prev.dataset.schema.owner_col:
+        return prev.owners
+    from . import large
+
+    def work(stage: Any) -> Any:
+        large.engine_guard()
+        stage(f"summing each {prev.dataset.schema.owner_col}'s losses over its records, in the engine")
+        return prev.owners
+
+    return large.stats("owners", [cache_key(prev.policy), prev.owner_method],
+                       "Computing the owners' losses", work)
+
+
+def preview_summary(prev: PolicyPreview | EnginePolicyPreview, owners: bool = True) -> dict[str, float]:
+    """The preview's summary; ``owners=False`` leaves the owners out (not computed on a large dataset)."""
+    if owners:
+        owner_profile(prev)
+        return prev.summary()
+    s = prev.records.summary()
+    m = prev.histogram.column("m") if isinstance(prev, EnginePolicyPreview) else prev.pieces
+    s.update({"base_loss": prev.policy.workload.total_rho, "share_split": prev.share_split,
+              "max_pieces": int(m.max()) if m.size else 0})
+    return s
+
+
+def data() -> Any:
+    """What prdp_core's functions take as the page's data: the table in memory, or the dataset held by an
+    engine (they compute its statistics there)."""
+    ds = state.dataset()
+    return ds if is_engine_data(ds) else ds.table
+
+
+def observed_values(measure: str) -> tuple[Any, float]:
+    """The records' values of ``measure`` to mark on the public function (confidential) and the largest one:
+    the column in memory, or a large dataset's median / p90 / p99 and maximum from its profile."""
+    ds = state.dataset()
+    if is_engine_data(ds):
+        p = state.profile().measures[measure]
+        return {"median": p.median, "p90": p.p90, "p99": p.p99}, float(p.max) if p.count else 1.0
+    vals = ds.table[measure].to_numpy()
+    return vals, float(vals.max()) if vals.size else 1.0
+
+
+def by_group(prev: PolicyPreview | EnginePolicyPreview, col: str) -> pd.DataFrame:
+    """Per-group summaries of the record losses (a large dataset's: counted by the engine, with progress)."""
+    if not isinstance(prev, EnginePolicyPreview):
+        return prev.by_group(col)
+    from . import large
+
+    def work(stage: Any) -> pd.DataFrame:
+        stage(f"counting the records by split count and {col}, in the engine")
+        return prev.by_group(col)
+
+    return large.stats("by_group", [cache_key(prev.policy), col], f"Losses by {md_escape(col)}", work)
+
+
+def top_losses(prev: EnginePolicyPreview, k: int = 10) -> pd.DataFrame:
+    """The ``k`` largest distinct record losses of a large dataset and how many records pay each (its
+    records stay in the engine: no record is listed)."""
+    d = prev.records
+    keep = d.counts > 0
+    return pd.DataFrame({"loss (ρ)": d.values[keep][::-1][:k], "records": d.counts[keep][::-1][:k]})
+
+
+def validate(pol: SplittingPolicy) -> None:
+    """The policy's checks against the page's dataset (counted by the engine for a large one)."""
+    ds = state.dataset()
+    if is_engine_data(ds):
+        ds.engine.validate_policy(pol, ds.schema.measures)
+    else:
+        pol.validate(ds.table, ds.schema.measures)
+
+
+def save_comparison(label: str, prev: PolicyPreview | EnginePolicyPreview) -> None:
+    """Keep this policy's CDFs to overlay on the charts (the owners' when computed)."""
     entry: dict[str, Any] = {"label": label, "records": prev.record_cdf()}
-    if prev.owners is not None:
-        entry["owners"] = prev.owners.ecdf()
+    owners = prev.owners if not isinstance(prev, EnginePolicyPreview) else prev.__dict__.get("owners")
+    if owners is not None:
+        entry["owners"] = owners.ecdf()
     st.session_state.setdefault("policy_compare", []).append(entry)
 
 
@@ -237,7 +346,7 @@ def apply_suggestion(thr: Thresholds, source: str) -> None:
     mark_from_data(vals, source)
 
 
-def thresholds_frame_for_editor(ds: Dataset) -> pd.DataFrame:
+def thresholds_frame_for_editor(ds: Any) -> pd.DataFrame:
     """The per-group editor's starting table: the current single-row thresholds as the default row."""
     cur = {m: float(st.session_state.get(f"thr_{m}", 1.0)) for m in ds.schema.measures}
     return pd.DataFrame([{"group": "*", **cur}])
@@ -256,7 +365,7 @@ def check_preview(pol: SplittingPolicy) -> None:
     policy whose losses cannot be computed (e.g. a threshold cutting records into more than 2^53
     pieces, or budgets that overflow) is refused like any other invalid input (raises PrdpError)."""
     prev = preview(pol, str(st.session_state.get("policy_owner_bound", "lemma4")))
-    prev.summary()
+    preview_summary(prev, owners=not state.is_large())  # a large table's owners: when shown
 
 
 def profile_for_chart(prev: PolicyPreview, which: str) -> LossProfile | None:

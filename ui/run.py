@@ -19,7 +19,7 @@ from prdp_core.release import Release
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import SplittingPolicy
 
-from . import memory, state
+from . import memory, review, state
 from . import policy as pstate
 
 
@@ -32,9 +32,40 @@ def stats_for(pol: SplittingPolicy) -> list[QueryStats]:
     return cached_stats(state.token(), pstate.cache_key(pol), state.dataset(), pol)
 
 
+#: Session key of a release of a large dataset asked for by the Run button (made by :func:`run_pending`).
+RUN_REQUEST = "run_request"
+
+
 def on_run(partition_delta_key: str) -> None:
     """Callback of the Run button: release the chosen queries of the active policy's workload once (all of
-    them by default), record the release in the ledger."""
+    them by default), record the release in the ledger. A large dataset's release is made on the page, with
+    progress (:func:`run_pending`)."""
+    ss = st.session_state
+    if state.is_large():
+        ss[RUN_REQUEST] = partition_delta_key
+        return
+    _release(partition_delta_key)
+
+
+def run_pending() -> None:
+    """Make the release the Run button asked for on a large dataset, inside a progress status: per-cell
+    statistics and the realized-loss distributions computed in the engine, the noise drawn here."""
+    ss = st.session_state
+    key = ss.pop(RUN_REQUEST, None)
+    if key is None:
+        return
+    with st.status(f"Releasing the workload on {review.count(state.dataset().n, 'records', hidden='the')}",
+                   expanded=True) as box:
+        box.write(":material/progress_activity: per-cell counts, split rows and sums of every query: in the engine")
+        box.write(":material/progress_activity: partition selection and Gaussian noise: here, from the seed")
+        box.write(":material/progress_activity: the records' (and owners') policy and realized losses: in the engine")
+        _release(key)
+        failed = ss.get("run_error") is not None
+        box.update(label="The release stopped" if failed else "Released", state="error" if failed else "complete",
+                   expanded=False)
+
+
+def _release(partition_delta_key: str) -> None:
     ss = st.session_state
     pol: SplittingPolicy = ss["policy"]
     active_key = pstate.policy_key(pol)
@@ -43,10 +74,11 @@ def on_run(partition_delta_key: str) -> None:
         chosen = ss.get("run_queries")
         if chosen is not None and len(chosen) < len(pol.workload.queries):
             pol = replace(pol, workload=pol.workload.subset(chosen))
-        memory.guard("release")  # records × (measures + groups + 3)
+        memory.guard("release")  # records × (measures + groups + 3); a large table: the engine's memory limit
         # review mode: a secure release refuses thresholds computed from the data (teaching runs may use them)
         rel = release(state.dataset(), pol, rng=rng, reveal=True, seed=seed,
-                      partition_delta=float(ss.get(partition_delta_key, 1e-6)), stats_=stats_for(pol),
+                      partition_delta=float(ss.get(partition_delta_key, 1e-6)),
+                      stats_=None if state.is_large() else stats_for(pol),
                       secure=bool(ss.get("run_secure", False)), allow_data_derived=state.teaching())
     except PrdpError as err:
         ss["run_error"] = err
@@ -68,7 +100,7 @@ def on_type_public(measures: list[str]) -> None:
         vals = {m: float(ss[f"run_pub_{m}"]) for m in measures}
         thr = as_thresholds({**pol.thresholds.as_dict()["*"], **vals})
         new = SplittingPolicy(thr, pol.workload)
-        new.validate(state.dataset().table, state.dataset().schema.measures)
+        pstate.validate(new)
         pstate.check_preview(new)
     except PrdpError as err:
         ss["run_error"] = err
@@ -125,10 +157,22 @@ def error_summary(rel: Release, min_records: int) -> pd.DataFrame:
     return out.reset_index()
 
 
-def loss_cdfs(rel: Release, ds: Dataset) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """Fig. 5: policy-loss and realized-loss CDFs, for records and (when available) owners."""
+def loss_cdfs(rel: Release, ds: Any, pol: SplittingPolicy | None = None
+              ) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
+    """Fig. 5: policy-loss and realized-loss CDFs, for records and (when available) owners. A large
+    dataset's release carries them as distributions computed in the engine (owners' policy losses of the
+    released policy ``pol`` are summed there too, with progress)."""
     from prdp_core.policy import ecdf, owner_losses
 
+    if rel.loss is None:
+        out = {"records": {"policy loss": rel.loss_distribution.ecdf(),  # type: ignore[union-attr]
+                           "realized loss": rel.extras["private_realized_distribution"].ecdf()}}
+        own_real = rel.extras.get("private_owner_realized_distribution")
+        if own_real is not None and ds.schema.owner_col and pol is not None:
+            own = pstate.owner_profile(pstate.preview(pol, "lemma4"))
+            out["owners"] = {"policy loss (Lemma 4: its records × the sum of their losses)": own.ecdf(),
+                             "realized loss": own_real.ecdf()}
+        return out
     out = {"records": {"policy loss": ecdf(rel.loss), "realized loss": ecdf(rel.extras["private_realized"])}}
     own = rel.extras.get("private_owner_realized")
     if own is not None and ds.schema.owner_col:
@@ -142,4 +186,4 @@ def jsonable(obj: Any) -> str:
 
 
 __all__ = ["analysis", "answers_export", "answers_for_display", "cached_stats", "current_release", "error_summary",
-           "loss_cdfs", "on_run", "on_type_public", "stats_for"]
+           "loss_cdfs", "on_run", "on_type_public", "run_pending", "stats_for"]

@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import review, state
+from . import durable, review, state
 from .common import md_escape
 
 
 def render() -> None:
-    ds = state.dataset()
+    ds = state.active_dataset()
     with st.sidebar:
         st.markdown("### Active dataset")
         size = f"{ds.n:,} records  \n" if review.shows_records("record count", note=False) else ""
         st.markdown(f"**{md_escape(ds.name)}**  \n{size}Measures: {md_escape(', '.join(ds.schema.measures))}")
         if ds.schema.owner_col:
             st.caption(f"Owner: {md_escape(ds.schema.owner_col)}")
+        if state.source().get("kind") == "large":
+            st.caption(":material/database: Large dataset: its records stay in the engine "
+                       f"({md_escape(state.source().get('engine', 'duckdb'))}); statistics are computed there.")
+        smp = state.page_sample()
+        if smp:
+            st.caption(f":material/science: This page works on a uniform sample of {review.count(smp['rows'], 'rows')} "
+                       f"(seed {smp['seed']}).")
         # the policy made for this dataset only (a dataset change replaces it at once: ui.state.set_dataset)
-        made_for_it = st.session_state.get("policy_token") == state.token()
+        made_for_it = st.session_state.get("policy_token") == state.active_token()
         policy = st.session_state.get("policy_summary") if made_for_it else None
         st.markdown("### Active policy")
         st.markdown(policy if policy else "_none yet: design one on the Policy designer page_")
@@ -31,3 +38,4 @@ def render() -> None:
             st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                             help="Seeded runs are reproducible; they are for teaching and review only.")
         st.toggle("Learn: explain each concept", key="learn")
+        durable.sidebar_note()

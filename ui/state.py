@@ -2,8 +2,12 @@
 
 Keys (all in ``st.session_state``):
 
-* ``dataset`` – the active :class:`prdp_core.Dataset` (a sample is loaded at start-up);
+* ``dataset`` – the active :class:`prdp_core.Dataset` (a sample is loaded at start-up), or the
+  :class:`~prdp_core.engines.EngineDataset` of a large table whose records stay in an engine (:mod:`ui.large`);
 * ``dataset_source`` – how it was obtained (for the reproduce-in-Python code and configs);
+* ``page_sample`` – on a page that needs the records of a large table, the labelled uniform sample it works on
+  for this run and its callbacks (:func:`use_sample`): :func:`dataset` and :func:`token` return it there,
+  :func:`active_dataset` and :func:`active_token` always the session's dataset;
 * ``mode`` – ``"teaching"`` (seeded runs, true values shown) or ``"review"``;
 * ``learn`` – whether short explanations are shown on every page;
 * ``seed`` – the seed of teaching-mode runs;
@@ -49,14 +53,16 @@ def cached_profile(token: str, _ds: Dataset) -> DatasetProfile:
     return profile_dataset(_ds)
 
 
-def dataset_token(ds: Dataset, source: dict[str, Any]) -> str:
+def dataset_token(ds: Any, source: dict[str, Any]) -> str:
     """A short key identifying a dataset and its schema, for caches.
 
     ``st.cache_data`` is shared by every session of a server: an uploaded table gets a fresh nonce,
     so two different files with the same name, schema and size never share cached results (or
     show one user's profile to another). Samples are public generators and keep stable keys, as do
-    the workshop's tables of the server's data folder (``shared``: their content hash)."""
-    nonce = "" if source.get("kind") == "sample" or source.get("shared") else uuid.uuid4().hex
+    the workshop's tables of the server's data folder (``shared``: their content hash) and its large
+    datasets (their files' sizes and modification times are in the source)."""
+    stable = source.get("kind") in ("sample", "large") or source.get("shared")
+    nonce = "" if stable else uuid.uuid4().hex
     h = hashlib.sha1(repr((sorted(source.items()), ds.schema, ds.n, ds.notes, nonce)).encode()).hexdigest()
     return h[:16]
 
@@ -64,6 +70,7 @@ def dataset_token(ds: Dataset, source: dict[str, Any]) -> str:
 def init_state() -> None:
     """Fill in defaults on the first run of a session (loads the default sample)."""
     ss = st.session_state
+    ss.pop(PAGE_SAMPLE_KEY, None)  # a page that needs the records chooses its sample again on every run
     ss.setdefault("mode", "teaching")
     ss.setdefault("learn", False)
     ss.setdefault("seed", 0)
@@ -72,7 +79,7 @@ def init_state() -> None:
                     {"kind": "sample", "name": DEFAULT_SAMPLE, "n": None, "seed": 0})
 
 
-def set_dataset(ds: Dataset, source: dict[str, Any]) -> None:
+def set_dataset(ds: Any, source: dict[str, Any]) -> None:
     """Make ``ds`` the active dataset (the previous one is replaced only on success).
 
     The active policy follows at once: a new dataset gets its own starting policy in the same call
@@ -112,7 +119,19 @@ def settings_belong_to_dataset(pages: tuple[str, ...]) -> None:
                                          **{p: token() for p in pages}}
 
 
-def dataset() -> Dataset:
+#: Session key of the sample a page that needs the records works on (:func:`use_sample`).
+PAGE_SAMPLE_KEY = "page_sample"
+
+
+def dataset() -> Any:
+    """The dataset the page works on: the active dataset, or on a page that needs the records of a large
+    table the labelled sample it chose (:func:`use_sample`)."""
+    smp = st.session_state.get(PAGE_SAMPLE_KEY)
+    return smp["dataset"] if smp else st.session_state["dataset"]
+
+
+def active_dataset() -> Any:
+    """The session's active dataset (never a page's sample): a Dataset, or an EngineDataset."""
     return st.session_state["dataset"]
 
 
@@ -121,10 +140,43 @@ def source() -> dict[str, Any]:
 
 
 def token() -> str:
+    """The dataset token of :func:`dataset` (a page's sample has its own)."""
+    smp = st.session_state.get(PAGE_SAMPLE_KEY)
+    return smp["token"] if smp else st.session_state["dataset_token"]
+
+
+def active_token() -> str:
     return st.session_state["dataset_token"]
 
 
+def is_large() -> bool:
+    """Whether the page works on a table held by an engine beyond memory (not a page's in-memory sample)."""
+    from prdp_core.engines import MemoryEngine, is_engine_data
+
+    ds = dataset()
+    return is_engine_data(ds) and not isinstance(ds.engine, MemoryEngine)
+
+
+def use_sample(sample: Dataset, page: str, rows: int, seed: int) -> None:
+    """On ``page`` (for this run and its callbacks), work on ``sample``, a uniform sample of the active large
+    dataset: :func:`dataset` and :func:`token` return it, and releases recorded by :func:`record_release` are
+    labelled with it."""
+    h = hashlib.sha1(repr((active_token(), rows, seed)).encode()).hexdigest()[:16]
+    st.session_state[PAGE_SAMPLE_KEY] = {"dataset": sample, "token": h, "page": page, "rows": int(rows),
+                                         "seed": int(seed), "of": active_dataset().name}
+
+
+def page_sample() -> dict[str, Any] | None:
+    """The sample the page works on (rows, seed, the table it was drawn from), or None."""
+    smp = st.session_state.get(PAGE_SAMPLE_KEY)
+    return None if not smp else {k: v for k, v in smp.items() if k != "dataset"}
+
+
 def profile() -> DatasetProfile:
+    if is_large():
+        from . import large
+
+        return large.profile()
     return cached_profile(token(), dataset())
 
 
@@ -154,6 +206,21 @@ def ledger() -> "Ledger":
     return st.session_state["ledger"]
 
 
-def record_release(release: "Release") -> None:
-    """Add a release's ledger entries to the session ledger."""
-    ledger().extend(release.entries)
+def record_release(release: "Release", sample: dict[str, Any] | None = None) -> None:
+    """Add a release's ledger entries to the session ledger; a release made on a sample of a large table
+    (the page's, or ``sample``: the rows asked for, the table ``of`` and the seed) says so in its label and
+    parameters (``data_sample``), and stores them (:mod:`ui.durable`): the ledger outlives a server restart.
+    The rows asked for are a public choice; the table's record count is not written (a sample asking for
+    more rows than the table has is the whole table)."""
+    smp = sample if sample is not None else page_sample()
+    entries = release.entries
+    if smp:
+        from dataclasses import replace
+
+        note = f" [uniform sample ({smp['rows']:,} rows asked) of {smp['of']}, seed {smp['seed']}]"
+        entries = tuple(replace(e, label=e.label + note, params={**e.params, "data_sample": {
+            "rows_asked": smp["rows"], "table": smp["of"], "seed": smp["seed"]}}) for e in entries)
+    ledger().extend(entries)
+    from . import durable
+
+    durable.record(entries)

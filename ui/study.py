@@ -32,7 +32,8 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
-from prdp_core.config import PRDP_ALGORITHMS, Study, build_budget, parse_config
+from prdp_core.config import (PRDP_ALGORITHMS, RECORD_ALGORITHMS, Study, build_budget, data_columns, group_values,
+                              parse_config)
 from prdp_core.data import Dataset, Schema, load_table, prepare_dataset
 from prdp_core.errors import ConfigError, DataError, PrdpError
 
@@ -233,7 +234,9 @@ def _editor_frame(base: pd.DataFrame, delta: Any) -> pd.DataFrame:
 def _data_section() -> dict[str, Any]:
     src = state.source()
     d: dict[str, Any]
-    if src.get("kind") == "sample":
+    if src.get("kind") == "large":  # a table of the data folder, read in place (the path is relative to it)
+        d = {"path": str(src["path"]), "engine": str(src.get("engine") or "duckdb")}
+    elif src.get("kind") == "sample":
         d = {"sample": src["name"], "seed": int(src.get("seed", 0) or 0)}
         if src.get("n") is not None:
             d["n"] = int(src["n"])
@@ -270,7 +273,7 @@ def _budget_section(ss: Any) -> dict[str, Any]:
         col = ss.get("bf_group_col")
         tbl = ss.get("bf_groups_table")
         if tbl is None:
-            tbl = default_group_table(state.dataset(), col, measure)
+            tbl = default_group_table(state.active_dataset(), col, measure)
         tbl = pd.DataFrame(tbl).dropna(how="all")
         parts, default = {}, None
         for g, text in zip(tbl["group"].astype(str), tbl["budget"].astype(str)):
@@ -287,7 +290,7 @@ def _budget_section(ss: Any) -> dict[str, Any]:
     return out
 
 
-def _prdp_mechanism(ss: Any, seed: int) -> dict[str, Any]:
+def _prdp_mechanism(ss: Any, seed: int, on_engine: bool = False) -> dict[str, Any]:
     model = ss.get("bf_model", "central")
     query = ss.get("bf_query", "sum")
     m: dict[str, Any] = {"kind": "prdp", "model": model, "query": query, "beta": float(ss.get("bf_beta", 0.1)),
@@ -300,7 +303,7 @@ def _prdp_mechanism(ss: Any, seed: int) -> dict[str, Any]:
         m["threshold"] = ss.get("bf_threshold", "paper")
     allowed = {"count": query == "count", "framework": True, "sum_extension": query == "sum" and model == "central",
                "naive": True}
-    m["algorithms"] = [a for a in PRDP_ALGORITHMS if allowed[a]]
+    m["algorithms"] = [a for a in PRDP_ALGORITHMS if allowed[a] and not (on_engine and a in RECORD_ALGORITHMS)]
     return m
 
 
@@ -389,12 +392,13 @@ def export_state() -> dict[str, Any]:
     ss = st.session_state
     seed = int(ss.get("seed", 0))
     notes: list[str] = []
-    cfg: dict[str, Any] = {"version": 1, "title": f"Study of {state.dataset().name}"[:200],  # a title's limit
+    cfg: dict[str, Any] = {"version": 1, "title": f"Study of {state.active_dataset().name}"[:200],  # a title's limit
                            "mode": ss.get("mode", "teaching"), "seed": seed, "data": _data_section()}
     policy: dict[str, Any] = {}
     mechanisms: list[dict[str, Any]] = []
+    large = state.source().get("kind") == "large"  # the records stay in the engine: parts that need them are left out
     pol = ss.get("policy")
-    if pol is not None and ss.get("policy_token") == state.token():
+    if pol is not None and ss.get("policy_token") == state.active_token():
         t = pol.thresholds
         if t.group_col is None:
             policy["thresholds"] = {m: float(v) for m, v in t.as_dict()["*"].items()}
@@ -413,13 +417,20 @@ def export_state() -> dict[str, Any]:
             build_budget(parse_config({"version": 1, "data": {"sample": "table2_example"},
                                        "policy": {"budget": b}}).policy["budget"])
             policy["budget"] = b
-            mechanisms.append(_prdp_mechanism(ss, seed))
+            if large and ss.get("bf_model") == "local":
+                notes.append(LARGE_NOTE.format(what="The local-model (PrLDP) run of the Budget functions page"))
+            else:
+                mechanisms.append(_prdp_mechanism(ss, seed, on_engine=large))
         except PrdpError as err:
             notes.append(f"The budget function editor holds an invalid budget ({err.message}); it was left out.")
-    if "pdp_source" in ss:
+    if "pdp_source" in ss and large:
+        notes.append(LARGE_NOTE.format(what="The Personalized DP specification and release"))
+    elif "pdp_source" in ss:
         policy["specification"] = _spec_section(ss, seed)
         mechanisms.append(_pdp_mechanism(ss, seed))
-    if "mt_tiers_base" in ss:
+    if "mt_tiers_base" in ss and large:
+        notes.append(LARGE_NOTE.format(what="The analyst tiers"))
+    elif "mt_tiers_base" in ss:
         tiers = current_tiers(ss)
         if tiers is None:
             notes.append("The tier table is invalid; the analyst tiers were left out.")
@@ -467,13 +478,32 @@ def _same_source(src: Mapping[str, Any], cfg_data: Mapping[str, Any]) -> bool:
         {k: v for k, v in want.items() if v not in (None, {}, [])}
 
 
+#: The export note for a part that needs the records, on a large dataset.
+LARGE_NOTE = ("{what} need the records themselves: on this large dataset they run on a sample in the app, and a study "
+              "of the whole table cannot run them, so they were left out.")
+
+
 def _dataset_for(study: Study, data_bytes: bytes | None, data_name: str | None
-                 ) -> tuple[Dataset | None, dict[str, Any] | None]:
-    """The dataset the study needs and its source dict; (None, None) when the active one fits."""
+                 ) -> tuple[Any, dict[str, Any] | None]:
+    """The dataset the study needs and its source dict; (None, None) when the active one fits. A study
+    held by an engine (``data.engine``: duckdb or auto) reads its path in the server's data folder, in
+    place (:func:`ui.large.open_source`)."""
     src = study.data
     if _same_source(state.source(), src.to_dict()) and data_bytes is None:
         return None, None
     opts = dict(src.prepare)
+    if src.path is not None and src.engine != "memory" and data_bytes is None:
+        from . import large
+
+        schema = src.schema
+        if schema is None:
+            raise ConfigError("data.schema: a study of a large dataset names its column roles (they are not guessed "
+                              "from the whole table).", hint="Add data.schema (id, measures, groups, owner).")
+        try:
+            return large.open_source({"path": src.path, "engine": "duckdb", "schema": schema, "options": opts})
+        except PrdpError as err:
+            raise type(err)(f"data.path: {err.message}", hint=err.hint or "Put the table in the server's data "
+                                                                             f"folder ({large.folder()}).") from None
     if src.sample is not None:
         source: dict[str, Any] = {"kind": "sample", "name": src.sample, "n": src.n, "seed": src.sample_seed}
         if src.schema is None and not opts:
@@ -492,7 +522,7 @@ def _dataset_for(study: Study, data_bytes: bytes | None, data_name: str | None
     return ds, {"kind": "file", "filename": name, "schema": schema.to_dict(), "options": opts}
 
 
-def _policy_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]) -> Any:
+def _policy_updates(study: Study, ds: Any, up: dict[str, Any], pop: set[str]) -> Any:
     from prdp_core.splitting import thresholds_from_frame
     from prdp_core.workload import SplittingPolicy, Workload, workload_to_frame
 
@@ -508,7 +538,7 @@ def _policy_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]
         rows = [{"group": str(g), **{m: float(row.get(m, NO_SPLIT_THRESHOLD)) for m in measures}}
                 for g, row in t["rows"].items()]
         frame = pd.DataFrame(rows, columns=["group", *measures])
-        thr = thresholds_from_frame(frame, group_col=t["group_column"], table=ds.table)
+        thr = thresholds_from_frame(frame, group_col=t["group_column"], table=group_values(ds, t["group_column"]))
         up.update(policy_per_group=True, policy_group_col=t["group_column"], thr_group_base=frame)
         star = t["rows"].get("*")
         for m in measures:
@@ -516,7 +546,10 @@ def _policy_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]
         pop.add("thr_table")
     sources = study.policy.get("threshold_source") or {}
     pol = SplittingPolicy(thr, wl, threshold_source=sources)
-    pol.validate(ds.table, ds.schema.measures)
+    if getattr(ds, "engine", None) is not None:
+        ds.engine.validate_policy(pol, ds.schema.measures)
+    else:
+        pol.validate(ds.table, ds.schema.measures)
     # the Policy designer flags a threshold still at a value the config says was computed from the data
     up[SOURCES_KEY] = {m: {"values": sorted({float(dict(row)[m]) for _, row in thr.rows if m in dict(row)}),
                            "source": src} for m, src in sources.items()}
@@ -526,10 +559,10 @@ def _policy_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]
     return pol
 
 
-def _budget_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str], notes: list[str]) -> None:
+def _budget_updates(study: Study, ds: Any, up: dict[str, Any], pop: set[str], notes: list[str]) -> None:
     b = study.policy["budget"]
     E = study.budget_function()
-    E.check_columns(ds.table.columns)
+    E.check_columns(data_columns(ds))
     up.update(bf_eps_max=float(b["eps_max"]) if b.get("eps_max") is not None else 100.0,
               bf_U=float(b["U"]) if b.get("U") is not None else 1e12,
               bf_eps_min_on=b.get("eps_min") is not None,
@@ -651,6 +684,9 @@ def _set_raw(ds: Dataset, source: Mapping[str, Any], data_bytes: bytes | None, d
 
     from . import datasource
 
+    if source.get("kind") == "large":
+        st.session_state.pop("raw", None)  # the Column roles view reconnects the table when opened
+        return
     if source.get("kind") == "sample":
         datasource.raw_from_sample(source["name"], source.get("n"), int(source.get("seed", 0)))
         if source.get("schema"):
@@ -661,7 +697,7 @@ def _set_raw(ds: Dataset, source: Mapping[str, Any], data_bytes: bytes | None, d
     df = load_table(data_bytes or b"", filename=data_name or source.get("filename"))
     st.session_state["raw"] = {"df": df, "name": source.get("filename"), "schema": Schema.from_dict(source["schema"]),
                                "source": {"kind": "file", "filename": source.get("filename")},
-                               "id": uuid.uuid4().hex[:8]}
+                               "id": uuid.uuid4().hex[:8], "upload": source.get("upload")}
 
 
 def on_import(kind: str) -> None:
@@ -687,7 +723,7 @@ def on_import(kind: str) -> None:
         ss["study_msg"] = {"kind": "error", "text": f"**{err.title}.** {md_escape(err)}", "notes": []}
         return
     ss["study_msg"] = {"kind": "success", "text": f"Loaded the study from {source}: dataset "
-                       f"**{md_escape(state.dataset().name)}**, {ss.get('mode')} mode, seed {ss.get('seed')}.",
+                       f"**{md_escape(state.active_dataset().name)}**, {ss.get('mode')} mode, seed {ss.get('seed')}.",
                        "notes": notes}
     ss.pop("study_outputs", None)
 
@@ -711,7 +747,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
                 raise ConfigError(f"app.{page}.{k}: unknown setting of the {page.replace('_', ' ')} page.",
                                   hint=f"Settings of this page: {', '.join(allowed) or 'none'}.")
     new_ds, new_src = _dataset_for(study, data_bytes, data_name)
-    ds = new_ds if new_ds is not None else state.dataset()
+    ds = new_ds if new_ds is not None else state.active_dataset()
     study.check_against(ds)
     up: dict[str, Any] = {"mode": study.mode, "seed": int(study.seed)}
     pop: set[str] = set(RESULT_KEYS)
@@ -724,9 +760,16 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
             break
     if "budget" in study.policy:
         _budget_updates(study, ds, up, pop, notes)
-    if "specification" in study.policy:
+    on_engine = getattr(ds, "engine", None) is not None  # a large dataset: parts that need the records stay out
+    if "specification" in study.policy and on_engine:
+        notes.append("The Personalized DP specification was not loaded: on a large dataset that page works on a "
+                     "sample of the records (set it there).")
+    elif "specification" in study.policy:
         _spec_updates(study, ds, up, pop, notes)
-    if "tiers" in study.policy:
+    if "tiers" in study.policy and on_engine:
+        notes.append("The analyst tiers were not loaded: on a large dataset that page works on a sample of the "
+                     "records (set them there).")
+    elif "tiers" in study.policy:
         _tier_updates(study, ds, up, pop)
     for page, settings in study.app.items():
         settings = dict(settings)
@@ -763,6 +806,10 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     for k in pop:
         ss.pop(k, None)
     if new_ds is not None and new_src is not None:
+        if data_bytes is not None and new_src.get("kind") == "file":
+            from . import durable
+
+            new_src = {**new_src, **durable.keep_upload(data_bytes, new_src.get("filename"))}
         state.set_dataset(new_ds, new_src)  # gives the new data its starting policy, replaced below
         _set_raw(new_ds, new_src, data_bytes, data_name)
         if SOURCES_KEY not in up:
@@ -774,7 +821,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
         from .policy import set_policy
 
         set_policy(pol)
-        ss["policy_token"] = state.token()
+        ss["policy_token"] = state.active_token()
     else:
         ss.pop("policy", None)
         ss.pop("policy_token", None)

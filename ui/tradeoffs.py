@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -11,10 +11,12 @@ import streamlit as st
 
 import prdp_core
 from prdp_core import analysis
+from prdp_core.codegen import literal
 from prdp_core.data import Dataset
+from prdp_core.engines import is_engine_data
 from prdp_core.workload import SplittingPolicy
 
-from . import memory, state
+from . import large, memory, state
 from . import policy as pstate
 
 TABLE7 = prdp_core.samples.CBP_TOPCODE_SCHEMES
@@ -30,62 +32,143 @@ def split_measures(pol: SplittingPolicy) -> list[str]:
     return out or list(pol.thresholds.measures)
 
 
-def default_min_records(ds: Dataset) -> int:
+def default_min_records(ds: Any) -> int:
     return 100 if ds.n >= 50_000 else 10 if ds.n >= 2_000 else 1
 
 
-@st.cache_data(show_spinner="Sweeping thresholds × ρ…", max_entries=8, scope="session")
-def sweep(token: str, pol_json: str, pcts: tuple[float, ...], rhos: tuple[float, ...], min_count: int,
-          _ds: Dataset, _pol: SplittingPolicy) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, float]]]:
-    memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
-    grid = analysis.percentile_grid(_ds.table, split_measures(_pol), pcts)
+def _data(ds: Any) -> Any:
+    """What prdp_core.analysis takes: the table in memory, or a dataset held by an engine (its statistics
+    are computed there)."""
+    return ds if is_engine_data(ds) else ds.table
+
+
+def _on_large(kind: str, key: Any, label: str, work: Callable[[Callable[[str], None]], Any],
+              cached: Callable[..., Any], *args: Any) -> Any:
+    """A step of the page: on a large dataset computed once per session with progress (``work(stage)``),
+    else through its session-scoped cache ``cached(*args)``."""
+    if state.is_large():
+        def guarded(stage: Callable[[str], None]) -> Any:
+            memory.guard("sweep")  # a large table: the engine's memory limit
+            return work(stage)
+
+        return large.stats(kind, key, label, guarded)
+    return cached(*args)
+
+
+def _sweep_work(ds: Any, pol: SplittingPolicy, pcts: tuple[float, ...], rhos: tuple[float, ...], min_count: int,
+                stage: Callable[[str], None] | None = None
+                ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, float]]]:
+    say = stage or (lambda _t: None)
+    say("thresholds at the percentiles (order statistics) and the workload's per-cell statistics")
+    grid = analysis.percentile_grid(_data(ds), split_measures(pol), pcts)
     labels = [f"p{p:g}" for p in pcts]
-    errors, losses = analysis.sweep(_ds.table, _pol, grid, rhos, min_count=min_count, labels=labels)
+    errors, losses = analysis.sweep(_data(ds), pol, grid, rhos, min_count=min_count, labels=labels,
+                                    progress=lambda i, n, lab: say(f"setting {i + 1} of {n} ({lab}): split counts, "
+                                                                   f"losses and errors at {len(rhos)} budget(s)"))
     return errors, losses, grid
 
 
-@st.cache_data(show_spinner=False, max_entries=32, scope="session")
-def sweep_cdfs(token: str, pol_json: str, grid_json: str, rho: float, _ds: Dataset, _pol: SplittingPolicy
-               ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+@st.cache_data(show_spinner="Sweeping thresholds × ρ…", max_entries=8, scope="session")
+def _sweep(token: str, pol_json: str, pcts: tuple[float, ...], rhos: tuple[float, ...], min_count: int,
+           _ds: Dataset, _pol: SplittingPolicy) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, float]]]:
+    memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
+    return _sweep_work(_ds, _pol, pcts, rhos, min_count)
+
+
+def sweep(token: str, pol_json: str, pcts: tuple[float, ...], rhos: tuple[float, ...], min_count: int,
+          ds: Any, pol: SplittingPolicy) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, float]]]:
+    """Errors and losses for thresholds at ``pcts`` × base budgets ``rhos`` (Fig. 2)."""
+    return _on_large("sweep", [pol_json, pcts, rhos, min_count], "Sweeping thresholds × ρ",
+                     lambda stage: _sweep_work(ds, pol, pcts, rhos, min_count, stage),
+                     _sweep, token, pol_json, pcts, rhos, min_count, ds, pol)
+
+
+def _cdfs_work(ds: Any, pol: SplittingPolicy, grid_json: str, rho: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     grid = json.loads(grid_json)
-    return {lab: analysis.loss_cdf_for(_ds.table, _pol, thr, rho) for lab, thr in grid.items()}
+    return {lab: analysis.loss_cdf_for(_data(ds), pol, thr, rho) for lab, thr in grid.items()}
+
+
+@st.cache_data(show_spinner=False, max_entries=32, scope="session")
+def _sweep_cdfs(token: str, pol_json: str, grid_json: str, rho: float, _ds: Dataset, _pol: SplittingPolicy
+                ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    return _cdfs_work(_ds, _pol, grid_json, rho)
+
+
+def sweep_cdfs(token: str, pol_json: str, grid_json: str, rho: float, ds: Any, pol: SplittingPolicy
+               ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The policy-loss CDFs of the sweep's threshold settings at base budget ``rho``."""
+    return _on_large("sweep_cdfs", [pol_json, grid_json, rho], "Policy-loss CDFs of the settings",
+                     lambda stage: (stage("one split-count histogram per setting, in the engine"),
+                                    _cdfs_work(ds, pol, grid_json, rho))[1],
+                     _sweep_cdfs, token, pol_json, grid_json, rho, ds, pol)
 
 
 @st.cache_data(show_spinner="Comparing splitting with top-coding…", max_entries=8, scope="session")
-def compare(token: str, key: str, _ds: Dataset, measures: tuple[str, ...], levels: tuple[tuple[str, ...], ...],
-            split: dict[str, dict[str, float]], top: dict[str, dict[str, float]], base_rho: float,
-            min_count: int) -> pd.DataFrame:
+def _compare(token: str, key: str, _ds: Dataset, measures: tuple[str, ...], levels: tuple[tuple[str, ...], ...],
+             split: dict[str, dict[str, float]], top: dict[str, dict[str, float]], base_rho: float,
+             min_count: int) -> pd.DataFrame:
     memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
     return analysis.compare_schemes(_ds.table, measures, levels, split, top, base_rho=base_rho, min_count=min_count)
 
 
-@st.cache_data(show_spinner="Solving for the budgets…", max_entries=16, scope="session")
-def fitness(token: str, pol_json: str, targets: tuple[float, ...], gamma: float, share: float, min_count: int,
-            _ds: Dataset, _pol: SplittingPolicy) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], pd.DataFrame]:
-    from prdp_core.policy import ecdf
+def compare(token: str, key: str, ds: Any, measures: tuple[str, ...], levels: tuple[tuple[str, ...], ...],
+            split: dict[str, dict[str, float]], top: dict[str, dict[str, float]], base_rho: float,
+            min_count: int) -> pd.DataFrame:
+    """Fig. 3: splitting schemes against top-coding schemes, by group-by level."""
+    return _on_large("compare", key, "Comparing splitting with top-coding",
+                     lambda stage: (stage(f"per-cell statistics of {len(split) + len(top)} scheme(s) at "
+                                          f"{len(levels)} level(s), in the engine"),
+                                    analysis.compare_schemes(ds, measures, levels, split, top, base_rho=base_rho,
+                                                             min_count=min_count))[1],
+                     _compare, token, key, ds, measures, levels, split, top, base_rho, min_count)
 
-    from prdp_core.mechanisms.unit_splitting import workload_stats
 
-    memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
+def _fitness_work(ds: Any, pol: SplittingPolicy, targets: tuple[float, ...], gamma: float, share: float,
+                  min_count: int) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], pd.DataFrame]:
     curves, rows = {}, []
-    sts = workload_stats(_ds.table, _pol)
+    sts = analysis.table_stats(_data(ds), pol)
     for t in targets:
-        sol = analysis.solve_budget(_ds.table, _pol, target=t, gamma=gamma, share=share, min_count=min_count,
+        sol = analysis.solve_budget(_data(ds), pol, target=t, gamma=gamma, share=share, min_count=min_count,
                                     stats_=sts)
-        curves[f"within {t:.0%}"] = ecdf(sol.policy(_ds.table))
+        curves[f"within {t:.0%}"] = analysis.policy_distribution(_data(ds), sol.policy).ecdf()
         rows.append({"target": t, **{f"ρ {f}": r for f, r in sol.rho_by_family.items()},
                      "base loss": sol.policy.workload.total_rho})
     return curves, pd.DataFrame(rows)
 
 
-def schemes_for(ds: Dataset, measures: list[str]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+@st.cache_data(show_spinner="Solving for the budgets…", max_entries=16, scope="session")
+def _fitness(token: str, pol_json: str, targets: tuple[float, ...], gamma: float, share: float, min_count: int,
+             _ds: Dataset, _pol: SplittingPolicy) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], pd.DataFrame]:
+    memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
+    return _fitness_work(_ds, _pol, targets, gamma, share, min_count)
+
+
+def fitness(token: str, pol_json: str, targets: tuple[float, ...], gamma: float, share: float, min_count: int,
+            ds: Any, pol: SplittingPolicy) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], pd.DataFrame]:
+    """Fig. 4: the smallest budgets meeting each goal and the records' losses under them."""
+    return _on_large("fitness", [pol_json, targets, gamma, share, min_count], "Solving for the budgets",
+                     lambda stage: (stage("per-cell statistics and one split-count histogram per goal, in the "
+                                          "engine"), _fitness_work(ds, pol, targets, gamma, share, min_count))[1],
+                     _fitness, token, pol_json, targets, gamma, share, min_count, ds, pol)
+
+
+def schemes_for(ds: Any, measures: list[str]) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
     """Preset schemes: the paper's Tables 7–8 for CBP-like data, percentile schemes otherwise."""
     if set(measures) <= set(TABLE8["Conservative"]) and ds.name.startswith("cbp_like"):
         return ({k: {m: v[m] for m in measures} for k, v in TABLE8.items()},
                 {k: {m: v[m] for m in measures} for k, v in TABLE7.items()})
-    split = {f"p{p:g}": t for p, t in zip((99, 80, 50), analysis.percentile_grid(ds.table, measures, (99, 80, 50)))}
-    top = {f"p{p:g}": t for p, t in zip((99.9, 99, 97), analysis.percentile_grid(ds.table, measures, (99.9, 99, 97)))}
-    return split, top
+
+    def grids(stage: Callable[[str], None] | None = None) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+        if stage is not None:
+            stage("order statistics of the measures, in the engine")
+        split = {f"p{p:g}": t for p, t in zip((99, 80, 50), analysis.percentile_grid(_data(ds), measures, (99, 80, 50)))}
+        top = {f"p{p:g}": t for p, t in zip((99.9, 99, 97), analysis.percentile_grid(_data(ds), measures,
+                                                                                   (99.9, 99, 97)))}
+        return split, top
+
+    if state.is_large():
+        return large.stats("schemes", list(measures), "Percentile schemes", grids)
+    return grids()
 
 
 def key(obj: Any) -> str:
@@ -112,34 +195,48 @@ def clip_curves(n: int, alphas: tuple[float, ...], rho: float
     return curves, optima
 
 
-def code(source: dict[str, Any], ds: Dataset, pol: SplittingPolicy) -> str:
+def code(source: dict[str, Any], ds: Any, pol: SplittingPolicy) -> str:
     from .policy_code import policy_code
 
     base = policy_code(source, ds, pol, "lemma4")
     head = "\n".join(ln for ln in base.splitlines() if not ln.startswith(("preview =", "print(preview", "x, share")))
+    data = "ds" if is_engine_data(ds) else "ds.table"  # a large dataset: the analysis runs on its engine
     return f"""{head}
 import prdp_core
 from prdp_core import analysis
 
 # Fig. 2: thresholds at percentiles × base budgets (analytic: nothing is released)
-grid = analysis.percentile_grid(ds.table, {split_measures(pol)!r}, [90, 97, 99, 99.9])
-errors, losses = analysis.sweep(ds.table, policy, grid, [0.1, 1.0, 10.0], min_count=100)
+grid = analysis.percentile_grid({data}, {literal(split_measures(pol))}, [90, 97, 99, 99.9])
+errors, losses = analysis.sweep({data}, policy, grid, [0.1, 1.0, 10.0], min_count=100)
 print(losses)
 
 # per-answer expected errors of the active policy, and the budget for a goal (Fig. 4)
-errs = analysis.workload_errors(ds.table, policy, gamma=0.95, min_count=100)
+errs = analysis.workload_errors({data}, policy, gamma=0.95, min_count=100)
 print(analysis.summarize_errors(errs))
-print(analysis.solve_budget(ds.table, policy, target=0.05, gamma=0.95, share=0.95).describe())"""
+print(analysis.solve_budget({data}, policy, target=0.05, gamma=0.95, share=0.95).describe())"""
+
+
+def _solve_work(ds: Any, pol: SplittingPolicy, target: float, gamma: float, share: float, min_count: int
+                ) -> tuple[analysis.BudgetSolution, dict[str, float]]:
+    sol = analysis.solve_budget(_data(ds), pol, target=target, gamma=gamma, share=share, min_count=min_count)
+    caps = {}
+    if pol.thresholds.group_col is None:
+        caps = analysis.largest_thresholds(_data(ds), pol, target=target, gamma=gamma, share=share,
+                                           min_count=min_count)
+    return sol, caps
 
 
 @st.cache_data(show_spinner=False, max_entries=16, scope="session")
-def solve(token: str, pol_json: str, target: float, gamma: float, share: float, min_count: int,
-          _ds: Dataset, _pol: SplittingPolicy) -> tuple[analysis.BudgetSolution, dict[str, float]]:
-    """The budgets meeting a goal and, for single-row thresholds, the largest thresholds at current budgets."""
+def _solve(token: str, pol_json: str, target: float, gamma: float, share: float, min_count: int,
+           _ds: Dataset, _pol: SplittingPolicy) -> tuple[analysis.BudgetSolution, dict[str, float]]:
     memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
-    sol = analysis.solve_budget(_ds.table, _pol, target=target, gamma=gamma, share=share, min_count=min_count)
-    caps = {}
-    if _pol.thresholds.group_col is None:
-        caps = analysis.largest_thresholds(_ds.table, _pol, target=target, gamma=gamma, share=share,
-                                           min_count=min_count)
-    return sol, caps
+    return _solve_work(_ds, _pol, target, gamma, share, min_count)
+
+
+def solve(token: str, pol_json: str, target: float, gamma: float, share: float, min_count: int,
+          ds: Any, pol: SplittingPolicy) -> tuple[analysis.BudgetSolution, dict[str, float]]:
+    """The budgets meeting a goal and, for single-row thresholds, the largest thresholds at current budgets."""
+    return _on_large("solve", [pol_json, target, gamma, share, min_count], "Solving for the budgets",
+                     lambda stage: (stage("the workload's per-cell statistics, in the engine"),
+                                    _solve_work(ds, pol, target, gamma, share, min_count))[1],
+                     _solve, token, pol_json, target, gamma, share, min_count, ds, pol)

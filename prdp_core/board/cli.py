@@ -6,22 +6,27 @@
     prdp board list [--db URL] [--format table|json|csv] [--review] [--board ID]
     prdp board export --out DIR [--db URL] [--review] [--board ID]
     prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL]
+    prdp ledger show NAME [--db URL] [--format table|json] [--review]
+    prdp ledger list [--db URL]
 
 ``--db`` / ``--board`` default to ``PRDP_BOARD_URL``, else the SQLite file of the workshop
 folder (``PRDP_WORKSHOP_DIR``, default ./workshop). Listing and exporting follow the board's
 mode: when the facilitator set it to review, or with ``--review``, only public columns appear.
+The named ledgers that ``prdp run --ledger NAME`` appends to (:class:`RunLedger`) live in the
+same database (:mod:`prdp_core.board.ledgers`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from pathlib import Path
 from typing import IO, Any
 
-from ..errors import PrdpError, StoreError
+from ..errors import DataError, PrdpError, StoreError
 from . import workshop as W
 
 EXIT_OK = 0
@@ -72,6 +77,25 @@ def add_parsers(sub: Any, codes: str, parser_class: type) -> None:
     a.add_argument("--data-dir", metavar="DIR", help="folder of tables the facilitator may pin (default: "
                                                      "<workshop folder>/data)")
     a.add_argument("--board", metavar="URL", help=db_help)
+    led = sub.add_parser("ledger", help="named privacy ledgers that prdp run --ledger NAME appends to",
+                         description="The named ledgers of headless runs, in the store's database (PRDP_BOARD_URL, "
+                                     "else <PRDP_WORKSHOP_DIR>/board.sqlite).", epilog=epilog, formatter_class=fmt)
+    ls_ = led.add_subparsers(dest="ledger_command", metavar="ACTION", parser_class=parser_class)
+    ls_.required = True
+    sh = ls_.add_parser("show", help="print a ledger: each release and the totals so far", epilog=epilog,
+                        formatter_class=fmt,
+                        description="Print every release of the ledger with its public worst case and the totals "
+                                    "so far: the largest loss of a record in the release and the largest per-record "
+                                    "total (rho; epsilon while every release is pure epsilon), computed on the data "
+                                    "when each run was appended. No per-record value is printed; --review leaves out "
+                                    "these statistics of the records too.")
+    sh.add_argument("name", metavar="NAME", help="the ledger's name (as given to prdp run --ledger)")
+    sh.add_argument("--format", choices=("table", "json"), default="table")
+    sh.add_argument("--review", action="store_true", help="public columns only (no statistic of the records)")
+    sh.add_argument("--db", metavar="URL", help=db_help)
+    ll = ls_.add_parser("list", help="list the named ledgers and their number of releases", epilog=epilog,
+                        formatter_class=fmt, description="List the named ledgers of the store.")
+    ll.add_argument("--db", metavar="URL", help=db_help)
 
 
 def _store(url: str | None) -> Any:
@@ -166,6 +190,149 @@ def run_board(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int
 
 
 # ---------------------------------------------------------------------------
+# Named ledgers: prdp run --ledger NAME, prdp ledger show / list
+# ---------------------------------------------------------------------------
+
+
+class RunLedger:
+    """The named ledger a ``prdp run --ledger NAME`` appends to. Made before the run: it opens the store and
+    refuses (StoreError) a ledger that belongs to other data unless ``new_data``, so nothing is released that
+    could not be recorded."""
+
+    def __init__(self, name: str, db: str | None, study: Any, data: str | None, *, new_data: bool = False) -> None:
+        from .ledgers import LedgerStore, study_fingerprint, valid_name
+
+        self.name = valid_name(name)
+        self.teaching = study.mode == "teaching"
+        self.new_data = bool(new_data)
+        self.fingerprint = study_fingerprint(study, data)
+        self.store = LedgerStore(_store(db))
+        self.store.check_named(self.name, self.fingerprint, new_data=self.new_data)
+        self.added = 0
+        self.last: Any = None
+
+    def append(self, run: Any, *, origin: str) -> None:
+        """Append every ledger entry of ``run`` (a :class:`~prdp_core.report.StudyRun`), totals computed on its data."""
+        import uuid
+
+        items = [(uuid.uuid4().hex, e) for e in run.ledger.entries]
+        try:
+            table = run.dataset.table
+        except DataError:
+            table = None  # held by an engine where it lives: no record-by-record totals (public forms only)
+        ledger_id = self.store.append_named(self.name, items, fingerprint=self.fingerprint, table=table,
+                                            origin=origin, new_data=self.new_data)
+        stored = self.store.entries(ledger_id)
+        self.added, self.last = len(items), (stored[-1] if stored else None)
+
+    def summary_line(self) -> str:
+        """What the run added, for stdout (the largest per-record total only for a teaching study)."""
+        n = len(self.store.entries(self.store.find(self.name) or 0))
+        entries = f"{self.added} entr{'y' if self.added == 1 else 'ies'}"
+        text = f"ledger '{self.name}' on {self.store.where}: {entries} added, {n} in all"
+        if self.teaching and self.last is not None and self.last.total_rho is not None:
+            text += f"; largest per-record total so far ρ = {self.last.total_rho:.6g}"
+            if self.last.total_eps is not None:
+                text += f" (ε = {self.last.total_eps:.6g})"
+        return text + f" (prdp ledger show {self.name})"
+
+
+def ledger_frame(entries: list[Any], *, review: bool) -> Any:
+    """A stored ledger as a table: one row per release with its public form and, unless ``review``, the
+    statistics of the records kept when it was appended (never a per-record value)."""
+    import datetime as dt
+
+    import pandas as pd
+
+    from ..policy import MEASURE_SYMBOL
+    from ..secure import mode_label
+    from .ledgers import describe_data
+
+    rows = []
+    for s in entries:
+        e = s.entry
+        when = dt.datetime.fromtimestamp(s.created_at).strftime("%Y-%m-%d %H:%M")
+        row: dict[str, Any] = {"#": s.seq, "recorded": when,
+                               "release": e.label, "mechanism": e.mechanism, "measure": MEASURE_SYMBOL[e.measure],
+                               "neighbours": e.neighbours, "mode": mode_label(e.secure), "seed": e.seed,
+                               "worst case": e.loss.supremum(), "data": describe_data(s.fingerprint), "by": s.origin}
+        if not review:
+            row.update({"largest record loss": s.largest, "largest record total (ρ)": s.total_rho,
+                        "largest record total (ε)": s.total_eps})
+        rows.append({k: math.nan if v is None and k in _NUMBERS else v for k, v in row.items()})
+    return pd.DataFrame(rows)
+
+
+#: Numeric columns of :func:`ledger_frame` (a statistic not kept is NaN: "-" in tables, null in JSON).
+_NUMBERS = ("worst case", "largest record loss", "largest record total (ρ)", "largest record total (ε)")
+
+
+def _json_number(v: Any) -> Any:
+    """JSON has no infinity: an unbounded loss is written "inf"."""
+    return "inf" if isinstance(v, float) and math.isinf(v) else v
+
+
+def _ledger_show(args: argparse.Namespace, stdout: IO[str]) -> int:
+    from .ledgers import LedgerStore, describe_data
+
+    store = LedgerStore(_store(args.db))
+    ledger_id = store.find(args.name)
+    if ledger_id is None:
+        known = ", ".join(n for n, _ in store.names()) or "none yet"
+        raise StoreError(f"There is no ledger named '{args.name}' in {store.where} (ledgers: {known}).",
+                         hint="prdp run STUDY.yaml --ledger NAME creates one.")
+    entries = store.entries(ledger_id)
+    frame = ledger_frame(entries, review=args.review)
+    data = describe_data(store.fingerprint(ledger_id))
+    last = entries[-1] if entries else None
+    if args.format == "json":
+        rows = [{k: None if isinstance(v, float) and math.isnan(v) else _json_number(v) for k, v in r.items()}
+                for r in frame.to_dict(orient="records")]
+        doc: dict[str, Any] = {"ledger": args.name, "data": data, "review": bool(args.review), "entries": rows}
+        if not args.review:
+            doc["largest record total (ρ)"] = None if last is None else _json_number(last.total_rho)
+            doc["largest record total (ε)"] = None if last is None else _json_number(last.total_eps)
+        stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        return EXIT_OK
+    stdout.write(f"Ledger '{args.name}' ({store.where}), data: {data}\n")
+    if frame.empty:
+        stdout.write("No release yet.\n")
+        return EXIT_OK
+    cols = ["#", "recorded", "release", "measure", "mode", "worst case"]
+    cols += [] if args.review else ["largest record loss", "largest record total (ρ)", "largest record total (ε)"]
+    stdout.write(frame[cols].to_string(index=False, max_colwidth=40, na_rep="-",
+                                       float_format=lambda v: f"{v:.6g}") + "\n")
+    if args.review:
+        stdout.write(f"({len(frame)} release(s); review: statistics of the records left out)\n")
+    elif last is not None and last.total_rho is not None:
+        eps = "" if last.total_eps is None else f", ε = {last.total_eps:.6g}"
+        stdout.write(f"Cumulative: the most exposed record has lost ρ = {last.total_rho:.6g}{eps} over "
+                     f"{len(frame)} release(s) (sequential composition; confidential: a statistic of the records).\n")
+        if math.isinf(last.total_rho):
+            stdout.write("Unbounded: a release on other data counts at its worst case for every record, and that "
+                         "worst case has no finite bound (a splitting policy's).\n")
+    else:
+        stdout.write(f"({len(frame)} release(s); no per-record total: the releases mix neighbour notions, or their "
+                     "data is held by an engine, which does not evaluate records one by one)\n")
+    return EXIT_OK
+
+
+def run_ledger(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
+    """``prdp ledger ACTION``: returns the exit code (errors are raised as PrdpError)."""
+    if args.ledger_command == "show":
+        return _ledger_show(args, stdout)
+    from .ledgers import LedgerStore
+
+    store = LedgerStore(_store(args.db))
+    names = store.names()
+    if not names:
+        stdout.write(f"No named ledger in {store.where} (prdp run STUDY.yaml --ledger NAME creates one).\n")
+    for name, n in names:
+        stdout.write(f"{name}\t{n} release(s)\n")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------
 # prdp app
 # ---------------------------------------------------------------------------
 
@@ -214,10 +381,16 @@ def run_app(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
         os.environ[W.ENV_BOARD_URL] = args.board
     store = _store(None)  # a bad URL or an unwritable folder is reported before the server starts
     where = store.where
+    from .sessions import Retention, SessionStore
+
+    sessions = SessionStore(store, W.upload_dir(), Retention.from_env())  # a bad retention setting stops here
+    removed = sessions.apply_retention()  # at start-up, as the app does again when it opens the store
     store.dispose()
     data = W.data_dir()
-    stdout.write(f"PrDP Explorer on http://{args.host}:{args.port}\n  board: {where}\n  data folder: {data}"
-                 f" ({len(W.data_files(data))} table(s))\n  facilitator actions: "
+    stdout.write(f"PrDP Explorer on http://{args.host}:{args.port}\n  board and saved sessions: {where}\n"
+                 f"  data folder: {data} ({len(W.data_files(data))} table(s))\n  uploaded tables: "
+                 f"{sessions.upload_dir} ({sessions.retention.describe()}; {len(removed)} deleted now)\n"
+                 f"  facilitator actions: "
                  f"{'on' if W.facilitator_key() else 'off (set PRDP_FACILITATOR_KEY to turn them on)'}\n")
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         stderr.write(f"prdp: warning: listening on {args.host}: anyone who can reach this address can use the app "

@@ -10,6 +10,10 @@ Tables (schema version :data:`SCHEMA_VERSION`)::
     entries  (id, submission_id UNIQUE, board_id, participant, name, rationale, kind, dataset,
               config, summary, created_at)
     settings (key, value, updated_at)              the facilitator's choices (pinned dataset, mode, δ)
+    sessions, uploads                              durable app sessions and their uploaded tables
+                                                   (version 3, :mod:`prdp_core.board.sessions`)
+    ledgers, ledger_entries                        privacy ledgers of sessions and of ``prdp run --ledger``
+                                                   (version 3, :mod:`prdp_core.board.ledgers`)
 
 An entry holds the submitted study config (JSON; the schema of docs/config.md, which holds no
 data values) and the summary computed from it (:mod:`prdp_core.board.summary`). ``participant``
@@ -22,8 +26,8 @@ stored once and concurrent ones are all kept. SQLite runs in WAL mode with a bus
 takes its write lock at the start of each transaction (``BEGIN IMMEDIATE``), so writers queue
 instead of failing. Opening a database runs the missing migrations (:data:`MIGRATIONS`) under
 a lock (SQLite's write lock, PostgreSQL's advisory lock), so many processes may open a new
-database at once. Later layouts (sessions, uploaded tables by content hash, ledgers) are
-added as further migrations.
+database at once. Version 3 adds durable sessions, uploaded tables by content hash and
+ledgers (their modules define the tables; the step is here, in order).
 
 Who may do what is enforced here, not only in the UI: a participant withdraws only entries
 whose participant hash is theirs; the facilitator's actions (pin the dataset, set the board's
@@ -49,7 +53,7 @@ from sqlalchemy.engine import Connection, Engine
 from ..errors import AccessError, PrdpError, StoreError
 
 #: Layout this build writes and reads; older databases are migrated when opened.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Limits of the text a participant types (characters).
 MAX_NAME = 120
@@ -139,6 +143,16 @@ def _to_v2(conn: Connection) -> None:
     conn.execute(sa.text("CREATE INDEX ix_entries_board ON entries (board_id)"))
 
 
+def _to_v3(conn: Connection) -> None:
+    """Version 3: durable app sessions, their uploaded tables (by content hash) and privacy ledgers."""
+    from . import ledgers, sessions
+
+    md = sa.MetaData()
+    sessions.define_tables(md)
+    ledgers.define_tables(md)
+    md.create_all(conn)
+
+
 def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int:
     """Insert a board row; its id."""
     key = conn.execute(table.insert().values(title=title, created_at=now)).inserted_primary_key
@@ -147,7 +161,7 @@ def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int
 
 
 #: Every migration step in order; step i takes a database from version i to i + 1.
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_to_v1, _to_v2)
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_to_v1, _to_v2, _to_v3)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 

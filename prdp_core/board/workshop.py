@@ -8,6 +8,10 @@ Environment (set by ``prdp app`` from its options, or by hand):
 ``PRDP_DATA_DIR``           the data folder whose files the facilitator may pin
                             (default ``<workshop folder>/data``)
 ``PRDP_FACILITATOR_KEY``    the facilitator's passphrase; unset: no facilitator actions
+``PRDP_UPLOAD_DIR``         where durable sessions keep uploaded tables, once per content
+                            (default ``<data folder>/uploads``; :mod:`.sessions`)
+``PRDP_UPLOAD_RETENTION_DAYS``, ``PRDP_UPLOAD_MAX_GB``
+                            how long and how much of them is kept (default 30 days, 10 GB)
 ==========================  ==================================================================
 
 The pinned workshop dataset is a sample (``{"sample": name, "n": …, "seed": …}``) or a file
@@ -27,12 +31,13 @@ import pandas as pd
 
 from ..config import safe_data_path
 from ..data import SUPPORTED_EXTENSIONS, Dataset, guess_schema, load_table, prepare_dataset
-from ..errors import DataError
+from ..errors import DataError, PrdpError
 
 ENV_WORKSHOP_DIR = "PRDP_WORKSHOP_DIR"
 ENV_BOARD_URL = "PRDP_BOARD_URL"
 ENV_DATA_DIR = "PRDP_DATA_DIR"
 ENV_FACILITATOR_KEY = "PRDP_FACILITATOR_KEY"
+ENV_UPLOAD_DIR = "PRDP_UPLOAD_DIR"
 DEFAULT_WORKSHOP_DIR = "workshop"
 
 
@@ -55,28 +60,116 @@ def data_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(d).expanduser().resolve() if d else workshop_dir(env) / "data"
 
 
+def upload_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where uploaded tables of durable sessions are kept (``PRDP_UPLOAD_DIR``, default
+    ``<data folder>/uploads``), absolute. Tables there are not offered as data-folder tables."""
+    env = os.environ if env is None else env
+    d = env.get(ENV_UPLOAD_DIR)
+    return Path(d).expanduser().resolve() if d else data_dir(env) / "uploads"
+
+
 def facilitator_key(env: Mapping[str, str] | None = None) -> str | None:
     """The facilitator's passphrase, or None (facilitator actions off)."""
     env = os.environ if env is None else env
     return env.get(ENV_FACILITATOR_KEY) or None
 
 
-def data_files(folder: str | os.PathLike) -> list[str]:
+def data_files(folder: str | os.PathLike, *, large: bool = False) -> list[str]:
     """Names of the tables directly in the data folder (CSV, TSV, Parquet, Excel), sorted; files
-    whose link leads out of the folder are left out."""
+    whose link leads out of the folder are left out.
+
+    ``large``: the sources the DuckDB engine reads in place instead (the app's *Large dataset*
+    source) — Parquet and CSV/TSV files, DuckDB database files (``name.duckdb``: name a table as
+    ``name.duckdb#table``, see :func:`database_tables`) and sub-folders holding Parquet or CSV files
+    (one table written in several files); a folder or link leading out of the data folder is left out."""
     base = Path(folder)
     if not base.is_dir():
         return []
     names = []
     for p in sorted(base.iterdir()):
-        if p.name.startswith(".") or p.suffix.lower() not in SUPPORTED_EXTENSIONS:
+        if p.name.startswith("."):
             continue
         try:
-            if safe_data_path(p.name, base, key="data file").is_file():
-                names.append(p.name)
-        except Exception:  # noqa: BLE001 - a link leading out of the folder: not offered
+            target = safe_data_path(p.name, base, key="data file", where="the data folder")
+        except PrdpError:  # a link leading out of the folder: not offered
             continue
+        if large:
+            if target.is_dir():
+                if any(f.is_file() and f.suffix.lower() in LARGE_EXTENSIONS[:-1] for f in target.iterdir()):
+                    names.append(p.name)
+            elif target.is_file() and p.suffix.lower() in LARGE_EXTENSIONS:
+                names.append(p.name)
+        elif p.suffix.lower() in SUPPORTED_EXTENSIONS and target.is_file():
+            names.append(p.name)
     return names
+
+
+#: File types of the *Large dataset* source (the DuckDB engine): data files, then DuckDB databases.
+LARGE_EXTENSIONS = (".parquet", ".pq", ".csv", ".tsv", ".tab", ".txt", ".duckdb")
+
+
+def data_source(spec: str, folder: str | os.PathLike) -> Any:
+    """The files a *Large dataset* spec names in the data folder — a file, a folder, a glob
+    (``parts/*.parquet``) or ``name.duckdb#table`` — as the DuckDB engine's
+    :class:`~prdp_core.engines.duckdb_engine.Source`.
+
+    Nothing outside the folder can be named: absolute paths, ``~``, any ``..`` and symbolic links
+    leading out (of the path itself or of any file it matches) are refused with a DataError, as
+    are missing files and folders without data files."""
+    from ..engines.duckdb_engine import resolve_source
+
+    text = str(spec).strip()
+    head = text.rsplit("#", 1)[0] if "#" in text else text
+    try:
+        safe_data_path(head, folder, key="Large dataset", where="the data folder")
+    except PrdpError as err:
+        raise DataError(err.message, hint=f"Name a file, folder or glob inside the data folder ({Path(folder)}).") \
+            from None
+    try:
+        return resolve_source(text, base_dir=folder, confine=True)
+    except DataError as err:
+        raise DataError(err.message.replace("(looked in", "(the data folder:"),
+                        hint=err.hint or "Check the name.") from None
+
+
+def open_data_source(spec: str, folder: str | os.PathLike, options: Any = None) -> Any:
+    """A DuckDB engine over a *Large dataset* spec of the data folder (:func:`data_source`: nothing outside
+    the folder), with the engine's settings from the environment unless ``options`` are given. The
+    connection itself may read the data folder (and its spill folder) only: a view stored in a database
+    file of the folder cannot read a file elsewhere."""
+    from dataclasses import replace
+
+    from ..engines.duckdb_engine import DuckDBEngine, default_options
+
+    opts = options or default_options()
+    opts = replace(opts, extra={**dict(opts.extra), "allowed_directories": [str(Path(folder).resolve())]})
+    return DuckDBEngine.open(data_source(spec, folder), options=opts)
+
+
+def data_source_stamp(source: Any) -> tuple[tuple[str, int, int], ...]:
+    """(path, size, modification time) of every file of a source: a cache key that changes when any
+    of them does."""
+    out = []
+    for f in source.files:
+        st = Path(f).stat()
+        out.append((str(f), int(st.st_size), int(st.st_mtime_ns)))
+    return tuple(out)
+
+
+def database_tables(folder: str | os.PathLike, name: str) -> list[str]:
+    """The tables and views of the DuckDB database ``name`` of the data folder (opened read-only)."""
+    p = safe_data_path(name, folder, key="data file", where="the data folder")
+    import duckdb
+
+    try:
+        con = duckdb.connect(str(p), read_only=True)
+    except Exception as exc:  # noqa: BLE001 - duckdb raises several types: all mean "not readable"
+        raise DataError(f"Cannot open the database {name}: {str(exc)[:200]}.") from None
+    try:
+        rows = con.execute("SELECT table_name FROM information_schema.tables ORDER BY table_name").fetchall()
+    finally:
+        con.close()
+    return [str(r[0]) for r in rows]
 
 
 def describe_pin(pin: Mapping[str, Any] | None) -> str | None:
@@ -142,8 +235,13 @@ def load_file(folder: str | os.PathLike, name: str) -> WorkshopFile:
     path, _, _ = file_stamp(folder, name)
     df = load_table(path, filename=name)  # size, row and column limits as for an upload
     ds = prepare_dataset(df, guess_schema(df), name=name)
+    return WorkshopFile(name=name, raw=df, dataset=ds, sha256=sha256_file(path))
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """SHA-256 (hex) of a file's bytes, read in 1 MB blocks: a table's content hash."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
-    return WorkshopFile(name=name, raw=df, dataset=ds, sha256=digest.hexdigest())
+    return digest.hexdigest()

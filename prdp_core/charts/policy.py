@@ -53,19 +53,26 @@ def loss_cdf_figure(series: Mapping[str, tuple[np.ndarray, np.ndarray]], *, titl
 
 
 def public_function_figure(grid: np.ndarray, curves: Mapping[str, np.ndarray], *, measure: str,
-                           observed: np.ndarray | None = None, unit: str = "ρ") -> go.Figure:
+                           observed: np.ndarray | Mapping[str, float] | None = None, unit: str = "ρ") -> go.Figure:
     """The published policy P as a function of a hypothetical record's value of one measure.
 
     ``curves`` maps a group label to P over ``grid``; ``observed`` (optional, confidential)
-    marks quantiles of the real data on the x-axis.
+    marks quantiles of the real data on the x-axis: the values themselves, or their median, p90 and
+    p99 already computed (a mapping label → value, e.g. from a profile computed by an engine).
     """
     fig = go.Figure()
     for i, (name, y) in enumerate(curves.items()):
         fig.add_trace(go.Scatter(x=grid, y=y, mode="lines", line_shape="hv", name=name,
                                  line=dict(color=PALETTE[i % len(PALETTE)], width=2),
                                  hovertemplate=f"{measure} = %{{x:,.4g}}: P = %{{y:.4g}}{unit}<extra>{name}</extra>"))
-    if observed is not None and observed.size:
-        for q, lab in zip(np.quantile(observed, [0.5, 0.9, 0.99]), ("median", "p90", "p99")):
+    if isinstance(observed, Mapping):
+        marks = list(zip(observed.values(), observed))
+    elif observed is not None and observed.size:
+        marks = list(zip(np.quantile(observed, [0.5, 0.9, 0.99]), ("median", "p90", "p99")))
+    else:
+        marks = []
+    if marks:
+        for q, lab in marks:
             fig.add_vline(x=float(q), line_dash="dot", line_color="#999999", annotation_text=lab,
                           annotation_position="top left")
     return layout(fig, f"Public policy function: loss of a record by its {measure}",

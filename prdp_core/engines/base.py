@@ -30,7 +30,7 @@ import pandas as pd
 
 from ..data import Schema, TableCheck
 from ..distribution import LossDistribution
-from ..errors import PolicyError
+from ..errors import ParameterError, PolicyError
 from ..profile import DatasetProfile
 from ..splitting import Thresholds
 from ..workload import Filter, SplittingPolicy
@@ -272,6 +272,42 @@ class Engine(ABC):
     def count_above(self, column: str, values: Sequence[float]) -> np.ndarray:
         """Records with ``column`` > each value (rank errors of a released maximum)."""
 
+    @abstractmethod
+    def order_statistics(self, column: str, ranks: Sequence[int]) -> np.ndarray:
+        """The values of a measure at 0-based ``ranks`` of its sorted values (exact; each rank in
+        [0, records − 1])."""
+
+    # -- read-outs built on the statistics ---------------------------------------------------
+
+    def quantiles(self, column: str, qs: Sequence[float]) -> np.ndarray:
+        """Quantiles of a measure by numpy's default (linear) rule: the two order statistics around
+        q·(n − 1), interpolated by ``numpy.quantile`` itself (the bits of the in-memory array's)."""
+        q = np.asarray(qs, dtype=float)
+        if np.any(~np.isfinite(q) | (q < 0) | (q > 1)):
+            raise ParameterError("Quantiles must be between 0 and 1.")
+        n = self.n_rows()
+        if n == 0 or not q.size:
+            return np.full(q.shape, np.nan)
+        pos = q * (n - 1)
+        lo = np.floor(pos).astype(np.int64)
+        hi = np.minimum(lo + 1, n - 1)
+        ranks = sorted(set(lo.tolist()) | set(hi.tolist()))
+        at = dict(zip(ranks, self.order_statistics(column, ranks).tolist()))
+        return np.array([float(np.quantile(np.array([at[a], at[b]]), f))
+                         for a, b, f in zip(lo.tolist(), hi.tolist(), (pos - lo).tolist())])
+
+    def threshold_quantiles(self, column: str, qs: Sequence[float]) -> np.ndarray:
+        """Splitting thresholds at quantiles of a measure (the PctScore of Table 8): each quantile,
+        or — where it is 0 — the smallest positive value (1 when every value is 0), as
+        :func:`prdp_core.splitting.percentile_thresholds` computes on a table in memory."""
+        t = self.quantiles(column, qs)
+        if np.any(t <= 0):
+            n = self.n_rows()
+            positive = int(self.count_above(column, [0.0])[0])
+            smallest = float(self.order_statistics(column, [n - positive])[0]) if positive else 1.0
+            t = np.where(t <= 0, smallest, t)
+        return t
+
     # -- shared checks -------------------------------------------------------------------
 
     @property
@@ -291,7 +327,9 @@ class Engine(ABC):
 @dataclass(frozen=True)
 class EngineOptions:
     """Settings of an engine. DuckDB: ``memory_limit`` (e.g. ``"3GB"``: beyond it DuckDB spills to
-    ``temp_directory``), ``threads`` (None: one per core). Spark: ``master`` (``local[*]``,
+    ``temp_directory``), ``threads`` (None: one per core); ``extra["allowed_directories"]``: the only
+    folders the connection may read (with its spill folder; e.g. the app's data folder, so a view
+    stored in a database file cannot read a file elsewhere). Spark: ``master`` (``local[*]``,
     ``spark://host:7077``, ``yarn``, …) or ``remote`` (a Spark Connect server, ``sc://host:15002``),
     and ``conf`` (Spark settings, e.g. ``{"spark.executor.memory": "8g"}``) for the session the
     engine starts when none is running (see :mod:`prdp_core.engines.spark_engine`)."""

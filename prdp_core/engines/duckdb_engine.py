@@ -188,6 +188,12 @@ class DuckDBEngine(SQLEngine):
         try:
             con = duckdb.connect(config=config)
             con.execute("SET enable_progress_bar = false")
+            confine = [str(Path(x).resolve()) for x in opts.extra.get("allowed_directories") or ()]
+            if confine:  # nothing but these folders (and the spill folder) can be read, for the connection's life
+                d = S.DUCKDB
+                dirs = ", ".join(d.string(x.rstrip("/") + "/") for x in [*confine, str(Path(temp).resolve())])
+                con.execute(f"SET allowed_directories = [{dirs}]")
+                con.execute("SET enable_external_access = false")
         except duckdb.Error as exc:
             raise ParameterError(f"DuckDB refused its settings: {_short(exc)}.",
                                  hint="Check memory_limit (e.g. '3GB') and the temporary folder.") from None

@@ -388,6 +388,13 @@ class MemoryEngine(Engine):
         v = np.sort(measure_values(self.table, column))
         return v.size - np.searchsorted(v, np.asarray(values, dtype=float), side="right")
 
+    def order_statistics(self, column: str, ranks: Sequence[int]) -> np.ndarray:
+        v = measure_values(self.table, column)
+        r = np.asarray(ranks, dtype=np.int64)
+        if r.size and (r.min() < 0 or r.max() >= v.size):
+            raise ParameterError(f"Ranks must lie in [0, {v.size - 1}].")
+        return np.partition(v, r)[r] if r.size else np.zeros(0)
+
 
 class _Layout:
     """The records' cells of one query (``cell_of``, −1 outside its scope) for :class:`OwnerCells`."""

@@ -464,7 +464,7 @@ class SparkEngine(SQLEngine):
         fetched with their counts, and the rank is read off them. Exact whatever the
         approximation: it only decides how many values are fetched (about 6n/accuracy per rank)."""
         d = self.d
-        row = tuple(self._exec(f"SELECT {', '.join(parts)} FROM {self.relation}")[0])
+        row = tuple(self._exec(f"SELECT {', '.join(parts)} FROM {self.relation}")[0]) if parts else ()
         src = f"(SELECT {v} AS __v FROM {self.relation} WHERE {v} IS NOT NULL)"
         acc = int(min(10_000_000, max(10_000, n // 100)))
         r = np.asarray(ranks, dtype=np.int64)

@@ -559,6 +559,17 @@ class SQLEngine(Engine):
         parts = ", ".join(self.d.count_if(f"{v} > {self.d.double(x)}") if not math.isnan(x) else "0" for x in vals)
         return np.asarray(self._exec(f"SELECT {parts} FROM {self.relation}")[0], dtype=np.int64)
 
+    def order_statistics(self, column: str, ranks: Sequence[int]) -> np.ndarray:
+        v = self._checked_measure(column)
+        r = [int(x) for x in ranks]
+        if not r:
+            return np.zeros(0)
+        n = self.n_rows()
+        if min(r) < 0 or max(r) >= n:
+            raise ParameterError(f"Ranks must lie in [0, {n - 1}].")
+        _, order = self._order_statistics(v, sorted(set(r)), n, ())
+        return np.asarray([order[k] for k in r], dtype=float)
+
     # -- profile -----------------------------------------------------------------------------
 
     def profile(self, measures: Sequence[str], *, bins: int = 40, lorenz_points: int = 201) -> DatasetProfile:

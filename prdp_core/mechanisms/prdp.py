@@ -19,6 +19,10 @@ Mechanisms
   to pick ℓ (ε_τ = 2^{ℓ−1}ε̌); Part 2 runs a standard ε_τ/2-DP mechanism M on D_ℓ, the
   records of domains ℓ..L (records of domains below ℓ are *dropped*, not clipped).
   Record r in domain i pays 2^{i−2}ε̌ (Part 1) + ε_τ/2 if i ≥ ℓ (Part 2) ≤ E(r).
+  Option: ``eps_share`` = s gives Part 1 E' = s·E and M (1 − s)·ε_τ (record r pays
+  s·2^{i−1}ε̌ + (1 − s)·ε_τ·[i ≥ ℓ] ≤ 2^{i−1}ε̌ ≤ E(r), since ε_τ ≤ 2^{i−1}ε̌ for i ≥ ℓ), and
+  ``beta_share`` = Part 1's share of β; the paper's halves are the defaults
+  (:mod:`prdp_core.mechanisms.prdp_forecast` predicts when another split is better).
 * :func:`naive` — the straw man of Sec. 4.1: M on the whole data at the global minimum ε̌.
 
 Built-in standard mechanisms M (each ε-DP with respect to adding/removing one record):
@@ -344,23 +348,32 @@ class ClippedSum:
         b = self.bins(U)
         return {"cnt": st.hist_counts.astype(float), "sum": st.hist_sums, "j0": b.j0, "J": b.J}  # type: ignore[union-attr]
 
+    @staticmethod
+    def candidates(cnt: np.ndarray, sm: np.ndarray, j0: int, J: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """From one row of per-bin counts and sums: the thresholds τ_j = 2^j (j = j0..J), #{v > τ_j}
+        and Σ min(v, τ_j)."""
+        taus = np.exp2(np.arange(j0, J + 1, dtype=float))
+        above = np.cumsum(cnt[::-1])[::-1][1:]
+        return taus, above, np.cumsum(sm)[:-1] + taus * above
+
+    def logits(self, above: np.ndarray, e_sel: np.ndarray) -> np.ndarray:
+        """Unnormalised log-probabilities of choosing each τ_j, one row per selection budget ε_sel."""
+        return -self.decay * np.arange(above.size)[None, :] - np.asarray(e_sel)[:, None] * above[None, :]
+
     def run(self, st: dict[str, Any], ell: np.ndarray, eps: np.ndarray, beta: float, rng: np.random.Generator
             ) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Estimates for each trial (D_ℓ = domains ≥ ell[t], budget eps[t])."""
         cnt_all, sm_all, j0, J = st["cnt"], st["sum"], st["j0"], st["J"]
-        taus = np.exp2(np.arange(j0, J + 1, dtype=float))
         out = np.empty(ell.size)
         tau_out = np.empty(ell.size)
         rc = np.cumsum(cnt_all[::-1], axis=0)[::-1]  # rows: domains ≥ i
         rs = np.cumsum(sm_all[::-1], axis=0)[::-1]
         for l in np.unique(ell):
             rows = np.flatnonzero(ell == l)
-            cnt, sm = rc[l - 1], rs[l - 1]
-            above = np.cumsum(cnt[::-1])[::-1][1:]          # #{v > τ_j}, j = j0..J
-            clipped = np.cumsum(sm)[:-1] + taus * above      # Σ min(v, τ_j)
+            taus, above, clipped = self.candidates(rc[l - 1], rs[l - 1], j0, J)  # #{v > τ_j}, Σ min(v, τ_j)
             e_sel = self.split * eps[rows]
             e_sum = eps[rows] - e_sel
-            logits = -self.decay * np.arange(taus.size)[None, :] - e_sel[:, None] * above[None, :]
+            logits = self.logits(above, e_sel)
             j = np.argmax(logits + rng.gumbel(size=logits.shape), axis=1)
             tau = taus[j]
             out[rows] = clipped[j] + rng.laplace(0.0, 1.0, rows.size) * tau / e_sum
@@ -695,19 +708,87 @@ def _run_m(p: Prepared, ell: np.ndarray, eps_m: np.ndarray, beta: float, rng: np
     return out, {}
 
 
-def framework_trials(p: Prepared, *, beta: float, rng: np.random.Generator, trials: int = 1
+#: Algorithm 2's split between Part 1 (domain selection) and M: the paper's halves of E and of β (Thm 6.1).
+PAPER_SHARE = 0.5
+
+
+def check_share(name: str, share: Any) -> float:
+    """A share of the budget or of β given to Part 1 of Algorithm 2: a number in [0.01, 0.99]."""
+    try:
+        s = float(share)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number (got {share!r}).") from None
+    if not 0.01 <= s <= 0.99:
+        raise ParameterError(f"{name} must be between 0.01 and 0.99 (got {share!r}).",
+                             hint="The paper gives Part 1 half (0.5).")
+    return s
+
+
+@dataclass(frozen=True)
+class Split:
+    """Algorithm 2's budgets for a share s of E and a share of β spent by Part 1.
+
+    ``part1[i−1]`` = s·2^{i−1}ε̌ is what a record of domain i pays in Part 1 (Algorithm 1 on
+    E' = s·E, thresholds ln(L/β₁)/part1); ``eps_m(ℓ)`` = (1 − s)·ε_τ, rounded down so that
+    part1[ℓ−1] + eps_m(ℓ) ≤ 2^{ℓ−1}ε̌ holds in floating point too. The halves give the paper's
+    2^{i−2}ε̌ and ε_τ/2 exactly.
+    """
+
+    domains: DomainPartition
+    beta: float
+    eps_share: float = PAPER_SHARE
+    beta_share: float = PAPER_SHARE
+
+    @property
+    def part1(self) -> np.ndarray:
+        return self.domains.lo * self.eps_share
+
+    @property
+    def beta1(self) -> float:
+        """Part 1's failure rate (β/2 by default)."""
+        return self.beta * self.beta_share
+
+    @property
+    def beta_m(self) -> float:
+        """M's failure rate (β/2 by default)."""
+        return self.beta * (1.0 - self.beta_share)
+
+    def thresholds(self) -> np.ndarray:
+        return math.log(self.domains.L / self.beta1) / self.part1
+
+    def eps_m(self, ell: np.ndarray) -> np.ndarray:
+        """M's budget (1 − s)·ε_τ for each selected ℓ (1-based)."""
+        lo = self.domains.lo[np.asarray(ell) - 1]
+        p1 = self.part1[np.asarray(ell) - 1]
+        em = lo - p1
+        return np.where(p1 + em > lo, np.nextafter(em, 0.0), em)
+
+    def per_domain(self, ell: int) -> np.ndarray:
+        """Delivered loss of a record of each domain i = 1..L when ℓ was selected."""
+        out = self.part1.copy()
+        out[ell - 1:] += float(self.eps_m(np.array([ell]))[0])
+        return out
+
+    @property
+    def is_paper(self) -> bool:
+        return self.eps_share == PAPER_SHARE and self.beta_share == PAPER_SHARE
+
+
+def framework_trials(p: Prepared, *, beta: float, rng: np.random.Generator, trials: int = 1,
+                     eps_share: float = PAPER_SHARE, beta_share: float = PAPER_SHARE
                      ) -> tuple[np.ndarray, Selection, np.ndarray, dict[str, np.ndarray]]:
     """Algorithm 2 repeated ``trials`` times on prepared data (vectorised over trials).
 
+    ``eps_share``, ``beta_share``: Part 1's share of E and of β (:class:`Split`; the paper's ½).
     Returns (estimates, Part-1 selection, ε_M per trial, M's details).
     """
     b = _check_beta(beta)
-    dp = p.domains
-    lo_half = dp.lo / 2.0                                 # E' = E/2: domain i charged 2^{i−2}ε̌
-    th = math.log(dp.L / (b / 2.0)) / lo_half             # Algorithm 1 on E' with β/2
-    sel = select_domain(p.counts, 1.0 / lo_half, th, rng=rng, trials=int(trials))
-    eps_m = dp.lo[sel.ell - 1] / 2.0                      # ε_τ / 2
-    est, det = _run_m(p, sel.ell, eps_m, b / 2.0, rng)
+    sp = Split(p.domains, b, check_share("Part 1's share of the budget", eps_share),
+               check_share("Part 1's share of β", beta_share))
+    part1 = sp.part1                                      # E' = s·E (s = ½: domain i charged 2^{i−2}ε̌)
+    sel = select_domain(p.counts, 1.0 / part1, sp.thresholds(), rng=rng, trials=int(trials))
+    eps_m = sp.eps_m(sel.ell)                             # (1 − s)·ε_τ (ε_τ/2 by default)
+    est, det = _run_m(p, sel.ell, eps_m, sp.beta_m, rng)
     return est, sel, eps_m, det
 
 
@@ -770,7 +851,8 @@ def _secure_m(p: Prepared, table: Any, ell: int, eps_m: float, beta: float, samp
 
 def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float,
               rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
-              secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+              secure: bool = False, sampler: SecureSampler | None = None, eps_share: float = PAPER_SHARE,
+              beta_share: float = PAPER_SHARE) -> Release:
     """Algorithm 2 (general PrDP framework, Sec. 6): answer ``query`` under E-PrDP.
 
     Parameters
@@ -784,27 +866,34 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
     secure, sampler: secure mode — Part 1 and M draw exact noise and selections from OpenDP
         (:func:`secure_select_domain`, :func:`_secure_m`) with the same budgets, so the same
         per-record losses; no seed. Built-in mechanisms only.
+    eps_share, beta_share: Part 1's share s of E and of β (default ½ each, the paper's split).
+        M then runs at (1 − s)·ε_τ with the rest of β. A smaller s gives M more budget and makes
+        Part 1's thresholds higher (:mod:`prdp_core.mechanisms.prdp_forecast` predicts which
+        split works at a given n).
 
-    Privacy: record r of domain i pays 2^{i−2}ε̌ in Part 1 and, if i ≥ ℓ, ε_τ/2 in Part 2;
-    both are ≤ E(r)/2, so the release is E-PrDP (sequential composition, Lemma 3.10).
+    Privacy: record r of domain i pays s·2^{i−1}ε̌ in Part 1 and, if i ≥ ℓ, (1 − s)·ε_τ in Part 2
+    (2^{i−2}ε̌ and ε_τ/2 by default); since ε_τ = 2^{ℓ−1}ε̌ ≤ 2^{i−1}ε̌ ≤ E(r) for i ≥ ℓ the sum is
+    ≤ E(r), so the release is E-PrDP (sequential composition, Lemma 3.10).
     """
     smp = _sampler(secure, sampler, rng)
     seed = None if smp is not None else seed
     b = _check_beta(beta)
     p = prepare(table, budget, query)
+    sp = Split(p.domains, b, check_share("Part 1's share of the budget", eps_share),
+               check_share("Part 1's share of β", beta_share))
     if smp is None:
-        est_a, sel, eps_m_a, det = framework_trials(p, beta=b, rng=rng, trials=1)  # type: ignore[arg-type]
+        est_a, sel, eps_m_a, det = framework_trials(p, beta=b, rng=rng, trials=1, eps_share=sp.eps_share,  # type: ignore[arg-type]
+                                                    beta_share=sp.beta_share)
     else:
-        dp_ = p.domains
-        sel = secure_select_domain(p.counts, dp_.lo / 2.0, math.log(dp_.L / (b / 2.0)) / (dp_.lo / 2.0), smp)
-        eps_m_a = dp_.lo[sel.ell - 1] / 2.0
-        est1, det1 = _secure_m(p, table, int(sel.ell[0]), float(eps_m_a[0]), b / 2.0, smp)
+        sel = secure_select_domain(p.counts, sp.part1, sp.thresholds(), smp)
+        eps_m_a = sp.eps_m(sel.ell)
+        est1, det1 = _secure_m(p, table, int(sel.ell[0]), float(eps_m_a[0]), sp.beta_m, smp)
         est_a, det = np.array([est1]), {k: np.array([v]) for k, v in det1.items()}
     dp = p.domains
     ell, est, eps_m = int(sel.ell[0]), float(est_a[0]), float(eps_m_a[0])
     eps_tau = float(dp.lo[ell - 1])
-    per_domain = np.ldexp(dp.eps_min / 4.0, np.arange(dp.L + 1))  # Part 1: 2^{i−2}ε̌ (exact), index i
-    per_domain[ell:] += eps_m                                     # Part 2: ε_τ/2 for kept domains i ≥ ℓ
+    # Part 1: s·2^{i−1}ε̌ (2^{i−2}ε̌, exact, by default); Part 2: (1 − s)·ε_τ for kept domains i ≥ ℓ
+    per_domain = np.concatenate(([0.0], sp.per_domain(ell)))  # index i = domain
     delivered = _delivered(p, per_domain[1:], lambda: per_domain.take(p.idx))  # one gather, O(n)
     row: dict[str, Any] = {"query": p.query.label, "estimate": est, "eps_tau": eps_tau, "ell": ell}
     extras: dict[str, Any] = {"eps_tau": eps_tau, "ell": ell, "eps_M": eps_m, "passed": bool(sel.passed[0]),
@@ -814,12 +903,16 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
                               "private_domain_counts": p.counts.astype(int)}
     _finish_row(row, extras, det, p, est, est_a, reveal)
     params: dict[str, Any] = {"query": p.query.label, "beta": b, "budget": budget.to_dict(), "L": dp.L}
+    note = "PrDP framework: 2^(i−2)·ε̌ + ε_τ/2 for kept records (ε_τ data-dependent)"
+    if not sp.is_paper:
+        params.update(eps_share=sp.eps_share, beta_share=sp.beta_share)
+        note = (f"PrDP framework: {sp.eps_share:g}·2^(i−1)·ε̌ + {1 - sp.eps_share:g}·ε_τ for kept records "
+                "(ε_τ data-dependent)")
     if smp is not None:
         params["secure"] = smp.describe()
     name = f"prdp.framework.{p.query.kind}"
     sec = smp is not None
-    return _prdp_release(p, name, row, delivered, f"PrDP framework: {p.query.label}",
-                         "PrDP framework: 2^(i−2)·ε̌ + ε_τ/2 for kept records (ε_τ data-dependent)", dp.eps_max,
+    return _prdp_release(p, name, row, delivered, f"PrDP framework: {p.query.label}", note, dp.eps_max,
                          params, seed, sec, reveal, extras)
 
 

@@ -31,6 +31,14 @@ def _navigation_as_in_the_server(monkeypatch):
     monkeypatch.setattr(PagesManager, "__init__", init)
 
 
+@pytest.fixture(autouse=True)
+def _own_workshop_folder(monkeypatch, tmp_path):
+    """Every AppTest saves its session (ui.durable) in a workshop folder of its own, never in ./workshop."""
+    monkeypatch.setenv("PRDP_WORKSHOP_DIR", str(tmp_path / "workshop"))
+    for var in ("PRDP_BOARD_URL", "PRDP_DATA_DIR", "PRDP_UPLOAD_DIR"):
+        monkeypatch.delenv(var, raising=False)
+
+
 def open_page(page: str, *, timeout: float = 120) -> AppTest:
     """Run app.py (default sample loaded), then switch to ``pages/<page>.py``."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)

@@ -61,6 +61,9 @@ INVENTORY: dict[str, list[str]] = {
     "prdp.framework": [
         A + "test_prdp_audit.py::test_each_domain_noise_scale_with_power",
         A + "test_scale_audit.py::test_framework_count_and_distinct_answer_noise_scale_with_power",
+        A + "test_prdp_split_audit.py::test_part1_counts_have_the_split_scale_with_power",
+        A + "test_prdp_split_audit.py::test_m_answer_has_the_rest_of_the_budget_with_power",
+        A + "test_prdp_split_audit.py::test_charged_loss_covers_both_parts_and_stays_within_the_budget",
         "statdp:prdp.framework.part1", "statdp:prdp.framework.M.count", "statdp:prdp.framework.M.sum",
         "statdp:prdp.framework.M.max", "statdp:prdp.framework.M.distinct"],
     "prdp.ClippedSum": [U + "test_prdp.py::test_clipped_sum_threshold_selection_exact_audit",

@@ -7,6 +7,7 @@ Screenshots go to test-artifacts/e2e/.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Iterator
@@ -107,3 +108,34 @@ def wait_idle(page, timeout: float = 60_000) -> None:
     page.wait_for_timeout(300)
     page.wait_for_function(IDLE_JS, timeout=timeout)
     page.wait_for_timeout(300)
+
+
+#: JavaScript giving a fingerprint of the data of the Plotly chart matched by a CSS selector (``%s``): its
+#: traces' x and y, which Streamlit sends base64-encoded, so the fingerprint changes whenever the curve does.
+FINGERPRINT_JS = """() => {
+  const el = document.querySelector('%s');
+  if (!el || !el.data || !el.data.length) return null;
+  const s = JSON.stringify(el.data.map(t => [t.x, t.y]));
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+  return s.length + ':' + h;
+}"""
+
+
+def change_first_threshold(page, fingerprint_js: str, new_of) -> tuple[float, float, float]:
+    """On the Policy designer: set the first threshold T(…) to ``new_of(old)`` and wait until the chart whose
+    fingerprint is ``fingerprint_js`` (from :data:`FINGERPRINT_JS`) changes; returns (old, new, seconds from the
+    change to the updated chart)."""
+    import time
+
+    before = page.evaluate(fingerprint_js)
+    assert before
+    thr = page.locator('[data-testid="stNumberInput"]').filter(has_text=re.compile(r"^T\(")).locator("input").first
+    old = float(thr.input_value())
+    new = new_of(old)
+    thr.fill(f"{new:g}")
+    t0 = time.perf_counter()
+    thr.press("Enter")
+    page.wait_for_function(f"(before) => {{ const f = ({fingerprint_js})(); return f && f !== before; }}", arg=before,
+                           timeout=120_000, polling=20)
+    return old, new, time.perf_counter() - t0

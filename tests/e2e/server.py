@@ -42,13 +42,15 @@ def streamlit_command(port: int) -> list[str]:
 
 @contextmanager
 def app_server(log: IO[str], *, env: dict[str, str] | None = None, command: Callable[[int], list[str]] | None = None,
-               cwd: Path = ROOT, startup_timeout: float = 90) -> Iterator[tuple[str, subprocess.Popen]]:
+               cwd: Path = ROOT, startup_timeout: float = 90, port: int | None = None
+               ) -> Iterator[tuple[str, subprocess.Popen]]:
     """Run the app's server until the block ends; yield its URL and process.
 
     ``command`` builds the server's command line for a port (default: :func:`streamlit_command`; e.g.
     ``prdp app …`` for a workshop server); ``env`` adds variables to the server's environment (the memory
-    limits, the workshop folder)."""
-    port = free_port()
+    limits, the workshop folder); ``port`` (default: a free one) lets a test start a server again where a
+    killed one listened."""
+    port = free_port() if port is None else port
     proc = subprocess.Popen((command or streamlit_command)(port), cwd=cwd, stdout=log, stderr=subprocess.STDOUT,
                             env={**os.environ, **(env or {})})
     url = f"http://127.0.0.1:{port}"

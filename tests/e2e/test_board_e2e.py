@@ -124,8 +124,10 @@ def test_a_copied_link_restores_the_design_in_a_fresh_context(browser, workshop_
     first = _open(browser, workshop_url)
     _designer(first, emp=77)
     first.wait_for_function("() => location.search.includes('policy=')")
-    link = first.url
-    assert "/policy_designer?" in link
+    _nav(first, "Board")  # the share link: the design without the session key the address bar also holds
+    link = first.locator('[data-testid="stCode"]').filter(has_text="policy=").first.inner_text().strip()
+    assert "/policy_designer?policy=" in link and "s=" not in link.split("?")[1]
+    first.get_by_text("not the address bar").wait_for()
     first.context.close()
 
     fresh = new_page(browser)

@@ -10,27 +10,17 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 
-from .conftest import ARTIFACTS, shot, wait_idle
+from .conftest import ARTIFACTS, FINGERPRINT_JS, change_first_threshold, shot, wait_idle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
 
 ROWS = 1_000_000
 CHART = ".st-key-cdf_records .js-plotly-plot"
 
-#: A fingerprint of the CDF chart's data read from the Plotly element (the traces' x and y, which
-#: Streamlit sends base64-encoded: their JSON changes whenever the curve does).
-_FINGERPRINT = """() => {
-  const el = document.querySelector('%s');
-  if (!el || !el.data || !el.data.length) return null;
-  const s = JSON.stringify(el.data.map(t => [t.x, t.y]));
-  let h = 0;
-  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
-  return s.length + ':' + h;
-}""" % CHART
+_FINGERPRINT = FINGERPRINT_JS % CHART  # the CDF chart's data (changes whenever the curve does)
 
 
 def test_threshold_change_updates_the_cdf_on_a_million_rows(page, app_url):
@@ -56,18 +46,9 @@ def test_threshold_change_updates_the_cdf_on_a_million_rows(page, app_url):
     wait_idle(page, timeout=180_000)
     page.locator(CHART).wait_for(timeout=180_000)
     before = page.evaluate(_FINGERPRINT)
-    assert before
 
     # change the first threshold and time the update of the chart
-    thr = page.locator('[data-testid="stNumberInput"]').filter(has_text=re.compile(r"^T\(")).locator("input").first
-    old = float(thr.input_value())
-    new = old * 2 if old > 0 else 10.0
-    thr.fill(f"{new:g}")
-    t0 = time.perf_counter()
-    thr.press("Enter")
-    page.wait_for_function(f"(before) => {{ const f = ({_FINGERPRINT})(); return f && f !== before; }}", arg=before,
-                           timeout=120_000, polling=20)
-    seconds = time.perf_counter() - t0
+    old, new, seconds = change_first_threshold(page, _FINGERPRINT, lambda t: t * 2 if t > 0 else 10.0)
     wait_idle(page, timeout=120_000)
     after = page.evaluate(_FINGERPRINT)
     assert after and after != before  # the chart updated

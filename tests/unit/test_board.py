@@ -338,6 +338,56 @@ def test_data_folder_tables_and_pins(tmp_path):
     assert W.pin_of_source(f.source) == {"file": "firms.csv"}
 
 
+def test_large_dataset_sources_of_the_data_folder_and_nothing_outside(tmp_path):
+    """The app's Large dataset source: the data folder's Parquet/CSV files, folders of parts and DuckDB
+    databases are listed and resolved; absolute paths, '..', and links leading out (of the path or of a file
+    a folder or glob matches) are refused, as are missing files and folders of mixed types."""
+    import duckdb
+
+    data = tmp_path / "data"
+    (data / "parts").mkdir(parents=True)
+    df = prdp_core.samples.load("cbp_like", n=300, seed=2)
+    df.to_parquet(data / "cbp.parquet")
+    df.iloc[:150].to_parquet(data / "parts" / "a.parquet")
+    df.iloc[150:].to_parquet(data / "parts" / "b.parquet")
+    df.to_csv(data / "firms.csv", index=False)
+    (data / "sheet.xlsx").write_bytes(b"not read here")
+    con = duckdb.connect(str(data / "agency.duckdb"))
+    con.execute("CREATE TABLE estab AS SELECT * FROM read_parquet(?)", [str(data / "cbp.parquet")])
+    con.close()
+    outside = tmp_path / "secret"
+    outside.mkdir()
+    df.to_parquet(outside / "s.parquet")
+    (data / "out.parquet").symlink_to(outside / "s.parquet")
+    (data / "outdir").symlink_to(outside, target_is_directory=True)
+    (data / "parts" / "c.parquet").symlink_to(outside / "s.parquet")
+    assert W.data_files(data, large=True) == ["agency.duckdb", "cbp.parquet", "firms.csv", "parts"]
+    assert W.data_files(data) == ["cbp.parquet", "firms.csv", "sheet.xlsx"]  # the board's tables: unchanged
+    assert W.database_tables(data, "agency.duckdb") == ["estab"]
+    assert W.data_source("cbp.parquet", data).files == (str((data / "cbp.parquet").resolve()),)
+    assert W.data_source("agency.duckdb#estab", data).table == "estab"
+    assert len(W.data_source("parts/[ab].parquet", data).files) == 2
+    stamp = W.data_source_stamp(W.data_source("parts/[ab].parquet", data))
+    assert [s[1] for s in stamp] == [(data / "parts" / f).stat().st_size for f in ("a.parquet", "b.parquet")]
+    eng = W.open_data_source("agency.duckdb#estab", data)
+    assert eng.n_rows() == 300 and len(eng.sample(50, 1)) == 50
+    # a view stored in a database of the folder cannot read a file elsewhere: the connection is confined
+    con = duckdb.connect(str(data / "views.duckdb"))
+    con.execute(f"CREATE VIEW peek AS SELECT * FROM read_parquet('{outside / 's.parquet'}')")
+    con.close()
+    with pytest.raises(DataError):
+        W.open_data_source("views.duckdb#peek", data).n_rows()
+    for bad, words in [("../secret/s.parquet", "may not leave the data folder"),
+                       ("/etc/passwd", "must be relative to the data folder, not absolute"),
+                       ("~/x.parquet", "no '~'"), ("out.parquet", "outside the data folder"),
+                       ("outdir/s.parquet", "outside the data folder"), ("outdir", "outside the data folder"),
+                       ("parts", "outside the data folder"),  # the folder holds a link leading out
+                       ("parts/*.parquet", "outside the data folder"), ("missing.parquet", "No data file"),
+                       ("", "must be non-empty")]:
+        with pytest.raises(DataError, match=re.escape(words)):
+            W.data_source(bad, data)
+
+
 # ---------------------------------------------------------------------------
 # The command line
 # ---------------------------------------------------------------------------

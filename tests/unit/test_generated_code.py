@@ -133,9 +133,21 @@ def _session(**values) -> None:
 
 
 def _datasource(data, study, ds):
+    import os
+
     from ui import datasource
 
-    return [datasource.reproduce_code(_source(data, ds), ds)]
+    # the same file as a large dataset of the server's data folder, read in place by DuckDB
+    large = {**_source(data, ds), "kind": "large", "path": data.filename, "engine": "duckdb"}
+    before = os.environ.get("PRDP_DATA_DIR")
+    os.environ["PRDP_DATA_DIR"] = str(data.folder)
+    try:
+        return [datasource.reproduce_code(_source(data, ds), ds), datasource.reproduce_code(large, ds)]
+    finally:
+        if before is None:
+            os.environ.pop("PRDP_DATA_DIR", None)
+        else:
+            os.environ["PRDP_DATA_DIR"] = before
 
 
 def _policy(data, study, ds):

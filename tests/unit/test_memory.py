@@ -146,3 +146,17 @@ def test_models_do_not_understate_measured_peaks():
         finally:
             tracemalloc.stop()
         assert est >= peak, (step, est, peak)
+
+
+def test_engine_work_is_bounded_by_the_engine_limit_not_by_the_records(monkeypatch):
+    """Engine steps model DuckDB's memory limit (it spills beyond it), never rows × columns: a 10⁸-row table is
+    no reason to refuse, a server without room for the engine's limit is; the session budget does not apply."""
+    assert memory.size_bytes("2GB") == 2e9 and memory.size_bytes("1.5 GiB") == 1.5 * 2**30
+    with pytest.raises(ConfigError):
+        memory.size_bytes("lots")
+    monkeypatch.setenv(memory.SESSION_ENV, "100")  # far below the engine's limit: not what decides
+    assert memory.check_engine("2GB", rss_reader=lambda: 500.0) == pytest.approx(2e9 / 2**20)
+    monkeypatch.setenv(memory.SERVER_ENV, "3000")
+    with pytest.raises(ResourceLimitError) as err:
+        memory.check_engine("2GB", rss_reader=lambda: 1_500.0)
+    assert "engine's work on a large table" in str(err.value) and memory.SERVER_ENV in str(err.value)

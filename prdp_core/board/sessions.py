@@ -1,0 +1,358 @@
+"""Durable app sessions in the workshop store: what a browser session needs to come back after a
+server restart or a reconnect — its data source, its study config and its privacy ledger.
+
+Tables (schema version 3, created by :data:`prdp_core.board.store.MIGRATIONS`)::
+
+    sessions (key_hash, ledger_id, source, upload_sha, config, created_at, seen_at, saved_at)
+    uploads  (sha256, filename, size, created_at, used_at)
+
+**The key.** A session is named by a random key (:func:`new_key`: 192 bits, URL-safe) that the app
+keeps in its URL (query parameter ``s``). It is a bearer secret: whoever has it restores the
+session's table, design and ledger. The store keeps its SHA-256 only (:func:`key_hash`), so reading
+the database does not give anyone a working address.
+
+**What is stored.** The data source as the app's source record (JSON): a sample by name, size and
+seed; a table of the data folder by name and content hash; a large table by its path or handle; an
+uploaded table by the SHA-256 of its bytes — the bytes themselves stored once per content in the
+uploads folder (file ``<sha256>``, mode 0600, written to a temporary file and renamed), with its
+roles and fixes in the source record. The study config is the app's ``export_state`` (no data
+values). The ledger is a :mod:`.ledgers` ledger, appended entry by entry.
+
+**Retention** (:class:`Retention`; applied when the app opens the store and after each new upload,
+:meth:`SessionStore.apply_retention`): an uploaded table that no session has used for
+``max_age_days`` is deleted; while the uploads together exceed ``max_bytes``, the least recently
+used are deleted first. A table a live session uses (seen within ``live_hours``) is never deleted.
+Sessions and their ledgers are kept (small rows; a ledger never resets): a session whose table was
+deleted restores its ledger and says that its table is gone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Mapping
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from ..errors import StoreError
+from .ledgers import LedgerStore, dialect_insert, jsonable
+from .store import BoardStore, canonical_json
+
+#: The query parameter of the app's URL that carries the session key.
+KEY_PARAM = "s"
+#: A session key as the app writes it (``secrets.token_urlsafe(24)``: 32 characters) or longer.
+KEY_PATTERN = re.compile(r"[A-Za-z0-9_-]{32,86}")
+#: Largest stored study config and source record (bytes of JSON).
+MAX_CONFIG_JSON = 2_000_000
+
+ENV_RETENTION_DAYS = "PRDP_UPLOAD_RETENTION_DAYS"
+ENV_MAX_GB = "PRDP_UPLOAD_MAX_GB"
+#: Files of the uploads folder that no row names (a crash between writing and recording) are
+#: removed once they are this old (seconds).
+ORPHAN_SECONDS = 86_400
+_SHA = re.compile(r"[0-9a-f]{64}")
+
+
+def define_tables(md: sa.MetaData) -> tuple[sa.Table, sa.Table]:
+    """The ``sessions`` and ``uploads`` tables (layout version 3) in ``md``."""
+    ses = sa.Table("sessions", md,
+                   sa.Column("key_hash", sa.String(64), primary_key=True),
+                   sa.Column("ledger_id", sa.Integer, nullable=False),
+                   sa.Column("source", sa.Text, nullable=True),
+                   sa.Column("upload_sha", sa.String(64), nullable=True, index=True),
+                   sa.Column("config", sa.Text, nullable=True),
+                   sa.Column("created_at", sa.Float, nullable=False),
+                   sa.Column("seen_at", sa.Float, nullable=False),
+                   sa.Column("saved_at", sa.Float, nullable=True))
+    up = sa.Table("uploads", md,
+                  sa.Column("sha256", sa.String(64), primary_key=True),
+                  sa.Column("filename", sa.String(300), nullable=False),
+                  sa.Column("size", sa.BigInteger, nullable=False),
+                  sa.Column("created_at", sa.Float, nullable=False),
+                  sa.Column("used_at", sa.Float, nullable=False))
+    return ses, up
+
+
+_md = sa.MetaData()
+sessions, uploads = define_tables(_md)
+
+
+def new_key() -> str:
+    """A new session key: 192 random bits, URL-safe (32 characters)."""
+    return secrets.token_urlsafe(24)
+
+
+def valid_key(text: Any) -> bool:
+    """Whether ``text`` has the form of a session key (checked before any database look-up)."""
+    return isinstance(text, str) and KEY_PATTERN.fullmatch(text) is not None
+
+
+def key_hash(key: str) -> str:
+    """What the store keeps of a session key (SHA-256, hex)."""
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def _positive(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw.strip().replace("_", ""))
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise StoreError(f"The environment variable {name} must be a positive number, not {raw[:40]!r}.",
+                         hint="Unset it for the default, or give e.g. 30 (days) or 0.5 (GB).")
+    return value
+
+
+@dataclass(frozen=True)
+class Retention:
+    """How long and how much of the uploaded tables the server keeps.
+
+    ``max_age_days``: a table no session has used for this long is deleted (``PRDP_UPLOAD_RETENTION_DAYS``,
+    default 30); ``max_bytes``: beyond this total the least recently used tables are deleted first
+    (``PRDP_UPLOAD_MAX_GB``, default 10 GB); ``live_hours``: a table of a session seen this recently is never
+    deleted (24 hours)."""
+
+    max_age_days: float = 30.0
+    max_bytes: int = 10_000_000_000
+    live_hours: float = 24.0
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Retention":
+        env = os.environ if env is None else env
+        return cls(max_age_days=_positive(env, ENV_RETENTION_DAYS, 30.0),
+                   max_bytes=int(_positive(env, ENV_MAX_GB, 10.0) * 1e9))
+
+    def describe(self) -> str:
+        return (f"uploaded tables are kept {self.max_age_days:g} days after their last use and at most "
+                f"{self.max_bytes / 1e9:g} GB in all (least recently used deleted first); a table of a session "
+                f"seen in the last {self.live_hours:g} hours is never deleted")
+
+
+@dataclass(frozen=True)
+class SavedSession:
+    """A stored session: its data source record, study config (None before the first save) and ledger."""
+
+    source: dict[str, Any] | None
+    config: dict[str, Any] | None
+    ledger_id: int
+    created_at: float
+    seen_at: float
+    saved_at: float | None
+
+
+class SessionStore:
+    """Durable sessions in the workshop store ``store``, uploaded tables in the folder ``upload_dir``."""
+
+    def __init__(self, store: BoardStore, upload_dir: str | os.PathLike, retention: Retention | None = None) -> None:
+        self.store = store
+        self.upload_dir = Path(upload_dir)
+        self.retention = retention or Retention()
+        self.ledgers = LedgerStore(store)
+
+    @property
+    def where(self) -> str:
+        return self.store.where
+
+    # -- sessions ------------------------------------------------------------------------------
+
+    def load(self, key: str) -> SavedSession | None:
+        """The stored session of ``key``, or None when the store has none (or ``key`` is not a key)."""
+        if not valid_key(key):
+            return None
+        with self.store._tx() as conn:
+            row = conn.execute(sa.select(sessions).where(sessions.c.key_hash == key_hash(key))).first()
+        if row is None:
+            return None
+        try:
+            source = None if row.source is None else json.loads(row.source)
+            config = None if row.config is None else json.loads(row.config)
+        except ValueError:
+            raise StoreError("The stored session is damaged (its design cannot be read).",
+                             hint="Its ledger is kept; start from a new session.") from None
+        return SavedSession(source=source, config=config, ledger_id=int(row.ledger_id),
+                            created_at=float(row.created_at), seen_at=float(row.seen_at),
+                            saved_at=None if row.saved_at is None else float(row.saved_at))
+
+    def ledger_id(self, key: str) -> int:
+        """The ledger of the session ``key``, the session (and its ledger) created if the store has none."""
+        with self.store._tx() as conn:
+            return self._ensure(conn, key, time.time())
+
+    def _ensure(self, conn: Connection, key: str, now: float) -> int:
+        if not valid_key(key):
+            raise StoreError("That is not a session key.")
+        h = key_hash(key)
+        found = conn.execute(sa.select(sessions.c.ledger_id).where(sessions.c.key_hash == h)).first()
+        if found is not None:
+            return int(found[0])
+        ledger_id = LedgerStore._insert(conn, None, None)
+        row = {"key_hash": h, "ledger_id": ledger_id, "created_at": now, "seen_at": now}
+        insert = dialect_insert(conn)
+        if insert is not None:
+            conn.execute(insert(sessions).values(**row).on_conflict_do_nothing(index_elements=["key_hash"]))
+        else:
+            conn.execute(sessions.insert().values(**row))
+        return int(conn.execute(sa.select(sessions.c.ledger_id).where(sessions.c.key_hash == h)).scalar_one())
+
+    def save(self, key: str, *, source: Mapping[str, Any], config: Mapping[str, Any] | None) -> None:
+        """Store the session's data source record and study config (the session is created if new) and
+        mark its uploaded table, if any, as used now."""
+        src, cfg = canonical_json(jsonable(dict(source))), None if config is None else canonical_json(jsonable(config))
+        if len(src) + len(cfg or "") > MAX_CONFIG_JSON:
+            raise StoreError("This session's design is too large to be saved.", hint="Export it as a study file.")
+        sha = source.get("upload")
+        now = time.time()
+        with self.store._tx() as conn:
+            self._ensure(conn, key, now)
+            conn.execute(sessions.update().where(sessions.c.key_hash == key_hash(key))
+                         .values(source=src, config=cfg, upload_sha=sha if isinstance(sha, str) else None,
+                                 saved_at=now, seen_at=now))
+            if isinstance(sha, str):
+                conn.execute(uploads.update().where(uploads.c.sha256 == sha).values(used_at=now))
+
+    def touch(self, key: str) -> None:
+        """The session is alive: its time and its uploaded table's are now (retention keeps them)."""
+        now = time.time()
+        with self.store._tx() as conn:
+            h = key_hash(key)
+            conn.execute(sessions.update().where(sessions.c.key_hash == h).values(seen_at=now))
+            sha = conn.execute(sa.select(sessions.c.upload_sha).where(sessions.c.key_hash == h)).scalar()
+            if sha:
+                conn.execute(uploads.update().where(uploads.c.sha256 == sha).values(used_at=now))
+
+    # -- uploaded tables ------------------------------------------------------------------------
+
+    def upload_path(self, sha: str) -> Path | None:
+        """Where the bytes of an uploaded table are stored, or None when the server no longer has them (or
+        ``sha`` is not a SHA-256: nothing else of the folder is ever named)."""
+        if not isinstance(sha, str) or not _SHA.fullmatch(sha):
+            return None
+        p = self.upload_dir / sha
+        return p if p.is_file() else None
+
+    def read_upload(self, sha: str) -> bytes | None:
+        """The stored bytes of an uploaded table (checked against their SHA-256), or None when the server no
+        longer has them; StoreError when they cannot be read or were changed."""
+        p = self.upload_path(sha)
+        if p is None:
+            return None
+        try:
+            data = p.read_bytes()
+        except OSError as err:
+            raise StoreError(f"Cannot read the stored table: {err.strerror or err}.",
+                             hint="Check the uploads folder (PRDP_UPLOAD_DIR).") from None
+        if hashlib.sha256(data).hexdigest() != sha:
+            raise StoreError("The stored table was changed on the server since it was uploaded.",
+                             hint="Upload it again.")
+        return data
+
+    def put_upload(self, data: bytes | IO[bytes], filename: str) -> str:
+        """Store an uploaded table's bytes once per content; returns their SHA-256. A table new to the server
+        starts the retention rule (never deleting this one)."""
+        try:
+            self.upload_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            digest, size, tmp = self._write_temp(data)
+        except OSError as err:
+            raise StoreError(f"Cannot keep the uploaded table in {self.upload_dir}: {err.strerror or err}.",
+                             hint="Make the uploads folder writable (PRDP_UPLOAD_DIR).") from None
+        final = self.upload_dir / digest
+        try:
+            if final.is_file() and final.stat().st_size == size:
+                os.unlink(tmp)
+            else:
+                os.replace(tmp, final)
+        except OSError as err:
+            raise StoreError(f"Cannot keep the uploaded table in {self.upload_dir}: {err.strerror or err}.",
+                             hint="Make the uploads folder writable (PRDP_UPLOAD_DIR).") from None
+        now = time.time()
+        with self.store._tx() as conn:
+            known = conn.execute(sa.select(uploads.c.sha256).where(uploads.c.sha256 == digest)).first() is not None
+            if known:
+                conn.execute(uploads.update().where(uploads.c.sha256 == digest).values(used_at=now))
+            else:
+                conn.execute(uploads.insert().values(sha256=digest, filename=str(filename)[:300], size=size,
+                                                     created_at=now, used_at=now))
+        if not known:
+            self.apply_retention(keep=(digest,))
+        return digest
+
+    def _write_temp(self, data: bytes | IO[bytes]) -> tuple[str, int, str]:
+        """Write ``data`` to a temporary file of the uploads folder (mode 0600), hashing it on the way."""
+        digest = hashlib.sha256()
+        size = 0
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.upload_dir)
+        try:
+            with os.fdopen(fd, "wb") as out:
+                if isinstance(data, (bytes, bytearray, memoryview)):
+                    chunks: Any = [bytes(data)]
+                else:
+                    if hasattr(data, "seek"):
+                        data.seek(0)
+                    chunks = iter(lambda: data.read(1 << 20), b"")
+                for chunk in chunks:
+                    digest.update(chunk)
+                    out.write(chunk)
+                    size += len(chunk)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return digest.hexdigest(), size, tmp
+
+    def apply_retention(self, *, keep: tuple[str, ...] = (), now: float | None = None) -> list[str]:
+        """Delete the uploaded tables the retention rule lets go (see :class:`Retention`), never one a live
+        session uses or one of ``keep``; returns their SHA-256, least recently used first."""
+        now = time.time() if now is None else now
+        r = self.retention
+        with self.store._tx() as conn:
+            live = {s for (s,) in conn.execute(sa.select(sessions.c.upload_sha).where(
+                sessions.c.seen_at >= now - r.live_hours * 3600, sessions.c.upload_sha.is_not(None))).all()}
+            rows = conn.execute(sa.select(uploads.c.sha256, uploads.c.size, uploads.c.used_at)
+                                .order_by(uploads.c.used_at, uploads.c.sha256)).all()
+            total = sum(int(x.size) for x in rows)
+            doomed = []
+            for x in rows:
+                if x.sha256 in live or x.sha256 in keep:
+                    continue
+                if x.used_at < now - r.max_age_days * 86_400 or total > r.max_bytes:
+                    doomed.append(x.sha256)
+                    total -= int(x.size)
+            if doomed:
+                conn.execute(uploads.delete().where(uploads.c.sha256.in_(doomed)))
+            known = {x.sha256 for x in rows} - set(doomed)
+        for sha in doomed:
+            (self.upload_dir / sha).unlink(missing_ok=True)
+        self._remove_orphans(known | set(keep), now)
+        return doomed
+
+    def _remove_orphans(self, known: set[str], now: float) -> None:
+        """Tables of the uploads folder no row names and temporary files left by a crash, once a day old.
+        Only names this module writes (``<sha256>``, ``.tmp-…``) are ever considered."""
+        if not self.upload_dir.is_dir():
+            return
+        for p in self.upload_dir.iterdir():
+            ours = _SHA.fullmatch(p.name) is not None or p.name.startswith(".tmp-")
+            try:
+                if ours and p.name not in known and p.is_file() and now - p.stat().st_mtime > ORPHAN_SECONDS:
+                    p.unlink()
+            except OSError:
+                continue
+
+    def uploads_size(self) -> int:
+        """Total size of the uploaded tables the store keeps."""
+        with self.store._tx() as conn:
+            return int(conn.execute(sa.select(sa.func.coalesce(sa.func.sum(uploads.c.size), 0))).scalar() or 0)
+
+
+__all__ = ["KEY_PARAM", "Retention", "SavedSession", "SessionStore", "define_tables", "key_hash", "new_key",
+           "valid_key"]

@@ -1,0 +1,193 @@
+"""prdp run --ledger NAME and prdp ledger show / list: successive headless releases on the same data
+add up in a named ledger of the store; a ledger refuses other data unless told; no per-record value
+is printed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from prdp_core.accounting import Ledger
+from prdp_core.board.ledgers import LedgerStore
+from prdp_core.board.store import BoardStore
+from prdp_core.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from prdp_core.report import load_config, run_study
+
+from .test_cli import cli
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PRDP_STUDY = """
+version: 1
+mode: teaching
+seed: 3
+data: {sample: bank_normal_50k, n: 4000, seed: 1}
+policy:
+  budget: {preset: inverse, column: BALANCE, alpha: 10000, eps_max: 100, U: 1.0e+6}
+mechanisms:
+  - {kind: prdp, model: central, query: sum, column: BALANCE, beta: 0.1, algorithms: [framework]}
+"""
+
+
+@pytest.fixture
+def workshop(tmp_path, monkeypatch):
+    monkeypatch.setenv("PRDP_WORKSHOP_DIR", str(tmp_path / "workshop"))
+    monkeypatch.delenv("PRDP_BOARD_URL", raising=False)
+    return tmp_path
+
+
+def _file_study(tmp_path: Path) -> Path:
+    d = tmp_path / "study"
+    shutil.copytree(ROOT / "examples" / "file_study", d)
+    text = (d / "study.yaml").read_text().replace("mode: review", "mode: teaching")
+    (d / "study.yaml").write_text(text)
+    return d / "study.yaml"
+
+
+def _stored(name: str) -> list:
+    from prdp_core.board import workshop as W
+
+    led = LedgerStore(BoardStore(W.board_url()))
+    try:
+        return led.entries(led.find(name))
+    finally:
+        led.store.dispose()
+
+
+def test_two_runs_on_the_same_study_leave_two_entries_whose_per_record_totals_add_up(workshop):
+    study = _file_study(workshop)
+    for out in ("o1", "o2"):
+        code, stdout, err = cli("run", str(study), "--out", str(workshop / out), "-q", "--ledger", "firms")
+        assert code == EXIT_OK, err
+    assert "ledger 'firms'" in stdout and "2 in all" in stdout and "largest per-record total so far ρ =" in stdout
+    a, b = _stored("firms")
+    run = run_study(load_config(study))
+    table = run.dataset.table
+    policy = run.ledger.entries[0].loss
+    one = policy(table)
+    assert a.largest == pytest.approx(one.max()) and a.total_rho == pytest.approx(one.max())
+    assert b.total_rho == pytest.approx((one + one).max())
+    # the stored entries, read back, give the same per-record totals as the two runs' entries
+    back = Ledger([a.entry, b.entry]).total(table)
+    assert np.array_equal(back, Ledger(list(run.ledger.entries) * 2).total(table))
+    assert a.origin == "prdp run study.yaml" and a.fingerprint["name"] == "firms.csv"
+
+    code, text, _ = cli("ledger", "show", "firms")
+    assert code == EXIT_OK
+    assert "firms.csv (SHA-256" in text and f"ρ = {b.total_rho:.6g}" in text and "Unit splitting: 3 queries" in text
+
+
+def test_data_dependent_losses_add_up_in_epsilon(workshop):
+    cfg = workshop / "bank.yaml"
+    cfg.write_text(PRDP_STUDY)
+    for out in ("o1", "o2"):
+        assert cli("run", str(cfg), "--out", str(workshop / out), "-q", "--ledger", "bank")[0] == EXIT_OK
+    a, b = _stored("bank")
+    v = np.asarray(run_study(load_config(cfg)).ledger.entries[0].loss.values)
+    assert (a.total_eps, b.total_eps) == (pytest.approx(v.max()), pytest.approx(2 * v.max()))
+    code, text, _ = cli("ledger", "show", "bank", "--format", "json")
+    doc = json.loads(text)
+    assert code == EXIT_OK and doc["largest record total (ε)"] == pytest.approx(2 * v.max())
+    assert len(doc["entries"]) == 2 and all(not isinstance(x, list) for e in doc["entries"] for x in e.values())
+
+
+def test_a_ledger_refuses_other_data_before_anything_is_released(workshop):
+    study = _file_study(workshop)
+    assert cli("run", str(study), "--out", str(workshop / "o1"), "-q", "--ledger", "L")[0] == EXIT_OK
+    other = workshop / "other.csv"
+    other.write_text((study.parent / "firms.csv").read_text().replace("E1,F0,C1,38,", "E1,F0,C1,39,"))
+    code, _, err = cli("run", str(study), "--data", str(other), "--out", str(workshop / "o2"), "-q", "--ledger", "L")
+    assert code == EXIT_ERROR and "belongs to firms.csv" in err and "--ledger-new-data" in err
+    assert not (workshop / "o2").exists()  # refused before the run: nothing was released or written
+    # the same bytes under another name are the same data
+    same = workshop / "copy.csv"
+    same.write_bytes((study.parent / "firms.csv").read_bytes())
+    assert cli("run", str(study), "--data", str(same), "--out", str(workshop / "o3"), "-q", "--ledger", "L")[0] == 0
+    code, out, err = cli("run", str(study), "--data", str(other), "--out", str(workshop / "o4"), "-q", "--ledger", "L",
+                         "--ledger-new-data")
+    assert code == EXIT_OK, err
+    entries = _stored("L")
+    assert len(entries) == 3 and entries[-1].total_rho == float("inf")  # earlier splitting releases: unbounded
+    code, text, _ = cli("ledger", "show", "L")
+    assert "other.csv" in text and "Unbounded" in text
+
+
+def test_show_in_review_mode_prints_no_statistic_of_the_records(workshop):
+    study = _file_study(workshop)
+    cli("run", str(study), "--out", str(workshop / "o1"), "-q", "--ledger", "firms")
+    (entry,) = _stored("firms")
+    code, text, _ = cli("ledger", "show", "firms", "--review")
+    assert code == EXIT_OK and "largest" not in text and f"{entry.total_rho:.6g}" not in text
+    code, text, _ = cli("ledger", "show", "firms", "--review", "--format", "json")
+    assert "largest" not in text and json.loads(text)["review"] is True
+    code, text, _ = cli("ledger", "list")
+    assert code == EXIT_OK and text.strip() == "firms\t1 release(s)"
+
+
+def test_usage_and_unknown_names(workshop):
+    study = _file_study(workshop)
+    code, _, err = cli("run", str(study), "--out", str(workshop / "o"), "--db", "sqlite:///x.sqlite")
+    assert code == EXIT_USAGE and "--ledger NAME" in err
+    code, _, err = cli("run", str(study), "--out", str(workshop / "o"), "--ledger", "bad name!")
+    assert code == EXIT_ERROR and "A ledger name" in err
+    code, _, err = cli("ledger", "show", "missing")
+    assert code == EXIT_ERROR and "no ledger named 'missing'" in err
+    assert cli("ledger", "list")[1].startswith("No named ledger")
+
+
+def test_a_review_study_prints_no_record_total_and_db_names_the_store(workshop):
+    study = _file_study(workshop)
+    study.write_text(study.read_text().replace("mode: teaching", "mode: review"))
+    db = f"sqlite:///{workshop / 'elsewhere.sqlite'}"
+    code, out, err = cli("run", str(study), "--out", str(workshop / "o"), "-q", "--ledger", "r", "--db", db)
+    assert code == EXIT_OK, err
+    assert "elsewhere.sqlite" in out and "largest" not in out
+    assert cli("ledger", "show", "r", "--db", db)[0] == EXIT_OK
+    assert cli("ledger", "show", "r")[0] == EXIT_ERROR  # not in the default store
+
+
+ENGINE_STUDY = """
+version: 1
+mode: teaching
+seed: 2
+data:
+  path: cbp.parquet
+  engine: duckdb
+  duckdb: {memory_limit: 1GB, threads: 2}
+  schema: {id: ESTAB_ID, measures: [EMP, PAYANN], groups: [STATE]}
+policy:
+  thresholds: {EMP: 100, PAYANN: 10000}
+workload:
+  queries:
+    - {kind: count, group_by: [STATE], rho: 0.5}
+    - {kind: sum, measure: EMP, group_by: [STATE], rho: 0.5}
+mechanisms:
+  - kind: unit_splitting
+"""
+
+
+@pytest.mark.xdist_group("engines")
+def test_a_table_held_by_an_engine_is_named_by_its_files_and_keeps_public_forms(workshop):
+    from prdp_core import samples
+
+    folder = workshop / "big"
+    folder.mkdir()
+    samples.write_sample("cbp_like", folder / "cbp.parquet", rows=20_000, seed=1, chunk_rows=10_000)
+    cfg = folder / "study.yaml"
+    cfg.write_text(ENGINE_STUDY)
+    for out in ("o1", "o2"):
+        code, stdout, err = cli("run", str(cfg), "--out", str(workshop / out), "-q", "--ledger", "big")
+        assert code == EXIT_OK, err
+    a, b = _stored("big")
+    ident = a.fingerprint["identity"]
+    assert ident["files"][0][0].endswith("cbp.parquet") and ident["files"][0][1] > 0 and "sha256" not in ident
+    assert a.largest is None and b.total_rho is None  # the records stay in DuckDB: no record-by-record totals
+    code, text, _ = cli("ledger", "show", "big")
+    assert code == EXIT_OK and "held by an engine" in text and "cbp.parquet (1 file(s)" in text
+    samples.write_sample("cbp_like", folder / "cbp.parquet", rows=20_000, seed=9, chunk_rows=10_000)  # new data
+    code, _, err = cli("run", str(cfg), "--out", str(workshop / "o3"), "-q", "--ledger", "big")
+    assert code == EXIT_ERROR and "belongs to cbp.parquet" in err

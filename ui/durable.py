@@ -1,0 +1,398 @@
+"""Durable sessions: a session's data source, study config and privacy ledger are kept in the
+workshop store (:mod:`prdp_core.board.sessions`) and restored when the browser comes back after a
+server restart or a reconnect.
+
+**The key.** Each session has a random key (192 bits) in its URL, query parameter ``s``, written on
+its first run and kept on every page. A new Streamlit session whose URL carries a key the store
+knows restores that session on its first run (:func:`start`): the privacy ledger first — every
+earlier release, whatever else fails —, then the data source and, through the Study import
+(:func:`ui.study.import_state`), the policy and every page's settings. The key is a bearer secret:
+whoever has the address opens the session's table, design and ledger. Links for sharing a design
+never carry it (:func:`ui.links.share_url`); the sidebar and the Board page say so.
+
+*Why the URL and not a cookie.* Streamlit can read cookies (``st.context.cookies``) but not set
+them: that needs a script in the page, which the app does not run. A cookie is also shared by
+every tab of a browser (two sessions in two tabs would take each other's place) and stays on a
+shared workshop laptop for the next person, while an address moves with its owner (a bookmark,
+another machine after a crash). The price is that the address is a secret.
+
+**Writes.** A ledger entry is stored when the release is recorded (:func:`record`, from
+:func:`ui.state.record_release`) and any entry not stored yet is retried after every run
+(:func:`save`); the data source and the study config are written after every run in which they
+changed. An uploaded table is stored once by content hash when it is used (:func:`keep_upload`).
+A store that cannot be reached never stops the app: the pages say what is not saved.
+
+**A ledger never silently resets.** When a restore fails, the page says so and the ledger sections
+say that the releases shown are not the session's whole ledger; if the stored session could not be
+read at all, nothing is written under its key in this session, so a later visit can still restore it.
+
+Keys in ``st.session_state``: ``durable_key``; ``durable_msg`` (the restore's outcome, shown on the
+page the session opened); ``durable_ledger_msg`` (a ledger that could not be restored, shown with the
+ledger); ``durable_problem`` (why something is not being saved, shown on every page);
+``durable_readonly`` (the stored session could not be read); ``durable_saved`` (hash of the last
+saved source and config); ``durable_seen``; ``durable_ledger_id``; ``ledger_uids`` and ``ledger_fps``
+(per ledger entry: its id in the store and the data it ran on); ``ledger_stored`` (how many entries,
+from the first, are in the store).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from typing import IO, Any, Callable, Mapping
+
+import streamlit as st
+
+from prdp_core.accounting import Ledger, LedgerEntry
+from prdp_core.board import workshop as W
+from prdp_core.board.ledgers import data_fingerprint, jsonable
+from prdp_core.board.sessions import KEY_PARAM, Retention, SavedSession, SessionStore, new_key, valid_key
+from prdp_core.board.store import canonical_json
+from prdp_core.errors import DataError, PrdpError
+
+from . import state
+from .common import md_escape
+
+#: Seconds between two marks of a session as alive (retention never deletes a live session's table).
+TOUCH_SECONDS = 600
+#: Seconds between two reruns of the sidebar's durability note (:func:`sidebar_note`).
+HEARTBEAT_SECONDS = 120
+
+#: How to make a stored data source active again, by its ``kind`` (samples and files are built in; a data
+#: source added later registers here: its record holds a path or handle, never rows).
+RESTORERS: dict[str, Callable[[Mapping[str, Any], SessionStore], tuple[bytes | None, str | None]]] = {}
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _session_store(url: str, upload_dir: str, retention: tuple[float, int, float]) -> SessionStore:
+    """The server's session store, opened once (and the retention rule applied: at start-up)."""
+    from . import board
+
+    store = SessionStore(board.store(), upload_dir, Retention(*retention))
+    store.apply_retention()
+    return store
+
+
+def store() -> SessionStore | None:
+    """The server's session store, or None (with ``durable_problem`` saying why) when it cannot be opened."""
+    try:
+        r = Retention.from_env()
+        return _session_store(W.board_url(), str(W.upload_dir()), (r.max_age_days, r.max_bytes, r.live_hours))
+    except PrdpError as err:
+        _problem(f"Sessions are not saved on this server: {md_escape(err)}")
+        return None
+
+
+def _problem(text: str) -> None:
+    st.session_state["durable_problem"] = text
+
+
+def key() -> str | None:
+    """This session's key (None before :func:`start`)."""
+    return st.session_state.get("durable_key")
+
+
+# ---------------------------------------------------------------------------
+# The data a release ran on
+# ---------------------------------------------------------------------------
+
+
+def fingerprint(source: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The records of a data source (default: the active one), as :func:`prdp_core.board.ledgers.data_fingerprint`:
+    a sample by name, size and seed, a table by its content hash (an upload and a data-folder file with the same
+    bytes are the same data), another source by its record without roles."""
+    src = dict(state.source() if source is None else source)
+    schema = src.get("schema") or {}
+    if src.get("kind") == "sample":
+        ident: dict[str, Any] = {"sample": src.get("name"), "n": src.get("n"), "seed": int(src.get("seed") or 0)}
+    elif src.get("upload") or src.get("shared"):
+        ident = {"sha256": src.get("upload") or src.get("shared")}
+    else:
+        ident = {k: v for k, v in src.items() if k not in ("schema", "options")}
+    return data_fingerprint(ident, id_col=schema.get("id_col"), prepare=src.get("options") or {},
+                            name=src.get("filename") or src.get("name"))
+
+
+def entry_fingerprints() -> list[dict[str, Any] | None]:
+    """The data each entry of the session ledger ran on (entries recorded before this module knew them: the
+    active data)."""
+    _align()
+    return list(st.session_state["ledger_fps"])
+
+
+def _align() -> None:
+    """Give every ledger entry a store id and its data (entries added without :func:`record`: the active data)."""
+    ss = st.session_state
+    n = len(state.ledger().entries)
+    uids, fps = ss.setdefault("ledger_uids", []), ss.setdefault("ledger_fps", [])
+    while len(uids) < n:
+        uids.append(uuid.uuid4().hex)
+    while len(fps) < n:
+        fps.append(fingerprint())
+
+
+# ---------------------------------------------------------------------------
+# Start of a session: the key, and the restore of a stored session
+# ---------------------------------------------------------------------------
+
+
+def start() -> None:
+    """Every run, before the pages: on a session's first run read the URL's key and restore its stored session;
+    then keep the key in the URL (page changes drop query parameters)."""
+    ss = st.session_state
+    if "durable_key" not in ss:
+        given = st.query_params.get(KEY_PARAM)
+        ss["durable_key"] = given if valid_key(given) else new_key()
+        if given and not valid_key(given):
+            ss["durable_msg"] = {"kind": "error", "notes": [],
+                                 "text": "**This address's session key is not one this app writes**, so no saved "
+                                         "session was restored. This is a new session with its own address."}
+        elif given:
+            _restore(given)
+    if st.query_params.get(KEY_PARAM) != ss["durable_key"]:
+        st.query_params[KEY_PARAM] = ss["durable_key"]
+
+
+def _restore(given: str) -> None:
+    ss = st.session_state
+    sessions = store()
+    try:
+        if sessions is None:
+            raise DataError(ss.get("durable_problem") or "The session store cannot be opened.")
+        saved = sessions.load(given)
+        stored = None if saved is None else sessions.ledgers.entries(saved.ledger_id)
+    except PrdpError as err:  # nothing of this session can be read now: write nothing under its key
+        ss["durable_readonly"] = True
+        text = (f"**Your saved session could not be read**: {md_escape(err)} Its data, design and privacy ledger are "
+                "kept in the store; reload this address later to restore them. Until then nothing of this session is "
+                "saved, and its ledger below holds only the releases made from now on.")
+        ss["durable_msg"] = {"kind": "error", "text": text, "notes": []}
+        ss["durable_ledger_msg"] = ("**The earlier releases of this session are missing from the ledger below** "
+                                    "(the saved session could not be read). They still count.")
+        return
+    if saved is None or stored is None:
+        ss["durable_key"] = new_key()  # the old address may name a session of another store: left alone
+        ss["durable_msg"] = {"kind": "error", "notes": [],
+                             "text": "**This address names a session this server does not have** (its store was "
+                                     "reset, or the address is another server's), so its data, design and "
+                                     "privacy ledger are not here. This is a new session with its own address."}
+        ss["durable_ledger_msg"] = ("**This ledger is new**: the releases of the session the address named are not "
+                                    "on this server, and they are not in the totals below.")
+        return
+    ss["ledger"] = Ledger([s.entry for s in stored])
+    ss["ledger_uids"] = [s.uid for s in stored]
+    ss["ledger_fps"] = [s.fingerprint for s in stored]
+    ss["ledger_stored"] = len(stored)
+    ss["durable_ledger_id"] = saved.ledger_id
+    releases = f"{len(stored)} earlier release{'' if len(stored) == 1 else 's'}"
+    try:
+        notes = _restore_design(sessions, saved)
+    except PrdpError as err:
+        ss["durable_msg"] = {"kind": "error", "notes": [],
+                             "text": f"**Restored your privacy ledger ({releases}), but not your data and design**: "
+                                     f"{md_escape(err)}"}
+        ss["durable_ledger_msg"] = (f"The ledger holds the session's {releases}; those on a table that is not active "
+                                    "are not in the totals below.")
+        return
+    ss["link_checked"] = True  # the session's own design, not the one of the URL's policy parameter
+    ss["durable_msg"] = {"kind": "success", "notes": [md_escape(n) for n in notes],
+                         "text": f"Restored your saved session: **{md_escape(state.dataset().name)}**, your design and "
+                                 f"your privacy ledger ({releases})."}
+
+
+def _restore_design(sessions: SessionStore, saved: SavedSession) -> list[str]:
+    """Make the stored data source active and import the stored study config; the import's notes."""
+    from . import board
+    from . import study as ustudy
+
+    src = dict(saved.source or {})
+    if saved.config is None:
+        return []
+    data_bytes: bytes | None = None
+    data_name: str | None = None
+    notes: list[str] = []
+    kind = src.get("kind")
+    if kind == "file" and src.get("upload"):
+        data_bytes = sessions.read_upload(str(src["upload"]))
+        if data_bytes is None:
+            raise DataError(f"the table '{src.get('filename')}' is no longer on the server "
+                            f"({sessions.retention.describe()}).",
+                            hint="Upload it again on the Data page: the ledger's releases on it count again once it "
+                                 "is active with the same roles.")
+        data_name = str(src.get("filename") or "data.csv")
+    elif kind == "file" and src.get("shared"):
+        board.ensure_data(saved.config.get("data") or {})
+        if state.source().get("shared") != src.get("shared"):
+            notes.append(f"The data folder's file '{src.get('filename')}' changed since this session used it: its "
+                         "earlier releases are not counted in the totals on the new file.")
+    elif kind == "large":  # read in place again: the study config's data section names its path in the data folder
+        pass
+    elif kind not in (None, "sample", "file"):
+        restorer = RESTORERS.get(str(kind))
+        if restorer is None:
+            raise DataError(f"this server cannot reopen a data source of kind '{kind}'.")
+        data_bytes, data_name = restorer(src, sessions)
+    return notes + ustudy.import_state(saved.config, data_bytes=data_bytes, data_name=data_name)
+
+
+# ---------------------------------------------------------------------------
+# Writes
+# ---------------------------------------------------------------------------
+
+
+def keep_upload(data: bytes | IO[bytes], filename: str | None) -> dict[str, str]:
+    """Store an uploaded table once by content hash; ``{"upload": sha256}`` for its source record, or ``{}``
+    (with a message on every page) when the store cannot keep it."""
+    ss = st.session_state
+    sessions = store()
+    try:
+        if sessions is None:
+            raise DataError("the session store cannot be opened.")
+        sha = sessions.put_upload(data, filename or "data.csv")
+    except PrdpError as err:
+        ss["durable_upload_problem"] = md_escape(err)
+        return {}
+    ss.pop("durable_upload_problem", None)
+    return {"upload": sha}
+
+
+def _table_unsaved() -> bool:
+    """Whether the active table is an upload the store does not hold (a restart would lose it)."""
+    src = state.source()
+    return src.get("kind") == "file" and not src.get("upload") and not src.get("shared")
+
+
+def record(entries: tuple[LedgerEntry, ...] | list[LedgerEntry]) -> None:
+    """A release was added to the session ledger: store its entries now (a failure is retried after the run)."""
+    if entries:
+        _align()
+        sessions = store()
+        if sessions is not None:
+            _sync_ledger(sessions)
+
+
+def _ledger_id(sessions: SessionStore) -> int:
+    ss = st.session_state
+    if ss.get("durable_ledger_id") is None:
+        ss["durable_ledger_id"] = sessions.ledger_id(ss["durable_key"])
+    return int(ss["durable_ledger_id"])
+
+
+def _sync_ledger(sessions: SessionStore) -> None:
+    """Store the ledger entries not stored yet; when the store holds more (another tab with this address
+    released too), take the store's ledger, which is the whole truth."""
+    ss = st.session_state
+    if ss.get("durable_readonly") or not ss.get("durable_key"):
+        return
+    led = state.ledger()
+    _align()
+    done = int(ss.get("ledger_stored", 0))
+    try:
+        lid = _ledger_id(sessions)
+        for i in range(done, len(led.entries)):
+            sessions.ledgers.append(lid, [(ss["ledger_uids"][i], led.entries[i])], fingerprint=ss["ledger_fps"][i],
+                                    origin="app session")
+            ss["ledger_stored"] = i + 1
+        if sessions.ledgers.count(lid) > len(led.entries):
+            stored = sessions.ledgers.entries(lid)
+            ss["ledger"] = Ledger([s.entry for s in stored])
+            ss["ledger_uids"], ss["ledger_fps"] = [s.uid for s in stored], [s.fingerprint for s in stored]
+            ss["ledger_stored"] = len(stored)
+    except PrdpError as err:
+        _problem(f"**{len(led.entries) - int(ss.get('ledger_stored', 0))} release(s) of your ledger are not saved "
+                 f"yet**: {md_escape(err)} They are retried after every action; a server restart before then would "
+                 "lose them from the saved ledger.")
+
+
+def source_record() -> dict[str, Any]:
+    """The active data source as stored: the app's source record (roles and fixes included; never rows)."""
+    return dict(state.source())
+
+
+def save(config: Mapping[str, Any] | None) -> None:
+    """After every run: store ledger entries not stored yet, and the data source and study config when they
+    changed since the last save (else, every :data:`TOUCH_SECONDS`, mark the session alive)."""
+    ss = st.session_state
+    if ss.get("durable_readonly") or not ss.get("durable_key"):
+        return
+    sessions = store()
+    if sessions is None:
+        return
+    ss.pop("durable_problem", None)
+    _sync_ledger(sessions)
+    if config is None:
+        return
+    src = source_record()
+    digest = hashlib.sha256(canonical_json(jsonable({"source": src, "config": config})).encode()).hexdigest()
+    now = time.time()
+    try:
+        if ss.get("durable_saved") != digest:
+            sessions.save(ss["durable_key"], source=src, config=config)
+            ss["durable_saved"], ss["durable_seen"] = digest, now
+        elif now - float(ss.get("durable_seen", 0)) > TOUCH_SECONDS:
+            sessions.touch(ss["durable_key"])
+            ss["durable_seen"] = now
+    except PrdpError as err:
+        _problem(f"**Your design is not saved on the server**: {md_escape(err)} It is retried after every action.")
+
+
+# ---------------------------------------------------------------------------
+# On the page
+# ---------------------------------------------------------------------------
+
+
+def show_message(page: str) -> None:
+    """The restore's outcome on the page the session opened (until another page is visited), and on every page
+    what is not being saved."""
+    ss = st.session_state
+    m = ss.get("durable_msg")
+    if m:
+        ss.setdefault("durable_page", page)
+        if ss["durable_page"] != page:
+            ss.pop("durable_msg", None)
+        else:
+            (st.success if m["kind"] == "success" else st.error)(m["text"])
+            for note in m.get("notes", []):
+                st.info(note)
+    if ss.get("durable_problem"):
+        st.warning(ss["durable_problem"], icon=":material/cloud_off:")
+    if _table_unsaved():
+        why = ss.get("durable_upload_problem") or "it was made active without being stored."
+        st.warning(f"**Your uploaded table is not saved on the server**: {why} A server restart would lose it (your "
+                   "design and ledger are saved); upload it again to keep it.", icon=":material/cloud_off:")
+
+
+def ledger_notice() -> None:
+    """Above a ledger: when the session's earlier releases could not be restored, say so (loudly)."""
+    text = st.session_state.get("durable_ledger_msg")
+    if text:
+        st.error(text, icon=":material/history:")
+
+
+@st.fragment(run_every=HEARTBEAT_SECONDS)
+def sidebar_note() -> None:
+    """The sidebar's line on durability (the address reopens the session, so it is to be kept private), rerun
+    every :data:`HEARTBEAT_SECONDS` on its own. That periodic rerun marks the session alive for the retention rule
+    and, above all, makes the browser rerun the whole page as soon as it reconnects to a restarted server, with
+    its address: the new session restores the saved one without waiting for the participant's next action (and
+    a page change, which drops the address's parameters, cannot come first)."""
+    ss = st.session_state
+    if ss.get("durable_readonly") or ss.get("durable_problem"):
+        st.caption(":material/cloud_off: This session is not (entirely) saved: see the message on the page.")
+        return
+    st.caption(":material/bookmark: Your work is saved on this server: the address in your browser's address bar "
+               "reopens it after a restart. Keep that address to yourself — it opens your data and ledger. To share "
+               "a design, use the link on the Board page.")
+    if ss.get("durable_key") and time.time() - float(ss.get("durable_seen", 0)) > TOUCH_SECONDS:
+        sessions = store()
+        try:
+            if sessions is not None and ss.get("durable_saved"):
+                sessions.touch(ss["durable_key"])
+                ss["durable_seen"] = time.time()
+        except PrdpError:
+            pass  # the next save says what is wrong
+
+
+__all__ = ["RESTORERS", "entry_fingerprints", "fingerprint", "keep_upload", "key", "ledger_notice", "record", "save",
+           "show_message", "sidebar_note", "source_record", "start", "store"]

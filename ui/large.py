@@ -1,0 +1,487 @@
+"""The *Large dataset* source: a table of the server's data folder, read in place by an engine.
+
+A file, folder or glob of Parquet/CSV files, or a table of a DuckDB database, that lies in the data
+folder (``PRDP_DATA_DIR``, :func:`prdp_core.board.workshop.data_dir`; nothing outside it can be named:
+:func:`prdp_core.board.workshop.data_source`) is connected without uploading. Its records stay in the
+engine (DuckDB): the session keeps an :class:`~prdp_core.engines.EngineDataset` — a handle — and the
+statistics computed from it, never the table.
+
+* Connecting (*Connect* on the Data page) opens the engine over the file, counts the rows and reads a
+  uniform sample of :data:`GUESS_ROWS` rows to guess the column roles; the *Column roles* view shows
+  them with the engine's row checks (missing, non-numeric and negative values, duplicate ids: counted
+  where the data lives) until *Use this table*, which applies the fixes in the engine
+  (:func:`prdp_core.engines.prepare`) and profiles the measures.
+* Caches: the engine over a file and the prepared dataset are server resources (``st.cache_resource``,
+  keyed by the files' paths, sizes and modification times, the roles and the fixes: a data-folder file
+  is shared by every session, and sessions with other roles get their own dataset). Statistics of the
+  active dataset are kept per session, keyed by its dataset token (:func:`stats`).
+* Progress: every step on the engine runs inside ``st.status`` naming its stage (:func:`stats`).
+* Pages whose mechanisms need the records themselves offer a labelled uniform sample of N rows
+  (:func:`records_needed`, :func:`sample_dataset`); the pages, the ledger and the exports say so.
+
+The active source is a plain dict (``ui.state.source()``): ``{"kind": "large", "path": <spec relative to the
+data folder>, "engine": "duckdb", "schema": {...}, "options": {...}, "version": [[file, size, mtime], …]}``,
+from which :func:`open_source` rebuilds the dataset (a durable session or a study import).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any, Callable, TypeVar
+
+import streamlit as st
+
+from prdp_core import engines
+from prdp_core.board import workshop as W
+from prdp_core.config import safe_data_path
+from prdp_core.data import Dataset, Schema, TableCheck, guess_schema
+from prdp_core.engines import EngineDataset
+from prdp_core.errors import DataError, PrdpError
+
+from . import state
+from .common import md_escape
+
+T = TypeVar("T")
+
+#: The Large dataset source's kind in the session's source dict.
+KIND = "large"
+#: Rows read (a uniform sample) to guess the column roles of a large table.
+GUESS_ROWS = engines.dataset.GUESS_ROWS
+#: Session key of the statistics computed on the active large dataset (:func:`stats`).
+STATS_KEY = "large_stats"
+#: Statistics kept per session and dataset token (the oldest are dropped), and tokens kept.
+MAX_STATS = 24
+MAX_TOKENS = 3
+#: Session key: page → (rows, seed) of the sample a page works on (:func:`records_needed`).
+SAMPLES_KEY = "large_samples"
+#: Default size of the sample offered to pages that need the records.
+DEFAULT_SAMPLE_ROWS = 100_000
+#: Session keys of the requests a callback leaves for the Data page (connect; use this table).
+CONNECT_KEY = "large_connect"
+APPLY_KEY = "large_apply"
+
+
+# ---------------------------------------------------------------------------
+# The data folder and its engines
+# ---------------------------------------------------------------------------
+
+
+def folder() -> Path:
+    """The server's data folder (``PRDP_DATA_DIR``, shared with the workshop board)."""
+    return W.data_dir()
+
+
+def engine_names() -> list[str]:
+    """Engines a large table can be read by: those the engine layer says are available (a cluster engine
+    when the server is configured for one), else DuckDB."""
+    available = getattr(engines, "available_engines", None)
+    names = [e for e in (available() if callable(available) else ("duckdb",)) if e not in ("memory", "auto")]
+    return names or ["duckdb"]
+
+
+def sources() -> list[str]:
+    """The large-dataset sources of the data folder (files, folders of files, DuckDB databases)."""
+    return W.data_files(folder(), large=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=16, ttl=state.PUBLIC_CACHE_TTL_S)
+def _tables(path: str, mtime: int, name: str) -> list[str]:
+    return W.database_tables(folder(), name)
+
+
+def database_tables(name: str) -> list[str]:
+    """Tables of a DuckDB database of the data folder (listed once per version of the file)."""
+    p = safe_data_path(name, folder(), key="Large dataset", where="the data folder")
+    return _tables(str(p), int(p.stat().st_mtime_ns), name)
+
+
+def _version(spec: str) -> list[list[Any]]:
+    """The files ``spec`` names in the data folder, with their sizes and modification times (DataError
+    for a path outside the folder or a missing file)."""
+    return [[f, size, mtime] for f, size, mtime in W.data_source_stamp(W.data_source(spec, folder()))]
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def _engine(spec: str, version_json: str, engine: str) -> Any:
+    if engine != "duckdb":
+        raise DataError(f"The {engine} engine cannot read files of the data folder here.")
+    return W.open_data_source(spec, folder())
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _prepared(spec: str, version_json: str, engine: str, schema_json: str, options_json: str) -> EngineDataset:
+    eng = _engine(spec, version_json, engine)
+    return engines.prepare(eng, Schema.from_dict(json.loads(schema_json)), name=label(spec),
+                           **json.loads(options_json))
+
+
+def label(spec: str) -> str:
+    """The name a large dataset is shown under: its path in the data folder."""
+    return str(spec).strip()
+
+
+def _key(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, default=str)
+
+
+def source_dict(spec: str, engine: str, schema: Schema | dict[str, Any], options: dict[str, Any],
+                version: list[list[Any]]) -> dict[str, Any]:
+    """The session's source dict of a large dataset (plain JSON values: see the module docstring)."""
+    s = schema.to_dict() if isinstance(schema, Schema) else dict(schema)
+    return {"kind": KIND, "path": label(spec), "engine": engine, "schema": s, "options": dict(options),
+            "version": [list(v) for v in version]}
+
+
+def open_source(source: dict[str, Any]) -> tuple[EngineDataset, dict[str, Any]]:
+    """The prepared dataset of a large source dict (its roles and fixes applied in the engine) and the
+    source dict for the files as they are now. Raises PrdpError (a file that left the folder, bad roles)."""
+    spec = str(source["path"])
+    version = _version(spec)
+    engine = str(source.get("engine") or "duckdb")
+    schema = Schema.from_dict(dict(source["schema"]))
+    opts = dict(source.get("options") or {})
+    ds = _prepared(spec, _key(version), engine, _key(schema.to_dict()), _key(opts))
+    return ds, source_dict(spec, engine, schema, opts, version)
+
+
+def is_large(source: dict[str, Any] | None = None) -> bool:
+    """Whether the active data source (or ``source``) is a large dataset."""
+    return (state.source() if source is None else source).get("kind") == KIND
+
+
+def engine_guard() -> float:
+    """Refuse engine work when the server has no room for the engine's memory limit
+    (:func:`prdp_core.memory.check_engine`); the records' number never enters."""
+    from prdp_core import memory
+    from prdp_core.engines.duckdb_engine import DEFAULT_MEMORY_LIMIT
+
+    ds = state.dataset()
+    opts = getattr(getattr(ds, "engine", None), "options", None)
+    return memory.check_engine(getattr(opts, "memory_limit", None) or DEFAULT_MEMORY_LIMIT)
+
+
+# ---------------------------------------------------------------------------
+# Statistics with progress
+# ---------------------------------------------------------------------------
+
+
+def stats(kind: str, key: Any, label_: str, work: Callable[[Callable[[str], None]], T], *,
+          token: str | None = None) -> T:
+    """A statistic of a large dataset, computed once per session and dataset token.
+
+    The first call runs ``work(stage)`` inside ``st.status(label_)`` (``stage(text)`` names the stage
+    being run, shown in the status and its list) and keeps the result; later calls return it at once.
+    Results belong to a dataset token (``token``, default the active dataset's; a table being connected
+    uses its own): the results of the :data:`MAX_TOKENS` most recent tokens are kept.
+    A PrdpError leaves the status in its error state and propagates (nothing is kept)."""
+    items = _store(state.active_token() if token is None else token)
+    k = (kind, _key(key))
+    if k in items:
+        items.move_to_end(k)
+        return items[k]
+    start = time.monotonic()
+    with st.status(label_, expanded=False) as box:
+        def stage(text: str) -> None:
+            box.update(label=f"{label_} — {text}")
+            box.write(f":material/progress_activity: {text}")
+
+        try:
+            out = work(stage)
+        except PrdpError:
+            box.update(label=f"{label_}: stopped", state="error")
+            raise
+        box.update(label=f"{label_}: done in {time.monotonic() - start:.1f} s", state="complete")
+    items[k] = out
+    while len(items) > MAX_STATS:
+        items.popitem(last=False)
+    return out
+
+
+def _store(token: str) -> OrderedDict:
+    """The session's statistics of one dataset token (the :data:`MAX_TOKENS` most recent are kept: the
+    active dataset's, a table being connected and the previous one)."""
+    ss = st.session_state
+    stores = ss.get(STATS_KEY)
+    if not isinstance(stores, OrderedDict):
+        stores = ss[STATS_KEY] = OrderedDict()
+    items: OrderedDict = stores.setdefault(token, OrderedDict())
+    stores.move_to_end(token)
+    while len(stores) > MAX_TOKENS:
+        stores.popitem(last=False)
+    return items
+
+
+def profile() -> Any:
+    """The profile of the active large dataset's measures (computed in the engine)."""
+    ds = state.active_dataset()
+
+    def work(stage: Callable[[str], None]) -> Any:
+        from prdp_core.profile import profile_dataset
+
+        engine_guard()
+        stage(f"order statistics, histograms and Lorenz curves of {len(ds.schema.measures)} measure(s), "
+              "in the engine")
+        return profile_dataset(ds)
+
+    return stats("profile", (), f"Profiling the measures of {md_escape(ds.name)}", work, token=state.active_token())
+
+
+# ---------------------------------------------------------------------------
+# Connecting and confirming roles (Data page)
+# ---------------------------------------------------------------------------
+
+
+def spec_from_widgets() -> str:
+    """The source named on the Large dataset tab: the typed path, else the file (and table) chosen."""
+    ss = st.session_state
+    typed = str(ss.get("large_path") or "").strip()
+    if typed:
+        return typed
+    name = ss.get("large_file")
+    if not name:
+        raise DataError("Choose a file of the data folder, or type a path, folder or glob inside it.",
+                        hint=f"The data folder is {folder()}.")
+    if str(name).lower().endswith(".duckdb"):
+        table = ss.get("large_table")
+        if not table:
+            raise DataError(f"Choose a table of the database {name}.")
+        return f"{name}#{table}"
+    return str(name)
+
+
+def on_connect() -> None:
+    """Callback of *Connect*: check the name (nothing outside the data folder), then leave the connection
+    to the Column roles view, which opens the engine inside a progress status (:func:`connect_pending`)."""
+    from .datasource import ROLES_TAB, TAB_KEY, _error_text, _msg
+
+    ss = st.session_state
+    try:
+        spec = spec_from_widgets()
+        _version(spec)  # the path checks: absolute, '..', links leading out, missing files
+    except PrdpError as err:
+        _msg("error", _error_text(err), "large")
+        return
+    ss[CONNECT_KEY] = {"spec": spec, "engine": str(ss.get("large_engine") or "duckdb")}
+    ss[TAB_KEY] = ROLES_TAB
+    ss.pop("data_msg", None)
+
+
+def connect_pending() -> None:
+    """Run a connection requested by :func:`on_connect` (on the Column roles view): open the engine,
+    count the rows, read a sample and guess the roles; the table waits there for *Use this table*."""
+    from .datasource import _error_text, _msg
+
+    ss = st.session_state
+    req = ss.pop(CONNECT_KEY, None)
+    if not req:
+        return
+    spec, engine = req["spec"], req["engine"]
+    rid = uuid.uuid4().hex[:8]
+
+    def work(stage: Callable[[str], None]) -> dict[str, Any]:
+        stage("checking the path: only files inside the data folder")
+        version = _version(spec)
+        engine_guard()
+        stage(f"opening {len(version)} file(s) with {engine}")
+        eng = _engine(spec, _key(version), engine)
+        stage("counting the rows")
+        n = eng.n_rows()
+        if n == 0:
+            raise DataError(f"{spec} has no rows.", hint="Name a table with records.")
+        stage(f"reading a uniform sample of up to {GUESS_ROWS:,} rows to guess the column roles")
+        df = eng.sample(GUESS_ROWS, 0)
+        schema = guess_schema(df)
+        return {"df": df, "name": label(spec), "schema": schema, "id": rid, "pending": True, "large": True,
+                "n": n, "spec": spec, "engine": engine, "version": version,
+                "source": {"kind": KIND, "path": label(spec), "engine": engine}}
+
+    try:
+        raw = stats("connect", rid, f"Connecting {md_escape(spec)} (nothing is uploaded)", work, token=rid)
+    except PrdpError as err:
+        _msg("error", _error_text(err), "roles")
+        return
+    ss["raw"] = raw
+    _msg("info", f"Connected **{md_escape(spec)}** ({_count(raw['n'], 'rows')}, read in place by {engine}). The roles "
+                 f"below were guessed from a uniform sample of up to {GUESS_ROWS:,} rows: check them and press "
+                 f"**Use this table**. Until then the active dataset stays **{md_escape(state.dataset().name)}**.",
+         "roles")
+
+
+def _count(n: int, noun: str) -> str:
+    from . import review
+
+    return review.count(n, noun)
+
+
+def raw_engine(raw: dict[str, Any]) -> Any:
+    """The engine over a connected (not yet prepared) large table."""
+    return _engine(raw["spec"], _key(raw["version"]), raw["engine"])
+
+
+def check(raw: dict[str, Any], schema: Schema) -> TableCheck:
+    """The row checks of a connected large table under ``schema``, counted by the engine (once per roles)."""
+    def work(stage: Callable[[str], None]) -> TableCheck:
+        stage(f"counting missing, non-numeric and negative values and duplicate ids over {_count(raw['n'], 'rows')}")
+        return raw_engine(raw).check(schema)
+
+    return stats("check", schema.to_dict(), f"Checking every row of {md_escape(raw['name'])} in the engine", work,
+                 token=raw["id"])
+
+
+def request_apply(raw: dict[str, Any], schema: Schema, opts: dict[str, Any]) -> None:
+    """*Use this table* on a connected large table (callback): the fixes are applied and the measures
+    profiled on the Profile view, inside a progress status (:func:`apply_pending`)."""
+    from .datasource import PROFILE_TAB, TAB_KEY
+
+    st.session_state[APPLY_KEY] = {"id": raw["id"], "schema": schema.to_dict(), "options": opts}
+    st.session_state[TAB_KEY] = PROFILE_TAB
+    st.session_state.pop("data_msg", None)
+
+
+def apply_pending() -> None:
+    """Make a connected large table the active dataset, as :func:`request_apply` asked: prepare it in the
+    engine (the fixes chosen), profile its measures and give it its starting policy. On error the
+    previous dataset stays active and the message says so."""
+    from .datasource import _error_text, _msg
+
+    ss = st.session_state
+    req = ss.pop(APPLY_KEY, None)
+    raw = ss.get("raw")
+    if not req or raw is None or raw.get("id") != req["id"] or not raw.get("large"):
+        return
+    source = source_dict(raw["spec"], raw["engine"], req["schema"], req["options"], raw["version"])
+
+    def work(stage: Callable[[str], None]) -> tuple[EngineDataset, dict[str, Any]]:
+        stage("applying the roles and fixes in the engine (rows dropped, public shifts added, ids)")
+        ds, src = open_source(source)
+        stage(f"counting the records kept ({_count(ds.n, 'records')})")
+        stage(f"profiling {len(ds.schema.measures)} measure(s) for the starting thresholds")
+        from prdp_core.profile import profile_dataset
+
+        return ds, {**src, "profile": profile_dataset(ds)}
+
+    try:
+        engine_guard()
+        ds, src = stats("apply", req, f"Preparing {md_escape(raw['name'])}", work, token=raw["id"])
+    except PrdpError as err:
+        _msg("error", _error_text(err) + " Open **Column roles** to change the roles or fixes.", "profile")
+        return
+    src = dict(src)
+    prof = src.pop("profile")
+    tok = state.dataset_token(ds, src)
+    _store(tok)[("profile", _key(()))] = prof  # the new dataset's profile, computed above
+    state.set_dataset(ds, src)
+    raw["pending"] = False
+    from .datasource import describe
+
+    _msg("success", f"Active dataset: {md_escape(describe(ds))}. Its records stay in the file; every page computes "
+                    "its statistics in the engine.", "profile")
+
+
+def raw_from_source(source: dict[str, Any]) -> None:
+    """The Column roles view of the active large dataset (after a study import or a restored session):
+    its sample and roles, not pending."""
+    ds = state.active_dataset()
+    eng = _engine(source["path"], _key(source.get("version") or _version(source["path"])),
+                  str(source.get("engine") or "duckdb"))
+    st.session_state["raw"] = {
+        "df": eng.sample(GUESS_ROWS, 0), "name": ds.name, "schema": Schema.from_dict(dict(source["schema"])),
+        "id": uuid.uuid4().hex[:8], "pending": False, "large": True, "n": eng.n_rows(), "spec": source["path"],
+        "engine": str(source.get("engine") or "duckdb"), "version": source.get("version") or _version(source["path"]),
+        "source": {"kind": KIND, "path": source["path"], "engine": str(source.get("engine") or "duckdb")}}
+
+
+# ---------------------------------------------------------------------------
+# Pages that need the records: a labelled uniform sample
+# ---------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False, max_entries=4, ttl=state.PUBLIC_CACHE_TTL_S)
+def _sample(token: str, rows: int, seed: int, _ds: EngineDataset) -> Dataset:
+    return _ds.sample(rows, seed)
+
+
+def sample_choice(page: str) -> tuple[int, int] | None:
+    """(rows, seed) of the sample ``page`` works on, or None."""
+    got = (st.session_state.get(SAMPLES_KEY) or {}).get(page)
+    return (int(got[0]), int(got[1])) if got else None
+
+
+def sample_dataset(page: str) -> Dataset | None:
+    """The labelled uniform sample of the active large dataset that ``page`` works on (None: none chosen).
+    Drawn once per server for each (dataset, rows, seed), inside a progress status."""
+    choice = sample_choice(page)
+    if choice is None or not is_large():
+        return None
+    ds = state.active_dataset()
+    rows, seed = choice
+
+    def work(stage: Callable[[str], None]) -> Dataset:
+        stage(f"drawing {rows:,} of the {_count(ds.n, 'rows')} uniformly at random (seed {seed}) in the engine")
+        return _sample(state.active_token(), rows, seed, ds)
+
+    return stats("sample", [rows, seed], f"Taking a uniform sample of {rows:,} rows", work,
+                 token=state.active_token())
+
+
+def _on_sample(page: str) -> None:
+    ss = st.session_state
+    chosen = dict(ss.get(SAMPLES_KEY) or {})
+    chosen[page] = (int(ss.get(f"large_sample_rows_{page}") or DEFAULT_SAMPLE_ROWS),
+                    int(ss.get(f"large_sample_seed_{page}") or 0))
+    ss[SAMPLES_KEY] = chosen
+
+
+def _off_sample(page: str) -> None:
+    chosen = dict(st.session_state.get(SAMPLES_KEY) or {})
+    chosen.pop(page, None)
+    st.session_state[SAMPLES_KEY] = chosen
+
+
+def sample_offer(page: str, what: str) -> Dataset | None:
+    """On a large dataset: say that ``what`` needs the records themselves and offer a labelled uniform
+    sample of N rows; return the sample chosen for ``page`` (None until one is chosen). Draws the notice
+    and the form in the page where it is called."""
+    if not is_large():
+        return None
+    ds = state.active_dataset()
+    smp = sample_dataset(page)
+    if smp is not None:
+        _, seed = sample_choice(page)  # type: ignore[misc]
+        st.warning(f":material/science: **Working on a sample.** {md_escape(what)} need the records themselves, "
+                   f"so this works on a **uniform random sample of {_count(len(smp.table), 'rows')} of "
+                   f"{md_escape(ds.name)}** (seed {seed}), held in memory — not on the whole table. Its statistics, "
+                   "answers and losses are those of the sample; the ledger and exports say so.",
+                   icon=":material/science:")
+        st.button("Stop using the sample", key=f"large_sample_off_{page}", on_click=_off_sample, args=(page,))
+        return smp
+    st.info(f"**{md_escape(ds.name)}** is a large dataset: its records stay in the engine, and {md_escape(what)} "
+            "need the records themselves. They can run on a **uniform random sample** of the table, held in memory "
+            "and labelled as a sample on this page, in the ledger and in the exports.", icon=":material/info:")
+    c1, c2, c3 = st.columns([1, 1, 2])
+    c1.number_input("Rows in the sample", min_value=1_000, max_value=1_000_000, step=10_000,
+                    value=DEFAULT_SAMPLE_ROWS, key=f"large_sample_rows_{page}")
+    c2.number_input("Seed of the sample", min_value=0, value=0, step=1, key=f"large_sample_seed_{page}")
+    c3.button("Work on this sample", type="primary", key=f"large_sample_on_{page}", on_click=_on_sample,
+              args=(page,))
+    return None
+
+
+def records_needed(page: str, what: str) -> None:
+    """For pages whose mechanisms all need the records: on a large dataset, offer the sample
+    (:func:`sample_offer`) and stop the page until one is chosen; once chosen, ``ui.state.dataset()``
+    returns the sample on this page (and in its callbacks) — the rest of the app keeps the whole table."""
+    if not is_large():
+        return
+    smp = sample_offer(page, what)
+    if smp is None:
+        from . import sidebar
+
+        sidebar.render()
+        st.stop()
+    rows, seed = sample_choice(page)  # type: ignore[misc]
+    state.use_sample(smp, page, rows, seed)
