@@ -10,6 +10,7 @@ in the dev lock).
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import Any
 
 import pytest
@@ -58,7 +59,9 @@ def session() -> Any:
         from prdp_core.engines import EngineOptions
         from prdp_core.engines.spark_engine import spark_session
 
-        _session = spark_session(EngineOptions(master="local[2]", conf=CONF))
+        # tables the tests save go to a temporary folder, never into the working folder
+        conf = {**CONF, "spark.sql.warehouse.dir": tempfile.mkdtemp(prefix="prdp-spark-warehouse-")}
+        _session = spark_session(EngineOptions(master="local[2]", conf=conf))
     return _session
 
 

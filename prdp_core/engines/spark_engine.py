@@ -140,7 +140,8 @@ def spark_session(options: EngineOptions | None = None) -> Any:
     builder = builder.remote(remote) if remote else builder.master(master)
     conf = {"spark.ui.showConsoleProgress": "false"}
     if not remote and master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
-        conf["spark.pyspark.python"] = sys.executable  # Python workers (pandas UDFs) run this interpreter
+        # Python workers (pandas UDFs) run this interpreter: PySpark reads the variable, not the setting
+        os.environ["PYSPARK_PYTHON"] = sys.executable
     conf.update({str(k): str(v) for k, v in dict(opts.conf).items()})
     for k, v in conf.items():
         builder = builder.config(k, v)
