@@ -62,7 +62,8 @@ from .sql_engine import SQLEngine, _normalise_frame, _short
 PYSPARK_INSTALL = "pip install prdp-explorer[spark]"
 #: Debian's package of the Java runtime Spark needs.
 JAVA_PACKAGE = "openjdk-17-jre-headless"
-#: Master of a session started without one (options, then ``PRDP_SPARK_MASTER``).
+#: Master of a session started without one (options, then ``PRDP_SPARK_MASTER``, then spark-submit's
+#: ``--master``): PySpark's own default.
 DEFAULT_MASTER = "local[*]"
 #: Environment variables by which an administrator enables the Spark source of the app.
 ENV_MASTER, ENV_REMOTE = "PRDP_SPARK_MASTER", "PRDP_SPARK_REMOTE"
@@ -135,9 +136,13 @@ def spark_session(options: EngineOptions | None = None) -> Any:
         active = SparkSession.getActiveSession()
         if active is not None:
             return active
-    master = opts.master or env.master or DEFAULT_MASTER
+    master = opts.master or env.master
     builder = SparkSession.builder.appName("prdp")
-    builder = builder.remote(remote) if remote else builder.master(master)
+    if remote:
+        builder = builder.remote(remote)
+    elif master:  # else spark-submit's --master, or PySpark's own default (local[*])
+        builder = builder.master(master)
+    master = master or DEFAULT_MASTER
     conf = {"spark.ui.showConsoleProgress": "false"}
     if not remote and master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
         # Python workers (pandas UDFs) run this interpreter: PySpark reads the variable, not the setting
