@@ -22,17 +22,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_engines import RHO, RHO_PS, SCHEMA, m_sql, policy  # noqa: E402
+from bench_engines import RHO, RHO_PS, SCHEMA, cbp_file, m_sql, policy  # noqa: E402
 from common import machine, row, timed  # noqa: E402
 
 from prdp_core import budget as B  # noqa: E402
-from prdp_core import engines, samples  # noqa: E402
+from prdp_core import engines  # noqa: E402
 from prdp_core.engines.spark_engine import spark_session  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release  # noqa: E402
 from prdp_core.preview import preview_policy  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-
 
 def hand_written(spark, path: str) -> dict:
     """The same statistics as the engine, written by hand in Spark SQL (no exact tie guard, no
@@ -74,11 +71,7 @@ def main() -> None:
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    rows = int(args.rows)
-    path = Path(args.file) if args.file else HERE / "out" / f"cbp_{rows}.parquet"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        samples.write_sample("cbp_like", path, rows=rows, seed=0)
+    path = cbp_file(args.file, int(args.rows))
     import pyarrow.parquet as pq
     import pyspark
 

@@ -52,7 +52,7 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, EngineError, ParameterError, PrdpError, ResourceLimitError
+from ..errors import DataError, EngineError, PrdpError, ResourceLimitError
 from . import sql as S
 from .base import ColumnKind, EngineOptions
 from .memory import sample_positions
