@@ -2,7 +2,9 @@
 
 :func:`session` starts ``local[2]`` once, with the UI off, 4 shuffle partitions and 1 GB of driver
 memory; the tests that use it carry :data:`MARKS` (the ``spark`` marker and ``xdist_group("spark")``,
-so that ``--dist loadgroup`` runs them all in one worker and only one JVM starts). Without PySpark
+so that ``--dist loadgroup`` runs them all in one worker and only one JVM starts; xdist joins an
+item's groups, so every Spark test module also carries ``xdist_group("engines")``, as the parity
+suite does: all of them land in the group ``engines_spark``). Without PySpark
 or Java the tests are skipped locally and FAIL under CI=true (``.ci/run`` installs Java; PySpark is
 in the dev lock).
 """
