@@ -8,7 +8,7 @@ from prdp_core.charts import personalized as pch
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import personalized as P
 from ui import personalized as upd
-from ui import large, review, state
+from ui import large, private_suggest, review, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
 
 st.title("Personalized DP")
@@ -147,6 +147,8 @@ if from_data:
                "in their parameters and in the ledger.", icon=":material/lock:")
 else:
     st.caption("Bounds and cut-off as set by you: keep them independent of the data for a real release.")
+with st.expander("Suggest hi privately (a DP percentile, charged to your ledger)", icon=":material/lock:"):
+    private_suggest.bound_panel("pdp_psugg", ss["pdp_value"], upd.adopt_private_hi)
 
 if spec.roster == "table":
     st.caption(":material/compare_arrows: **Neighbour notions.** With the roster read from the table, every "

@@ -15,7 +15,7 @@ from prdp_core.splitting import (DEFAULT_KEY, as_thresholds, percentile_threshol
                                  thresholds_for_cap, thresholds_from_frame)
 from prdp_core.workload import SplittingPolicy, Workload, workload_from_frame
 from ui import policy as pstate
-from ui import options, review, state
+from ui import options, private_suggest, review, state
 from ui.common import code_expander, confidential, learn, md_escape, show_error
 from ui.policy_code import policy_code
 
@@ -85,6 +85,7 @@ with left:
                       disabled=per_group)
             if st.session_state.get("sugg_error") is not None:
                 show_error(st.session_state["sugg_error"])
+        private_suggest.thresholds_panel(measures, pstate.apply_suggestion, disabled=per_group)
 
 with right:
     st.subheader("Workload and budgets")

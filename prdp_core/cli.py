@@ -10,6 +10,8 @@
     prdp board submit STUDY.yaml --name NAME | list | export --out DIR   (the workshop board)
     prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL]
     prdp ledger show NAME [--db URL] [--format table|json] [--review] | list   (named ledgers)
+    prdp suggest thresholds STUDY.yaml --range M=LO:HI [...] --epsilon E --out NEW.yaml [--ledger NAME]
+             (private thresholds: a DP percentile, its cost charged to the named ledger)
 
 Exit codes (scripts can rely on them):
 
@@ -174,8 +176,10 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
     w.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     from .board.cli import add_parsers
+    from .suggest_cli import add_parser as add_suggest_parser
 
     add_parsers(sub, codes, _Parser)
+    add_suggest_parser(sub, codes, _Parser)
     return p
 
 
@@ -323,6 +327,10 @@ def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, st
             return _cmd_samples(stdout)
         if args.command == "validate":
             return _cmd_validate(args, stdout)
+        if args.command == "suggest":
+            from . import suggest_cli
+
+            return suggest_cli.run(args, stdout, stderr)
         if args.command in ("board", "app", "ledger"):
             from .board import cli as board_cli
 

@@ -595,8 +595,9 @@ def _thresholds(v: Any) -> dict[str, Any]:
 
 
 def _threshold_source(v: Any, thresholds: Mapping[str, Any] | None) -> dict[str, str]:
-    """``policy.threshold_source``: measure → where its threshold came from (``typed``, or ``data: …`` when
-    it was computed from the confidential data). Optional; a measure not listed was typed in."""
+    """``policy.threshold_source``: measure → where its threshold came from (``typed``, ``data: …`` when
+    it was computed from the confidential data, ``private: …`` when a private suggestion released it).
+    Optional; a measure not listed was typed in."""
     path = "policy.threshold_source"
     if thresholds is None:
         raise _err(path, "needs policy.thresholds.")
@@ -609,9 +610,10 @@ def _threshold_source(v: Any, thresholds: Mapping[str, Any] | None) -> dict[str,
         if str(m) not in measures:
             raise _err(key, f"{_fmt(m)} has no threshold in policy.thresholds.")
         src = _text(src, key, max_len=200)
-        if src.strip() != "typed" and not is_data_derived(src):
-            raise _err(key, f"must be 'typed' or start with 'data:' (got {_fmt(src)}).",
-                       hint="e.g. 'data: p99' for a threshold computed from the data's 99th percentile.")
+        if src.strip() != "typed" and not is_data_derived(src) and not src.strip().startswith("private:"):
+            raise _err(key, f"must be 'typed', or start with 'data:' or 'private:' (got {_fmt(src)}).",
+                       hint="e.g. 'data: p99' for a threshold computed from the data's 99th percentile, "
+                            "'private: DP p97, ε = 0.1' for one suggested privately (its cost in the ledger).")
         if src.strip() != "typed":
             out[str(m)] = src.strip()
     return out

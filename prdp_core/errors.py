@@ -45,8 +45,9 @@ class ExpressionError(PolicyError):
     title = "Expression problem"
 
 
-class ParameterError(PrdpError):
-    """A numeric parameter is impossible (negative budget, empty range, ...)."""
+class ParameterError(PrdpError, ValueError):
+    """A numeric parameter is impossible (negative budget, empty range, ...). Also a ``ValueError``, so code
+    written against numpy/scipy conventions catches it too."""
 
     title = "Parameter problem"
 

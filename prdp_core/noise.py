@@ -123,6 +123,28 @@ def exponential_mechanism_probs(scores: np.ndarray, eps: float, sensitivity: flo
     return w / w.sum()
 
 
+def noisy_max_exponential_probs(scores: np.ndarray, scale: float) -> np.ndarray:
+    """Exact law of report-noisy-max with exponential noise, argmax_i (s_i + E_i), E_i ~ Exponential(``scale``)
+    i.i.d. — OpenDP's ``make_noisy_max`` and the permute-and-flip law (for audits):
+    P(j) = ∫ e^{−x/b}/b · Π_{i≠j} (1 − e^{−(x − (s_i − s_j))/b}) dx over x ≥ max(0, max_{i≠j} s_i − s_j)
+    (below it some candidate beats j surely), by adaptive quadrature."""
+    from scipy import integrate
+
+    s = np.asarray(scores, dtype=float)
+    b = float(scale)
+    out = np.empty(s.size)
+    for j in range(s.size):
+        others = np.delete(s - s[j], j)
+
+        def density(x: float, others: np.ndarray = others) -> float:
+            return math.exp(-x / b) / b * float(np.prod(-np.expm1(-(x - others) / b)))
+
+        start = max(0.0, float(others.max()) if others.size else 0.0)
+        out[j] = integrate.quad(density, start, start + 50 * b, limit=400, epsabs=0, epsrel=1e-12)[0] \
+            + integrate.quad(density, start + 50 * b, math.inf, limit=200)[0]
+    return out
+
+
 def gaussian_sigma_for_rho(sensitivity: float, rho: float) -> float:
     """σ such that the Gaussian mechanism on a Δ-sensitive query is ρ-zCDP: σ = Δ / √(2ρ)."""
     return _positive("sensitivity", sensitivity) / math.sqrt(2 * _positive("ρ", rho))

@@ -10,7 +10,9 @@ adds. Such values therefore carry a *source*:
 * ``"typed"`` — typed in (or confirmed) by the designer as a public value; the default, and what a
   parameter without a recorded source means;
 * ``"data: …"`` — computed from the confidential data, saying how (``"data: p99 (rounded)"``,
-  ``"data: p97.5"``, ``"data: loss cap 10ρ"``).
+  ``"data: p97.5"``, ``"data: loss cap 10ρ"``);
+* ``"private: …"`` — released by a differentially private suggestion whose cost is in the ledger
+  (``"private: DP p97, ε = 0.1"``): public once released, like a typed value.
 
 Releases record the sources in their params (a unit-splitting policy's ``threshold_source``, a
 personalized query's ``hi_source`` / ``cutoff_source``, ``keys`` and ``domains``);
@@ -45,6 +47,13 @@ DATA_DERIVED_COLUMN = "data-derived parameters"
 def data_source(how: str) -> str:
     """The source of a value computed from the confidential data: ``"data: <how>"``."""
     return f"data: {how}"
+
+
+def private_source(how: str) -> str:
+    """The source of a value suggested by a differentially private mechanism whose cost is charged to the
+    ledger when the value is adopted (:mod:`prdp_core.dp_quantile`): ``"private: <how>"`` — public once
+    released, so not data-derived."""
+    return f"private: {how}"
 
 
 def is_data_derived(source: Any) -> bool:
@@ -120,4 +129,4 @@ def stamp_answers(answers: pd.DataFrame, *, teaching: bool, secure: bool, seed: 
 
 
 __all__ = ["DATA_DERIVED_COLUMN", "KEYS_FROM_DATA", "TYPED", "check_sources", "data_derived", "data_source",
-           "is_data_derived", "require_public_thresholds", "stamp_answers"]
+           "is_data_derived", "private_source", "require_public_thresholds", "stamp_answers"]

@@ -302,13 +302,35 @@ class SecureSampler:
         if np.max(np.abs(s_u)) >= 2.0**62:
             raise ParameterError("Selection scores are too large for the secure selection.",
                                  hint="Use a larger ε for the selection.")
-        dp = _dp()
-        space = (dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=monotonic))
-        meas = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=float(scale_u))
-        loss = float(meas.map(K))
-        if loss > e * (1 + 1e-9):  # pragma: no cover - guarded by the construction above
-            raise ParameterError("OpenDP could not certify the selection's budget.")
-        return int(meas([int(x) for x in s_u])), loss
+        return _noisy_max(s_u, K, scale_u, monotonic, e)
+
+    def select_integers(self, scores: np.ndarray, eps: float, *, sensitivity: int,
+                        monotonic: bool = False) -> tuple[int, float]:
+        """Index chosen by OpenDP's report-noisy-max (exponential noise) over whole-number ``scores``
+        whose ℓ∞ change between neighbours is at most the whole number ``sensitivity`` Δ: noise scale
+        cΔ/ε (c = 1 for monotone scores, else 2), ε-DP. Returns (index, ε certified by OpenDP's map)."""
+        e = _positive("Selection ε", eps)
+        if isinstance(sensitivity, bool) or int(sensitivity) != sensitivity or int(sensitivity) < 1:
+            raise ParameterError(f"The score sensitivity must be a positive whole number (got {sensitivity!r}).")
+        sc = np.asarray(scores).ravel()
+        if sc.size == 0 or not np.all(np.isfinite(sc)) or not np.all(sc == np.rint(sc)):
+            raise ParameterError("Secure selection needs a non-empty list of whole-number scores.")
+        if np.max(np.abs(sc)) >= 2.0**62:
+            raise ParameterError("Selection scores are too large for the secure selection.")
+        d = int(sensitivity)
+        return _noisy_max(sc, d, (1.0 if monotonic else 2.0) * d / e, monotonic, e)
+
+
+def _noisy_max(scores: np.ndarray, d_in: int, scale: float, monotonic: bool, eps: float) -> tuple[int, float]:
+    """OpenDP's ``make_noisy_max`` on i64 scores at ``scale``, its map at ``d_in`` checked against ``eps``
+    before the index is drawn."""
+    dp = _dp()
+    space = (dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=monotonic))
+    meas = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=float(scale))
+    loss = float(meas.map(int(d_in)))
+    if loss > eps * (1 + 1e-9):  # pragma: no cover - guarded by the construction above
+        raise ParameterError("OpenDP could not certify the selection's budget.")
+    return int(meas([int(x) for x in scores])), loss
 
 
 __all__ = ["DEFAULT_BITS", "NoisyAnswers", "SECURE_LABEL", "SCORE_SCALE", "SecureSampler", "TEACHING_LABEL",

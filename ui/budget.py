@@ -419,7 +419,8 @@ def forecast_panel(budget: B.BudgetFunction, ds: Dataset) -> None:
         ss.setdefault(k, v)
     # n: the dataset's count in teaching mode; in review mode a typed value (a record count is not shown there)
     teaching = state.teaching()
-    if ss.get("bf_fc_n_for") != state.token() or (not teaching and ss.get("bf_fc_n_src") == "data"):
+    if ("bf_fc_n" not in ss or ss.get("bf_fc_n_for") != state.token()
+            or (not teaching and ss.get("bf_fc_n_src") == "data")):  # a widget's key is gone after another page ran
         ss["bf_fc_n"] = int(ds.n) if teaching else REVIEW_N
         ss["bf_fc_n_for"], ss["bf_fc_n_src"] = state.token(), "data" if teaching else "default"
     query, model = ss.get("bf_query"), ss.get("bf_model", "central")

@@ -67,6 +67,12 @@ def set_query_defaults(column: str) -> None:
     ss["pdp_data_defaults"] = {"column": column, "hi": ss["pdp_hi"], "cutoff": ss["pdp_cutoff"]}
 
 
+def adopt_private_hi(q: Any) -> None:
+    """Callback of the private bound (:func:`ui.private_suggest.bound_panel`): hi = the DP percentile drawn
+    (a :class:`~prdp_core.dp_quantile.DPQuantile`, charged to the ledger), no longer a data default."""
+    st.session_state["pdp_hi"] = float(q.value)
+
+
 #: Results and editors that belong to one dataset: dropped when the dataset changes.
 DATASET_RESULTS = ("pdp_last_release", "pdp_release_error", "pdp_prdp_result", "pdp_cmp_on", "pdp_label_map_df")
 

@@ -213,12 +213,16 @@ class RunLedger:
 
     def append(self, run: Any, *, origin: str) -> None:
         """Append every ledger entry of ``run`` (a :class:`~prdp_core.report.StudyRun`), totals computed on its data."""
+        self.append_entries(run.ledger.entries, run.dataset, origin=origin)
+
+    def append_entries(self, entries: Any, dataset: Any, *, origin: str) -> None:
+        """Append ledger ``entries`` released on ``dataset`` (e.g. an adopted private suggestion's)."""
         import uuid
 
-        items = [(uuid.uuid4().hex, e) for e in run.ledger.entries]
+        items = [(uuid.uuid4().hex, e) for e in entries]
         try:
-            table = run.dataset.table
-        except DataError:
+            table = dataset.table
+        except (DataError, AttributeError):
             table = None  # held by an engine where it lives: no record-by-record totals (public forms only)
         ledger_id = self.store.append_named(self.name, items, fingerprint=self.fingerprint, table=table,
                                             origin=origin, new_data=self.new_data)

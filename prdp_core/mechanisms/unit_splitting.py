@@ -765,10 +765,12 @@ def joint_sum_sigmas(thresholds: Mapping[str, float], rho: float, *, scaled: boo
 
 
 def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any] | Thresholds,
-                      measures: Iterable[str], *, rho: float, rng: np.random.Generator,
+                      measures: Iterable[str], *, rho: float, rng: np.random.Generator | None = None,
                       group_col: str | None = None, group_by: tuple[str, ...] = (), filter: Filter | None = None,
                       scaled: bool = True, reveal: bool = False, seed: int | None = None,
-                      public_keys: PublicKeys | None = None) -> Release:
+                      public_keys: PublicKeys | None = None, secure: bool = False,
+                      sampler: SecureSampler | None = None, threshold_source: Mapping[str, str] | None = None,
+                      allow_data_derived: bool = False) -> Release:
     """One joint Gaussian release of the vector (SUM(a))_a, a ∈ ``measures``, per cell of split data.
 
     Per-record zCDP paper, Sec. 5.2 (notes: ℓ2 sensitivity of a vector of sums). The table is split
@@ -794,16 +796,30 @@ def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any
     group_by, filter, public_keys:
         Cells as in :func:`release` (public keys, or the cells present in the data for teaching).
     rng, seed:
-        Randomness of a seeded (teaching/review) run.
+        Randomness of a seeded (teaching/review) run; not used in secure mode.
+    secure, sampler:
+        Secure mode: each coordinate is an exact discrete Gaussian (OpenDP) on the grid of the
+        smallest threshold of its measure, the records' values quantised to that grid and summed
+        exactly, at the coordinate's budget T(a)²/(2σ_a²) per cell — so the loss stays ρ·m(r)² (the
+        unit sensitivity ⌈T(a)/g⌉ only adds noise). Cells come from ``public_keys`` (a secure
+        release takes no keys from the data). Unseeded.
+    threshold_source, allow_data_derived:
+        Where each threshold came from (:mod:`prdp_core.provenance`); a secure release refuses
+        thresholds computed from the data unless ``allow_data_derived`` (teaching).
     reveal:
         Attach true answers and errors (teaching mode).
 
     The release carries each record's policy loss ρ·m(r)² and its exact realized loss
-    Σ_a Δ_a(r)²/(2σ_a²) (≤ the policy loss, since r(a) ≤ m(r)·T(a)).
+    Σ_a Δ_a(r)²/(2σ_a²) (≤ the policy loss, since r(a) ≤ m(r)·T(a); in secure mode with the
+    quantised Δ_a and the effective σ_a).
     """
     table = data.table if isinstance(data, Dataset) else data
-    if not isinstance(rng, np.random.Generator):
-        raise ParameterError("Pass a numpy random Generator as rng (a seeded teaching or review run).")
+    smp, seed = _run_mode(rng, seed, secure, sampler)
+    if smp is not None and not allow_data_derived:
+        require_public_thresholds(dict(threshold_source or {}))
+    if smp is not None and group_by and not (public_keys and tuple(group_by) in public_keys):
+        raise PolicyError("A secure joint release cannot take its group keys from the data: which cells exist "
+                          "would reveal records.", hint="Give a public list of keys, or release without group-by.")
     ms = tuple(dict.fromkeys(str(a) for a in measures))
     if not ms:
         raise PolicyError("Choose at least one measure for the joint release.")
@@ -832,9 +848,16 @@ def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any
     realized = np.zeros(len(table))
     cell_of = sts[0].cell_of
     inside = cell_of >= 0
+    grids: dict[str, float] = {}
+    sig = np.array(sig, dtype=float)
     for i, s in enumerate(sts):
         truth = s.true_answer()
-        est = truth + rng.normal(0.0, 1.0, s.n_cells) * sig[i]
+        contrib = _record_delta(s, table)
+        if smp is not None:
+            est, sig[i], contrib, grids[s.query.measure] = _secure_joint_coordinate(  # type: ignore[index]
+                s, contrib, sig[i], smp, pol)
+        else:
+            est = truth + rng.normal(0.0, 1.0, s.n_cells) * sig[i]  # type: ignore[union-attr]
         cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(s.n_cells, i), names)}
         for c in s.keys.columns:
             cols[c] = s.keys[c].array
@@ -845,18 +868,42 @@ def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any
                 rel = np.where(truth != 0, np.abs(est - truth) / np.abs(truth), np.nan)
             cols.update({"true": truth, "n_records": s.count, "error": est - truth, "rel_error": rel})
         frames.append(pd.DataFrame(cols))
-        contrib = _record_delta(s, table)
         realized[inside] += contrib[inside] ** 2 / (2.0 * sig[i][cell_of[inside]] ** 2)
     loss = _policy_loss(pol, table, m)
     params: dict[str, Any] = {
         "policy": pol.to_dict(), "measures": list(ms), "rho": float(rho), "scaled": bool(scaled),
         "sigma": "σ_a = T(a)·√k/√(2ρ)" if scaled else "σ = √(Σ_a T(a)²)/√(2ρ)",
         "keys": "public (a listed key set)" if public_keys else KEYS_FROM_DATA if group_by else "none (no group-by)"}
+    if threshold_source:
+        params["policy"]["threshold_source"] = dict(threshold_source)
+    extras: dict[str, Any] = {"private_realized": realized, "private_pieces": m}
+    if smp is not None:
+        params["secure"] = smp.describe()
+        extras["grid"] = grids
     entry = LedgerEntry(label=f"Unit splitting: joint SUM of {', '.join(ms)}",
-                        mechanism="unit_splitting.joint_gaussian", loss=pol, params=params, seed=seed)
+                        mechanism="unit_splitting.joint_gaussian", loss=pol, params=params, seed=seed,
+                        secure=smp is not None)
     return Release(mechanism="unit_splitting.joint_gaussian", answers=pd.concat(frames, ignore_index=True),
                    measure="rho", loss=loss, entries=(entry,), params=params, seed=seed, truth_included=reveal,
-                   extras={"private_realized": realized, "private_pieces": m})
+                   secure=smp is not None, extras=extras)
+
+
+def _secure_joint_coordinate(s: QueryStats, contrib: np.ndarray, sig: np.ndarray, smp: SecureSampler,
+                             policy: SplittingPolicy) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """One coordinate of a secure joint release: (estimate, effective σ per cell, quantised contributions,
+    grid). Each cell's budget is T_cell²/(2σ_cell²) (the coordinate's share of ρ, σ from the public
+    thresholds), noise from OpenDP's discrete Gaussian at ⌈T_cell/g⌉ grid steps."""
+    g = smp.grid(_public_sensitivity_floor(s.query, policy))
+    units = to_units(contrib, g)
+    inside = s.cell_of >= 0
+    totals = exact_cell_sums(s.cell_of[inside], units[inside], s.n_cells)
+    budget = np.square(np.asarray(s.sens, dtype=float)) / (2.0 * np.square(sig))
+    est, eff = np.empty(s.n_cells), np.empty(s.n_cells)
+    for b in np.unique(budget):  # cells of one thresholds row share a budget
+        rows = np.flatnonzero(budget == b)
+        a = smp.gaussian_answers(totals[rows], g, np.asarray(s.sens)[rows], float(b))
+        est[rows], eff[rows] = a.estimate, a.scale
+    return est, eff, units.astype(np.float64) * g, g
 
 
 def policy_for_thresholds(policy: SplittingPolicy, thresholds: Mapping[str, float]) -> SplittingPolicy:

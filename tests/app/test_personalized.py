@@ -59,7 +59,7 @@ def test_data_derived_bounds_are_flagged_in_the_release_and_ledger():
     at.number_input(key="pdp_hi").set_value(12345.0).run()
     assert not any("hi = " in w.value for w in at.warning)
     at.number_input(key="pdp_cutoff").set_value(3.0).run()
-    assert not any("computed from the confidential data" in w.value for w in at.warning)
+    assert not any("upper bound hi" in w.value for w in at.warning)  # the count cut-off may still be flagged
     at.button(key="pdp_run").click().run()
     assert "hi_source" not in at.session_state["pdp_last_release"].params
 
@@ -214,3 +214,19 @@ def test_reproduce_code_runs(source):
     ds = samples.load_dataset("sim_pareto", n=2000, seed=0)
     code = upd.reproduce_code(source, ds, params, P.Query("count", "HT1", cutoff=2, hi=100), 3)
     exec(compile(code, "<reproduce>", "exec"), {})
+
+
+def test_a_private_upper_bound_is_drawn_charged_and_no_longer_a_data_default():
+    at = open_page("personalized")
+    assert "hi" in at.session_state["pdp_data_defaults"] and at.session_state["pdp_hi"] == \
+        at.session_state["pdp_data_defaults"]["hi"]
+    before = len(at.session_state["ledger"])
+    col = at.session_state["pdp_value"]
+    at.number_input(key=f"pdp_psugg_hi_{col}").set_value(1e7)
+    at.button(key="pdp_psugg_apply").click().run()
+    assert not at.exception, at.exception
+    led = at.session_state["ledger"]
+    assert len(led) == before + 1 and led.entries[-1].mechanism == "dp_quantile"
+    assert f"upper bound of {col}" in led.entries[-1].label
+    assert at.session_state["pdp_hi"] != at.session_state["pdp_data_defaults"]["hi"]
+    assert not any("upper bound hi" in w.value for w in at.warning)  # the count cut-off may still be flagged

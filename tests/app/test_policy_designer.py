@@ -166,3 +166,29 @@ def test_overflowing_budget_or_threshold_is_refused_and_the_page_survives():
     at.run()
     assert not at.exception and not at.error
     assert at.session_state["policy"].thresholds.as_dict()["*"]["EMP"] == 50.0
+
+
+@pytest.mark.parametrize("mode", ["teaching", "review"])
+def test_private_threshold_suggestion_is_charged_and_offered_in_review_mode(page, mode):
+    """The private suggestion shows its cost before use, writes private (not data-derived) thresholds and
+    adds its ledger entry; review mode offers it (exact sampler) while hiding the data-derived ones."""
+    at = page
+    at.sidebar.radio(key="mode").set_value(mode).run()
+    assert not at.exception, at.exception
+    shown = " ".join(c.value for c in at.caption)
+    assert "Cost when adopted: **ε = 0.1**" in shown
+    assert (mode == "review") == (not any(b.key == "sugg_pct_apply" for b in at.button))
+    before = len(at.session_state["ledger"])
+    at.number_input(key="psugg_lo_EMP").set_value(1.0)
+    at.number_input(key="psugg_hi_EMP").set_value(1e5)
+    at.button(key="psugg_apply").click().run()
+    assert not at.exception, at.exception
+    led = at.session_state["ledger"]
+    assert len(led) == before + 1
+    entry = led.entries[-1]
+    assert entry.mechanism == "dp_quantile" and entry.loss.value == pytest.approx(0.1)
+    assert entry.secure == (mode == "review")
+    pol = at.session_state["policy"]
+    assert all(src.startswith("private:") for src in pol.threshold_sources().values())
+    assert set(pol.threshold_sources()) == set(pol.thresholds.measures)
+    assert any("Adopted private thresholds" in s.value for s in at.success)

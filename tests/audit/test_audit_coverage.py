@@ -42,6 +42,7 @@ INVENTORY: dict[str, list[str]] = {
         "statdp:unit_splitting.sum", "statdp:unit_splitting.sum.secure", "statdp:unit_splitting.topcoded_sum"],
     "unit_splitting.joint_sum_release": [
         U + "test_unit_splitting_release.py::test_joint_release_sigmas_noise_and_losses",
+        U + "test_secure.py::test_secure_joint_sum_release_has_the_claimed_sigmas_with_power",
         "statdp:unit_splitting.joint_sum", "statdp:unit_splitting.joint_sum.isotropic"],
     "unit_splitting.PartitionSelection": [
         U + "test_unit_splitting_release.py::test_partition_selection_keep_probability_matches_formula",
@@ -127,6 +128,11 @@ INVENTORY: dict[str, list[str]] = {
         A + "test_partial_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
     "partial.releases_from_table": [
         A + "test_partial_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
+    # private suggestions of public parameters (a DP quantile over a public grid)
+    "dp_quantile.dp_quantile": [
+        U + "test_dp_quantile.py::test_exact_law_on_neighbouring_datasets_is_eps_dp_and_a_halved_scale_is_not",
+        U + "test_dp_quantile.py::test_teaching_and_secure_samplers_follow_the_law_with_power",
+        U + "test_dp_quantile.py::test_rank_error_stays_within_the_bound_on_heavy_tailed_data_over_1000_runs"],
     # baselines and the secure sampler
     "baselines.ClippedSum": [A + "test_scale_audit.py::test_baseline_clipped_sum_scale_with_power",
                              "statdp:baselines.clipped_sum.laplace", "statdp:baselines.clipped_sum.gaussian",

@@ -123,6 +123,7 @@ def _after_restart(page, browser, key: str, before: float) -> None:
 
     # a third release adds to the restored totals
     _release(page)
+    page.get_by_text(re.compile(r"over its 3 release\(s\)")).first.wait_for()  # the rerun has replaced the line
     n, after = _totals(page)
     assert n == 3 and after == pytest.approx(1.5 * before, rel=1e-3)
     shot(page, "durable-03-third-release")

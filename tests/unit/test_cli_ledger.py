@@ -191,3 +191,34 @@ def test_a_table_held_by_an_engine_is_named_by_its_files_and_keeps_public_forms(
     samples.write_sample("cbp_like", folder / "cbp.parquet", rows=20_000, seed=9, chunk_rows=10_000)  # new data
     code, _, err = cli("run", str(cfg), "--out", str(workshop / "o3"), "-q", "--ledger", "big")
     assert code == EXIT_ERROR and "belongs to cbp.parquet" in err
+
+
+def test_suggest_thresholds_writes_a_private_study_and_charges_the_ledger(workshop):
+    src = (ROOT / "examples" / "cbp_unit_splitting.yaml").read_text()
+    study = workshop / "cbp.yaml"
+    study.write_text(src.replace("mechanisms:\n  - kind: unit_splitting\n",
+                                 "mechanisms:\n  - kind: unit_splitting\n    secure: true\n"))
+    new = workshop / "cbp_private.yaml"
+    code, out, err = cli("suggest", "thresholds", str(study), "--range", "EMP=1:1e5", "--range", "PAYANN=10:1e8",
+                         "--percentile", "97", "--epsilon", "0.2", "--secure", "--out", str(new), "--ledger", "L")
+    assert code == EXIT_OK, err
+    assert "T(EMP) = " in out and "cost ε = 0.2" in out and "ledger 'L'" in out
+    cfg = load_config(new)
+    assert cfg.policy["threshold_source"] == {"EMP": "private: DP p97, ε = 0.1",
+                                              "PAYANN": "private: DP p97, ε = 0.1"}
+    assert cfg.policy["thresholds"]["PAYQTR1"] == 2500  # measures not suggested keep their typed threshold
+    # a secure review run accepts the private thresholds, and its releases add to the same ledger
+    code, out, err = cli("run", str(new), "--out", str(workshop / "o"), "--ledger", "L", "-q")
+    assert code == EXIT_OK, err
+    stored = _stored("L")
+    assert [s.entry.mechanism for s in stored][0] == "dp_quantile" and len(stored) == 2
+    assert stored[0].entry.secure and stored[0].entry.loss.value == pytest.approx(0.2)
+    # bad input says what to fix
+    for bad, words in ((("--range", "EMP=1-1e5"), "MEASURE=LO:HI"), (("--range", "NOPE=1:10"), "not a measure"),
+                       (("--range", "EMP=0:10"), "lo > 0")):
+        code, _, err = cli("suggest", "thresholds", str(study), *bad, "--epsilon", "0.1", "--out",
+                           str(workshop / "x.yaml"))
+        assert code != EXIT_OK and words in err, err
+    code, _, err = cli("suggest", "thresholds", str(study), "--range", "EMP=1:10", "--epsilon", "0.1", "--out",
+                       str(workshop / "x.yaml"))
+    assert code == EXIT_OK and "in no ledger" in err

@@ -303,7 +303,7 @@ def test_concurrent_runs_append_to_one_named_ledger_and_their_totals_add_up(url)
     for p in procs:
         p.start()
     for p in procs:
-        p.join(120)
+        p.join(600)
         assert p.exitcode == 0
     led = L.LedgerStore(BoardStore(url))
     entries = led.entries(led.find("shared"))

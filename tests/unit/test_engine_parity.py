@@ -496,3 +496,14 @@ def test_binned_realized_losses_are_equal_beyond_the_exact_limit(data, engine, m
     assert not d.exact and d.n == ds.n
     expect = M.distribution_of(ref.extras["private_realized"], upper=float(d.edges[-1]))
     assert np.array_equal(d.edges, expect.edges) and np.array_equal(d.counts, expect.counts)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_private_quantiles_are_equal(data, engine):
+    """The DP quantile's counts are computed by the engine: the same seed gives the same suggestion."""
+    from prdp_core.dp_quantile import CandidateGrid, dp_quantile
+
+    df, _, ds, held = data
+    for col, grid in (("v", CandidateGrid(1, 1e6, 500)), ("w", CandidateGrid(0, 5e4, 300, "linear"))):
+        ref = dp_quantile(ds, col, 97.5, grid=grid, epsilon=0.5, seed=8)
+        assert dp_quantile(held[engine], col, 97.5, grid=grid, epsilon=0.5, seed=8).value == ref.value

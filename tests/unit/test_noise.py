@@ -89,3 +89,9 @@ def test_calibration_helpers_and_validation():
             noise.laplace(bad, 3, rng=np.random.default_rng(0))
     with pytest.raises(ParameterError):
         noise.exponential_mechanism(np.array([]), 1.0, rng=np.random.default_rng(0))
+
+
+def test_parameter_errors_are_value_errors_too():
+    """Code written against numpy/scipy conventions (``except ValueError``) catches an impossible parameter."""
+    with pytest.raises(ValueError, match="ε"):
+        noise.exponential_mechanism(np.array([1.0, 2.0]), -1.0, rng=np.random.default_rng(0))

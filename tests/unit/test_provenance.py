@@ -157,6 +157,11 @@ def test_a_secure_review_study_refuses_data_derived_thresholds(tmp_path):
     cfg.write_text(STUDY.format(mode="teaching", secure=", secure: true"), encoding="utf-8")
     run = R.run_study(R.load_config(cfg))
     assert run.releases[0][2].secure
+    # thresholds released by a private suggestion (its cost in the ledger) are public: the review run goes ahead
+    cfg.write_text(STUDY.format(mode="review", secure=", secure: true").replace(
+        '"data: p99 (rounded)"', '"private: DP p99, ε = 0.1"'), encoding="utf-8")
+    run = R.run_study(R.load_config(cfg))
+    assert run.releases[0][2].secure and data_derived(run.releases[0][2].params) == []
 
 
 def test_every_output_names_the_data_derived_threshold_and_teaching_answers_carry_mode_and_seed(tmp_path):

@@ -118,36 +118,21 @@ def test_drop_in_noise_and_unseeded_draws():
     assert not np.array_equal(S.laplace(5.0, 200), S.laplace(5.0, 200))  # fresh randomness each call
 
 
-def _rnm_exponential_probs(scores: np.ndarray, scale: float) -> np.ndarray:
-    """Law of argmax(score_j + Exp(scale)) by numerical integration (report-noisy-max)."""
-    out = np.empty(scores.size)
-    for i in range(scores.size):
-        def f(x, i=i):
-            dens = math.exp(-(x - scores[i]) / scale) / scale if x >= scores[i] else 0.0
-            cdf = 1.0
-            for j in range(scores.size):
-                if j != i:
-                    cdf *= -math.expm1(-(x - scores[j]) / scale) if x >= scores[j] else 0.0
-            return dens * cdf
-        out[i] = integrate.quad(f, scores[i], scores[i] + 60 * scale, limit=200)[0]
-    return out
-
-
 def test_secure_selection_law_and_its_privacy():
     """(Unseeded: acceptance at p > 1e-6, power far below 1e-4.) OpenDP's report-noisy-max matches its exact law; on monotone neighbouring scores the log-ratio
     of every outcome is at most ε (and reaches a good part of it)."""
     eps = 1.0
     scores = np.array([0.0, -1.0, -3.0])
     draws = np.array([S.select(scores, eps, monotonic=True)[0] for _ in range(3_000)])
-    probs = _rnm_exponential_probs(scores, 1.0 / eps)
+    probs = noise.noisy_max_exponential_probs(scores, 1.0 / eps)
     assert abs(probs.sum() - 1) < 1e-6
     obs = np.bincount(draws, minlength=3)
     assert stats.chisquare(obs, probs * draws.size).pvalue > 1e-6
-    assert stats.chisquare(obs, _rnm_exponential_probs(scores, 1.5 / eps) * draws.size).pvalue < 1e-4
+    assert stats.chisquare(obs, noise.noisy_max_exponential_probs(scores, 1.5 / eps) * draws.size).pvalue < 1e-4
     worst = 0.0
     for shift in np.eye(3):  # a neighbour moves some scores by one in the same direction
         for s2 in (scores - shift, scores + shift, scores - 1 + shift):
-            q = _rnm_exponential_probs(s2, 1.0 / eps)
+            q = noise.noisy_max_exponential_probs(s2, 1.0 / eps)
             worst = max(worst, float(np.max(np.abs(np.log(probs) - np.log(q)))))
     assert 0.3 * eps < worst <= eps + 1e-6
     assert S.select(scores, eps)[1] == pytest.approx(eps)
@@ -224,6 +209,36 @@ def test_secure_gaussian_noise_of_a_release_has_the_claimed_sigma_with_power():
     assert stats.kstest(err, stats.norm(scale=40.0).cdf).pvalue > 1e-6
     assert stats.kstest(err, stats.norm(scale=36.0).cdf).pvalue < 1e-4
     assert stats.kstest(err, stats.norm(scale=44.0).cdf).pvalue < 1e-4
+
+
+@pytest.mark.parametrize("scaled", [True, False])
+def test_secure_joint_sum_release_has_the_claimed_sigmas_with_power(scaled):
+    """Each coordinate of a secure joint SUM release is a discrete Gaussian at the σ of the teaching
+    release (σ_a = T(a)·√k/√(2ρ), or √ΣT²/√(2ρ)), with power against ±10%; the record's realized loss
+    stays within ρ·m(r)²; the ledger says secure and unseeded."""
+    from prdp_core.mechanisms.unit_splitting import joint_sum_release, joint_sum_sigmas
+
+    rng = np.random.default_rng(3)
+    k = 15_000
+    g = np.repeat(np.arange(k), 2)
+    df = pd.DataFrame({"id": np.arange(g.size), "g": g, "a": rng.integers(0, 300, g.size).astype(float),
+                       "b": rng.uniform(0, 5_000, g.size)})
+    thr = {"a": 40.0, "b": 900.0}
+    keys = {("g",): pd.DataFrame({"g": np.arange(k)})}
+    rel = joint_sum_release(df, thr, ["a", "b"], rho=0.5, secure=True, reveal=True, group_by=("g",),
+                            scaled=scaled, public_keys=keys)
+    assert rel.secure and rel.seed is None and rel.entries[0].secure and set(rel.extras["grid"]) == {"a", "b"}
+    want = joint_sum_sigmas(thr, 0.5, scaled=scaled)
+    for i, m in enumerate(("a", "b")):
+        err = rel.answers.loc[rel.answers["query"].cat.codes == i, "error"].to_numpy()
+        assert stats.kstest(err, stats.norm(scale=want[m]).cdf).pvalue > 1e-6
+        for wrong in (0.9, 1.1):
+            assert stats.kstest(err, stats.norm(scale=wrong * want[m]).cdf).pvalue < 1e-4
+    assert np.all(rel.extras["private_realized"] <= rel.loss * (1 + 1e-9))
+    with pytest.raises(PolicyError, match="group keys from the data"):
+        joint_sum_release(df, thr, ["a", "b"], rho=0.5, secure=True, group_by=("g",))
+    with pytest.raises(PolicyError, match="computed from the confidential data"):
+        joint_sum_release(df, thr, ["a"], rho=0.5, secure=True, threshold_source={"a": "data: p99"})
 
 
 def test_secure_partition_selection_keeps_with_the_formula():

@@ -1,0 +1,144 @@
+"""Private suggestions on the app's pages: a DP percentile over a typed range, its cost shown before use
+and charged to the session ledger when adopted (:mod:`prdp_core.dp_quantile`).
+
+The Policy designer offers private splitting thresholds (:func:`thresholds_panel`) and the
+Personalized DP page a private upper bound of a query's values (:func:`bound_panel`). Both are the
+only suggestions review mode offers besides typing a value: the data-derived ones (percentiles read
+off the records) stay in teaching mode, labelled as such.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import streamlit as st
+
+from prdp_core.dp_quantile import CandidateGrid, DPQuantile, dp_percentile_thresholds, dp_quantile, rank_error_bound
+from prdp_core.errors import PrdpError
+from prdp_core.splitting import as_thresholds
+
+from . import state
+from .common import md_escape, show_error
+
+#: Public default range of the candidates (a wide log grid costs only ln K in accuracy).
+DEFAULT_LO, DEFAULT_HI, DEFAULT_SIZE = 1.0, 1e9, 1000
+
+
+def _grid(prefix: str, column: str) -> CandidateGrid:
+    ss = st.session_state
+    return CandidateGrid(float(ss.get(f"{prefix}_lo_{column}", DEFAULT_LO)),
+                         float(ss.get(f"{prefix}_hi_{column}", DEFAULT_HI)), DEFAULT_SIZE,
+                         ss.get(f"{prefix}_spacing", "log"))
+
+
+def _secure() -> bool:
+    """Review mode draws with the exact sampler; teaching mode when the designer asks for it."""
+    return state.review_mode() or bool(st.session_state.get("psugg_secure", False))
+
+
+def _cost_caption(eps: float, pct: float, n_draws: int) -> None:
+    each = eps / max(n_draws, 1)
+    bound = rank_error_bound(pct, each, DEFAULT_SIZE, 0.05)
+    st.caption(f"Cost when adopted: **ε = {eps:.4g}** (ρ = {eps * eps / 2:.4g}) for every record, added to your "
+               f"privacy ledger{'' if n_draws == 1 else f' (ε = {each:.4g} per measure)'}. Accuracy: the suggested "
+               f"value's rank is within {bound:,.0f} records of the best candidate's with probability 95% "
+               f"({DEFAULT_SIZE:,} candidates over each typed range). The range is a public choice: type it "
+               "from the measure's definition, never from the data.")
+
+
+def _range_inputs(prefix: str, columns: Sequence[str]) -> None:
+    for c in columns:
+        a, b = st.columns(2)
+        a.number_input(f"Smallest candidate of {c}", min_value=0.0, value=DEFAULT_LO, format="%g",
+                       key=f"{prefix}_lo_{c}", help="Public: not read from the data. Default 1 (labelled default).")
+        b.number_input(f"Largest candidate of {c}", min_value=0.0, value=DEFAULT_HI, format="%g",
+                       key=f"{prefix}_hi_{c}", help="Public: not read from the data. Default 10⁹ (labelled default).")
+
+
+def _record(entry: Any) -> None:
+    state.ledger().add(entry)
+    from . import durable
+
+    durable.record((entry,))
+
+
+def thresholds_panel(measures: Sequence[str], apply: Callable[[Any, str], None], *, disabled: bool = False) -> None:
+    """Private splitting thresholds: a DP percentile of each measure over typed ranges; ``apply(thresholds,
+    source)`` writes them into the editors (the Policy designer's ``apply_suggestion``)."""
+    st.markdown("**Private suggestion** — a differentially private quantile for each measure, charged to "
+                "your ledger: the thresholds it gives are public once released.")
+    c1, c2 = st.columns(2)
+    c1.slider("Percentile", 50.0, 99.9, 97.0, 0.1, key="psugg_pct")
+    c2.number_input("Privacy cost ε (all measures)", min_value=1e-4, max_value=100.0, value=0.1, format="%.4g",
+                    key="psugg_eps")
+    _range_inputs("psugg", measures)
+    if state.teaching():
+        st.checkbox("Exact sampler (secure, unseeded)", key="psugg_secure",
+                    help="Review mode always uses it; a teaching run is seeded by the session's seed.")
+    ss = st.session_state
+    _cost_caption(float(ss["psugg_eps"]), float(ss["psugg_pct"]), len(measures))
+
+    def adopt() -> None:
+        try:
+            grids = {m: _grid("psugg", m) for m in measures}
+            secure = _secure()
+            _, seed = state.rng_and_seed()
+            sug = dp_percentile_thresholds(state.dataset(), list(measures), float(ss["psugg_pct"]), grids=grids,
+                                           epsilon=float(ss["psugg_eps"]), secure=secure,
+                                           seed=None if secure else seed)
+            apply(as_thresholds(sug.thresholds), sug.quantiles[0].source())
+            _record(sug.entry)
+            ss["psugg_done"] = (f"Adopted private thresholds ({md_escape(sug.entry.label)}): "
+                                + ", ".join(f"T({md_escape(m)}) = {v:,.6g}" for m, v in sug.thresholds.items())
+                                + f"; ε = {sug.epsilon:.4g} added to your ledger.")
+            ss.pop("psugg_error", None)
+        except PrdpError as err:
+            ss["psugg_error"] = err
+            ss.pop("psugg_done", None)
+
+    st.button("Draw and adopt private thresholds", key="psugg_apply", on_click=adopt, disabled=disabled,
+              help="Draws once and charges the ledger: drawing again costs again.")
+    if ss.get("psugg_error") is not None:
+        show_error(ss["psugg_error"])
+    elif ss.get("psugg_done"):
+        st.success(ss["psugg_done"], icon=":material/lock:")
+
+
+def bound_panel(key: str, column: str, apply: Callable[[DPQuantile], None], *, pct: float = 99.0) -> None:
+    """A private upper bound of ``column`` (the personalized queries' ``hi``): a DP ``pct``-th percentile over a
+    typed range, charged to the ledger; ``apply(quantile)`` writes it (source ``private: …``)."""
+    ss = st.session_state
+    c1, c2 = st.columns(2)
+    c1.number_input("Percentile", 50.0, 99.99, pct, 0.5, key=f"{key}_pct")
+    c2.number_input("Privacy cost ε", min_value=1e-4, max_value=100.0, value=0.1, format="%.4g", key=f"{key}_eps")
+    _range_inputs(key, [column])
+    _cost_caption(float(ss[f"{key}_eps"]), float(ss[f"{key}_pct"]), 1)
+
+    def adopt() -> None:
+        try:
+            secure = _secure()
+            rng, seed = state.rng_and_seed()
+            q = dp_quantile(state.dataset(), column, float(ss[f"{key}_pct"]), grid=_grid(key, column),
+                            epsilon=float(ss[f"{key}_eps"]), secure=secure, rng=None if secure else rng,
+                            seed=None if secure else seed)
+            from prdp_core.dp_quantile import suggestion_entry
+
+            apply(q)
+            _record(suggestion_entry([q], what=f"upper bound of {column}"))
+            ss[f"{key}_done"] = (f"Adopted a private upper bound of {md_escape(column)}: {q.value:,.6g} (DP "
+                                 f"p{q.pct:g}, ε = {q.epsilon:.4g} added to your ledger).")
+            ss.pop(f"{key}_error", None)
+        except PrdpError as err:
+            ss[f"{key}_error"] = err
+            ss.pop(f"{key}_done", None)
+
+    st.button("Draw and adopt a private bound", key=f"{key}_apply", on_click=adopt,
+              help="Draws once and charges the ledger: drawing again costs again.")
+    if ss.get(f"{key}_error") is not None:
+        show_error(ss[f"{key}_error"])
+    elif ss.get(f"{key}_done"):
+        st.success(ss[f"{key}_done"], icon=":material/lock:")
+
+
+__all__ = ["DEFAULT_HI", "DEFAULT_LO", "DEFAULT_SIZE", "bound_panel", "thresholds_panel"]
