@@ -22,6 +22,7 @@ from prdp_core.data import Schema
 from prdp_core.engines import spark_engine as SE
 from prdp_core.errors import DataError, EngineError
 from tests import spark as spark_tests
+from tests.unit.test_engine_analysis import tables  # noqa: F401, F811 - the analysis suite's table (a fixture)
 from tests.unit.test_engines_study import STUDY
 
 SPARK = spark_tests.MARKS
@@ -234,18 +235,13 @@ def test_config_table_source_and_unknown_master_message(spark, folder):
 
 @SPARK[0]
 @SPARK[1]
-def test_quantiles_and_the_error_analysis_on_spark(spark):
+def test_quantiles_and_the_error_analysis_on_spark(spark, tables):  # noqa: F811
     from prdp_core import analysis
     from tests.unit.test_engine_analysis import SCHEMA as ANALYSIS_SCHEMA
     from tests.unit.test_engine_analysis import _policy, _same
 
-    rng = np.random.default_rng(3)
-    n = 20_000
-    df = pd.DataFrame({"id": np.arange(n), "g": rng.choice(["a", "b", "c", "d"], n), "h": rng.integers(0, 7, n),
-                       "o": rng.integers(0, n // 4, n).astype(str),
-                       "v": np.floor(rng.pareto(1.2, n) * 10), "w": rng.lognormal(3, 1.5, n)})
-    df.loc[rng.random(n) < 0.4, "v"] = 0.0
-    mem = engines.open_dataset(df, schema=ANALYSIS_SCHEMA)
+    mem = tables[0]
+    df = mem.table
     sp = engines.open_dataset(df, engine="spark", schema=ANALYSIS_SCHEMA)
     qs = [0.0, 0.1, 0.3, 0.5, 0.9, 0.975, 0.99, 0.999, 1.0]
     for m in ("v", "w"):  # exact order statistics by selection, interpolated by numpy itself
@@ -253,5 +249,5 @@ def test_quantiles_and_the_error_analysis_on_spark(spark):
     v = df["v"].to_numpy()
     assert sp.engine.threshold_quantiles("v", [0.1])[0] == v[v > 0].min()
     pol = _policy(0.5, filtered=True)
-    _same(analysis.workload_errors(mem, pol, min_count=5, rng=np.random.default_rng(1)),
+    _same(analysis.workload_errors(mem.table, pol, min_count=5, rng=np.random.default_rng(1)),
           analysis.workload_errors(sp, pol, min_count=5, rng=np.random.default_rng(1)))
