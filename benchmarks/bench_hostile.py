@@ -57,7 +57,7 @@ def run_case(name: str) -> dict:
     import pandas as pd
 
     import prdp_core
-    from prdp_core import budget
+    from prdp_core.mechanisms.prdp import budget
     from tests import hostile_files
 
     kind, arg = CASES[name]

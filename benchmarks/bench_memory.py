@@ -26,9 +26,9 @@ import prdp_core  # noqa: E402
 from prdp_core import analysis, memory  # noqa: E402
 from prdp_core import report as R  # noqa: E402
 from prdp_core.mechanisms import multitier as mt  # noqa: E402
-from prdp_core.mechanisms import partial  # noqa: E402
-from prdp_core.mechanisms import personalized as P  # noqa: E402
-from prdp_core.mechanisms import prdp as PR  # noqa: E402
+from prdp_core.mechanisms import granular  # noqa: E402
+from prdp_core.mechanisms.personalized import PersonalizedQuery, TierConfig, compare, generate_tiers_for  # noqa: E402
+from prdp_core.mechanisms import prdp  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release, workload_stats  # noqa: E402
 from prdp_core.preview import preview_policy  # noqa: E402
 from prdp_core.workload import SplittingPolicy, default_workload  # noqa: E402
@@ -74,19 +74,19 @@ def steps(rows: int) -> list[tuple[str, str, float, Callable[[], Any]]]:
     ds = prdp_core.prepare_dataset(df, schema, name="firms.csv")
     n, k = ds.n, len(ds.schema.measures) + len(ds.schema.groups) + 3
     pol = policy_for(ds)
-    spec = P.generate_tiers_for(ds.table, P.TierConfig(), rng=np.random.default_rng(0))
-    q = P.Query("median", column="payroll", lo=0.0, hi=float(np.quantile(ds.table["payroll"], 0.99)))
+    spec = generate_tiers_for(ds.table, TierConfig(), rng=np.random.default_rng(0))
+    q = PersonalizedQuery("median", column="payroll", lo=0.0, hi=float(np.quantile(ds.table["payroll"], 0.99)))
     grid = analysis.percentile_grid(ds.table, list(ds.schema.measures), (99, 97, 95, 90, 80))
     codes, labels = mt.local_categories(ds.table, "payroll", 16, scale="log", top=1e6)
     tiers = {f"tier {i}": 0.4 * (i + 1) for i in range(20)}
-    attrs = partial.synthetic_attribute_data(n, 64, rng=np.random.default_rng(0))
+    attrs = granular.synthetic_attribute_data(n, 64, rng=np.random.default_rng(0))
     study = R.parse_config(REPORT_CONFIG)
     est = memory.estimate_mb
 
     def lab() -> Any:
-        hh = partial.heavy_hitter_histogram(attrs, eps0=1.0, rng=np.random.default_rng(0), seed=0, reveal=True)
-        std = partial.standard_histogram(attrs, eps=1.0, rng=np.random.default_rng(0), seed=0, reveal=True)
-        return [partial.histogram_accuracy(attrs, r, 0.01) for r in (hh, std)]
+        hh = granular.heavy_hitter_histogram(attrs, eps0=1.0, rng=np.random.default_rng(0), seed=0, reveal=True)
+        std = granular.standard_histogram(attrs, eps=1.0, rng=np.random.default_rng(0), seed=0, reveal=True)
+        return [granular.histogram_accuracy(attrs, r, 0.01) for r in (hh, std)]
 
     def report() -> Any:
         run = R.run_study(study, dataset=ds)
@@ -109,9 +109,9 @@ def steps(rows: int) -> list[tuple[str, str, float, Callable[[], Any]]]:
         ("sweep", f"{n:,} × {k}, {len(grid) * 5} points", est("sweep", n, k),
          lambda: analysis.sweep(ds.table, pol, grid, (0.1, 0.3, 1, 3, 10), min_count=10)),
         ("simulation", f"{n:,} users, median, 200 runs", est("simulation", n),
-         lambda: P.compare(ds.table, spec, q, runs=200, rng=np.random.default_rng(0))),
-        ("scaling", "vary n up to 10⁶, 20 runs", est("scaling", max(PR.SCALING_DEFAULTS["n"])),
-         lambda: PR.scaling_study("n", trials=20, seed=0)),
+         lambda: compare(ds.table, spec, q, runs=200, rng=np.random.default_rng(0))),
+        ("scaling", "vary n up to 10⁶, 20 runs", est("scaling", max(prdp.SCALING_DEFAULTS["n"])),
+         lambda: prdp.scaling_study("n", trials=20, seed=0)),
         ("histogram", f"{n:,} records × 64 attributes", est("histogram", n, 64 + 64), lab),
         ("report", f"{n:,} × {k} × 2 mechanisms", est("report", n, k * 2), report),
     ]

@@ -2,7 +2,7 @@
 
 Target (issue "Multi-tier release"): planning + releasing in under 2 s on the project machine.
 The release simulates every user's reports exactly (epochs of the template chain, see
-prdp_core.mechanisms.multitier_local) and debiases each tier's column counts.
+prdp_core.mechanisms.multitier.simulation) and debiases each tier's column counts.
 
 Run: .venv/bin/python benchmarks/bench_multitier.py [--users N] [--repeat R]
 """
@@ -21,7 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, row, timed  # noqa: E402
 
 from prdp_core.mechanisms import multitier as mt  # noqa: E402
-from prdp_core.mechanisms import multitier_local as ml  # noqa: E402
 
 LISTS = {
     "grid(0.4): ε = 0.4, 0.8, …, 8.0": [0.4 * i for i in range(20, 0, -1)],
@@ -40,7 +39,7 @@ def events_per_user(plan: mt.LocalPlan, x: np.ndarray, seed: int = 1) -> tuple[f
     """Element draws per user done by the stream, and those saved by the one-size epoch shortcut."""
     uniq, sizes, keep = plan.chain()
     xc = np.bincount(x, minlength=plan.d)
-    first, fresh = ml.epoch_counts(keep, xc, rng=np.random.default_rng(seed))
+    first, fresh = mt.epoch_counts(keep, xc, rng=np.random.default_rng(seed))
     T = len(sizes)
     total = saved = 0.0
     for s in range(T):

@@ -48,10 +48,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine  # noqa: E402
 
-from prdp_core import budget as B  # noqa: E402
+from prdp_core.mechanisms import prdp  # noqa: E402
 from prdp_core.data import Dataset, Schema  # noqa: E402
 from prdp_core.mechanisms import baselines as BL  # noqa: E402
-from prdp_core.mechanisms import prdp as P  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release  # noqa: E402
 from prdp_core.preview import preview_policy  # noqa: E402
 from prdp_core.splitting import as_thresholds, split_counts  # noqa: E402
@@ -128,7 +127,7 @@ def tasks() -> list[tuple[str, str, Callable[[dict[str, Any]], Callable[[], Any]
     odp_gau = space >> dp.t.then_clamp((0.0, U)) >> dp.t.then_sum() >> dp.m.then_gaussian(scale=SIGMA)
     dpl_gau = GaussianAnalytic(epsilon=1.0, delta=1e-6, sensitivity=U)
     pol = SplittingPolicy(as_thresholds({"v": T}), Workload((Query("sum", "v", rho=RHO),)))
-    bud = B.inverse(1e4, "v", U=1e12)
+    bud = prdp.inverse(1e4, "v", U=1e12)
     rng = np.random.default_rng(1)
 
     def us_core(d: dict[str, Any]) -> Callable[[], Any]:
@@ -156,7 +155,7 @@ def tasks() -> list[tuple[str, str, Callable[[dict[str, Any]], Callable[[], Any]
         ("policy-loss CDF over records", "prdp_core",
          lambda d: lambda: preview_policy(d["ds"], pol, pieces=split_counts(d["table"], {"v": T})).record_cdf(), ("id", "v")),
         ("PrDP framework sum (Algorithm 2)", "prdp_core",
-         lambda d: lambda: P.framework(d["table"], bud, "sum", beta=0.1, rng=rng), ("id", "v")),
+         lambda d: lambda: prdp.framework(d["table"], bud, "sum", beta=0.1, rng=rng), ("id", "v")),
     ]
 
 

@@ -19,7 +19,9 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, row, timed  # noqa: E402
 
-from prdp_core.mechanisms import personalized as P  # noqa: E402
+from prdp_core.mechanisms.personalized import (  # noqa: E402
+    PE, Minimum, PersonalizedQuery, Sample, Stretching, Threshold, generate_tiers, spec_from_values,
+)
 
 
 def main() -> None:
@@ -30,17 +32,17 @@ def main() -> None:
     n = args.users
     rng = np.random.default_rng(0)
     table = pd.DataFrame({"value": np.ceil(rng.lognormal(1.5, 1.5, n))})
-    spec = P.generate_tiers(n, rng=rng)
-    distinct = P.spec_from_values(rng.uniform(0.01, 1.0, n))
+    spec = generate_tiers(n, rng=rng)
+    distinct = spec_from_values(rng.uniform(0.01, 1.0, n))
     queries = {
-        "count": P.Query("count", "value", cutoff=10),
-        "sum": P.Query("sum", "value", lo=0, hi=1000),
-        "mean": P.Query("mean", "value", lo=0, hi=1000),
-        "median": P.Query("median", "value", lo=0, hi=100_000),
-        "min": P.Query("min", "value", lo=0, hi=100_000),
+        "count": PersonalizedQuery("count", "value", cutoff=10),
+        "sum": PersonalizedQuery("sum", "value", lo=0, hi=1000),
+        "mean": PersonalizedQuery("mean", "value", lo=0, hi=1000),
+        "median": PersonalizedQuery("median", "value", lo=0, hi=100_000),
+        "min": PersonalizedQuery("min", "value", lo=0, hi=100_000),
     }
-    mechs = {"M": P.Minimum(), "T": P.Threshold(), "S": P.Sample(), "S-avg": P.Sample("mean"), "PE": P.PE(),
-             "Alag": P.Stretching()}
+    mechs = {"M": Minimum(), "T": Threshold(), "S": Sample(), "S-avg": Sample("mean"), "PE": PE(),
+             "Alag": Stretching()}
     print(f"Machine: {machine()}. Users: {n:,} (one tuple each), generated tiers; median of {args.repeat} runs.\n")
     print("| mechanism · query | median | best | note |")
     print("|---|---|---|---|")
@@ -53,7 +55,7 @@ def main() -> None:
             worst = max(worst, med)
             print(row(f"{mname} · {qname}", med, best, "full release (spec lookup, answer, ledger entry)"))
     for qname in ("median", "count"):
-        med, best, _ = timed(lambda: P.PE().release(table, distinct, queries[qname], rng=rng), repeat=args.repeat)
+        med, best, _ = timed(lambda: PE().release(table, distinct, queries[qname], rng=rng), repeat=args.repeat)
         worst = max(worst, med)
         print(row(f"PE · {qname}, {n:,} distinct ε", med, best, "worst case for the d_f computation"))
     print(f"\nSlowest release: {worst * 1000:,.1f} ms — target < 1 s: {'met' if worst < 1 else 'NOT met'}")

@@ -25,9 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import machine, peak_memory, row, timed  # noqa: E402
 
 import prdp_core  # noqa: E402
-from prdp_core import budget as B  # noqa: E402
-from prdp_core.mechanisms import prdp as P  # noqa: E402
-from prdp_core.mechanisms import prldp as LP  # noqa: E402
+from prdp_core.mechanisms import prdp  # noqa: E402
+from prdp_core.mechanisms.prdp import local as prldp  # noqa: E402
 
 
 def main() -> None:
@@ -35,28 +34,30 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=7)
     a = ap.parse_args()
     rng = np.random.default_rng(0)
-    budget = B.inverse(1e4, "BALANCE")
+    budget = prdp.inverse(1e4, "BALANCE")
     df = prdp_core.samples.load("bank_normal_50k", n=200_000, seed=0)
-    big = pd.DataFrame({"BALANCE": P.normal_balances(10_000_000, 5e4, 5e4, rng=np.random.default_rng(1))})
-    expr = B.parse_budget("1e4 / max(BALANCE, 1)")
+    big = pd.DataFrame({"BALANCE": prdp.normal_balances(10_000_000, 5e4, 5e4, rng=np.random.default_rng(1))})
+    expr = prdp.parse_budget("1e4 / max(BALANCE, 1)")
 
     cases = [
-        ("Algorithm 1 count, 200,000 records", lambda: P.count(budget(df), eps_min=budget.eps_min,
+        ("Algorithm 1 count, 200,000 records", lambda: prdp.count(budget(df), eps_min=budget.eps_min,
                                                                eps_max=budget.eps_max, beta=0.1, rng=rng),
          a.repeat, 0.05),
-        ("framework sum, 200,000 records", lambda: P.framework(df, budget, "sum", beta=0.1, rng=rng), a.repeat, 0.05),
-        ("framework max, 200,000 records", lambda: P.framework(df, budget, "max", beta=0.1, rng=rng), a.repeat, 0.05),
-        ("framework sum, expression budget, 200,000", lambda: P.framework(df, expr, "sum", beta=0.1, rng=rng),
+        ("framework sum, 200,000 records", lambda: prdp.framework(df, budget, "sum", beta=0.1, rng=rng),
+         a.repeat, 0.05),
+        ("framework max, 200,000 records", lambda: prdp.framework(df, budget, "max", beta=0.1, rng=rng),
+         a.repeat, 0.05),
+        ("framework sum, expression budget, 200,000", lambda: prdp.framework(df, expr, "sum", beta=0.1, rng=rng),
          a.repeat, None),
-        ("Sec. 5.2 sum extension, 200,000 records", lambda: P.sum_extension(df, budget, beta=0.1, rng=rng),
+        ("Sec. 5.2 sum extension, 200,000 records", lambda: prdp.sum_extension(df, budget, beta=0.1, rng=rng),
          a.repeat, None),
         ("framework distinct count, 200,000 records",
-         lambda: P.framework(df, budget, "distinct:BRANCH", beta=0.1, rng=rng), a.repeat, None),
+         lambda: prdp.framework(df, budget, "distinct:BRANCH", beta=0.1, rng=rng), a.repeat, None),
         ("PrLDP framework sum (Alg. 5), 200,000 parties",
-         lambda: LP.framework(df, budget, "sum", beta=0.1, rng=rng), a.repeat, None),
-        ("framework sum, 10,000,000 records", lambda: P.framework(big, budget, "sum", beta=0.1, rng=rng),
+         lambda: prldp.framework(df, budget, "sum", beta=0.1, rng=rng), a.repeat, None),
+        ("framework sum, 10,000,000 records", lambda: prdp.framework(big, budget, "sum", beta=0.1, rng=rng),
          max(3, a.repeat // 2), 2.0),
-        ("simulation: 50 runs of framework sum, 200,000", lambda: P.simulate(
+        ("simulation: 50 runs of framework sum, 200,000", lambda: prdp.simulate(
             df, budget, "sum", "framework", beta=0.1, trials=50, rng=rng), a.repeat, None),
     ]
     print(f"Machine: {machine()}. Load average at start: {os.getloadavg()[0]:.1f} (2 cores shared).\n")
@@ -66,7 +67,7 @@ def main() -> None:
         med, best, _ = timed(fn, repeat=rep)
         note = "" if target is None else f"target < {target * 1000:,.0f} ms: {'met' if med < target else 'MISSED'}"
         print(row(name, med, best, note), flush=True)
-    mem, _ = peak_memory(lambda: P.framework(big, budget, "sum", beta=0.1, rng=rng))
+    mem, _ = peak_memory(lambda: prdp.framework(big, budget, "sum", beta=0.1, rng=rng))
     print(f"\nPeak memory of one framework sum on 10,000,000 records (input table excluded): {mem:,.0f} MB. "
           f"Load average at the end: {os.getloadavg()[0]:.1f}.")
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import statistics
 import sys
@@ -62,21 +63,53 @@ def make_csv(path: Path, n: int, seed: int) -> None:
 # Measurements
 
 
-class RssSampler:
-    """Samples a process's resident memory (VmRSS in /proc/PID/status) every ``interval`` seconds."""
+def vm_rss_mb(pid: int) -> float:
+    """Resident memory of one process (VmRSS in /proc/PID/status), MB."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS line")
 
-    def __init__(self, pid: int, interval: float = 0.5) -> None:
-        self.pid, self.interval = pid, interval
+
+def descendants(pid: int) -> list[int]:
+    """The processes started by ``pid``, their children and so on (from the parent ids in /proc/*/stat)."""
+    parent: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])  # the name may hold ")"
+            except (OSError, IndexError, ValueError):
+                continue  # the process has exited meanwhile
+    found, todo = [], [pid]
+    while todo:
+        here = todo.pop()
+        kids = [c for c, p in parent.items() if p == here]
+        found += kids
+        todo += kids
+    return found
+
+
+class RssSampler:
+    """Samples a process's resident memory (VmRSS in /proc/PID/status) every ``interval`` seconds;
+    with ``children``, the sum over the process and everything it started (a child's pages shared with
+    the server are then counted twice: an upper bound)."""
+
+    def __init__(self, pid: int, interval: float = 0.5, children: bool = False) -> None:
+        self.pid, self.interval, self.children = pid, interval, children
         self.samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def rss_mb(self) -> float:
-        with open(f"/proc/{self.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-        raise RuntimeError("no VmRSS line")
+        total = vm_rss_mb(self.pid)  # the server itself: its exit ends the sampling
+        for child in descendants(self.pid) if self.children else ():
+            try:
+                total += vm_rss_mb(child)
+            except (OSError, RuntimeError):
+                pass  # exited meanwhile (a zombie has no VmRSS line)
+        return total
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -132,6 +165,13 @@ async def wait_idle(page, timeout_ms: float) -> None:
     await page.wait_for_timeout(300)
 
 
+async def open_app(page, url: str, timeout_ms: float) -> None:
+    """Open the app at ``url`` (the Data page, default sample) and wait until its first run has ended."""
+    await page.goto(url)
+    await page.get_by_role("heading", name="Data", exact=True).wait_for(timeout=timeout_ms)
+    await wait_idle(page, timeout_ms)
+
+
 async def session_flow(browser, url: str, csv: Path, res: SessionResult, timeout_ms: float) -> None:
     """Upload ``csv``, release on the Run page, download the answers; fills ``res``."""
     ctx = res.context = await browser.new_context(viewport={"width": 1400, "height": 1000}, accept_downloads=True)
@@ -140,9 +180,7 @@ async def session_flow(browser, url: str, csv: Path, res: SessionResult, timeout
     step = "open"
     try:
         async with res.timer.step(step):
-            await page.goto(url)
-            await page.get_by_role("heading", name="Data", exact=True).wait_for()
-            await wait_idle(page, timeout_ms)
+            await open_app(page, url, timeout_ms)
         step = "upload"
         async with res.timer.step(step):
             await page.get_by_role("tab", name=re.compile("Upload a file")).click()
@@ -188,10 +226,7 @@ async def run_sessions(url: str, files: list[Path], timeout_ms: float, sampler: 
         try:
             # warm-up: one session opens the app (imports, the default sample) and leaves
             warm = await browser.new_context()
-            page = await warm.new_page()
-            await page.goto(url)
-            await page.get_by_role("heading", name="Data", exact=True).wait_for(timeout=timeout_ms)
-            await wait_idle(page, timeout_ms)
+            await open_app(await warm.new_page(), url, timeout_ms)
             await warm.close()
             results = [SessionResult(i, StepTimer()) for i in range(len(files))]
             mem["before"] = sampler.rss_mb()

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engines import RHO, RHO_PS, SCHEMA, cbp_file, m_sql, policy  # noqa: E402
 from common import machine, row, timed  # noqa: E402
 
-from prdp_core import budget as B  # noqa: E402
+from prdp_core.mechanisms.prdp import budget as B  # noqa: E402
 from prdp_core import engines  # noqa: E402
 from prdp_core.engines.spark_engine import spark_session  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release  # noqa: E402

@@ -23,7 +23,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine  # noqa: E402
 
-from prdp_core.mechanisms import personalized as P  # noqa: E402
+from prdp_core.mechanisms.personalized import ExperimentConfig, TierConfig, paper_experiment  # noqa: E402
 
 ORDER = ["M", "T", "S", "S-avg", "PE", "Alag"]
 
@@ -37,13 +37,13 @@ def _table(rows: list[tuple[str, dict[str, float]]], head: str) -> str:
     return "\n".join(out)
 
 
-def _run(task: str, cfg: P.ExperimentConfig, runs: int, seed: int) -> dict[str, float]:
-    df = P.paper_experiment(task, runs=runs, rng=np.random.default_rng(seed), config=cfg)
+def _run(task: str, cfg: ExperimentConfig, runs: int, seed: int) -> dict[str, float]:
+    df = paper_experiment(task, runs=runs, rng=np.random.default_rng(seed), config=cfg)
     return dict(zip(df["mechanism"], df["rmse"]))
 
 
-def default_table(task: str, cfg: P.ExperimentConfig, runs: int, seed: int) -> str:
-    df = P.paper_experiment(task, runs=runs, rng=np.random.default_rng(seed), config=cfg)
+def default_table(task: str, cfg: ExperimentConfig, runs: int, seed: int) -> str:
+    df = paper_experiment(task, runs=runs, rng=np.random.default_rng(seed), config=cfg)
     df = df.set_index("mechanism").loc[[m for m in ORDER if m in set(df["mechanism"])]]
     lines = ["| mechanism | RMSE | 95% interval | mean error (bias) | neighbours |", "|---|---|---|---|---|"]
     for m, r in df.iterrows():
@@ -58,7 +58,7 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="fewer sweep points")
     args = ap.parse_args()
     R, seed = args.runs, args.seed
-    base = P.ExperimentConfig()
+    base = ExperimentConfig()
     paper_score = replace(base, median_score="changes")
     t0 = time.perf_counter()
     print(f"Machine: {machine()}. Runs per configuration: {R:,}; seed {seed}.\n")
@@ -75,12 +75,12 @@ def main() -> None:
     print("### Count RMSE vs density δ (Fig. 1a)\n\n" + _table(rows, "density") + "\n")
 
     ecs = [0.01, 0.05, 0.1, 0.2, 0.3] if args.quick else [0.01, 0.03, 0.05, 0.08, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5]
-    rows = [(f"ε_C = {e:g}", _run("count", replace(base, tiers=P.TierConfig(eps_c=e, eps_m=0.5)), R, seed + i))
+    rows = [(f"ε_C = {e:g}", _run("count", replace(base, tiers=TierConfig(eps_c=e, eps_m=0.5)), R, seed + i))
             for i, e in enumerate(ecs)]
     print("### Count RMSE vs ε_C, with ε_M = 0.5 (Fig. 1c)\n\n" + _table(rows, "ε_C") + "\n")
 
     fcs = [0.1, 0.3, 0.54, 0.6] if args.quick else [0.1, 0.2, 0.3, 0.4, 0.5, 0.54, 0.6]
-    rows = [(f"f_C = {f:g}", _run("count", replace(base, tiers=P.TierConfig(f_c=f)), R, seed + i))
+    rows = [(f"f_C = {f:g}", _run("count", replace(base, tiers=TierConfig(f_c=f)), R, seed + i))
             for i, f in enumerate(fcs)]
     print("### Count RMSE vs f_C (Fig. 1b)\n\n" + _table(rows, "f_C") + "\n")
 
@@ -91,11 +91,11 @@ def main() -> None:
 
     ecs_m = [0.01, 0.1, 0.2, 0.3, 0.5] if args.quick else [0.01, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.5]
     for label, cfg in (("engine black box", base), ("paper's change-count score", paper_score)):
-        rows = [(f"ε_C = {e:g}", _run("median", replace(cfg, tiers=P.TierConfig(eps_c=e, eps_m=0.5)), R, seed + i))
+        rows = [(f"ε_C = {e:g}", _run("median", replace(cfg, tiers=TierConfig(eps_c=e, eps_m=0.5)), R, seed + i))
                 for i, e in enumerate(ecs_m)]
         print(f"### Median RMSE vs ε_C, with ε_M = 0.5 (Fig. 2c), {label}\n\n" + _table(rows, "ε_C") + "\n")
 
-    rows = [(f"f_C = {f:g}", _run("median", replace(paper_score, tiers=P.TierConfig(f_c=f)), R, seed + i))
+    rows = [(f"f_C = {f:g}", _run("median", replace(paper_score, tiers=TierConfig(f_c=f)), R, seed + i))
             for i, f in enumerate(fcs)]
     print("### Median RMSE vs f_C (Fig. 2b), paper's change-count score\n\n" + _table(rows, "f_C") + "\n")
     print(f"Total time: {time.perf_counter() - t0:,.0f} s")

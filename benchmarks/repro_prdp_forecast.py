@@ -2,7 +2,7 @@
 
 For n = 10³ … 10⁶ and each preset budget of the app (constant ε = 1, and the paper's 10⁴/v,
 500/ln⁴v, 8/√v; U = 10¹², ε̂ = 100) on Normal(50k, 50k) balances with β = 0.1, the sum's
-predicted failure probability P(RE ≥ 50%) and median RE (``prdp_core.mechanisms.prdp_forecast``,
+predicted failure probability P(RE ≥ 50%) and median RE (``prdp_core.mechanisms.prdp.forecast``,
 closed form, no records) are set beside the ones observed over ``--runs`` runs of Algorithm 2.
 The forecast's model draws the records from the assumed distribution, so the runs do too: each
 run uses a fresh data set for n ≤ 10⁴ (1,000 data sets), and 10⁷/n data sets share the runs
@@ -32,20 +32,18 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from prdp_core import budget as B  # noqa: E402
-from prdp_core.mechanisms import prdp as P  # noqa: E402
-from prdp_core.mechanisms import prdp_forecast as F  # noqa: E402
-from prdp_core.mechanisms import prldp as LP  # noqa: E402
+from prdp_core.mechanisms import prdp  # noqa: E402
+from prdp_core.mechanisms.prdp import local as prldp  # noqa: E402
 
 NS = [1_000, 10_000, 100_000, 1_000_000]
 PRESETS = ["constant", "inverse", "log", "sqrt"]
 TITLES = {"constant": "constant ε = 1", "inverse": "10⁴/v", "log": "500/ln⁴v", "sqrt": "8/√v"}
-ASSUMED = F.AssumedData.normal(5e4, 5e4)
+ASSUMED = prdp.AssumedData.normal(5e4, 5e4)
 SPLITS = [(0.5, 0.5), (1 / 3, 0.5), (0.25, 0.5), (1 / 6, 0.5), (0.1, 0.5), (0.25, 0.1)]
 
 
-def budget_of(kind: str) -> B.BudgetFunction:
-    return B.preset(kind, "v", U=1e12, eps_max=100.0)
+def budget_of(kind: str) -> prdp.BudgetFunction:
+    return prdp.preset(kind, "v", U=1e12, eps_max=100.0)
 
 
 def datasets(n: int, runs: int, seed: int) -> tuple[int, int]:
@@ -60,25 +58,25 @@ def simulate(n: int, runs: int, seed: int, one: Callable[[pd.DataFrame, np.rando
     k, per = datasets(n, runs, seed)
     out = []
     for d in range(k):
-        v = P.normal_balances(n, 5e4, 5e4, rng=np.random.default_rng([seed, n, d])) + 0.0  # −0.0 → 0.0
+        v = prdp.normal_balances(n, 5e4, 5e4, rng=np.random.default_rng([seed, n, d])) + 0.0  # −0.0 → 0.0
         data = pd.DataFrame({"v": v})
         out.append(one(data, np.random.default_rng([seed, n, d, 1]), per))
     return np.concatenate(out)[:runs]
 
 
-def framework_errors(bud: B.BudgetFunction, **split: float) -> Callable[..., np.ndarray]:
+def framework_errors(bud: prdp.BudgetFunction, **split: float) -> Callable[..., np.ndarray]:
     def one(data: pd.DataFrame, rng: np.random.Generator, trials: int) -> np.ndarray:
-        p = P.prepare(data, bud, "sum:v")
-        est = P.framework_trials(p, beta=0.1, rng=rng, trials=trials, **split)[0]
+        p = prdp.prepare(data, bud, "sum:v")
+        est = prdp.framework_trials(p, beta=0.1, rng=rng, trials=trials, **split)[0]
         return np.abs(est - p.truth()) / p.truth()
     return one
 
 
-def remedy_errors(bud: B.BudgetFunction, change: dict[str, Any]) -> Callable[..., np.ndarray]:
-    """The simulation of a remedy of :func:`prdp_forecast.outlook` (central sums)."""
+def remedy_errors(bud: prdp.BudgetFunction, change: dict[str, Any]) -> Callable[..., np.ndarray]:
+    """The simulation of a remedy of :func:`prdp_core.mechanisms.prdp.remedies.outlook` (central sums)."""
     if "method" in change:
         def one(data: pd.DataFrame, rng: np.random.Generator, trials: int) -> np.ndarray:
-            return P.simulate(data, bud, "sum:v", change["method"], beta=0.1, trials=trials, rng=rng)
+            return prdp.simulate(data, bud, "sum:v", change["method"], beta=0.1, trials=trials, rng=rng)
         return one
     if "eps_share" in change:
         return framework_errors(bud, eps_share=change["eps_share"], beta_share=change["beta_share"])
@@ -103,7 +101,7 @@ def main_table(runs: int, seed: int) -> tuple[list[str], float]:
     for n in NS:
         for kind in PRESETS:
             bud = budget_of(kind)
-            o = F.outlook(bud, ASSUMED, n, "sum", beta=0.1)
+            o = prdp.outlook(bud, ASSUMED, n, "sum", beta=0.1)
             f = o.forecast
             re = simulate(n, runs, seed, framework_errors(bud))
             obs = float(np.mean(re >= 0.5))
@@ -132,7 +130,7 @@ def split_table(runs: int, seed: int) -> tuple[list[str], float]:
             bud = budget_of(kind)
             cells = []
             for s, b in SPLITS:
-                f = F.forecast(bud, ASSUMED, n, "sum", beta=0.1, eps_share=s, beta_share=b)
+                f = prdp.forecast(bud, ASSUMED, n, "sum", beta=0.1, eps_share=s, beta_share=b)
                 re = simulate(n, runs, seed + 2, framework_errors(bud, eps_share=s, beta_share=b))
                 obs = float(np.mean(re >= 0.5))
                 worst = max(worst, abs(obs - f.failure))
@@ -150,17 +148,17 @@ def local_table(runs: int, seed: int) -> tuple[list[str], float]:
             bud = budget_of(kind)
             cells = []
             for rule in ("paper", "bernstein"):
-                f = F.forecast(bud, ASSUMED, n, "sum", beta=0.1, model="local", threshold=rule)
+                f = prdp.forecast(bud, ASSUMED, n, "sum", beta=0.1, model="local", threshold=rule)
 
                 def one(data: pd.DataFrame, rng: np.random.Generator, trials: int, rule: str = rule,
-                        bud: B.BudgetFunction = bud) -> np.ndarray:
-                    return LP.simulate(data, bud, "sum:v", "framework", beta=0.1, trials=trials, rng=rng,
+                        bud: prdp.BudgetFunction = bud) -> np.ndarray:
+                    return prldp.simulate(data, bud, "sum:v", "framework", beta=0.1, trials=trials, rng=rng,
                                        threshold=rule)  # type: ignore[arg-type]
                 re = simulate(n, runs, seed + 3, one)
                 obs = float(np.mean(re >= 0.5))
                 worst = max(worst, abs(obs - f.failure))
                 cells.append(f"{f.failure:.3f} ({obs:.3f}); {pct(f.median_re)} ({pct(float(np.median(re)))})")
-            o = F.outlook(bud, ASSUMED, n, "sum", beta=0.1, model="local")
+            o = prdp.outlook(bud, ASSUMED, n, "sum", beta=0.1, model="local")
             rec = "the framework as designed" if not o.likely_to_fail else \
                 (o.recommended.label if o.recommended is not None else "none works")
             lines.append(f"| {n:,} | {TITLES[kind]} | " + " | ".join(cells) + f" | {rec} |")

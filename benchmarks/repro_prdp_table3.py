@@ -24,9 +24,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import prdp_core  # noqa: E402
-from prdp_core import budget as B  # noqa: E402
-from prdp_core.mechanisms import prdp as P  # noqa: E402
-from prdp_core.mechanisms import prldp as LP  # noqa: E402
+from prdp_core.mechanisms import prdp  # noqa: E402
+from prdp_core.mechanisms.prdp import local as prldp  # noqa: E402
 
 DATASETS = ["bank_normal_50k", "bank_normal_500k", "bank_zipf_b3", "bank_zipf_b5"]
 TITLES = {"bank_normal_50k": "Normal μ=σ=50k", "bank_normal_500k": "Normal μ=σ=500k",
@@ -42,14 +41,14 @@ PAPER = {
     ("max", "PrDP framework (Alg. 2)"): [0.738, 6.15, 0.734, 0.387],
 }
 ROWS = [  # (query, label, simulate method, release function)
-    ("count", "naive", "naive", lambda df, b, rng: P.naive(df, b, "count", beta=0.1, rng=rng)),
+    ("count", "naive", "naive", lambda df, b, rng: prdp.naive(df, b, "count", beta=0.1, rng=rng)),
     ("count", "PrDP count (Alg. 1)", "count",
-     lambda df, b, rng: P.count(b(df), eps_min=b.eps_min, eps_max=b.eps_max, beta=0.1, rng=rng)),
-    ("sum", "naive", "naive", lambda df, b, rng: P.naive(df, b, "sum", beta=0.1, rng=rng)),
-    ("sum", "PrDP extension (Sec. 5.2)", "extension", lambda df, b, rng: P.sum_extension(df, b, beta=0.1, rng=rng)),
-    ("sum", "PrDP framework (Alg. 2)", "framework", lambda df, b, rng: P.framework(df, b, "sum", beta=0.1, rng=rng)),
-    ("max", "naive", "naive", lambda df, b, rng: P.naive(df, b, "max", beta=0.1, rng=rng)),
-    ("max", "PrDP framework (Alg. 2)", "framework", lambda df, b, rng: P.framework(df, b, "max", beta=0.1, rng=rng)),
+     lambda df, b, rng: prdp.count(b(df), eps_min=b.eps_min, eps_max=b.eps_max, beta=0.1, rng=rng)),
+    ("sum", "naive", "naive", lambda df, b, rng: prdp.naive(df, b, "sum", beta=0.1, rng=rng)),
+    ("sum", "PrDP extension (Sec. 5.2)", "extension", lambda df, b, rng: prdp.sum_extension(df, b, beta=0.1, rng=rng)),
+    ("sum", "PrDP framework (Alg. 2)", "framework", lambda df, b, rng: prdp.framework(df, b, "sum", beta=0.1, rng=rng)),
+    ("max", "naive", "naive", lambda df, b, rng: prdp.naive(df, b, "max", beta=0.1, rng=rng)),
+    ("max", "PrDP framework (Alg. 2)", "framework", lambda df, b, rng: prdp.framework(df, b, "max", beta=0.1, rng=rng)),
 ]
 
 
@@ -66,7 +65,7 @@ def run(names: list[str], runs: int, seed: int, scale: float = 1.0, *, timing: b
     """RE (%) of every row of Table 3 on each named sample (balances × ``scale``), with the median
     time of one release (NaN without ``timing``). Seeds: ``[seed, dataset, row]`` where dataset is
     the sample's position in DATASETS, plus ``scale`` for rescaled samples, so no two cells share noise."""
-    budget = B.inverse(1e4, "BALANCE")
+    budget = prdp.inverse(1e4, "BALANCE")
     out: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for name in names:
         k = DATASETS.index(name) if name in DATASETS else len(DATASETS) + names.index(name)
@@ -76,14 +75,14 @@ def run(names: list[str], runs: int, seed: int, scale: float = 1.0, *, timing: b
         for r, (query, label, method, release) in enumerate(ROWS):
             key = [seed, k, r] if scale == 1.0 else [seed, k, r, int(round(scale))]
             rng = np.random.default_rng(key)
-            re = P.simulate(df, budget, query, method, beta=0.1, trials=runs, rng=rng)
+            re = prdp.simulate(df, budget, query, method, beta=0.1, trials=runs, rng=rng)
             times = []
             for _ in range(5 if timing else 0):
                 t0 = time.perf_counter()
                 release(df, budget, rng)
                 times.append(time.perf_counter() - t0)
             t = statistics.median(times) if times else float("nan")
-            out.setdefault((query, label), []).append((100 * P.trimmed_mean(re), t))
+            out.setdefault((query, label), []).append((100 * prdp.trimmed_mean(re), t))
     return out
 
 
@@ -108,7 +107,7 @@ def table(res: dict[tuple[str, str], list[tuple[float, float]]], names: list[str
 
 def local_rows(runs: int, seed: int) -> str:
     """Appendix B (Table 4): PrLDP count, with the printed and the Bernstein thresholds."""
-    budget = B.inverse(1e4, "BALANCE")
+    budget = prdp.inverse(1e4, "BALANCE")
     paper = {"bank_normal_50k": 9.84, "bank_zipf_b3": 8.53}
     lines = ["| PrLDP count (Alg. 3–4) | threshold | " + " | ".join(f"{TITLES[n]}: ours | paper" for n in paper) + " |",
              "|---|---|" + "---|" * (2 * len(paper))]
@@ -116,9 +115,9 @@ def local_rows(runs: int, seed: int) -> str:
         cells = []
         for k, name in enumerate(paper):
             df = prdp_core.samples.load(name)
-            re = LP.simulate(df, budget, "count", "count", beta=0.1, trials=runs,
+            re = prldp.simulate(df, budget, "count", "count", beta=0.1, trials=runs,
                              rng=np.random.default_rng([seed, 99, k]), threshold=rule)
-            cells += [_fmt(100 * P.trimmed_mean(re)), str(paper[name])]
+            cells += [_fmt(100 * prdp.trimmed_mean(re)), str(paper[name])]
         label = "√(8n)·ln(L/β) (printed)" if rule == "paper" else "√(8n·ln(2L/β)) (Bernstein)"
         lines.append(f"| RE (%) | {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

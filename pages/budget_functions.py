@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from prdp_core.budget import BudgetFunction
+from prdp_core.mechanisms.prdp import BudgetFunction
 from prdp_core.charts import budget as bch
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.config import data_columns

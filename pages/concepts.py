@@ -8,7 +8,7 @@ import streamlit as st
 from prdp_core import accounting, interpret
 from prdp_core.charts import concepts as charts
 from prdp_core.errors import PrdpError
-from prdp_core.mechanisms import partial
+from prdp_core.mechanisms import granular
 from ui import concepts as lab
 from ui import datasource, large, state
 from ui.common import code_expander, confidential, guarded, learn, md_escape, seeded_notice, show_error
@@ -135,7 +135,7 @@ with attr_tab:
           "but not per attribute (Lemma 10). Gaussian k-way marginals calibrated to ε0 per attribute cost "
           "ε0·√(d/k) for the whole record (Thm 11).")
     with guarded():
-        cost = partial.record_cost_table(d, eps0, k=k, delta=delta)
+        cost = granular.record_cost_table(d, eps0, k=k, delta=delta)
         rows = cost.set_index("statement")
         one, kk, whole, disj, work = (rows.iloc[i] for i in range(5))
         if kind == "pure":
@@ -155,7 +155,7 @@ with attr_tab:
                 f"- {d} separate releases, one per attribute, each ρ = {one['rho']:.4g}: the whole record pays "
                 f"ρ = {disj['rho']:.4g} (they add), i.e. ({disj['eps_cks']:.3g}, {delta:.0e})-DP.\n"
                 f"- Gaussian {k}-way marginal tables calibrated to ε0 per attribute: the whole record pays only "
-                f"ρ = {work['rho']:.4g} (ε/ε0 = √(d/k) = {partial.workload_ratio('marginals', d, k):.3g}), i.e. "
+                f"ρ = {work['rho']:.4g} (ε/ε0 = √(d/k) = {granular.workload_ratio('marginals', d, k):.3g}), i.e. "
                 f"({work['eps_cks']:.3g}, {delta:.0e})-DP.")
         st.dataframe(cost.rename(columns={"pure": "ε (pure)", "rho": "ρ (zCDP)",
                                           "eps_cks": f"ε at δ = {delta:.0e}"})
@@ -163,10 +163,10 @@ with attr_tab:
                                    na_rep="—"), hide_index=True, key="pa_cost_table")
         c1, c2 = st.columns(2)
         with c1:
-            st.plotly_chart(charts.granularity_figure(partial.granularity_table(d, eps0, k=k, kind=kind),
+            st.plotly_chart(charts.granularity_figure(granular.granularity_table(d, eps0, k=k, kind=kind),
                                                       kind=kind, k=k), key="pa_granularity_chart")
         with c2:
-            st.plotly_chart(charts.record_ratio_figure(partial.record_ratio_table(100, k=k), k=k),
+            st.plotly_chart(charts.record_ratio_figure(granular.record_ratio_table(100, k=k), k=k),
                             key="pa_ratio_chart")
         st.caption("No free lunch: at the *same whole-record* ε, a standard mechanism is at least as accurate. "
                    "The per-attribute number is an extra, finer statement about the same release.")
@@ -176,13 +176,13 @@ with attr_tab:
                 "only the releases that read one of them: **ρ(S) = Σ ρ_r over releases r touching S**. Edit the "
                 "table; the preset is an *illustrative* split chosen to match the paper's totals (2.63 per person, "
                 "1.02 for race and ethnicity) — the Bureau's own allocation tables are not in the paper.")
-    preset = lab.releases_base(partial.releases_table(partial.census_2020_illustrative()))
+    preset = lab.releases_base(granular.releases_table(granular.census_2020_illustrative()))
     edited = st.data_editor(preset, key="pa_releases", num_rows="dynamic", hide_index=True,
                             column_config={"rho": st.column_config.NumberColumn("ρ (zCDP)", min_value=0.0,
                                                                                 format="%.3f")})
     ss["pa_releases_current"] = edited  # kept while another page is open (Streamlit drops editor edits)
     try:
-        releases = partial.releases_from_table(edited)
+        releases = granular.releases_from_table(edited)
     except PrdpError as err:
         show_error(err)
         releases = []
@@ -271,7 +271,7 @@ with lab_tab:
     c4.radio("Standard histogram at", ["eps0", "record"], key="hl_match",
              format_func={"eps0": "ε = ε0 (same number)", "record": "the same whole-record ε"}.get)
     with guarded():
-        cal_table = partial.calibration_table(float(ss["hl_eps0"]), float(ss["hl_nu"]), d_lab)
+        cal_table = granular.calibration_table(float(ss["hl_eps0"]), float(ss["hl_nu"]), d_lab)
         paper = cal_table.set_index("method").loc["paper"]
         st.dataframe(cal_table.drop(columns=["method", "claimed"]).rename(columns={
             "lambda": "λ", "mu": "µ", "count_scale": "count noise b", "eps_lists": "ε0 lists (exact)",

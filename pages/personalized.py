@@ -6,7 +6,7 @@ import streamlit as st
 
 from prdp_core.charts import personalized as pch
 from prdp_core.errors import PrdpError
-from prdp_core.mechanisms import personalized as P
+from prdp_core.mechanisms import personalized
 from ui import personalized as upd
 from ui import large, private_suggest, review, state
 from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
@@ -98,8 +98,8 @@ if spec.roster == "table":
             "(generated tiers are drawn for its rows or owners), so α, the thresholds and Sample's π would move if a "
             "user joined or left. Every release below is therefore stated under **substitution neighbours**: n, the "
             "users and their Φ are public, and one tuple's value changes. A roster fixed in advance (in Python: "
-            "`P.generate_tiers(user_ids, ...)` or `P.spec_from_values(...)` over a declared universe) keeps the "
-            "paper's add/remove statements.", icon=":material/group:")
+            "`personalized.generate_tiers(user_ids, ...)` or `personalized.spec_from_values(...)` over a declared "
+            "universe) keeps the paper's add/remove statements.", icon=":material/group:")
     learn("**Why not add/remove?** With the roster taken from the table, adding one user who chose Φ = 0.01 moves "
           "Minimum's α from, say, 1 to 0.01: the noise scale itself reveals that the user is present, whatever their "
           "Φ. Substitution neighbours keep the roster fixed, so α, t and π are public constants. For counts the "
@@ -152,14 +152,15 @@ with st.expander("Suggest hi privately (a DP percentile, charged to your ledger)
 
 if spec.roster == "table":
     st.caption(":material/compare_arrows: **Neighbour notions.** With the roster read from the table, every "
-               f"mechanism is stated under {P.NEIGHBOUR_TEXT['substitution']}, with the users and their Φ public.")
+               f"mechanism is stated under {personalized.NEIGHBOUR_TEXT['substitution']}, with the users and their Φ "
+               "public.")
 else:
     st.caption(":material/compare_arrows: **Neighbour notions.** Minimum, Threshold, Sample and Stretching are "
-               f"proved under {P.NEIGHBOUR_TEXT['add/remove']}; PE only under {P.NEIGHBOUR_TEXT['substitution']}, a "
-               "guarantee about twice as weak for the same ε.")
+               f"proved under {personalized.NEIGHBOUR_TEXT['add/remove']}; PE only under "
+               f"{personalized.NEIGHBOUR_TEXT['substitution']}, a guarantee about twice as weak for the same ε.")
 
-mechs_all = {"M": P.Minimum(), "T": P.Threshold("max"), "S": P.Sample("max"), "S-avg": P.Sample("mean"),
-             "PE": P.PE(), "Alag": P.Stretching()}
+mechs_all = {"M": personalized.Minimum(), "T": personalized.Threshold("max"), "S": personalized.Sample("max"),
+             "S-avg": personalized.Sample("mean"), "PE": personalized.PE(), "Alag": personalized.Stretching()}
 
 # ---------------------------------------------------------------------------
 # 3. Views
@@ -180,10 +181,11 @@ if view == "Delivered ε":
     st.slider("Threshold t for T(t) and S(t)", min_value=lo_t, max_value=hi_t, step=upd.t_slider_step(spec),
               key="pdp_t")
     t = float(ss["pdp_t"])
-    shown = {"Minimum": P.Minimum(), f"Threshold t={t:g}": P.Threshold(t), f"Sample t={t:g}": P.Sample(t),
-             "Sample t=max Φ": P.Sample("max"), "PE": P.PE(), "Stretching": P.Stretching()}
-    st.plotly_chart(pch.delivered_cdf_figure(spec.eps, P.delivered_by_mechanism(spec, shown)), key="pdp_cdf")
-    table = P.delivered_table(spec, shown)
+    shown = {"Minimum": personalized.Minimum(), f"Threshold t={t:g}": personalized.Threshold(t),
+             f"Sample t={t:g}": personalized.Sample(t), "Sample t=max Φ": personalized.Sample("max"),
+             "PE": personalized.PE(), "Stretching": personalized.Stretching()}
+    st.plotly_chart(pch.delivered_cdf_figure(spec.eps, personalized.delivered_by_mechanism(spec, shown)), key="pdp_cdf")
+    table = personalized.delivered_table(spec, shown)
     st.dataframe(upd.delivered_display(table), hide_index=True)
     row = table.set_index("mechanism").loc[f"Sample t={t:g}"]
     unused = table.set_index("mechanism").loc[f"Threshold t={t:g}"].users_unused
@@ -194,10 +196,10 @@ if view == "Delivered ε":
     learn("**Reading the CDFs.** A curve to the left of *requested Φ* means users are protected more than they "
           "asked (their data is used less, or with more noise). PDP only requires delivered ≤ requested; "
           "everything between costs accuracy.")
-    grid, curves = P.pi_curves(upd.pi_thresholds(spec, t), upto=spec.max_eps)
+    grid, curves = personalized.pi_curves(upd.pi_thresholds(spec, t), upto=spec.max_eps)
     st.plotly_chart(pch.pi_curve_figure(grid, curves), key="pdp_pi")
     st.markdown("**Neighbour notion of each guarantee** (for a count)")
-    st.dataframe(P.neighbour_table(mechs_all, spec), hide_index=True)
+    st.dataframe(personalized.neighbour_table(mechs_all, spec), hide_index=True)
     if spec.roster == "table":
         st.caption("The roster comes from the table, so every guarantee is a substitution guarantee (n, the users and "
                    "their Φ public). The curves above are the per-user ε of a count; a sum with lo < 0 < hi and the "
@@ -227,7 +229,7 @@ elif view == "Threshold explorer":
             if mode == "proxy":
                 if kind == "count":
                     dens = st.slider("Assumed share of tuples that count (δ)", 0.0, 1.0, 0.15, 0.01, key="pdp_density")
-                    curve = P.count_mse_proxy(spec.eps, ts, density=dens)
+                    curve = personalized.count_mse_proxy(spec.eps, ts, density=dens)
                 else:
                     a1, a2 = st.columns(2)
                     guess = upd.assumed_default(q)
@@ -235,7 +237,8 @@ elif view == "Threshold explorer":
                                              key="pdp_assumed_mean")
                     sd_v = a2.number_input("Assumed standard deviation", min_value=0.0, value=guess,
                                            key="pdp_assumed_sd")
-                    curve = P.sum_mse_proxy(spec.eps, ts, mean=mean_v, sd=sd_v, bound=upd.proxy_bound(q, spec))
+                    curve = personalized.sum_mse_proxy(spec.eps, ts, mean=mean_v, sd=sd_v,
+                                                       bound=upd.proxy_bound(q, spec))
                 st.caption("Closed form from the public specification and the assumed data only: choosing t from "
                            "this curve costs no privacy (paper Sec. IV-B: use old or public data).")
                 st.plotly_chart(pch.threshold_curve_figure({"Sample (assumed data)": curve}, markers, unit=unit),
@@ -301,7 +304,7 @@ elif view == "Run a release":
     st.subheader("Run one release and add it to the session ledger")
     r1, r2, r3 = st.columns(3)
     r1.selectbox("Mechanism", list(upd.MECHANISM_CHOICES), key="pdp_rel_mech", index=2)
-    r2.selectbox("Query", P.QUERY_KINDS, key="pdp_rel_kind")
+    r2.selectbox("Query", personalized.QUERY_KINDS, key="pdp_rel_kind")
     r3.selectbox("Threshold t (T and S)", list(upd.T_RULES), key="pdp_rel_t")
     if upd.T_RULES[ss.get("pdp_rel_t", "max Φ (paper's S)")] == "custom":
         st.number_input("Custom t", 0.001, 100.0, 0.5, 0.01, key="pdp_rel_tc")
@@ -319,7 +322,8 @@ elif view == "Run a release":
         if teaching and rel.truth_included and "true" in rel.answers.columns:
             st.markdown(f"True answer {ans['true']:,.4g} (error {ans['error']:+,.4g}).")
             confidential()
-        st.markdown(f"Promise: {md_escape(rel.extras['promise'])}. Neighbours: {P.NEIGHBOUR_TEXT[rel.params['neighbours']]}.")
+        st.markdown(f"Promise: {md_escape(rel.extras['promise'])}. "
+                    f"Neighbours: {personalized.NEIGHBOUR_TEXT[rel.params['neighbours']]}.")
         st.caption(f"Roster: {md_escape(rel.extras.get('roster', ''))}.")
         flagged = [k[:-len('_source')] for k in rel.params if k.endswith("_source") and k != "spec_source"]
         if flagged:
@@ -344,14 +348,14 @@ elif view == "PE scores":
     kind = st.selectbox("Query", ["median", "min", "count"], key="pdp_pe_kind")
     try:
         if src == "paper example":
-            vals, phi = P.PE_EXAMPLE
-            q = P.Query(kind, column="x", cutoff=6, lo=1, hi=12, integer=True)
-            prof = P.pe_profile(kind, q.prepare(vals), phi, lo=1, hi=12, integer=q.on_integers)
+            vals, phi = personalized.PE_EXAMPLE
+            q = personalized.PersonalizedQuery(kind, column="x", cutoff=6, lo=1, hi=12, integer=True)
+            prof = personalized.pe_profile(kind, q.prepare(vals), phi, lo=1, hi=12, integer=q.on_integers)
             truth = q.truth(vals)
         else:
             q = upd.query_from_widgets(kind)
             raw = q.raw(ds.table)
-            prof = P.pe_profile(kind, q.prepare(raw), spec.phi_for(ds.table), lo=q.lo, hi=q.hi,
+            prof = personalized.pe_profile(kind, q.prepare(raw), spec.phi_for(ds.table), lo=q.lo, hi=q.hi,
                                 integer=q.on_integers)
             truth = q.truth(raw)
             confidential("The score depends on the real records.")
@@ -366,7 +370,7 @@ elif view == "PDP vs PrDP":
                 "function E(r) = c·v_bud (general framework paper, Sec. 3.4). PDP publishes every user's ε.")
     pc1, pc2, pc3 = st.columns(3)
     pc1.number_input("c", 0.01, 100.0, 1.0, 0.1, key="pdp_prdp_c")
-    (menu_lo, menu_hi), menu_src = P.public_choice_range(spec)
+    (menu_lo, menu_hi), menu_src = personalized.public_choice_range(spec)
     c_val = float(ss["pdp_prdp_c"])
     pc2.number_input("ε̌ (smallest budget, public)", 1e-6, 1e6, value=min(max(c_val * menu_lo, 1e-6), 1e6),
                      format="%.4g", key="pdp_prdp_emin",
@@ -379,7 +383,7 @@ elif view == "PDP vs PrDP":
                "Φ in the table, which PrDP keeps private.")
     try:
         e_lo, e_hi = float(ss["pdp_prdp_emin"]), float(ss["pdp_prdp_emax"])
-        red = P.to_prdp(ds.table, spec, c=c_val, eps_min=e_lo, eps_max=e_hi)
+        red = personalized.to_prdp(ds.table, spec, c=c_val, eps_min=e_lo, eps_max=e_hi)
         st.markdown(f"Budget function: `E(r) = {red.expression}`, ε̌ = {red.eps_min:.3g}, ε̂ = {red.eps_max:.3g}.")
         kind = st.selectbox("Query", ["count", "sum"], key="pdp_prdp_kind")
         q = upd.query_from_widgets(kind)
@@ -388,7 +392,7 @@ elif view == "PDP vs PrDP":
                        "computed from the confidential data.")
         run_key = upd.prdp_run_key(q, c_val, e_lo, e_hi, seed, teaching)
         if st.button("Run PDP and PrDP side by side", key="pdp_prdp_go", type="primary"):
-            out = P.compare_with_prdp(ds.table, spec, q, c=c_val, rng=rng, reveal=teaching, eps_min=e_lo,
+            out = personalized.compare_with_prdp(ds.table, spec, q, c=c_val, rng=rng, reveal=teaching, eps_min=e_lo,
                                       eps_max=e_hi)
             ss["pdp_prdp_result"] = {"key": run_key, "table": out}
         stored = ss.get("pdp_prdp_result")

@@ -728,22 +728,22 @@ def _budget(v: Any) -> dict[str, Any]:
 
 
 def build_budget(b: Mapping[str, Any]) -> Any:
-    """The :class:`~prdp_core.budget.BudgetFunction` of a normalised ``policy.budget`` section."""
-    from . import budget as B
+    """The :class:`~prdp_core.mechanisms.prdp.budget.BudgetFunction` of a normalised ``policy.budget`` section."""
+    from .mechanisms import prdp
 
     kw = {"eps_min": b.get("eps_min"), "eps_max": b.get("eps_max"), "U": b.get("U")}
     if "preset" in b:
         if b["preset"] == "constant":
-            return B.constant(b["eps"], U=b.get("U"))
+            return prdp.constant(b["eps"], U=b.get("U"))
         params = {"alpha": b["alpha"], **({"k": b["k"]} if b["preset"] == "log" else {})}
-        return B.preset(b["preset"], b["column"], **kw, **params)
+        return prdp.preset(b["preset"], b["column"], **kw, **params)
     if "expression" in b:
-        return B.parse_budget(b["expression"], **kw)
+        return prdp.parse_budget(b["expression"], **kw)
     if "steps" in b:
         s = b["steps"]
-        return B.step_table(s["column"], s["bounds"], s["eps"], **kw)
+        return prdp.step_table(s["column"], s["bounds"], s["eps"], **kw)
     g = b["groups"]
-    return B.per_group(g["column"], dict(g["parts"]), default=g.get("default"), **kw)
+    return prdp.per_group(g["column"], dict(g["parts"]), default=g.get("default"), **kw)
 
 
 def _specification(v: Any, study_seed: int) -> dict[str, Any]:
@@ -871,9 +871,9 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, en
                               "median_score": _choice(q.get("median_score", "rank"), f"{p}.query.median_score",
                                                       ("rank", "changes")),
                               "integer": _bool(q.get("integer", False), f"{p}.query.integer")}
-        from .mechanisms.personalized import Query as PQuery
+        from .mechanisms.personalized import PersonalizedQuery
 
-        _wrap(f"{p}.query", lambda: PQuery(**qn))
+        _wrap(f"{p}.query", lambda: PersonalizedQuery(**qn))
         out["query"] = qn
     else:
         d = _mapping(v, p, common + ("model", "query", "measure", "clip", "family", "delta", "filter", "d", "scale",
@@ -895,7 +895,7 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, en
                 if d.get("measure") is None:
                     raise _err(f"{p}.measure", "a sum needs a measure.")
                 out["measure"] = _text(d["measure"], f"{p}.measure", max_len=500)
-                from .mechanisms.multitier_central import MAX_SENSITIVITY
+                from .mechanisms.multitier.noise_families import MAX_SENSITIVITY
 
                 out["clip"] = _number(d.get("clip", 100.0), f"{p}.clip", positive=True, hi=MAX_SENSITIVITY)
             out["delta"] = _number(d.get("delta", 1e-6), f"{p}.delta", positive=True, hi=0.1)
@@ -997,7 +997,7 @@ class Study:
         import numpy as np
         import pandas as pd
 
-        from .mechanisms import personalized as P
+        from .mechanisms import personalized
 
         s = self.policy.get("specification")
         if s is None:
@@ -1005,16 +1005,16 @@ class Study:
 
         def build() -> Any:
             if "tiers" in s:
-                return P.generate_tiers_for(table, P.TierConfig(**s["tiers"]), rng=np.random.default_rng(s["seed"]),
-                                            user_col=s["user"])
+                return personalized.generate_tiers_for(table, personalized.TierConfig(**s["tiers"]),
+                                                       rng=np.random.default_rng(s["seed"]), user_col=s["user"])
             col = s["column"]
             if s["labels"]:
                 tab = pd.DataFrame({col: table[col].astype(str)})
                 if s["user"]:
                     tab[s["user"]] = table[s["user"]].to_numpy()
-                return P.spec_from_labels(tab, col, dict(s["labels"]), user_col=s["user"],
+                return personalized.spec_from_labels(tab, col, dict(s["labels"]), user_col=s["user"],
                                           default_eps=s["default_eps"])
-            return P.spec_from_column(table, col, user_col=s["user"], default_eps=s["default_eps"])
+            return personalized.spec_from_column(table, col, user_col=s["user"], default_eps=s["default_eps"])
 
         if s.get("column") and s["column"] not in table.columns:
             raise ConfigError(f"policy.specification.column: '{_name(s['column'])}' is not a column of the data.")

@@ -115,8 +115,8 @@ def _needs_records(ds: Any, what: str) -> None:
 
 
 def _run_prdp(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal: bool) -> list[tuple[str, Release]]:
-    from .mechanisms import prdp as P
-    from .mechanisms import prldp as LP
+    from .mechanisms import prdp
+    from .mechanisms.prdp import local as prldp
 
     from .config import data_columns
 
@@ -136,55 +136,55 @@ def _run_prdp(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal
         if m["model"] == "local":
             th = m.get("threshold", "paper")
             if alg == "count":
-                rel = LP.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, rng=rng, threshold=th,
+                rel = prldp.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, rng=rng, threshold=th,
                                reveal=reveal, seed=seed)
             elif alg == "framework":
-                rel = LP.framework(t, E, q, beta=beta, rng=rng, threshold=th, reveal=reveal, seed=seed)
+                rel = prldp.framework(t, E, q, beta=beta, rng=rng, threshold=th, reveal=reveal, seed=seed)
             else:
-                rel = LP.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+                rel = prldp.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
             out.append((PRDP_LOCAL_LABELS[alg], rel))
             continue
         if m.get("secure") and alg == "count":
-            rel = P.count_of(t, E, beta=beta, reveal=reveal, secure=True)
+            rel = prdp.count_of(t, E, beta=beta, reveal=reveal, secure=True)
         elif m.get("secure"):
-            rel = P.framework(t, E, q, beta=beta, rng=None, reveal=reveal, secure=True)
+            rel = prdp.framework(t, E, q, beta=beta, rng=None, reveal=reveal, secure=True)
         elif alg == "count":
-            rel = P.count_of(t, E, beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.count_of(t, E, beta=beta, rng=rng, reveal=reveal, seed=seed)
         elif alg == "framework":
-            rel = P.framework(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.framework(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
         elif alg == "sum_extension":
-            rel = P.sum_extension(t, E, column=m["column"], beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.sum_extension(t, E, column=m["column"], beta=beta, rng=rng, reveal=reveal, seed=seed)
         else:
-            rel = P.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
         out.append((PRDP_LABELS[alg], rel))
     return out
 
 
 def pdp_mechanism(m: Mapping[str, Any]) -> Any:
     """The personalized DP mechanism object of a ``personalized`` entry."""
-    from .mechanisms import personalized as P
+    from .mechanisms import personalized
 
     name, t = m["mechanism"], m["t"]
     if name == "minimum":
-        return P.Minimum()
+        return personalized.Minimum()
     if name == "threshold":
-        return P.Threshold(t)
+        return personalized.Threshold(t)
     if name == "sample":
-        return P.Sample(t, rescale=m["rescale"])
+        return personalized.Sample(t, rescale=m["rescale"])
     if name == "pe":
-        return P.PE()
-    return P.Stretching(rescale=m["rescale"])
+        return personalized.PE()
+    return personalized.Stretching(rescale=m["rescale"])
 
 
 def _run_personalized(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal: bool
                       ) -> list[tuple[str, Release]]:
-    from .mechanisms import personalized as P
+    from .mechanisms import personalized
 
     _needs_records(ds, "Personalized DP")
     spec = study.privacy_spec(ds.table)
-    q = P.Query(**m["query"])
+    q = personalized.PersonalizedQuery(**m["query"])
     rel = pdp_mechanism(m).release(ds.table, spec, q, rng=np.random.default_rng(seed), seed=seed, reveal=reveal)
-    return [("", P.flag_design_defaults(rel, m.get("design_defaults", ())))]
+    return [("", personalized.flag_design_defaults(rel, m.get("design_defaults", ())))]
 
 
 def multitier_filter(m: Mapping[str, Any]) -> Any:
@@ -817,16 +817,16 @@ def _budget_code(b: Mapping[str, Any]) -> str:
     kw = f"eps_min={b.get('eps_min')!r}, eps_max={b.get('eps_max')!r}, U={b.get('U')!r}"
     if "preset" in b:
         if b["preset"] == "constant":
-            return f"B.constant({b['eps']!r}, U={b.get('U')!r})"
+            return f"prdp.constant({b['eps']!r}, U={b.get('U')!r})"
         k = f", k={b['k']!r}" if b["preset"] == "log" else ""
-        return f"B.preset({b['preset']!r}, {b['column']!r}, {kw}, alpha={b['alpha']!r}{k})"
+        return f"prdp.preset({b['preset']!r}, {b['column']!r}, {kw}, alpha={b['alpha']!r}{k})"
     if "expression" in b:
-        return f"B.parse_budget({b['expression']!r}, {kw})"
+        return f"prdp.parse_budget({b['expression']!r}, {kw})"
     if "steps" in b:
         s = b["steps"]
-        return f"B.step_table({s['column']!r}, {_py(s['bounds'])}, {_py(s['eps'])}, {kw})"
+        return f"prdp.step_table({s['column']!r}, {_py(s['bounds'])}, {_py(s['eps'])}, {kw})"
     g = b["groups"]
-    return f"B.per_group({g['column']!r}, {_py(dict(g['parts']))}, default={g.get('default')!r}, {kw})"
+    return f"prdp.per_group({g['column']!r}, {_py(dict(g['parts']))}, default={g.get('default')!r}, {kw})"
 
 
 def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
@@ -862,10 +862,10 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
         L.append("from prdp_core.splitting import as_thresholds, thresholds_from_frame")
         L.append("from prdp_core.workload import SplittingPolicy, Workload")
     if "prdp" in kinds:
-        L.append("from prdp_core import budget as B")
-        L.append("from prdp_core.mechanisms import prdp, prldp")
+        L.append("from prdp_core.mechanisms import prdp")
+        L.append("from prdp_core.mechanisms.prdp import local as prldp")
     if "personalized" in kinds:
-        L.append("from prdp_core.mechanisms import personalized as P")
+        L.append("from prdp_core.mechanisms import personalized")
     if "multitier" in kinds:
         L.append("from prdp_core.mechanisms import multitier as mt")
     L += ["", f"TITLE, MODE, SEED = {_py(study.title or '(untitled)')}, {_py(study.mode)}, {int(study.seed)}"]
@@ -941,20 +941,21 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
         elif k == "personalized":
             s = pol["specification"]
             if "tiers" in s:
-                L.append(f"spec = P.generate_tiers_for(ds.table, P.TierConfig(**{_py(s['tiers'])}), "
+                L.append(f"spec = personalized.generate_tiers_for(ds.table, "
+                         f"personalized.TierConfig(**{_py(s['tiers'])}), "
                          f"rng=np.random.default_rng({int(s['seed'])}), user_col={s['user']!r})")
             elif s["labels"]:
                 L.append(f"tab = ds.table[[{s['column']!r}]].astype(str)" + (
                     f".assign(**{{{s['user']!r}: ds.table[{s['user']!r}].to_numpy()}})" if s["user"] else ""))
-                L.append(f"spec = P.spec_from_labels(tab, {s['column']!r}, {_py(s['labels'])}, user_col={s['user']!r}, "
-                         f"default_eps={s['default_eps']!r})")
+                L.append(f"spec = personalized.spec_from_labels(tab, {s['column']!r}, {_py(s['labels'])}, "
+                         f"user_col={s['user']!r}, default_eps={s['default_eps']!r})")
             else:
-                L.append(f"spec = P.spec_from_column(ds.table, {s['column']!r}, user_col={s['user']!r}, "
+                L.append(f"spec = personalized.spec_from_column(ds.table, {s['column']!r}, user_col={s['user']!r}, "
                          f"default_eps={s['default_eps']!r})")
-            mech = {"minimum": "P.Minimum()", "threshold": f"P.Threshold({m['t']!r})",
-                    "sample": f"P.Sample({m['t']!r}, rescale={m['rescale']!r})", "pe": "P.PE()",
-                    "stretching": f"P.Stretching(rescale={m['rescale']!r})"}[m["mechanism"]]
-            L.append(f"query = P.Query(**{_py(m['query'])})")
+            mech = {"minimum": "personalized.Minimum()", "threshold": f"personalized.Threshold({m['t']!r})",
+                    "sample": f"personalized.Sample({m['t']!r}, rescale={m['rescale']!r})", "pe": "personalized.PE()",
+                    "stretching": f"personalized.Stretching(rescale={m['rescale']!r})"}[m["mechanism"]]
+            L.append(f"query = personalized.PersonalizedQuery(**{_py(m['query'])})")
             L.append(f"rel = {mech}.release(ds.table, spec, query, rng=np.random.default_rng({seed}), seed={seed}, "
                      "reveal=REVEAL)")
             L.append(f"releases.append(({label!r}, rel))")

@@ -10,21 +10,19 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from prdp_core import budget as B
 from prdp_core.config import data_columns
 from prdp_core.data import Dataset
 from prdp_core.engines import Aggregate, is_engine_data
 from prdp_core.errors import ParameterError, PrdpError
-from prdp_core.mechanisms import prdp as P
-from prdp_core.mechanisms import prdp_forecast as F
-from prdp_core.mechanisms import prldp as LP
+from prdp_core.mechanisms import prdp
+from prdp_core.mechanisms.prdp import local as prldp
 
 from . import memory, state
 from .common import md_escape
 from .datasource import load_code
 
 MODES = {"preset": "Preset", "step": "Step table", "groups": "Per group", "expression": "Expression"}
-PRESET_LABELS = {k: v[0] for k, v in B.PRESETS.items()}
+PRESET_LABELS = {k: v[0] for k, v in prdp.PRESETS.items()}
 QUERIES = {"count": "Count of records", "sum": "Sum of the measure", "max": "Maximum of the measure",
            "distinct": "Distinct count of a column"}
 LOCAL_QUERIES = ("count", "sum")
@@ -128,7 +126,7 @@ def default_group_table(ds: Any, col: str, measure: str) -> pd.DataFrame:
                          "budget": [f"1e4 / max({m}, 1)", "0.5", f"8 / sqrt(max({m}, 1))", f"1e4 / max({m}, 1)"]})
 
 
-def build_budget(ds: Any) -> B.BudgetFunction:
+def build_budget(ds: Any) -> prdp.BudgetFunction:
     """The budget function described by the editor's widgets (raises PrdpError when invalid)."""
     ss = st.session_state
     v = ss.get("bf_measure")
@@ -144,8 +142,8 @@ def build_budget(ds: Any) -> B.BudgetFunction:
         params = {"eps": float(ss["bf_eps"])} if kind == "constant" else \
             {"alpha": float(ss["bf_alpha"]), **({"k": float(ss["bf_k"])} if kind == "log" else {})}
         if kind == "constant":
-            return B.constant(params["eps"], U=U)
-        return B.preset(kind, v, eps_min=eps_min, eps_max=eps_max, U=U, **params)
+            return prdp.constant(params["eps"], U=U)
+        return prdp.preset(kind, v, eps_min=eps_min, eps_max=eps_max, U=U, **params)
     if mode == "step":
         rows = pd.DataFrame(ss.get("bf_steps_current", ss["bf_steps"])).dropna(how="all")
         if rows.empty:
@@ -157,7 +155,7 @@ def build_budget(ds: Any) -> B.BudgetFunction:
         b = bounds.iloc[:-1]
         if b.isna().any():
             raise ParameterError("Every band but the last needs an upper value (the last band is open).")
-        return B.step_table(v, b.tolist(), eps.tolist(), eps_min=eps_min, eps_max=eps_max, U=U)
+        return prdp.step_table(v, b.tolist(), eps.tolist(), eps_min=eps_min, eps_max=eps_max, U=U)
     if mode == "groups":
         col = ss.get("bf_group_col")
         if not col:
@@ -173,13 +171,13 @@ def build_budget(ds: Any) -> B.BudgetFunction:
                 default = text
             elif g.strip():
                 parts[g.strip()] = text
-        return B.per_group(col, parts, default=default, eps_min=eps_min, eps_max=eps_max, U=U)
-    b = B.parse_budget(str(ss["bf_expr"]), eps_min=eps_min, eps_max=eps_max, U=U)
+        return prdp.per_group(col, parts, default=default, eps_min=eps_min, eps_max=eps_max, U=U)
+    b = prdp.parse_budget(str(ss["bf_expr"]), eps_min=eps_min, eps_max=eps_max, U=U)
     b.check_columns(data_columns(ds))
     return b
 
 
-def check_records(ds: Any, b: B.BudgetFunction) -> Any:
+def check_records(ds: Any, b: prdp.BudgetFunction) -> Any:
     """Every record must get a valid budget (PolicyError with the counts otherwise). A large dataset's
     records are checked in the engine, once per budget, with progress, and its per-domain statistics
     returned (for :func:`domain_table`); None in memory."""
@@ -196,7 +194,7 @@ def check_records(ds: Any, b: B.BudgetFunction) -> Any:
     return large.stats("domains", budget_key(b), "Checking every record's budget", work)
 
 
-def current_budget(ds: Any) -> tuple[B.BudgetFunction | None, PrdpError | None]:
+def current_budget(ds: Any) -> tuple[prdp.BudgetFunction | None, PrdpError | None]:
     """The editor's budget, or the last valid one (with the error) when the current input is invalid."""
     ss = st.session_state
     try:
@@ -215,16 +213,16 @@ def current_budget(ds: Any) -> tuple[B.BudgetFunction | None, PrdpError | None]:
     return b, None
 
 
-def budget_key(b: B.BudgetFunction) -> str:
+def budget_key(b: prdp.BudgetFunction) -> str:
     return json.dumps(b.to_dict(), sort_keys=True, default=str)
 
 
 @st.cache_data(show_spinner=False, max_entries=32, scope="session")
-def _domain_table(token: str, key: str, beta: float, _ds: Dataset, _b: B.BudgetFunction) -> pd.DataFrame:
+def _domain_table(token: str, key: str, beta: float, _ds: Dataset, _b: prdp.BudgetFunction) -> pd.DataFrame:
     return _b.domain_table(_ds.table, beta=beta)
 
 
-def domain_table(token: str, key: str, beta: float, ds: Any, b: B.BudgetFunction) -> pd.DataFrame:
+def domain_table(token: str, key: str, beta: float, ds: Any, b: prdp.BudgetFunction) -> pd.DataFrame:
     """The privacy-specified domains with their thresholds and record counts (a large dataset's counted in
     the engine by :func:`check_records`)."""
     if is_engine_data(ds):
@@ -237,8 +235,8 @@ def domain_table(token: str, key: str, beta: float, ds: Any, b: B.BudgetFunction
 
 @st.cache_data(show_spinner="Simulating…", max_entries=16, ttl=state.PUBLIC_CACHE_TTL_S)
 def scaling(vary: str, trials: int, seed: int) -> pd.DataFrame:
-    memory.guard("scaling", rows=max(P.SCALING_DEFAULTS["n"]), columns=1)  # the largest simulated data set
-    return P.scaling_study(vary, trials=trials, seed=seed)
+    memory.guard("scaling", rows=max(prdp.SCALING_DEFAULTS["n"]), columns=1)  # the largest simulated data set
+    return prdp.scaling_study(vary, trials=trials, seed=seed)
 
 
 #: Records drawn to mark a large dataset's values on the budget curve.
@@ -267,23 +265,23 @@ def _mechanisms(model: str, query: str) -> list[tuple[str, Any, bool]]:
     if model == "local":
         out = []
         if query == "count":
-            out.append(("PrLDP count (Alg. 3–4)", lambda t, b, q, rng, th, rv, sd: LP.count(
+            out.append(("PrLDP count (Alg. 3–4)", lambda t, b, q, rng, th, rv, sd: prldp.count(
                 b(t), eps_min=b.eps_min, eps_max=b.eps_max, beta=st.session_state["bf_beta"], rng=rng,
                 threshold=th, reveal=rv, seed=sd), True))
-        out.append(("PrLDP framework (Alg. 5)", lambda t, b, q, rng, th, rv, sd: LP.framework(
+        out.append(("PrLDP framework (Alg. 5)", lambda t, b, q, rng, th, rv, sd: prldp.framework(
             t, b, q, beta=st.session_state["bf_beta"], rng=rng, threshold=th, reveal=rv, seed=sd), True))
-        out.append(("naive ε̌ (local)", lambda t, b, q, rng, th, rv, sd: LP.naive(
+        out.append(("naive ε̌ (local)", lambda t, b, q, rng, th, rv, sd: prldp.naive(
             t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), True))
         return out
-    out = [("PrDP framework (Alg. 2)", lambda t, b, q, rng, th, rv, sd: P.framework(
+    out = [("PrDP framework (Alg. 2)", lambda t, b, q, rng, th, rv, sd: prdp.framework(
         t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), False)]
     if query == "count":
-        out.insert(0, ("PrDP count (Alg. 1)", lambda t, b, q, rng, th, rv, sd: P.count_of(
+        out.insert(0, ("PrDP count (Alg. 1)", lambda t, b, q, rng, th, rv, sd: prdp.count_of(
             t, b, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), False))
     if query.startswith("sum"):
-        out.append(("PrDP extension (Sec. 5.2)", lambda t, b, q, rng, th, rv, sd: P.sum_extension(
+        out.append(("PrDP extension (Sec. 5.2)", lambda t, b, q, rng, th, rv, sd: prdp.sum_extension(
             t, b, column=q.split(":", 1)[1], beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), True))
-    out.append(("naive ε̌", lambda t, b, q, rng, th, rv, sd: P.naive(
+    out.append(("naive ε̌", lambda t, b, q, rng, th, rv, sd: prdp.naive(
         t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), False))
     return out
 
@@ -404,15 +402,15 @@ FORECAST_KINDS: dict[str, str] = {"normal": "Normal (negative values redrawn)", 
 
 @st.cache_data(show_spinner=False, max_entries=32, scope="session")
 def _outlook(key: str, assumed: str, n: int, query: str, beta: float, model: str, threshold: str,
-             _b: B.BudgetFunction) -> F.Outlook:
-    return F.outlook(_b, F.AssumedData(**json.loads(assumed)), n, query, beta=beta, model=model,  # type: ignore[arg-type]
-                     threshold=threshold)  # type: ignore[arg-type]
+             _b: prdp.BudgetFunction) -> prdp.Outlook:
+    return prdp.outlook(_b, prdp.AssumedData(**json.loads(assumed)), n, query,  # type: ignore[arg-type]
+                        beta=beta, model=model, threshold=threshold)  # type: ignore[arg-type]
 
 
-def forecast_panel(budget: B.BudgetFunction, ds: Dataset) -> None:
+def forecast_panel(budget: prdp.BudgetFunction, ds: Dataset) -> None:
     """Before the Run button: the framework's predicted failure for n records of an assumed distribution
     of the measure (public inputs only — no record is read), a warning when failure is likely, and the
-    remedies evaluated with their predicted errors (:func:`prdp_core.mechanisms.prdp_forecast.outlook`)."""
+    remedies evaluated with their predicted errors (:func:`prdp_core.mechanisms.prdp.remedies.outlook`)."""
     ss = st.session_state
     start = min(5e4, float(budget.U) / 20)
     for k, v in (("bf_fc_kind", "normal"), ("bf_fc_a", start), ("bf_fc_b", start), ("bf_fc_logsd", 1.0)):
@@ -431,7 +429,7 @@ def forecast_panel(budget: B.BudgetFunction, ds: Dataset) -> None:
         st.caption(":material/insights: No forecast for this query (counts and sums only).")
     else:
         try:
-            assumed = F.AssumedData(ss["bf_fc_kind"], float(ss["bf_fc_a"]), spread)
+            assumed = prdp.AssumedData(ss["bf_fc_kind"], float(ss["bf_fc_a"]), spread)
             o = _outlook(budget_key(budget), json.dumps(assumed.to_dict()), int(ss["bf_fc_n"]), query,
                          float(ss["bf_beta"]), model, ss.get("bf_threshold", "paper"), budget)
         except PrdpError as err:
@@ -459,7 +457,7 @@ def forecast_panel(budget: B.BudgetFunction, ds: Dataset) -> None:
                              "mode, which shows no record count.")
         st.caption("A public assumption about the measure and a public (or noisy) number of records: the forecast "
                    "computes the probability that domain selection settles on each domain and the error that "
-                   "follows in closed form (see *prdp_core.mechanisms.prdp_forecast*). Nothing here reads the "
+                   "follows in closed form (see *prdp_core.mechanisms.prdp.forecast*). Nothing here reads the "
                    "records, so it holds in review mode too.")
         if o is not None:
             tab = o.table()
@@ -474,7 +472,7 @@ def forecast_panel(budget: B.BudgetFunction, ds: Dataset) -> None:
                     f"{o.forecast.no_pass:.1%}.")
 
 
-def code(b: B.BudgetFunction | None, source: dict[str, Any], ds: Dataset) -> str:
+def code(b: prdp.BudgetFunction | None, source: dict[str, Any], ds: Dataset) -> str:
     """prdp_core code reproducing the page on the active dataset (the expression, column and file
     names are written as literals, ``repr``, never as code)."""
     ss = st.session_state
@@ -486,11 +484,11 @@ def code(b: B.BudgetFunction | None, source: dict[str, Any], ds: Dataset) -> str
     lines = [
         "import numpy as np",
         "import prdp_core",
-        "from prdp_core import budget as B",
-        "from prdp_core.mechanisms import prdp, prldp",
+        "from prdp_core.mechanisms import prdp",
+        "from prdp_core.mechanisms.prdp import local as prldp",
         "",
         load_code(source, ds),
-        f"E = B.parse_budget({expr!r}, eps_min={b.eps_min if b else None!r}, eps_max={b.eps_max if b else 100.0!r},"
+        f"E = prdp.parse_budget({expr!r}, eps_min={b.eps_min if b else None!r}, eps_max={b.eps_max if b else 100.0!r},"
         f" U={b.U if b else 1e12!r})",
         "print(E.describe())",
         f"print(E.domain_table({data}, beta={ss.get('bf_beta', 0.1)!r}))  # domains, value ranges, thresholds",

@@ -12,7 +12,7 @@ import streamlit as st
 
 from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
-from prdp_core.mechanisms import partial
+from prdp_core.mechanisms import granular
 from prdp_core.release import Release
 
 from . import memory, state
@@ -31,7 +31,7 @@ DOMAIN_CHOICES = {"public": "declared public lists (a release)",
 def documented_domains() -> dict[str, tuple[str, ...]]:
     """The active sample's documented public categories ({} for an uploaded table)."""
     src = state.source()
-    return partial.sample_domains(str(src.get("name"))) if src.get("kind") == "sample" else {}
+    return granular.sample_domains(str(src.get("name"))) if src.get("kind") == "sample" else {}
 
 
 def attribute_options(ds: Dataset) -> list[str]:
@@ -86,7 +86,7 @@ def lab_params() -> dict[str, Any]:
 
 def lab_domains(params: dict[str, Any]) -> dict[str, Any]:
     """Declared domains of a lab run: the sample's documented ones, then the typed declarations."""
-    out: dict[str, Any] = dict(partial.sample_domains(params["hl_sample"])) if params.get("hl_sample") else {}
+    out: dict[str, Any] = dict(granular.sample_domains(params["hl_sample"])) if params.get("hl_sample") else {}
     out.update(dict(params.get("hl_declared", ())))
     return out
 
@@ -104,11 +104,11 @@ class LabResult:
     accuracy: dict[str, dict[str, Any]] | None
 
 
-def _data(params: dict[str, Any], ds: Dataset, rng: np.random.Generator) -> partial.AttributeData:
+def _data(params: dict[str, Any], ds: Dataset, rng: np.random.Generator) -> granular.AttributeData:
     if params["hl_source"] == "dataset":
-        return partial.encode_attributes(ds.table, list(params["hl_columns"]), lab_domains(params),
+        return granular.encode_attributes(ds.table, list(params["hl_columns"]), lab_domains(params),
                                          from_data=params["hl_domains"] == "data")
-    return partial.synthetic_attribute_data(int(params["hl_n"]), int(params["hl_d"]),
+    return granular.synthetic_attribute_data(int(params["hl_n"]), int(params["hl_d"]),
                                             patterns=int(params["hl_patterns"]),
                                             heavy_share=float(params["hl_heavy"]), rng=rng)
 
@@ -124,15 +124,15 @@ def run_lab(token: str, params_items: tuple[tuple[str, Any], ...], seed: int, te
         memory.guard("histogram", rows=int(params["hl_n"]), columns=int(params["hl_d"]) + 64)
     rng = np.random.default_rng(seed)
     data = _data(params, _ds, rng)
-    hh = partial.heavy_hitter_histogram(data, eps0=float(params["hl_eps0"]), nu=float(params["hl_nu"]),
+    hh = granular.heavy_hitter_histogram(data, eps0=float(params["hl_eps0"]), nu=float(params["hl_nu"]),
                                         method=params["hl_method"], rng=rng, seed=seed, reveal=teaching)
     eps_std = float(params["hl_eps0"]) if params["hl_match"] == "eps0" else float(hh.extras["whole_record"])
-    std = partial.standard_histogram(data, eps=eps_std, rng=rng, seed=seed, reveal=teaching)
+    std = granular.standard_histogram(data, eps=eps_std, rng=rng, seed=seed, reveal=teaching)
     names = {"heavy-hitter (per attribute)": hh, "standard Laplace": std}
-    compare = partial.compare_cells(data, names, top=20, truth=teaching)
+    compare = granular.compare_cells(data, names, top=20, truth=teaching)
     acc = None
     if teaching:
-        acc = {k: partial.histogram_accuracy(data, r, float(params["hl_nu"])) for k, r in names.items()}
+        acc = {k: granular.histogram_accuracy(data, r, float(params["hl_nu"])) for k, r in names.items()}
     return LabResult(hh, std, data.d, data.n, data.notes, compare, acc)
 
 
@@ -192,22 +192,22 @@ def reproduce_code(calc: dict[str, Any], explorer: dict[str, Any], params: dict[
     """prdp_core code reproducing the calculators, the explorer and the histogram lab."""
     if params["hl_source"] == "dataset":
         typed = dict(params.get("hl_declared", ()))
-        doms = (f"partial.sample_domains({params['hl_sample']!r})" if params.get("hl_sample") else "{}")
+        doms = (f"granular.sample_domains({params['hl_sample']!r})" if params.get("hl_sample") else "{}")
         if typed:
             doms = f"{{**{doms}, **{typed!r}}}"
         from_data = (", from_data=True)  # exploration only: not DP for the set of categories"
                      if params["hl_domains"] == "data" else ")")
         data = (f"{source_code}\n# public categories (declared; other values go to \"(other)\"; numbers: size classes)\n"
                 f"domains = {doms}\n"
-                f"data = partial.encode_attributes(ds.table, {list(params['hl_columns'])!r}, domains{from_data}")
+                f"data = granular.encode_attributes(ds.table, {list(params['hl_columns'])!r}, domains{from_data}")
     else:
-        data = (f"data = partial.synthetic_attribute_data({int(params['hl_n'])}, {int(params['hl_d'])}, "
+        data = (f"data = granular.synthetic_attribute_data({int(params['hl_n'])}, {int(params['hl_d'])}, "
                 f"patterns={int(params['hl_patterns'])}, heavy_share={float(params['hl_heavy'])}, rng=rng)")
     std_eps = repr(float(params["hl_eps0"])) if params["hl_match"] == "eps0" else 'hh.extras["whole_record"]'
     return f"""import numpy as np
 import prdp_core
 from prdp_core import accounting, interpret
-from prdp_core.mechanisms import partial
+from prdp_core.mechanisms import granular
 
 # calculators
 interpret.inference_accuracy({calc['eps']!r})             # best guess of one bit
@@ -217,18 +217,18 @@ interpret.zcdp_side_by_side({calc['rho']!r}, {calc['delta']!r})  # CKS vs textbo
 interpret.record_guarantee({calc['record']!r}, {calc['record_measure']!r}, delta={calc['delta']!r}).sentences()
 
 # per-attribute explorer
-partial.record_cost_table({explorer['d']}, {explorer['eps0']!r}, k={explorer['k']}, delta={calc['delta']!r})
-partial.granularity_table({explorer['d']}, {explorer['eps0']!r}, k={explorer['k']}, kind={explorer['kind']!r})
-releases = partial.census_2020_illustrative()
+granular.record_cost_table({explorer['d']}, {explorer['eps0']!r}, k={explorer['k']}, delta={calc['delta']!r})
+granular.granularity_table({explorer['d']}, {explorer['eps0']!r}, k={explorer['k']}, kind={explorer['kind']!r})
+releases = granular.census_2020_illustrative()
 accounting.attribute_subset_rho(releases, ["race", "ethnicity"])  # 1.02
 accounting.attribute_rho_table(releases, delta={calc['delta']!r})
 
 # histogram lab (seeded: for teaching and review, not a real release)
 rng = np.random.default_rng({seed})
 {data}
-hh = partial.heavy_hitter_histogram(data, eps0={float(params['hl_eps0'])!r}, nu={float(params['hl_nu'])!r},
+hh = granular.heavy_hitter_histogram(data, eps0={float(params['hl_eps0'])!r}, nu={float(params['hl_nu'])!r},
                                     method={params['hl_method']!r}, rng=rng, seed={seed}, reveal={teaching})
-std = partial.standard_histogram(data, eps={std_eps}, rng=rng, seed={seed}, reveal={teaching})
+std = granular.standard_histogram(data, eps={std_eps}, rng=rng, seed={seed}, reveal={teaching})
 print(hh.extras["calibration"])
 print(hh.answers.head(20))
 """

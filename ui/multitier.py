@@ -14,7 +14,7 @@ from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import multitier as mt
-from prdp_core.mechanisms import partial
+from prdp_core.mechanisms import granular
 
 from . import memory, state
 from .datasource import load_code
@@ -117,7 +117,7 @@ def filter_values(col: str) -> list[str] | None:
     src = state.source()
     if src.get("kind") != "sample":
         return None
-    dom = partial.sample_domains(str(src.get("name"))).get(col)
+    dom = granular.sample_domains(str(src.get("name"))).get(col)
     return None if dom is None else [str(v) for v in dom]
 
 

@@ -13,7 +13,7 @@ import streamlit as st
 from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
-from prdp_core.mechanisms import personalized as P
+from prdp_core.mechanisms import personalized
 
 from . import memory, state
 from .datasource import load_code
@@ -43,13 +43,13 @@ def nice_ceil(x: float) -> float:
     return float(10 ** (k + 1))
 
 
-def proxy_bound(query: P.Query, spec: P.PrivacySpec) -> float:
+def proxy_bound(query: personalized.PersonalizedQuery, spec: personalized.PrivacySpec) -> float:
     """The sum sensitivity the releases use: max(|lo|, |hi|), times the substitution calibration when
     the roster comes from the table (hi − lo for lo < 0 < hi)."""
-    return float(query.bound) * P.noise_calibration(query, spec)
+    return float(query.bound) * personalized.noise_calibration(query, spec)
 
 
-def assumed_default(query: P.Query) -> float:
+def assumed_default(query: personalized.PersonalizedQuery) -> float:
     """A neutral starting guess for the assumed mean and spread of the values: a tenth of the upper bound."""
     return float(query.bound) / 10.0
 
@@ -154,14 +154,14 @@ def label_mapping(labels: tuple) -> dict[str, Any]:
 
 
 @st.cache_data(show_spinner="Building the privacy specification…", max_entries=16, scope="session")
-def _build_spec(token: str, params: tuple, _ds: Dataset) -> P.PrivacySpec:
+def _build_spec(token: str, params: tuple, _ds: Dataset) -> personalized.PrivacySpec:
     p = dict(params)
     user_col = None if p["pdp_user"] in (None, EACH_RECORD) else p["pdp_user"]
     table = _ds.table
     if p["pdp_source"] == "tiers":
-        cfg = P.TierConfig(f_c=float(p["pdp_fc"]), f_m=float(p["pdp_fm"]), eps_c=float(p["pdp_ec"]),
+        cfg = personalized.TierConfig(f_c=float(p["pdp_fc"]), f_m=float(p["pdp_fm"]), eps_c=float(p["pdp_ec"]),
                            eps_m=float(p["pdp_em"]), eps_l=float(p["pdp_el"]))
-        return P.generate_tiers_for(table, cfg, rng=np.random.default_rng(p["seed"]), user_col=user_col)
+        return personalized.generate_tiers_for(table, cfg, rng=np.random.default_rng(p["seed"]), user_col=user_col)
     col = p["pdp_col"]
     if not col or col not in table.columns:
         raise ParameterError("Choose the column that holds each user's ε.")
@@ -170,11 +170,11 @@ def _build_spec(token: str, params: tuple, _ds: Dataset) -> P.PrivacySpec:
         tab = pd.DataFrame({col: table[col].astype(str)})
         if user_col:
             tab[user_col] = table[user_col].to_numpy()
-        return P.spec_from_labels(tab, col, mapping, user_col=user_col, default_eps=float(p["pdp_default"]))
-    return P.spec_from_column(table, col, user_col=user_col, default_eps=float(p["pdp_default"]))
+        return personalized.spec_from_labels(tab, col, mapping, user_col=user_col, default_eps=float(p["pdp_default"]))
+    return personalized.spec_from_column(table, col, user_col=user_col, default_eps=float(p["pdp_default"]))
 
 
-def build_spec(ds: Dataset) -> P.PrivacySpec:
+def build_spec(ds: Dataset) -> personalized.PrivacySpec:
     p = spec_params()
     return _build_spec(state.token(), tuple(sorted(p.items(), key=lambda kv: kv[0])), ds)
 
@@ -183,47 +183,48 @@ def spec_key() -> tuple:
     return tuple(sorted(spec_params().items(), key=lambda kv: kv[0]))
 
 
-def query_from_widgets(kind: str) -> P.Query:
+def query_from_widgets(kind: str) -> personalized.PersonalizedQuery:
     ss = st.session_state
     col = ss.get("pdp_value")
     lo = float(ss.get("pdp_lo", 0.0))
     hi = float(ss.get("pdp_hi", 1.0))
-    return P.Query(kind, column=col, cutoff=float(ss.get("pdp_cutoff", 1.0)), lo=lo, hi=hi,
+    return personalized.PersonalizedQuery(kind, column=col, cutoff=float(ss.get("pdp_cutoff", 1.0)), lo=lo, hi=hi,
                    median_score=ss.get("pdp_score", "rank"), integer=bool(ss.get("pdp_integer", False)))
 
 
-def mechanism(short: str, t_rule: str = "max", t_custom: float = 0.5, rescale: bool = False) -> P.PDPMechanism:
+def mechanism(short: str, t_rule: str = "max", t_custom: float = 0.5,
+              rescale: bool = False) -> personalized.PDPMechanism:
     t: Any = t_custom if t_rule == "custom" else t_rule
     if short == "M":
-        return P.Minimum()
+        return personalized.Minimum()
     if short == "T":
-        return P.Threshold(t)
+        return personalized.Threshold(t)
     if short == "S":
-        return P.Sample(t, rescale=rescale)
+        return personalized.Sample(t, rescale=rescale)
     if short == "PE":
-        return P.PE()
-    return P.Stretching(rescale=rescale)
+        return personalized.PE()
+    return personalized.Stretching(rescale=rescale)
 
 
 @st.cache_data(show_spinner="Comparing mechanisms on the data…", max_entries=16, scope="session")
-def cached_compare(token: str, skey: tuple, query: P.Query, runs: int, seed: int, _ds: Dataset,
-                   _spec: P.PrivacySpec) -> pd.DataFrame:
+def cached_compare(token: str, skey: tuple, query: personalized.PersonalizedQuery, runs: int, seed: int, _ds: Dataset,
+                   _spec: personalized.PrivacySpec) -> pd.DataFrame:
     memory.guard("simulation", rows=_ds.n, columns=1)
-    return P.compare(_ds.table, _spec, query, runs=runs, rng=np.random.default_rng(seed))
+    return personalized.compare(_ds.table, _spec, query, runs=runs, rng=np.random.default_rng(seed))
 
 
 @st.cache_data(show_spinner="Computing the error curve…", max_entries=16, scope="session")
-def cached_curve(token: str, skey: tuple, query: P.Query, ts: tuple[float, ...], which: str, runs: int, seed: int,
-                 _ds: Dataset, _spec: P.PrivacySpec) -> pd.DataFrame:
+def cached_curve(token: str, skey: tuple, query: personalized.PersonalizedQuery, ts: tuple[float, ...], which: str,
+                 runs: int, seed: int, _ds: Dataset, _spec: personalized.PrivacySpec) -> pd.DataFrame:
     memory.guard("simulation", rows=_ds.n, columns=1)
-    return P.threshold_curve(_ds.table, _spec, query, list(ts), mechanism=which, runs=runs,
+    return personalized.threshold_curve(_ds.table, _spec, query, list(ts), mechanism=which, runs=runs,
                              rng=np.random.default_rng(seed))
 
 
 @st.cache_data(show_spinner="Running the paper's experiment…", max_entries=8, ttl=state.PUBLIC_CACHE_TTL_S)
 def cached_experiment(task: str, runs: int, score: str, seed: int) -> pd.DataFrame:
-    cfg = P.ExperimentConfig(median_score=score)
-    return P.paper_experiment(task, runs=runs, rng=np.random.default_rng(seed), config=cfg)
+    cfg = personalized.ExperimentConfig(median_score=score)
+    return personalized.paper_experiment(task, runs=runs, rng=np.random.default_rng(seed), config=cfg)
 
 
 def fmt(v: Any) -> str:
@@ -258,7 +259,7 @@ def delivered_display(df: pd.DataFrame) -> pd.io.formats.style.Styler:
                              "mean extra protection (Φ − delivered)": "{:.3g}"})
 
 
-def pi_thresholds(spec: P.PrivacySpec, t: float) -> dict[str, float]:
+def pi_thresholds(spec: personalized.PrivacySpec, t: float) -> dict[str, float]:
     """The thresholds whose π curves are drawn: the chosen t, max Φ and mean Φ (near-duplicates dropped)."""
     out: dict[str, float] = {}
     for name, v in ((f"t = {t:g}", t), (f"t = max Φ = {spec.max_eps:.3g}", spec.max_eps),
@@ -268,13 +269,13 @@ def pi_thresholds(spec: P.PrivacySpec, t: float) -> dict[str, float]:
     return out
 
 
-def t_slider_step(spec: P.PrivacySpec) -> float:
+def t_slider_step(spec: personalized.PrivacySpec) -> float:
     """Step (and smallest value) of the threshold slider: 0.01, or 0.001 when some Φ is below 0.01 (otherwise
     no t at or below those users' choices could be picked)."""
     return 0.001 if spec.min_eps < 0.01 else 0.01
 
 
-def t_slider_range(spec: P.PrivacySpec) -> tuple[float, float, float]:
+def t_slider_range(spec: personalized.PrivacySpec) -> tuple[float, float, float]:
     """(min, max, start) of the threshold slider: one step to 1.5·max Φ, starting at mean Φ."""
     step = t_slider_step(spec)
     digits = 3 if step < 0.01 else 2
@@ -283,7 +284,7 @@ def t_slider_range(spec: P.PrivacySpec) -> tuple[float, float, float]:
     return step, hi, start
 
 
-def t_grid(spec: P.PrivacySpec, points: int = 14) -> tuple[float, ...]:
+def t_grid(spec: personalized.PrivacySpec, points: int = 14) -> tuple[float, ...]:
     """Thresholds from min Φ to 1.5·max Φ on a log scale, plus max Φ and mean Φ."""
     lo = max(spec.min_eps, 1e-3)
     hi = spec.max_eps * 1.5
@@ -291,7 +292,8 @@ def t_grid(spec: P.PrivacySpec, points: int = 14) -> tuple[float, ...]:
     return tuple(float(x) for x in np.unique(np.round(np.r_[g, spec.max_eps, spec.mean_eps], 6)))
 
 
-def prdp_run_key(query: P.Query, c: float, eps_min: float, eps_max: float, seed: int, teaching: bool) -> tuple:
+def prdp_run_key(query: personalized.PersonalizedQuery, c: float, eps_min: float, eps_max: float, seed: int,
+                 teaching: bool) -> tuple:
     """What a PDP-vs-PrDP comparison was computed from: a stored table is shown only while all of it is
     unchanged (another dataset, specification, query or mode must not show an old table — in review mode
     never one holding true answers)."""
@@ -311,46 +313,47 @@ def on_run_release() -> None:
         rng, seed = state.rng_and_seed()
         memory.guard("release", rows=ds.n, columns=4)  # values, Φ, requested and delivered ε per tuple
         rel = m.release(ds.table, spec, q, rng=rng, seed=seed, reveal=state.teaching())
-        rel = P.flag_design_defaults(rel, data_default_params(q.kind if q.column is not None else "count"))
+        rel = personalized.flag_design_defaults(rel, data_default_params(q.kind if q.column is not None else "count"))
         state.record_release(rel)
         ss["pdp_last_release"] = rel
     except PrdpError as err:
         ss["pdp_release_error"] = err
 
 
-def reproduce_code(ds_source: dict[str, Any], ds: Dataset, params: dict[str, Any], query: P.Query,
-                   seed: int) -> str:
+def reproduce_code(ds_source: dict[str, Any], ds: Dataset, params: dict[str, Any],
+                   query: personalized.PersonalizedQuery, seed: int) -> str:
     """prdp_core code that rebuilds the specification and runs the comparison shown on the page (columns
     and labels are written as literals, ``repr``, never as code)."""
     user = None if params["pdp_user"] in (None, EACH_RECORD) else params["pdp_user"]
     if params["pdp_source"] == "tiers":
         cfg = {k: float(params[f"pdp_{p}"]) for k, p in (("f_c", "fc"), ("f_m", "fm"), ("eps_c", "ec"),
                                                           ("eps_m", "em"), ("eps_l", "el"))}
-        spec = (f"cfg = P.TierConfig(**{literal(cfg)})\n"
-                f"spec = P.generate_tiers_for(ds.table, cfg, rng=np.random.default_rng({int(params['seed'])}), "
-                f"user_col={literal(user)})")
+        spec = (f"cfg = personalized.TierConfig(**{literal(cfg)})\n"
+                f"spec = personalized.generate_tiers_for(ds.table, cfg, "
+                f"rng=np.random.default_rng({int(params['seed'])}), user_col={literal(user)})")
     elif params["labels"]:
         col = literal(params["pdp_col"])
-        spec = (f"spec = P.spec_from_labels(ds.table.astype({{{col}: str}}), {col}, "
+        spec = (f"spec = personalized.spec_from_labels(ds.table.astype({{{col}: str}}), {col}, "
                 f"{literal(label_mapping(params['labels']))}, user_col={literal(user)}, "
                 f"default_eps={literal(float(params['pdp_default']))})")
     else:
-        spec = (f"spec = P.spec_from_column(ds.table, {literal(params['pdp_col'])}, user_col={literal(user)}, "
-                f"default_eps={literal(float(params['pdp_default']))})")
+        spec = (f"spec = personalized.spec_from_column(ds.table, {literal(params['pdp_col'])}, "
+                f"user_col={literal(user)}, default_eps={literal(float(params['pdp_default']))})")
     return f"""
 import numpy as np
 import prdp_core
-from prdp_core.mechanisms import personalized as P
+from prdp_core.mechanisms import personalized
 
 {load_code(ds_source or {}, ds)}
 {spec}
 print(spec.summary(), spec.tier_table(), sep="\\n")
 
 # a roster read from the table (spec.roster == "table") makes every release a substitution-neighbour statement
-query = P.Query({literal(query.kind)}, column={literal(query.column)}, cutoff={literal(query.cutoff)},
-                lo={literal(query.lo)}, hi={literal(query.hi)}, integer={bool(query.integer)!r})
-print(P.delivered_table(spec, P.paper_mechanisms(query.kind)))
-print(P.compare(ds.table, spec, query, runs=100, rng=np.random.default_rng({seed})))  # uses the private data
-release = P.Sample("max").release(ds.table, spec, query, rng=np.random.default_rng({seed}), seed={seed})
+query = personalized.PersonalizedQuery({literal(query.kind)}, column={literal(query.column)},
+                                       cutoff={literal(query.cutoff)}, lo={literal(query.lo)}, hi={literal(query.hi)},
+                                       integer={bool(query.integer)!r})
+print(personalized.delivered_table(spec, personalized.paper_mechanisms(query.kind)))
+print(personalized.compare(ds.table, spec, query, runs=100, rng=np.random.default_rng({seed})))  # uses the private data
+release = personalized.Sample("max").release(ds.table, spec, query, rng=np.random.default_rng({seed}), seed={seed})
 print(release.answers, release.params["neighbours"], release.entries[0].loss.describe())
 """

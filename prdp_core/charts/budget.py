@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..budget import BudgetFunction, Groups, value_grid
+from ..mechanisms.prdp import BudgetFunction, Groups, value_grid
 from . import PALETTE, layout, plain_figure, plain_text
 
 _METHOD_LABEL = {"extension": "PrDP extension (Sec. 5.2)", "framework": "PrDP framework (Alg. 2)",

@@ -1,7 +1,7 @@
 """Figures of the Concepts page: what ε means, zCDP ↔ (ε, δ), per-attribute costs, histograms.
 
 Builders only arrange numbers computed by :mod:`prdp_core.interpret` and
-:mod:`prdp_core.mechanisms.partial`; they compute no privacy math themselves.
+:mod:`prdp_core.mechanisms.granular`; they compute no privacy math themselves.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def conversion_figure(table: pd.DataFrame, delta: float, rho: float | None = Non
 
 
 def granularity_figure(table: pd.DataFrame, *, kind: str, k: int, workload: str = "marginals") -> go.Figure:
-    """Loss of a change of s attributes under an ε0 per-attribute guarantee (``partial.granularity_table``)."""
+    """Loss of a change of s attributes under an ε0 per-attribute guarantee (``granular.granularity_table``)."""
     unit = "ε (pure)" if kind == "pure" else "ε in √(2ρ) units (zCDP)"
     names = {"group": "any ε0-per-attribute mechanism (group privacy, Prop. 8)",
              "disjoint": "one release per attribute (Lemma 10)",
@@ -94,7 +94,7 @@ def attribute_rho_figure(table: pd.DataFrame, subset_rho: float | None = None) -
 
 def histogram_comparison_figure(table: pd.DataFrame, methods: Sequence[str], *,
                                 truth: bool = False) -> go.Figure:
-    """Published estimates of the largest cells by each histogram (``partial.compare_cells``)."""
+    """Published estimates of the largest cells by each histogram (``granular.compare_cells``)."""
     fig = go.Figure()
     for i, m in enumerate(methods):
         fig.add_trace(go.Bar(x=_v(table["cell"]), y=_v(table[m]), name=m, marker_color=PALETTE[i],

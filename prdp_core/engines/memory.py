@@ -17,7 +17,7 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from ..budget import ceil_log2
+from ..mechanisms.prdp.domains import ceil_log2
 from ..codes import GroupCells, OwnerCells, column_codes, sorted_unique
 from ..data import Schema, TableCheck, check_table
 from ..distribution import MAX_EXACT_VALUES, LossDistribution, log_edges

@@ -34,7 +34,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..budget import Constant, Expression, Groups, Inverse, Log, Shape, Sqrt, Step, _quote_names
+from ..mechanisms.prdp.expressions import _quote_names
+from ..mechanisms.prdp.shapes import Constant, Expression, Groups, Inverse, Log, Shape, Sqrt, Step
 from ..errors import ExpressionError, ParameterError, PolicyError
 from ..splitting import DEFAULT_KEY, Thresholds
 from ..workload import Filter

@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from ..accounting import FlatLoss, LedgerEntry
-from ..budget import BudgetFunction
+from .prdp.budget import BudgetFunction
 from ..errors import ParameterError
 from ..release import Release
 from ..secure import SecureSampler, to_units
@@ -230,7 +230,7 @@ def global_minimum(budget: BudgetFunction, column: str | None = None, *, upper: 
     It is E-PrDP (every record's E(r) ≥ ε̌) and ignores every larger budget. ``upper`` defaults
     to the budget's domain bound U (values live in [0, U])."""
     if not isinstance(budget, BudgetFunction):
-        raise ParameterError("budget must be a BudgetFunction (see prdp_core.budget.parse_budget).")
+        raise ParameterError("budget must be a BudgetFunction (see prdp_core.mechanisms.prdp.parse_budget).")
     u = float(budget.U) if upper is None else _positive("The upper clipping bound", upper)
     return ClippedSum(column, float(budget.eps_min), upper=u, lower=0.0, noise="laplace", name="global minimum")
 

@@ -31,7 +31,7 @@ def test_renders_with_published_numbers(page):
     assert len(at.checkbox) == len(interpret.LIMITATIONS)
     assert len(at.get("plotly_chart")) >= 5
     code = at.code[0].value
-    assert "interpret.zcdp_side_by_side(2.63, 1e-06)" in code and "partial.heavy_hitter_histogram" in code
+    assert "interpret.zcdp_side_by_side(2.63, 1e-06)" in code and "granular.heavy_hitter_histogram" in code
     assert not at.error
     scope: dict = {}
     exec(compile(code, "reproduce.py", "exec"), scope)  # the shown code runs as is
@@ -90,8 +90,8 @@ def test_histogram_lab_generated_and_ledger():
     assert "**Heavy-hitter histogram**: ε0 = **0.825** per attribute" in t
     assert "Heavy cells (at least νn = 200 records)" in t
     assert len(at.session_state["ledger"]) == 2
-    assert {e.mechanism for e in at.session_state["ledger"].entries} == {"partial.heavy_hitter_histogram",
-                                                                          "partial.standard_histogram"}
+    assert {e.mechanism for e in at.session_state["ledger"].entries} == {"granular.heavy_hitter_histogram",
+                                                                          "granular.standard_histogram"}
     # a rerun without a click reuses the result and records nothing new
     _run(at)
     assert len(at.session_state["ledger"]) == 2

@@ -202,7 +202,7 @@ def test_small_sample_with_label_column():
 @pytest.mark.parametrize("source", ["tiers", "column", "labels"])
 def test_reproduce_code_runs(source):
     from prdp_core import samples
-    from prdp_core.mechanisms import personalized as P
+    from prdp_core.mechanisms.personalized.query import PersonalizedQuery
     from ui import personalized as upd
 
     params = dict(upd.SPEC_DEFAULTS, labels=(), seed=3)
@@ -212,7 +212,7 @@ def test_reproduce_code_runs(source):
         params["labels"] = (("1", 0.1), ("2", 0.5))
     source = {"kind": "sample", "name": "sim_pareto", "n": 2000, "seed": 0}
     ds = samples.load_dataset("sim_pareto", n=2000, seed=0)
-    code = upd.reproduce_code(source, ds, params, P.Query("count", "HT1", cutoff=2, hi=100), 3)
+    code = upd.reproduce_code(source, ds, params, PersonalizedQuery("count", "HT1", cutoff=2, hi=100), 3)
     exec(compile(code, "<reproduce>", "exec"), {})
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import importlib
 import inspect
+import pkgutil
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,10 @@ import pytest
 from .test_statdp_audit import CASES
 
 ROOT = Path(__file__).resolve().parents[2]
-MODULES = ("unit_splitting", "prdp", "prldp", "personalized", "multitier", "multitier_central", "multitier_local",
-           "partial", "baselines")
+#: inventory prefix → module of prdp_core.mechanisms, or package: its concept modules are searched, except
+#: those listed under a prefix of their own
+MODULES = {"unit_splitting": "unit_splitting", "prdp": "prdp", "prldp": "prdp.local", "personalized": "personalized",
+           "multitier": "multitier", "granular": "granular", "baselines": "baselines"}
 
 A = "tests/audit/"
 U = "tests/unit/"
@@ -67,9 +70,10 @@ INVENTORY: dict[str, list[str]] = {
         A + "test_prdp_split_audit.py::test_charged_loss_covers_both_parts_and_stays_within_the_budget",
         "statdp:prdp.framework.part1", "statdp:prdp.framework.M.count", "statdp:prdp.framework.M.sum",
         "statdp:prdp.framework.M.max", "statdp:prdp.framework.M.distinct"],
-    "prdp.ClippedSum": [U + "test_prdp.py::test_clipped_sum_threshold_selection_exact_audit",
-                        U + "test_prdp.py::test_clipped_sum_laplace_scale_with_power", "statdp:prdp.framework.M.sum"],
-    "prdp.RankMax": [U + "test_prdp.py::test_rank_max_exact_audit_and_sampling", "statdp:prdp.framework.M.max"],
+    "prdp.ClippedSum": [U + "prdp/test_answers.py::test_clipped_sum_threshold_selection_exact_audit",
+                        U + "prdp/test_answers.py::test_clipped_sum_laplace_scale_with_power",
+                        "statdp:prdp.framework.M.sum"],
+    "prdp.RankMax": [U + "prdp/test_answers.py::test_rank_max_exact_audit_and_sampling", "statdp:prdp.framework.M.max"],
     "prdp.LaplaceCount": [A + "test_scale_audit.py::test_framework_count_and_distinct_answer_noise_scale_with_power",
                        "statdp:prdp.framework.M.count", "statdp:prdp.naive"],
     "prdp.DistinctCount": [A + "test_scale_audit.py::test_framework_count_and_distinct_answer_noise_scale_with_power",
@@ -77,15 +81,15 @@ INVENTORY: dict[str, list[str]] = {
     "prdp.sum_extension": [A + "test_scale_audit.py::test_sum_extension_noise_per_domain_scale_with_power",
                            "statdp:prdp.sum_extension"],
     "prdp.naive": [A + "test_scale_audit.py::test_prdp_naive_noise_at_the_global_minimum_scale_with_power",
-                   U + "test_prdp.py::test_clipped_sum_laplace_scale_with_power", "statdp:prdp.naive"],
+                   U + "prdp/test_answers.py::test_clipped_sum_laplace_scale_with_power", "statdp:prdp.naive"],
     # PrLDP
-    "prldp.count": [U + "test_prldp.py::test_laplace_sum_is_exactly_a_sum_of_laplace_with_power",
+    "prldp.count": [U + "prdp/test_local.py::test_laplace_sum_is_exactly_a_sum_of_laplace_with_power",
                     "statdp:prldp.count"],
     "prldp.framework": [A + "test_scale_audit.py::test_prldp_round_two_scale_with_power", "statdp:prldp.framework"],
     "prldp.naive": [A + "test_scale_audit.py::test_prldp_naive_scale_with_power", "statdp:prldp.naive"],
     # personalized DP
     "personalized.Minimum": [A + "test_personalized_audit.py::test_minimum_and_threshold_median_respect_the_promise",
-                             U + "test_personalized.py::test_laplace_noise_scale_with_power",
+                             U + "personalized/test_mechanisms.py::test_laplace_noise_scale_with_power",
                              "statdp:personalized.minimum", "statdp:personalized.minimum.median"],
     "personalized.Threshold": [A + "test_personalized_audit.py::test_minimum_and_threshold_median_respect_the_promise",
                                "statdp:personalized.threshold", "statdp:personalized.threshold.below"],
@@ -94,21 +98,21 @@ INVENTORY: dict[str, list[str]] = {
                             A + "test_personalized_audit.py::test_sample_median_respects_each_users_phi",
                             "statdp:personalized.sample"],
     "personalized.PE": [A + "test_personalized_audit.py::test_pe_respects_each_users_phi_on_all_neighbour_pairs",
-                        U + "test_personalized.py::test_pe_sampler_matches_pmf_with_power",
+                        U + "personalized/test_pe.py::test_pe_sampler_matches_pmf_with_power",
                         "statdp:personalized.pe.count", "statdp:personalized.pe.median"],
     "personalized.Stretching": [A + "test_personalized_audit.py::test_stretching_log_ratio_is_phi_times_value_share",
                                 "statdp:personalized.stretching"],
     "personalized.PDPMechanism": [A + "test_personalized_audit.py::test_sample_count_implementation_matches_the_exact_law"],
-    "personalized.release": [U + "test_personalized.py::test_every_release_delivers_at_most_the_request",
+    "personalized.release": [U + "personalized/test_release.py::test_every_release_delivers_at_most_the_request",
                              A + "test_personalized_audit.py::test_table_roster_substitution_losses_are_exact_upper_bounds",
                              A + "test_personalized_audit.py::test_table_roster_count_laplace_ratio"],
-    "personalized.run_prdp": [U + "test_personalized.py::test_pdp_data_through_the_prdp_framework",
+    "personalized.run_prdp": [U + "personalized/test_reduction.py::test_pdp_data_through_the_prdp_framework",
                               "statdp:prdp.framework.part1"],
     # multi-tier
     "multitier.release_central": [A + "test_multitier_audit.py::test_central_full_coalition_costs_the_top_budget",
                                   A + "test_multitier_audit.py::test_central_marginal_of_a_derived_tier_is_exact",
-                                  U + "test_multitier_central.py::test_continuous_chain_reproduces_every_tier_with_power",
-                                  U + "test_multitier_central.py::test_multiscale_noise_is_eps_dp_exactly",
+                                  U + "multitier/test_central.py::test_continuous_chain_reproduces_every_tier_with_power",
+                                  U + "multitier/test_noise_families.py::test_multiscale_noise_is_eps_dp_exactly",
                                   "statdp:multitier.central.geometric", "statdp:multitier.central.laplace"],
     "multitier.release_local": [A + "test_multitier_audit.py::test_every_template_and_served_tier_is_exact",
                                 A + "test_multitier_audit.py::test_coalitions_of_templates_cost_the_top_level",
@@ -116,18 +120,18 @@ INVENTORY: dict[str, list[str]] = {
                                 A + "test_multitier_audit.py::test_released_counts_on_neighbouring_tables_cost_one_users_level",
                                 A + "test_multitier_audit.py::test_released_counts_when_one_record_leaves_the_filter"],
     # granular DP
-    "partial.heavy_hitter_histogram": [A + "test_partial_audit.py::test_accountant_bounds_every_output_on_random_data",
-                                       A + "test_partial_audit.py::test_whole_histogram_exact_and_paper_failure",
-                                       A + "test_partial_audit.py::test_engine_outputs_d8_within_accountant",
-                                       A + "test_partial_audit.py::test_worst_output_d8_reaches_accountant",
-                                       U + "test_partial.py::test_heavy_hitter_counts_are_laplace_4_over_eps"],
-    "partial.standard_histogram": [A + "test_partial_audit.py::test_second_stage_sensitivity_is_two",
-                                   U + "test_partial.py::test_standard_histogram_noise_dense",
-                                   "statdp:partial.standard_histogram"],
-    "partial.census_2020_illustrative": [
-        A + "test_partial_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
-    "partial.releases_from_table": [
-        A + "test_partial_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
+    "granular.heavy_hitter_histogram": [A + "test_granular_audit.py::test_accountant_bounds_every_output_on_random_data",
+                                        A + "test_granular_audit.py::test_whole_histogram_exact_and_paper_failure",
+                                        A + "test_granular_audit.py::test_engine_outputs_d8_within_accountant",
+                                        A + "test_granular_audit.py::test_worst_output_d8_reaches_accountant",
+                                        U + "granular/test_histogram.py::test_heavy_hitter_counts_are_laplace_4_over_eps"],
+    "granular.standard_histogram": [A + "test_granular_audit.py::test_second_stage_sensitivity_is_two",
+                                    U + "granular/test_histogram.py::test_standard_histogram_noise_dense",
+                                    "statdp:granular.standard_histogram"],
+    "granular.census_2020_illustrative": [
+        A + "test_granular_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
+    "granular.releases_from_table": [
+        A + "test_granular_audit.py::test_attribute_subset_accountant_matches_gaussian_histograms"],
     # private suggestions of public parameters (a DP quantile over a public grid)
     "dp_quantile.dp_quantile": [
         U + "test_dp_quantile.py::test_exact_law_on_neighbouring_datasets_is_eps_dp_and_a_halved_scale_is_not",
@@ -174,15 +178,18 @@ NOT_MECHANISMS = {
 def _mechanism_entry_points() -> set[str]:
     """Public functions returning a Release (or release lists) and classes with release/answer."""
     found = set()
-    for m in MODULES:
-        mod = importlib.import_module(f"prdp_core.mechanisms.{m}")
-        for name, obj in vars(mod).items():
-            if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
-                continue
-            if inspect.isfunction(obj) and "Release" in str(inspect.signature(obj).return_annotation):
-                found.add(f"{m}.{name}")
-            elif inspect.isclass(obj) and (hasattr(obj, "release") or hasattr(obj, "answer")):
-                found.add(f"{m}.{name}")
+    for m, path in MODULES.items():
+        top = importlib.import_module(f"prdp_core.mechanisms.{path}")
+        subs = [importlib.import_module(f"{top.__name__}.{s.name}") for s in pkgutil.iter_modules(top.__path__)
+                if f"{path}.{s.name}" not in MODULES.values()] if hasattr(top, "__path__") else [top]
+        for mod in subs:
+            for name, obj in vars(mod).items():
+                if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
+                    continue
+                if inspect.isfunction(obj) and "Release" in str(inspect.signature(obj).return_annotation):
+                    found.add(f"{m}.{name}")
+                elif inspect.isclass(obj) and (hasattr(obj, "release") or hasattr(obj, "answer")):
+                    found.add(f"{m}.{name}")
     return found
 
 

@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import budget as B
 from prdp_core import engines
 from prdp_core.data import Schema, prepare_dataset
-from prdp_core.mechanisms import prdp as P
+from prdp_core.mechanisms.prdp.budget import inverse
+from prdp_core.mechanisms.prdp.central import count, count_of
 
 pytestmark = pytest.mark.xdist_group("engines")
 
@@ -32,11 +32,11 @@ def tables(tmp_path_factory):
 
 def test_count_of_draws_the_noise_of_count_and_charges_the_same_losses(tables):
     ds, held = tables
-    E = B.inverse(1e4, "bal", U=1e9)
+    E = inverse(1e4, "bal", U=1e9)
     for seed in range(20):
-        ref = P.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta=0.1, rng=np.random.default_rng(seed))
+        ref = count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta=0.1, rng=np.random.default_rng(seed))
         for data in [ds, ds.table, *held]:
-            got = P.count_of(data, E, beta=0.1, rng=np.random.default_rng(seed))
+            got = count_of(data, E, beta=0.1, rng=np.random.default_rng(seed))
             assert got.answers["estimate"].iloc[0] == ref.answers["estimate"].iloc[0]
             assert np.array_equal(got.extras["scales"], ref.extras["scales"])
             assert np.array_equal(got.extras["noisy_counts"], ref.extras["noisy_counts"])

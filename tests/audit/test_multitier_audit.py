@@ -27,9 +27,13 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from prdp_core.mechanisms import multitier as mt
-from prdp_core.mechanisms import multitier_central as mc
-from prdp_core.mechanisms import multitier_local as ml
+from prdp_core.mechanisms.multitier.central import plan_central
+from prdp_core.mechanisms.multitier.coalitions import coalition_loss
+from prdp_core.mechanisms.multitier.local import plan_local
+from prdp_core.mechanisms.multitier.queries import RecordFilter, bin_measure, local_categories
+from prdp_core.mechanisms.multitier.noise_families import noise_family
+from prdp_core.mechanisms.multitier.simulation import brr_flip_probability
+from prdp_core.mechanisms.multitier.subset import chain_marginals_exact, expansion_matrix, joint_exact, max_log_ratio, paper_rescale_parameter, rescale_keep_probability, rescale_matrix, subset_pmf_exact, subsets_of_size
 
 TIER_LISTS = [
     [2.5, 1.6, 1.2, 0.9, 0.5, 0.3, 0.05],
@@ -48,27 +52,27 @@ def _tiers(eps):
 @pytest.mark.parametrize("variant", ["subset2", "subset1"])
 def test_every_template_and_served_tier_is_exact(d, variant):
     for eps in TIER_LISTS:
-        plan = mt.plan_local(_tiers(eps), d, variant=variant)
-        marg = ml.chain_marginals_exact(plan.templates, d)
+        plan = plan_local(_tiers(eps), d, variant=variant)
+        marg = chain_marginals_exact(plan.templates, d)
         for t, P in zip(plan.templates, marg):
-            assert np.abs(P - ml.subset_pmf_exact(t.k, t.rho, d)).max() < 1e-12
-            assert ml.max_log_ratio(P) == pytest.approx(t.eps, abs=1e-9)
+            assert np.abs(P - subset_pmf_exact(t.k, t.rho, d)).max() < 1e-12
+            assert max_log_ratio(P) == pytest.approx(t.eps, abs=1e-9)
         for tier, i in zip(plan.tiers, plan.served):
-            assert ml.max_log_ratio(marg[i]) <= tier.eps + 1e-9, (d, variant, eps, tier)
+            assert max_log_ratio(marg[i]) <= tier.eps + 1e-9, (d, variant, eps, tier)
 
 
 @pytest.mark.parametrize("d", [4, 5, 7, 8])
 def test_coalitions_of_templates_cost_the_top_level(d):
-    plan = mt.plan_local(_tiers(TIER_LISTS[0]), d)
+    plan = plan_local(_tiers(TIER_LISTS[0]), d)
     served = sorted(set(plan.served))
     for size in (2, 3):
         for members in combinations(served, size):
             if math.prod(math.comb(d, plan.templates[m].k) for m in members) > 200_000:
                 continue
-            J = ml.joint_exact(plan.templates, list(members), d)
-            assert ml.max_log_ratio(J.reshape(d, -1)) == pytest.approx(plan.templates[members[0]].eps, abs=1e-9)
+            J = joint_exact(plan.templates, list(members), d)
+            assert max_log_ratio(J.reshape(d, -1)) == pytest.approx(plan.templates[members[0]].eps, abs=1e-9)
     # the engine's coalition computation agrees, and independent reports would cost the sum
-    full = mt.coalition_loss(plan)
+    full = coalition_loss(plan)
     assert full.multitier <= max(plan.eps) + 1e-9 and full.independent == pytest.approx(sum(plan.eps))
 
 
@@ -78,23 +82,23 @@ def _chain_with_printed_beta(plan, d):
     Returns the exact max log-ratio of every template, or None once a step's printed
     parameter is not a probability (an implementation would fail there).
     """
-    cur = ml.subset_pmf_exact(1, math.inf, d)
+    cur = subset_pmf_exact(1, math.inf, d)
     k, rho_prev = 1, math.inf
     levels = []
     for t in plan.templates:
         if t.op == "expansion":
-            cur = cur @ ml.expansion_matrix(k, d)
+            cur = cur @ expansion_matrix(k, d)
             k += 1
         else:
             if math.isinf(rho_prev):  # the printed form is ∞/∞ here; use its limit (ρ′−1)k/d
                 b = (t.rho - 1) * k / d
             else:
-                b = ml.paper_rescale_parameter(rho_prev, t.rho, k, d)
+                b = paper_rescale_parameter(rho_prev, t.rho, k, d)
             if not 0 <= b <= 1:
                 return levels, b
-            cur = cur @ ml.rescale_matrix(k, b, d)
-        rho_prev = math.exp(ml.max_log_ratio(cur))
-        levels.append(ml.max_log_ratio(cur))
+            cur = cur @ rescale_matrix(k, b, d)
+        rho_prev = math.exp(max_log_ratio(cur))
+        levels.append(max_log_ratio(cur))
     return levels, "ok"
 
 
@@ -102,17 +106,17 @@ def test_printed_rescale_parameter_would_violate_the_budgets():
     """Regression: with the paper's β the chain breaks (β > 1) or a tier gets more than its ε."""
     # one step, exactly enumerated: Subset(x, 3, ln 1.5) rescaled towards ln 1.2, d = 7
     d = 7
-    start = ml.subset_pmf_exact(3, 1.5, d)
-    printed = ml.paper_rescale_parameter(1.5, 1.2, 3, d)
-    got = ml.max_log_ratio(start @ ml.rescale_matrix(3, printed, d))
+    start = subset_pmf_exact(3, 1.5, d)
+    printed = paper_rescale_parameter(1.5, 1.2, 3, d)
+    got = max_log_ratio(start @ rescale_matrix(3, printed, d))
     assert got == pytest.approx(math.log(1.3888889), abs=1e-6) and got > math.log(1.2) + 0.1  # violates ε
-    fixed = ml.rescale_keep_probability(1.5, 1.2, 3, d)
-    assert ml.max_log_ratio(start @ ml.rescale_matrix(3, fixed, d)) == pytest.approx(math.log(1.2), abs=1e-12)
+    fixed = rescale_keep_probability(1.5, 1.2, 3, d)
+    assert max_log_ratio(start @ rescale_matrix(3, fixed, d)) == pytest.approx(math.log(1.2), abs=1e-12)
     # whole chains: every one of these plans is broken by the printed parameter
     broken = 0
     for d in (5, 7, 8):
         for eps in TIER_LISTS[:3]:
-            plan = mt.plan_local(_tiers(eps), d)
+            plan = plan_local(_tiers(eps), d)
             # start the chain at the first template so that ρ = ∞ is not involved
             levels, status = _chain_with_printed_beta(plan, d)
             over = [lv - plan.templates[i].eps for i, lv in enumerate(levels)]
@@ -124,7 +128,7 @@ def test_printed_rescale_parameter_would_violate_the_budgets():
                 broken += 1
     assert broken == 9
     # the printed value exceeds 1 in the notes' example: not even a probability
-    assert ml.paper_rescale_parameter(9.0, 8.0, 1, 7) == pytest.approx(15.0)
+    assert paper_rescale_parameter(9.0, 8.0, 1, 7) == pytest.approx(15.0)
 
 
 def test_printed_parameter_overshoots_for_every_small_step():
@@ -136,9 +140,9 @@ def test_printed_parameter_overshoots_for_every_small_step():
         for rho in (1.3, 2.0, 4.0):
             for frac in (0.3, 0.6, 0.9):
                 rho2 = 1 + (rho - 1) * frac
-                b = ml.paper_rescale_parameter(rho, rho2, k, d)
+                b = paper_rescale_parameter(rho, rho2, k, d)
                 if 0 <= b <= 1:
-                    lvl = ml.max_log_ratio(ml.subset_pmf_exact(k, rho, d) @ ml.rescale_matrix(k, b, d))
+                    lvl = max_log_ratio(subset_pmf_exact(k, rho, d) @ rescale_matrix(k, b, d))
                     assert lvl > math.log(rho2) + 1e-6
                     viol += 1
     assert viol >= 5
@@ -148,18 +152,18 @@ def test_grr_and_brr_resampling_chains_are_exact():
     d = 5
     eps = [3.0, 1.4, 1.4, 0.2]
     # GRR: k = 1 Rescale chain from the true value
-    cur = ml.subset_pmf_exact(1, math.inf, d)
+    cur = subset_pmf_exact(1, math.inf, d)
     rho_prev = math.inf
     for e in eps:
-        cur = cur @ ml.rescale_matrix(1, ml.rescale_keep_probability(rho_prev, math.exp(e), 1, d), d)
+        cur = cur @ rescale_matrix(1, rescale_keep_probability(rho_prev, math.exp(e), 1, d), d)
         rho_prev = min(rho_prev, math.exp(e))
-        assert np.abs(cur - ml.subset_pmf_exact(1, math.exp(e), d)).max() < 1e-14
-        assert ml.max_log_ratio(cur) == pytest.approx(e, abs=1e-12)
+        assert np.abs(cur - subset_pmf_exact(1, math.exp(e), d)).max() < 1e-14
+        assert max_log_ratio(cur) == pytest.approx(e, abs=1e-12)
     # BRR: one bit, keep w.p. β = (1/2 − q′)/(1/2 − q) else a fair bit
     q_prev = 0.0
     bit = np.array([[1.0, 0.0], [0.0, 1.0]])  # rows: true bit 0/1
     for e in eps:
-        q = ml.brr_flip_probability(e)
+        q = brr_flip_probability(e)
         beta = (0.5 - q) / (0.5 - q_prev) if q > q_prev else 1.0
         bit = bit @ (beta * np.eye(2) + (1 - beta) * 0.5)
         q_prev = max(q_prev, q)
@@ -210,8 +214,8 @@ def test_central_full_coalition_costs_the_top_budget(eps):
     assert mt_loss == pytest.approx(max(eps), abs=1e-9)
     assert ind_loss == pytest.approx(sum(eps), abs=1e-9)
     # the engine computes the same numbers
-    plan = mt.plan_central(_tiers(eps), "geometric")
-    cl = mt.coalition_loss(plan)
+    plan = plan_central(_tiers(eps), "geometric")
+    cl = coalition_loss(plan)
     assert cl.multitier == pytest.approx(max(eps), abs=1e-9) and cl.independent == pytest.approx(sum(eps), abs=1e-9)
 
 
@@ -223,7 +227,7 @@ def test_central_marginal_of_a_derived_tier_is_exact():
     assert np.abs(conv[W - 20:W + 21] - _tsg(np.arange(-20, 21), 0.5)).max() < 1e-15
     # and Laplace: 0 w.p. (ε2/ε1)², else Laplace(1/ε2) — CF identity at many points
     t = np.linspace(-30, 30, 601)
-    lap = mc.noise_family("laplace")
+    lap = noise_family("laplace")
     w = (0.5 / 1.5) ** 2
     assert np.abs(lap.cf(t, 1 / 1.5) * (w + (1 - w) * lap.cf(t, 2.0)) - lap.cf(t, 2.0)).max() < 1e-14
 
@@ -235,8 +239,8 @@ def test_central_marginal_of_a_derived_tier_is_exact():
 
 def _column_count_pmf(cats: np.ndarray, k: int, rho: float, d: int) -> dict[tuple[int, ...], float]:
     """Exact pmf of the column counts Σ_users 1[j ∈ report] of n independent Subset(x, k, ln ρ) reports."""
-    P = ml.subset_pmf_exact(k, rho, d)
-    S = ml.subsets_of_size(d, k).astype(np.int64)
+    P = subset_pmf_exact(k, rho, d)
+    S = subsets_of_size(d, k).astype(np.int64)
     dist: dict[tuple[int, ...], float] = {(0,) * d: 1.0}
     for c in cats:
         new: dict[tuple[int, ...], float] = {}
@@ -263,7 +267,7 @@ def _old_codes(v: np.ndarray, d: int) -> np.ndarray:
 
 
 def _tier_pmf(codes: np.ndarray, d: int, eps: float) -> tuple[dict, float]:
-    plan = mt.plan_local([("a", eps)], d)
+    plan = plan_local([("a", eps)], d)
     t = plan.templates[plan.served[0]]
     return _column_count_pmf(codes, t.k, t.rho, d), float(plan.served_eps[0])
 
@@ -278,7 +282,7 @@ def test_released_counts_on_neighbouring_tables_cost_one_users_level(new_value):
     d, eps = 4, 1.0
     pmfs = []
     for table in (v, w):
-        codes, labels = mt.local_categories(pd.DataFrame({"x": table}), "x", d)
+        codes, labels = local_categories(pd.DataFrame({"x": table}), "x", d)
         pmf, level = _tier_pmf(codes, d, eps)
         pmfs.append(pmf)
     assert _max_log_ratio(*pmfs) <= level + 1e-9
@@ -295,11 +299,11 @@ def test_released_counts_when_one_record_leaves_the_filter():
     t1 = pd.DataFrame({"x": [120.0, 340.0, 2_000.0, 50.0], "g": ["a", "a", "b", "a"]})
     t2 = t1.copy()
     t2.loc[1, "g"] = "b"
-    f = mt.RecordFilter("g", "==", "a")
+    f = RecordFilter("g", "==", "a")
     eps = 1.0
     pmfs, levels = [], []
     for t in (t1, t2):
-        codes, labels = mt.local_categories(t, "x", 3, filter=f)
+        codes, labels = local_categories(t, "x", 3, filter=f)
         pmf, level = _tier_pmf(codes, len(labels), eps)
         pmfs.append(pmf)
         levels.append(level)
@@ -307,6 +311,6 @@ def test_released_counts_when_one_record_leaves_the_filter():
     # power: dropping non-matching users makes the number of reports (the support) differ
     old = []
     for t in (t1, t2):
-        codes, _ = mt.bin_measure(t.loc[f.mask(t), "x"].to_numpy(), 3)
+        codes, _ = bin_measure(t.loc[f.mask(t), "x"].to_numpy(), 3)
         old.append(_tier_pmf(codes, 3, eps)[0])
     assert _max_log_ratio(*old) == math.inf

@@ -19,7 +19,14 @@ import pytest
 from scipy import stats
 
 from prdp_core import noise
-from prdp_core.mechanisms import personalized as P
+from prdp_core.mechanisms.personalized.blackbox import BlackBox, em_pieces
+from prdp_core.mechanisms.personalized.mechanisms import Minimum, Sample, Stretching, Threshold
+from prdp_core.mechanisms.personalized.neighbours import noise_calibration
+from prdp_core.mechanisms.personalized.pe import pe_distribution
+from prdp_core.mechanisms.personalized.query import PersonalizedQuery
+from prdp_core.mechanisms.personalized.ranges import expand_pieces
+from prdp_core.mechanisms.personalized.sample import sample_probability
+from prdp_core.mechanisms.personalized.spec import spec_from_values
 
 # ---------------------------------------------------------------------------
 # Sample(t) with a discrete count: exact output law
@@ -35,7 +42,7 @@ def _poisson_binomial(pi: np.ndarray) -> np.ndarray:
 
 def _sample_count_pmf(bits: np.ndarray, phi: np.ndarray, t: float, support: np.ndarray) -> np.ndarray:
     """Exact pmf of Sample(t) with count + two-sided geometric(t) on ``support``."""
-    pi = P.sample_probability(phi, t)
+    pi = sample_probability(phi, t)
     pb = _poisson_binomial(pi[bits > 0])  # only kept 1-tuples change the count
     k = np.arange(pb.size)
     return (pb[None, :] * noise.two_sided_geometric_pmf(support[:, None] - k[None, :], t)).sum(axis=1)
@@ -74,7 +81,7 @@ def test_sample_count_exact_on_random_small_datasets():
         n = int(rng.integers(1, 8))
         phi = np.round(rng.uniform(0.01, 1.0, n), 2)
         bits = (rng.random(n) < 0.6).astype(float)
-        spec = P.spec_from_values(phi)
+        spec = spec_from_values(phi)
         t = spec.threshold(rng.choice(["max", "mean"])) if rng.random() < 0.7 else float(rng.uniform(0.05, 1.5))
         for x in range(n):
             with_x = bits.copy()
@@ -84,15 +91,15 @@ def test_sample_count_exact_on_random_small_datasets():
                                      _sample_count_pmf(with_x[rest], phi[rest], t, support))
             assert hi == pytest.approx(min(phi[x], t), abs=1e-6)
             assert lo >= -min(phi[x], t) - 1e-9
-            np.testing.assert_allclose(P.Sample(t).delivered(phi, spec)[x], min(phi[x], t))
+            np.testing.assert_allclose(Sample(t).delivered(phi, spec)[x], min(phi[x], t))
 
 
 def test_sample_count_implementation_matches_the_exact_law():
     bits = np.r_[np.ones(5), 0.0]
     phi = np.r_[PHI_NOTES, 1.0]
-    spec = P.spec_from_values(phi)
-    m = P.Sample(0.5, noise="geometric")
-    q = P.Query("count")
+    spec = spec_from_values(phi)
+    m = Sample(0.5, noise="geometric")
+    q = PersonalizedQuery("count")
     rng = np.random.default_rng(32)
     draws = np.array([m.answer(bits, phi, q, spec, rng=rng).estimate for _ in range(20_000)])
     support = np.arange(-30, 36)
@@ -113,12 +120,12 @@ def test_sample_wrapping_a_caller_supplied_black_box_has_the_exact_law():
     Poisson-binomial ⊛ geometric(t) law whose log-ratios are min(Φ, t) (test above)."""
     bits = np.r_[np.ones(5), 0.0]
     phi = np.r_[PHI_NOTES, 1.0]
-    spec = P.spec_from_values(phi)
-    bb = P.BlackBox("my geometric count",
+    spec = spec_from_values(phi)
+    bb = BlackBox("my geometric count",
                     lambda v, e, rng: float(v.sum()) + float(noise.two_sided_geometric(e, rng=rng)))
-    q = P.Query("count", black_box=bb)
+    q = PersonalizedQuery("count", black_box=bb)
     rng = np.random.default_rng(33)
-    draws = np.array([P.Sample(0.5).answer(bits, phi, q, spec, rng=rng).estimate for _ in range(20_000)])
+    draws = np.array([Sample(0.5).answer(bits, phi, q, spec, rng=rng).estimate for _ in range(20_000)])
     support = np.arange(-30, 36)
     obs = np.array([(draws == s).sum() for s in support])
 
@@ -131,12 +138,12 @@ def test_sample_wrapping_a_caller_supplied_black_box_has_the_exact_law():
     assert pvalue(_sample_count_pmf(bits, phi, 0.5, support)) > 1e-3
     # power: a wrapper that kept every tuple, or ran the black box at 2t, is rejected
     assert pvalue(_sample_count_pmf(bits, np.full(6, 5.0), 0.5, support)) < 1e-6
-    pi = P.sample_probability(phi[:5], 0.5)
+    pi = sample_probability(phi[:5], 0.5)
     pb = _poisson_binomial(pi)
     k = np.arange(pb.size)
     at_2t = (pb[None, :] * noise.two_sided_geometric_pmf(support[:, None] - k[None, :], 1.0)).sum(axis=1)
     assert pvalue(at_2t) < 1e-6
-    np.testing.assert_allclose(P.Sample(0.5).delivered(phi, spec), np.minimum(phi, 0.5))
+    np.testing.assert_allclose(Sample(0.5).delivered(phi, spec), np.minimum(phi, 0.5))
 
 
 # ---------------------------------------------------------------------------
@@ -145,14 +152,14 @@ def test_sample_wrapping_a_caller_supplied_black_box_has_the_exact_law():
 
 
 def _em_pmf(vals: np.ndarray, eps: float, lo: int, hi: int, score: str) -> np.ndarray:
-    pcs, probs = P.em_pieces("median", vals, eps, lo, hi, integer=True, score=score)
-    return P.expand_pieces(pcs, probs)[1]
+    pcs, probs = em_pieces("median", vals, eps, lo, hi, integer=True, score=score)
+    return expand_pieces(pcs, probs)[1]
 
 
 def _sample_median_pmf(vals, phi, t, lo, hi, score):
     """Exact law of Sample(t) + EM median: a mixture over all 2^n kept subsets."""
     n = vals.size
-    pi = P.sample_probability(phi, t)
+    pi = sample_probability(phi, t)
     out = np.zeros(hi - lo + 1)
     for mask in itertools.product((False, True), repeat=n):
         m = np.array(mask, dtype=bool)
@@ -169,7 +176,7 @@ def test_sample_median_respects_each_users_phi(score):
         n = int(rng.integers(2, 7))
         vals = rng.integers(1, 8, n).astype(float)
         phi = np.round(rng.uniform(0.05, 1.0, n), 2)
-        spec = P.spec_from_values(phi)
+        spec = spec_from_values(phi)
         for t in (spec.max_eps, spec.mean_eps):
             full = _sample_median_pmf(vals, phi, t, 1, 7, score)
             for x in range(n):
@@ -185,7 +192,7 @@ def test_minimum_and_threshold_median_respect_the_promise():
         n = int(rng.integers(2, 8))
         vals = rng.integers(1, 10, n).astype(float)
         phi = np.round(rng.uniform(0.05, 1.0, n), 2)
-        spec = P.spec_from_values(phi)
+        spec = spec_from_values(phi)
         alpha = spec.min_eps
         t = spec.mean_eps
         for x in range(n):
@@ -212,8 +219,8 @@ def test_minimum_and_threshold_median_respect_the_promise():
 
 
 def _pe_pmf(kind, vals, phi, lo, hi):
-    pcs, _, probs = P.pe_distribution(kind, vals, phi, lo=lo, hi=hi, integer=True)
-    return P.expand_pieces(pcs, probs)[1]
+    pcs, _, probs = pe_distribution(kind, vals, phi, lo=lo, hi=hi, integer=True)
+    return expand_pieces(pcs, probs)[1]
 
 
 def _pe_worst_per_user(kind, vals, phi, dom):
@@ -262,8 +269,8 @@ def test_pe_respects_each_users_phi_on_all_neighbour_pairs(kind):
 
 def test_stretching_log_ratio_is_phi_times_value_share():
     phi = np.array([0.1, 0.4, 1.0])
-    spec = P.spec_from_values(phi)
-    q = P.Query("sum", "v", lo=0, hi=10)
+    spec = spec_from_values(phi)
+    q = PersonalizedQuery("sum", "v", lo=0, hi=10)
     ref = spec.threshold("max")
     scale = q.bound / ref
     grid = np.linspace(-200, 200, 40_001)
@@ -271,7 +278,7 @@ def test_stretching_log_ratio_is_phi_times_value_share():
         shift = value * phi[x] / ref  # the scaled contribution of tuple x
         lr = stats.laplace.logpdf(grid, loc=shift, scale=scale) - stats.laplace.logpdf(grid, loc=0, scale=scale)
         assert np.abs(lr).max() == pytest.approx(phi[x] * value / q.bound, rel=1e-9)
-    np.testing.assert_allclose(P.Stretching().delivered(phi, spec), phi)
+    np.testing.assert_allclose(Stretching().delivered(phi, spec), phi)
 
 
 # ---------------------------------------------------------------------------
@@ -296,24 +303,24 @@ def test_continuous_range_laws_on_neighbours_with_a_non_integer_value():
     D = np.array([1.0, 2, 3, 4])
     phi = np.array([0.3, 0.5, 0.8, 0.6])
     for kind in ("median", "min"):
-        q = P.Query(kind, "x", lo=0, hi=10)
-        a = P.pe_distribution(kind, q.prepare(D), phi, lo=0, hi=10, integer=q.on_integers)
-        b = P.pe_distribution(kind, q.prepare(np.r_[D[:3], 4.5]), phi, lo=0, hi=10, integer=q.on_integers)
+        q = PersonalizedQuery(kind, "x", lo=0, hi=10)
+        a = pe_distribution(kind, q.prepare(D), phi, lo=0, hi=10, integer=q.on_integers)
+        b = pe_distribution(kind, q.prepare(np.r_[D[:3], 4.5]), phi, lo=0, hi=10, integer=q.on_integers)
         lr = np.abs(np.log(_density(a[0], a[2], GRID)) - np.log(_density(b[0], b[2], GRID))).max()
         assert lr <= phi[3] + 1e-9, (kind, lr)
         for eps in (0.3, 1.0):
-            pa = P.em_pieces(kind, q.prepare(D), eps, 0, 10, integer=q.on_integers, score=q.median_score)
-            pb = P.em_pieces(kind, q.prepare(np.r_[D, 4.5]), eps, 0, 10, integer=q.on_integers,
+            pa = em_pieces(kind, q.prepare(D), eps, 0, 10, integer=q.on_integers, score=q.median_score)
+            pb = em_pieces(kind, q.prepare(np.r_[D, 4.5]), eps, 0, 10, integer=q.on_integers,
                              score=q.median_score)
             lr = np.abs(np.log(_density(*pa, GRID)) - np.log(_density(*pb, GRID))).max()
             assert lr <= eps + 1e-9, (kind, eps, lr)
 
 
 def _table_roster_median_pmf(mech, vals, phi, spec, q, calibrate=True):
-    c = P.noise_calibration(q, spec) if calibrate else 1.0
-    if isinstance(mech, P.Sample):
+    c = noise_calibration(q, spec) if calibrate else 1.0
+    if isinstance(mech, Sample):
         t = spec.threshold(mech.t)
-        pi = P.sample_probability(phi, t)
+        pi = sample_probability(phi, t)
         out = np.zeros(7)
         for mask in itertools.product((False, True), repeat=vals.size):
             m = np.array(mask, dtype=bool)
@@ -321,8 +328,8 @@ def _table_roster_median_pmf(mech, vals, phi, spec, q, calibrate=True):
             if w > 0:
                 out += w * _em_pmf(vals[m], t / c, 1, 7, q.median_score)
         return out
-    eps = spec.min_eps if isinstance(mech, P.Minimum) else spec.threshold(mech.t)
-    keep = np.ones(vals.size, bool) if isinstance(mech, P.Minimum) else phi >= eps
+    eps = spec.min_eps if isinstance(mech, Minimum) else spec.threshold(mech.t)
+    keep = np.ones(vals.size, bool) if isinstance(mech, Minimum) else phi >= eps
     return _em_pmf(q.prepare(vals[keep]), eps / c, 1, 7, q.median_score)
 
 
@@ -333,13 +340,13 @@ def test_table_roster_substitution_losses_are_exact_upper_bounds(score):
     rank score run at the add/remove ε (no recalibration) does exceed that loss under substitution."""
     rng = np.random.default_rng(38)
     exceeded = 0.0
-    q = P.Query("median", "v", lo=1, hi=7, integer=True, median_score=score)
+    q = PersonalizedQuery("median", "v", lo=1, hi=7, integer=True, median_score=score)
     for _ in range(5):
         n = int(rng.integers(2, 5))
         vals = rng.integers(1, 8, n).astype(float)
         phi = np.round(rng.uniform(0.1, 1.0, n), 2)
-        spec = P.spec_from_values(phi, roster="table")
-        for mech in (P.Minimum(), P.Threshold("mean"), P.Sample("max"), P.Sample("mean")):
+        spec = spec_from_values(phi, roster="table")
+        for mech in (Minimum(), Threshold("mean"), Sample("max"), Sample("mean")):
             promise = mech.delivered_for(phi, spec, q)
             assert np.all(promise <= phi + 1e-12)
             base = _table_roster_median_pmf(mech, vals, phi, spec, q)
@@ -368,19 +375,19 @@ def test_table_roster_count_laplace_ratio():
     is exactly α; adding a conservative user instead moves α (ratio unbounded), which is why such a
     release may not claim add/remove."""
     D = np.array([1.0, 1, 1])
-    spec = P.spec_from_values(np.array([1.0, 1.0, 0.4]), roster="table")
+    spec = spec_from_values(np.array([1.0, 1.0, 0.4]), roster="table")
     a = spec.min_eps
     grid = np.linspace(-300, 300, 60_001)
     lr = stats.laplace.logpdf(grid, D.sum(), 1 / a) - stats.laplace.logpdf(grid, D.sum() - 1, 1 / a)
     assert np.abs(lr).max() == pytest.approx(a, rel=1e-9)
-    np.testing.assert_allclose(P.Minimum().delivered_for(spec.eps, spec, P.Query("count")), a)
-    grown = P.spec_from_values(np.r_[spec.eps, 0.01], roster="table")
+    np.testing.assert_allclose(Minimum().delivered_for(spec.eps, spec, PersonalizedQuery("count")), a)
+    grown = spec_from_values(np.r_[spec.eps, 0.01], roster="table")
     lr2 = stats.laplace.logpdf(grid, D.sum(), 1 / a) - stats.laplace.logpdf(grid, D.sum() + 1, 1 / grown.min_eps)
     assert np.abs(lr2).max() > 100 * grown.min_eps
     # a sum with lo < 0 < hi: a value moving across [−5, 10] shifts the sum by 15; the release's Laplace scale
     # is recalibrated to 15/α (not max(|lo|, |hi|)/α = 10/α), so the ratio is α again
-    q = P.Query("sum", "v", lo=-5, hi=10)
-    r = P.Minimum().release(pd.DataFrame({"v": D}), spec, q, rng=np.random.default_rng(0))
+    q = PersonalizedQuery("sum", "v", lo=-5, hi=10)
+    r = Minimum().release(pd.DataFrame({"v": D}), spec, q, rng=np.random.default_rng(0))
     scale = float(r.answers["scale"].iloc[0])
     assert scale == pytest.approx(15 / a)
     lr3 = stats.laplace.logpdf(grid, 0.0, scale) - stats.laplace.logpdf(grid, 15.0, scale)

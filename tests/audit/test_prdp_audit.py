@@ -20,20 +20,22 @@ import pytest
 from scipy import stats
 
 import prdp_core
-from prdp_core import budget as B
-from prdp_core.mechanisms import prdp as P
+from prdp_core.mechanisms.prdp.budget import BudgetFunction, inverse, log_budget, parse_budget, sqrt_budget, step_table
+from prdp_core.mechanisms.prdp.central import count, framework_trials
+from prdp_core.mechanisms.prdp.queries import prepare
+from prdp_core.mechanisms.prdp.selection import select_domain
 
 BUDGETS = {
-    "inverse": B.inverse(1e4, "BALANCE"),
-    "example 5.2": B.inverse(1e4, "BALANCE", eps_max=4.096, U=1.28e9),
-    "log": B.log_budget(500, "BALANCE", k=4),
-    "sqrt": B.sqrt_budget(8, "BALANCE"),
-    "step": B.step_table("BALANCE", [1e3, 1e5], [1.0, 0.25, 0.01]),
-    "expression": B.parse_budget("where(BALANCE > 1e5, 0.002, 2 / max(log(BALANCE + 2), 1))"),
+    "inverse": inverse(1e4, "BALANCE"),
+    "example 5.2": inverse(1e4, "BALANCE", eps_max=4.096, U=1.28e9),
+    "log": log_budget(500, "BALANCE", k=4),
+    "sqrt": sqrt_budget(8, "BALANCE"),
+    "step": step_table("BALANCE", [1e3, 1e5], [1.0, 0.25, 0.01]),
+    "expression": parse_budget("where(BALANCE > 1e5, 0.002, 2 / max(log(BALANCE + 2), 1))"),
 }
 
 
-def _records(budget: B.BudgetFunction) -> pd.DataFrame:
+def _records(budget: BudgetFunction) -> pd.DataFrame:
     """Sample balances plus records sitting exactly on every domain boundary of an inverse budget."""
     base = prdp_core.samples.load("bank_normal_50k", n=20_000, seed=1).BALANCE.to_numpy(dtype=float)
     dp = budget.domains()
@@ -48,7 +50,7 @@ def test_per_domain_laplace_scales_give_each_record_at_most_its_budget(name):
     budget = BUDGETS[name]
     df = _records(budget)
     e = budget(df)
-    r = P.count(e, eps_min=budget.eps_min, eps_max=budget.eps_max, beta=0.1, rng=np.random.default_rng(0))
+    r = count(e, eps_min=budget.eps_min, eps_max=budget.eps_max, beta=0.1, rng=np.random.default_rng(0))
     dp = budget.domains()
     scales = r.extras["scales"]
     idx = dp.index(e)
@@ -63,8 +65,8 @@ def test_per_domain_laplace_scales_give_each_record_at_most_its_budget(name):
     assert np.all(r.loss <= e * (1 + 1e-12))
     assert np.all(r.loss >= e / 2 * (1 - 1e-12)) or budget.eps_max / budget.eps_min < 2  # at most 2× stronger
     # Part 1 of Algorithm 2 charges half: scales 2/(2^{i−1}ε̌)
-    p = P.prepare(df, budget, "count")
-    _, sel, _, _ = P.framework_trials(p, beta=0.1, rng=np.random.default_rng(1))
+    p = prepare(df, budget, "count")
+    _, sel, _, _ = framework_trials(p, beta=0.1, rng=np.random.default_rng(1))
     th_half = math.log(dp.L / 0.05) / (dp.lo / 2)
     np.testing.assert_allclose(sel.thresholds, th_half)
 
@@ -76,7 +78,7 @@ def test_output_density_ratio_on_neighbours_is_the_domain_budget():
     dp = budget.domains()
     df = prdp_core.samples.load("bank_normal_50k", n=2_000, seed=2)
     e = budget(df)
-    rel = P.count(e, eps_min=budget.eps_min, eps_max=budget.eps_max, beta=0.1, rng=np.random.default_rng(0))
+    rel = count(e, eps_min=budget.eps_min, eps_max=budget.eps_max, beta=0.1, rng=np.random.default_rng(0))
     scales = np.asarray(rel.extras["scales"], dtype=float)
     idx = dp.index(e)
     counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
@@ -102,7 +104,7 @@ def _standardised_residuals(n_runs: int) -> np.ndarray:
     rng = np.random.default_rng(3)
     out = []
     for _ in range(n_runs):
-        r = P.count(e, eps_min=budget.eps_min, eps_max=budget.eps_max, beta=0.1, rng=rng)
+        r = count(e, eps_min=budget.eps_min, eps_max=budget.eps_max, beta=0.1, rng=rng)
         out.append((r.extras["noisy_counts"] - true) / r.extras["scales"])
     return np.concatenate(out)
 
@@ -120,7 +122,7 @@ def test_each_domain_noise_scale_with_power(domain):
     dp = budget.domains()
     true = np.zeros(dp.L)
     scales = 1.0 / dp.lo
-    sel = P.select_domain(true, scales, dp.thresholds(0.1), rng=np.random.default_rng(domain), trials=30_000)
+    sel = select_domain(true, scales, dp.thresholds(0.1), rng=np.random.default_rng(domain), trials=30_000)
     x = sel.noisy[:, domain - 1]
     s = scales[domain - 1]
     assert stats.kstest(x, stats.laplace(scale=s).cdf).pvalue > 1e-3
@@ -133,7 +135,7 @@ def test_selection_rule_and_answer_follow_algorithm_1():
     true = np.array([0.0, 0.0, 5.0, 300.0, 40.0, 2.0])
     scales = np.array([8.0, 4.0, 2.0, 1.0, 0.5, 0.25])
     th = np.array([50.0, 25.0, 12.0, 6.0, 3.0, 1.5])
-    sel = P.select_domain(true, scales, th, rng=np.random.default_rng(4), trials=5_000)
+    sel = select_domain(true, scales, th, rng=np.random.default_rng(4), trials=5_000)
     for t in range(0, 5_000, 97):
         noisy = sel.noisy[t]
         ok = np.flatnonzero(noisy >= th)

@@ -10,8 +10,8 @@ mechanisms whose scale is not already checked elsewhere:
   Laplace(1/ε_M) on the kept domains) and the naive baselines at ε̌ (central and local).
 
 Elsewhere: tests/unit/test_noise.py (samplers), test_unit_splitting_release.py (split SUM and
-COUNT), test_prdp.py (clipped sum of the framework), test_prldp.py (sums of Laplace),
-test_personalized.py, test_multitier_central.py, test_partial.py, test_secure.py (exact
+COUNT), prdp/test_answers.py (clipped sum of the framework), prdp/test_local.py (sums of Laplace),
+personalized/test_*.py, multitier/test_central.py, granular/test_histogram.py, test_secure.py (exact
 samplers), tests/audit/test_prdp_audit.py (Algorithm 1).
 """
 
@@ -24,10 +24,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from prdp_core import budget as B
 from prdp_core.mechanisms import baselines as BL
-from prdp_core.mechanisms import prdp as P
-from prdp_core.mechanisms import prldp as PL
+from prdp_core.mechanisms.prdp import local as prldp
+from prdp_core.mechanisms.prdp.budget import constant, inverse, step_table
+from prdp_core.mechanisms.prdp.central import framework_trials, naive_trials
+from prdp_core.mechanisms.prdp.extension import extension_stats, extension_trials
+from prdp_core.mechanisms.prdp.queries import prepare
 from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Query, SplittingPolicy, Workload
@@ -71,18 +73,18 @@ def test_topcoded_sum_of_a_workload_scale_with_power():
 
 
 def test_sum_extension_noise_per_domain_scale_with_power():
-    bud = B.inverse(100.0, "v", U=1000.0, eps_max=8.0)
-    st = P.extension_stats(pd.DataFrame({"v": [1.0, 3.0, 30.0, 300.0, 900.0]}), bud)
-    _, sel = P.extension_trials(st, bud.domains(), beta=0.1, rng=np.random.default_rng(14), trials=30_000)
+    bud = inverse(100.0, "v", U=1000.0, eps_max=8.0)
+    st = extension_stats(pd.DataFrame({"v": [1.0, 3.0, 30.0, 300.0, 900.0]}), bud)
+    _, sel = extension_trials(st, bud.domains(), beta=0.1, rng=np.random.default_rng(14), trials=30_000)
     for i in np.flatnonzero(st.scales > 0)[:3]:
         x = sel.noisy[:, i] - st.sums[i]
         _power(x, lambda f, i=i: stats.laplace(scale=f * st.scales[i]))
 
 
 def test_prldp_round_two_scale_with_power():
-    bud = B.constant(0.8, U=500.0)
-    d = PL._LocalData(pd.DataFrame({"v": [120.0]}), bud, "sum:v")
-    est, sel, taus = PL.framework_trials(d, beta=0.1, rng=np.random.default_rng(15), trials=30_000)
+    bud = constant(0.8, U=500.0)
+    d = prldp._LocalData(pd.DataFrame({"v": [120.0]}), bud, "sum:v")
+    est, sel, taus = prldp.framework_trials(d, beta=0.1, rng=np.random.default_rng(15), trials=30_000)
     assert np.all(sel.ell == 1) and np.all(taus == taus[0])
     b = 2 * taus[0] / 0.8  # one party: min(v, τ) + Laplace(2τ/ε_τ)
     _power(est - min(120.0, taus[0]), lambda f: stats.laplace(scale=f * b))
@@ -110,7 +112,7 @@ def _retained(cnt: np.ndarray, ell: np.ndarray) -> np.ndarray:
     return np.cumsum(np.asarray(cnt, dtype=float)[::-1])[::-1][np.asarray(ell) - 1]
 
 
-_FW_BUDGET = B.step_table("v", [10.0, 100.0], [2.0, 1.0, 0.5], U=1000.0)
+_FW_BUDGET = step_table("v", [10.0, 100.0], [2.0, 1.0, 0.5], U=1000.0)
 _FW_TABLE = pd.DataFrame({"v": np.repeat([5.0, 50.0, 500.0, 7.0, 70.0], [40, 30, 20, 5, 5])})
 
 
@@ -119,8 +121,8 @@ def test_framework_count_and_distinct_answer_noise_scale_with_power(query):
     """M of Algorithm 2 for count and distinct count (``LaplaceCount``, ``DistinctCount``): the answer
     is the retained domains' true value + Laplace(1/ε_M), ε_M = ε_τ/2 — standardised by the ε_M of
     each trial, the noise is Laplace(1) and not 0.9 or 1.1."""
-    p = P.prepare(_FW_TABLE, _FW_BUDGET, query)
-    est, sel, eps_m, _ = P.framework_trials(p, beta=0.1, rng=np.random.default_rng(17), trials=30_000)
+    p = prepare(_FW_TABLE, _FW_BUDGET, query)
+    est, sel, eps_m, _ = framework_trials(p, beta=0.1, rng=np.random.default_rng(17), trials=30_000)
     assert len(np.unique(sel.ell)) >= 1 and np.all(eps_m == p.domains.lo[sel.ell - 1] / 2.0)
     x = (est - _retained(p.stats["cnt"], sel.ell)) * eps_m
     _power(x, lambda f: stats.laplace(scale=f))
@@ -129,19 +131,19 @@ def test_framework_count_and_distinct_answer_noise_scale_with_power(query):
 @pytest.mark.parametrize("query", ["count", "distinct:v"])
 def test_prdp_naive_noise_at_the_global_minimum_scale_with_power(query):
     """The straw man of Sec. 4.1 runs M on every record at ε̌: Laplace(1/ε̌) around the whole data's
-    count (its sum runs ``ClippedSum``, audited in tests/unit/test_prdp.py)."""
-    p = P.prepare(_FW_TABLE, _FW_BUDGET, query)
-    est, _ = P.naive_trials(p, beta=0.1, rng=np.random.default_rng(18), trials=30_000)
+    count (its sum runs ``ClippedSum``, audited in tests/unit/prdp/test_answers.py)."""
+    p = prepare(_FW_TABLE, _FW_BUDGET, query)
+    est, _ = naive_trials(p, beta=0.1, rng=np.random.default_rng(18), trials=30_000)
     x = (est - _retained(p.stats["cnt"], np.ones(est.size, dtype=int))) * _FW_BUDGET.eps_min
     _power(x, lambda f: stats.laplace(scale=f))
 
 
 def test_prldp_naive_scale_with_power():
     """Local baseline: one party randomises min(v, U) with Laplace(U/ε̌)."""
-    bud = B.constant(0.8, U=500.0)
-    d = PL._LocalData(pd.DataFrame({"v": [120.0]}), bud, "sum:v")
-    est = PL.naive_trials(d, rng=np.random.default_rng(19), trials=30_000)
+    bud = constant(0.8, U=500.0)
+    d = prldp._LocalData(pd.DataFrame({"v": [120.0]}), bud, "sum:v")
+    est = prldp.naive_trials(d, rng=np.random.default_rng(19), trials=30_000)
     _power(est - 120.0, lambda f: stats.laplace(scale=f * 500.0 / 0.8))
-    dc = PL._LocalData(pd.DataFrame({"v": [120.0]}), bud, "count")
-    est = PL.naive_trials(dc, rng=np.random.default_rng(20), trials=30_000)
+    dc = prldp._LocalData(pd.DataFrame({"v": [120.0]}), bud, "count")
+    est = prldp.naive_trials(dc, rng=np.random.default_rng(20), trials=30_000)
     _power(est - 1.0, lambda f: stats.laplace(scale=f / 0.8))

@@ -26,16 +26,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import budget as B
-from prdp_core.budget import DomainPartition
 from prdp_core.mechanisms import baselines as BL
-from prdp_core.mechanisms import multitier as MT
-from prdp_core.mechanisms import multitier_central as MC
-from prdp_core.mechanisms import partial as PA
-from prdp_core.mechanisms import personalized as PD
-from prdp_core.mechanisms import prdp as P
-from prdp_core.mechanisms import prldp as PL
+from prdp_core.mechanisms import granular, multitier, personalized
 from prdp_core.mechanisms import unit_splitting as US
+from prdp_core.mechanisms.prdp import central as prdp_central
+from prdp_core.mechanisms.prdp import local as prldp
+from prdp_core.mechanisms.prdp import selection as prdp_selection
+from prdp_core.mechanisms.prdp.answers import ClippedSum, DistinctCount, LaplaceCount, RankMax
+from prdp_core.mechanisms.prdp.budget import BudgetFunction, constant, inverse, step_table
+from prdp_core.mechanisms.prdp.central import framework_trials, naive_trials
+from prdp_core.mechanisms.prdp.domains import DomainPartition
+from prdp_core.mechanisms.prdp.extension import ExtensionStats, extension_stats, extension_trials
+from prdp_core.mechanisms.prdp.queries import prepare
+from prdp_core.mechanisms.prdp.selection import select_domain
 from prdp_core.secure import SecureSampler, grid_for, to_units
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Query, SplittingPolicy, Workload
@@ -66,7 +69,7 @@ def _patched(fn: Sampler, *patches: tuple[Any, str, Any]) -> Sampler:
     return s
 
 
-_orig_select = P.select_domain
+_orig_select = select_domain
 
 
 def _half_select(true, scales, thresholds, *, rng, trials=1):
@@ -88,39 +91,39 @@ def case_prdp_count() -> Case:
 
     def draw(counts):
         def s(n, rng):
-            sel = P.select_domain(counts, 1.0 / dp.lo, th, rng=rng, trials=n)
+            sel = prdp_selection.select_domain(counts, 1.0 / dp.lo, th, rng=rng, trials=n)
             return np.column_stack([sel.noisy[:, 1], sel.retained_sum(), sel.ell])
         return s
 
     return Case(draw(c), draw(c2), {"eps": float(dp.lo[1])},
-                broken=(_patched(draw(c), (P, "select_domain", _half_select)),
-                        _patched(draw(c2), (P, "select_domain", _half_select))))
+                broken=(_patched(draw(c), (prdp_selection, "select_domain", _half_select)),
+                        _patched(draw(c2), (prdp_selection, "select_domain", _half_select))))
 
 
-def _framework_pair(budget: B.BudgetFunction, v: np.ndarray, r_value: float, query: str):
+def _framework_pair(budget: BudgetFunction, v: np.ndarray, r_value: float, query: str):
     d = pd.DataFrame({"v": np.append(v, r_value)})
     d2 = pd.DataFrame({"v": v})
-    return P.prepare(d, budget, query), P.prepare(d2, budget, query)
+    return prepare(d, budget, query), prepare(d2, budget, query)
 
 
 def case_prdp_framework_count() -> Case:
     """Algorithm 2, count: a record of domain 2 pays 2^0·0.5/2 = 0.25·2 in Part 1 (noisy count of its
     domain) and ≤ 1 in all (the answer)."""
-    bud = B.step_table("v", [10.0, 100.0], [2.0, 1.0, 0.5], U=1000.0)
+    bud = step_table("v", [10.0, 100.0], [2.0, 1.0, 0.5], U=1000.0)
     dpart = bud.domains()
     i = int(dpart.index(np.array([1.0]))[0])
     p1, p2 = _framework_pair(bud, np.repeat([5.0, 50.0, 500.0], [20, 15, 10]), 50.0, "count")
 
     def draw(p):
         def s(n, rng):
-            est, sel, _, _ = P.framework_trials(p, beta=0.1, rng=rng, trials=n)
+            est, sel, _, _ = framework_trials(p, beta=0.1, rng=rng, trials=n)
             return np.column_stack([sel.noisy[:, i - 1], est, sel.ell])
         return s
 
     part1 = float(dpart.lo[i - 1] / 2)
     return Case(draw(p1), draw(p2), {"eps": [part1, float(dpart.lo[i - 1]), part1]},
-                broken=(_patched(draw(p1), (P, "select_domain", _half_select)),
-                        _patched(draw(p2), (P, "select_domain", _half_select))))
+                broken=(_patched(draw(p1), (prdp_central, "select_domain", _half_select)),
+                        _patched(draw(p2), (prdp_central, "select_domain", _half_select))))
 
 
 def _half_run(run):
@@ -132,7 +135,7 @@ def _half_run(run):
 def case_prdp_framework_m(kind: str) -> Case:
     """Algorithm 2's standard mechanism M on one privacy-specified domain (ε̌ = ε̂: ℓ = 1 always):
     the answer's loss is ε_M = ε̌/2 for every record; broken: M runs at twice its budget."""
-    bud = B.constant(1.0, U=64.0)
+    bud = constant(1.0, U=64.0)
     rng0 = np.random.default_rng(5)
     v = rng0.integers(1, 40, 60).astype(float)
     p1, p2 = _framework_pair(bud, v, 64.0 if kind != "distinct" else 63.5, kind if kind == "count" else f"{kind}:v")
@@ -140,12 +143,12 @@ def case_prdp_framework_m(kind: str) -> Case:
 
     def draw(p):
         def s(n, rng):
-            est, _, eps_m, _ = P.framework_trials(p, beta=0.1, rng=rng, trials=n)
+            est, _, eps_m, _ = framework_trials(p, beta=0.1, rng=rng, trials=n)
             assert np.allclose(eps_m, 0.5)
             return est
         return s
 
-    cls = {"count": P.LaplaceCount, "sum": P.ClippedSum, "max": P.RankMax, "distinct": P.DistinctCount}[kind]
+    cls = {"count": LaplaceCount, "sum": ClippedSum, "max": RankMax, "distinct": DistinctCount}[kind]
     broken_run = _half_run(cls.run)
     return Case(draw(p1), draw(p2), {"eps": 0.5},
                 broken=(_patched(draw(p1), (cls, "run", broken_run)), _patched(draw(p2), (cls, "run", broken_run))),
@@ -154,20 +157,20 @@ def case_prdp_framework_m(kind: str) -> Case:
 
 def case_prdp_sum_extension() -> Case:
     """Sec. 5.2: a record's loss is min(v, v̄_i)/b_i; its domain's noisy sum is the tight projection."""
-    bud = B.inverse(100.0, "v", U=1000.0, eps_max=8.0)
+    bud = inverse(100.0, "v", U=1000.0, eps_max=8.0)
     v = np.array([1.0, 2.0, 5.0, 20.0, 50.0, 200.0, 400.0, 900.0])
     r = 30.0
-    s1 = P.extension_stats(pd.DataFrame({"v": np.append(v, r)}), bud)
-    s2 = P.extension_stats(pd.DataFrame({"v": v}), bud)
+    s1 = extension_stats(pd.DataFrame({"v": np.append(v, r)}), bud)
+    s2 = extension_stats(pd.DataFrame({"v": v}), bud)
     dpart = bud.domains()
     i = int(dpart.index(bud(pd.DataFrame({"v": [r]})))[0])
     promise = float(s1.loss[-1])
 
     def draw(st, half=False):
-        st = copy.copy(st) if not half else P.ExtensionStats(st.sums, st.scales / 2, st.v_bar, st.loss, st.truth)
+        st = copy.copy(st) if not half else ExtensionStats(st.sums, st.scales / 2, st.v_bar, st.loss, st.truth)
 
         def s(n, rng):
-            est, sel = P.extension_trials(st, dpart, beta=0.1, rng=rng, trials=n)
+            est, sel = extension_trials(st, dpart, beta=0.1, rng=rng, trials=n)
             return np.column_stack([sel.noisy[:, i - 1], est])
         return s
 
@@ -176,16 +179,16 @@ def case_prdp_sum_extension() -> Case:
 
 def case_prdp_naive() -> Case:
     """Sec. 4.1: M (count) on everything at ε̌."""
-    bud = B.inverse(100.0, "v", U=1000.0, eps_max=8.0)
+    bud = inverse(100.0, "v", U=1000.0, eps_max=8.0)
     p1, p2 = _framework_pair(bud, np.array([3.0, 30.0, 300.0]), 700.0, "count")
 
     def draw(p):
-        return lambda n, rng: P.naive_trials(p, beta=0.1, rng=rng, trials=n)[0]
+        return lambda n, rng: naive_trials(p, beta=0.1, rng=rng, trials=n)[0]
 
-    run = _half_run(P.LaplaceCount.run)
+    run = _half_run(LaplaceCount.run)
     return Case(draw(p1), draw(p2), {"eps": float(bud.eps_min)},
-                broken=(_patched(draw(p1), (P.LaplaceCount, "run", run)),
-                        _patched(draw(p2), (P.LaplaceCount, "run", run))))
+                broken=(_patched(draw(p1), (LaplaceCount, "run", run)),
+                        _patched(draw(p2), (LaplaceCount, "run", run))))
 
 
 def case_prdp_secure_count() -> Case:
@@ -211,7 +214,7 @@ def case_prldp_count() -> Case:
 
     def draw(true, factor=1.0):
         def s(n, rng):
-            sel = PL._select_local(true, 1, dp.lo * factor, 0.1, rng, n)
+            sel = prldp._select_local(true, 1, dp.lo * factor, 0.1, rng, n)
             return np.column_stack([sel.noisy[:, 1], sel.retained_sum()])
         return s
 
@@ -220,8 +223,8 @@ def case_prldp_count() -> Case:
 
 def case_prldp_framework() -> Case:
     """Algorithm 5 (sum) with one party: round I + round II against ⊥; the party pays ≤ 2^(i−1)ε̌."""
-    bud = B.inverse(100.0, "v", U=1000.0, eps_max=8.0)
-    d1 = PL._LocalData(pd.DataFrame({"v": [40.0]}), bud, "sum")
+    bud = inverse(100.0, "v", U=1000.0, eps_max=8.0)
+    d1 = prldp._LocalData(pd.DataFrame({"v": [40.0]}), bud, "sum")
     bot = copy.copy(d1)
     bot.counts = np.zeros_like(d1.counts)
     bot.eps = np.array([-math.inf])  # ⊥: in no domain, never kept, value 0
@@ -230,36 +233,38 @@ def case_prldp_framework() -> Case:
 
     def draw(data):
         def s(n, rng):
-            est, sel, _ = PL.framework_trials(data, beta=0.1, rng=rng, trials=n)
+            est, sel, _ = prldp.framework_trials(data, beta=0.1, rng=rng, trials=n)
             return np.column_stack([sel.noisy[:, i - 1], est])
         return s
 
-    orig = PL._select_local
+    orig = prldp._select_local
 
     def half(true, n, lo, beta, rng, trials, rule="paper"):
         return orig(true, n, 2 * lo, beta, rng, trials, rule)
 
     return Case(draw(d1), draw(bot), {"eps": [promise / 2, promise]},
-                broken=(_patched(draw(d1), (PL, "_select_local", half)), _patched(draw(bot), (PL, "_select_local", half))))
+                broken=(_patched(draw(d1), (prldp, "_select_local", half)),
+                        _patched(draw(bot), (prldp, "_select_local", half))))
 
 
 def case_prldp_naive() -> Case:
     """Local naive baseline with one party: min(v, U) + Laplace(U/ε̌) against ⊥ (value 0): pays ε̌."""
-    bud = B.inverse(100.0, "v", U=1000.0, eps_max=8.0)
-    d1 = PL._LocalData(pd.DataFrame({"v": [1000.0]}), bud, "sum")
+    bud = inverse(100.0, "v", U=1000.0, eps_max=8.0)
+    d1 = prldp._LocalData(pd.DataFrame({"v": [1000.0]}), bud, "sum")
     bot = copy.copy(d1)
     bot.v = np.array([0.0])
 
     def draw(data):
-        return lambda n, rng: PL.naive_trials(data, rng=rng, trials=n)
+        return lambda n, rng: prldp.naive_trials(data, rng=rng, trials=n)
 
-    orig = PL.laplace_sum
+    orig = prldp.laplace_sum
 
     def half(n, scale, *, rng, size=None):
         return orig(n, np.asarray(scale) / 2, rng=rng, size=size)
 
     return Case(draw(d1), draw(bot), {"eps": float(bud.eps_min)},
-                broken=(_patched(draw(d1), (PL, "laplace_sum", half)), _patched(draw(bot), (PL, "laplace_sum", half))))
+                broken=(_patched(draw(d1), (prldp, "laplace_sum", half)),
+                        _patched(draw(bot), (prldp, "laplace_sum", half))))
 
 
 # ---------------------------------------------------------------------------
@@ -454,22 +459,23 @@ def case_personalized(mech_name: str) -> Case:
     phi = PHI.copy()
     vals = VALS.copy()
     vals[x] = 1.0
-    spec = PD.spec_from_values(phi)
+    spec = personalized.spec_from_values(phi)
     kind = "median" if mech_name.endswith("median") else "count"
-    mech = {"minimum": PD.Minimum(), "threshold": PD.Threshold("mean"), "threshold_below": PD.Threshold("mean"),
-            "sample": PD.Sample("max"), "stretching": PD.Stretching(), "pe": PD.PE(), "pe_median": PD.PE(),
-            "minimum_median": PD.Minimum()}[mech_name]
+    mech = {"minimum": personalized.Minimum(), "threshold": personalized.Threshold("mean"),
+            "threshold_below": personalized.Threshold("mean"), "sample": personalized.Sample("max"),
+            "stretching": personalized.Stretching(), "pe": personalized.PE(), "pe_median": personalized.PE(),
+            "minimum_median": personalized.Minimum()}[mech_name]
     if mech_name == "threshold_below":
         x = 0  # Φ = 0.2 < t = mean: not used at all
-    q = PD.Query(kind, None if kind == "count" else "v", lo=0, hi=8)
+    q = personalized.PersonalizedQuery(kind, None if kind == "count" else "v", lo=0, hi=8)
     if kind == "median":
         vals = np.array([1.0, 5.0, 2.0, 7.0, 3.0, 6.0])
     promise = float(mech.delivered(phi, spec)[x])
 
     def draw(v, ph, spec_):
-        return lambda n, rng: PD.simulate_answers(mech, v, ph, q, spec_, runs=n, rng=rng)
+        return lambda n, rng: personalized.simulate_answers(mech, v, ph, q, spec_, runs=n, rng=rng)
 
-    if isinstance(mech, PD.PE):
+    if isinstance(mech, personalized.PE):
         other = vals.copy()
         other[x] = 0.0 if kind == "count" else 8.0
         pair = (vals, phi), (other, phi)
@@ -477,17 +483,18 @@ def case_personalized(mech_name: str) -> Case:
         keep = np.arange(phi.size) != x
         pair = (vals, phi), (vals[keep], phi[keep])
     f = 4.0 if kind == "median" else 2.0
-    spec2 = PD.spec_from_values(phi * f)
+    spec2 = personalized.spec_from_values(phi * f)
     d = draw(pair[0][0], pair[0][1], spec)
     dp = draw(pair[1][0], pair[1][1], spec)
     bd = draw(pair[0][0], pair[0][1] * f, spec2)
     bdp = draw(pair[1][0], pair[1][1] * f, spec2)
     if mech_name == "threshold_below":
         # broken: a threshold that keeps x anyway (runs at t on all users)
-        allin = PD.Minimum()
-        spec_t = PD.spec_from_values(np.full(phi.size, spec.threshold("mean")))
-        bd = lambda n, rng: PD.simulate_answers(allin, vals, phi, q, spec_t, runs=n, rng=rng)  # noqa: E731
-        bdp = lambda n, rng: PD.simulate_answers(allin, vals[1:], phi[1:], q, spec_t, runs=n, rng=rng)  # noqa: E731
+        allin = personalized.Minimum()
+        spec_t = personalized.spec_from_values(np.full(phi.size, spec.threshold("mean")))
+        bd = lambda n, rng: personalized.simulate_answers(allin, vals, phi, q, spec_t, runs=n, rng=rng)  # noqa: E731
+        bdp = lambda n, rng: personalized.simulate_answers(allin, vals[1:], phi[1:], q, spec_t,  # noqa: E731
+                                                           runs=n, rng=rng)
     return Case(d, dp, {"eps": promise}, broken=(bd, bdp))
 
 
@@ -500,12 +507,12 @@ def case_multitier(family: str) -> Case:
     """Algorithm 1 (central multi-tier): each tier's answer costs that tier's ε; the top tier is the
     coalition's cost. A count of 10 against 11."""
     tiers = [("gold", 1.2), ("silver", 0.7), ("bronze", 0.3)]
-    plan = MT.plan_central(tiers, family)
+    plan = multitier.plan_central(tiers, family)
 
     def draw(q, pl):
-        return lambda n, rng: MC.sample_multitier(pl.family, pl.params, np.full(n, float(q)), rng=rng).T
+        return lambda n, rng: multitier.sample_multitier(pl.family, pl.params, np.full(n, float(q)), rng=rng).T
 
-    broken = MT.plan_central([(k, 2 * e) for k, e in tiers], family)
+    broken = multitier.plan_central([(k, 2 * e) for k, e in tiers], family)
     return Case(draw(10, plan), draw(11, plan), {"eps": [1.2, 0.7, 0.3]},
                 broken=(draw(10, broken), draw(11, broken)))
 
@@ -517,13 +524,14 @@ def case_standard_histogram() -> Case:
     keys = [f"k{k:04d}" for k in range(K)]
     base = pd.DataFrame({"A": keys * 2, "B": ["x"] * K + ["y"] * K})
 
-    def tab(cell: str) -> PA.AttributeData:
+    def tab(cell: str) -> granular.AttributeData:
         r = pd.DataFrame({"A": keys, "B": [cell] * K})
-        return PA.encode_attributes(pd.concat([base, r], ignore_index=True), ["A", "B"], {"A": keys, "B": ["x", "y"]})
+        return granular.encode_attributes(pd.concat([base, r], ignore_index=True), ["A", "B"],
+                                          {"A": keys, "B": ["x", "y"]})
 
     def draw(data, e):
         def once(rng):
-            a = PA.standard_histogram(data, eps=e, rng=rng, threshold=-math.inf).answers
+            a = granular.standard_histogram(data, eps=e, rng=rng, threshold=-math.inf).answers
             w = a.pivot_table(index="A", columns="B", values="estimate", observed=True)
             return (w["x"] - w["y"]).to_numpy()
 
@@ -569,7 +577,7 @@ CASES: dict[str, Callable[[], Case]] = {
     "personalized.pe.median": lambda: case_personalized("pe_median"),
     "multitier.central.geometric": lambda: case_multitier("geometric"),
     "multitier.central.laplace": lambda: case_multitier("laplace"),
-    "partial.standard_histogram": case_standard_histogram,
+    "granular.standard_histogram": case_standard_histogram,
 }
 
 

@@ -7,14 +7,14 @@ Screenshots go to test-artifacts/e2e/.
 from __future__ import annotations
 
 import os
-import re
-import sys
 from pathlib import Path
 from typing import Iterator
 
 import pytest
 
-from .server import CHROMIUM, CHROMIUM_FLAGS, IDLE_JS, ROOT, app_server
+from .server import (CHROMIUM, CHROMIUM_FLAGS, FINGERPRINT_JS, IDLE_JS, ROOT, app_server,  # noqa: F401
+                     chart_changed_js, prdp_app_command, threshold_input)
+from .server import clean_env as _clean_env
 
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
@@ -25,12 +25,6 @@ def _require_browser() -> None:
         if IN_CI:
             pytest.fail(f"{CHROMIUM} is missing under CI: .ci/run must install Debian chromium.")
         pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium); runs under CI.")
-
-
-def _clean_env(**extra: str) -> dict[str, str]:
-    """The server's environment: no board URL or data folder inherited from the caller's shell."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PRDP_BOARD_URL", "PRDP_DATA_DIR")}
-    return {**env, **extra}
 
 
 @pytest.fixture(scope="session")
@@ -55,13 +49,8 @@ def workshop_url(tmp_path_factory) -> Iterator[str]:
     home = tmp_path_factory.mktemp("workshop-server")
     (home / "data").mkdir()
     env = _clean_env(PRDP_WORKSHOP_DIR=str(home), PRDP_FACILITATOR_KEY=FACILITATOR_KEY)
-    prdp = str(Path(sys.executable).with_name("prdp"))
-
-    def command(port: int) -> list[str]:
-        return [prdp, "app", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(home / "data")]
-
     with open(ARTIFACTS / "workshop-server.log", "w") as log, \
-            app_server(log, env=env, command=command, cwd=home) as (url, _proc):
+            app_server(log, env=env, command=prdp_app_command(home / "data"), cwd=home) as (url, _proc):
         yield url
 
 
@@ -110,18 +99,6 @@ def wait_idle(page, timeout: float = 60_000) -> None:
     page.wait_for_timeout(300)
 
 
-#: JavaScript giving a fingerprint of the data of the Plotly chart matched by a CSS selector (``%s``): its
-#: traces' x and y, which Streamlit sends base64-encoded, so the fingerprint changes whenever the curve does.
-FINGERPRINT_JS = """() => {
-  const el = document.querySelector('%s');
-  if (!el || !el.data || !el.data.length) return null;
-  const s = JSON.stringify(el.data.map(t => [t.x, t.y]));
-  let h = 0;
-  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
-  return s.length + ':' + h;
-}"""
-
-
 def change_first_threshold(page, fingerprint_js: str, new_of) -> tuple[float, float, float]:
     """On the Policy designer: set the first threshold T(…) to ``new_of(old)`` and wait until the chart whose
     fingerprint is ``fingerprint_js`` (from :data:`FINGERPRINT_JS`) changes; returns (old, new, seconds from the
@@ -130,12 +107,11 @@ def change_first_threshold(page, fingerprint_js: str, new_of) -> tuple[float, fl
 
     before = page.evaluate(fingerprint_js)
     assert before
-    thr = page.locator('[data-testid="stNumberInput"]').filter(has_text=re.compile(r"^T\(")).locator("input").first
+    thr = threshold_input(page)
     old = float(thr.input_value())
     new = new_of(old)
     thr.fill(f"{new:g}")
     t0 = time.perf_counter()
     thr.press("Enter")
-    page.wait_for_function(f"(before) => {{ const f = ({fingerprint_js})(); return f && f !== before; }}", arg=before,
-                           timeout=120_000, polling=20)
+    page.wait_for_function(chart_changed_js(fingerprint_js), arg=before, timeout=120_000, polling=20)
     return old, new, time.perf_counter() - t0

@@ -1,12 +1,15 @@
 """Start and stop the app's Streamlit server on 127.0.0.1 and a free port.
 
-Shared by the browser tests (tests/e2e/conftest.py) and the load benchmark
-(benchmarks/bench_sessions.py). The server is stopped through its process handle.
+Shared by the browser tests (tests/e2e/conftest.py) and the load benchmarks
+(benchmarks/bench_sessions.py, benchmarks/bench_workshop_load.py): the server, its environment and
+command, and what the browser reads of the page (idle, a chart's data, the Policy designer's
+threshold input). The server is stopped through its process handle.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -26,11 +29,53 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
 IDLE_JS = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
            " && !document.querySelector('[data-testid=\"stSkeleton\"]')")
 
+#: JavaScript giving a fingerprint of the data of the Plotly chart matched by a CSS selector (``%s``): its
+#: traces' x and y, which Streamlit sends base64-encoded, so the fingerprint changes whenever the curve does.
+FINGERPRINT_JS = """() => {
+  const el = document.querySelector('%s');
+  if (!el || !el.data || !el.data.length) return null;
+  const s = JSON.stringify(el.data.map(t => [t.x, t.y]));
+  let h = 0;
+  for (let i = 0; i < s.length; i++) h = (h * 31 + s.charCodeAt(i)) | 0;
+  return s.length + ':' + h;
+}"""
+
+#: The Policy designer's chart of the policy-loss CDF over records.
+CDF_CHART = ".st-key-cdf_records .js-plotly-plot"
+
+
+def chart_changed_js(fingerprint_js: str) -> str:
+    """JavaScript predicate of ``page.wait_for_function(…, arg=before)``: true once the fingerprint
+    ``fingerprint_js`` (:data:`FINGERPRINT_JS` of a chart) is set and differs from ``before``."""
+    return f"(before) => {{ const f = ({fingerprint_js})(); return f && f !== before; }}"
+
+
+def threshold_input(page):
+    """The Policy designer's first threshold box T(…) (a Playwright locator, sync or async page)."""
+    return page.locator('[data-testid="stNumberInput"]').filter(has_text=re.compile(r"^T\(")).locator("input").first
+
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The server's environment: no board URL or data folder inherited from the caller's shell, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PRDP_BOARD_URL", "PRDP_DATA_DIR")}
+    return {**env, **extra}
+
+
+def prdp_app_command(data_dir: Path) -> Callable[[int], list[str]]:
+    """The command line of a workshop server started as a facilitator would: ``prdp app`` on
+    127.0.0.1 with ``data_dir`` as its data folder (for :func:`app_server`'s ``command``)."""
+    prdp = str(Path(sys.executable).with_name("prdp"))
+
+    def command(port: int) -> list[str]:
+        return [prdp, "app", "--host", "127.0.0.1", "--port", str(port), "--data-dir", str(data_dir)]
+
+    return command
 
 
 def streamlit_command(port: int) -> list[str]:

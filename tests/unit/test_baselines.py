@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 import prdp_core
-from prdp_core import budget as B
 from prdp_core.accounting import Ledger
 from prdp_core.errors import ParameterError
 from prdp_core.mechanisms import baselines as BL
+from prdp_core.mechanisms.prdp.budget import inverse
 from prdp_core.secure import grid_for
 
 
@@ -93,7 +93,7 @@ def test_top_coding_and_global_minimum():
     assert t.noise == "gaussian" and t.sensitivity == 60 and t.lower == 0
     rel = t.release(df, rng=np.random.default_rng(0), reveal=True)
     assert rel.answers["true"].iloc[0] == 60 + 50 + 60 + 50 + 20  # the same clamp as the Table 7 baseline
-    bud = B.inverse(1e4, "BALANCE")
+    bud = inverse(1e4, "BALANCE")
     gm = BL.global_minimum(bud, "BALANCE")
     assert gm.budget == bud.eps_min and gm.upper == bud.U and gm.noise == "laplace"
     data = prdp_core.samples.load("bank_normal_50k", n=1_000, seed=0)

@@ -10,27 +10,32 @@ import pytest
 
 from prdp_core.errors import ParameterError
 from prdp_core.mechanisms import multitier as mt
-from prdp_core.mechanisms import personalized as P
+from prdp_core.mechanisms.personalized.accuracy import sum_mse_proxy
+from prdp_core.mechanisms.personalized.mechanisms import Sample
+from prdp_core.mechanisms.personalized.neighbours import sample_delivered_substitution
+from prdp_core.mechanisms.personalized.query import PersonalizedQuery
+from prdp_core.mechanisms.personalized.sample import sample_probability
+from prdp_core.mechanisms.personalized.spec import TierConfig, generate_tiers, generate_tiers_for
 
 
 def test_sample_substitution_loss_is_finite_for_large_thresholds():
     # k = 2 (sum with lo < 0 < hi, table roster): π = 1 for Φ ≥ t and e^{−t/2} − 1 rounds to −1 for t ≳ 75
     phi = np.array([100.0, 50.0, 1.0, 0.01])
-    out = P.sample_delivered_substitution(phi, 100.0, 2.0)
+    out = sample_delivered_substitution(phi, 100.0, 2.0)
     assert np.isfinite(out).all()
     assert out[0] == pytest.approx(100.0)  # π = 1: ln(e^{t/2}) − ln(e^{−t/2}) = t
     assert (out <= np.minimum(phi, 100.0) + 1e-9).all()
     # small arguments keep the former (log1p) values
-    small = P.sample_delivered_substitution(np.array([1.0, 0.5, 0.1]), 1.0, 2.0)
-    pi = P.sample_probability(np.array([1.0, 0.5, 0.1]), 1.0)
+    small = sample_delivered_substitution(np.array([1.0, 0.5, 0.1]), 1.0, 2.0)
+    pi = sample_probability(np.array([1.0, 0.5, 0.1]), 1.0)
     ref = np.log1p(pi * math.expm1(0.5)) - np.log1p(pi * math.expm1(-0.5))
     np.testing.assert_allclose(small, ref, rtol=1e-12)
 
 
 def test_sample_release_with_liberal_budgets_and_signed_bounds():
     table = pd.DataFrame({"v": np.linspace(-3, 3, 200)})
-    spec = P.generate_tiers_for(table, P.TierConfig(eps_l=100.0), rng=np.random.default_rng(0))
-    rel = P.Sample("max").release(table, spec, P.Query("sum", column="v", lo=-5.0, hi=5.0),
+    spec = generate_tiers_for(table, TierConfig(eps_l=100.0), rng=np.random.default_rng(0))
+    rel = Sample("max").release(table, spec, PersonalizedQuery("sum", column="v", lo=-5.0, hi=5.0),
                                   rng=np.random.default_rng(1))
     assert np.isfinite(rel.loss).all()
     assert rel.check_delivered_within_requested()
@@ -74,19 +79,19 @@ mechanisms:
 def test_sum_error_proxy_with_huge_bounds_is_a_parameter_error():
     phi = np.array([0.1, 0.5, 1.0])
     with pytest.raises(ParameterError, match="overflows"):
-        P.sum_mse_proxy(phi, [0.1, 1.0], mean=1e299, sd=1e299, bound=2e300)
-    np.testing.assert_allclose(P.sum_mse_proxy(phi, [1.0], mean=5.0, sd=2.0, bound=10.0)["rmse"], [16.567870692218644])
+        sum_mse_proxy(phi, [0.1, 1.0], mean=1e299, sd=1e299, bound=2e300)
+    np.testing.assert_allclose(sum_mse_proxy(phi, [1.0], mean=5.0, sd=2.0, bound=10.0)["rmse"], [16.567870692218644])
 
 
 def test_generated_tiers_below_the_rounding_step_stay_in_their_ranges():
-    cfg = P.TierConfig(eps_c=0.001, eps_m=0.001, eps_l=0.001)  # everybody asks for 0.001
-    spec = P.generate_tiers(100, cfg, rng=np.random.default_rng(0))
+    cfg = TierConfig(eps_c=0.001, eps_m=0.001, eps_l=0.001)  # everybody asks for 0.001
+    spec = generate_tiers(100, cfg, rng=np.random.default_rng(0))
     np.testing.assert_allclose(spec.eps, 0.001)  # not raised to the 0.01 rounding step
     assert spec.choice_range == (0.001, 0.001)
-    spec = P.generate_tiers(500, P.TierConfig(eps_c=0.001, eps_m=0.003, eps_l=0.005), rng=np.random.default_rng(1))
+    spec = generate_tiers(500, TierConfig(eps_c=0.001, eps_m=0.003, eps_l=0.005), rng=np.random.default_rng(1))
     assert spec.eps.min() >= 0.001 and spec.eps.max() <= 0.005  # never above the liberal ε_L
     # the paper's defaults are unchanged
-    d = P.generate_tiers(1000, P.TierConfig(), rng=np.random.default_rng(2))
+    d = generate_tiers(1000, TierConfig(), rng=np.random.default_rng(2))
     assert d.choice_range == (0.01, 1.0) and d.eps.min() >= 0.01
 
 

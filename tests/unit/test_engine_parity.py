@@ -16,13 +16,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prdp_core import budget as B
 from prdp_core import engines
 from prdp_core.data import Schema, check_table, prepare_dataset
 from prdp_core.distribution import LossDistribution
 from prdp_core.engines import Aggregate, MemoryEngine
 from prdp_core.engines.duckdb_engine import DuckDBEngine
-from prdp_core.mechanisms import prdp as P
+from prdp_core.mechanisms.prdp.answers import ClippedSum, RankMax
+from prdp_core.mechanisms.prdp.budget import inverse, log_budget, parse_budget, per_group, sqrt_budget, step_table
+from prdp_core.mechanisms.prdp.central import count, count_of, framework, naive
+from prdp_core.mechanisms.prdp.domains import DomainPartition, ceil_log2
 from prdp_core.mechanisms.unit_splitting import release
 from prdp_core.preview import preview_policy
 from prdp_core.profile import profile_dataset
@@ -173,15 +175,15 @@ def test_cell_aggregates_are_equal(data, engine):
 
 
 BUDGETS = [
-    B.inverse(1e4, "v", U=1e12),
-    B.log_budget(500, "w", k=4, U=1e12),  # log and ** : the numpy kernel runs inside SQL engines
-    B.sqrt_budget(8, "v", U=1e12),
-    B.step_table("v", [10, 100, 1000], [4.0, 1.0, 0.3, 0.05], eps_min=0.01, eps_max=10),
-    B.parse_budget("where(g == 'a', 2, 1e4 / max(v, 1)) + min(h, 3) / 10", eps_min=1e-8, eps_max=100),
-    B.parse_budget("abs(w - 20) / sqrt(max(v, 4)) + (h != 2) + 0.5", eps_min=0.01, eps_max=50),
-    B.per_group("g", {"a": "50 / max(v, 1)", "b": "1"}, default="0.5", eps_min=1e-6, eps_max=60),
+    inverse(1e4, "v", U=1e12),
+    log_budget(500, "w", k=4, U=1e12),  # log and ** : the numpy kernel runs inside SQL engines
+    sqrt_budget(8, "v", U=1e12),
+    step_table("v", [10, 100, 1000], [4.0, 1.0, 0.3, 0.05], eps_min=0.01, eps_max=10),
+    parse_budget("where(g == 'a', 2, 1e4 / max(v, 1)) + min(h, 3) / 10", eps_min=1e-8, eps_max=100),
+    parse_budget("abs(w - 20) / sqrt(max(v, 4)) + (h != 2) + 0.5", eps_min=0.01, eps_max=50),
+    per_group("g", {"a": "50 / max(v, 1)", "b": "1"}, default="0.5", eps_min=1e-6, eps_max=60),
     # log of two columns: neither exact SQL nor monotone in one column (Spark: the numpy kernel as a pandas UDF)
-    B.parse_budget("400 / max(log(w + 2), 1) ** 2 + h / 4", eps_min=0.01, eps_max=100),
+    parse_budget("400 / max(log(w + 2), 1) ** 2 + h / 4", eps_min=0.01, eps_max=100),
 ]
 
 
@@ -195,7 +197,7 @@ def test_domain_statistics_are_equal(data, engine, budget):
     mem = eds["memory"].engine
     eng = eds[engine].engine
     assert np.array_equal(eng.domain_stats(budget).counts, counts)
-    for mech, col in ((P.ClippedSum(), "v"), (P.RankMax(), "w")):
+    for mech, col in ((ClippedSum(), "v"), (RankMax(), "w")):
         a = mem.domain_stats(budget, column=col, bins=mech.bins(budget.U))
         b = eng.domain_stats(budget, column=col, bins=mech.bins(budget.U))
         assert np.array_equal(a.hist_counts, b.hist_counts)
@@ -217,8 +219,8 @@ def test_sql_domain_index_and_ceil_log2_are_exact(tmp_path, engine):
     pd.DataFrame({"x": x}).to_parquet(path)
     eng = _open_raw(engine, path)
     got = np.array([r[0] for r in eng._exec(f"SELECT {S.ceil_log2_sql(eng.d, 'x')} FROM {eng.relation}")])
-    assert np.array_equal(got, B.ceil_log2(x))
-    dp = B.DomainPartition(1e-8, 100.0)
+    assert np.array_equal(got, ceil_log2(x))
+    dp = DomainPartition(1e-8, 100.0)
     e = np.clip(np.concatenate((dp.lo, dp.hi, np.nextafter(dp.lo, np.inf), np.exp(np.linspace(-18, 4.6, 4000)))),
                 1e-8, 100.0)
     pd.DataFrame({"e": e}).to_parquet(path)
@@ -333,20 +335,20 @@ FRAMEWORK = [(b, q) for b in BUDGETS[:2] + BUDGETS[4:5] for q in ("count", "sum:
 def test_framework_releases_are_equal(data, engine, case):
     budget, query = case
     _, _, ds, eds = data
-    a = P.framework(ds.table, budget, query, beta=0.1, rng=np.random.default_rng(5), reveal=True)
-    b = P.framework(eds[engine], budget, query, beta=0.1, rng=np.random.default_rng(5), reveal=True)
+    a = framework(ds.table, budget, query, beta=0.1, rng=np.random.default_rng(5), reveal=True)
+    b = framework(eds[engine], budget, query, beta=0.1, rng=np.random.default_rng(5), reveal=True)
     pd.testing.assert_frame_equal(a.answers, b.answers, check_exact=False, rtol=1e-12)
     assert a.answers["estimate"].iloc[0] == b.answers["estimate"].iloc[0]
     assert np.array_equal(a.extras["private_domain_counts"], b.extras["private_domain_counts"])
     assert _exact(b.loss_distribution, a.loss)
     assert a.extras.get("private_rank_error") == b.extras.get("private_rank_error")
-    c = P.count(budget(ds.table), eps_min=budget.eps_min, eps_max=budget.eps_max, beta=0.1,
+    c = count(budget(ds.table), eps_min=budget.eps_min, eps_max=budget.eps_max, beta=0.1,
                 rng=np.random.default_rng(2))
-    d = P.count_of(eds[engine], budget, beta=0.1, rng=np.random.default_rng(2))
+    d = count_of(eds[engine], budget, beta=0.1, rng=np.random.default_rng(2))
     assert c.answers["estimate"].iloc[0] == d.answers["estimate"].iloc[0]
     assert _exact(d.loss_distribution, c.loss)
-    e = P.naive(ds.table, budget, query, beta=0.1, rng=np.random.default_rng(3))
-    f = P.naive(eds[engine], budget, query, beta=0.1, rng=np.random.default_rng(3))
+    e = naive(ds.table, budget, query, beta=0.1, rng=np.random.default_rng(3))
+    f = naive(eds[engine], budget, query, beta=0.1, rng=np.random.default_rng(3))
     assert e.answers["estimate"].iloc[0] == f.answers["estimate"].iloc[0] or (
         np.isnan(e.answers["estimate"].iloc[0]) and np.isnan(f.answers["estimate"].iloc[0]))
 

@@ -27,7 +27,7 @@ from prdp_core import config, report
 from prdp_core.cli import EXIT_OK, main
 from prdp_core.codegen import literal
 from prdp_core.mechanisms import multitier as mt
-from prdp_core.mechanisms import personalized as P
+from prdp_core.mechanisms.personalized.query import PersonalizedQuery
 from tests.hostile import (RUN, SENTINEL, HostileData, assert_user_text_only_in_literals, hostile, hostile_config,
                            run_python, write_hostile_data)
 
@@ -199,7 +199,7 @@ def _personalized(data, study, ds):
 
     params = dict(personalized.SPEC_DEFAULTS, pdp_source="column", pdp_col=data.label, pdp_user=data.owner,
                   labels=((data.labels[0], 0.5), (data.labels[1], 2.0), (None, 1.0)), seed=2)
-    query = P.Query("count", data.measure, cutoff=2.0, hi=40.0)
+    query = PersonalizedQuery("count", data.measure, cutoff=2.0, hi=40.0)
     tiers = dict(params, pdp_source="tiers")
     return [personalized.reproduce_code(_source(data, ds), ds, p, query, 2) for p in (params, tiers)]
 
@@ -264,7 +264,7 @@ def _string_tokens(code: str) -> list[str]:
 #: A string that reads as Python source: an import, a prdp_core call, or a call on a module alias the
 #: generated scripts use.
 CODE_TEXT = re.compile(r"(^|\n)\s*(import \w|from [\w.]+ import )|\bprdp_core\.\w+\(|"
-                       r"\b(np|pd|B|P|mt|partial|analysis|prdp|prldp|interpret|accounting|unit_splitting)\.\w+\(")
+                       r"\b(np|pd|B|P|mt|granular|analysis|prdp|prldp|interpret|accounting|unit_splitting)\.\w+\(")
 
 
 def _code_writing_functions() -> set[str]:

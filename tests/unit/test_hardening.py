@@ -22,19 +22,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import prdp_core
-from prdp_core import budget as B
 from prdp_core import interpret, limits
 from prdp_core.accounting import zcdp_to_approx_dp
 from prdp_core.analysis import optimal_clip, solve_budget, sweep, workload_errors
 from prdp_core.data import Dataset, Schema
 from prdp_core.errors import ConfigError, ExpressionError, PrdpError, ResourceLimitError
 from prdp_core.mechanisms import baselines as BL
-from prdp_core.mechanisms import multitier as MT
-from prdp_core.mechanisms import multitier_central as MC
-from prdp_core.mechanisms import partial as PA
-from prdp_core.mechanisms import personalized as PD
-from prdp_core.mechanisms import prdp as P
-from prdp_core.mechanisms import prldp as PL
+from prdp_core.mechanisms import granular, multitier
+from prdp_core.mechanisms import personalized
+from prdp_core.mechanisms.prdp import local as prldp
+from prdp_core.mechanisms.prdp.budget import constant, inverse, log_budget, parse_budget
+from prdp_core.mechanisms.prdp.central import count, framework
+from prdp_core.mechanisms.prdp.experiments import scaling_study
 from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
 from prdp_core.preview import preview_policy
 from prdp_core.secure import SecureSampler, grid_for
@@ -57,8 +56,8 @@ _TAB = pd.DataFrame({"id": np.arange(8), "g": list("aabbccdd"), "v": [0.0, 1.0, 
 _DS = Dataset("t", _TAB, Schema(id_col="id", measures=("v",), groups=("g",)))
 _POL = SplittingPolicy(as_thresholds({"v": 100.0}), Workload((Query("sum", "v", rho=0.5, group_by=("g",)),
                                                               Query("count", rho=0.1))))
-_BUD = B.inverse(1e4, "v")
-_SPEC = PD.spec_from_values(np.array([0.1, 0.5, 1.0, 1.0, 0.3, 0.7, 0.2, 0.9]))
+_BUD = inverse(1e4, "v")
+_SPEC = personalized.spec_from_values(np.array([0.1, 0.5, 1.0, 1.0, 0.3, 0.7, 0.2, 0.9]))
 
 
 def _rng() -> np.random.Generator:
@@ -88,42 +87,42 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
     ("run", "release partition δ", lambda x: release(
         _TAB, SplittingPolicy(_POL.thresholds, Workload(_POL.workload.queries, partition_rho=0.1)),
         rng=_rng(), partition_delta=x)),
-    ("budget functions", "α", lambda x: B.inverse(x, "v")(_TAB)),
-    ("budget functions", "ε̂", lambda x: B.inverse(1e4, "v", eps_max=x)(_TAB)),
-    ("budget functions", "U", lambda x: B.inverse(1e4, "v", U=x)(_TAB)),
-    ("budget functions", "ε̌", lambda x: B.inverse(1e4, "v", eps_min=x)(_TAB)),
-    ("budget functions", "log k", lambda x: B.log_budget(500, "v", k=x)(_TAB)),
-    ("budget functions", "constant ε", lambda x: B.constant(x)(_TAB)),
-    ("budget functions", "β", lambda x: P.framework(_TAB, _BUD, "sum", beta=x, rng=_rng())),
-    ("budget functions", "local β", lambda x: PL.framework(_TAB, _BUD, "sum", beta=x, rng=_rng())),
-    ("budget functions", "count ε̌", lambda x: P.count(_BUD(_TAB), eps_min=x, eps_max=1.0, beta=0.1, rng=_rng())),
-    ("personalized", "Φ value", lambda x: PD.spec_from_values(np.array([x, 1.0]))),
-    ("personalized", "threshold t", lambda x: PD.release(_TAB.assign(u=range(8)), _SPEC, PD.Query("count"),
-                                                         PD.Threshold(x), rng=_rng())),
-    ("personalized", "sample t", lambda x: PD.Sample(x).delivered(_SPEC.eps, _SPEC)),
-    ("personalized", "query hi", lambda x: PD.Query("sum", "v", lo=0, hi=x)),
-    ("personalized", "query lo", lambda x: PD.Query("median", "v", lo=x, hi=10)),
-    ("personalized", "tier share", lambda x: PD.TierConfig(f_c=x)),
-    ("personalized", "tier ε", lambda x: PD.TierConfig(eps_m=x)),
-    ("personalized", "comparison runs", lambda x: PD.compare(_TAB.assign(u=range(8)), _SPEC, PD.Query("count"),
+    ("budget functions", "α", lambda x: inverse(x, "v")(_TAB)),
+    ("budget functions", "ε̂", lambda x: inverse(1e4, "v", eps_max=x)(_TAB)),
+    ("budget functions", "U", lambda x: inverse(1e4, "v", U=x)(_TAB)),
+    ("budget functions", "ε̌", lambda x: inverse(1e4, "v", eps_min=x)(_TAB)),
+    ("budget functions", "log k", lambda x: log_budget(500, "v", k=x)(_TAB)),
+    ("budget functions", "constant ε", lambda x: constant(x)(_TAB)),
+    ("budget functions", "β", lambda x: framework(_TAB, _BUD, "sum", beta=x, rng=_rng())),
+    ("budget functions", "local β", lambda x: prldp.framework(_TAB, _BUD, "sum", beta=x, rng=_rng())),
+    ("budget functions", "count ε̌", lambda x: count(_BUD(_TAB), eps_min=x, eps_max=1.0, beta=0.1, rng=_rng())),
+    ("personalized", "Φ value", lambda x: personalized.spec_from_values(np.array([x, 1.0]))),
+    ("personalized", "threshold t", lambda x: personalized.release(_TAB.assign(u=range(8)), _SPEC, personalized.PersonalizedQuery("count"),
+                                                         personalized.Threshold(x), rng=_rng())),
+    ("personalized", "sample t", lambda x: personalized.Sample(x).delivered(_SPEC.eps, _SPEC)),
+    ("personalized", "query hi", lambda x: personalized.PersonalizedQuery("sum", "v", lo=0, hi=x)),
+    ("personalized", "query lo", lambda x: personalized.PersonalizedQuery("median", "v", lo=x, hi=10)),
+    ("personalized", "tier share", lambda x: personalized.TierConfig(f_c=x)),
+    ("personalized", "tier ε", lambda x: personalized.TierConfig(eps_m=x)),
+    ("personalized", "comparison runs", lambda x: personalized.compare(_TAB.assign(u=range(8)), _SPEC, personalized.PersonalizedQuery("count"),
                                                              runs=x, rng=_rng())),
-    ("personalized", "curve thresholds", lambda x: PD.threshold_curve(_TAB.assign(u=range(8)), _SPEC,
-                                                                     PD.Query("count"), [x], runs=5, rng=_rng())),
-    ("analyst tiers", "tier ε", lambda x: MT.plan_central([("a", x), ("b", 0.5)], "laplace")),
-    ("analyst tiers", "gaussian δ", lambda x: MT.plan_central([("a", 1.0)], "gaussian", delta=x)),
-    ("analyst tiers", "local d", lambda x: MT.plan_local([("a", 1.0), ("b", 0.5)], x)),
-    ("analyst tiers", "release answer", lambda x: MT.release_central(MT.plan_central([("a", 1.0)], "laplace"), x,
-                                                                     rng=_rng())),
-    ("analyst tiers", "σ for ε", lambda x: MC.gaussian_sigma_for(x, 1e-6)),
+    ("personalized", "curve thresholds", lambda x: personalized.threshold_curve(_TAB.assign(u=range(8)), _SPEC,
+                                                                     personalized.PersonalizedQuery("count"), [x], runs=5, rng=_rng())),
+    ("analyst tiers", "tier ε", lambda x: multitier.plan_central([("a", x), ("b", 0.5)], "laplace")),
+    ("analyst tiers", "gaussian δ", lambda x: multitier.plan_central([("a", 1.0)], "gaussian", delta=x)),
+    ("analyst tiers", "local d", lambda x: multitier.plan_local([("a", 1.0), ("b", 0.5)], x)),
+    ("analyst tiers", "release answer", lambda x: multitier.release_central(
+        multitier.plan_central([("a", 1.0)], "laplace"), x, rng=_rng())),
+    ("analyst tiers", "σ for ε", lambda x: multitier.gaussian_sigma_for(x, 1e-6)),
     ("concepts", "ε accuracy", lambda x: interpret.inference_accuracy(x)),
     ("concepts", "prior", lambda x: interpret.posterior_bound(1.0, x)),
     ("concepts", "ρ side by side", lambda x: interpret.zcdp_side_by_side(x)),
     ("concepts", "ε target", lambda x: interpret.rho_for_approx_dp(x)),
     ("concepts", "record value", lambda x: interpret.record_guarantee(x)),
-    ("concepts", "ε0 calibration", lambda x: PA.calibrate_heavy_hitter_histogram(x, 0.01, 16)),
-    ("concepts", "ν calibration", lambda x: PA.calibrate_heavy_hitter_histogram(1.0, x, 16)),
-    ("concepts", "attributes d", lambda x: PA.granularity_table(x, 1.0)),
-    ("concepts", "synthetic n", lambda x: PA.synthetic_attribute_data(n=x, d=8, rng=_rng())),
+    ("concepts", "ε0 calibration", lambda x: granular.calibrate_heavy_hitter_histogram(x, 0.01, 16)),
+    ("concepts", "ν calibration", lambda x: granular.calibrate_heavy_hitter_histogram(1.0, x, 16)),
+    ("concepts", "attributes d", lambda x: granular.granularity_table(x, 1.0)),
+    ("concepts", "synthetic n", lambda x: granular.synthetic_attribute_data(n=x, d=8, rng=_rng())),
     ("baselines", "clipped-sum budget", lambda x: BL.ClippedSum("v", x, upper=10.0)),
     ("baselines", "clipping bound", lambda x: BL.clipped_sum_laplace(_TAB["v"].to_numpy(), 0.0, x, 1.0, rng=_rng())),
     ("data", "shift a negative measure by", lambda x: prdp_core.data.prepare_dataset(
@@ -134,10 +133,12 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
         _TAB, ["v"], cap=1.0, flat=0.1, split=0.5, share=x)),
     ("trade-offs", "probability γ", lambda x: solve_budget(_TAB, _POL, target=0.1, gamma=x)),
     ("trade-offs", "answers with at least … records", lambda x: workload_errors(_TAB, _POL, min_count=x)),
-    ("analyst tiers", "clipping bound U", lambda x: MT.central_query(_TAB, "sum", measure="v", clip=x)),
-    ("analyst tiers", "filter value", lambda x: MT.central_query(_TAB, "count", filter=MT.RecordFilter("v", ">=", x))),
-    ("analyst tiers", "local top of the range U", lambda x: MT.local_categories(_TAB, "v", 16, scale="log", top=x)),
-    ("budget functions", "scaling runs per point", lambda x: P.scaling_study("n", [1000], methods=("naive",), trials=x)),
+    ("analyst tiers", "clipping bound U", lambda x: multitier.central_query(_TAB, "sum", measure="v", clip=x)),
+    ("analyst tiers", "filter value", lambda x: multitier.central_query(
+        _TAB, "count", filter=multitier.RecordFilter("v", ">=", x))),
+    ("analyst tiers", "local top of the range U", lambda x: multitier.local_categories(
+        _TAB, "v", 16, scale="log", top=x)),
+    ("budget functions", "scaling runs per point", lambda x: scaling_study("n", [1000], methods=("naive",), trials=x)),
     ("secure", "grid bits", lambda x: SecureSampler(bits=x)),
     ("secure", "grid sensitivity", lambda x: grid_for(x)),
 ]
@@ -164,10 +165,10 @@ def test_adversarial_record_values_in_engine_calls(bad):
     tab = _TAB.head(0) if bad == "empty" else _TAB.assign(v=[0.0, 1.0, bad, 10.0, 250.0, 7.5, 1e6, 40.0])
     bad = math.nan if bad == "empty" else bad
     for call in (lambda: split_counts(tab, {"v": 10.0}), lambda: _BUD(tab),
-                 lambda: P.framework(tab, _BUD, "sum", beta=0.1, rng=_rng()),
+                 lambda: framework(tab, _BUD, "sum", beta=0.1, rng=_rng()),
                  lambda: release(tab, _POL, rng=_rng()),
                  lambda: BL.ClippedSum("v", 1.0, upper=10.0).release(tab, rng=_rng()),
-                 lambda: B.parse_budget("1e4 / max(v, 1)")(tab)):
+                 lambda: parse_budget("1e4 / max(v, 1)")(tab)):
         try:
             out = call()
         except PrdpError:
@@ -252,7 +253,7 @@ def test_unicode_headers_and_adversarial_cells(names, cells):
 def test_expression_attacks_fail_fast_with_expression_errors(text):
     t0 = time.perf_counter()
     try:
-        out = B.parse_budget(text, eps_min=0.01, eps_max=10, U=1e6)(_TAB)
+        out = parse_budget(text, eps_min=0.01, eps_max=10, U=1e6)(_TAB)
         assert np.all(np.isfinite(out))
     except PrdpError as err:
         assert isinstance(err, (ExpressionError, PrdpError)) and str(err)
@@ -265,7 +266,7 @@ def test_expression_on_adversarial_columns(values):
     tab = pd.DataFrame({"v": values})
     for text in ("1e4 / v", "log(v)", "sqrt(v)", "v ** 2", "where(v > 10, 0.1, 1 / v)", "exp(v)"):
         try:
-            out = B.parse_budget(text, eps_min=0.01, eps_max=10, U=1e6)(tab)
+            out = parse_budget(text, eps_min=0.01, eps_max=10, U=1e6)(tab)
         except PrdpError:
             continue
         assert np.all(np.isfinite(out)) and np.all(out >= 0.01 * (1 - 1e-12))
@@ -340,7 +341,7 @@ def test_config_yaml_bombs_tags_and_paths(tmp_path):
 
 def test_resource_limits_have_clear_messages(monkeypatch):
     with pytest.raises(ExpressionError, match=f"{limits.MAX_EXPRESSION_CHARS:,}"):
-        B.parse_budget("1" + "+1" * limits.MAX_EXPRESSION_CHARS)
+        parse_budget("1" + "+1" * limits.MAX_EXPRESSION_CHARS)
     monkeypatch.setattr(limits, "MAX_SWEEP_POINTS", 3)
     with pytest.raises(ResourceLimitError, match="sweep points"):
         sweep(_TAB, _POL, [{"v": t} for t in (1.0, 2.0)], [0.1, 0.2])

@@ -10,14 +10,24 @@ import pytest
 from scipy import integrate, stats
 
 import prdp_core
-from prdp_core import budget as B
 from prdp_core import noise
 from prdp_core.accounting import Ledger
-from prdp_core.errors import PolicyError, ParameterError
-from prdp_core.mechanisms import prdp as P
+from prdp_core.errors import ParameterError, PolicyError
+from prdp_core.mechanisms.prdp.answers import RankMax
+from prdp_core.mechanisms.prdp.budget import inverse
+from prdp_core.mechanisms.prdp.central import count, framework
+from prdp_core.mechanisms.prdp.queries import Query as PrdpQuery
 from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
-from prdp_core.secure import (SECURE_LABEL, TEACHING_LABEL, SecureSampler, exact_cell_sums, grid_for, mode_label,
-                              to_units, units_ceil)
+from prdp_core.secure import (
+    SECURE_LABEL,
+    TEACHING_LABEL,
+    SecureSampler,
+    exact_cell_sums,
+    grid_for,
+    mode_label,
+    to_units,
+    units_ceil,
+)
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Query, SplittingPolicy, Workload
 
@@ -258,8 +268,8 @@ def test_release_needs_a_generator_or_secure_mode():
 @pytest.mark.parametrize("query", ["count", "sum", "max", "distinct:BRANCH"])
 def test_secure_prdp_framework_releases(query):
     df = prdp_core.samples.load("bank_normal_50k", n=20_000, seed=1)
-    bud = B.inverse(1e4, "BALANCE")
-    rel = P.framework(df, bud, query, beta=0.1, secure=True, reveal=True, seed=3)
+    bud = inverse(1e4, "BALANCE")
+    rel = framework(df, bud, query, beta=0.1, secure=True, reveal=True, seed=3)
     assert rel.secure and rel.seed is None and rel.entries[0].secure
     assert rel.check_delivered_within_requested()
     est = float(rel.answers["estimate"].iloc[0])
@@ -270,7 +280,7 @@ def test_secure_prdp_framework_releases(query):
         assert math.frexp(tau)[0] == 0.5 and est % grid_for(tau) == 0
         assert abs(rel.answers["rel_error"].iloc[0]) < 0.5
     if query == "max":
-        assert est in set(P.RankMax().grid(bud.U)) or math.isnan(est)
+        assert est in set(RankMax().grid(bud.U)) or math.isnan(est)
     # same loss formula as a seeded run: 2^(i−2)ε̌ + ε_τ/2 for kept records
     dp_ = bud.domains()
     idx = dp_.index(bud(df))
@@ -281,16 +291,16 @@ def test_secure_prdp_framework_releases(query):
 
 def test_secure_prdp_count_and_custom_refused():
     df = prdp_core.samples.load("bank_normal_50k", n=2_000, seed=1)
-    bud = B.inverse(1e4, "BALANCE")
+    bud = inverse(1e4, "BALANCE")
     e = bud(df)
-    rel = P.count(e, eps_min=bud.eps_min, eps_max=bud.eps_max, beta=0.1, secure=True, reveal=True)
+    rel = count(e, eps_min=bud.eps_min, eps_max=bud.eps_max, beta=0.1, secure=True, reveal=True)
     assert rel.secure and np.all(rel.extras["noisy_counts"] == np.rint(rel.extras["noisy_counts"]))
     assert rel.check_delivered_within_requested()
-    q = P.Query.custom("mean", lambda t, eps, beta, rng: float(t["BALANCE"].mean()))
+    q = PrdpQuery.custom("mean", lambda t, eps, beta, rng: float(t["BALANCE"].mean()))
     with pytest.raises(ParameterError, match="built-in"):
-        P.framework(df, bud, q, beta=0.1, secure=True)
+        framework(df, bud, q, beta=0.1, secure=True)
     with pytest.raises(ParameterError):
-        P.count(e, eps_min=bud.eps_min, eps_max=bud.eps_max, beta=0.1)  # neither rng nor secure
+        count(e, eps_min=bud.eps_min, eps_max=bud.eps_max, beta=0.1)  # neither rng nor secure
 
 
 def test_secure_release_refuses_keys_taken_from_the_data():

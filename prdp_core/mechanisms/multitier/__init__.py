@@ -1,0 +1,83 @@
+"""Multi-tier release: one query, several analysts with different budgets, bounded total loss.
+
+Wang et al., "Multi-tier Differential Private Query Release" (arXiv:2606.15543). Analysts
+("tiers") ask the *same* query with budgets ε_1 > ε_2 > … > ε_m (the public ε = 0.5,
+trusted researchers ε = 2, the agency ε = 8). Releasing independently costs Σ ε_i if they
+collude; splitting the budget ("gradual") keeps the total at ε_1 but wastes accuracy. The
+multi-tier mechanisms give every tier (nearly) the accuracy of a single release at its
+budget while any coalition of tiers learns no more than its highest budget (Def. 3.1/3.2,
+Thm 4.1): every lower tier is a data-independent post-processing of a higher one.
+
+The package re-exports the public names of its modules, one concept each:
+
+* :mod:`.tiers` — :func:`tiers_from` validates a tier list (name, ε);
+* :mod:`.queries` — query helpers for tables: :class:`RecordFilter`, :func:`central_query`; for
+  the local model :func:`local_categories` (every user reports; public bin edges from
+  :func:`bin_edges` or a declared list; records outside the filter report the public category
+  :data:`NOT_MATCHING`);
+* central model (§4): :mod:`.central` — :func:`plan_central` → :class:`CentralPlan` (per-tier MSE
+  of the multi-tier, independent and gradual releases, residual validity of every step) and
+  :func:`release_central` (Algorithm 1, or a baseline) → :class:`~prdp_core.release.Release`;
+  :mod:`.noise_families` (geometric, multi-scale geometric, Laplace, Gaussian, and the families
+  kept for the check) and :mod:`.residuals` (:func:`check_residual`: does a residual
+  distribution exist, Table 1, App. F);
+* local model (§5): :mod:`.local` — :func:`plan_local` → :class:`LocalPlan` (template chain, the
+  template serving each tier, unused budget, per-tier MSE against the ideal, GRR, BRR and
+  gradual) and :func:`release_local` → Release; :mod:`.subset` (the Subset mechanism, its
+  operators, exact enumeration), :mod:`.templates` (the template chain) and :mod:`.simulation`
+  (exact simulation of n users);
+* :mod:`.coalitions` — :func:`coalition_loss`, the privacy loss of any set of colluding tiers,
+  *computed* (exact joint distributions where they fit in memory, otherwise the Markov-chain
+  factorisation of the construction), next to the independent and gradual baselines.
+
+Budgets are pure ε (ε-DP under add/remove neighbours in the central model; ε-LDP in the
+local model), except the Gaussian family: ε with a shared δ, recorded in the ledger in
+zCDP units (ρ = Δ²/(2σ²), exact for Gaussian noise).
+"""
+
+from __future__ import annotations
+
+from .tiers import (MAX_TIERS, MAX_EPS, MIN_EPS, Strategy, STRATEGIES, Tier, tiers_from, safe_plan_error)
+from .queries import (RecordFilter, CentralQuery, central_query, DEFAULT_TOP, NOT_MATCHING, BIN_SCALES, bin_edges,
+                      bin_labels, bin_measure, local_categories)
+from .central import (CentralPlan, plan_central, lattice_round, release_central, sample_multitier, sample_independent,
+                      gradual_pieces, gradual_variance, family_piece_variances, sample_gradual)
+from .noise_families import (RELEASE_FAMILIES, CHECK_FAMILIES, FAMILY_LABELS, MAX_MULTISCALE_SENSITIVITY,
+                             tsg_variance, tsg_pmf, geometric_residual_weights, analytic_gaussian_delta,
+                             gaussian_sigma_for, gaussian_eps_for, staircase_cf, discrete_gaussian_cf, NoiseFamily,
+                             GeometricNoise, MultiscaleGeometricNoise, LaplaceNoise, GaussianNoise,
+                             DiscreteGaussianNoise, StaircaseNoise, SkellamNoise, MAX_SENSITIVITY, noise_family)
+from .residuals import (bochner_matrix, bochner_min_eigenvalue, lattice_residual_pmf, residual_ratio, ResidualCheck,
+                        check_residual)
+from .local import (LocalPlan, plan_local, LocalMechanism, LOCAL_MECHANISMS, release_local)
+from .subset import (MAX_DOMAIN, MAX_EXACT_DOMAIN, subset_signal, subset_gap, subset_variance, subset_variance_tf,
+                     optimal_k, grr_variance, brr_variance, expansion_level, rescale_level, rescale_keep_probability,
+                     paper_rescale_parameter, subsets_of_size, subset_pmf_exact, rescale_matrix, expansion_matrix,
+                     max_log_ratio, chain_marginals_exact, joint_exact)
+from .templates import (Variant, VARIANTS, Template, template_chain, serve, composite_keep, gradual_local_variance,
+                        utility_bounds)
+from .simulation import (epoch_counts, nested_prefix_counts, iid_subset_counts, subset_counts,
+                         multitier_subset_counts, grr_chain_counts, brr_flip_probability, brr_chain_counts,
+                         debias_subset, debias_brr)
+from .coalitions import (CoalitionLoss, coalition_loss, coalition_table, geometric_coalition_loss)
+
+__all__ = [
+    "MAX_TIERS", "MAX_EPS", "MIN_EPS", "Strategy", "STRATEGIES", "Tier", "tiers_from", "safe_plan_error",
+    "RecordFilter", "CentralQuery", "central_query", "DEFAULT_TOP", "NOT_MATCHING", "BIN_SCALES", "bin_edges",
+    "bin_labels", "bin_measure", "local_categories", "CentralPlan", "plan_central", "lattice_round",
+    "release_central", "sample_multitier", "sample_independent", "gradual_pieces", "gradual_variance",
+    "family_piece_variances", "sample_gradual", "RELEASE_FAMILIES", "CHECK_FAMILIES", "FAMILY_LABELS",
+    "MAX_MULTISCALE_SENSITIVITY", "tsg_variance", "tsg_pmf", "geometric_residual_weights", "analytic_gaussian_delta",
+    "gaussian_sigma_for", "gaussian_eps_for", "staircase_cf", "discrete_gaussian_cf", "NoiseFamily",
+    "GeometricNoise", "MultiscaleGeometricNoise", "LaplaceNoise", "GaussianNoise", "DiscreteGaussianNoise",
+    "StaircaseNoise", "SkellamNoise", "MAX_SENSITIVITY", "noise_family", "bochner_matrix", "bochner_min_eigenvalue",
+    "lattice_residual_pmf", "residual_ratio", "ResidualCheck", "check_residual", "LocalPlan", "plan_local",
+    "LocalMechanism", "LOCAL_MECHANISMS", "release_local", "MAX_DOMAIN", "MAX_EXACT_DOMAIN", "subset_signal",
+    "subset_gap", "subset_variance", "subset_variance_tf", "optimal_k", "grr_variance", "brr_variance",
+    "expansion_level", "rescale_level", "rescale_keep_probability", "paper_rescale_parameter", "subsets_of_size",
+    "subset_pmf_exact", "rescale_matrix", "expansion_matrix", "max_log_ratio", "chain_marginals_exact",
+    "joint_exact", "Variant", "VARIANTS", "Template", "template_chain", "serve", "composite_keep",
+    "gradual_local_variance", "utility_bounds", "epoch_counts", "nested_prefix_counts", "iid_subset_counts",
+    "subset_counts", "multitier_subset_counts", "grr_chain_counts", "brr_flip_probability", "brr_chain_counts",
+    "debias_subset", "debias_brr", "CoalitionLoss", "coalition_loss", "coalition_table", "geometric_coalition_loss",
+]

@@ -1,0 +1,96 @@
+"""Ledger-ready releases of personalized DP: a mechanism run on a table with its per-user delivered ε.
+
+A release states its neighbour notion, its promise and the ε each tuple's owner receives; query
+parameters left at a design default computed from the data are flagged (:func:`flag_design_defaults`)
+so they are never published as if they were public.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from ...accounting import LedgerEntry, RecordLoss
+from ...release import Release
+from .neighbours import NEIGHBOUR_TEXT, noise_calibration, substitution_factor
+from .query import PersonalizedQuery
+from .spec import ROSTER_TEXT, PrivacySpec
+
+if TYPE_CHECKING:
+    from .mechanisms import PDPMechanism
+
+
+def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, mechanism: PDPMechanism, *,
+            rng: np.random.Generator, seed: int | None = None, reveal: bool = False,
+            label: str | None = None) -> Release:
+    """Run ``mechanism`` on ``table`` under ``spec`` and return a ledger-ready :class:`Release`.
+
+    ``loss`` is the delivered ε of each tuple's owner (aligned with the rows),
+    ``requested`` their Φ; the ledger entry carries them as a :class:`RecordLoss` in
+    pure ε. The neighbour notion is the mechanism's own when the roster is public, and
+    substitution when it was read from the table (:meth:`PDPMechanism.neighbours_for`); the
+    losses, the params, the promise and the ledger entry all state it.
+    ``reveal=True`` (teaching mode) adds the true answer and the error.
+    """
+    mechanism.check_query(query)
+    phi = spec.phi_for(table)
+    raw = query.raw(table)
+    vals = query.prepare(raw)
+    ans = mechanism.answer(vals, phi, query, spec, rng=rng)
+    notion = mechanism.neighbours_for(spec)
+    delivered = mechanism.delivered_for(phi, spec, query)
+    promise = mechanism.promise_for(spec, query)
+    row: dict[str, Any] = {"query": query.describe(), "estimate": ans.estimate}
+    if ans.scale is not None:
+        row["scale"] = ans.scale
+    if reveal:
+        truth = query.truth(raw)
+        row.update({"true": truth, "error": ans.estimate - truth, "abs_error": abs(ans.estimate - truth)})
+    params = {"mechanism": mechanism.label(spec), "query": query.kind, "column": query.column,
+              "cutoff": query.cutoff, "lo": query.lo, "hi": query.hi, "integer": bool(query.integer),
+              "neighbours": notion, "roster": spec.roster, "spec_source": spec.source, **mechanism.params(spec)}
+    if query.black_box is not None:
+        params["black_box"] = query.black_box.name
+        params["black_box_substitution"] = float(query.black_box.substitution)
+    if notion != mechanism.neighbours:
+        params["substitution_factor"] = substitution_factor(query)
+        params["noise_calibration"] = noise_calibration(query, spec)
+    sup = float(mechanism.delivered_for(spec.eps, spec, query).max()) if spec.n_users else 0.0
+    note = f"{promise}; PDP, {NEIGHBOUR_TEXT[notion]}"
+    if spec.roster == "table":
+        note += f"; {ROSTER_TEXT['table']}"
+    entry = LedgerEntry(label=label or f"{mechanism.label(spec)} · {query.describe()}",
+                        mechanism=f"personalized.{mechanism.name}",
+                        loss=RecordLoss(delivered, "eps", note=note, bound=sup), params=params, seed=seed,
+                        neighbours=notion)
+    extras: dict[str, Any] = {"neighbours": notion, "promise": promise, "roster": ROSTER_TEXT[spec.roster]}
+    if ans.eps_used is not None:
+        extras["eps_used"] = ans.eps_used
+    if reveal:
+        extras.update({f"private_{k}": v for k, v in ans.private.items()})
+    return Release(mechanism=f"personalized.{mechanism.name}", answers=pd.DataFrame([row]), measure="eps",
+                   loss=delivered, entries=(entry,), params=params, seed=seed, requested=phi,
+                   truth_included=reveal, extras=extras)
+
+
+#: What a release records about a query parameter left at a design default computed from the data.
+DATA_DEFAULT_NOTE = ("data: the column's 99th percentile (a design default computed from the confidential data; not "
+                     "a public value — a real release must set it from public knowledge)")
+
+#: Query parameters whose design default may come from the data.
+DESIGN_DEFAULT_PARAMS = ("hi", "cutoff")
+
+
+def flag_design_defaults(rel: Release, names: Iterable[str]) -> Release:
+    """The release with its params (and its ledger entries' params) stating which query parameters
+    (``hi``, ``cutoff``) are design defaults computed from the confidential data, so they are never
+    published as if they were public."""
+    names = [n for n in names if n in DESIGN_DEFAULT_PARAMS]
+    if not names:
+        return rel
+    extra = {f"{n}_source": DATA_DEFAULT_NOTE for n in names}
+    entries = tuple(replace(e, params={**e.params, **extra}) for e in rel.entries)
+    return replace(rel, params={**rel.params, **extra}, entries=entries)
