@@ -82,6 +82,15 @@ def hand_written(con, path: str) -> dict:
     }
 
 
+def cbp_file(file: str | None, rows: int) -> Path:
+    """The benchmark's CBP-like Parquet file: ``file``, or ``out/cbp_<rows>.parquet`` (written when missing)."""
+    path = Path(file) if file else HERE / "out" / f"cbp_{rows}.parquet"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        samples.write_sample("cbp_like", path, rows=rows, seed=0)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--file", default=None)
@@ -90,11 +99,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--memory-limit", default="2.5GB")
     args = ap.parse_args()
-    rows = int(args.rows)
-    path = Path(args.file) if args.file else HERE / "out" / f"cbp_{rows}.parquet"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        samples.write_sample("cbp_like", path, rows=rows, seed=0)
+    path = cbp_file(args.file, int(args.rows))
     import duckdb
     import pyarrow.parquet as pq
 

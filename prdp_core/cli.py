@@ -135,9 +135,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("config", metavar="STUDY.yaml", help="the study config (YAML, docs/config.md)")
     r.add_argument("--data", metavar="SOURCE", help="use this data instead of the config's data source (a file; "
                                                     "with the duckdb engine also a folder, a glob or "
-                                                    "db.duckdb#table); the config's column roles and fixes still apply")
-    r.add_argument("--engine", choices=("memory", "duckdb", "auto"),
-                   help="where the records are kept (overrides data.engine): duckdb for files beyond memory")
+                                                    "db.duckdb#table; with spark also an hdfs:// or s3a:// URI); the config's column roles and fixes still apply")
+    r.add_argument("--engine", choices=("memory", "duckdb", "spark", "auto"),
+                   help="where the records are kept (overrides data.engine): duckdb for files beyond memory, "
+                        "spark for a cluster (docs/cluster.md)")
     r.add_argument("--out", metavar="DIR", help="output folder (default: ./<config name>-results)")
     r.add_argument("--force", action="store_true", help="replace output files (and symbolic links, never followed) "
                                                          "that prdp did not write in DIR")
@@ -156,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     v.add_argument("config", metavar="STUDY.yaml", help="the study config (YAML)")
     v.add_argument("--data", metavar="SOURCE", help="check against this data instead of the config's source")
-    v.add_argument("--engine", choices=("memory", "duckdb", "auto"),
+    v.add_argument("--engine", choices=("memory", "duckdb", "spark", "auto"),
                    help="where the records are kept (overrides data.engine)")
     v.add_argument("--no-data", action="store_true", help="check the config alone, without loading its data")
     sp = sub.add_parser("samples", help="list the built-in samples (or write a large synthetic one to a file)",

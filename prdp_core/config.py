@@ -56,7 +56,16 @@ BUDGET_PRESETS = ("inverse", "log", "sqrt", "constant")
 PRDP_QUERIES = ("count", "sum", "max", "distinct")
 PRDP_ALGORITHMS = ("count", "framework", "sum_extension", "naive")
 #: Engines a study's data can be read by (``data.engine``; see prdp_core.engines).
-DATA_ENGINES = ("memory", "duckdb", "auto")
+DATA_ENGINES = ("memory", "duckdb", "spark", "auto")
+#: ``data.spark.master``: ``local``, ``local[N]``, ``local[*]``, ``spark://…``, ``yarn``, ``k8s://…``, ``mesos://…``.
+_SPARK_MASTER = re.compile(r"^(local(\[(\d{1,4}|\*)(,\d{1,3})?\])?|yarn|(spark|k8s|mesos)://[^\s'\"]{1,300})$")
+#: ``data.spark.remote``: a Spark Connect server.
+_SPARK_REMOTE = re.compile(r"^sc://[^\s'\"]{1,300}$")
+#: ``data.spark.conf`` keys: Spark setting names.
+_SPARK_CONF_KEY = re.compile(r"^spark\.[A-Za-z0-9_.\-]{1,200}$")
+#: ``data.table``: a table of the Spark catalog (``table``, ``db.table`` or ``catalog.db.table``).
+_SPARK_TABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}(\.[A-Za-z_][A-Za-z0-9_]{0,127}){0,2}$")
+
 #: PrDP algorithms that need the records themselves (not run on tables held by an engine).
 RECORD_ALGORITHMS = ("sum_extension",)
 _MEMORY_LIMIT = re.compile(r"^\s*\d+(\.\d+)?\s*(B|KB|MB|GB|TB|KiB|MiB|GiB|TiB)\s*$", re.IGNORECASE)
@@ -367,6 +376,10 @@ class DataSource:
     sample's documented roles. ``engine`` (``memory``, ``duckdb`` or ``auto``) says where the
     records are kept (:mod:`prdp_core.engines`); with DuckDB ``path`` may also name a folder, a
     glob or ``database.duckdb#table``, and ``duckdb`` holds its ``memory_limit`` and ``threads``.
+    With Spark (``engine: spark``) ``path`` may also be a URI Spark reads (``hdfs://…``,
+    ``s3a://…``: the cluster's business, passed untouched; ``file://`` only inside the config's
+    folder), or ``table`` names a table of the Spark catalog instead, and ``spark`` holds the
+    session's ``master``, ``remote`` (Spark Connect) and ``conf``.
     """
 
     sample: str | None = None
@@ -377,11 +390,15 @@ class DataSource:
     prepare: dict[str, Any] = field(default_factory=dict)
     engine: str = "memory"
     duckdb: dict[str, Any] = field(default_factory=dict)
+    table: str | None = None
+    spark: dict[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
         if self.sample:
             size = f", n = {self.n:,}" if self.n else ""
             return f"sample '{self.sample}'{size}, seed {self.sample_seed}"
+        if self.table:
+            return f"Spark table '{self.table}'"
         return f"file '{self.path}'"
 
     def to_dict(self) -> dict[str, Any]:
@@ -392,11 +409,16 @@ class DataSource:
                 d["n"] = self.n
             d["seed"] = self.sample_seed
         else:
-            d["path"] = self.path
+            if self.table:
+                d["table"] = self.table
+            else:
+                d["path"] = self.path
             if self.engine != "memory":
                 d["engine"] = self.engine
             if self.duckdb:
                 d["duckdb"] = dict(self.duckdb)
+            if self.spark:
+                d["spark"] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in self.spark.items()}
         if self.schema is not None:
             s = self.schema
             d["schema"] = {"id": s.get("id_col"), "measures": list(s.get("measures") or ()),
@@ -407,9 +429,10 @@ class DataSource:
 
 
 def _data(v: Any) -> DataSource:
-    d = _mapping(v, "data", ("sample", "n", "seed", "path", "schema", "prepare", "engine", "duckdb"))
-    if ("sample" in d) == ("path" in d):
-        raise _err("data", "give exactly one of 'sample' (a built-in sample) or 'path' (a file next to the config).")
+    d = _mapping(v, "data", ("sample", "n", "seed", "path", "table", "schema", "prepare", "engine", "duckdb", "spark"))
+    if sum(k in d for k in ("sample", "path", "table")) != 1:
+        raise _err("data", "give exactly one of 'sample' (a built-in sample), 'path' (a file next to the config) or "
+                           "'table' (a table of the Spark catalog).")
     schema = None
     if "schema" in d:
         s = _mapping(d["schema"], "data.schema", ("id", "measures", "groups", "owner"), required=("measures",))
@@ -443,7 +466,7 @@ def _data(v: Any) -> DataSource:
     if "sample" in d:
         from . import samples
 
-        for k in ("engine", "duckdb"):
+        for k in ("engine", "duckdb", "spark"):
             if k in d and not (k == "engine" and d[k] == "memory"):
                 raise _err(f"data.{k}", "applies to files only (a sample is generated in memory).")
 
@@ -467,8 +490,83 @@ def _data(v: Any) -> DataSource:
             duck["memory_limit"] = lim.strip()
         if "threads" in o:
             duck["threads"] = _int(o["threads"], "data.duckdb.threads", lo=1, hi=256)
-    return DataSource(path=_check_relative(d["path"], "data.path"), schema=schema, prepare=prepare, engine=engine,
-                      duckdb=duck)
+    spark = _spark_options(d["spark"]) if d.get("spark") is not None else {}
+    if (spark or "table" in d) and engine != "spark":
+        raise _err("data.spark" if spark else "data.table", "applies to the spark engine only.",
+                   hint="Add 'engine: spark' to data.")
+    if "table" in d:
+        name = _text(d["table"], "data.table", max_len=400)
+        if not _SPARK_TABLE.match(name):
+            raise _err("data.table", f"must name a table of the Spark catalog, e.g. census.cbp (got {_fmt(name)}).")
+        return DataSource(table=name, schema=schema, prepare=prepare, engine=engine, duckdb=duck, spark=spark)
+    return DataSource(path=_data_path(d["path"], engine), schema=schema, prepare=prepare, engine=engine, duckdb=duck,
+                      spark=spark)
+
+
+def _is_uri(spec: Any) -> bool:
+    from .engines.spark_engine import is_uri
+
+    return is_uri(spec)
+
+
+def _data_path(v: Any, engine: str) -> str:
+    """``data.path``: relative to the config's folder; with Spark also a URI (``hdfs://``,
+    ``s3a://``: the cluster's file systems, passed untouched; ``file://``: a file of this machine,
+    which must lie in the config's folder — checked when the data is read, see :func:`load_data`)."""
+    p = _text(v, "data.path", max_len=1000)
+    if not _is_uri(p):
+        return _check_relative(p, "data.path")
+    if engine != "spark":
+        raise _err("data.path", f"a URI ({_fmt(p)}) is read by the spark engine only.", hint="Add 'engine: spark'.")
+    if any(ch.isspace() or ord(ch) < 32 for ch in p):
+        raise _err("data.path", "a URI may not hold spaces or control characters.")
+    if p.lower().startswith("file:"):
+        from urllib.parse import unquote, urlparse
+
+        u = urlparse(p)
+        if u.netloc not in ("", "localhost") or not PurePosixPath(unquote(u.path)).is_absolute():
+            raise _err("data.path", f"a file:// URI must name an absolute path of this machine (got {_fmt(p)}).")
+    return p
+
+
+def _spark_options(v: Any) -> dict[str, Any]:
+    """``data.spark``: ``master`` or ``remote`` (not both) and ``conf`` (Spark settings: names
+    ``spark.…``, values strings or numbers)."""
+    o = _mapping(v, "data.spark", ("master", "remote", "conf"))
+    out: dict[str, Any] = {}
+    if "master" in o and "remote" in o:
+        raise _err("data.spark", "give 'master' (a classic session) or 'remote' (Spark Connect), not both.")
+    if "master" in o:
+        m = _text(o["master"], "data.spark.master", max_len=320).strip()
+        if not _SPARK_MASTER.match(m):
+            raise _err("data.spark.master", f"must be local[*], local[N], spark://host:port, yarn or k8s://… "
+                                            f"(got {_fmt(m)}).")
+        out["master"] = m
+    if "remote" in o:
+        r = _text(o["remote"], "data.spark.remote", max_len=320).strip()
+        if not _SPARK_REMOTE.match(r):
+            raise _err("data.spark.remote", f"must be a Spark Connect address sc://host:port (got {_fmt(r)}).")
+        out["remote"] = r
+    if o.get("conf") is not None:
+        c = o["conf"]
+        if not isinstance(c, Mapping):
+            raise _err("data.spark.conf", f"must map Spark settings to values (got {_fmt(c)}).")
+        if len(c) > 100:
+            raise _err("data.spark.conf", f"holds at most 100 settings (got {len(c)}).")
+        conf: dict[str, Any] = {}
+        for k, val in c.items():
+            key = _text(k, "data.spark.conf", max_len=210)
+            if not _SPARK_CONF_KEY.match(key):
+                raise _err("data.spark.conf", f"setting names start with 'spark.' (got {_fmt(key)}).")
+            if isinstance(val, bool) or not isinstance(val, (str, int, float)):
+                raise _err(f"data.spark.conf.{key}", f"must be a string or a number (got {_fmt(val)}).")
+            if isinstance(val, str):
+                val = _text(val, f"data.spark.conf.{key}", max_len=1000)
+            elif not math.isfinite(float(val)):
+                raise _err(f"data.spark.conf.{key}", "must be a finite number.")
+            conf[key] = val
+        out["conf"] = conf
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -1195,8 +1293,12 @@ def resolve_data_path(study: Study) -> Path:
 
     With an engine beyond memory the path may name a folder, a glob or ``database.duckdb#table``;
     every file it names must exist and lie inside the config's folder."""
+    if study.data.table is not None:
+        raise ConfigError("data.table: this study reads a table of the Spark catalog, not a file.")
     if study.data.path is None:
         raise ConfigError("data.path: this study reads a sample, not a file.")
+    if _is_uri(study.data.path):
+        raise ConfigError(f"data.path: {_name(study.data.path)} is a URI read by Spark, not a file of this machine.")
     if study.base_dir is None:
         raise DataError(f"data.path: the study reads '{_name(study.data.path)}', but it was not loaded from a file, so "
                         "the data's folder is unknown.", hint="Supply the data file (--data FILE, or upload it).")
@@ -1234,7 +1336,7 @@ def load_data(study: Study, data: str | os.PathLike | None = None, *, engine: st
     kind = engine or src.engine
     if kind not in DATA_ENGINES:
         raise ConfigError(f"data.engine: must be one of {', '.join(DATA_ENGINES)} (got {_fmt(kind)}).")
-    if kind != "memory" and (data is not None or src.path is not None):
+    if kind != "memory" and (data is not None or src.path is not None or src.table is not None):
         ds = _engine_data(study, data, kind, opts)
         if ds is not None:
             return ds
@@ -1268,20 +1370,48 @@ def _engine_data(study: Study, data: str | os.PathLike | None, kind: str, opts: 
     from .engines.duckdb_engine import default_options
 
     src = study.data
+    spec: Any
     if data is not None:
         spec, base, confine = str(data), None, False
+    elif src.table is not None:
+        spec, base, confine = engines.CatalogTable(src.table), None, False
+    elif _is_uri(str(src.path)):
+        spec, base, confine = _spark_uri(study), study.base_dir, True
     else:
         resolve_data_path(study)
         spec, base, confine = str(src.path), study.base_dir, True
-    if engines.choose_engine(spec, kind, base_dir=base) == "memory":  # type: ignore[arg-type]
+    chosen = engines.choose_engine(spec, kind, base_dir=base)  # type: ignore[arg-type]
+    if chosen == "memory":
         return None
     schema = (Schema.from_dict(src.schema) if src.schema is not None else
               samples.info(src.sample).schema if src.sample is not None else None)
+    if chosen == "spark":
+        sp = src.spark
+        options = engines.EngineOptions(master=sp.get("master"), remote=sp.get("remote"), conf=dict(sp.get("conf") or {}))
+        return engines.open_dataset(spec, schema=schema, engine="spark", base_dir=base, confine=confine,
+                                    options=options, **opts)
     d = default_options()
     options = engines.EngineOptions(memory_limit=src.duckdb.get("memory_limit") or d.memory_limit,
                                     temp_directory=d.temp_directory, threads=src.duckdb.get("threads") or d.threads)
     return engines.open_dataset(spec, schema=schema, engine="duckdb", name=Path(spec).name, base_dir=base,
                                 confine=confine, options=options, **opts)
+
+
+def _spark_uri(study: Study) -> str:
+    """``data.path`` as Spark reads it: a cluster URI untouched; a ``file://`` URI as the path of
+    its file relative to the config's folder, which it must lie in (DataError otherwise)."""
+    from .engines.spark_engine import file_uri_path
+
+    spec = str(study.data.path)
+    local = file_uri_path(spec)
+    if local is None:
+        return spec
+    base = Path(study.base_dir or ".").resolve()
+    try:
+        return str(Path(os.path.normpath(local)).relative_to(base))
+    except ValueError:
+        raise DataError(f"data.path: {_name(spec)} lies outside the config's folder.",
+                        hint="Name a file in the config's folder, or a cluster URI (hdfs://, s3a://).") from None
 
 
 def data_columns(ds: Any) -> list[str]:

@@ -64,6 +64,13 @@ class ResourceLimitError(PrdpError):
     title = "Limit reached"
 
 
+class EngineError(PrdpError):
+    """The engine that holds the records cannot be started or reached (a missing PySpark or Java, an
+    unreachable cluster)."""
+
+    title = "Engine problem"
+
+
 class OutputError(PrdpError):
     """Outputs cannot be written safely into a folder (a symbolic link or a file prdp did not write is
     in the way)."""

@@ -41,6 +41,7 @@ from .codegen import literal
 from .config import (SCHEMA_VERSION, ConfigError, DataSource, Study, load_config, load_data, parse_config,
                      resolve_data_path, safe_data_path, study_from_dict)
 from .data import Dataset
+from .engines.spark_engine import is_uri
 from .errors import PolicyError, PrdpError
 from .export import to_csv_bytes
 from .provenance import DATA_DERIVED_COLUMN, data_derived, is_data_derived, stamp_answers
@@ -234,8 +235,10 @@ def run_study(study: Study, data: str | os.PathLike | None = None, *, dataset: D
     say(0, total, "loading the data")
     ds = dataset if dataset is not None else load_data(study, data)
     data_file = None
-    if dataset is None and (data is not None or study.data.path is not None):
-        data_file = str(Path(data)) if data is not None else str(resolve_data_path(study))
+    if dataset is None and data is not None:
+        data_file = str(data) if is_uri(data) else str(Path(data))
+    elif dataset is None and study.data.path is not None and not is_uri(study.data.path):
+        data_file = str(resolve_data_path(study))
     study.check_against(ds)
     run = StudyRun(study=study, dataset=ds, data_file=data_file)
     reveal = study.mode == "teaching"
@@ -763,15 +766,22 @@ def _py(v: Any) -> str:
 
 def _engine_mode(study: Study, data_file: str | None) -> bool:
     """The study's file is opened through prdp_core.engines (data.engine other than memory)."""
-    return study.data.engine != "memory" and (data_file is not None or study.data.path is not None)
+    return study.data.engine != "memory" and (data_file is not None or study.data.path is not None
+                                              or study.data.table is not None)
 
 
 def _data_code(study: Study, data_file: str | None) -> list[str]:
     src = study.data
     opts = "".join(f", {k}={_py(v)}" for k, v in src.prepare.items())
-    if data_file is not None or src.path is not None:
-        default = repr(str(data_file)) if data_file is not None else \
-            f"str(Path(__file__).resolve().parent / {src.path!r})"
+    if data_file is not None or src.path is not None or src.table is not None:
+        if data_file is not None:
+            default = repr(str(data_file))
+        elif src.table is not None:  # a table of the Spark catalog
+            default = f"prdp_core.engines.CatalogTable({_py(src.table)})"
+        elif is_uri(src.path):  # a URI Spark reads (hdfs://, s3a://, file://)
+            default = _py(src.path)
+        else:
+            default = f"str(Path(__file__).resolve().parent / {src.path!r})"
         if src.schema is not None:
             schema = f"prdp_core.Schema.from_dict({_py(src.schema)})"
         elif src.sample is not None:
@@ -779,13 +789,17 @@ def _data_code(study: Study, data_file: str | None) -> list[str]:
         else:
             schema = "None" if _engine_mode(study, data_file) else "prdp_core.guess_schema(df)"
         if _engine_mode(study, data_file):
-            dd = src.duckdb
+            dd, sp = src.duckdb, src.spark
             options = ("" if not dd else ", options=prdp_core.engines.EngineOptions(memory_limit="
                        f"{dd.get('memory_limit')!r}, threads={dd.get('threads')!r})")
+            if sp:
+                options = (f", options=prdp_core.engines.EngineOptions(master={_py(sp.get('master'))}, "
+                           f"remote={_py(sp.get('remote'))}, conf={_py(dict(sp.get('conf') or {}))})")
+            name = "" if src.engine == "spark" else ", name=Path(DATA).name"
             return [f"DATA = sys.argv[2] if len(sys.argv) > 2 else {default}",
                     "# the records stay in the engine: statistics are computed there, noise is drawn here",
-                    f"ds = prdp_core.engines.open_dataset(DATA, engine={src.engine!r}, schema={schema}, "
-                    f"name=Path(DATA).name{options}{opts})"]
+                    f"ds = prdp_core.engines.open_dataset(DATA, engine={src.engine!r}, schema={schema}"
+                    f"{name}{options}{opts})"]
         return [f"DATA = sys.argv[2] if len(sys.argv) > 2 else {default}",
                 "df = prdp_core.load_table(DATA)",
                 f"ds = prdp_core.prepare_dataset(df, {schema}, name=Path(DATA).name{opts})"]

@@ -1,7 +1,8 @@
 """Shared test configuration.
 
 Hypothesis profiles: ``ci`` (fewer examples, no deadline) is used when CI=true, so
-property tests keep their power but stay quick; ``dev`` is the default.
+property tests keep their power but stay quick; ``dev`` is the default. ``spark``: the one local
+Spark session of the test process (:mod:`tests.spark`), stopped when the run ends.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,3 +23,26 @@ settings.register_profile("dev", max_examples=100, deadline=None,
 settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "dev")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The shared local[2] SparkSession (skipped locally, failing under CI=true, without Spark)."""
+    from tests import spark as spark_tests
+
+    yield spark_tests.session()
+    spark_tests.stop()
+
+
+def pytest_collection_modifyitems(config, items):
+    """The Spark parity tests run on the first random table of tests/unit/test_engine_parity.py
+    only (the ``data`` fixture's param 0): each Spark query is a job, and the second table adds
+    minutes while exercising the same SQL. Deselected, never skipped."""
+    keep, dropped = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        spark = params.get("engine") == "spark"
+        (dropped if spark and params.get("data") == 1 else keep).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep

@@ -329,12 +329,18 @@ class EngineOptions:
     """Settings of an engine. DuckDB: ``memory_limit`` (e.g. ``"3GB"``: beyond it DuckDB spills to
     ``temp_directory``), ``threads`` (None: one per core); ``extra["allowed_directories"]``: the only
     folders the connection may read (with its spill folder; e.g. the app's data folder, so a view
-    stored in a database file cannot read a file elsewhere)."""
+    stored in a database file cannot read a file elsewhere). Spark: ``master`` (``local[*]``,
+    ``spark://host:7077``, ``yarn``, …) or ``remote`` (a Spark Connect server, ``sc://host:15002``),
+    and ``conf`` (Spark settings, e.g. ``{"spark.executor.memory": "8g"}``) for the session the
+    engine starts when none is running (see :mod:`prdp_core.engines.spark_engine`)."""
 
     memory_limit: str | None = None
     temp_directory: str | None = None
     threads: int | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    master: str | None = None
+    remote: str | None = None
+    conf: Mapping[str, Any] = field(default_factory=dict)
 
 
 __all__ = ["Aggregate", "Bins", "CellTable", "ColumnKind", "DomainStats", "Engine", "EngineOptions", "RealizedTerm",

@@ -1,7 +1,8 @@
 """Datasets held by an engine: a handle, the column roles and the fixes applied — never the table.
 
-:func:`open_dataset` connects to a source (a DataFrame, a file, a folder or glob of files, or
-``database.duckdb#table``) with the chosen engine and :func:`prepare` checks it and applies the
+:func:`open_dataset` connects to a source (a DataFrame, a file, a folder or glob of files,
+``database.duckdb#table``; for Spark also a URI, a catalog table or a Spark DataFrame) with the
+chosen engine and :func:`prepare` checks it and applies the
 dataset's fixes where the data lives, with the decisions and messages of
 :func:`prdp_core.data.prepare_dataset` (:class:`prdp_core.data.Preparation`): rows with a missing
 measure counted and dropped in SQL, public shifts added in SQL, ids regenerated from row numbers.
@@ -30,8 +31,8 @@ from ..errors import DataError, ParameterError
 from .base import Engine, EngineOptions
 from .memory import MemoryEngine
 
-EngineName = Literal["memory", "duckdb", "auto"]
-ENGINES: tuple[str, ...] = ("memory", "duckdb", "auto")
+EngineName = Literal["memory", "duckdb", "spark", "auto"]
+ENGINES: tuple[str, ...] = ("memory", "duckdb", "spark", "auto")
 
 #: ``engine="auto"`` keeps a single file of at most this many bytes in memory (the upload limit,
 #: :func:`prdp_core.limits.max_upload_bytes`); larger files, folders, globs and database tables go
@@ -109,16 +110,33 @@ def is_engine_data(data: Any) -> bool:
 # ---------------------------------------------------------------------------
 
 
+def available_engines() -> tuple[str, ...]:
+    """The engines the app offers for a large table: memory and DuckDB always, Spark when the
+    administrator enabled it (``PRDP_SPARK_MASTER`` or ``PRDP_SPARK_REMOTE``,
+    :func:`~prdp_core.engines.spark_engine.spark_enabled`)."""
+    from .spark_engine import spark_enabled
+
+    return ("memory", "duckdb", "spark") if spark_enabled() else ("memory", "duckdb")
+
+
 def choose_engine(source: Any, engine: EngineName = "auto", *, base_dir: str | os.PathLike | None = None) -> str:
     """The engine ``auto`` picks for ``source``: memory for a DataFrame and for one loader-readable
     file of at most :func:`auto_memory_bytes`; DuckDB for larger files, folders, globs and
-    database tables."""
+    database tables; Spark for a Spark DataFrame, a catalog table or a URI (``hdfs://…``)."""
+    from .spark_engine import CatalogTable, file_uri_path, is_spark_dataframe, is_uri
+
     if engine not in ENGINES:
         raise ParameterError(f"Unknown engine '{engine}'.", hint=f"Use one of: {', '.join(ENGINES)}.")
+    if is_spark_dataframe(source) or isinstance(source, CatalogTable):
+        if engine not in ("spark", "auto"):
+            raise ParameterError("A Spark DataFrame or catalog table is held by Spark: use the spark engine.")
+        return "spark"
     if engine != "auto":
         return engine
     if isinstance(source, (pd.DataFrame, Dataset)):
         return "memory"
+    if is_uri(source) and file_uri_path(str(source)) is None:
+        return "spark"
     text = str(source)
     if "#" in text or any(ch in text for ch in "*?["):
         return "duckdb"
@@ -138,11 +156,27 @@ def open_engine(source: Any, engine: EngineName = "auto", *, base_dir: str | os.
     kind = choose_engine(source, engine, base_dir=base_dir)
     if isinstance(source, Dataset):
         return MemoryEngine(source.table)
+    if kind == "spark":
+        from .spark_engine import SparkEngine
+
+        if isinstance(source, pd.DataFrame):  # a table in memory handed to Spark (examples, tests)
+            import pyarrow as pa
+
+            from .spark_engine import spark_session
+
+            df = spark_session(options).createDataFrame(pa.Table.from_pandas(source, preserve_index=False))
+            return SparkEngine.from_dataframe(df, label="DataFrame", options=options)
+        return SparkEngine.open(source, options=options, base_dir=base_dir, confine=confine)
     if isinstance(source, pd.DataFrame):
         if kind != "memory":
             raise ParameterError("A DataFrame is held in memory: use the memory engine.")
         return MemoryEngine(source, cache=False)
     from .duckdb_engine import DuckDBEngine, resolve_source
+    from .spark_engine import is_uri
+
+    if is_uri(source):
+        raise DataError(f"'{source}' is a URI: only the spark engine reads URIs.", hint="Use engine spark, or a local "
+                                                                                       "path.")
 
     src = resolve_source(source, base_dir=base_dir, confine=confine)
     if kind == "memory":
@@ -163,13 +197,24 @@ def open_dataset(source: Any, *, schema: Schema | dict[str, Any] | None = None, 
     :func:`prdp_core.data.prepare_dataset` (``missing="drop"``, ``negative="shift"``, ``shift_by``, …).
     """
     eng = open_engine(source, engine, base_dir=base_dir, confine=confine, options=options)
-    label = name or (Path(str(source)).name if not isinstance(source, (pd.DataFrame, Dataset)) else "dataset")
+    label = name or _label(source, eng)
     if schema is None:
         sample = eng.table if isinstance(eng, MemoryEngine) else eng.sample(GUESS_ROWS, 0)
         sch = guess_schema(sample)
     else:
         sch = schema if isinstance(schema, Schema) else Schema.from_dict(dict(schema))
     return prepare(eng, sch, name=label, **prepare_options)
+
+
+def _label(source: Any, eng: Engine) -> str:
+    """A dataset's default name: the file's name, the table's, or the engine's label."""
+    if isinstance(source, (pd.DataFrame, Dataset)):
+        return "dataset"
+    from .spark_engine import CatalogTable, is_spark_dataframe
+
+    if is_spark_dataframe(source) or isinstance(source, CatalogTable):
+        return str(getattr(eng, "label", "") or "table")
+    return Path(str(source).rstrip("/")).name or str(source)
 
 
 def prepare(engine: Engine, schema: Schema, *, name: str = "dataset", non_numeric: str = "error",
@@ -182,9 +227,9 @@ def prepare(engine: Engine, schema: Schema, *, name: str = "dataset", non_numeri
     if isinstance(engine, MemoryEngine):
         ds = prepare_dataset(engine.table, schema, name=name, **opts)  # type: ignore[arg-type]
         return EngineDataset(ds.name, MemoryEngine(ds.table), ds.schema, ds.notes, dict(ds.shifts), "memory")
-    from .duckdb_engine import DuckDBEngine
+    from .sql_engine import SQLEngine
 
-    if not isinstance(engine, DuckDBEngine):
+    if not isinstance(engine, SQLEngine):
         raise ParameterError(f"Cannot prepare a table of the {engine.name} engine.")
     return _prepare_sql(engine, schema, name, Preparation(**opts))  # type: ignore[arg-type]
 
@@ -201,7 +246,7 @@ def _prepare_sql(eng: Any, schema: Schema, name: str, fix: Preparation) -> Engin
     n_bad = chk.rows_with_bad
     fix.drop_rows(n_bad, chk.n_rows)
     nums = {m: eng._measure_parts(m, kinds)[0] for m in schema.measures}
-    keep = " AND ".join(f"COALESCE(isfinite({v}), false)" for v in nums.values()) if n_bad else "true"
+    keep = " AND ".join(f"COALESCE({d.isfinite(v)}, false)" for v in nums.values()) if n_bad else "true"
     kept = f"(SELECT * FROM {eng.relation} WHERE {keep})"
     stats = eng._exec("SELECT " + ", ".join(f"min({v}), {d.count_if(f'{v} < 0')}" for v in nums.values())
                       + f" FROM {kept}")[0]
@@ -222,7 +267,7 @@ def _prepare_sql(eng: Any, schema: Schema, name: str, fix: Preparation) -> Engin
         return int(n_dup), tuple(str(r[0]) for r in ex)
 
     id_col = fix.id_column(schema, kinds, chk, bad_ids)
-    cols = [f"CAST(row_number() OVER () AS BIGINT) AS {d.ident(id_col)}" if fix.generate_ids
+    cols = [f"CAST({eng._row_numbers(kept)} AS BIGINT) AS {d.ident(id_col)}" if fix.generate_ids
             else d.ident(id_col)]
     if schema.owner_col:
         cols.append(d.ident(schema.owner_col))
@@ -253,12 +298,12 @@ def _labelled(d: Any, g: str, kind: str, missing: str) -> str:
     i = d.ident(g)
     if kind == "number":
         x = d.as_double(i)
-        text = (f"(CASE WHEN {x} = round({x}) AND abs({x}) < 1e15 THEN CAST(CAST({x} AS BIGINT) AS VARCHAR) "
-                f"ELSE CAST({x} AS VARCHAR) END)")
+        text = (f"(CASE WHEN {x} = round({x}) AND abs({x}) < 1e15 THEN {d.as_text(f'CAST({x} AS BIGINT)')} "
+                f"ELSE {d.as_text(x)} END)")
     else:
         text = d.as_text(i)
     return f"(CASE WHEN {missing} THEN {d.string(MISSING_GROUP)} ELSE {text} END)"
 
 
 __all__ = ["ENGINES", "EngineDataset", "GENERATED_ID", "GUESS_ROWS", "as_engine_dataset", "auto_memory_bytes",
-           "choose_engine", "is_engine_data", "open_dataset", "open_engine", "prepare"]
+           "available_engines", "choose_engine", "is_engine_data", "open_dataset", "open_engine", "prepare"]

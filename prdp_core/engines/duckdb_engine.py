@@ -3,7 +3,7 @@
 A :class:`DuckDBEngine` reads a Parquet or CSV file, a folder or glob of them (one schema: files
 whose columns differ are named and refused, never silently aligned), or a table of a DuckDB
 database file, and computes every statistic of :class:`~prdp_core.engines.base.Engine` as SQL
-(:mod:`prdp_core.engines.sql`). DuckDB works out of core: beyond ``memory_limit`` it spills to
+(:class:`~prdp_core.engines.sql_engine.SQLEngine`, :mod:`prdp_core.engines.sql`). DuckDB works out of core: beyond ``memory_limit`` it spills to
 ``temp_directory``; both are set explicitly on every connection (defaults:
 :data:`DEFAULT_MEMORY_LIMIT`, a ``prdp-duckdb`` folder under the system's temporary folder;
 environment ``PRDP_DUCKDB_MEMORY_LIMIT``, ``PRDP_DUCKDB_TEMP_DIR``, ``PRDP_DUCKDB_THREADS``).
@@ -18,27 +18,22 @@ from __future__ import annotations
 
 import glob as _glob
 import itertools
-import math
 import os
 import tempfile
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..data import MeasureIssue, Schema, TableCheck, validate_roles
-from ..distribution import MAX_EXACT_VALUES, LossDistribution
-from ..errors import DataError, ParameterError, PolicyError, ResourceLimitError
-from ..policy import owner_losses
-from ..profile import DatasetProfile, Histogram, MeasureProfile
-from ..splitting import DEFAULT_KEY, Thresholds, as_thresholds
-from ..workload import Filter
+from ..errors import DataError, ParameterError, ResourceLimitError
 from . import sql as S
-from .base import Aggregate, Bins, CellTable, ColumnKind, DomainStats, Engine, EngineOptions, RealizedTerm, SplitHistogram
-from .memory import BOUND_STEPS, _binned_edges, bound_edges, sample_positions
+from .base import ColumnKind, EngineOptions
+from .memory import sample_positions
+from .sql_engine import SQLEngine, _normalise_frame, _short
 
 #: DuckDB's memory limit when none is configured (the process stays within about 4 GB).
 DEFAULT_MEMORY_LIMIT = "2GB"
@@ -159,7 +154,7 @@ def _kind_of_type(t: str) -> ColumnKind:
 # ---------------------------------------------------------------------------
 
 
-class DuckDBEngine(Engine):
+class DuckDBEngine(SQLEngine):
     """Records in a DuckDB relation (a view over files, or a database table); see the module docstring.
 
     Build one with :meth:`open`. Engines derived from one another (a prepared view) share the
@@ -169,17 +164,9 @@ class DuckDBEngine(Engine):
 
     def __init__(self, con: Any, relation: str, *, label: str = "", lock: threading.RLock | None = None,
                  options: EngineOptions | None = None) -> None:
+        super().__init__(relation, S.DUCKDB, label=label, lock=lock)
         self.con = con
-        self.relation = relation
-        self.label = label
         self.options = options or EngineOptions()
-        self._lock = lock or threading.RLock()
-        self._kinds: dict[str, ColumnKind] | None = None
-        self._n: int | None = None
-        self._nulls: dict[str, int] = {}  # the relation never changes: counts are kept
-        self._integral: dict[str, tuple[bool, float]] = {}
-        self._distinct: dict[tuple, pd.DataFrame] = {}
-        self.d = S.DUCKDB
 
     # -- construction ----------------------------------------------------------------
 
@@ -242,7 +229,7 @@ class DuckDBEngine(Engine):
 
     # -- plumbing --------------------------------------------------------------------------
 
-    def _exec(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+    def _exec(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:  # type: ignore[override]
         import duckdb
 
         with self._lock:
@@ -286,416 +273,32 @@ class DuckDBEngine(Engine):
             self._kinds = {str(r[0]): _kind_of_type(str(r[1])) for r in rows}
         return dict(self._kinds)
 
-    def n_rows(self) -> int:
-        if self._n is None:
-            self._n = int(self._exec(f"SELECT count(*) FROM {self.relation}")[0][0])
-        return self._n
-
-    def distinct(self, columns: Sequence[str], *, limit: int | None = None) -> pd.DataFrame:
-        key = (tuple(columns), limit)
-        if key not in self._distinct:
-            cols = ", ".join(self.d.ident(c) for c in columns)
-            lim = f" LIMIT {int(limit)}" if limit is not None else ""
-            frame = self._frame(f"SELECT DISTINCT {cols} FROM {self.relation} ORDER BY {cols} NULLS LAST{lim}")
-            if len(frame) > 100_000:
-                return frame
-            self._distinct[key] = frame
-        return self._distinct[key].copy()
-
-    def null_counts(self, columns: Sequence[str]) -> dict[str, int]:
-        todo = [c for c in dict.fromkeys(columns) if c not in self._nulls]
-        if todo:
-            kinds = self.column_kinds()
-            parts = []
-            for c in todo:
-                i = self.d.ident(c)
-                cond = f"{i} IS NULL" + (f" OR isnan({self.d.as_double(i)})" if kinds.get(c) == "number" else "")
-                parts.append(self.d.count_if(cond))
-            row = self._exec(f"SELECT {', '.join(parts)} FROM {self.relation}")[0]
-            self._nulls.update({c: int(v) for c, v in zip(todo, row)})
-        return {c: self._nulls[c] for c in columns}
-
-    def check(self, schema: Schema) -> TableCheck:
-        d = self.d
-        kinds = self.column_kinds()
-        validate_roles(kinds, schema, lambda: any(k == "number" for k in kinds.values()))
-        aggs: list[str] = []
-        row_missing, row_bad = [], []
-        for m in schema.measures:
-            num, present = self._measure_parts(m, kinds)
-            bad = f"({present} AND {num} IS NULL)"
-            nan = f"(NOT {bad} AND ({num} IS NULL OR isnan({num})))"
-            inf = f"COALESCE(isinf({num}), false)"
-            aggs += [d.count_if(bad), d.count_if(nan), d.count_if(inf), d.count_if(f"COALESCE({num} < 0, false)"),
-                     f"min({num}) FILTER (WHERE isfinite({num}))"]
-            row_missing.append(f"{nan} OR {inf}")
-            row_bad.append(f"{nan} OR {inf} OR {bad}")
-        aggs.append(d.count_if(" OR ".join(f"({x})" for x in row_missing)) if row_missing else "0")
-        aggs.append(d.count_if(" OR ".join(f"({x})" for x in row_bad)) if row_bad else "0")
-        if schema.id_col:
-            i = d.ident(schema.id_col)
-            miss = f"{i} IS NULL" + (f" OR isnan({d.as_double(i)})" if kinds.get(schema.id_col) == "number" else "")
-            aggs += [d.count_if(miss), f"count({i}) - count(DISTINCT {i})"]
-        for g in schema.groups:
-            aggs.append(d.count_if(self._missing_cell(g, kinds)))
-        row = self._exec(f"SELECT {', '.join(aggs)} FROM {self.relation}")[0]
-        it = iter(row)
-        issues = []
-        for m in schema.measures:
-            non_num, miss, inf, neg, mn = (next(it) for _ in range(5))
-            examples: tuple[str, ...] = ()
-            if non_num:
-                num, present = self._measure_parts(m, kinds)
-                ex = self._exec(f"SELECT DISTINCT {d.ident(m)} FROM {self.relation} WHERE {present} AND {num} IS NULL "
-                                "LIMIT 3")
-                examples = tuple(str(r[0])[:40] for r in ex)
-            issues.append(MeasureIssue(column=m, non_numeric=int(non_num), non_numeric_examples=examples,
-                                       missing=int(miss), infinite=int(inf), negative=int(neg),
-                                       minimum=float(mn) if mn is not None else float("nan")))
-        rows_missing, rows_bad = int(next(it)), int(next(it))
-        dup = missing_ids = 0
-        dup_ex: tuple[str, ...] = ()
-        if schema.id_col:
-            missing_ids, dup = int(next(it)), int(next(it))
-            if dup:
-                i = d.ident(schema.id_col)
-                ex = self._exec(f"SELECT {i} FROM {self.relation} WHERE {i} IS NOT NULL GROUP BY {i} "
-                                f"HAVING count(*) > 1 ORDER BY {i} LIMIT 3")
-                dup_ex = tuple(str(r[0])[:40] for r in ex)
-        missing_groups = {g: int(next(it)) for g in schema.groups}
-        return TableCheck(n_rows=self.n_rows(), measures=tuple(issues), rows_with_missing=rows_missing,
-                          rows_with_bad=rows_bad, duplicate_ids=dup, duplicate_id_examples=dup_ex,
-                          missing_ids=missing_ids, missing_groups={g: k for g, k in missing_groups.items() if k})
-
-    def _measure_parts(self, m: str, kinds: dict[str, ColumnKind]) -> tuple[str, str]:
-        """(the column as DOUBLE, NULL when not a number; "the cell holds something")."""
-        i = self.d.ident(m)
-        if kinds.get(m) == "text":
-            return self.d.try_double(i), f"({i} IS NOT NULL AND trim({i}) <> '')"
-        if kinds.get(m) == "bool":
-            return self.d.as_double(i), f"({i} IS NOT NULL)"
-        if kinds.get(m) == "number":
-            return self.d.as_double(i), f"({i} IS NOT NULL)"
-        return self.d.try_double(self.d.as_text(i)), f"({i} IS NOT NULL)"
-
-    def _missing_cell(self, g: str, kinds: dict[str, ColumnKind]) -> str:
-        i = self.d.ident(g)
-        if kinds.get(g) == "text":
-            return f"{i} IS NULL OR trim({i}) = ''"
-        if kinds.get(g) == "number":
-            return f"{i} IS NULL OR isnan({self.d.as_double(i)})"
-        return f"{i} IS NULL"
-
     def sample(self, n: int, seed: int) -> pd.DataFrame:
         pos = sample_positions(self.n_rows(), n, seed)
         frame = pd.DataFrame({"__pos": pos.astype(np.int64)})
 
         def run(tab: str) -> pd.DataFrame:
-            return self._frame(f"SELECT * EXCLUDE (__pos) FROM (SELECT *, row_number() OVER () - 1 AS __pos FROM "
-                               f"{self.relation}) WHERE __pos IN (SELECT __pos FROM {tab}) ORDER BY __pos")
+            return self._frame(f"SELECT * EXCLUDE (__pos) FROM (SELECT *, {self._row_numbers(self.relation)} - 1 AS "
+                               f"__pos FROM {self.relation}) WHERE __pos IN (SELECT __pos FROM {tab}) ORDER BY __pos")
 
         out = self._with_table(frame, run)
         return _normalise_frame(out)
 
-    # -- statistics ----------------------------------------------------------------------
+    def _row_numbers(self, source: str) -> str:
+        return "row_number() OVER ()"
 
-    def _split_sql(self, thr: Thresholds, per_measure: Sequence[str] = ()) -> S.SplitColumns:
-        kinds = self.column_kinds()
-        thr.check(kinds, None, lambda: self.distinct([thr.group_col])[thr.group_col].tolist())
-        if thr.group_col is not None:
-            if thr.default() is None:
-                nulls = self.null_counts([thr.group_col])[thr.group_col]
-                if nulls:
-                    raise PolicyError(f"{nulls:,} record(s) have no value in '{thr.group_col}' and there is no "
-                                      "default ('*') thresholds row for them.",
-                                      hint="Add a default row or fill the values.")
-        plain = {a for a in thr.measures if self._exact_division(a, [dict(r)[a] for _, r in thr.rows])}
-        return S.split_columns(self.d, self.relation, thr, kinds, per_measure, plain=plain)
-
-    def _exact_division(self, measure: str, thresholds: Sequence[float]) -> bool:
-        """True when ⌈v/T⌉ needs no guard for this column: whole-number values and thresholds with
-        max|v|·T < 2^52 — then fl(v/T) is a whole number only when T divides v exactly, and the
-        guard of splitting._pieces never changes ⌈fl(v/T)⌉ (counted once per column: kept)."""
-        if not all(float(t).is_integer() and 0 < t < 2.0**26 for t in thresholds):
-            return False
-        if measure not in self._integral:
-            v = self.d.as_double(self.d.ident(measure))
-            whole, top = self._exec(f"SELECT bool_and({v} = floor({v})), max(abs({v})) FROM {self.relation}")[0]
-            self._integral[measure] = (bool(whole), float(top) if top is not None else 0.0)
-        whole, top = self._integral[measure]
-        return whole and top * max(thresholds) < 2.0**52
-
-    def _key_select(self, thr: Thresholds, measures: Sequence[str], filters: Sequence[Filter],
-                    by: Sequence[str], extra: Sequence[str] = ()) -> tuple[str, list[str]]:
-        """SELECT of each record's histogram key (and ``extra`` expressions), with the key names."""
-        kinds = self.column_kinds()
-        sc = self._split_sql(thr, measures)
-        cols = [f"{sc.joint} AS \"m\""] + [f"{sc.per_measure[a]} AS {self.d.ident('m:' + a)}" for a in measures]
-        cols += [f"{S.filter_sql(self.d, f, kinds)} AS {self.d.ident(f'in:{i}')}" for i, f in enumerate(filters)]
-        for c in by:
-            if c not in kinds:
-                raise PolicyError(f"Column '{c}' is not in the table.")
-            cols.append(f"{self.d.ident(c)} AS {self.d.ident(c)}")
-        names = ["m"] + [f"m:{a}" for a in measures] + [f"in:{i}" for i in range(len(filters))] + list(by)
-        return f"SELECT {', '.join(list(cols) + list(extra))} FROM ({sc.sql})", names
-
-    def split_histogram(self, thresholds: Any, *, measures: Sequence[str] = (), filters: Sequence[Filter] = (),
-                        by: Sequence[str] = ()) -> SplitHistogram:
-        thr = as_thresholds(thresholds)
-        sel, names = self._key_select(thr, measures, filters, by)
-        keys = ", ".join(self.d.ident(n) for n in names)
-        frame = self._frame(f"SELECT {keys}, count(*) AS __n FROM ({sel}) GROUP BY ALL ORDER BY {keys} NULLS LAST")
-        for col in ["m"] + [f"m:{a}" for a in measures]:
-            v = frame[col].to_numpy(dtype=float)
-            if v.size and not (np.all(np.isfinite(v)) and v.max() <= 2.0**53):
-                if not np.all(np.isfinite(v)) or v.min() < 1:
-                    raise PolicyError("Some measure has missing, infinite or negative values.",
-                                      hint="Prepare the dataset first (drop missing rows, shift negatives).")
-                raise ParameterError("A threshold is so small that a record would be cut into more than 2^53 pieces.",
-                                     hint="Use larger splitting thresholds.")
-            frame[col] = v.astype(np.int64)
-        for i in range(len(filters)):
-            frame[f"in:{i}"] = frame[f"in:{i}"].astype(bool)
-        counts = frame.pop("__n").to_numpy(np.int64)
-        return SplitHistogram(frame.reset_index(drop=True), counts, thr, tuple(measures), tuple(filters), tuple(by))
-
-    def cell_aggregates(self, group_by: Sequence[str], aggregates: Sequence[Aggregate],
-                        thresholds: Thresholds | None = None) -> CellTable:
-        d = self.d
-        kinds = self.column_kinds()
-        gb = tuple(group_by)
-        for c in gb:
-            if c not in kinds:
-                raise PolicyError(f"Group-by column '{c}' is not in the table.")
-        need_m = any(a.kind == "pieces" for a in aggregates)
-        if need_m and thresholds is None:
-            raise ParameterError("Counting split rows needs the splitting thresholds.")
-        source = f"({self._split_sql(as_thresholds(thresholds)).sql})" if need_m else self.relation  # type: ignore[arg-type]
-        parts = []
-        for j, a in enumerate(aggregates):
-            cond = S.filter_sql(d, a.filter, kinds) if a.filter is not None else "true"
-            if a.kind == "count":
-                parts.append(f"{d.count_if(cond)} AS __a{j}")
-            elif a.kind == "pieces":
-                parts.append(f"COALESCE({d.sum_if('__m', cond)}, 0) AS __a{j}")
-            else:
-                v = d.as_double(d.ident(a.measure or ""))
-                if a.clamp is not None:
-                    v = f"least(greatest({v}, {d.double(0.0)}), {d.double(float(a.clamp))})"
-                parts.append(f"COALESCE({d.sum_if(v, cond)}, 0) AS __a{j}")
-        keys = ", ".join(d.ident(c) for c in gb)
-        if gb:
-            frame = self._frame(f"SELECT {keys}, {', '.join(parts) or '0 AS __none'} FROM {source} GROUP BY {keys}")
-        else:
-            frame = self._frame(f"SELECT {', '.join(parts) or '0 AS __none'} FROM {source}")
-        keys_frame, order = _sorted_cells(frame, gb)
-        values = {a.name: frame[f"__a{j}"].to_numpy()[order] for j, a in enumerate(aggregates)}
-        for a in aggregates:
-            values[a.name] = values[a.name].astype(np.int64 if a.kind == "count" else np.float64)
-        return CellTable(gb, keys_frame, values)
-
-    def _loss_join(self, key: SplitHistogram, losses: np.ndarray, select_extra: Sequence[str]) -> tuple[str, Any]:
-        """SQL giving each record's loss (``__loss``, joined from the key rows) and ``select_extra``."""
-        sel, names = self._key_select(key.thresholds, key.measures, key.filters, key.by, select_extra)
-        tab = key.keys.copy()
-        tab.columns = [f"__k{j}" for j in range(len(names))]
-        tab["__loss"] = np.asarray(losses, dtype=float)
-        on = " AND ".join(f"r.{self.d.ident(n)} IS NOT DISTINCT FROM k.__k{j}" for j, n in enumerate(names))
-        return f"SELECT r.*, k.__loss FROM ({sel}) r JOIN {{tab}} k ON {on}", tab
-
-    def owner_losses(self, key: SplitHistogram, losses: np.ndarray, owner_col: str,
-                     method: Literal["lemma4", "lemma5"] = "lemma4") -> LossDistribution:
-        d = self.d
-        if owner_col not in self.column_kinds():
-            raise PolicyError(f"Owner column '{owner_col}' is not in the table.")
-        if self.null_counts([owner_col])[owner_col]:
-            raise ParameterError("Owner ids must not be missing.")
-        o = d.ident(owner_col)
-        join, tab = self._loss_join(key, losses, [f"{o} AS __owner"])
-        if method == "lemma4":
-            def run(name: str) -> LossDistribution:
-                per_owner = (f"SELECT CAST(count(*) AS DOUBLE) * sum(__loss) AS __l FROM ({join.format(tab=name)}) "
-                             "GROUP BY __owner")
-                return self._owner_distribution(per_owner, "__l")
-            return self._with_table(tab, run)
-
-        def patterns(name: str) -> pd.DataFrame:
-            return self._frame(f"SELECT __p, count(*) AS __n FROM (SELECT list(__loss ORDER BY __loss DESC) AS __p "
-                               f"FROM ({join.format(tab=name)}) GROUP BY __owner) GROUP BY __p")
-
-        pats = self._with_table(tab, patterns)
-        lens = np.array([len(p) for p in pats["__p"]], dtype=np.int64)
-        flat = np.concatenate([np.asarray(p, dtype=float) for p in pats["__p"]]) if len(pats) else np.zeros(0)
-        ids = np.repeat(np.arange(len(pats)), lens)
-        with np.errstate(over="ignore", invalid="ignore"):
-            bound = owner_losses(flat, ids, measure="rho", method="lemma5").to_numpy()
-        return LossDistribution.from_counts(bound, pats["__n"].to_numpy(np.int64))
-
-    def realized_losses(self, terms: Sequence[RealizedTerm], thresholds: Thresholds, *, partition_rho: float = 0.0,
-                        owner_col: str | None = None, upper: float | None = None
-                        ) -> tuple[LossDistribution, LossDistribution | None]:
-        d = self.d
-        kinds = self.column_kinds()
-        thr = as_thresholds(thresholds)
-        need_m = partition_rho > 0
-        source = f"({self._split_sql(thr).sql})" if need_m else self.relation
-        rec_terms = []
-        owner_parts: dict[tuple[str, ...], list[tuple[RealizedTerm, str, str]]] = {}
-        for term in terms:
-            inside = S.filter_sql(d, term.filter, kinds) if term.filter is not None else "true"
-            delta = self._delta(term)
-            c = _c_sql(d, term, kinds)
-            value = f"(({delta} * {delta}) / {c})"
-            rec_terms.append(value if term.filter is None else f"(CASE WHEN {inside} THEN {value} ELSE 0 END)")
-            if term.extra:
-                rec_terms.append(f"(CASE WHEN {inside} THEN {d.double(term.extra)} ELSE 0 END)")
-            owner_parts.setdefault(term.group_by, []).append((term, inside, delta))
-        expr = d.double(0.0)
-        for t in rec_terms:
-            expr = f"({expr} + {t})"
-        if need_m:
-            expr = f"({expr} + ({d.double(partition_rho)} * (__m * __m)))"
-        records = self._distribution(f"SELECT {expr} AS __r FROM {source}", "__r", upper=upper)
-        if owner_col is None:
-            return records, None
-        if owner_col not in kinds:
-            raise PolicyError(f"Owner column '{owner_col}' is not in the table.")
-        o = d.ident(owner_col)
-        unions = []
-        for gb, items in owner_parts.items():
-            keys = [d.ident(c) for c in gb]
-            sums, adds = [], []
-            for j, (term, inside, delta) in enumerate(items):
-                sums.append(f"COALESCE({d.sum_if(delta, inside)}, 0) AS __s{j}")
-                c = _c_sql(d, term, kinds)
-                adds.append(f"((__s{j} * __s{j}) / {c})")
-                if term.extra_sigma is not None:
-                    sums.append(f"{d.count_if(inside)} AS __n{j}")
-                    ce = d.double(2.0 * np.float64(term.extra_sigma) ** 2)
-                    adds.append(f"((CAST(__n{j} AS DOUBLE) * __n{j}) / {ce})")
-            group = ", ".join([o] + keys)
-            unions.append(f"SELECT __o, {' + '.join(adds)} AS __v FROM (SELECT {o} AS __o, {', '.join(keys + sums)} "
-                          f"FROM {self.relation} GROUP BY {group})")
-        if need_m:
-            unions.append(f"SELECT __o, {d.double(partition_rho)} * (__sm * __sm) AS __v FROM "
-                          f"(SELECT {o} AS __o, sum(__m) AS __sm FROM {source} GROUP BY {o})")
-        per_owner = f"SELECT sum(__v) AS __l FROM ({' UNION ALL '.join(unions)}) GROUP BY __o"
-        return records, self._owner_distribution(per_owner, "__l")
-
-    def _delta(self, term: RealizedTerm) -> str:
-        d = self.d
-        if term.measure is None:
-            return d.double(1.0)
-        v = d.as_double(d.ident(term.measure))
-        if term.clamp is not None:
-            v = f"least(greatest({v}, {d.double(0.0)}), {d.double(float(term.clamp))})"
-        return v
-
-    def _owner_distribution(self, per_owner: str, col: str) -> LossDistribution:
-        """:meth:`_distribution` of per-owner values, aggregated once into a temporary table (the
-        aggregation over the owners is the costly part; DuckDB spills the table if it must)."""
-        name = f"prdp_owners_{next(_counter)}"
+    @contextmanager
+    def _materialized(self, select_sql: str) -> Iterator[str]:
+        """A temporary table (DuckDB spills it if it must)."""
+        name = f"prdp_tmp_{next(_counter)}"
         with self._lock:
-            self._exec(f"CREATE TEMP TABLE {name} AS {per_owner}")
+            self._exec(f"CREATE TEMP TABLE {name} AS {select_sql}")
             try:
-                return self._distribution(f"SELECT {col} FROM {name}", col)
+                yield name
             finally:
                 self._exec(f"DROP TABLE IF EXISTS {name}")
 
-    def _distribution(self, select: str, col: str, *, upper: float | None = None) -> LossDistribution:
-        """The distribution of ``col`` over the rows of ``select``: exact when it takes at most
-        :data:`MAX_EXACT_VALUES` distinct values, else on log bins (CASE tree: exact bin counts).
-        With ``upper`` (every value ≤ it) and more rows than that limit: in one pass on
-        :func:`~prdp_core.engines.memory.bound_edges`."""
-        if upper is not None and self.n_rows() > MAX_EXACT_VALUES:
-            edges = bound_edges(upper)
-            b = (f"CAST(least(greatest(COALESCE(ceil(log2({col} / {self.d.double(edges[1])}) * {BOUND_STEPS}), 0), 0), "
-                 f"{edges.size - 2}) AS BIGINT)")
-            return self._binned(select, col, edges, None, bucket=f"(CASE WHEN {col} > 0 THEN {b} ELSE 0 END)")
-        lo, hi, total, approx = self._exec(f"SELECT min({col}), max({col}), sum({col}), approx_count_distinct({col}) "
-                                           f"FROM ({select})")[0]
-        if lo is not None and not (math.isfinite(float(lo)) and math.isfinite(float(hi))):
-            raise PolicyError("Some losses are too large to compute (they exceed the floating-point range).",
-                              hint="Lower the budgets ρ or raise the splitting thresholds.")
-        if lo is None:
-            return LossDistribution(np.zeros(0), np.zeros(0, dtype=np.int64), total=0.0)
-        if approx <= 1.5 * MAX_EXACT_VALUES:  # HyperLogLog's estimate: the exact count decides below
-            frame = self._frame(f"SELECT {col} AS __x, count(*) AS __n FROM ({select}) GROUP BY __x ORDER BY __x "
-                                f"LIMIT {MAX_EXACT_VALUES + 1}")
-            if len(frame) <= MAX_EXACT_VALUES:
-                return LossDistribution.from_counts(frame["__x"].to_numpy(dtype=float),
-                                                    frame["__n"].to_numpy(dtype=np.int64))
-        return self._binned(select, col, _binned_edges(float(lo), float(hi), 400), float(total))
-
-    def _binned(self, select: str, col: str, edges: np.ndarray, total: float | None, *, bucket: str | None = None
-                ) -> LossDistribution:
-        b = bucket or f"least(greatest({S.bucket_sql(self.d, col, edges, side='left')} - 1, 0), {edges.size - 2})"
-        fr = self._frame(f"SELECT {b} AS __b, count(*) AS __n, sum({col}) AS __s, max({col}) AS __m FROM ({select}) "
-                         "GROUP BY __b")
-        if len(fr) and not np.all(np.isfinite(fr["__m"].to_numpy(dtype=float))):
-            raise PolicyError("Some losses are too large to compute (they exceed the floating-point range).",
-                              hint="Lower the budgets ρ or raise the splitting thresholds.")
-        counts = np.zeros(edges.size - 1, dtype=np.int64)
-        counts[fr["__b"].to_numpy(np.int64)] = fr["__n"].to_numpy(np.int64)
-        return LossDistribution.binned(edges, counts,
-                                       total=float(fr["__s"].sum()) if total is None else total)
-
-    def domain_stats(self, budget: Any, *, column: str | None = None, bins: Bins | None = None,
-                     distinct: bool = False) -> DomainStats:
-        d = self.d
-        kinds = self.column_kinds()
-        budget.check_columns(list(kinds))
-        raw, unmatched = self._budget_raw(budget, kinds)
-        # the checks of BudgetFunction.__call__ (strict), in its order and with its counts
-        lo_ok = d.double(budget.eps_min * (1 - 1e-9))
-        aggs = [d.count_if(f"{raw} IS NULL OR isnan({raw}) OR {raw} <= 0"), d.count_if(f"{raw} < {lo_ok}")]
-        if unmatched is not None:
-            aggs.append(d.count_if(unmatched))
-        row = self._exec(f"SELECT {', '.join(aggs)} FROM {self.relation}")[0]
-        if unmatched is not None and row[2]:
-            g = budget.shape.column
-            ex = self._exec(f"SELECT DISTINCT {d.ident(g)} FROM {self.relation} WHERE {unmatched} LIMIT 3")
-            raise PolicyError(f"No budget is given for {g} = {', '.join(str(r[0]) for r in ex)}.",
-                              hint="Add a part for these values or a default budget.")
-        if row[0]:
-            raise PolicyError(f"The budget formula gives no valid ε (zero, negative or undefined) for {int(row[0]):,} "
-                              "record(s).", hint="Guard divisions and logarithms, e.g. 1e4 / max(BALANCE, 1), "
-                                                 "and keep values in the domain [0, U].")
-        if row[1]:
-            dom = f" above the domain bound U = {budget.U:g}" if budget.shape.decreasing() else ""
-            raise PolicyError(f"{int(row[1]):,} record(s) ask for a budget below ε̌ = {budget.eps_min:.4g}; for this "
-                              f"budget that means values{dom or ' outside the domain'}.",
-                              hint="Raise U (or lower ε̌) so that every record's requirement can be honoured.")
-        dp = budget.domains()
-        L = dp.L
-        eps = f"least(greatest({raw}, {d.double(budget.eps_min)}), {d.double(budget.eps_max)})"
-        idx = S.domain_index_sql(d, eps, budget.eps_min, L)
-        base = f"SELECT *, {idx} AS __d FROM {self.relation}"
-        counts = np.zeros(L, dtype=np.int64)
-        for dom, n in self._exec(f"SELECT __d, count(*) FROM ({base}) GROUP BY __d"):
-            counts[int(dom) - 1] = int(n)
-        hc = hs = dist = None
-        mx = None
-        if column is not None and distinct:
-            if column not in kinds:
-                raise ParameterError(f"Column '{column}' is not in the table.")
-            dist = np.zeros(L, dtype=np.int64)
-            for dom, n in self._exec(f"SELECT __t, count(*) FROM (SELECT max(__d) AS __t FROM ({base}) GROUP BY "
-                                     f"{d.ident(column)}) GROUP BY __t"):
-                dist[int(dom) - 1] = int(n)
-        elif column is not None:
-            v = self._checked_measure(column)
-            mx = float(self._exec(f"SELECT COALESCE(max({v}), 0) FROM {self.relation}")[0][0])
-            if bins is not None:
-                B = bins.size
-                hc = np.zeros((L, B), dtype=np.int64)
-                hs = np.zeros((L, B))
-                b = S.value_bin_sql(d, v, bins)
-                for dom, k, n, s in self._exec(f"SELECT __d, {b} AS __b, count(*), sum({v}) FROM ({base}) "
-                                               "GROUP BY ALL"):
-                    hc[int(dom) - 1, int(k)] = int(n)
-                    hs[int(dom) - 1, int(k)] = float(s)
-        return DomainStats(counts, hc, hs, dist, mx)
+    # -- budget functions ------------------------------------------------------------------
 
     def _budget_raw(self, budget: Any, kinds: dict[str, ColumnKind]) -> tuple[str, str | None]:
         """SQL of the raw budget: compiled when exact, else the numpy kernel as a DuckDB function."""
@@ -705,317 +308,41 @@ class DuckDBEngine(Engine):
         return self._budget_function(budget, kinds), b.unmatched
 
     def _budget_function(self, budget: Any, kinds: dict[str, ColumnKind]) -> str:
+        """The numpy kernel of ``budget.shape`` as a DuckDB Arrow function of one struct holding its
+        columns (any number of them), batch by batch."""
         import duckdb
         import pyarrow as pa
 
         shape = budget.shape
         cols = list(shape.columns)
-        name = f"prdp_budget_{next(_counter)}"
-        text_cols = set(shape.text_columns)
-
-        def fn(*arrays: Any) -> Any:
-            data = {}
-            n = len(arrays[0]) if arrays else 0
-            for c, a in zip(cols, arrays):
-                arr = a.to_numpy(zero_copy_only=False)
-                data[c] = arr if c in text_cols or kinds.get(c) == "text" else np.asarray(arr, dtype=float)
-            with np.errstate(all="ignore"):
-                out = np.asarray(shape.raw(data, n), dtype=float)
-            return pa.array(out, type=pa.float64())
-
-        args = []
-        types = []
-        for c in cols:
-            if c in text_cols or kinds.get(c) == "text":
-                args.append(self.d.as_text(self.d.ident(c)))
-                types.append(duckdb.sqltype("VARCHAR"))
-            else:
-                args.append(self.d.as_double(self.d.ident(c)))
-                types.append(duckdb.sqltype("DOUBLE"))
         if not cols:
             return self.d.double(float(shape.raw({}, 1)[0]))
+        name = f"prdp_budget_{next(_counter)}"
+        text = {c for c in cols if c in shape.text_columns or kinds.get(c) == "text"}
+
+        def fn(packed: Any) -> Any:
+            s = packed.combine_chunks() if isinstance(packed, pa.ChunkedArray) else packed
+            data = {}
+            for j, c in enumerate(cols):
+                arr = s.field(f"c{j}").to_numpy(zero_copy_only=False)
+                data[c] = arr if c in text else np.asarray(arr, dtype=float)
+            with np.errstate(all="ignore"):
+                out = np.asarray(shape.raw(data, len(s)), dtype=float)
+            return pa.array(out, type=pa.float64())
+
+        fields = {f"c{j}": duckdb.sqltype("VARCHAR" if c in text else "DOUBLE") for j, c in enumerate(cols)}
+        args = ", ".join(f"c{j} := " + (self.d.as_text(self.d.ident(c)) if c in text else self.d.as_double(self.d.ident(c)))
+                         for j, c in enumerate(cols))
         with self._lock:
-            self.con.create_function(name, fn, types, duckdb.sqltype("DOUBLE"), type="arrow",
+            self.con.create_function(name, fn, [duckdb.struct_type(fields)], duckdb.sqltype("DOUBLE"), type="arrow",
                                      null_handling="special")
-        return f"{name}({', '.join(args)})"
+        return f"{name}(struct_pack({args}))"
 
-    def _checked_measure(self, column: str) -> str:
-        """A column as DOUBLE, after checking it holds finite non-negative numbers (ParameterError)."""
-        kinds = self.column_kinds()
-        if column not in kinds:
-            raise ParameterError(f"Column '{column}' is not in the table.")
-        i = self.d.ident(column)
-        v = self.d.as_double(i) if kinds[column] in ("number", "bool") else self.d.try_double(i)
-        v = f"COALESCE({v}, {self.d.double(float('nan'))})"
-        bad = self._exec(f"SELECT {self.d.count_if(f'isnan({v}) OR isinf({v}) OR {v} < 0')} FROM {self.relation}")
-        if bad[0][0]:
-            raise ParameterError(f"Column '{column}' must hold finite non-negative numbers to be summed "
-                                 "or maximised (the papers assume non-negative measures).")
-        return v
-
-    def count_above(self, column: str, values: Sequence[float]) -> np.ndarray:
-        v = self._checked_measure(column)
-        vals = [float(x) for x in values]
-        if not vals:
-            return np.zeros(0, dtype=np.int64)
-        parts = ", ".join(self.d.count_if(f"{v} > {self.d.double(x)}") if not math.isnan(x) else "0" for x in vals)
-        return np.asarray(self._exec(f"SELECT {parts} FROM {self.relation}")[0], dtype=np.int64)
-
-    def order_statistics(self, column: str, ranks: Sequence[int]) -> np.ndarray:
-        v = self._checked_measure(column)
-        r = [int(x) for x in ranks]
-        if not r:
-            return np.zeros(0)
-        n = self.n_rows()
-        if min(r) < 0 or max(r) >= n:
-            raise ParameterError(f"Ranks must lie in [0, {n - 1}].")
-        # quantile_disc at (r + ½)/n is the element of rank r (DuckDB: index ⌊n·q⌋), as the profile reads them
-        row = self._exec(f"SELECT {self.d.quantiles_disc(v, [(k + 0.5) / n for k in r])} FROM {self.relation}")[0][0]
-        return np.asarray([float(x) for x in row], dtype=float)
-
-    # -- profile -----------------------------------------------------------------------------
-
-    def profile(self, measures: Sequence[str], *, bins: int = 40, lorenz_points: int = 201) -> DatasetProfile:
-        """Two passes per measure: one for the order statistics every read-out needs (exact, by rank)
-        with the counts, extremes and sums; one counting and summing the values between those
-        order statistics and in the log-histogram bins (two CASE trees), with the moments about the
-        median — from which quantiles, the top-1% share, the Lorenz curve, the histogram and the
-        skewness follow exactly as :func:`prdp_core.profile.profile_sorted` computes them."""
-        d = self.d
-        ms = list(measures)
-        kinds = self.column_kinds()
-        for m in ms:
-            if m not in kinds:
-                raise ParameterError(f"Column '{m}' is not in the table.")
-        vs = {m: d.as_double(d.ident(m)) for m in ms}
-        nulls = self.null_counts(ms)
-        pop = np.linspace(0.0, 1.0, lorenz_points)
-        profs, hists, lor = {}, {}, {}
-        for m in ms:  # one measure at a time: exact order statistics hold the column in memory (or spill)
-            n = self.n_rows() - nulls[m]
-            plan: dict[str, Any] = {"n": n}
-            v = vs[m]
-            approx = self._exec(f"SELECT approx_count_distinct({v}) FROM {self.relation}")[0][0] if n else 0
-            if n and approx <= PROFILE_VALUES:
-                frame = self._frame(f"SELECT {v} AS __v, count(*) AS __n FROM {self.relation} WHERE {v} IS NOT NULL "
-                                    f"GROUP BY __v ORDER BY __v")
-                if len(frame) <= 2 * PROFILE_VALUES:
-                    profs[m], hists[m], lor[m] = profile_of_values(
-                        m, frame["__v"].to_numpy(dtype=float), frame["__n"].to_numpy(dtype=np.int64), bins, pop)
-                    continue
-            parts = [d.count_if(f"{v} <= 0"), f"min({v})", f"max({v})", f"sum({v})", f"min({v}) FILTER (WHERE {v} > 0)",
-                     f"max(abs({v}))"]
-            if n:
-                ranks: set[int] = set()
-                for q in (0.5, 0.9, 0.99):
-                    lo = int(math.floor(q * (n - 1)))
-                    ranks |= {lo, min(lo + 1, n - 1)}
-                k = max(1, int(math.ceil(0.01 * n)))
-                plan["k"] = k
-                ranks.add(n - k)
-                ranks |= set(int(r) for r in np.minimum(np.floor(pop * n).astype(np.int64), n - 1))
-                plan["ranks"] = sorted(ranks)
-                parts.append(d.quantiles_disc(v, [(r + 0.5) / n for r in plan["ranks"]]))
-            else:
-                parts.append("NULL")
-            zeros, mn, mx, total, lo_pos, scale, stats = self._exec(f"SELECT {', '.join(parts)} FROM {self.relation}")[0]
-            if plan["n"]:
-                plan["order"] = dict(zip(plan["ranks"], (float(x) for x in stats)))
-            profs[m], hists[m], lor[m] = self._profile_one(m, vs[m], plan, int(zeros), mn, mx, total, lo_pos,
-                                                          scale, bins, pop)
-        return DatasetProfile(profs, hists, lor)
-
-    def _profile_one(self, m: str, v: str, plan: dict[str, Any], zeros: int, mn: Any, mx: Any, total: Any,
-                     lo_pos: Any, scale: Any, bins: int, pop: np.ndarray
-                     ) -> tuple[MeasureProfile, Histogram, tuple[np.ndarray, np.ndarray]]:
-        d = self.d
-        n = plan["n"]
-        if n == 0:
-            nan = float("nan")
-            return (MeasureProfile(m, 0, 0, nan, nan, nan, nan, nan, nan, 0.0, nan, nan),
-                    Histogram(np.array([1.0, 10.0]), np.array([0]), 0), (pop, pop.copy()))
-        order = plan["order"]
-        thresholds = np.array(sorted(set(order.values())))
-        # value histogram: edges of the log histogram (zeros apart), numpy's histogram rule
-        if lo_pos is None:
-            edges = None
-        else:
-            lo, hi = float(lo_pos), float(mx)
-            if hi <= lo * (1 + 1e-12):
-                lo, hi = lo / 1.5, hi * 1.5
-            edges = np.logspace(np.log10(lo), np.log10(hi), bins + 1)
-            edges[0], edges[-1] = lo, hi
-        scale_f = float(scale)
-        # moments about c = the scaled median (near the mean: no cancellation), corrected to the mean
-        c = (float(order[int(math.floor(0.5 * (n - 1)))]) / scale_f) if scale_f > 0 else 0.0
-        w = f"({v} / {d.double(scale_f)} - {d.double(c)})" if scale_f > 0 else d.double(0.0)
-        bucket = S.bucket_sql(d, v, thresholds, side="right")
-        hbin = (f"(CASE WHEN {v} > 0 THEN least({S.bucket_sql(d, v, edges, side='right')} - 1, {bins - 1}) "
-                "ELSE -1 END)") if edges is not None else "-1"
-        rows = self._exec(f"SELECT {bucket} AS __b, {hbin} AS __h, count(*), sum({v}), sum({w}), sum({w} * {w}), "
-                          f"sum({w} * {w} * {w}) FROM {self.relation} WHERE {v} IS NOT NULL GROUP BY ALL")
-        nb = thresholds.size + 1
-        cnt = np.zeros(nb, dtype=np.int64)
-        sm = np.zeros(nb)
-        s1 = s2 = s3 = 0.0
-        hcounts = np.zeros(bins, dtype=np.int64)
-        for b, h, k_, s, x1, x2, x3 in rows:
-            cnt[int(b)] += int(k_)
-            sm[int(b)] += float(s)
-            s1, s2, s3 = s1 + float(x1), s2 + float(x2), s3 + float(x3)
-            if int(h) >= 0:
-                hcounts[int(h)] += int(k_)
-        below_n = np.cumsum(cnt)  # bucket b holds the values with #{T ≤ v} = b: #{v < T_j} = Σ_{b ≤ j}
-        below_s = np.cumsum(sm)
-
-        def cum(k: int) -> float:
-            """Σ of the k smallest values: those below s_k, and k − #{v < s_k} copies of s_k."""
-            if k <= 0:
-                return 0.0
-            if k >= n:
-                return float(total)
-            t = order[k]
-            j = int(np.searchsorted(thresholds, t))
-            return float(below_s[j] + (k - below_n[j]) * t)
-
-        def quant(q: float) -> float:
-            pos = q * (n - 1)
-            lo = int(math.floor(pos))
-            hi = min(lo + 1, n - 1)
-            a, b = order[lo], order[hi]
-            return float(a + (b - a) * (pos - lo))
-
-        tot = float(total)
-        top = tot - cum(n - plan["k"])
-        dm = s1 / n  # mean − c
-        m2 = s2 / n - dm * dm
-        m3 = s3 / n - 3.0 * dm * (s2 / n) + 2.0 * dm ** 3
-        if n < 3:
-            skew = float("nan")
-        elif scale_f == 0 or not math.isfinite(scale_f) or m2 <= 1e-300:
-            skew = 0.0
-        else:
-            skew = m3 / m2 ** 1.5
-        prof = MeasureProfile(name=m, count=n, zeros=zeros, min=float(mn), median=quant(0.5), p90=quant(0.9),
-                              p99=quant(0.99), max=float(mx), mean=tot / n, total=tot, skewness=skew,
-                              top1_share=(top / tot) if tot > 0 else float("nan"))
-        hist = Histogram(edges, hcounts, zeros) if edges is not None else Histogram(np.array([1.0, 10.0]),
-                                                                                 np.array([0]), zeros)
-        # Lorenz curve: the piecewise-linear cumulative share at evenly spaced population shares
-        if float(mx) <= 0 or tot <= 0:
-            return prof, hist, (pop, pop.copy())
-        x = pop * n
-        kk = np.minimum(np.floor(x).astype(np.int64), n - 1)
-        share = np.array([(cum(int(k_)) + (xv - k_) * order[int(k_)]) / tot for k_, xv in zip(kk, x)])
-        share[-1] = 1.0 if x[-1] >= n else share[-1]
-        return prof, hist, (pop, share)
-
-
-#: A measure with at most this many distinct values (by an approximate count) is profiled from its
-#: value histogram — one GROUP BY, every read-out exact on the driver; others by order statistics.
-PROFILE_VALUES = 2_000_000
-
-
-def profile_of_values(name: str, u: np.ndarray, c: np.ndarray, bins: int, pop: np.ndarray
-                      ) -> tuple[MeasureProfile, Histogram, tuple[np.ndarray, np.ndarray]]:
-    """The profile, log histogram and Lorenz curve of a measure from its sorted distinct values
-    ``u`` and their counts ``c`` (the read-outs of :func:`prdp_core.profile.profile_sorted`,
-    :func:`~prdp_core.profile.log_histogram` and :func:`~prdp_core.profile.lorenz_from_sorted` on
-    the sorted column: order statistics exact, sums to rounding)."""
-    n = int(c.sum())
-    ends = np.cumsum(c)                        # rank r lies in value j = first with ends[j] > r
-    mass = np.cumsum(u * c)                    # Σ of the values up to u_j
-    at = lambda r: float(u[np.searchsorted(ends, np.asarray(r) + 1, side="left")])  # noqa: E731
-
-    def cum(k: int) -> float:
-        """Σ of the k smallest values."""
-        if k <= 0:
-            return 0.0
-        j = int(np.searchsorted(ends, k, side="left"))
-        before = int(ends[j - 1]) if j else 0
-        return float((mass[j - 1] if j else 0.0) + (k - before) * u[j])
-
-    def quant(q: float) -> float:
-        pos = q * (n - 1)
-        lo = int(math.floor(pos))
-        a, b = at(lo), at(min(lo + 1, n - 1))
-        return float(a + (b - a) * (pos - lo))
-
-    total = float(mass[-1])
-    k = max(1, int(math.ceil(0.01 * n)))
-    top = total - cum(n - k)
-    scale = float(np.max(np.abs(u)))
-    if n < 3:
-        skew = float("nan")
-    elif scale == 0 or not math.isfinite(scale):
-        skew = 0.0
-    else:
-        d = u / scale - (total / scale) / n
-        m2 = float(np.dot(c, d * d) / n)
-        skew = 0.0 if m2 <= 1e-300 else float(np.dot(c, d * d * d) / n) / m2 ** 1.5
-    zeros = int(c[u <= 0].sum())
-    prof = MeasureProfile(name, n, zeros, float(u[0]), quant(0.5), quant(0.9), quant(0.99), float(u[-1]),
-                          total / n, total, skew, (top / total) if total > 0 else float("nan"))
-    pos = u > 0
-    if not pos.any():
-        hist = Histogram(np.array([1.0, 10.0]), np.array([0]), zeros)
-    else:
-        lo, hi = float(u[pos][0]), float(u[-1])
-        if hi <= lo * (1 + 1e-12):
-            lo, hi = lo / 1.5, hi * 1.5
-        edges = np.logspace(np.log10(lo), np.log10(hi), bins + 1)
-        edges[0], edges[-1] = lo, hi
-        hcounts, _ = np.histogram(u[pos], bins=edges, weights=c[pos])
-        hist = Histogram(edges, np.rint(hcounts).astype(np.int64), zeros)
-    if float(u[-1]) <= 0 or total <= 0:
-        return prof, hist, (pop, pop.copy())
-    x = pop * n
-    kk = np.minimum(np.floor(x).astype(np.int64), n - 1)
-    share = np.array([(cum(int(k_)) + (xv - k_) * at(int(k_))) / total for k_, xv in zip(kk, x)])
-    share[-1] = 1.0 if x[-1] >= n else share[-1]
-    return prof, hist, (pop, share)
 
 
 # ---------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------
-
-
-def _c_sql(d: S.Dialect, term: RealizedTerm, kinds: dict[str, ColumnKind]) -> str:
-    """2σ² of a record's cell (one literal, or a CASE over the thresholds' group column)."""
-    c = d.double(2.0 * np.float64(term.sigma) ** 2)
-    if term.by is None or not term.sigma_by:
-        return c
-    whens = []
-    for g, s in term.sigma_by:
-        cond = S.equals(d, term.by, kinds.get(term.by, "other"), g)
-        if cond is not None:
-            whens.append(f"WHEN {cond} THEN {d.double(2.0 * np.float64(s) ** 2)}")
-    return f"(CASE {' '.join(whens)} ELSE {c} END)" if whens else c
-
-
-def _sorted_cells(frame: pd.DataFrame, gb: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
-    """Cell keys in the in-memory release's order (each column's values sorted by pandas, then
-    lexicographically), as categoricals like it; and the row order that gives it."""
-    if not gb:
-        return pd.DataFrame(index=[0]), np.arange(len(frame))
-    codes = []
-    cats = []
-    for c in gb:
-        k, u = pd.factorize(frame[c].to_numpy(dtype=object) if frame[c].dtype == object else frame[c], sort=True)
-        codes.append(k)
-        cats.append(pd.Index(u))
-    order = np.lexsort(tuple(reversed(codes))) if len(frame) else np.arange(0)
-    keys = pd.DataFrame({c: pd.Categorical.from_codes(k[order], categories=u) for c, k, u in zip(gb, codes, cats)})
-    return keys, order
-
-
-def _normalise_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """DuckDB's pandas output with text columns as pandas' own text dtype."""
-    for c in df.columns:
-        if df[c].dtype == object and df[c].map(lambda x: x is None or isinstance(x, str)).all():
-            df[c] = df[c].astype("str")
-    return df
 
 
 def _check_schemas(con: Any, src: Source) -> None:
@@ -1052,9 +379,7 @@ def _check_schemas(con: Any, src: Source) -> None:
                             hint="Write the files with the same types.")
 
 
-def _short(exc: BaseException, limit: int = 240) -> str:
-    s = str(exc).strip().split("\n")[0] or type(exc).__name__
-    return s[:limit]
+
 
 
 __all__ = ["DEFAULT_MEMORY_LIMIT", "DuckDBEngine", "Source", "default_options", "resolve_source"]

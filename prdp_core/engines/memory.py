@@ -96,9 +96,7 @@ def distribution_of(values: np.ndarray, measure: str = "rho", *, bins: int = 400
     total = float(v.sum()) if v.size else 0.0
     if upper is not None and v.size > MAX_EXACT_VALUES:
         edges = bound_edges(upper)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            b = np.ceil(np.log2(v / edges[1]) * BOUND_STEPS)
-        b = np.clip(np.nan_to_num(b, nan=0.0, neginf=0.0), 0, edges.size - 2).astype(np.int64)
+        b = bound_bins(v, edges)
         return LossDistribution.binned(edges, np.bincount(b, minlength=edges.size - 1), measure,  # type: ignore[arg-type]
                                        total=total)
     u, c = np.unique(v, return_counts=True)
@@ -111,6 +109,14 @@ def _binned(v: np.ndarray, edges: np.ndarray, measure: str, total: float) -> Los
     counts = np.bincount(np.clip(np.searchsorted(edges, v, side="left") - 1, 0, edges.size - 2),
                          minlength=edges.size - 1)
     return LossDistribution.binned(edges, counts, measure, total=total)  # type: ignore[arg-type]
+
+
+def bound_bins(v: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """The bin of each loss on :func:`bound_edges` ``edges``: ⌈log₂(v / edges[1])·BOUND_STEPS⌉,
+    clipped to the bins (0 for v ≤ 0 and NaN)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = np.ceil(np.log2(v / edges[1]) * BOUND_STEPS)
+    return np.clip(np.nan_to_num(b, nan=0.0, neginf=0.0), 0, edges.size - 2).astype(np.int64)
 
 
 #: Bins per doubling of :func:`bound_edges`.
@@ -444,5 +450,5 @@ def _dense_codes(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return inv.astype(np.int64), u
 
 
-__all__ = ["BOUND_STEPS", "MemoryEngine", "bound_edges", "column_kind", "distinct_max_domain", "distribution_of", "domain_histogram",
+__all__ = ["BOUND_STEPS", "MemoryEngine", "bound_bins", "bound_edges", "column_kind", "distinct_max_domain", "distribution_of", "domain_histogram",
            "measure_values", "sample_positions", "value_bins"]

@@ -151,7 +151,7 @@ def test_parquet_with_list_struct_or_binary_columns_is_a_data_problem(tmp_path):
 EXPECTED_EXIT = {"PrdpError": EXIT_ERROR, "DataError": EXIT_DATA, "SchemaError": EXIT_DATA,
                  "ResourceLimitError": EXIT_DATA, "ConfigError": EXIT_CONFIG, "OutputError": EXIT_USAGE,
                  "PolicyError": EXIT_ERROR, "ExpressionError": EXIT_ERROR, "ParameterError": EXIT_ERROR,
-                 "StoreError": EXIT_ERROR, "AccessError": EXIT_ERROR}
+                 "StoreError": EXIT_ERROR, "AccessError": EXIT_ERROR, "EngineError": EXIT_ERROR}
 
 
 def test_every_error_class_has_its_documented_exit_code():

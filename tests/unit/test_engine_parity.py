@@ -1,9 +1,11 @@
 """Parity of the engines: every engine returns the memory engine's statistics and releases.
 
 The suite is parametrised over ``ENGINE_FACTORIES``; an engine joins it by adding a factory
-(source DataFrame, its Parquet file, schema → prepared EngineDataset). Exact equality for counts,
-split counts, histograms, domain indices, quantiles and released answers (same seed → same noise);
-sums within 1e-9 relative (the order of additions differs).
+(source DataFrame, its Parquet file, schema → prepared EngineDataset) and, if it needs them, its
+marks in ``ENGINE_MARKS`` (Spark: the ``spark`` marker and ``xdist_group("spark")``, one shared
+local session). Exact equality for counts, split counts, histograms, domain indices, quantiles and
+released answers (same seed → same noise); sums within 1e-9 relative (the order of additions
+differs).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from prdp_core.preview import preview_policy
 from prdp_core.profile import profile_dataset
 from prdp_core.splitting import as_thresholds, split_counts
 from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
+from tests import spark as spark_tests
 
 pytestmark = pytest.mark.xdist_group("engines")
 
@@ -57,8 +60,28 @@ def _duckdb(df: pd.DataFrame, path: str, schema: Schema) -> engines.EngineDatase
     return engines.open_dataset(path, engine="duckdb", schema=schema)
 
 
+def _spark(df: pd.DataFrame, path: str, schema: Schema) -> engines.EngineDataset:
+    spark_tests.session()
+    return engines.open_dataset(path, engine="spark", schema=schema)
+
+
 #: name → factory(df, parquet path, schema) of a prepared EngineDataset. Other engines add theirs.
-ENGINE_FACTORIES = {"memory": _memory, "duckdb": _duckdb}
+ENGINE_FACTORIES = {"memory": _memory, "duckdb": _duckdb, "spark": _spark}
+#: Marks of an engine's tests (Spark: one shared session, in one xdist worker).
+ENGINE_MARKS = {"spark": spark_tests.MARKS}
+
+
+class _Prepared(dict):
+    """Engine name → the table prepared by that engine, built on first use (so that a worker
+    starts only the engines of the tests it runs)."""
+
+    def __init__(self, df: pd.DataFrame, path: str) -> None:
+        super().__init__()
+        self.df, self.path = df, path
+
+    def __missing__(self, name: str) -> engines.EngineDataset:
+        self[name] = ENGINE_FACTORIES[name](self.df, self.path, SCHEMA)
+        return self[name]
 
 
 @pytest.fixture(scope="module", params=[0, 1])
@@ -67,10 +90,38 @@ def data(request, tmp_path_factory):
     path = tmp_path_factory.mktemp(f"engines{request.param}") / "t.parquet"
     df.to_parquet(path)
     ds = prepare_dataset(df, SCHEMA)
-    return df, str(path), ds, {name: f(df, str(path), SCHEMA) for name, f in ENGINE_FACTORIES.items()}
+    return df, str(path), ds, _Prepared(df, str(path))
 
 
-ENGINES = list(ENGINE_FACTORIES)
+ENGINES = [pytest.param(name, marks=ENGINE_MARKS.get(name, ()), id=name) for name in ENGINE_FACTORIES]
+#: The engines that read files with SQL (their raw tables, row checks and fixes).
+SQL_ENGINES = [p for p in ENGINES if p.values[0] != "memory"]
+
+
+def cases(values: list, spark: list[int], *, ids: list[str] | None = None, sql_only: bool = False) -> list:
+    """(engine, value) parameters: every engine with every value, except Spark, which runs the
+    values at the indices ``spark`` — chosen so that every code path and every statistic the
+    acceptance names is still covered (each Spark query costs a job: the whole cross product
+    would take many minutes). Spark also runs on the first random table only (tests/conftest.py)."""
+    out = []
+    for p in (SQL_ENGINES if sql_only else ENGINES):
+        name = p.values[0]
+        for i, v in enumerate(values):
+            if name == "spark" and i not in spark:
+                continue
+            vid = ids[i] if ids else str(i)
+            out.append(pytest.param(name, v, marks=p.marks, id=f"{vid}-{name}"))
+    return out
+
+
+def _open_raw(engine: str, path, base_dir=None):
+    """The raw (unprepared) table of a file in an SQL engine."""
+    if engine == "spark":
+        from prdp_core.engines.spark_engine import SparkEngine
+
+        spark_tests.session()
+        return SparkEngine.open(str(path), base_dir=base_dir)
+    return DuckDBEngine.open(path, base_dir=base_dir)
 
 THRESHOLDS = [
     as_thresholds({"v": 10.0, "w": 37.5, "t": 0.1}),
@@ -93,8 +144,7 @@ def _same_hist(a, b) -> None:
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("thr", THRESHOLDS, ids=["flat", "small", "per-group"])
+@pytest.mark.parametrize("engine, thr", cases(THRESHOLDS, [2], ids=["flat", "small", "per-group"]))
 def test_split_histograms_are_equal(data, engine, thr):
     df, _, ds, eds = data
     ref = eds["memory"].engine
@@ -132,11 +182,13 @@ BUDGETS = [
     parse_budget("where(g == 'a', 2, 1e4 / max(v, 1)) + min(h, 3) / 10", eps_min=1e-8, eps_max=100),
     parse_budget("abs(w - 20) / sqrt(max(v, 4)) + (h != 2) + 0.5", eps_min=0.01, eps_max=50),
     per_group("g", {"a": "50 / max(v, 1)", "b": "1"}, default="0.5", eps_min=1e-6, eps_max=60),
+    # log of two columns: neither exact SQL nor monotone in one column (Spark: the numpy kernel as a pandas UDF)
+    parse_budget("400 / max(log(w + 2), 1) ** 2 + h / 4", eps_min=0.01, eps_max=100),
 ]
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("budget", BUDGETS, ids=lambda b: b.shape.kind + ":" + b.expression()[:20])
+@pytest.mark.parametrize("engine, budget", cases(BUDGETS, [0, 1, 6, 7],
+                                                  ids=[b.shape.kind + ":" + b.expression()[:20] for b in BUDGETS]))
 def test_domain_statistics_are_equal(data, engine, budget):
     _, _, ds, eds = data
     dp = budget.domains()
@@ -156,7 +208,8 @@ def test_domain_statistics_are_equal(data, engine, budget):
                               eng.domain_stats(budget, column=col, distinct=True).distinct)
 
 
-def test_sql_domain_index_and_ceil_log2_are_exact(tmp_path):
+@pytest.mark.parametrize("engine", SQL_ENGINES)
+def test_sql_domain_index_and_ceil_log2_are_exact(tmp_path, engine):
     from prdp_core.engines import sql as S
 
     p = np.exp2(np.arange(-60, 61, dtype=float))
@@ -164,23 +217,23 @@ def test_sql_domain_index_and_ceil_log2_are_exact(tmp_path):
                         np.random.default_rng(1).uniform(1e-9, 1e9, 5000)))
     path = tmp_path / "x.parquet"
     pd.DataFrame({"x": x}).to_parquet(path)
-    eng = DuckDBEngine.open(path)
-    got = np.array([r[0] for r in eng._exec(f"SELECT {S.ceil_log2_sql(S.DUCKDB, 'x')} FROM {eng.relation}")])
+    eng = _open_raw(engine, path)
+    got = np.array([r[0] for r in eng._exec(f"SELECT {S.ceil_log2_sql(eng.d, 'x')} FROM {eng.relation}")])
     assert np.array_equal(got, ceil_log2(x))
     dp = DomainPartition(1e-8, 100.0)
     e = np.clip(np.concatenate((dp.lo, dp.hi, np.nextafter(dp.lo, np.inf), np.exp(np.linspace(-18, 4.6, 4000)))),
                 1e-8, 100.0)
     pd.DataFrame({"e": e}).to_parquet(path)
-    eng = DuckDBEngine.open(path)
+    eng = _open_raw(engine, path)
     got = np.array([r[0] for r in eng._exec(
-        f"SELECT {S.domain_index_sql(S.DUCKDB, 'e', dp.eps_min, dp.L)} FROM {eng.relation}")])
+        f"SELECT {S.domain_index_sql(eng.d, 'e', dp.eps_min, dp.L)} FROM {eng.relation}")])
     assert np.array_equal(got, dp.index(e))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("values", [True, False], ids=["value-histogram", "order-statistics"])
 def test_profiles_are_equal(data, engine, values, monkeypatch):
-    import prdp_core.engines.duckdb_engine as D
+    import prdp_core.engines.sql_engine as D
 
     if not values:  # the path for measures with (too) many distinct values
         monkeypatch.setattr(D, "PROFILE_VALUES", 0)
@@ -273,10 +326,14 @@ def test_policy_previews_and_owner_losses_are_equal(data, engine, method):
                                       check_dtype=False)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("budget", BUDGETS[:2] + BUDGETS[4:5], ids=["inverse", "log", "expression"])
-@pytest.mark.parametrize("query", ["count", "sum:v", "max:w", "distinct:g"])
-def test_framework_releases_are_equal(data, engine, budget, query):
+FRAMEWORK = [(b, q) for b in BUDGETS[:2] + BUDGETS[4:5] for q in ("count", "sum:v", "max:w", "distinct:g")]
+
+
+@pytest.mark.parametrize("engine, case", cases(FRAMEWORK, [4, 5, 6, 7, 8],
+                                               ids=[f"{n}-{q}" for n in ("inverse", "log", "expression")
+                                                    for q in ("count", "sum:v", "max:w", "distinct:g")]))
+def test_framework_releases_are_equal(data, engine, case):
+    budget, query = case
     _, _, ds, eds = data
     a = framework(ds.table, budget, query, beta=0.1, rng=np.random.default_rng(5), reveal=True)
     b = framework(eds[engine], budget, query, beta=0.1, rng=np.random.default_rng(5), reveal=True)
@@ -338,7 +395,7 @@ def test_row_checks_count_the_same_problems(tmp_path, engine):
     df.to_parquet(path)
     schema = Schema(id_col="id", measures=("v", "w"), groups=("g",))
     ref = check_table(df, schema)
-    got = (MemoryEngine(df) if engine == "memory" else DuckDBEngine.open(path)).check(schema)
+    got = (MemoryEngine(df) if engine == "memory" else _open_raw(engine, path)).check(schema)
     for field_ in ("n_rows", "rows_with_missing", "rows_with_bad", "duplicate_ids", "missing_ids", "missing_groups"):
         assert getattr(got, field_) == getattr(ref, field_), field_
     for a, b in zip(ref.measures, got.measures):
@@ -347,27 +404,27 @@ def test_row_checks_count_the_same_problems(tmp_path, engine):
         assert set(a.non_numeric_examples) == set(b.non_numeric_examples)
 
 
-@pytest.mark.parametrize("options", [dict(non_numeric="missing", missing="drop", negative="shift",
-                                          duplicate_ids="regenerate", missing_groups="label"),
-                                     dict(non_numeric="missing", missing="drop", negative="shift",
-                                          shift_by={"v": 5.0, "w": 1.0}, duplicate_ids="regenerate")])
-def test_fixes_applied_in_the_engine_match_prepare_dataset(tmp_path, options):
+@pytest.mark.parametrize("engine, options", cases(
+    [dict(non_numeric="missing", missing="drop", negative="shift", duplicate_ids="regenerate", missing_groups="label"),
+     dict(non_numeric="missing", missing="drop", negative="shift", shift_by={"v": 5.0, "w": 1.0},
+          duplicate_ids="regenerate")], [0, 1], sql_only=True))
+def test_fixes_applied_in_the_engine_match_prepare_dataset(tmp_path, options, engine):
     df = _messy()
     path = tmp_path / "m.parquet"
     df.to_parquet(path)
     schema = Schema(id_col="id", measures=("v", "w"), groups=("g",))
     ref = prepare_dataset(df, schema, **options)
-    got = engines.open_dataset(str(path), engine="duckdb", schema=schema, **options)
+    got = _open_dataset(engine, str(path), schema=schema, **options)
     assert got.notes == ref.notes and got.shifts == ref.shifts and got.schema == ref.schema
     a = ref.table.reset_index(drop=True)
     b = got.sample(100, 0).table
     pd.testing.assert_frame_equal(a, b[a.columns], check_dtype=False)
 
 
-@pytest.mark.parametrize("options", [{}, dict(non_numeric="missing"), dict(non_numeric="missing", missing="drop"),
-                                     dict(non_numeric="missing", missing="drop", shift_by={"v": 1.0},
-                                          negative="shift")])
-def test_bad_input_gets_the_message_of_prepare_dataset(tmp_path, options):
+@pytest.mark.parametrize("engine, options", cases(
+    [{}, dict(non_numeric="missing"), dict(non_numeric="missing", missing="drop"),
+     dict(non_numeric="missing", missing="drop", shift_by={"v": 1.0}, negative="shift")], [0, 2], sql_only=True))
+def test_bad_input_gets_the_message_of_prepare_dataset(tmp_path, options, engine):
     from prdp_core.errors import DataError
 
     df = _messy()
@@ -377,51 +434,58 @@ def test_bad_input_gets_the_message_of_prepare_dataset(tmp_path, options):
     with pytest.raises(DataError) as ref:
         prepare_dataset(df, schema, **options)
     with pytest.raises(DataError) as got:
-        engines.open_dataset(str(path), engine="duckdb", schema=schema, **options)
+        _open_dataset(engine, str(path), schema=schema, **options)
     assert str(got.value) == str(ref.value)
 
 
-def test_bad_sources_and_columns_are_named(tmp_path):
+def _open_dataset(engine: str, source, **kw) -> engines.EngineDataset:
+    if engine == "spark":
+        spark_tests.session()
+    return engines.open_dataset(source, engine=engine, **kw)
+
+
+@pytest.mark.parametrize("engine", SQL_ENGINES)
+def test_bad_sources_and_columns_are_named(tmp_path, engine):
     from prdp_core.errors import DataError, SchemaError
 
     schema = Schema(id_col="id", measures=("v", "w"), groups=("g",))
     _messy().to_parquet(tmp_path / "m.parquet")
     with pytest.raises(SchemaError, match="Columns not in the table: measure 'nope'"):
-        engines.open_dataset(str(tmp_path / "m.parquet"), engine="duckdb", schema=Schema(measures=("nope",)))
+        _open_dataset(engine, str(tmp_path / "m.parquet"), schema=Schema(measures=("nope",)))
     pd.DataFrame({"name": ["x", "y"], "v": ["a", "b"]}).to_parquet(tmp_path / "text.parquet")
     with pytest.raises(DataError, match=r"Measure 'v' has 2 value\(s\) that are not numbers"):
-        engines.open_dataset(str(tmp_path / "text.parquet"), engine="duckdb", schema=Schema(measures=("v",)))
+        _open_dataset(engine, str(tmp_path / "text.parquet"), schema=Schema(measures=("v",)))
     _messy().iloc[:0].to_parquet(tmp_path / "empty.parquet")
     with pytest.raises(DataError, match="No row is left"):
-        engines.open_dataset(str(tmp_path / "empty.parquet"), engine="duckdb", schema=schema)
+        _open_dataset(engine, str(tmp_path / "empty.parquet"), schema=schema)
     with pytest.raises(DataError, match="No data file at 'missing.parquet'"):
-        engines.open_dataset("missing.parquet", engine="duckdb", base_dir=tmp_path, schema=schema)
+        _open_dataset(engine, "missing.parquet", base_dir=tmp_path, schema=schema)
     with pytest.raises(DataError, match="No file matches"):
-        engines.open_dataset("parts-*.parquet", engine="duckdb", base_dir=tmp_path, schema=schema)
+        _open_dataset(engine, "parts-*.parquet", base_dir=tmp_path, schema=schema)
 
 
-def test_a_folder_of_files_with_different_columns_is_refused_with_their_names(tmp_path):
+@pytest.mark.parametrize("engine", SQL_ENGINES)
+def test_a_folder_of_files_with_different_columns_is_refused_with_their_names(tmp_path, engine):
     from prdp_core.errors import DataError
 
     folder = tmp_path / "parts"
     folder.mkdir()
     pd.DataFrame({"id": [1, 2], "v": [1.0, 2.0]}).to_parquet(folder / "a.parquet")
     pd.DataFrame({"id": [3], "v": [3.0]}).to_parquet(folder / "b.parquet")
-    ds = engines.open_dataset(str(folder), engine="duckdb", schema=Schema(id_col="id", measures=("v",)))
+    ds = _open_dataset(engine, str(folder), schema=Schema(id_col="id", measures=("v",)))
     assert ds.n == 3
     pd.DataFrame({"id": [4], "x": [4.0]}).to_parquet(folder / "c.parquet")
     with pytest.raises(DataError, match=r"c\.parquet differs from a\.parquet \(it has x; it lacks v\)"):
-        engines.open_dataset(str(folder), engine="duckdb", schema=Schema(id_col="id", measures=("v",)))
+        _open_dataset(engine, str(folder), schema=Schema(id_col="id", measures=("v",)))
     (folder / "c.parquet").unlink()
     pd.DataFrame({"id": [4], "v": ["text"]}).to_parquet(folder / "c.parquet")
     with pytest.raises(DataError, match="v is text"):
-        engines.open_dataset(str(tmp_path / "parts" / "*.parquet"), engine="duckdb",
-                             schema=Schema(id_col="id", measures=("v",)))
+        _open_dataset(engine, str(tmp_path / "parts" / "*.parquet"), schema=Schema(id_col="id", measures=("v",)))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_binned_realized_losses_are_equal_beyond_the_exact_limit(data, engine, monkeypatch):
-    import prdp_core.engines.duckdb_engine as D
+    import prdp_core.engines.sql_engine as D
     import prdp_core.engines.memory as M
 
     monkeypatch.setattr(M, "MAX_EXACT_VALUES", 1000)

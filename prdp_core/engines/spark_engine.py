@@ -1,0 +1,560 @@
+"""The Spark engine: the statistics of the engine layer computed by Spark, where the table lives.
+
+A :class:`SparkEngine` holds a Spark DataFrame — Parquet or CSV files (a path, a folder or a
+glob; ``hdfs://``, ``s3a://`` and other URIs are passed to Spark untouched), a table of the
+Spark catalog (:class:`CatalogTable`) or any ``pyspark.sql.DataFrame`` — as a temporary view,
+and computes every statistic of :class:`~prdp_core.engines.base.Engine` with the SQL of
+:class:`~prdp_core.engines.sql_engine.SQLEngine` in Spark's dialect
+(:class:`~prdp_core.engines.sql.SparkDialect`): group-bys, the split-count histogram, per-owner
+sums, per-domain statistics of a budget function, exact counts. Only aggregates come back to the
+driver (as Arrow tables; :attr:`SparkEngine.collected` counts their bytes), where the noise is
+drawn — a cluster computes the sufficient statistics, the driver holds the seed and the samplers,
+so a release on 10⁹ rows moves kilobytes and its noise is the same as on a table in memory.
+
+Exactness: IEEE arithmetic (+ − × ÷, sqrt, comparisons) gives numpy's bits in the JVM too, so
+split counts, filters and cells are computed in SQL. Java's ``log``/``exp``/``pow`` may differ from
+numpy's in the last bit, so no statistic depends on them: log bins, the realized-loss grid and the
+domains of a monotone budget function (the presets α/(ln v)^k, α/v, α/√v) are comparisons with
+thresholds found on the driver by the numpy kernel itself (:func:`~prdp_core.engines.sql.step_edges`);
+other budget expressions with ``log``, ``exp`` or ``**`` run the numpy kernel in a vectorised
+pandas (Arrow) UDF — measured in benchmarks/README.md; on a cluster the executors then need
+prdp-explorer installed. Exact order statistics (profiles of measures with many distinct values)
+are found by selection: ``percentile_approx`` brackets each rank, exact counts place it in a
+bracket and the bracket's few distinct values are fetched.
+
+Sessions: the engine uses the running Spark session, or starts one from
+:class:`~prdp_core.engines.base.EngineOptions` (``master``, ``conf``; or ``remote`` for Spark
+Connect), else from the administrator's environment (``PRDP_SPARK_MASTER``,
+``PRDP_SPARK_REMOTE``), else ``local[*]``. PySpark is an optional extra (``pip install
+prdp-explorer[spark]``) and classic Spark needs Java 17: without them :func:`spark_session` raises
+an :class:`~prdp_core.errors.EngineError` in one sentence saying what to install.
+
+Row order (generated ids, seeded samples) is Spark's partition order: stable for files and
+catalog tables; a DataFrame built with shuffles has no stable order — give it an id column.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import sys
+import threading
+import uuid
+import warnings
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+from urllib.parse import unquote, urlparse
+
+import numpy as np
+import pandas as pd
+
+from ..errors import DataError, EngineError, PrdpError, ResourceLimitError
+from . import sql as S
+from .base import ColumnKind, EngineOptions
+from .memory import sample_positions
+from .sql_engine import SQLEngine, _normalise_frame, _short
+
+#: What to install when PySpark is missing (the package's optional extra).
+PYSPARK_INSTALL = "pip install prdp-explorer[spark]"
+#: Debian's package of the Java runtime Spark needs.
+JAVA_PACKAGE = "openjdk-17-jre-headless"
+#: Master of a session started without one (options, then ``PRDP_SPARK_MASTER``, then spark-submit's
+#: ``--master``): PySpark's own default.
+DEFAULT_MASTER = "local[*]"
+#: Environment variables by which an administrator enables the Spark source of the app.
+ENV_MASTER, ENV_REMOTE = "PRDP_SPARK_MASTER", "PRDP_SPARK_REMOTE"
+#: Distinct values fetched at most to settle exact order statistics (else a ResourceLimitError).
+MAX_SELECTION_VALUES = 5_000_000
+
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_counter = itertools.count()
+_run = uuid.uuid4().hex[:8]
+
+
+# ---------------------------------------------------------------------------
+# Availability and sessions
+# ---------------------------------------------------------------------------
+
+
+def spark_enabled() -> bool:
+    """True when the administrator enabled Spark for the app (``PRDP_SPARK_MASTER`` or
+    ``PRDP_SPARK_REMOTE`` set): the app then offers a Spark source, otherwise it shows none."""
+    return bool(os.environ.get(ENV_MASTER, "").strip() or os.environ.get(ENV_REMOTE, "").strip())
+
+
+def env_options() -> EngineOptions:
+    """The administrator's Spark settings from the environment (``PRDP_SPARK_REMOTE`` wins)."""
+    remote = os.environ.get(ENV_REMOTE, "").strip() or None
+    master = None if remote else (os.environ.get(ENV_MASTER, "").strip() or None)
+    return EngineOptions(master=master, remote=remote)
+
+
+def java_executable() -> str | None:
+    """The ``java`` PySpark would start (``$JAVA_HOME/bin/java``, else ``java`` on the PATH), or None."""
+    home = os.environ.get("JAVA_HOME", "").strip()
+    if home:
+        java = Path(home) / "bin" / "java"
+        return str(java) if java.is_file() and os.access(java, os.X_OK) else None
+    return shutil.which("java")
+
+
+def require_spark(*, remote: bool = False) -> None:
+    """Raise :class:`EngineError` naming what to install when PySpark (or, for a classic session,
+    Java; for Spark Connect, its client libraries) is missing."""
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        raise EngineError(f"The spark engine needs PySpark, which is not installed: run `{PYSPARK_INSTALL}`.") \
+            from None
+    if remote:
+        try:
+            import grpc  # noqa: F401
+        except ImportError:
+            raise EngineError("Spark Connect needs its client libraries, which are not installed: run "
+                              "`pip install 'pyspark[connect]'`.") from None
+    elif java_executable() is None:
+        raise EngineError(f"The spark engine needs Java 17, which was not found: install Debian's {JAVA_PACKAGE} "
+                          "(or set JAVA_HOME to a Java 17 installation).")
+
+
+def spark_session(options: EngineOptions | None = None) -> Any:
+    """The Spark session the engine works in: a Spark Connect session for ``options.remote``; the
+    running session when ``options`` names no master; else one started with ``options.master``
+    (or the environment's, or ``local[*]``) and ``options.conf``. Raises :class:`EngineError` when
+    Spark cannot be started, with what to install or check."""
+    opts = options or EngineOptions()
+    env = env_options()
+    remote = opts.remote or (None if opts.master else env.remote)
+    require_spark(remote=bool(remote))
+    from pyspark.sql import SparkSession
+
+    if not remote and not opts.master:
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active
+    master = opts.master or env.master
+    builder = SparkSession.builder.appName("prdp")
+    if remote:
+        builder = builder.remote(remote)
+    elif master:  # else spark-submit's --master, or PySpark's own default (local[*])
+        builder = builder.master(master)
+    master = master or DEFAULT_MASTER
+    conf = {"spark.ui.showConsoleProgress": "false"}
+    if not remote and master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
+        # Python workers (pandas UDFs) run this interpreter: PySpark reads the variable, not the setting
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    conf.update({str(k): str(v) for k, v in dict(opts.conf).items()})
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    try:
+        with _quiet():
+            spark = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - PySpark raises several types; all mean "no session"
+        where = f"the Spark Connect server {remote}" if remote else f"Spark (master {master})"
+        raise EngineError(f"Could not start {where}: {_short(exc)}.",
+                          hint="Check the master or server address, and that Java 17 is installed.") from None
+    if not remote:
+        spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """PySpark's warnings about its pandas support (it converts nothing through pandas here)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\..*")
+        warnings.filterwarnings("ignore", category=UserWarning, module=r"pyspark\..*")
+        yield
+
+
+def _spark_errors() -> tuple[type[BaseException], ...]:
+    from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
+
+    return (PySparkException, Py4JError)
+
+
+def _translate(exc: BaseException, what: str) -> PrdpError:
+    text = str(exc)
+    if "OutOfMemory" in text or "SparkOutOfMemoryError" in text:
+        return ResourceLimitError(f"Spark ran out of memory {what}: {_short(exc)}.",
+                                  hint="Give Spark more memory (data.spark.conf: spark.driver.memory, "
+                                       "spark.executor.memory).")
+    return DataError(f"Spark could not {what}: {_short(exc)}.")
+
+
+# ---------------------------------------------------------------------------
+# Sources
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CatalogTable:
+    """A table of the Spark catalog (``db.table``), as a source of :func:`prdp_core.engines.open_dataset`
+    (the config's ``data.table``)."""
+
+    name: str
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def is_uri(spec: Any) -> bool:
+    """True for ``scheme://…`` (``hdfs://``, ``s3a://``, ``file://``, …)."""
+    return isinstance(spec, str) and bool(_URI.match(spec))
+
+
+def file_uri_path(spec: str) -> str | None:
+    """The local path of a ``file://`` URI (``file:///data/x.parquet`` → ``/data/x.parquet``), else None."""
+    if not is_uri(spec) or not spec.lower().startswith("file:"):
+        return None
+    u = urlparse(spec)
+    if u.netloc not in ("", "localhost"):
+        raise DataError(f"'{spec}' names another machine.", hint="A file:// URI names a file of this machine.")
+    return unquote(u.path)
+
+
+def is_spark_dataframe(obj: Any) -> bool:
+    """True for a ``pyspark.sql.DataFrame`` (classic or Spark Connect), without importing PySpark."""
+    return type(obj).__module__.startswith("pyspark.") and hasattr(obj, "sparkSession") and hasattr(obj, "schema")
+
+
+def _kind_of_field(dtype: Any) -> ColumnKind:
+    from pyspark.sql import types as T
+
+    if isinstance(dtype, T.BooleanType):
+        return "bool"
+    if isinstance(dtype, T.NumericType):
+        return "number"
+    if isinstance(dtype, (T.StringType, T.VarcharType, T.CharType)):
+        return "text"
+    return "other"
+
+
+def _reader(spark: Any, kind: str, paths: Sequence[str]) -> Any:
+    if kind == "csv":
+        sep = "\t" if all(p.lower().endswith((".tsv", ".tab")) for p in paths) else ","
+        return spark.read.options(header=True, inferSchema=True, sep=sep).csv(list(paths))
+    return spark.read.parquet(*paths)
+
+
+def read_source(spark: Any, source: Any, *, base_dir: str | os.PathLike | None = None,
+                confine: bool = False) -> tuple[Any, str]:
+    """A DataFrame over ``source`` and a label: a :class:`CatalogTable`; a URI read as it is
+    (Parquet unless it ends in .csv/.tsv); or a local path spec — a file, a folder or a glob, or a
+    ``file://`` URI — resolved like the DuckDB engine's (:func:`~prdp_core.engines.duckdb_engine.resolve_source`:
+    relative to ``base_dir``, confined to it when ``confine``, files of one type whose columns agree)
+    and given to Spark as ``file://`` URIs."""
+    from .duckdb_engine import _check_schemas, resolve_source
+
+    errors = _spark_errors()
+    if isinstance(source, CatalogTable):
+        try:
+            with _quiet():
+                return spark.table(source.name), source.name
+        except errors as exc:
+            raise DataError(f"No table '{source.name}' in the Spark catalog: {_short(exc)}.",
+                            hint="Check the table name (database.table).") from None
+    spec = str(source)
+    local = file_uri_path(spec)
+    if is_uri(spec) and local is None:
+        kind = "csv" if spec.lower().rstrip("/").endswith((".csv", ".tsv", ".tab", ".txt")) else "parquet"
+        try:
+            with _quiet():
+                return _reader(spark, kind, [spec]), spec.rstrip("/").rsplit("/", 1)[-1] or spec
+        except errors as exc:
+            raise DataError(f"Spark cannot read '{spec}': {_short(exc)}.",
+                            hint="Check the URI, and that the cluster can read its file system (e.g. hadoop-aws "
+                                 "for s3a://).") from None
+    src = resolve_source(local if local is not None else spec, base_dir=base_dir, confine=confine)
+    if src.kind == "duckdb":
+        raise DataError(f"'{spec}' is a DuckDB database: the spark engine reads Parquet and CSV files.",
+                        hint="Use engine duckdb for a DuckDB table.")
+    import duckdb
+
+    _check_schemas(duckdb.connect(), src)
+    try:
+        with _quiet():
+            return _reader(spark, src.kind, [Path(f).resolve().as_uri() for f in src.files]), src.label
+    except errors as exc:
+        raise DataError(f"Spark cannot read {src.label}: {_short(exc)}.",
+                        hint="Check that it is a valid Parquet or CSV file.") from None
+
+
+# ---------------------------------------------------------------------------
+# The engine
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Collected:
+    """What the engine fetched to the driver: queries run, rows and bytes (Arrow buffers) of their
+    results. Shared by the engines derived from one another."""
+
+    queries: int = 0
+    rows: int = 0
+    bytes: int = 0
+    largest: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, table: Any) -> None:
+        with self._lock:
+            self.queries += 1
+            self.rows += int(table.num_rows)
+            self.bytes += int(table.nbytes)
+            self.largest = max(self.largest, int(table.nbytes))
+
+    def reset(self) -> None:
+        with self._lock:
+            self.queries = self.rows = self.bytes = self.largest = 0
+
+
+class SparkEngine(SQLEngine):
+    """Records in a Spark temporary view; see the module docstring. Build one with :meth:`open`
+    (files, URIs, catalog tables) or :meth:`from_dataframe`."""
+
+    name = "spark"
+
+    def __init__(self, spark: Any, relation: str, *, label: str = "", lock: threading.RLock | None = None,
+                 options: EngineOptions | None = None, collected: Collected | None = None) -> None:
+        super().__init__(relation, S.SPARK, label=label, lock=lock)
+        self.spark = spark
+        self.options = options or EngineOptions()
+        self.collected = collected or Collected()
+
+    # -- construction ----------------------------------------------------------------
+
+    @classmethod
+    def open(cls, source: Any, *, options: EngineOptions | None = None, base_dir: str | os.PathLike | None = None,
+             confine: bool = False) -> "SparkEngine":
+        """An engine over ``source``: a ``pyspark.sql.DataFrame``, a :class:`CatalogTable`, a URI or a
+        local path spec (see :func:`read_source`), in :func:`spark_session`'s session."""
+        if is_spark_dataframe(source):
+            return cls.from_dataframe(source, options=options)
+        spark = spark_session(options)
+        df, label = read_source(spark, source, base_dir=base_dir, confine=confine)
+        return cls.from_dataframe(df, label=label, options=options)
+
+    @classmethod
+    def from_dataframe(cls, df: Any, *, label: str = "Spark DataFrame", options: EngineOptions | None = None
+                       ) -> "SparkEngine":
+        """An engine over a ``pyspark.sql.DataFrame`` (its session is the engine's)."""
+        require_spark()
+        name = _view_name("src")
+        try:
+            with _quiet():
+                df.createOrReplaceTempView(name)
+        except _spark_errors() as exc:
+            raise DataError(f"Spark cannot use this table: {_short(exc)}.") from None
+        eng = cls(df.sparkSession, name, label=label, options=options)
+        if not eng.column_kinds():
+            raise DataError(f"{label} has no columns.")
+        return eng
+
+    def derived(self, select_sql: str, *, label: str | None = None) -> "SparkEngine":
+        name = _view_name("view")
+        self._df(select_sql, "define a view of the table").createOrReplaceTempView(name)
+        return SparkEngine(self.spark, name, label=label or self.label, lock=self._lock, options=self.options,
+                           collected=self.collected)
+
+    # -- plumbing --------------------------------------------------------------------------
+
+    def _df(self, sql: str, what: str = "compute this statistic") -> Any:
+        try:
+            with _quiet():
+                return self.spark.sql(sql)
+        except _spark_errors() as exc:
+            raise _translate(exc, what) from None
+
+    def _arrow(self, sql: str, what: str = "compute this statistic") -> Any:
+        """A query's result as an Arrow table (counted in :attr:`collected`)."""
+        with self._lock:
+            try:
+                with _quiet():
+                    table = self.spark.sql(sql).toArrow()
+            except _spark_errors() as exc:
+                raise _translate(exc, what) from None
+        self.collected.add(table)
+        return table
+
+    def _exec(self, sql: str) -> list[tuple]:
+        table = self._arrow(sql)
+        cols = [c.to_pylist() for c in table.columns]
+        return list(zip(*cols)) if cols else [() for _ in range(table.num_rows)]
+
+    def _frame(self, sql: str) -> pd.DataFrame:
+        return self._arrow(sql).to_pandas()
+
+    def _with_table(self, frame: pd.DataFrame, fn: Any) -> Any:
+        import pyarrow as pa
+
+        name = _view_name("tab")
+        with self._lock:
+            with _quiet():
+                self.spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False)).createOrReplaceTempView(name)
+            try:
+                return fn(name)
+            finally:
+                self.spark.catalog.dropTempView(name)
+
+    @contextmanager
+    def _materialized(self, select_sql: str) -> Iterator[str]:
+        """The result cached by Spark (memory, then disk) while the block reads it."""
+        from pyspark.storagelevel import StorageLevel
+
+        name = _view_name("tmp")
+        df = self._df(select_sql).persist(StorageLevel.MEMORY_AND_DISK)
+        df.createOrReplaceTempView(name)
+        try:
+            yield name
+        finally:
+            self.spark.catalog.dropTempView(name)
+            df.unpersist()
+
+    def _row_numbers(self, source: str) -> str:
+        """Rows numbered in partition order: the rows of each partition counted first (one small
+        aggregate), then offset of the partition + position in it (``monotonically_increasing_id``
+        is the partition index · 2³³ + the position)."""
+        pid = "spark_partition_id()"
+        counts = self._exec(f"SELECT __p, count(*) FROM (SELECT {pid} AS __p FROM {source}) GROUP BY __p")
+        per = np.zeros(max((int(p) for p, _ in counts), default=-1) + 1, dtype=np.int64)
+        for p, c in counts:
+            per[int(p)] = int(c)
+        offsets = np.concatenate(([0], np.cumsum(per)[:-1])) if per.size else np.zeros(0, dtype=np.int64)
+        base = (f"element_at(CAST(array({', '.join(str(int(o)) for o in offsets)}) AS ARRAY<BIGINT>), {pid} + 1)"
+                if offsets.size else "CAST(0 AS BIGINT)")
+        return f"({base} + (monotonically_increasing_id() - shiftleft(CAST({pid} AS BIGINT), 33)) + 1)"
+
+    # -- description -------------------------------------------------------------------
+
+    def column_kinds(self) -> dict[str, ColumnKind]:
+        if self._kinds is None:
+            with _quiet():
+                fields = self.spark.table(self.relation).schema.fields
+            self._kinds = {str(f.name): _kind_of_field(f.dataType) for f in fields}
+        return dict(self._kinds)
+
+    def describe(self) -> str:
+        return f"spark engine ({self.label})"
+
+    def sample(self, n: int, seed: int) -> pd.DataFrame:
+        pos = sample_positions(self.n_rows(), n, seed)
+        frame = pd.DataFrame({"__pos": pos.astype(np.int64) + 1})
+        rn = self._row_numbers(self.relation)
+
+        def run(tab: str) -> pd.DataFrame:
+            df = self._df(f"SELECT {self.d.broadcast('k')} r.* FROM (SELECT *, {rn} AS __rn FROM {self.relation}) r "
+                          f"JOIN {tab} k ON r.__rn = k.__pos ORDER BY r.__rn").drop("__rn")
+            with self._lock:
+                try:
+                    with _quiet():
+                        table = df.toArrow()
+                except _spark_errors() as exc:
+                    raise _translate(exc, "draw the sample") from None
+            self.collected.add(table)
+            return table.to_pandas()
+
+        return _normalise_frame(self._with_table(frame, run))
+
+    # -- statistics Spark computes its own way -----------------------------------------
+
+    def _order_statistics(self, v: str, ranks: Sequence[int], n: int, parts: Sequence[str]
+                          ) -> tuple[tuple, dict[int, float]]:
+        """Exact order statistics by selection: ``percentile_approx`` (rank error ≤ n/accuracy)
+        gives values bracketing each rank; one GROUP BY counts the values between consecutive
+        bracket values exactly; the distinct values of the brackets that hold a wanted rank are
+        fetched with their counts, and the rank is read off them. Exact whatever the
+        approximation: it only decides how many values are fetched (about 6n/accuracy per rank)."""
+        d = self.d
+        row = tuple(self._exec(f"SELECT {', '.join(parts)} FROM {self.relation}")[0]) if parts else ()
+        src = f"(SELECT {v} AS __v FROM {self.relation} WHERE {v} IS NOT NULL)"
+        acc = int(min(10_000_000, max(10_000, n // 100)))
+        r = np.asarray(ranks, dtype=np.int64)
+        p = (r + 0.5) / n
+        fracs = np.unique(np.clip(np.concatenate((p - 3.0 / acc, p, p + 3.0 / acc)), 0.0, 1.0))
+        approx = self._exec(f"SELECT percentile_approx(__v, array({', '.join(d.double(f) for f in fracs)}), {acc}) "
+                            f"FROM {src}")[0][0]
+        edges = np.unique(np.asarray(approx, dtype=float))
+        counts = np.zeros(edges.size + 1, dtype=np.int64)  # bucket b: (edges[b−1], edges[b]]
+        for b, c in self._exec(f"SELECT {S.bucket_sql(d, '__v', edges, side='left')} AS __b, count(*) FROM {src} "
+                               "GROUP BY __b"):
+            counts[int(b)] = int(c)
+        ends = np.cumsum(counts)
+        bucket = np.searchsorted(ends, r, side="right")  # the bucket holding each rank
+        need = np.unique(bucket)
+
+        def inside(b: int) -> str:
+            lo = f"__v > {d.double(edges[b - 1])}" if b > 0 else "true"
+            hi = f"__v <= {d.double(edges[b])}" if b < edges.size else "true"
+            return f"({lo} AND {hi})"
+
+        fr = self._frame(f"SELECT __v, count(*) AS __n FROM {src} WHERE {' OR '.join(inside(int(b)) for b in need)} "
+                         f"GROUP BY __v ORDER BY __v LIMIT {MAX_SELECTION_VALUES + 1}")
+        if len(fr) > MAX_SELECTION_VALUES:
+            raise ResourceLimitError(f"Exact order statistics of this measure need more than {MAX_SELECTION_VALUES:,} "
+                                     "of its values on the driver.", hint="Profile a uniform sample of the table.")
+        u = fr["__v"].to_numpy(dtype=float)
+        c = fr["__n"].to_numpy(dtype=np.int64)
+        cb = np.searchsorted(edges, u, side="left")  # each fetched value's bucket
+        order: dict[int, float] = {}
+        for rank, b in zip(r.tolist(), bucket.tolist()):
+            sel = cb == b
+            k = rank - (int(ends[b - 1]) if b > 0 else 0)  # rank within the bucket
+            cum = np.cumsum(c[sel])
+            order[rank] = float(u[sel][int(np.searchsorted(cum, k, side="right"))])
+        return row, order
+
+    def _budget_raw(self, budget: Any, kinds: dict[str, ColumnKind]) -> tuple[str, str | None]:
+        """The compiled formula when its SQL is exact, else the numpy kernel in a pandas UDF."""
+        b = S.budget_sql(self.d, budget.shape, kinds)
+        if b.exact:
+            return b.raw, b.unmatched
+        return self._budget_udf(budget, kinds), b.unmatched
+
+    def _budget_categories(self, budget: Any, kinds: dict[str, ColumnKind]) -> S.BudgetCategories:
+        """Exact SQL, or comparisons with thresholds for a monotone one-column budget, or the
+        numpy kernel in a pandas UDF (in that order of preference)."""
+        if not S.budget_sql(self.d, budget.shape, kinds).exact:
+            cats = S.monotone_budget_categories(self.d, budget, kinds)
+            if cats is not None:
+                return cats
+        return super()._budget_categories(budget, kinds)
+
+    def _budget_udf(self, budget: Any, kinds: dict[str, ColumnKind]) -> str:
+        """The numpy kernel of ``budget.shape`` as a vectorised (Arrow) pandas UDF over a struct of
+        its columns: the same bits as the memory engine, record batch by record batch."""
+        from pyspark.sql.functions import pandas_udf
+
+        shape = budget.shape
+        cols = list(shape.columns)
+        if not cols:
+            return self.d.double(float(shape.raw({}, 1)[0]))
+        text = {c for c in cols if c in shape.text_columns or kinds.get(c) == "text"}
+
+        def kernel(s: pd.DataFrame) -> pd.Series:
+            data: dict[str, Any] = {}
+            for j, c in enumerate(cols):
+                x = s[f"c{j}"]
+                data[c] = x if c in text else x.to_numpy(dtype=float, na_value=np.nan)
+            with np.errstate(all="ignore"):
+                return pd.Series(np.asarray(shape.raw(data, len(s)), dtype=float))
+
+        name = _view_name("budget")
+        with _quiet():
+            self.spark.udf.register(name, pandas_udf(kernel, "double"))  # type: ignore[call-overload]
+        args = ", ".join(f"'c{j}', " + (self.d.as_text(self.d.ident(c)) if c in text else
+                                        self.d.as_double(self.d.ident(c))) for j, c in enumerate(cols))
+        return f"{name}(named_struct({args}))"
+
+
+def _view_name(kind: str) -> str:
+    return f"prdp_{kind}_{_run}_{next(_counter)}"
+
+
+__all__ = ["DEFAULT_MASTER", "ENV_MASTER", "ENV_REMOTE", "JAVA_PACKAGE", "PYSPARK_INSTALL", "CatalogTable", "Collected",
+           "SparkEngine", "env_options", "file_uri_path", "is_spark_dataframe", "is_uri", "java_executable",
+           "read_source", "require_spark", "spark_enabled", "spark_session"]
