@@ -43,7 +43,7 @@ def test_hostile_study_report_script_and_every_snippet_run_only_the_study(tmp_pa
     script = at.session_state["study_outputs"]["script"].decode("utf-8")
     assert_user_text_only_in_literals(script)
     assert repr(data.filename) in script and repr(f"Study of {data.filename}") in script  # the hostile text is there
-    assert "B.parse_budget(" in script and "mt.tiers_from(" in script and "P.spec_from_labels(" in script
+    assert "prdp.parse_budget(" in script and "mt.tiers_from(" in script and "P.spec_from_labels(" in script
     (data.folder / "reproduce.py").write_text(script, encoding="utf-8")  # downloaded next to the shared data
     run_python(data.folder / "reproduce.py", data.folder, str(tmp_path / "again"))
     assert (tmp_path / "again" / "results.csv").stat().st_size > 0
