@@ -417,7 +417,9 @@ def forecast_panel(budget: prdp.BudgetFunction, ds: Dataset) -> None:
         ss.setdefault(k, v)
     # n: the dataset's count in teaching mode; in review mode a typed value (a record count is not shown there)
     teaching = state.teaching()
-    if ss.get("bf_fc_n_for") != state.token() or (not teaching and ss.get("bf_fc_n_src") == "data"):
+    # (the widget's key is dropped while another page is shown: set it again then)
+    if ("bf_fc_n" not in ss or ss.get("bf_fc_n_for") != state.token()
+            or (not teaching and ss.get("bf_fc_n_src") == "data")):
         ss["bf_fc_n"] = int(ds.n) if teaching else REVIEW_N
         ss["bf_fc_n_for"], ss["bf_fc_n_src"] = state.token(), "data" if teaching else "default"
     query, model = ss.get("bf_query"), ss.get("bf_model", "central")
