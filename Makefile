@@ -37,6 +37,7 @@ run: $(STAMP)
 	  --server.headless true --browser.gatherUsageStats false
 
 test: $(STAMP)
+	$(VPY) -m ruff check prdp_core ui app_pages app.py tests benchmarks
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)

@@ -129,7 +129,7 @@ def main() -> None:
         ratio = t / th
         ok = "met" if t <= target and ratio <= 1.5 else "MISSED"
         print(row(name, t, b, f"{note}target ≤ {target:g} s and ≤ 1.5× hand SQL: {ok} ({ratio:.2f}×)"))
-        print(row(f"  hand-written DuckDB SQL, same statistics", th, bh, ""))
+        print(row("  hand-written DuckDB SQL, same statistics", th, bh, ""))
 
     report("threshold change → records CDF", 2.0, cdf, lambda: hand["cdf"]((100.0, 10_000.0)))
     report("release: COUNT + 2 SUMs by STATE, partition selection, realized-loss histogram", 5.0,

@@ -38,7 +38,7 @@ import pandas as pd
 from .accounting import LossFunction, register_loss
 from .errors import ConfigError, ParameterError, PolicyError
 from .provenance import check_sources
-from .splitting import DEFAULT_KEY, Thresholds, as_thresholds, restrict_thresholds, split_counts
+from .splitting import DEFAULT_KEY, Thresholds, restrict_thresholds, split_counts
 
 QueryKind = Literal["count", "sum", "avg"]
 
