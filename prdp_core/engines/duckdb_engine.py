@@ -9,7 +9,7 @@ database file, and computes every statistic of :class:`~prdp_core.engines.base.E
 environment ``PRDP_DUCKDB_MEMORY_LIMIT``, ``PRDP_DUCKDB_TEMP_DIR``, ``PRDP_DUCKDB_THREADS``).
 
 Budget functions whose SQL would not give numpy's bits (``log``, ``exp``, ``**``) are evaluated by
-the numpy kernel of :mod:`prdp_core.budget` itself, inside DuckDB, batch by batch (a vectorised
+the numpy kernel of :mod:`prdp_core.mechanisms.prdp.budget` itself, inside DuckDB, batch by batch (a vectorised
 Arrow function): the records still never leave the engine and the domains equal the memory
 engine's.
 """

@@ -6,10 +6,10 @@ relation. Everything that must give **the same numbers as numpy** is written her
 * split counts m(r) = max_a ⌈r(a)/T(a)⌉ with the exact float guard of
   :func:`prdp_core.splitting._pieces` (k·t ≥ v in real arithmetic; Dekker's TwoProduct decides
   ties) — IEEE operations give the same bits in every engine;
-* ⌈log₂ x⌉ exactly (the domain index of :class:`prdp_core.budget.DomainPartition`, the power-of-two
+* ⌈log₂ x⌉ exactly (the domain index of :class:`prdp_core.mechanisms.prdp.domains.DomainPartition`, the power-of-two
   bins of the clipped sum): an estimate from ``log2`` corrected by exact comparisons with powers
   of two;
-* budget functions E(r) compiled from the whitelisted syntax tree of :mod:`prdp_core.budget`,
+* budget functions E(r) compiled from the whitelisted syntax tree of :mod:`prdp_core.mechanisms.prdp.budget`,
   with numpy's NaN semantics (comparisons with NaN are false, min/max propagate NaN). Operations
   that IEEE rounds correctly (+ − × ÷, sqrt, abs, min, max, comparisons, ``where``) give the same
   bits as numpy; ``log``, ``exp`` and ``**`` come from each engine's math library and may differ
@@ -614,8 +614,8 @@ class BudgetCategories:
     """Each record's standing against a budget function E, as SQL: ``invalid`` (no valid ε: E(r)
     missing, NaN or ≤ 0), ``below`` (E(r) < ε̌·(1 − 10⁻⁹)), ``index`` (the domain 1..L of the capped
     E(r), for the other records) and ``unmatched`` (a per-group budget without default: the
-    records no part covers) — the checks of :meth:`prdp_core.budget.BudgetFunction.__call__` and
-    :meth:`~prdp_core.budget.DomainPartition.index`."""
+    records no part covers) — the checks of :meth:`prdp_core.mechanisms.prdp.budget.BudgetFunction.__call__` and
+    :meth:`~prdp_core.mechanisms.prdp.domains.DomainPartition.index`."""
 
     invalid: str
     below: str
@@ -672,7 +672,7 @@ def monotone_budget_categories(d: Dialect, budget: Any, kinds: ColumnKinds) -> B
 
 
 def domain_index_sql(d: Dialect, eps: str, eps_min: float, L: int) -> str:
-    """:meth:`prdp_core.budget.DomainPartition.index` of a capped budget ``eps`` ∈ [ε̌, ε̂]."""
+    """:meth:`prdp_core.mechanisms.prdp.domains.DomainPartition.index` of a capped budget ``eps`` ∈ [ε̌, ε̂]."""
     q = f"({eps} / {d.double(eps_min)})"
     return f"least(greatest({ceil_log2_sql(d, q)}, 1), {int(L)})"
 
