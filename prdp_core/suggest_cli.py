@@ -18,8 +18,6 @@ from typing import IO, Any
 
 from .errors import ConfigError, ParameterError
 
-EXIT_OK = 0
-
 
 def add_parser(sub: Any, codes: str, parser_class: type) -> None:
     """The ``suggest`` command and its ``thresholds`` action."""
@@ -74,6 +72,7 @@ def parse_range(text: str, spacing: str, size: int) -> tuple[str, Any]:
 
 def run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """``prdp suggest thresholds``: returns the exit code (errors raised as PrdpError)."""
+    from .cli import EXIT_OK
     from .config import load_config, load_data, parse_config
     from .dp_quantile import dp_percentile_thresholds
     from .outputs import write_files

@@ -14,7 +14,8 @@ from typing import Any
 
 import streamlit as st
 
-from prdp_core.dp_quantile import CandidateGrid, DPQuantile, dp_percentile_thresholds, dp_quantile, rank_error_bound
+from prdp_core.dp_quantile import (CandidateGrid, DPQuantile, dp_percentile_thresholds, dp_quantile,
+                                   rank_error_bound, suggestion_entry)
 from prdp_core.errors import PrdpError
 from prdp_core.splitting import as_thresholds
 
@@ -56,11 +57,26 @@ def _range_inputs(prefix: str, columns: Sequence[str]) -> None:
                        key=f"{prefix}_hi_{c}", help="Public: not read from the data. Default 10⁹ (labelled default).")
 
 
-def _record(entry: Any) -> None:
-    state.ledger().add(entry)
-    from . import durable
+def _adopt(key: str, draw: Callable[[], tuple[Any, str]]) -> None:
+    """Callback body of both panels: ``draw()`` draws and applies a suggestion and returns (its ledger entry,
+    the message); the entry is charged to the session ledger, the message or the error kept under ``key``."""
+    ss = st.session_state
+    try:
+        entry, done = draw()
+        state.record_entries((entry,))
+        ss[f"{key}_done"] = done
+        ss.pop(f"{key}_error", None)
+    except PrdpError as err:
+        ss[f"{key}_error"] = err
+        ss.pop(f"{key}_done", None)
 
-    durable.record((entry,))
+
+def _outcome(key: str) -> None:
+    ss = st.session_state
+    if ss.get(f"{key}_error") is not None:
+        show_error(ss[f"{key}_error"])
+    elif ss.get(f"{key}_done"):
+        st.success(ss[f"{key}_done"], icon=":material/lock:")
 
 
 def thresholds_panel(measures: Sequence[str], apply: Callable[[Any, str], None], *, disabled: bool = False) -> None:
@@ -79,30 +95,20 @@ def thresholds_panel(measures: Sequence[str], apply: Callable[[Any, str], None],
     ss = st.session_state
     _cost_caption(float(ss["psugg_eps"]), float(ss["psugg_pct"]), len(measures))
 
-    def adopt() -> None:
-        try:
-            grids = {m: _grid("psugg", m) for m in measures}
-            secure = _secure()
-            _, seed = state.rng_and_seed()
-            sug = dp_percentile_thresholds(state.dataset(), list(measures), float(ss["psugg_pct"]), grids=grids,
-                                           epsilon=float(ss["psugg_eps"]), secure=secure,
-                                           seed=None if secure else seed)
-            apply(as_thresholds(sug.thresholds), sug.quantiles[0].source())
-            _record(sug.entry)
-            ss["psugg_done"] = (f"Adopted private thresholds ({md_escape(sug.entry.label)}): "
-                                + ", ".join(f"T({md_escape(m)}) = {v:,.6g}" for m, v in sug.thresholds.items())
-                                + f"; ε = {sug.epsilon:.4g} added to your ledger.")
-            ss.pop("psugg_error", None)
-        except PrdpError as err:
-            ss["psugg_error"] = err
-            ss.pop("psugg_done", None)
+    def draw() -> tuple[Any, str]:
+        grids = {m: _grid("psugg", m) for m in measures}
+        secure = _secure()
+        _, seed = state.rng_and_seed()
+        sug = dp_percentile_thresholds(state.dataset(), list(measures), float(ss["psugg_pct"]), grids=grids,
+                                       epsilon=float(ss["psugg_eps"]), secure=secure, seed=None if secure else seed)
+        apply(as_thresholds(sug.thresholds), sug.quantiles[0].source())
+        return sug.entry, (f"Adopted private thresholds ({md_escape(sug.entry.label)}): "
+                           + ", ".join(f"T({md_escape(m)}) = {v:,.6g}" for m, v in sug.thresholds.items())
+                           + f"; ε = {sug.epsilon:.4g} added to your ledger.")
 
-    st.button("Draw and adopt private thresholds", key="psugg_apply", on_click=adopt, disabled=disabled,
-              help="Draws once and charges the ledger: drawing again costs again.")
-    if ss.get("psugg_error") is not None:
-        show_error(ss["psugg_error"])
-    elif ss.get("psugg_done"):
-        st.success(ss["psugg_done"], icon=":material/lock:")
+    st.button("Draw and adopt private thresholds", key="psugg_apply", on_click=_adopt, args=("psugg", draw),
+              disabled=disabled, help="Draws once and charges the ledger: drawing again costs again.")
+    _outcome("psugg")
 
 
 def bound_panel(key: str, column: str, apply: Callable[[DPQuantile], None], *, pct: float = 99.0) -> None:
@@ -115,30 +121,20 @@ def bound_panel(key: str, column: str, apply: Callable[[DPQuantile], None], *, p
     _range_inputs(key, [column])
     _cost_caption(float(ss[f"{key}_eps"]), float(ss[f"{key}_pct"]), 1)
 
-    def adopt() -> None:
-        try:
-            secure = _secure()
-            rng, seed = state.rng_and_seed()
-            q = dp_quantile(state.dataset(), column, float(ss[f"{key}_pct"]), grid=_grid(key, column),
-                            epsilon=float(ss[f"{key}_eps"]), secure=secure, rng=None if secure else rng,
-                            seed=None if secure else seed)
-            from prdp_core.dp_quantile import suggestion_entry
+    def draw() -> tuple[Any, str]:
+        secure = _secure()
+        rng, seed = state.rng_and_seed()
+        q = dp_quantile(state.dataset(), column, float(ss[f"{key}_pct"]), grid=_grid(key, column),
+                        epsilon=float(ss[f"{key}_eps"]), secure=secure, rng=None if secure else rng,
+                        seed=None if secure else seed)
+        apply(q)
+        return suggestion_entry([q], what=f"upper bound of {column}"), (
+            f"Adopted a private upper bound of {md_escape(column)}: {q.value:,.6g} (DP p{q.pct:g}, "
+            f"ε = {q.epsilon:.4g} added to your ledger).")
 
-            apply(q)
-            _record(suggestion_entry([q], what=f"upper bound of {column}"))
-            ss[f"{key}_done"] = (f"Adopted a private upper bound of {md_escape(column)}: {q.value:,.6g} (DP "
-                                 f"p{q.pct:g}, ε = {q.epsilon:.4g} added to your ledger).")
-            ss.pop(f"{key}_error", None)
-        except PrdpError as err:
-            ss[f"{key}_error"] = err
-            ss.pop(f"{key}_done", None)
-
-    st.button("Draw and adopt a private bound", key=f"{key}_apply", on_click=adopt,
+    st.button("Draw and adopt a private bound", key=f"{key}_apply", on_click=_adopt, args=(key, draw),
               help="Draws once and charges the ledger: drawing again costs again.")
-    if ss.get(f"{key}_error") is not None:
-        show_error(ss[f"{key}_error"])
-    elif ss.get(f"{key}_done"):
-        st.success(ss[f"{key}_done"], icon=":material/lock:")
+    _outcome(key)
 
 
 __all__ = ["DEFAULT_HI", "DEFAULT_LO", "DEFAULT_SIZE", "bound_panel", "thresholds_panel"]

@@ -29,7 +29,7 @@ from prdp_core.profile import DatasetProfile, profile_dataset
 if TYPE_CHECKING:
     import numpy as np
 
-    from prdp_core.accounting import Ledger
+    from prdp_core.accounting import Ledger, LedgerEntry
     from prdp_core.release import Release
 
 DEFAULT_SAMPLE = "cbp_like"
@@ -220,6 +220,12 @@ def record_release(release: "Release", sample: dict[str, Any] | None = None) -> 
         note = f" [uniform sample ({smp['rows']:,} rows asked) of {smp['of']}, seed {smp['seed']}]"
         entries = tuple(replace(e, label=e.label + note, params={**e.params, "data_sample": {
             "rows_asked": smp["rows"], "table": smp["of"], "seed": smp["seed"]}}) for e in entries)
+    record_entries(entries)
+
+
+def record_entries(entries: "tuple[LedgerEntry, ...]") -> None:
+    """Add ledger entries to the session ledger and store them (:mod:`ui.durable`): releases, and adopted
+    private suggestions (:mod:`ui.private_suggest`)."""
     ledger().extend(entries)
     from . import durable
 

@@ -25,7 +25,7 @@ from ...errors import ParameterError, PolicyError
 from ...release import Release
 from .noise_families import RELEASE_FAMILIES, NoiseFamily, noise_family
 from .residuals import ResidualCheck, check_residual
-from .tiers import STRATEGIES, Strategy, Tier, _names, tiers_from
+from .tiers import STRATEGIES, Strategy, Tier, TieredPlan, tiers_from
 
 # ---------------------------------------------------------------------------
 # Central model
@@ -33,7 +33,7 @@ from .tiers import STRATEGIES, Strategy, Tier, _names, tiers_from
 
 
 @dataclass(frozen=True)
-class CentralPlan:
+class CentralPlan(TieredPlan):
     """Everything about a central multi-tier release that can be known before touching data.
 
     ``params[i]`` is tier i's noise parameter (``family.param_name()``); ``checks`` decides the
@@ -45,14 +45,6 @@ class CentralPlan:
     family: NoiseFamily
     params: tuple[float, ...]
     checks: tuple[ResidualCheck, ...]
-
-    @property
-    def names(self) -> list[str]:
-        return _names(self.tiers)
-
-    @property
-    def eps(self) -> np.ndarray:
-        return np.array([t.eps for t in self.tiers])
 
     @property
     def valid(self) -> bool:

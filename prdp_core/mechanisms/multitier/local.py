@@ -30,7 +30,7 @@ from .simulation import (
 )
 from .subset import brr_variance, grr_variance, optimal_k, subset_variance
 from .templates import Template, _check_domain, composite_keep, gradual_local_variance, serve, template_chain
-from .tiers import Tier, _names, tiers_from
+from .tiers import Tier, TieredPlan, tiers_from
 
 # ---------------------------------------------------------------------------
 # Local model
@@ -38,7 +38,7 @@ from .tiers import Tier, _names, tiers_from
 
 
 @dataclass(frozen=True)
-class LocalPlan:
+class LocalPlan(TieredPlan):
     """The multi-tier Subset plan for a tier list and a domain of d categories (public, data-free).
 
     ``templates`` is the chain (Algorithms 2–5) and ``served[i]`` the template answering tier i
@@ -51,14 +51,6 @@ class LocalPlan:
     templates: tuple[Template, ...]
     served: tuple[int, ...]
     rule: str = "best"
-
-    @property
-    def names(self) -> list[str]:
-        return _names(self.tiers)
-
-    @property
-    def eps(self) -> np.ndarray:
-        return np.array([t.eps for t in self.tiers])
 
     @property
     def served_eps(self) -> np.ndarray:

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ...errors import ParameterError, PolicyError, PrdpError
@@ -91,6 +92,20 @@ def tiers_from(spec: Iterable[Tier] | Iterable[tuple[str, float]] | Mapping[str,
 
 def _names(tiers: Sequence[Tier]) -> list[str]:
     return [t.name for t in tiers]
+
+
+class TieredPlan:
+    """What every multi-tier plan (central, local) reads off its ``tiers``: their names and budgets."""
+
+    tiers: tuple[Tier, ...]
+
+    @property
+    def names(self) -> list[str]:
+        return _names(self.tiers)
+
+    @property
+    def eps(self) -> np.ndarray:
+        return np.array([t.eps for t in self.tiers])
 
 
 def safe_plan_error(exc: Exception) -> PrdpError:
