@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from . import filelimits, limits
+from .codes import code_fixed_width
 from .errors import DataError, PrdpError, ResourceLimitError, SchemaError
 
 #: File types the loader reads, by extension.
@@ -863,6 +864,8 @@ def prepare_dataset(
     for m in schema.measures:
         table[m] = out[m].to_numpy(dtype="float64")
     final_schema = replace(schema, id_col=id_col)
+    if schema.owner_col:
+        code_fixed_width(table, schema.owner_col)  # owner ids coded once, with the table (fast path only)
     return Dataset(name=name, table=table, schema=final_schema, notes=tuple(fix.notes), shifts=fix.shifts)
 
 
