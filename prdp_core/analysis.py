@@ -45,7 +45,7 @@ from . import limits
 from .distribution import LossDistribution
 from .engines import Aggregate, is_engine_data
 from .errors import ParameterError, PolicyError, ResourceLimitError
-from .mechanisms.unit_splitting import (QueryStats, _cell_sensitivity, engine_workload_stats,
+from .mechanisms.unit_splitting import (QueryStats, cell_sensitivity, engine_workload_stats,
                                         policy_loss_of_histogram, selection_cells, selection_plan, workload_stats)
 from .splitting import _positive_quantile, as_thresholds, split_counts
 from .workload import Query, SplittingPolicy, Workload
@@ -435,7 +435,7 @@ def sweep(table: Any, policy: SplittingPolicy, thresholds: Sequence[Mapping[str,
         pol_t = SplittingPolicy(as_thresholds(dict(th)), wl)
         m, unscaled, weights = _sweep_losses(table, pol_t, has_filter)
         # each query's (per-cell) scale factor Δ/√(2ρ_q) at base scale 1
-        sens = {id(p[0]): _cell_sensitivity(p[0].query, pol_t, p[0].keys)[p[1]] for p in prepared}
+        sens = {id(p[0]): cell_sensitivity(p[0].query, pol_t, p[0].keys)[p[1]] for p in prepared}
         for rho in base_rhos:
             scale = rho / base_total
             keep_of: dict[int, np.ndarray] = {}

@@ -29,6 +29,7 @@ import pytest
 from prdp_core.mechanisms import baselines as BL
 from prdp_core.mechanisms import granular, multitier, personalized
 from prdp_core.mechanisms import unit_splitting as US
+from prdp_core.mechanisms.unit_splitting import workload_release as USR
 from prdp_core.mechanisms.prdp import central as prdp_central
 from prdp_core.mechanisms.prdp import local as prldp
 from prdp_core.mechanisms.prdp import selection as prdp_selection
@@ -299,7 +300,7 @@ def case_unit_splitting(secure: bool = False) -> Case:
             return out[:n]
         return s
 
-    orig = US._sigmas
+    orig = USR._sigmas
 
     def half(st):
         a, b = orig(st)
@@ -307,7 +308,7 @@ def case_unit_splitting(secure: bool = False) -> Case:
 
     mu = math.sqrt(2 * rho * m * m)
     promise = {"delta": gaussian_delta(mu), "eps_grid": (0.25, 0.5, 1.0, 1.5)}
-    broken = None if secure else (_patched(draw(d), (US, "_sigmas", half)), _patched(draw(d2), (US, "_sigmas", half)))
+    broken = None if secure else (_patched(draw(d), (USR, "_sigmas", half)), _patched(draw(d2), (USR, "_sigmas", half)))
     return Case(draw(d), draw(d2), promise, broken=broken,
                 sizes={"n_search": 10_000, "n_test": 40_000} if secure else {"n_search": 20_000, "n_test": 60_000})
 
@@ -366,14 +367,14 @@ def case_unit_splitting_topcoded() -> Case:
             return np.concatenate(out)[:n]
         return s
 
-    orig = US._sigmas
+    orig = USR._sigmas
 
     def half(st):
         a, b = orig(st)
         return a / 2, b
 
     return Case(draw(d), draw(d2), {"delta": gaussian_delta(math.sqrt(2 * rho)), "eps_grid": (0.25, 0.5, 1.0, 1.5)},
-                broken=(_patched(draw(d), (US, "_sigmas", half)), _patched(draw(d2), (US, "_sigmas", half))),
+                broken=(_patched(draw(d), (USR, "_sigmas", half)), _patched(draw(d2), (USR, "_sigmas", half))),
                 sizes={"n_search": 20_000, "n_test": 60_000})
 
 
