@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from prdp_core import analysis
+from prdp_core import sweeps
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.charts.tradeoffs import box_from_quantiles, mse_figure, sweep_figure
 from prdp_core.errors import PrdpError
@@ -67,7 +68,7 @@ with tab_sweep:
                                         float(rho_cdf), ds, pol)
                     st.plotly_chart(loss_cdf_figure(cdfs, title=f"Policy-loss CDFs (base ρ = {rho_cdf:g})",
                                                     base=float(rho_cdf), view="zoom"), key="tr_sweep_cdf")
-                    for b in analysis.best_settings(losses, fam):
+                    for b in sweeps.best_settings(losses, fam):
                         if b["status"] == "none_within_share":
                             st.markdown(f"- At base ρ = {b['base_rho']:g}, every setting swept puts more than 1% of "
                                         "records above the base loss.")

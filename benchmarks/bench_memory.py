@@ -23,7 +23,8 @@ from bench_sessions import make_csv  # noqa: E402
 from common import machine, peak_memory  # noqa: E402
 
 import prdp_core  # noqa: E402
-from prdp_core import analysis, memory  # noqa: E402
+from prdp_core import memory  # noqa: E402
+from prdp_core import sweeps  # noqa: E402
 from prdp_core import report as R  # noqa: E402
 from prdp_core.mechanisms import multitier as mt  # noqa: E402
 from prdp_core.mechanisms import granular  # noqa: E402
@@ -76,7 +77,7 @@ def steps(rows: int) -> list[tuple[str, str, float, Callable[[], Any]]]:
     pol = policy_for(ds)
     spec = generate_tiers_for(ds.table, TierConfig(), rng=np.random.default_rng(0))
     q = PersonalizedQuery("median", column="payroll", lo=0.0, hi=float(np.quantile(ds.table["payroll"], 0.99)))
-    grid = analysis.percentile_grid(ds.table, list(ds.schema.measures), (99, 97, 95, 90, 80))
+    grid = sweeps.percentile_grid(ds.table, list(ds.schema.measures), (99, 97, 95, 90, 80))
     codes, labels = mt.local_categories(ds.table, "payroll", 16, scale="log", top=1e6)
     tiers = {f"tier {i}": 0.4 * (i + 1) for i in range(20)}
     attrs = granular.synthetic_attribute_data(n, 64, rng=np.random.default_rng(0))
@@ -107,7 +108,7 @@ def steps(rows: int) -> list[tuple[str, str, float, Callable[[], Any]]]:
          lambda: mt.release_local(mt.plan_local(tiers, len(labels)), codes, rng=np.random.default_rng(0), seed=0,
                                   reveal=True, labels=labels)),
         ("sweep", f"{n:,} × {k}, {len(grid) * 5} points", est("sweep", n, k),
-         lambda: analysis.sweep(ds.table, pol, grid, (0.1, 0.3, 1, 3, 10), min_count=10)),
+         lambda: sweeps.sweep(ds.table, pol, grid, (0.1, 0.3, 1, 3, 10), min_count=10)),
         ("simulation", f"{n:,} users, median, 200 runs", est("simulation", n),
          lambda: compare(ds.table, spec, q, runs=200, rng=np.random.default_rng(0))),
         ("scaling", "vary n up to 10⁶, 20 runs", est("scaling", max(prdp.SCALING_DEFAULTS["n"])),

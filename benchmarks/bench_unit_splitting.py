@@ -18,7 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, row, timed  # noqa: E402
 
 import prdp_core  # noqa: E402
-from prdp_core import analysis  # noqa: E402
+from prdp_core import sweeps  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release, workload_stats  # noqa: E402
 from prdp_core.splitting import as_thresholds  # noqa: E402
 from prdp_core.workload import SplittingPolicy  # noqa: E402
@@ -33,19 +33,19 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     ds = prdp_core.samples.load_dataset("cbp_like", n=args.rows, seed=0)
-    wl = analysis.level_workload(MEASURES, LEVELS, base_rho=1.0)
+    wl = sweeps.level_workload(MEASURES, LEVELS, base_rho=1.0)
     pol = SplittingPolicy(as_thresholds({"EMP": 100, "PAYANN": 10_000, "PAYQTR1": 2_500}), wl)
     pcts = np.linspace(50, 99.9, 20)
-    grid = analysis.percentile_grid(ds.table, MEASURES, pcts)
+    grid = sweeps.percentile_grid(ds.table, MEASURES, pcts)
     rhos = [0.1, 0.5, 1.0, 2.0, 10.0]
     sts = workload_stats(ds.table, pol)
     cells = sum(s.n_cells for s in sts)
 
     def sweep():
-        return analysis.sweep(ds.table, pol, grid, rhos, min_count=100)
+        return sweeps.sweep(ds.table, pol, grid, rhos, min_count=100)
 
     def sweep_all_cells():
-        return analysis.sweep(ds.table, pol, grid, rhos, min_count=1)
+        return sweeps.sweep(ds.table, pol, grid, rhos, min_count=1)
 
     def one_release():
         return release(ds, pol, rng=np.random.default_rng(0), reveal=True, stats_=sts)

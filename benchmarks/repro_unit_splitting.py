@@ -11,6 +11,8 @@ import pandas as pd
 
 import prdp_core
 from prdp_core import analysis
+from prdp_core import budget_solver
+from prdp_core import sweeps
 from prdp_core.mechanisms.unit_splitting import release
 from prdp_core.policy import owner_losses
 from prdp_core.splitting import as_thresholds, threshold_percentiles
@@ -45,8 +47,8 @@ def sim() -> None:
         pol = SplittingPolicy(as_thresholds({meas: 1.0}),
                               Workload((Query("sum", meas, rho=1.0, group_by=("CatIX",)),)))
         pcts = [90, 95, 97, 98, 99, 99.5, 99.9]
-        grid = analysis.percentile_grid(ds.table, [meas], pcts)
-        _, losses = analysis.sweep(ds.table, pol, grid, [0.1, 1.0, 10.0], labels=[f"p{p:g}" for p in pcts])
+        grid = sweeps.percentile_grid(ds.table, [meas], pcts)
+        _, losses = sweeps.sweep(ds.table, pol, grid, [0.1, 1.0, 10.0], labels=[f"p{p:g}" for p in pcts])
         losses.insert(0, "measure", meas)
         losses["T"] = [grid[[f"p{p:g}" for p in pcts].index(s)][meas] for s in losses["setting"]]
         losses["median ARE"] = losses[f"median ARE SUM({meas})"]
@@ -70,7 +72,7 @@ def cbp() -> None:
     print()
     levels = tuple(("COUNTY", f"NAICS{k}") for k in range(2, 7))
     for base in (1.0, 10.0):
-        comp = analysis.compare_schemes(ds.table, MEAS, levels, TABLE8, TABLE7, base_rho=base, min_count=100)
+        comp = sweeps.compare_schemes(ds.table, MEAS, levels, TABLE8, TABLE7, base_rho=base, min_count=100)
         med = comp.groupby(["family", "scheme"], observed=True)["median_are"].median().unstack()
         med = med[[c for c in med.columns if c.startswith("split")] + [c for c in med.columns if c.startswith("top")]]
         print(f"Median over answers (county × NAICS2–6, cells with ≥ 100 establishments) of the answers' median ARE, "
@@ -100,14 +102,14 @@ def fig1() -> None:
 
 def fig4_5() -> None:
     ds = prdp_core.samples.load_dataset("cbp_like", n=100_000, seed=0)
-    wl = analysis.level_workload(MEAS, (("COUNTY", "NAICS2"),), base_rho=1.0)
+    wl = sweeps.level_workload(MEAS, (("COUNTY", "NAICS2"),), base_rho=1.0)
     print("## Fig. 4: budgets for fitness-for-use goals (county × NAICS2, cells ≥ 100 establishments, γ = 0.95, "
           "95% of answers)\n")
     rows = []
     for name, thr in TABLE8.items():
         pol = SplittingPolicy(as_thresholds(thr), wl)
         for t in (0.05, 0.10, 0.20):
-            sol = analysis.solve_budget(ds.table, pol, target=t, share=0.95, min_count=100)
+            sol = budget_solver.solve_budget(ds.table, pol, target=t, share=0.95, min_count=100)
             p = sol.policy(ds.table)
             rows.append({"scheme": name, "goal": t, **{f"ρ {k}": v for k, v in sol.rho_by_family.items()},
                          "base loss": sol.policy.workload.total_rho, "median P(r)": float(np.median(p)),

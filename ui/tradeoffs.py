@@ -11,6 +11,8 @@ import streamlit as st
 
 import prdp_core
 from prdp_core import analysis
+from prdp_core import budget_solver
+from prdp_core import sweeps
 from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.engines import is_engine_data
@@ -61,9 +63,9 @@ def _sweep_work(ds: Any, pol: SplittingPolicy, pcts: tuple[float, ...], rhos: tu
                 ) -> tuple[pd.DataFrame, pd.DataFrame, list[dict[str, float]]]:
     say = stage or (lambda _t: None)
     say("thresholds at the percentiles (order statistics) and the workload's per-cell statistics")
-    grid = analysis.percentile_grid(_data(ds), split_measures(pol), pcts)
+    grid = sweeps.percentile_grid(_data(ds), split_measures(pol), pcts)
     labels = [f"p{p:g}" for p in pcts]
-    errors, losses = analysis.sweep(_data(ds), pol, grid, rhos, min_count=min_count, labels=labels,
+    errors, losses = sweeps.sweep(_data(ds), pol, grid, rhos, min_count=min_count, labels=labels,
                                     progress=lambda i, n, lab: say(f"setting {i + 1} of {n} ({lab}): split counts, "
                                                                    f"losses and errors at {len(rhos)} budget(s)"))
     return errors, losses, grid
@@ -86,7 +88,7 @@ def sweep(token: str, pol_json: str, pcts: tuple[float, ...], rhos: tuple[float,
 
 def _cdfs_work(ds: Any, pol: SplittingPolicy, grid_json: str, rho: float) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     grid = json.loads(grid_json)
-    return {lab: analysis.loss_cdf_for(_data(ds), pol, thr, rho) for lab, thr in grid.items()}
+    return {lab: sweeps.loss_cdf_for(_data(ds), pol, thr, rho) for lab, thr in grid.items()}
 
 
 @st.cache_data(show_spinner=False, max_entries=32, scope="session")
@@ -109,7 +111,7 @@ def _compare(token: str, key: str, _ds: Dataset, measures: tuple[str, ...], leve
              split: dict[str, dict[str, float]], top: dict[str, dict[str, float]], base_rho: float,
              min_count: int) -> pd.DataFrame:
     memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
-    return analysis.compare_schemes(_ds.table, measures, levels, split, top, base_rho=base_rho, min_count=min_count)
+    return sweeps.compare_schemes(_ds.table, measures, levels, split, top, base_rho=base_rho, min_count=min_count)
 
 
 def compare(token: str, key: str, ds: Any, measures: tuple[str, ...], levels: tuple[tuple[str, ...], ...],
@@ -119,7 +121,7 @@ def compare(token: str, key: str, ds: Any, measures: tuple[str, ...], levels: tu
     return _on_large("compare", key, "Comparing splitting with top-coding",
                      lambda stage: (stage(f"per-cell statistics of {len(split) + len(top)} scheme(s) at "
                                           f"{len(levels)} level(s), in the engine"),
-                                    analysis.compare_schemes(ds, measures, levels, split, top, base_rho=base_rho,
+                                    sweeps.compare_schemes(ds, measures, levels, split, top, base_rho=base_rho,
                                                              min_count=min_count))[1],
                      _compare, token, key, ds, measures, levels, split, top, base_rho, min_count)
 
@@ -129,7 +131,7 @@ def _fitness_work(ds: Any, pol: SplittingPolicy, targets: tuple[float, ...], gam
     curves, rows = {}, []
     sts = analysis.table_stats(_data(ds), pol)
     for t in targets:
-        sol = analysis.solve_budget(_data(ds), pol, target=t, gamma=gamma, share=share, min_count=min_count,
+        sol = budget_solver.solve_budget(_data(ds), pol, target=t, gamma=gamma, share=share, min_count=min_count,
                                     stats_=sts)
         curves[f"within {t:.0%}"] = analysis.policy_distribution(_data(ds), sol.policy).ecdf()
         rows.append({"target": t, **{f"ρ {f}": r for f, r in sol.rho_by_family.items()},
@@ -162,8 +164,8 @@ def schemes_for(ds: Any, measures: list[str]) -> tuple[dict[str, dict[str, float
     def grids(stage: Callable[[str], None] | None = None) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
         if stage is not None:
             stage("order statistics of the measures, in the engine")
-        split = {f"p{p:g}": t for p, t in zip((99, 80, 50), analysis.percentile_grid(_data(ds), measures, (99, 80, 50)))}
-        top = {f"p{p:g}": t for p, t in zip((99.9, 99, 97), analysis.percentile_grid(_data(ds), measures,
+        split = {f"p{p:g}": t for p, t in zip((99, 80, 50), sweeps.percentile_grid(_data(ds), measures, (99, 80, 50)))}
+        top = {f"p{p:g}": t for p, t in zip((99.9, 99, 97), sweeps.percentile_grid(_data(ds), measures,
                                                                                    (99.9, 99, 97)))}
         return split, top
 
@@ -204,38 +206,38 @@ def code(source: dict[str, Any], ds: Any, pol: SplittingPolicy) -> str:
     data = "ds" if is_engine_data(ds) else "ds.table"  # a large dataset: the analysis runs on its engine
     return f"""{head}
 import prdp_core
-from prdp_core import analysis
+from prdp_core import analysis, budget_solver, sweeps
 
 # Fig. 2: thresholds at percentiles × base budgets (analytic: nothing is released)
-grid = analysis.percentile_grid({data}, {literal(split_measures(pol))}, [90, 97, 99, 99.9])
-errors, losses = analysis.sweep({data}, policy, grid, [0.1, 1.0, 10.0], min_count=100)
+grid = sweeps.percentile_grid({data}, {literal(split_measures(pol))}, [90, 97, 99, 99.9])
+errors, losses = sweeps.sweep({data}, policy, grid, [0.1, 1.0, 10.0], min_count=100)
 print(losses)
 
 # per-answer expected errors of the active policy, and the budget for a goal (Fig. 4)
 errs = analysis.workload_errors({data}, policy, gamma=0.95, min_count=100)
 print(analysis.summarize_errors(errs))
-print(analysis.solve_budget({data}, policy, target=0.05, gamma=0.95, share=0.95).describe())"""
+print(budget_solver.solve_budget({data}, policy, target=0.05, gamma=0.95, share=0.95).describe())"""
 
 
 def _solve_work(ds: Any, pol: SplittingPolicy, target: float, gamma: float, share: float, min_count: int
-                ) -> tuple[analysis.BudgetSolution, dict[str, float]]:
-    sol = analysis.solve_budget(_data(ds), pol, target=target, gamma=gamma, share=share, min_count=min_count)
+                ) -> tuple[budget_solver.BudgetSolution, dict[str, float]]:
+    sol = budget_solver.solve_budget(_data(ds), pol, target=target, gamma=gamma, share=share, min_count=min_count)
     caps = {}
     if pol.thresholds.group_col is None:
-        caps = analysis.largest_thresholds(_data(ds), pol, target=target, gamma=gamma, share=share,
-                                           min_count=min_count)
+        caps = budget_solver.largest_thresholds(_data(ds), pol, target=target, gamma=gamma, share=share,
+                                                min_count=min_count)
     return sol, caps
 
 
 @st.cache_data(show_spinner=False, max_entries=16, scope="session")
 def _solve(token: str, pol_json: str, target: float, gamma: float, share: float, min_count: int,
-           _ds: Dataset, _pol: SplittingPolicy) -> tuple[analysis.BudgetSolution, dict[str, float]]:
+           _ds: Dataset, _pol: SplittingPolicy) -> tuple[budget_solver.BudgetSolution, dict[str, float]]:
     memory.guard("sweep", rows=_ds.n, columns=memory.dataset_columns(_ds))
     return _solve_work(_ds, _pol, target, gamma, share, min_count)
 
 
 def solve(token: str, pol_json: str, target: float, gamma: float, share: float, min_count: int,
-          ds: Any, pol: SplittingPolicy) -> tuple[analysis.BudgetSolution, dict[str, float]]:
+          ds: Any, pol: SplittingPolicy) -> tuple[budget_solver.BudgetSolution, dict[str, float]]:
     """The budgets meeting a goal and, for single-row thresholds, the largest thresholds at current budgets."""
     return _on_large("solve", [pol_json, target, gamma, share, min_count], "Solving for the budgets",
                      lambda stage: (stage("the workload's per-cell statistics, in the engine"),

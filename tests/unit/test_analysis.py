@@ -11,6 +11,8 @@ from scipy.optimize import minimize_scalar
 
 import prdp_core
 from prdp_core import analysis as A
+from prdp_core import budget_solver
+from prdp_core import sweeps
 from prdp_core.mechanisms.unit_splitting import release, topcode_policy
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Query, SplittingPolicy, Workload
@@ -63,8 +65,8 @@ def test_sim_pareto_claim_at_rho_1():
     # Paper, Sec. 6.3: at ρ = 1 a median ARE of about 10% with under 1% of records above ρ
     ds = prdp_core.samples.load_dataset("sim_pareto")
     pol = SplittingPolicy(as_thresholds({"HT1": 1.0}), Workload((Query("sum", "HT1", rho=1.0, group_by=("CatIX",)),)))
-    grid = A.percentile_grid(ds.table, ["HT1"], [99.5])
-    _, losses = A.sweep(ds.table, pol, grid, [1.0])
+    grid = sweeps.percentile_grid(ds.table, ["HT1"], [99.5])
+    _, losses = sweeps.sweep(ds.table, pol, grid, [1.0])
     row = losses.iloc[0]
     assert row["share_above_base"] < 0.01
     assert row["median ARE SUM(HT1)"] < 0.12
@@ -106,18 +108,18 @@ def test_solve_budget_meets_the_goal():
                           Workload((Query("count", rho=0.1, group_by=("NAICS2",)),
                                     Query("sum", "EMP", rho=0.1, group_by=("NAICS2",)),
                                     Query("sum", "PAYANN", rho=0.1, group_by=("NAICS3",)))))
-    sol = A.solve_budget(ds.table, pol, target=0.05, gamma=0.95, share=0.9, min_count=50)
+    sol = budget_solver.solve_budget(ds.table, pol, target=0.05, gamma=0.95, share=0.9, min_count=50)
     errs = A.workload_errors(ds.table, sol.policy, gamma=0.95, min_count=50)
     for fam, grp in errs.groupby("family"):
         assert np.mean(grp["query_rel_err"] <= 0.05 * (1 + 1e-9)) >= 0.9 - 1e-9, fam
     # and no smaller budget would do for the binding cell
-    smaller = A.solve_budget(ds.table, pol, target=0.05, gamma=0.95, share=0.9, min_count=50)
+    smaller = budget_solver.solve_budget(ds.table, pol, target=0.05, gamma=0.95, share=0.9, min_count=50)
     assert smaller.rho_by_family == sol.rho_by_family
     assert "relative error" in sol.describe()
     rounded = sol.rounded()
     for a, b in zip(sol.policy.workload.queries, rounded.workload.queries):
         assert b.rho >= a.rho and b.rho <= a.rho * 1.1 and float(f"{b.rho:.2g}") == b.rho
-    caps = A.largest_thresholds(ds.table, pol, target=0.2, share=0.5, min_count=50)
+    caps = budget_solver.largest_thresholds(ds.table, pol, target=0.2, share=0.5, min_count=50)
     assert set(caps) == {"EMP", "PAYANN"} and all(v > 0 for v in caps.values())
 
 
@@ -125,20 +127,20 @@ def test_sweep_limits_and_validation():
     df = pd.DataFrame({"id": [1, 2], "g": [1, 1], "v": [1.0, 2.0]})
     pol = SplittingPolicy(as_thresholds({"v": 1.0}), Workload((Query("sum", "v", rho=1.0),)))
     with pytest.raises(prdp_core.errors.ParameterError):
-        A.sweep(df, pol, [], [1.0])
+        sweeps.sweep(df, pol, [], [1.0])
     with pytest.raises(prdp_core.errors.ParameterError):
-        A.sweep(df, pol, [{"v": 1.0}], [0.0])
-    e, l_ = A.sweep(df, pol, [{"v": 1.0}, {"v": 3.0}], [1.0, 2.0])
+        sweeps.sweep(df, pol, [{"v": 1.0}], [0.0])
+    e, l_ = sweeps.sweep(df, pol, [{"v": 1.0}, {"v": 3.0}], [1.0, 2.0])
     assert len(l_) == 4 and set(e["setting"]) == {"T(v)=1", "T(v)=3"}
 
 
 def test_sweep_boxes_agree_with_per_answer_errors():
     ds = prdp_core.samples.load_dataset("cbp_like", n=20_000, seed=5)
-    wl = A.level_workload(("EMP", "PAYANN"), (("NAICS2",), ("NAICS3",)), base_rho=1.0)
+    wl = sweeps.level_workload(("EMP", "PAYANN"), (("NAICS2",), ("NAICS3",)), base_rho=1.0)
     top = SplittingPolicy(as_thresholds({"EMP": 50, "PAYANN": 5000}), wl)
     pol = topcode_policy(top, {"EMP": 200, "PAYANN": 20_000})  # a mix is not needed: check both kinds
     for p in (top, pol):
-        boxes, _ = A.sweep(ds.table, p, [{"EMP": 50, "PAYANN": 5000}], [2.0], min_count=20)
+        boxes, _ = sweeps.sweep(ds.table, p, [{"EMP": 50, "PAYANN": 5000}], [2.0], min_count=20)
         errs = A.workload_errors(ds.table, SplittingPolicy(p.thresholds, p.workload.scaled(2.0)), min_count=20)
         for fam, grp in errs.groupby("family"):
             b = boxes[boxes["family"] == fam].iloc[0]
@@ -182,7 +184,7 @@ def test_partition_selection_errors_match_simulated_releases():
     med = errs["median_are"].to_numpy().reshape(3, 12)
     assert np.all(med[:, 0] == 1.0) and np.all(med[:, -1] < 0.5)
     # the sweep uses the same mixture
-    boxes, _ = A.sweep(df, pol, [{"v": 10.0}], [pol.workload.total_rho])
+    boxes, _ = sweeps.sweep(df, pol, [{"v": 10.0}], [pol.workload.total_rho])
     cnt = boxes[boxes["family"] == "COUNT"].iloc[0]
     assert cnt["median"] == pytest.approx(float(np.median(med[0])), rel=1e-9)
 

@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 
 from prdp_core import analysis, engines
+from prdp_core import budget_solver
+from prdp_core import sweeps
 from prdp_core.data import Schema, prepare_dataset
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
@@ -69,16 +71,16 @@ def test_workload_errors_are_equal(tables, ps, filtered):
 def test_sweeps_are_equal(tables, ps, filtered):
     mem, duck = tables
     pol = _policy(ps, joint=not filtered, filtered=filtered)
-    grid_m = analysis.percentile_grid(mem.table, ["v", "w"], (30, 90, 99))
-    grid_d = analysis.percentile_grid(duck, ["v", "w"], (30, 90, 99))
+    grid_m = sweeps.percentile_grid(mem.table, ["v", "w"], (30, 90, 99))
+    grid_d = sweeps.percentile_grid(duck, ["v", "w"], (30, 90, 99))
     assert grid_m == grid_d and grid_m[0]["v"] > 0  # the 30th percentile of v is 0: the smallest positive value
-    ea, la = analysis.sweep(mem.table, pol, grid_m, [0.1, 1.0], min_count=5)
-    eb, lb = analysis.sweep(duck, pol, grid_d, [0.1, 1.0], min_count=5)
+    ea, la = sweeps.sweep(mem.table, pol, grid_m, [0.1, 1.0], min_count=5)
+    eb, lb = sweeps.sweep(duck, pol, grid_d, [0.1, 1.0], min_count=5)
     _same(ea, eb)
     _same(la, lb)
     for th in grid_m:
-        xa, ya = analysis.loss_cdf_for(mem.table, pol, th, 2.0)
-        xb, yb = analysis.loss_cdf_for(duck, pol, th, 2.0)
+        xa, ya = sweeps.loss_cdf_for(mem.table, pol, th, 2.0)
+        xb, yb = sweeps.loss_cdf_for(duck, pol, th, 2.0)
         np.testing.assert_allclose(xa, xb, rtol=1e-12)
         np.testing.assert_allclose(ya, yb, rtol=1e-12)
 
@@ -86,15 +88,15 @@ def test_sweeps_are_equal(tables, ps, filtered):
 def test_solvers_and_schemes_are_equal(tables):
     mem, duck = tables
     pol = _policy()
-    a = analysis.solve_budget(mem.table, pol, target=0.1, min_count=5)
-    b = analysis.solve_budget(duck, pol, target=0.1, min_count=5)
+    a = budget_solver.solve_budget(mem.table, pol, target=0.1, min_count=5)
+    b = budget_solver.solve_budget(duck, pol, target=0.1, min_count=5)
     assert a.rho_by_family == pytest.approx(b.rho_by_family, rel=1e-9)
-    assert analysis.largest_thresholds(mem.table, pol, target=0.1, min_count=5) == pytest.approx(
-        analysis.largest_thresholds(duck, pol, target=0.1, min_count=5), rel=1e-9)
-    split = {"p90": analysis.percentile_grid(duck, ["v", "w"], [90])[0]}
-    top = {"p99": analysis.percentile_grid(duck, ["v", "w"], [99])[0]}
-    _same(analysis.compare_schemes(mem.table, ["v", "w"], [("g",), ("g", "h")], split, top, min_count=5),
-          analysis.compare_schemes(duck, ["v", "w"], [("g",), ("g", "h")], split, top, min_count=5))
+    assert budget_solver.largest_thresholds(mem.table, pol, target=0.1, min_count=5) == pytest.approx(
+        budget_solver.largest_thresholds(duck, pol, target=0.1, min_count=5), rel=1e-9)
+    split = {"p90": sweeps.percentile_grid(duck, ["v", "w"], [90])[0]}
+    top = {"p99": sweeps.percentile_grid(duck, ["v", "w"], [99])[0]}
+    _same(sweeps.compare_schemes(mem.table, ["v", "w"], [("g",), ("g", "h")], split, top, min_count=5),
+          sweeps.compare_schemes(duck, ["v", "w"], [("g",), ("g", "h")], split, top, min_count=5))
     d_m = analysis.policy_distribution(mem.table, a.policy)
     d_d = analysis.policy_distribution(duck, a.policy)
     assert np.array_equal(d_m.values, d_d.values) and np.array_equal(d_m.counts, d_d.counts)

@@ -24,7 +24,9 @@ from hypothesis import strategies as st
 import prdp_core
 from prdp_core import interpret, limits
 from prdp_core.accounting import zcdp_to_approx_dp
-from prdp_core.analysis import optimal_clip, solve_budget, sweep, workload_errors
+from prdp_core.analysis import optimal_clip, workload_errors
+from prdp_core.budget_solver import solve_budget
+from prdp_core.sweeps import sweep
 from prdp_core.data import Dataset, Schema
 from prdp_core.errors import ConfigError, ExpressionError, PrdpError, ResourceLimitError
 from prdp_core.mechanisms import baselines as BL

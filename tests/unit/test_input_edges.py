@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import analysis
+from prdp_core import sweeps
 from prdp_core.data import MISSING_GROUP, Schema, check_table, prepare_dataset
 from prdp_core.errors import PolicyError
 from prdp_core.preview import preview_policy
@@ -60,12 +60,12 @@ def test_best_settings_with_undefined_errors():
     losses = pd.DataFrame({"setting": ["p90", "p99", "p90", "p99"], "base_rho": [0.1, 0.1, 1.0, 1.0],
                            "share_above_base": [0.0, 0.0, 0.5, 0.0],
                            "median ARE SUM": [np.nan, np.nan, 0.2, 0.1]})
-    out = analysis.best_settings(losses, "SUM")
+    out = sweeps.best_settings(losses, "SUM")
     assert out[0] == {"base_rho": 0.1, "status": "undefined"}
     assert out[1]["status"] == "best" and out[1]["setting"] == "p99" and out[1]["median_are"] == 0.1
     losses.loc[3, "share_above_base"] = 0.5
-    assert analysis.best_settings(losses, "SUM")[1]["status"] == "none_within_share"
-    assert analysis.best_settings(losses, "AVG") == []
+    assert sweeps.best_settings(losses, "SUM")[1]["status"] == "none_within_share"
+    assert sweeps.best_settings(losses, "AVG") == []
 
 
 def test_a_blank_row_just_added_to_the_workload_editor_is_skipped():

@@ -12,6 +12,7 @@ import pytest
 
 import prdp_core
 from prdp_core import analysis as A
+from prdp_core import budget_solver
 from prdp_core.mechanisms import unit_splitting as U
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Query, SplittingPolicy, Workload
@@ -58,8 +59,8 @@ def _share_meeting_monte_carlo(ds, pol: SplittingPolicy, runs: int, seed: int) -
 
 def test_solved_budget_meets_the_goal_with_suppression(setting):
     ds, pol, blind_pol = setting
-    sol = A.solve_budget(ds.table, pol, target=TARGET, gamma=GAMMA, share=SHARE, min_count=MIN)
-    blind = A.solve_budget(ds.table, blind_pol, target=TARGET, gamma=GAMMA, share=SHARE, min_count=MIN)
+    sol = budget_solver.solve_budget(ds.table, pol, target=TARGET, gamma=GAMMA, share=SHARE, min_count=MIN)
+    blind = budget_solver.solve_budget(ds.table, blind_pol, target=TARGET, gamma=GAMMA, share=SHARE, min_count=MIN)
     # small cells are sometimes suppressed: the sum needs more budget than the suppression-blind solve
     assert sol.rho_by_family["SUM(EMP)"] > 1.2 * blind.rho_by_family["SUM(EMP)"]
     assert sol.rho_by_family["COUNT"] >= blind.rho_by_family["COUNT"]
@@ -75,8 +76,8 @@ def test_solved_budget_meets_the_goal_with_suppression(setting):
 @pytest.mark.slow
 def test_solved_budget_meets_the_goal_by_monte_carlo(setting):
     ds, pol, blind_pol = setting
-    sol = A.solve_budget(ds.table, pol, target=TARGET, gamma=GAMMA, share=SHARE, min_count=MIN)
-    blind = A.solve_budget(ds.table, blind_pol, target=TARGET, gamma=GAMMA, share=SHARE, min_count=MIN)
+    sol = budget_solver.solve_budget(ds.table, pol, target=TARGET, gamma=GAMMA, share=SHARE, min_count=MIN)
+    blind = budget_solver.solve_budget(ds.table, blind_pol, target=TARGET, gamma=GAMMA, share=SHARE, min_count=MIN)
     mc = _share_meeting_monte_carlo(ds, sol.policy, 1200, 1)
     assert min(mc.values()) >= SHARE, mc
     mc_blind = _share_meeting_monte_carlo(ds, _with_rhos(pol, blind.rho_by_family), 1200, 2)
@@ -84,16 +85,16 @@ def test_solved_budget_meets_the_goal_by_monte_carlo(setting):
 
 
 def test_goal_levels_and_unreachable_cells():
-    lv = A.goal_quantile_levels(np.array([1.0, 0.95, 0.9, 0.5]), 0.9, 0.1)
+    lv = budget_solver.goal_quantile_levels(np.array([1.0, 0.95, 0.9, 0.5]), 0.9, 0.1)
     assert lv[0] == 0.9 and lv[1] == pytest.approx(0.9 / 0.95) and lv[2] >= 1.0 and lv[3] > 1.0
     # a goal of 100% or more is met by a suppressed cell itself
-    assert A.goal_quantile_levels(np.array([0.5]), 0.9, 1.0)[0] == pytest.approx(0.8)
-    assert A.goal_quantile_levels(np.array([0.05]), 0.9, 1.0)[0] <= 0.0
+    assert budget_solver.goal_quantile_levels(np.array([0.5]), 0.9, 1.0)[0] == pytest.approx(0.8)
+    assert budget_solver.goal_quantile_levels(np.array([0.05]), 0.9, 1.0)[0] <= 0.0
 
 
 def test_budget_is_infinite_when_cells_are_suppressed_too_often(setting):
     ds, pol, _ = setting
-    sol = A.solve_budget(ds.table, pol, target=TARGET, gamma=GAMMA, share=SHARE, min_count=5)
+    sol = budget_solver.solve_budget(ds.table, pol, target=TARGET, gamma=GAMMA, share=SHARE, min_count=5)
     assert sol.rho_by_family["SUM(EMP)"] == np.inf
     assert "suppresses more often than 1 − γ" in sol.describe()
     assert sol.policy.workload.queries == pol.workload.queries  # nothing adopted for an unreachable goal
@@ -101,8 +102,8 @@ def test_budget_is_infinite_when_cells_are_suppressed_too_often(setting):
 
 def test_largest_thresholds_count_suppression(setting):
     ds, pol, blind_pol = setting
-    caps = A.largest_thresholds(ds.table, pol, target=0.2, gamma=GAMMA, share=SHARE, min_count=5)
-    blind = A.largest_thresholds(ds.table, blind_pol, target=0.2, gamma=GAMMA, share=SHARE, min_count=5)
+    caps = budget_solver.largest_thresholds(ds.table, pol, target=0.2, gamma=GAMMA, share=SHARE, min_count=5)
+    blind = budget_solver.largest_thresholds(ds.table, blind_pol, target=0.2, gamma=GAMMA, share=SHARE, min_count=5)
     assert 0 < caps["EMP"] < blind["EMP"]
     # at the solved threshold the goal holds counting suppressions, and just above it it does not
     for th, ok in ((caps["EMP"], True), (caps["EMP"] * 1.02, False)):
