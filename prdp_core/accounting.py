@@ -31,7 +31,7 @@ import pandas as pd
 
 from .conversions import approx_dp_delta, conversion_table, pure_to_zcdp, zcdp_to_approx_dp
 from .errors import ConfigError, ParameterError, PolicyError, PrdpError
-from .policy import MEASURE_SYMBOL, Measure, _check_measure
+from .loss_profile import MEASURE_SYMBOL, Measure, _check_measure
 from .provenance import DATA_DERIVED_COLUMN, data_derived
 from .secure import mode_label
 from .validate import non_negative as _check_nonneg

@@ -13,7 +13,7 @@ is that answer, in one of two forms:
   ``share_above`` counts a bin as above a level when its upper edge is above it (never less than
   the true share).
 
-Like :class:`~prdp_core.policy.LossProfile`, the losses of real records are **confidential**: the
+Like :class:`~prdp_core.loss_profile.LossProfile`, the losses of real records are **confidential**: the
 app shows them to the designer only and review exports cut the tail (:meth:`tail_cut`).
 """
 
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .errors import ParameterError
-from .policy import MEASURE_SYMBOL, Measure, plain_language
+from .loss_profile import MEASURE_SYMBOL, Measure, plain_language
 
 #: Largest number of distinct losses an engine returns exactly (more are binned).
 MAX_EXACT_VALUES: int = 1_000_000
@@ -165,7 +165,7 @@ class LossDistribution:
 
     def ecdf(self, max_points: int = 4000) -> tuple[np.ndarray, np.ndarray]:
         """CDF step points (loss ascending, share of units at or below it), thinned like
-        :func:`prdp_core.policy.ecdf` when there are more than ``max_points`` values."""
+        :func:`prdp_core.loss_profile.ecdf` when there are more than ``max_points`` values."""
         keep = self.counts > 0
         u, c = self.values[keep], self.counts[keep]
         if not u.size:
@@ -221,7 +221,7 @@ class LossDistribution:
 
     def plain_language(self, level: float | None = None, noun: str = "records") -> str:
         """A read-out such as "1 in 100 records pays more than 4ρ" (the same words as
-        :meth:`prdp_core.policy.LossProfile.plain_language`)."""
+        :meth:`prdp_core.loss_profile.LossProfile.plain_language`)."""
         lv = self.base_loss if level is None else float(level)
         return plain_language(self.share_above(lv), self.n, lv, self.max, self.measure, noun,
                               "" if self.exact else " (binned: an upper bound)")

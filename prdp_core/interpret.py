@@ -37,7 +37,7 @@ from .accounting import approx_dp_delta, zcdp_to_approx_dp
 from .errors import ParameterError
 from .validate import non_negative as _nonneg
 from .validate import probability as _prob
-from .policy import Measure, _check_measure
+from .loss_profile import Measure, _check_measure
 
 
 # ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from .data import Dataset
 from .distribution import LossDistribution
 from .engines import EngineDataset, SplitHistogram, is_engine_data
 from .errors import PolicyError
-from .policy import LossProfile, owner_losses
+from .loss_profile import LossProfile, owner_losses
 from .splitting import split_counts
 from .workload import SplittingPolicy, summed_policy_loss
 

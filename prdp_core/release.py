@@ -19,7 +19,7 @@ import pandas as pd
 
 from .accounting import LedgerEntry
 from .distribution import LossDistribution
-from .policy import LossProfile, Measure
+from .loss_profile import LossProfile, Measure
 
 #: Columns of ``Release.answers`` that reveal true (confidential) values.
 TRUTH_COLUMNS = ("true", "error", "abs_error", "rel_error", "are", "n_records")

@@ -218,7 +218,7 @@ def loss_cdf_for(table: Any, policy: SplittingPolicy, thresholds: Mapping[str, f
     pol = policy if thresholds is None else SplittingPolicy(as_thresholds(dict(thresholds)), policy.workload)
     if base_rho is not None:
         pol = SplittingPolicy(pol.thresholds, pol.workload.scaled(base_rho / policy.workload.total_rho))
-    from .policy import ecdf
+    from .loss_profile import ecdf
 
     wl = pol.workload
     if is_engine_data(table):

@@ -26,7 +26,7 @@ import streamlit as st
 
 from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
-from prdp_core.policy import LossProfile
+from prdp_core.loss_profile import LossProfile
 from prdp_core.engines import is_engine_data
 from prdp_core.preview import EnginePolicyPreview, PolicyPreview, preview_policy
 from prdp_core.provenance import data_source, is_data_derived

@@ -163,7 +163,7 @@ def loss_cdfs(rel: Release, ds: Any, pol: SplittingPolicy | None = None
     """Fig. 5: policy-loss and realized-loss CDFs, for records and (when available) owners. A large
     dataset's release carries them as distributions computed in the engine (owners' policy losses of the
     released policy ``pol`` are summed there too, with progress)."""
-    from prdp_core.policy import ecdf, owner_losses
+    from prdp_core.loss_profile import ecdf, owner_losses
 
     if rel.loss is None:
         out = {"records": {"policy loss": rel.loss_distribution.ecdf(),  # type: ignore[union-attr]

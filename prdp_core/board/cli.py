@@ -248,7 +248,7 @@ def ledger_frame(entries: list[Any], *, review: bool) -> Any:
 
     import pandas as pd
 
-    from ..policy import MEASURE_SYMBOL
+    from ..loss_profile import MEASURE_SYMBOL
     from ..secure import mode_label
     from .ledgers import describe_data
 

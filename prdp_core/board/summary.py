@@ -34,7 +34,7 @@ from ..accounting import zcdp_to_approx_dp
 from ..config import MAX_SEED, Study, parse_config
 from ..data import Dataset
 from ..errors import ConfigError
-from ..policy import LossProfile, ecdf, format_loss, owner_losses
+from ..loss_profile import LossProfile, ecdf, format_loss, owner_losses
 
 #: Policy parts of a study config: part → (kind shown on the board, mechanism kind, loss unit).
 PARTS: dict[str, tuple[str, str, str]] = {

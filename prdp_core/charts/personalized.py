@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from . import PALETTE, cdf_figure, layout
-from ..policy import ecdf
+from ..loss_profile import ecdf
 
 NEIGHBOUR_COLOURS = {"add/remove": PALETTE[0], "substitution": PALETTE[3]}
 

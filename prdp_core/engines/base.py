@@ -248,7 +248,7 @@ class Engine(ABC):
     def owner_losses(self, key: SplitHistogram, losses: np.ndarray, owner_col: str,
                      method: Literal["lemma4", "lemma5"] = "lemma4") -> LossDistribution:
         """Distribution over owners of J·Σ_j P(r_j) (Lemma 4) or the Lemma 5 bound
-        (:func:`prdp_core.policy.owner_losses`), a record's P(r) being its row's in ``losses``."""
+        (:func:`prdp_core.loss_profile.owner_losses`), a record's P(r) being its row's in ``losses``."""
 
     @abstractmethod
     def realized_losses(self, terms: Sequence[RealizedTerm], thresholds: Thresholds, *, partition_rho: float = 0.0,

@@ -30,7 +30,7 @@ import pandas as pd
 from ..data import MeasureIssue, Schema, TableCheck, validate_roles
 from ..distribution import MAX_EXACT_VALUES, LossDistribution
 from ..errors import ParameterError, PolicyError
-from ..policy import owner_losses
+from ..loss_profile import owner_losses
 from ..profile import DatasetProfile, Histogram, MeasureProfile
 from ..splitting import Thresholds, as_thresholds
 from ..workload import Filter

@@ -26,7 +26,7 @@ import pytest
 from playwright.sync_api import expect
 
 from prdp_core.data import guess_schema, prepare_dataset
-from prdp_core.policy import format_loss
+from prdp_core.loss_profile import format_loss
 from prdp_core.preview import preview_policy
 from ui.policy_designer import default_policy
 

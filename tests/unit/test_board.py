@@ -28,7 +28,7 @@ from prdp_core.board.cli import app_script, streamlit_flags
 from prdp_core.board.store import BoardStore
 from prdp_core.config import load_config, load_data, parse_config
 from prdp_core.errors import ConfigError, DataError, ResourceLimitError
-from prdp_core.policy import owner_losses
+from prdp_core.loss_profile import owner_losses
 from prdp_core.preview import preview_policy
 
 ROOT = Path(__file__).resolve().parents[2]

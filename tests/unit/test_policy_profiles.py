@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prdp_core.errors import ParameterError
-from prdp_core.policy import LossProfile, ecdf, owner_losses
+from prdp_core.loss_profile import LossProfile, ecdf, owner_losses
 
 losses = st.lists(st.sampled_from([0.5, 1.0, 2.0, 4.5, 8.0, 12.5, 50.0]), min_size=1, max_size=200).map(np.array)
 

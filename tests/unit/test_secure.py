@@ -188,7 +188,7 @@ def test_secure_unit_splitting_release_is_marked_on_the_grid_and_within_policy()
     s1 = a[a["query"] == "1. SUM(v) BY g"]["sigma"]
     assert np.all(s1 >= 40.0) and np.all(s1 <= 40.0 * (1 + 2.0**-10) + 1e-12)
     assert np.all(rel.extras["private_realized"] <= rel.loss * (1 + 1e-9) + 1e-12)
-    own = prdp_core.policy.owner_losses(rel.loss, df["o"])
+    own = prdp_core.loss_profile.owner_losses(rel.loss, df["o"])
     assert np.all(rel.extras["private_owner_realized"].reindex(own.index).to_numpy() <= own.to_numpy() * (1 + 1e-9))
     led = Ledger().extend(rel.entries)
     assert bool(led.summary()["secure"].iloc[0])

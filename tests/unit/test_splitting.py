@@ -217,7 +217,7 @@ def test_thresholds_for_cap_meet_the_cap_and_are_tight():
 
 
 def test_fast_record_cdf_matches_brute_force():
-    from prdp_core.policy import ecdf
+    from prdp_core.loss_profile import ecdf
     from prdp_core.preview import preview_policy
     from prdp_core.workload import default_workload
 

@@ -16,7 +16,7 @@ from prdp_core.data import Dataset, Schema
 from prdp_core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms.unit_splitting import (PartitionSelection, joint_sum_release, joint_sum_sigmas, release,
                                                  topcode_policy, workload_stats)
-from prdp_core.policy import owner_losses
+from prdp_core.loss_profile import owner_losses
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
 
