@@ -840,12 +840,7 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, en
             if not allowed[a]:
                 raise _err(f"{p}.algorithms[{j}]", f"'{a}' does not apply to a {model} {query} query.",
                            hint=f"Use some of: {', '.join(default)}.")
-        out["algorithms"] = list(algs)
-        if d.get("secure"):
-            bad = [a for a in algs if a not in ("count", "framework")]
-            if model != "central" or bad:
-                raise _err(f"{p}.secure", "secure mode covers the central PrDP count and framework only.",
-                           hint="Use algorithms: [framework] (or [count, framework] for a count) with model: central.")
+        out["algorithms"] = list(algs)  # every model and algorithm has a secure path (secure: true)
     elif kind == "personalized":
         d = _mapping(v, p, common + ("mechanism", "t", "rescale", "query", "design_defaults"))
         if "specification" not in policy:

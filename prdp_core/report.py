@@ -130,32 +130,30 @@ def _run_prdp(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal
             _needs_records(ds, "The Sec. 5.2 sum extension")
     t = ds if engine else ds.table
     q, beta = prdp_query(m), m["beta"]
-    rng = np.random.default_rng(seed)  # one generator for the algorithms compared side by side
+    # one generator for the algorithms compared side by side; secure runs draw from OpenDP, unseeded
+    sec = bool(m.get("secure"))
+    run: dict[str, Any] = {"secure": True} if sec else {"rng": np.random.default_rng(seed), "seed": seed}
     out = []
     for alg in m["algorithms"]:
         if m["model"] == "local":
             th = m.get("threshold", "paper")
             if alg == "count":
-                rel = prldp.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, rng=rng, threshold=th,
-                               reveal=reveal, seed=seed)
+                rel = prldp.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, threshold=th,
+                                  reveal=reveal, **run)
             elif alg == "framework":
-                rel = prldp.framework(t, E, q, beta=beta, rng=rng, threshold=th, reveal=reveal, seed=seed)
+                rel = prldp.framework(t, E, q, beta=beta, threshold=th, reveal=reveal, **run)
             else:
-                rel = prldp.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+                rel = prldp.naive(t, E, q, beta=beta, reveal=reveal, **run)
             out.append((PRDP_LOCAL_LABELS[alg], rel))
             continue
-        if m.get("secure") and alg == "count":
-            rel = prdp.count_of(t, E, beta=beta, reveal=reveal, secure=True)
-        elif m.get("secure"):
-            rel = prdp.framework(t, E, q, beta=beta, rng=None, reveal=reveal, secure=True)
-        elif alg == "count":
-            rel = prdp.count_of(t, E, beta=beta, rng=rng, reveal=reveal, seed=seed)
+        if alg == "count":
+            rel = prdp.count_of(t, E, beta=beta, reveal=reveal, **run)
         elif alg == "framework":
-            rel = prdp.framework(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.framework(t, E, q, beta=beta, reveal=reveal, **run)
         elif alg == "sum_extension":
-            rel = prdp.sum_extension(t, E, column=m["column"], beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.sum_extension(t, E, column=m["column"], beta=beta, reveal=reveal, **run)
         else:
-            rel = prdp.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.naive(t, E, q, beta=beta, reveal=reveal, **run)
         out.append((PRDP_LABELS[alg], rel))
     return out
 
@@ -905,38 +903,32 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
         elif k == "prdp":
             L.append(f"E = {_budget_code(pol['budget'])}")
             L.append("print(E.describe())")
-            L.append(f"rng = np.random.default_rng({seed})")
             q, beta = prdp_query(m), m["beta"]
+            if m.get("secure"):
+                L.append("# secure mode: unseeded exact samplers, so every run differs")
+                run = "secure=True"
+            else:
+                L.append(f"rng = np.random.default_rng({seed})")
+                run = f"rng=rng, seed={seed}"
             for alg in m["algorithms"]:
                 if m["model"] == "local":
                     th = m.get("threshold", "paper")
                     call = {"count": f"prldp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
-                                     f"rng=rng, threshold={th!r}, reveal=REVEAL, seed={seed})",
-                            "framework": f"prldp.framework(ds.table, E, {q!r}, beta={beta!r}, rng=rng, threshold={th!r}, "
-                                         f"reveal=REVEAL, seed={seed})",
-                            "naive": f"prldp.naive(ds.table, E, {q!r}, beta={beta!r}, rng=rng, reveal=REVEAL, "
-                                     f"seed={seed})"}[alg]
+                                     f"threshold={th!r}, reveal=REVEAL, {run})",
+                            "framework": f"prldp.framework(ds.table, E, {q!r}, beta={beta!r}, threshold={th!r}, "
+                                         f"reveal=REVEAL, {run})",
+                            "naive": f"prldp.naive(ds.table, E, {q!r}, beta={beta!r}, reveal=REVEAL, {run})"}[alg]
                     sub = PRDP_LOCAL_LABELS[alg]
                 else:
                     count = (f"prdp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
-                             f"rng=rng, reveal=REVEAL, seed={seed})") if T == "ds.table" else \
-                        f"prdp.count_of(ds, E, beta={beta!r}, rng=rng, reveal=REVEAL, seed={seed})"
+                             f"reveal=REVEAL, {run})") if T == "ds.table" else \
+                        f"prdp.count_of(ds, E, beta={beta!r}, reveal=REVEAL, {run})"
                     call = {"count": count,
-                            "framework": f"prdp.framework({T}, E, {q!r}, beta={beta!r}, rng=rng, reveal=REVEAL, "
-                                         f"seed={seed})",
+                            "framework": f"prdp.framework({T}, E, {q!r}, beta={beta!r}, reveal=REVEAL, {run})",
                             "sum_extension": f"prdp.sum_extension(ds.table, E, column={m.get('column')!r}, "
-                                             f"beta={beta!r}, rng=rng, reveal=REVEAL, seed={seed})",
-                            "naive": f"prdp.naive({T}, E, {q!r}, beta={beta!r}, rng=rng, reveal=REVEAL, "
-                                     f"seed={seed})"}[alg]
+                                             f"beta={beta!r}, reveal=REVEAL, {run})",
+                            "naive": f"prdp.naive({T}, E, {q!r}, beta={beta!r}, reveal=REVEAL, {run})"}[alg]
                     sub = PRDP_LABELS[alg]
-                    if m.get("secure"):
-                        count = (f"prdp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
-                                 "reveal=REVEAL, secure=True)") if T == "ds.table" else \
-                            f"prdp.count_of(ds, E, beta={beta!r}, reveal=REVEAL, secure=True)"
-                        call = (count if alg == "count" else
-                                f"prdp.framework({T}, E, {q!r}, beta={beta!r}, rng=None, reveal=REVEAL, "
-                                "secure=True)")
-                        L.append("# secure mode: unseeded exact samplers, so every run differs")
                 L.append(f"releases.append(({label + ': ' + sub!r}, {call}))")
         elif k == "personalized":
             s = pol["specification"]
