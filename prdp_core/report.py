@@ -213,8 +213,32 @@ def _run_multitier(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, r
     return [("", rel)]
 
 
+def granular_domains(study: Study, m: Mapping[str, Any]) -> dict[str, Any]:
+    """The declared public categories of a ``granular`` entry: a sample's documented ones, then the typed ones."""
+    from .mechanisms import granular
+
+    out: dict[str, Any] = dict(granular.sample_domains(study.data.sample)) if study.data.sample else {}
+    out.update(m.get("categories", {}))
+    return {a: out[a] for a in m["attributes"] if a in out}
+
+
+def _run_granular(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal: bool
+                  ) -> list[tuple[str, Release]]:
+    from .mechanisms import granular
+
+    _needs_records(ds, "A granular-DP histogram")
+    data = granular.encode_attributes(ds.table, list(m["attributes"]), granular_domains(study, m))
+    how: dict[str, Any] = {"secure": True} if m.get("secure") else {"rng": np.random.default_rng(seed), "seed": seed}
+    if m["histogram"] == "heavy_hitter":
+        rel = granular.heavy_hitter_histogram(data, eps0=m["eps"], nu=m["nu"], method=m["method"], reveal=reveal,
+                                              **how)
+    else:
+        rel = granular.standard_histogram(data, eps=m["eps"], threshold=m.get("threshold"), reveal=reveal, **how)
+    return [("", rel)]
+
+
 _RUNNERS = {"unit_splitting": _run_unit_splitting, "prdp": _run_prdp, "personalized": _run_personalized,
-            "multitier": _run_multitier}
+            "multitier": _run_multitier, "granular": _run_granular}
 
 
 def run_study(study: Study, data: str | os.PathLike | None = None, *, dataset: Dataset | None = None,
@@ -866,6 +890,8 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
         L.append("from prdp_core.mechanisms import personalized")
     if "multitier" in kinds:
         L.append("from prdp_core.mechanisms import multitier as mt")
+    if "granular" in kinds:
+        L.append("from prdp_core.mechanisms import granular")
     L += ["", f"TITLE, MODE, SEED = {_py(study.title or '(untitled)')}, {_py(study.mode)}, {int(study.seed)}"]
     L += _data_code(study, data_file)
     L += ["OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent / 'reproduced'",
@@ -930,6 +956,19 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
                             "naive": f"prdp.naive({T}, E, {q!r}, beta={beta!r}, reveal=REVEAL, {run})"}[alg]
                     sub = PRDP_LABELS[alg]
                 L.append(f"releases.append(({label + ': ' + sub!r}, {call}))")
+        elif k == "granular":
+            L.append(f"data = granular.encode_attributes(ds.table, {_py(list(m['attributes']))}, "
+                     f"{_py(granular_domains(study, m))})  # declared public categories")
+            how = "secure=True" if m.get("secure") else f"rng=np.random.default_rng({seed}), seed={seed}"
+            if m.get("secure"):
+                L.append("# secure mode: unseeded exact samplers, so every run differs")
+            if m["histogram"] == "heavy_hitter":
+                L.append(f"rel = granular.heavy_hitter_histogram(data, eps0={m['eps']!r}, nu={m['nu']!r}, "
+                         f"method={m['method']!r}, {how}, reveal=REVEAL)")
+            else:
+                L.append(f"rel = granular.standard_histogram(data, eps={m['eps']!r}, threshold={m.get('threshold')!r}, "
+                         f"{how}, reveal=REVEAL)")
+            L.append(f"releases.append(({label!r}, rel))")
         elif k == "personalized":
             s = pol["specification"]
             if "tiers" in s:
