@@ -14,10 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
-from scipy import stats
 
 import prdp_core
-from prdp_core import noise
 from prdp_core.accounting import Ledger
 from prdp_core.cli import main as cli_main
 from prdp_core.mechanisms import prdp
@@ -26,30 +24,9 @@ from prdp_core.mechanisms.prdp.budget import inverse
 from prdp_core.mechanisms.prdp.extension import extension_stats, secure_extension_selection
 from prdp_core.secure import SECURE_LABEL, SecureSampler, grid_for
 
+from .secure_laws import SkewedSampler, chi2_dlap_p
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-
-
-class _Skewed(SecureSampler):
-    """A deliberately broken sampler: its discrete Laplace is calibrated to ``factor`` × the budget
-    (factor 1.1 gives a scale 10% too small)."""
-
-    def __init__(self, factor: float, bits: int = 10) -> None:
-        super().__init__(bits)
-        self.factor = factor
-
-    def laplace_answers(self, units, grid, sensitivity, eps):  # type: ignore[override]
-        return super().laplace_answers(units, grid, sensitivity, eps * self.factor)
-
-
-def _chi2_p(sample: np.ndarray, scale: float) -> float:
-    """χ² p-value of integer ``sample`` against the discrete Laplace P(k) ∝ e^{−|k|/scale}."""
-    sample = np.asarray(sample)
-    support = np.arange(-int(12 * scale) - 2, int(12 * scale) + 3)
-    p = noise.two_sided_geometric_pmf(support, 1.0 / scale)
-    obs = np.array([(sample == k).sum() for k in support] + [(np.abs(sample) > support.max()).sum()])
-    exp = np.concatenate((p, [max(1 - p.sum(), 1e-12)])) * sample.size
-    keep = exp > 5
-    return stats.chisquare(obs[keep], exp[keep] * obs[keep].sum() / exp[keep].sum()).pvalue
 
 
 def _bank(n: int = 4_000) -> pd.DataFrame:
@@ -102,7 +79,7 @@ class _Batch(SecureSampler):
         return a
 
 
-class _BrokenBatch(_Batch, _Skewed):
+class _BrokenBatch(_Batch, SkewedSampler):
     """:class:`_Batch` over a sampler whose scale is 10% too small."""
 
 
@@ -119,8 +96,8 @@ def test_secure_sum_extension_noise_has_the_claimed_law_and_a_broken_sampler_fai
     sel, _, grids, _ = secure_extension_selection(st, dp_, 0.1, good)
     assert grids[0] == g and sel.noisy[0, 0] % g == 0
     secure_extension_selection(st, dp_, 0.1, bad)
-    assert len(good.batches) == 1 and _chi2_p(good.batches[0], scale) > 1e-6
-    assert _chi2_p(bad.batches[0], scale) < 1e-4
+    assert len(good.batches) == 1 and chi2_dlap_p(good.batches[0], scale) > 1e-6
+    assert chi2_dlap_p(bad.batches[0], scale) < 1e-4
 
 
 @pytest.mark.parametrize("query", ["count", "sum", "max"])
@@ -148,12 +125,12 @@ def test_secure_randomiser_reports_have_the_claimed_law_per_domain():
     rep = prldp.secure_randomise(eps, eps_min=0.3, eps_max=0.6, sampler=SecureSampler())
     assert rep.shape == (30_000, 1) and rep.dtype == np.int64
     noise_ = rep[:, 0] - 1
-    assert _chi2_p(noise_, 1 / 0.3) > 1e-6
-    bad = prldp.secure_randomise(eps, eps_min=0.3, eps_max=0.6, sampler=_Skewed(1.1))[:, 0] - 1
-    assert _chi2_p(bad, 1 / 0.3) < 1e-4
+    assert chi2_dlap_p(noise_, 1 / 0.3) > 1e-6
+    bad = prldp.secure_randomise(eps, eps_min=0.3, eps_max=0.6, sampler=SkewedSampler(1.1))[:, 0] - 1
+    assert chi2_dlap_p(bad, 1 / 0.3) < 1e-4
     # two domains: the second coordinate of a domain-1 party is pure DLap(1/0.6)
     rep2 = prldp.secure_randomise(np.full(30_000, 0.5), eps_min=0.3, eps_max=1.2, sampler=SecureSampler())
-    assert rep2.shape[1] == 2 and _chi2_p(rep2[:, 1], 1 / 0.6) > 1e-6 and _chi2_p(rep2[:, 1], 1.1 / 0.6) < 1e-4
+    assert rep2.shape[1] == 2 and chi2_dlap_p(rep2[:, 1], 1 / 0.6) > 1e-6 and chi2_dlap_p(rep2[:, 1], 1.1 / 0.6) < 1e-4
 
 
 def test_secure_round_two_sum_reports_have_the_claimed_law():
@@ -175,10 +152,10 @@ def test_secure_round_two_sum_reports_have_the_claimed_law():
             self.units = a.units
             return a
 
-    for smp, ok in ((Capture(bits=0), True), (type("B", (Capture, _Skewed), {})(1.1, bits=0), False)):
+    for smp, ok in ((Capture(bits=0), True), (type("B", (Capture, SkewedSampler), {})(1.1, bits=0), False)):
         total, _ = d.secure_round_two(eps_tau, smp)
         assert total % g == 0 and total == float(smp.units.sum()) * g
-        p = _chi2_p(smp.units, scale)
+        p = chi2_dlap_p(smp.units, scale)
         assert p > 1e-6 if ok else p < 1e-4
 
 

@@ -7,30 +7,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from scipy import stats
 
-from prdp_core import noise
 from prdp_core.accounting import Ledger
 from prdp_core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms.granular.data import encode_attributes, synthetic_attribute_data
 from prdp_core.mechanisms.granular.histogram import heavy_hitter_histogram, standard_histogram
-from prdp_core.secure import SECURE_LABEL, SecureSampler
+from prdp_core.secure import SECURE_LABEL
 
-
-class _Skewed(SecureSampler):
-    """A deliberately broken sampler: its discrete Laplace has a scale 10% too small."""
-
-    def laplace_answers(self, units, grid, sensitivity, eps):  # type: ignore[override]
-        return super().laplace_answers(units, grid, sensitivity, eps * 1.1)
-
-
-def _chi2_p(sample: np.ndarray, scale: float) -> float:
-    support = np.arange(-int(12 * scale) - 2, int(12 * scale) + 3)
-    p = noise.two_sided_geometric_pmf(support, 1.0 / scale)
-    obs = np.array([(sample == k).sum() for k in support] + [(np.abs(sample) > support.max()).sum()])
-    exp = np.concatenate((p, [max(1 - p.sum(), 1e-12)])) * sample.size
-    keep = exp > 5
-    return stats.chisquare(obs[keep], exp[keep] * obs[keep].sum() / exp[keep].sum()).pvalue
+from ..secure_laws import SkewedSampler, chi2_dlap_p
 
 
 def _empty_domain(cells_per_attr: int = 160) -> object:
@@ -51,9 +35,9 @@ def test_secure_standard_histogram_noise_is_dlap_2_over_eps_and_a_broken_sampler
     assert rel.entries[0].loss.value == eps and "secure" in rel.params
     err = (rel.answers["estimate"] - rel.answers["true"]).to_numpy()
     assert err.size == data.cells and np.all(err == np.rint(err))
-    assert _chi2_p(err.astype(np.int64), 2.0 / eps) > 1e-6
-    bad = standard_histogram(data, eps=eps, threshold=-math.inf, sampler=_Skewed(), reveal=True)
-    assert _chi2_p((bad.answers["estimate"] - bad.answers["true"]).to_numpy().astype(np.int64), 2.0 / eps) < 1e-4
+    assert chi2_dlap_p(err.astype(np.int64), 2.0 / eps) > 1e-6
+    bad = standard_histogram(data, eps=eps, threshold=-math.inf, sampler=SkewedSampler(1.1), reveal=True)
+    assert chi2_dlap_p((bad.answers["estimate"] - bad.answers["true"]).to_numpy().astype(np.int64), 2.0 / eps) < 1e-4
 
 
 def test_secure_one_attribute_heavy_hitter_histogram_counts_have_the_claimed_law():
@@ -71,9 +55,9 @@ def test_secure_one_attribute_heavy_hitter_histogram_counts_have_the_claimed_law
 
     err, scale = errors(secure=True, seed=3)
     assert err.size == 6 * data.cells and np.all(err == np.rint(err))
-    assert _chi2_p(err.astype(np.int64), scale) > 1e-6
-    bad, _ = errors(sampler=_Skewed())
-    assert _chi2_p(bad.astype(np.int64), scale) < 1e-4
+    assert chi2_dlap_p(err.astype(np.int64), scale) > 1e-6
+    bad, _ = errors(sampler=SkewedSampler(1.1))
+    assert chi2_dlap_p(bad.astype(np.int64), scale) < 1e-4
 
 
 def test_secure_histograms_refuse_what_they_cannot_sample_exactly():
