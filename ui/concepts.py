@@ -127,7 +127,7 @@ def run_lab(token: str, params_items: tuple[tuple[str, Any], ...], seed: int, te
         memory.guard("histogram", rows=int(params["hl_n"]), columns=int(params["hl_d"]) + 64)
     rng = np.random.default_rng(seed)
     data = _data(params, _ds, rng)  # generated records are synthetic: their generator is not the noise
-    # secure: exact discrete Laplace from OpenDP, unseeded (one attribute and dense domains only)
+    # secure: exact discrete Laplace from OpenDP, unseeded (declared categories; dense standard histograms)
     how: dict[str, Any] = {"secure": True} if params.get("hl_secure") else {"rng": rng, "seed": seed}
     hh = granular.heavy_hitter_histogram(data, eps0=float(params["hl_eps0"]), nu=float(params["hl_nu"]),
                                         method=params["hl_method"], reveal=teaching, **how)
@@ -329,9 +329,9 @@ def histogram_lab_tab() -> None:
     b1, b2 = st.columns([1, 2])
     b1.button("Run both histograms", type="primary", key="hl_run", on_click=on_run, disabled=lab_blocked)
     b2.toggle("Secure release", key="hl_secure",
-              help="Exact discrete Laplace from OpenDP, unseeded, for numbers that may be published: one attribute "
-                   "with declared categories (PrivHeavyHitter's threshold tests are accounted for continuous noise "
-                   "only) and at most 2^20 cells. Off: a seeded run, for teaching and review.")
+              help="Exact discrete Laplace from OpenDP, unseeded, for numbers that may be published: declared "
+                   "categories, the heavy-hitter histogram calibrated by the accountant of its discrete noise, the "
+                   "standard one on at most 2^20 cells. Off: a seeded run, for teaching and review.")
     if ss.get("hl_error"):
         st.error(ss["hl_error"])
     res = current_result()

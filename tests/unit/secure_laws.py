@@ -31,3 +31,18 @@ def chi2_dlap_p(sample: np.ndarray, scale: float) -> float:
     exp = np.concatenate((p, [max(1 - p.sum(), 1e-12)])) * sample.size
     keep = exp > 5
     return stats.chisquare(obs[keep], exp[keep] * obs[keep].sum() / exp[keep].sum()).pvalue
+
+
+class BatchSampler(SecureSampler):
+    """Records, for each call a release makes, 30,000 more draws with the very same arguments (grid,
+    sensitivity, budget): a sample of the law of the noise that call added."""
+
+    def laplace_answers(self, units, grid, sensitivity, eps):  # type: ignore[override]
+        a = super().laplace_answers(units, grid, sensitivity, eps)
+        self.batches = getattr(self, "batches", []) + [
+            super().laplace_answers(np.zeros(30_000, dtype=np.int64), grid, sensitivity, eps).units]
+        return a
+
+
+class BrokenBatchSampler(BatchSampler, SkewedSampler):
+    """:class:`BatchSampler` over a sampler whose scale is 10% too small."""

@@ -24,7 +24,7 @@ from prdp_core.mechanisms.prdp.budget import inverse
 from prdp_core.mechanisms.prdp.extension import extension_stats, secure_extension_selection
 from prdp_core.secure import SECURE_LABEL, SecureSampler, grid_for
 
-from .secure_laws import SkewedSampler, chi2_dlap_p
+from .secure_laws import BatchSampler, BrokenBatchSampler, SkewedSampler, chi2_dlap_p
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -68,21 +68,6 @@ def test_secure_sum_extension_release_is_on_the_grids_and_within_budget():
     assert abs(rel.answers["rel_error"].iloc[0]) < 0.2
 
 
-class _Batch(SecureSampler):
-    """Records, for each call a release makes, 30,000 more draws with the very same arguments (grid,
-    sensitivity, budget): a sample of the law of the noise that call added."""
-
-    def laplace_answers(self, units, grid, sensitivity, eps):  # type: ignore[override]
-        a = super().laplace_answers(units, grid, sensitivity, eps)
-        self.batches = getattr(self, "batches", []) + [
-            super().laplace_answers(np.zeros(30_000, dtype=np.int64), grid, sensitivity, eps).units]
-        return a
-
-
-class _BrokenBatch(_Batch, SkewedSampler):
-    """:class:`_Batch` over a sampler whose scale is 10% too small."""
-
-
 def test_secure_sum_extension_noise_has_the_claimed_law_and_a_broken_sampler_fails():
     """One domain (ε̌ = ε̂), bits = 0: the noise on the domain's sum is DLap(⌈v̄/g⌉/ε̌) in grid units."""
     df = pd.DataFrame({"v": np.full(200, 3.0)})
@@ -92,7 +77,7 @@ def test_secure_sum_extension_noise_has_the_claimed_law_and_a_broken_sampler_fai
     assert dp_.L == 1
     g = grid_for(float(st.v_bar[0]), 0)
     scale = math.ceil(st.v_bar[0] / g) / dp_.lo[0]  # grid units
-    good, bad = _Batch(bits=0), _BrokenBatch(1.1, bits=0)
+    good, bad = BatchSampler(bits=0), BrokenBatchSampler(1.1, bits=0)
     sel, _, grids, _ = secure_extension_selection(st, dp_, 0.1, good)
     assert grids[0] == g and sel.noisy[0, 0] % g == 0
     secure_extension_selection(st, dp_, 0.1, bad)

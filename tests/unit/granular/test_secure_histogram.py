@@ -11,10 +11,11 @@ import pytest
 from prdp_core.accounting import Ledger
 from prdp_core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms.granular.data import encode_attributes, synthetic_attribute_data
+from prdp_core.mechanisms.granular.discrete import calibrate_discrete
 from prdp_core.mechanisms.granular.histogram import heavy_hitter_histogram, standard_histogram
 from prdp_core.secure import SECURE_LABEL
 
-from ..secure_laws import SkewedSampler, chi2_dlap_p
+from ..secure_laws import BatchSampler, BrokenBatchSampler, SkewedSampler, chi2_dlap_p
 
 
 def _empty_domain(cells_per_attr: int = 160) -> object:
@@ -60,10 +61,35 @@ def test_secure_one_attribute_heavy_hitter_histogram_counts_have_the_claimed_law
     assert chi2_dlap_p(bad.astype(np.int64), scale) < 1e-4
 
 
+def test_secure_heavy_hitter_histogram_on_many_attributes_uses_the_discrete_accountant():
+    """PrivHeavyHitter with exact DLap(λ) threshold tests: λ from the discrete accountant, the noise of every
+    node's test has that law (30,000 more draws with each call's arguments), a 10% error is rejected."""
+    data = synthetic_attribute_data(3_000, 8, patterns=3, heavy_share=0.6, rng=np.random.default_rng(2))
+    good = BatchSampler()
+    rel = heavy_hitter_histogram(data, eps0=1.0, nu=0.05, sampler=good, reveal=True, seed=8)
+    cal = rel.extras["calibration"]
+    assert cal.method == "exact (discrete Laplace)" and cal.levels == 3
+    assert cal.delivered <= 1.0 * (1 + 1e-9) and rel.extras["eps0_delivered"] == cal.delivered
+    assert cal.lam == pytest.approx(calibrate_discrete(1.0, 0.05, 8).lam)
+    assert rel.secure and rel.seed is None and rel.entries[0].secure
+    row = Ledger().extend(rel.entries).summary().iloc[0]
+    assert row["mode"] == SECURE_LABEL
+    assert len(rel.answers) >= 3  # the three planted patterns are heavy
+    est = rel.answers["estimate"].to_numpy()
+    assert np.all(est == np.rint(est))
+    # one call per noisy node (4 + 2 + 1) at scale λ, then the counts at scale b
+    assert len(good.batches) == 8
+    assert chi2_dlap_p(good.batches[0], cal.lam) > 1e-6 and chi2_dlap_p(good.batches[6], cal.lam) > 1e-6
+    assert chi2_dlap_p(good.batches[-1], cal.count_scale) > 1e-6
+    bad = BrokenBatchSampler(1.1)
+    heavy_hitter_histogram(data, eps0=1.0, nu=0.05, sampler=bad)
+    assert chi2_dlap_p(bad.batches[0], cal.lam) < 1e-4
+
+
 def test_secure_histograms_refuse_what_they_cannot_sample_exactly():
     big = synthetic_attribute_data(2_000, 24, patterns=3, heavy_share=0.5, rng=np.random.default_rng(1))
-    with pytest.raises(PolicyError, match="one attribute"):
-        heavy_hitter_histogram(big, eps0=1.0, secure=True)
+    with pytest.raises(ParameterError, match="exact accountant"):
+        heavy_hitter_histogram(big, eps0=1.0, method="lemma28", secure=True)
     with pytest.raises(PolicyError, match="draws every one of its cells"):
         standard_histogram(big, eps=1.0, secure=True)
     from_data = encode_attributes(pd.DataFrame({"a": list("xyz")}), ["a"], from_data=True)
