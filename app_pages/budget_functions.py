@@ -10,10 +10,9 @@ from prdp_core.charts import budget as bch
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.config import data_columns
 from prdp_core.errors import PrdpError
-from prdp_core.secure import mode_label
 from ui import budget_functions as ubf
 from ui import large, review, state
-from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
+from ui.common import code_expander, confidential, learn, md_escape, show_error
 
 st.title("Budget functions")
 st.caption("State each record's privacy requirement as a function of its values, E(r), and run mechanisms that "
@@ -181,12 +180,7 @@ def run(budget: BudgetFunction) -> None:
     ubf.forecast_panel(budget, ds)
     if state.is_large() and ubf.needs_records(ss["bf_model"], ss["bf_query"]):
         large.sample_offer("budget_functions", ubf.RECORD_MECHANISMS)
-    b1, b2 = st.columns([1, 3])
-    b1.button("Run", type="primary", key="bf_run", on_click=ubf.on_run)
-    b2.toggle("Secure release", key="bf_secure",
-              help="Exact noise from OpenDP's samplers with a system random source, answers on a documented grid, "
-                   "no seed: for numbers that may be published. Off: a seeded run, reproducible, for teaching "
-                   "and review.")
+    ubf.run_controls()
     if ss.get("bf_run_error"):
         st.error(f"**Run failed.** {md_escape(ss['bf_run_error'])}")
     res = ss.get("bf_result")
@@ -199,12 +193,7 @@ def run(budget: BudgetFunction) -> None:
             st.caption(f":material/info: Not run (they need the records; choose a sample above): "
                        f"{md_escape(', '.join(res['skipped']))}.")
         st.dataframe(rows, hide_index=True, width="stretch")
-        st.caption(f"Mode: **{mode_label(bool(res.get('secure')))}**")
-        if res.get("secure"):
-            st.caption(f":material/lock: {mode_label(True)}: exact discrete noise from OpenDP; counts are integers, "
-                       "sums lie on a grid of powers of two (docs/security.md). Every run differs.")
-        else:
-            seeded_notice(res["seed"])
+        ubf.mode_notice(res)
         fw = [r for label, r in res["releases"] if "framework" in label]
         if fw:
             x = fw[0].extras

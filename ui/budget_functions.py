@@ -17,9 +17,10 @@ from prdp_core.engines import Aggregate, is_engine_data
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import prdp
 from prdp_core.mechanisms.prdp import local as prldp
+from prdp_core.secure import mode_label
 
 from . import memory, options, state
-from .common import md_escape, show_error
+from .common import md_escape, seeded_notice, show_error
 from .data import load_code
 from .page_state import PageState
 
@@ -306,6 +307,26 @@ def query_string() -> str:
     if q == "distinct":
         return f"distinct:{ss.get('bf_distinct_col')}"
     return "count"
+
+
+def run_controls() -> None:
+    """Section 3's Run button and its secure toggle (secure: exact OpenDP samplers, unseeded)."""
+    b1, b2 = st.columns([1, 3])
+    b1.button("Run", type="primary", key="bf_run", on_click=on_run)
+    b2.toggle("Secure release", key="bf_secure",
+              help="Exact noise from OpenDP's samplers with a system random source, answers on a documented grid, "
+                   "no seed: for numbers that may be published. Off: a seeded run, reproducible, for teaching "
+                   "and review.")
+
+
+def mode_notice(res: dict[str, Any]) -> None:
+    """Which mode produced the answers shown: secure (unseeded) or a seeded teaching run."""
+    st.caption(f"Mode: **{mode_label(bool(res.get('secure')))}**")
+    if res.get("secure"):
+        st.caption(f":material/lock: {mode_label(True)}: exact discrete noise from OpenDP; counts are integers, "
+                   "sums lie on a grid of powers of two (docs/security.md). Every run differs.")
+    else:
+        seeded_notice(res["seed"])
 
 
 def on_run() -> None:
