@@ -40,17 +40,7 @@ def test_discrete_tail_is_the_law_opendp_samples():
 def test_discrete_accountant_bounds_every_output_and_is_reached(discrete_tail, lam):
     mu = lam * math.log(16 / NU)
     bound = hh_epsilon_discrete(lam, mu, 2)
-    rng = np.random.default_rng(int(lam * 100))
-    worst = 0.0
-    for _ in range(5):
-        tau = float(rng.uniform(0, 40))
-        hist = rng.integers(0, 60, 16).astype(float)
-        src = int(rng.choice(np.flatnonzero(hist > 0)))
-        dst = src ^ (1 << (3 - int(rng.integers(0, 4))))
-        hy = hist.copy()
-        hy[src] -= 1
-        hy[dst] += 1
-        worst = max(worst, enum.max_log_ratio_d4(hist, hy, lam, mu, tau))
+    worst = enum.worst_on_random_neighbours(lam, mu, np.random.default_rng(int(lam * 100)), 5)
     adversarial = enum.worst_over_tau(lam, mu, c=60)
     assert worst <= bound + 1e-9 and adversarial <= bound + 1e-9
     # the adversarial profile reaches it (3/λ: a full step of the integer noise at each of two levels),

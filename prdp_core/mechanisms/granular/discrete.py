@@ -31,7 +31,7 @@ from scipy.optimize import brentq
 from ...errors import ParameterError
 from ...validate import positive as _pos
 from ...validate import whole_number as _int_param
-from .calibration import HeavyHitterCalibration, hh_levels
+from .calibration import HeavyHitterCalibration, calibration_inputs, hh_levels
 
 #: Most margins the discrete accountant evaluates (ε0 below about 0.01 needs more: refused).
 MAX_PIECES: int = 4_000_000
@@ -126,11 +126,5 @@ def calibrate_discrete(eps0: float, nu: float = 0.01, d: int = 64, *, share: flo
     """The secure calibration of the Theorem 15 histogram: λ solves ε_lists(λ, µ, L) = share·ε0 under the
     discrete accountant (µ = λ·ln(16/ν)); counts DLap(2/((1 − share)·ε0)). ``delivered`` is the exact
     joint ε of the discrete mechanism (≤ ε0); ``eps_heavy_hitters_lemma28`` is not defined (NaN)."""
-    e0 = _pos("The per-attribute ε0", eps0)
-    nu = _pos("The error target ν", nu)
-    if nu > 0.5:
-        raise ParameterError(f"The error target ν is a share of the records; use a value ≤ 0.5 (got {nu}).")
-    share = _pos("The list stage's share of ε0", share)
-    if share >= 1:
-        raise ParameterError(f"The list stage's share of ε0 must be strictly between 0 and 1 (got {share}).")
+    e0, nu, share = calibration_inputs(eps0, nu, share)
     return _calibrate(e0, nu, hh_levels(d), share)
