@@ -12,7 +12,7 @@ from prdp_core.config import data_columns
 from prdp_core.errors import PrdpError
 from ui import budget_functions as ubf
 from ui import large, review, state
-from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
+from ui.common import code_expander, confidential, learn, md_escape, show_error
 
 st.title("Budget functions")
 st.caption("State each record's privacy requirement as a function of its values, E(r), and run mechanisms that "
@@ -180,7 +180,7 @@ def run(budget: BudgetFunction) -> None:
     ubf.forecast_panel(budget, ds)
     if state.is_large() and ubf.needs_records(ss["bf_model"], ss["bf_query"]):
         large.sample_offer("budget_functions", ubf.RECORD_MECHANISMS)
-    st.button("Run", type="primary", key="bf_run", on_click=ubf.on_run)
+    ubf.run_controls()
     if ss.get("bf_run_error"):
         st.error(f"**Run failed.** {md_escape(ss['bf_run_error'])}")
     res = ss.get("bf_result")
@@ -193,7 +193,7 @@ def run(budget: BudgetFunction) -> None:
             st.caption(f":material/info: Not run (they need the records; choose a sample above): "
                        f"{md_escape(', '.join(res['skipped']))}.")
         st.dataframe(rows, hide_index=True, width="stretch")
-        seeded_notice(res["seed"])
+        ubf.mode_notice(res)
         fw = [r for label, r in res["releases"] if "framework" in label]
         if fw:
             x = fw[0].extras

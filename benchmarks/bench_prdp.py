@@ -6,7 +6,8 @@ sum on 10,000,000 records under 2 s. Every timing starts from the table: the bud
 E(r) = 10⁴ / v is evaluated, domains assigned and the release built (per-record losses
 included).
 
-Usage: ``.venv/bin/python benchmarks/bench_prdp.py [--repeat 7]``
+Usage: ``.venv/bin/python benchmarks/bench_prdp.py [--repeat 7] [--secure]``; ``--secure`` times the
+secure paths instead (exact OpenDP samplers; no targets, a cost to know).
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ from prdp_core.mechanisms.prdp import local as prldp  # noqa: E402
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--secure", action="store_true", help="time the secure paths (exact OpenDP samplers)")
     a = ap.parse_args()
+    if a.secure:
+        return secure_cases(a.repeat)
     rng = np.random.default_rng(0)
     budget = prdp.inverse(1e4, "BALANCE")
     df = prdp_core.samples.load("bank_normal_50k", n=200_000, seed=0)
@@ -70,6 +74,35 @@ def main() -> None:
     mem, _ = peak_memory(lambda: prdp.framework(big, budget, "sum", beta=0.1, rng=rng))
     print(f"\nPeak memory of one framework sum on 10,000,000 records (input table excluded): {mem:,.0f} MB. "
           f"Load average at the end: {os.getloadavg()[0]:.1f}.")
+
+
+def secure_cases(repeat: int) -> None:
+    """The secure paths: central releases on 200,000 records, PrLDP (every party's report drawn
+    exactly) on 20,000 parties with E = 10⁴/v, ε̂ = 100, U = 10⁶ (L = 14 domains)."""
+    budget = prdp.inverse(1e4, "BALANCE")
+    df = prdp_core.samples.load("bank_normal_50k", n=200_000, seed=0)
+    local_budget = prdp.inverse(1e4, "BALANCE", eps_max=100.0, U=1e6)
+    parties = prdp_core.samples.load("bank_normal_50k", n=20_000, seed=0)
+    cases = [
+        ("secure framework sum, 200,000 records", lambda: prdp.framework(df, budget, "sum", beta=0.1, secure=True)),
+        ("secure Sec. 5.2 sum extension, 200,000 records",
+         lambda: prdp.sum_extension(df, budget, beta=0.1, secure=True)),
+        ("secure naive sum, 200,000 records", lambda: prdp.naive(df, budget, "sum", beta=0.1, secure=True)),
+        ("secure PrLDP count (Alg. 3–4), 20,000 parties × 14 domains",
+         lambda: prldp.count(local_budget(parties), eps_min=local_budget.eps_min, eps_max=local_budget.eps_max,
+                             beta=0.1, secure=True)),
+        ("secure PrLDP framework sum (Alg. 5), 20,000 parties",
+         lambda: prldp.framework(parties, local_budget, "sum", beta=0.1, secure=True)),
+        ("secure PrLDP naive sum, 20,000 parties", lambda: prldp.naive(parties, local_budget, "sum", beta=0.1,
+                                                                      secure=True)),
+    ]
+    print(f"Machine: {machine()}. Load average at start: {os.getloadavg()[0]:.1f} (2 cores shared).\n")
+    print("| step | median | best | note |")
+    print("|---|---|---|---|")
+    for name, fn in cases:
+        med, best, _ = timed(fn, repeat=repeat)
+        print(row(name, med, best, ""), flush=True)
+    print(f"\nLoad average at the end: {os.getloadavg()[0]:.1f}.")
 
 
 if __name__ == "__main__":

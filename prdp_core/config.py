@@ -49,7 +49,7 @@ MAX_CONFIG_DEPTH = 32
 MAX_QUOTED_CHARS = 80
 
 MODES = ("teaching", "review")
-MECHANISM_KINDS = ("unit_splitting", "prdp", "personalized", "multitier")
+MECHANISM_KINDS = ("unit_splitting", "prdp", "personalized", "multitier", "granular")
 PREPARE_OPTIONS = {"non_numeric": ("error", "missing"), "missing": ("error", "drop"),
                    "negative": ("error", "shift"), "duplicate_ids": ("error", "regenerate")}
 BUDGET_PRESETS = ("inverse", "log", "sqrt", "constant")
@@ -794,6 +794,51 @@ def _tiers(v: Any) -> dict[str, float]:
 # ---------------------------------------------------------------------------
 
 
+def _granular(d: Mapping[str, Any], p: str) -> dict[str, Any]:
+    """The keys of a ``granular`` mechanism: a histogram of attributes under granular (per-attribute) DP."""
+    from .mechanisms.granular.data import MAX_ATTRIBUTES
+
+    out: dict[str, Any] = {"histogram": _choice(d.get("histogram", "standard"), f"{p}.histogram",
+                                                ("standard", "heavy_hitter"))}
+    attrs = d["attributes"]
+    if isinstance(attrs, str):
+        attrs = [attrs]
+    if not isinstance(attrs, list) or not 1 <= len(attrs) <= MAX_ATTRIBUTES:
+        raise _err(f"{p}.attributes", f"must list 1 to {MAX_ATTRIBUTES} columns (the histogram's attributes).")
+    out["attributes"] = [_text(a, f"{p}.attributes[{j}]", max_len=500) for j, a in enumerate(attrs)]
+    if len(set(out["attributes"])) != len(out["attributes"]):
+        raise _err(f"{p}.attributes", "lists a column twice.")
+    cats = d.get("categories") or {}
+    if not isinstance(cats, Mapping):
+        raise _err(f"{p}.categories", "must map an attribute to its declared public categories (a list or text).")
+    decl: dict[str, Any] = {}
+    for k, c in cats.items():
+        key = f"{p}.categories.{_name(k)}"
+        if str(k) not in out["attributes"]:
+            raise _err(key, "is not one of the attributes.")
+        if isinstance(c, str):
+            decl[str(k)] = _text(c, key, max_len=200_000)
+        elif isinstance(c, list) and c:
+            decl[str(k)] = [_scalar(x, key) for x in c]
+        else:
+            raise _err(key, "must be a non-empty list of categories or text with one per comma.")
+    if decl:
+        out["categories"] = decl
+    out["eps"] = _number(d["eps"], f"{p}.eps", positive=True, hi=100.0)
+    if out["histogram"] == "heavy_hitter":
+        out["nu"] = _number(d.get("nu", 0.01), f"{p}.nu", lo=0.0, open_lo=True, hi=0.5)
+        out["method"] = _choice(d.get("method", "exact"), f"{p}.method", ("exact", "lemma28"))
+        if "threshold" in d:
+            raise _err(f"{p}.threshold", "applies to the standard histogram only.")
+    else:
+        for k in ("nu", "method"):
+            if k in d:
+                raise _err(f"{p}.{k}", "applies to the heavy-hitter histogram only.")
+        if d.get("threshold") is not None:
+            out["threshold"] = _number(d["threshold"], f"{p}.threshold")
+    return out
+
+
 def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, engine: str = "memory"
                ) -> dict[str, Any]:
     p = f"mechanisms[{i}]"
@@ -840,12 +885,11 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, en
             if not allowed[a]:
                 raise _err(f"{p}.algorithms[{j}]", f"'{a}' does not apply to a {model} {query} query.",
                            hint=f"Use some of: {', '.join(default)}.")
-        out["algorithms"] = list(algs)
-        if d.get("secure"):
-            bad = [a for a in algs if a not in ("count", "framework")]
-            if model != "central" or bad:
-                raise _err(f"{p}.secure", "secure mode covers the central PrDP count and framework only.",
-                           hint="Use algorithms: [framework] (or [count, framework] for a count) with model: central.")
+        out["algorithms"] = list(algs)  # every model and algorithm has a secure path (secure: true)
+    elif kind == "granular":
+        d = _mapping(v, p, common + ("histogram", "attributes", "categories", "eps", "nu", "method", "threshold",
+                                     "secure"), required=("attributes", "eps"))
+        out.update(_granular(d, p))
     elif kind == "personalized":
         d = _mapping(v, p, common + ("mechanism", "t", "rescale", "query", "design_defaults"))
         if "specification" not in policy:
@@ -1083,6 +1127,9 @@ class Study:
                 need(m.get("column"), f"{p}.column", measure=m["query"] in ("sum", "max"))
             elif m["kind"] == "personalized":
                 need(m["query"].get("column"), f"{p}.query.column")
+            elif m["kind"] == "granular":
+                for j, a in enumerate(m["attributes"]):
+                    need(a, f"{p}.attributes[{j}]")
             elif m["kind"] == "multitier":
                 need(m.get("measure"), f"{p}.measure", measure=True)
                 if "filter" in m:

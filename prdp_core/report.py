@@ -130,32 +130,30 @@ def _run_prdp(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal
             _needs_records(ds, "The Sec. 5.2 sum extension")
     t = ds if engine else ds.table
     q, beta = prdp_query(m), m["beta"]
-    rng = np.random.default_rng(seed)  # one generator for the algorithms compared side by side
+    # one generator for the algorithms compared side by side; secure runs draw from OpenDP, unseeded
+    sec = bool(m.get("secure"))
+    run: dict[str, Any] = {"secure": True} if sec else {"rng": np.random.default_rng(seed), "seed": seed}
     out = []
     for alg in m["algorithms"]:
         if m["model"] == "local":
             th = m.get("threshold", "paper")
             if alg == "count":
-                rel = prldp.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, rng=rng, threshold=th,
-                               reveal=reveal, seed=seed)
+                rel = prldp.count(E(t), eps_min=E.eps_min, eps_max=E.eps_max, beta=beta, threshold=th,
+                                  reveal=reveal, **run)
             elif alg == "framework":
-                rel = prldp.framework(t, E, q, beta=beta, rng=rng, threshold=th, reveal=reveal, seed=seed)
+                rel = prldp.framework(t, E, q, beta=beta, threshold=th, reveal=reveal, **run)
             else:
-                rel = prldp.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+                rel = prldp.naive(t, E, q, beta=beta, reveal=reveal, **run)
             out.append((PRDP_LOCAL_LABELS[alg], rel))
             continue
-        if m.get("secure") and alg == "count":
-            rel = prdp.count_of(t, E, beta=beta, reveal=reveal, secure=True)
-        elif m.get("secure"):
-            rel = prdp.framework(t, E, q, beta=beta, rng=None, reveal=reveal, secure=True)
-        elif alg == "count":
-            rel = prdp.count_of(t, E, beta=beta, rng=rng, reveal=reveal, seed=seed)
+        if alg == "count":
+            rel = prdp.count_of(t, E, beta=beta, reveal=reveal, **run)
         elif alg == "framework":
-            rel = prdp.framework(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.framework(t, E, q, beta=beta, reveal=reveal, **run)
         elif alg == "sum_extension":
-            rel = prdp.sum_extension(t, E, column=m["column"], beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.sum_extension(t, E, column=m["column"], beta=beta, reveal=reveal, **run)
         else:
-            rel = prdp.naive(t, E, q, beta=beta, rng=rng, reveal=reveal, seed=seed)
+            rel = prdp.naive(t, E, q, beta=beta, reveal=reveal, **run)
         out.append((PRDP_LABELS[alg], rel))
     return out
 
@@ -215,8 +213,32 @@ def _run_multitier(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, r
     return [("", rel)]
 
 
+def granular_domains(study: Study, m: Mapping[str, Any]) -> dict[str, Any]:
+    """The declared public categories of a ``granular`` entry: a sample's documented ones, then the typed ones."""
+    from .mechanisms import granular
+
+    out: dict[str, Any] = dict(granular.sample_domains(study.data.sample)) if study.data.sample else {}
+    out.update(m.get("categories", {}))
+    return {a: out[a] for a in m["attributes"] if a in out}
+
+
+def _run_granular(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal: bool
+                  ) -> list[tuple[str, Release]]:
+    from .mechanisms import granular
+
+    _needs_records(ds, "A granular-DP histogram")
+    data = granular.encode_attributes(ds.table, list(m["attributes"]), granular_domains(study, m))
+    how: dict[str, Any] = {"secure": True} if m.get("secure") else {"rng": np.random.default_rng(seed), "seed": seed}
+    if m["histogram"] == "heavy_hitter":
+        rel = granular.heavy_hitter_histogram(data, eps0=m["eps"], nu=m["nu"], method=m["method"], reveal=reveal,
+                                              **how)
+    else:
+        rel = granular.standard_histogram(data, eps=m["eps"], threshold=m.get("threshold"), reveal=reveal, **how)
+    return [("", rel)]
+
+
 _RUNNERS = {"unit_splitting": _run_unit_splitting, "prdp": _run_prdp, "personalized": _run_personalized,
-            "multitier": _run_multitier}
+            "multitier": _run_multitier, "granular": _run_granular}
 
 
 def run_study(study: Study, data: str | os.PathLike | None = None, *, dataset: Dataset | None = None,
@@ -868,6 +890,8 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
         L.append("from prdp_core.mechanisms import personalized")
     if "multitier" in kinds:
         L.append("from prdp_core.mechanisms import multitier as mt")
+    if "granular" in kinds:
+        L.append("from prdp_core.mechanisms import granular")
     L += ["", f"TITLE, MODE, SEED = {_py(study.title or '(untitled)')}, {_py(study.mode)}, {int(study.seed)}"]
     L += _data_code(study, data_file)
     L += ["OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent / 'reproduced'",
@@ -905,39 +929,46 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
         elif k == "prdp":
             L.append(f"E = {_budget_code(pol['budget'])}")
             L.append("print(E.describe())")
-            L.append(f"rng = np.random.default_rng({seed})")
             q, beta = prdp_query(m), m["beta"]
+            if m.get("secure"):
+                L.append("# secure mode: unseeded exact samplers, so every run differs")
+                run = "secure=True"
+            else:
+                L.append(f"rng = np.random.default_rng({seed})")
+                run = f"rng=rng, seed={seed}"
             for alg in m["algorithms"]:
                 if m["model"] == "local":
                     th = m.get("threshold", "paper")
                     call = {"count": f"prldp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
-                                     f"rng=rng, threshold={th!r}, reveal=REVEAL, seed={seed})",
-                            "framework": f"prldp.framework(ds.table, E, {q!r}, beta={beta!r}, rng=rng, threshold={th!r}, "
-                                         f"reveal=REVEAL, seed={seed})",
-                            "naive": f"prldp.naive(ds.table, E, {q!r}, beta={beta!r}, rng=rng, reveal=REVEAL, "
-                                     f"seed={seed})"}[alg]
+                                     f"threshold={th!r}, reveal=REVEAL, {run})",
+                            "framework": f"prldp.framework(ds.table, E, {q!r}, beta={beta!r}, threshold={th!r}, "
+                                         f"reveal=REVEAL, {run})",
+                            "naive": f"prldp.naive(ds.table, E, {q!r}, beta={beta!r}, reveal=REVEAL, {run})"}[alg]
                     sub = PRDP_LOCAL_LABELS[alg]
                 else:
                     count = (f"prdp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
-                             f"rng=rng, reveal=REVEAL, seed={seed})") if T == "ds.table" else \
-                        f"prdp.count_of(ds, E, beta={beta!r}, rng=rng, reveal=REVEAL, seed={seed})"
+                             f"reveal=REVEAL, {run})") if T == "ds.table" else \
+                        f"prdp.count_of(ds, E, beta={beta!r}, reveal=REVEAL, {run})"
                     call = {"count": count,
-                            "framework": f"prdp.framework({T}, E, {q!r}, beta={beta!r}, rng=rng, reveal=REVEAL, "
-                                         f"seed={seed})",
+                            "framework": f"prdp.framework({T}, E, {q!r}, beta={beta!r}, reveal=REVEAL, {run})",
                             "sum_extension": f"prdp.sum_extension(ds.table, E, column={m.get('column')!r}, "
-                                             f"beta={beta!r}, rng=rng, reveal=REVEAL, seed={seed})",
-                            "naive": f"prdp.naive({T}, E, {q!r}, beta={beta!r}, rng=rng, reveal=REVEAL, "
-                                     f"seed={seed})"}[alg]
+                                             f"beta={beta!r}, reveal=REVEAL, {run})",
+                            "naive": f"prdp.naive({T}, E, {q!r}, beta={beta!r}, reveal=REVEAL, {run})"}[alg]
                     sub = PRDP_LABELS[alg]
-                    if m.get("secure"):
-                        count = (f"prdp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
-                                 "reveal=REVEAL, secure=True)") if T == "ds.table" else \
-                            f"prdp.count_of(ds, E, beta={beta!r}, reveal=REVEAL, secure=True)"
-                        call = (count if alg == "count" else
-                                f"prdp.framework({T}, E, {q!r}, beta={beta!r}, rng=None, reveal=REVEAL, "
-                                "secure=True)")
-                        L.append("# secure mode: unseeded exact samplers, so every run differs")
                 L.append(f"releases.append(({label + ': ' + sub!r}, {call}))")
+        elif k == "granular":
+            L.append(f"data = granular.encode_attributes(ds.table, {_py(list(m['attributes']))}, "
+                     f"{_py(granular_domains(study, m))})  # declared public categories")
+            how = "secure=True" if m.get("secure") else f"rng=np.random.default_rng({seed}), seed={seed}"
+            if m.get("secure"):
+                L.append("# secure mode: unseeded exact samplers, so every run differs")
+            if m["histogram"] == "heavy_hitter":
+                L.append(f"rel = granular.heavy_hitter_histogram(data, eps0={m['eps']!r}, nu={m['nu']!r}, "
+                         f"method={m['method']!r}, {how}, reveal=REVEAL)")
+            else:
+                L.append(f"rel = granular.standard_histogram(data, eps={m['eps']!r}, threshold={m.get('threshold')!r}, "
+                         f"{how}, reveal=REVEAL)")
+            L.append(f"releases.append(({label!r}, rel))")
         elif k == "personalized":
             s = pol["specification"]
             if "tiers" in s:

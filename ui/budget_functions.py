@@ -17,9 +17,10 @@ from prdp_core.engines import Aggregate, is_engine_data
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import prdp
 from prdp_core.mechanisms.prdp import local as prldp
+from prdp_core.secure import mode_label
 
 from . import memory, options, state
-from .common import md_escape, show_error
+from .common import md_escape, seeded_notice, show_error
 from .data import load_code
 from .page_state import PageState
 
@@ -263,28 +264,29 @@ def measure_values(ds: Any, measure: str) -> np.ndarray:
 def _mechanisms(model: str, query: str) -> list[tuple[str, Any, bool]]:
     """(label, run function, whether it needs the records themselves) of the mechanisms compared side by
     side. The central count, framework and naive baseline run on per-domain statistics (an engine computes
-    them for a large dataset); the local model and the Sec. 5.2 extension need the records."""
+    them for a large dataset); the local model and the Sec. 5.2 extension need the records. A run function
+    takes (table, budget, query, how, threshold rule, reveal); ``how`` is {"rng", "seed"} for a seeded run or
+    {"secure": True} for a secure one (exact OpenDP samplers, unseeded)."""
+    beta = st.session_state["bf_beta"]
     if model == "local":
         out = []
         if query == "count":
-            out.append(("PrLDP count (Alg. 3–4)", lambda t, b, q, rng, th, rv, sd: prldp.count(
-                b(t), eps_min=b.eps_min, eps_max=b.eps_max, beta=st.session_state["bf_beta"], rng=rng,
-                threshold=th, reveal=rv, seed=sd), True))
-        out.append(("PrLDP framework (Alg. 5)", lambda t, b, q, rng, th, rv, sd: prldp.framework(
-            t, b, q, beta=st.session_state["bf_beta"], rng=rng, threshold=th, reveal=rv, seed=sd), True))
-        out.append(("naive ε̌ (local)", lambda t, b, q, rng, th, rv, sd: prldp.naive(
-            t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), True))
+            out.append(("PrLDP count (Alg. 3–4)", lambda t, b, q, how, th, rv: prldp.count(
+                b(t), eps_min=b.eps_min, eps_max=b.eps_max, beta=beta, threshold=th, reveal=rv, **how), True))
+        out.append(("PrLDP framework (Alg. 5)", lambda t, b, q, how, th, rv: prldp.framework(
+            t, b, q, beta=beta, threshold=th, reveal=rv, **how), True))
+        out.append(("naive ε̌ (local)", lambda t, b, q, how, th, rv: prldp.naive(
+            t, b, q, beta=beta, reveal=rv, **how), True))
         return out
-    out = [("PrDP framework (Alg. 2)", lambda t, b, q, rng, th, rv, sd: prdp.framework(
-        t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), False)]
+    out = [("PrDP framework (Alg. 2)", lambda t, b, q, how, th, rv: prdp.framework(
+        t, b, q, beta=beta, reveal=rv, **how), False)]
     if query == "count":
-        out.insert(0, ("PrDP count (Alg. 1)", lambda t, b, q, rng, th, rv, sd: prdp.count_of(
-            t, b, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), False))
+        out.insert(0, ("PrDP count (Alg. 1)", lambda t, b, q, how, th, rv: prdp.count_of(
+            t, b, beta=beta, reveal=rv, **how), False))
     if query.startswith("sum"):
-        out.append(("PrDP extension (Sec. 5.2)", lambda t, b, q, rng, th, rv, sd: prdp.sum_extension(
-            t, b, column=q.split(":", 1)[1], beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), True))
-    out.append(("naive ε̌", lambda t, b, q, rng, th, rv, sd: prdp.naive(
-        t, b, q, beta=st.session_state["bf_beta"], rng=rng, reveal=rv, seed=sd), False))
+        out.append(("PrDP extension (Sec. 5.2)", lambda t, b, q, how, th, rv: prdp.sum_extension(
+            t, b, column=q.split(":", 1)[1], beta=beta, reveal=rv, **how), True))
+    out.append(("naive ε̌", lambda t, b, q, how, th, rv: prdp.naive(t, b, q, beta=beta, reveal=rv, **how), False))
     return out
 
 
@@ -307,6 +309,26 @@ def query_string() -> str:
     return "count"
 
 
+def run_controls() -> None:
+    """Section 3's Run button and its secure toggle (secure: exact OpenDP samplers, unseeded)."""
+    b1, b2 = st.columns([1, 3])
+    b1.button("Run", type="primary", key="bf_run", on_click=on_run)
+    b2.toggle("Secure release", key="bf_secure",
+              help="Exact noise from OpenDP's samplers with a system random source, answers on a documented grid, "
+                   "no seed: for numbers that may be published. Off: a seeded run, reproducible, for teaching "
+                   "and review.")
+
+
+def mode_notice(res: dict[str, Any]) -> None:
+    """Which mode produced the answers shown: secure (unseeded) or a seeded teaching run."""
+    st.caption(f"Mode: **{mode_label(bool(res.get('secure')))}**")
+    if res.get("secure"):
+        st.caption(f":material/lock: {mode_label(True)}: exact discrete noise from OpenDP; counts are integers, "
+                   "sums lie on a grid of powers of two (docs/security.md). Every run differs.")
+    else:
+        seeded_notice(res["seed"])
+
+
 def on_run() -> None:
     """Run the mechanisms side by side (callback: results are ready for the rerun). On a large dataset the
     mechanisms that need the records run on the page's labelled sample when one was chosen (and are left
@@ -321,6 +343,8 @@ def on_run() -> None:
         return
     model, q = ss["bf_model"], query_string()
     rng, seed = state.rng_and_seed()
+    secure = bool(ss.get("bf_secure", False))
+    how: dict[str, Any] = {"secure": True} if secure else {"rng": rng, "seed": seed}
     teaching = state.teaching()
     large_ds = is_engine_data(ds)
     smp = _sample() if large_ds else None
@@ -339,7 +363,7 @@ def on_run() -> None:
                 skipped.append(label)
                 continue
             data = smp.table if (large_ds and records) else (ds if large_ds else ds.table)  # type: ignore[union-attr]
-            rel = fn(data, b, q, rng, ss.get("bf_threshold", "paper"), teaching, seed)
+            rel = fn(data, b, q, how, ss.get("bf_threshold", "paper"), teaching)
             if large_ds and records:
                 label = f"{label} [sample of {_sample_choice()[0]:,} rows asked]"  # type: ignore[index]
             releases.append((label, rel))
@@ -359,7 +383,8 @@ def on_run() -> None:
             if "private_rank_error" in rel.extras:
                 row["records above the answer"] = rel.extras["private_rank_error"]
         rows.append(row)
-    ss["bf_result"] = {"rows": pd.DataFrame(rows), "releases": releases, "seed": seed, "query": q, "model": model,
+    ss["bf_result"] = {"rows": pd.DataFrame(rows), "releases": releases, "seed": None if secure else seed,
+                       "secure": secure, "query": q, "model": model,
                        "teaching": teaching, "budget": b.describe(), "token": state.token(), "skipped": skipped}
 
 
@@ -497,12 +522,16 @@ def code(b: prdp.BudgetFunction | None, source: dict[str, Any], ds: Dataset) -> 
         f"rng = np.random.default_rng({int(ss.get('seed', 0))})",
     ]
     q = query_string()
+    how = "rng=rng"
+    if ss.get("bf_secure"):
+        how = "secure=True"
+        lines.append("# secure mode: exact OpenDP samplers, unseeded — every run differs")
     if ss.get("bf_model") == "local":
-        lines += [f"rel = prldp.framework({records}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, rng=rng, "
+        lines += [f"rel = prldp.framework({records}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, {how}, "
                   f"threshold={ss.get('bf_threshold', 'paper')!r}, reveal=True)"]
     else:
-        lines += [f"rel = prdp.framework({data}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, rng=rng, reveal=True)",
-                  f"base = prdp.naive({data}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, rng=rng, reveal=True)"]
+        lines += [f"rel = prdp.framework({data}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, {how}, reveal=True)",
+                  f"base = prdp.naive({data}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, {how}, reveal=True)"]
     lines += ["print(rel.answers, rel.extras['eps_tau'])",
               ("print(rel.distribution().summary())  # delivered losses, as counts per domain" if large_ds
                and ss.get("bf_model") != "local" else
@@ -544,7 +573,7 @@ STATE = PageState(
     settings=("bf_scale_vary", "bf_scale_trials"),
     engine=("bf_mode", "bf_preset", "bf_alpha", "bf_k", "bf_eps", "bf_expr", "bf_eps_max", "bf_U", "bf_eps_min_on",
             "bf_eps_min", "bf_measure", "bf_group_col", "bf_model", "bf_query", "bf_distinct_col", "bf_beta",
-            "bf_threshold"),
+            "bf_threshold", "bf_secure"),
     rules={"bf_scale_vary": ("choice", options.SCALE_VARY), "bf_scale_trials": ("range", 5, 200, True)},
     editors=("bf_steps", "bf_steps_current", "bf_groups_base", "bf_groups_base_col", "bf_groups_table"),
     results=("bf_result", "bf_run_error", "bf_last_valid", "bf_scale_shown"),

@@ -15,6 +15,7 @@ from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import granular
 from prdp_core.release import Release
+from prdp_core.secure import mode_label
 
 from . import large, memory, state
 from .common import confidential, guarded, learn, md_escape, seeded_notice
@@ -23,7 +24,7 @@ from .page_state import PageState
 #: Widget keys of the histogram lab and their defaults.
 LAB_DEFAULTS: dict[str, Any] = {"hl_source": "generated", "hl_d": 64, "hl_n": 50_000, "hl_patterns": 20,
                                 "hl_heavy": 0.5, "hl_eps0": 1.0, "hl_nu": 0.01, "hl_method": "exact",
-                                "hl_match": "eps0", "hl_domains": "public"}
+                                "hl_match": "eps0", "hl_domains": "public", "hl_secure": False}
 #: Largest number of documented categories a column may have to be picked by default.
 DEFAULT_MAX_CATEGORIES = 60
 DOMAIN_CHOICES = {"public": "declared public lists (a release)",
@@ -125,11 +126,13 @@ def run_lab(token: str, params_items: tuple[tuple[str, Any], ...], seed: int, te
     else:
         memory.guard("histogram", rows=int(params["hl_n"]), columns=int(params["hl_d"]) + 64)
     rng = np.random.default_rng(seed)
-    data = _data(params, _ds, rng)
+    data = _data(params, _ds, rng)  # generated records are synthetic: their generator is not the noise
+    # secure: exact discrete Laplace from OpenDP, unseeded (declared categories; dense standard histograms)
+    how: dict[str, Any] = {"secure": True} if params.get("hl_secure") else {"rng": rng, "seed": seed}
     hh = granular.heavy_hitter_histogram(data, eps0=float(params["hl_eps0"]), nu=float(params["hl_nu"]),
-                                        method=params["hl_method"], rng=rng, seed=seed, reveal=teaching)
+                                        method=params["hl_method"], reveal=teaching, **how)
     eps_std = float(params["hl_eps0"]) if params["hl_match"] == "eps0" else float(hh.extras["whole_record"])
-    std = granular.standard_histogram(data, eps=eps_std, rng=rng, seed=seed, reveal=teaching)
+    std = granular.standard_histogram(data, eps=eps_std, reveal=teaching, **how)
     names = {"heavy-hitter (per attribute)": hh, "standard Laplace": std}
     compare = granular.compare_cells(data, names, top=20, truth=teaching)
     acc = None
@@ -206,6 +209,9 @@ def reproduce_code(calc: dict[str, Any], explorer: dict[str, Any], params: dict[
         data = (f"data = granular.synthetic_attribute_data({int(params['hl_n'])}, {int(params['hl_d'])}, "
                 f"patterns={int(params['hl_patterns'])}, heavy_share={float(params['hl_heavy'])}, rng=rng)")
     std_eps = repr(float(params["hl_eps0"])) if params["hl_match"] == "eps0" else 'hh.extras["whole_record"]'
+    how = "secure=True" if params.get("hl_secure") else f"rng=rng, seed={seed}"
+    lab = ("secure: exact OpenDP samplers, unseeded — every run differs" if params.get("hl_secure") else
+           "seeded: for teaching and review, not a real release")
     return f"""import numpy as np
 import prdp_core
 from prdp_core import accounting, interpret
@@ -225,12 +231,12 @@ releases = granular.census_2020_illustrative()
 accounting.attribute_subset_rho(releases, ["race", "ethnicity"])  # 1.02
 accounting.attribute_rho_table(releases, delta={calc['delta']!r})
 
-# histogram lab (seeded: for teaching and review, not a real release)
+# histogram lab ({lab})
 rng = np.random.default_rng({seed})
 {data}
 hh = granular.heavy_hitter_histogram(data, eps0={float(params['hl_eps0'])!r}, nu={float(params['hl_nu'])!r},
-                                    method={params['hl_method']!r}, rng=rng, seed={seed}, reveal={teaching})
-std = granular.standard_histogram(data, eps={std_eps}, rng=rng, seed={seed}, reveal={teaching})
+                                    method={params['hl_method']!r}, {how}, reveal={teaching})
+std = granular.standard_histogram(data, eps={std_eps}, {how}, reveal={teaching})
 print(hh.extras["calibration"])
 print(hh.answers.head(20))
 """
@@ -320,7 +326,12 @@ def histogram_lab_tab() -> None:
                        f"{paper['eps_lists']:.3f} instead of half, and the counts the full ε0 (a changed attribute "
                        f"moves a record between two listed cells). The corrected calibrations above deliver at most "
                        f"ε0; the exact one was checked by enumerating every output on small domains.")
-    st.button("Run both histograms", type="primary", key="hl_run", on_click=on_run, disabled=lab_blocked)
+    b1, b2 = st.columns([1, 2])
+    b1.button("Run both histograms", type="primary", key="hl_run", on_click=on_run, disabled=lab_blocked)
+    b2.toggle("Secure release", key="hl_secure",
+              help="Exact discrete Laplace from OpenDP, unseeded, for numbers that may be published: declared "
+                   "categories, the heavy-hitter histogram calibrated by the accountant of its discrete noise, the "
+                   "standard one on at most 2^20 cells. Off: a seeded run, for teaching and review.")
     if ss.get("hl_error"):
         st.error(ss["hl_error"])
     res = current_result()
@@ -329,7 +340,9 @@ def histogram_lab_tab() -> None:
                 icon=":material/play_circle:")
     else:
         _, seed = state.rng_and_seed()
-        seeded_notice(seed)
+        st.caption(f"Mode: **{mode_label(res.heavy.secure)}**")
+        if not res.heavy.secure:
+            seeded_notice(seed)
         for note in res.notes:
             st.caption(f":material/info: {md_escape(note)}")
         if res.heavy.extras.get("teaching_only"):
@@ -394,7 +407,7 @@ STATE = PageState(
     page="concepts",
     settings=("cc_eps", "cc_prior", "cc_rho", "cc_delta", "cc_eps_target", "cc_rec_measure", "cc_rec_value",
               "pa_d", "pa_k", "pa_eps0", "pa_kind", "pa_subset", "hl_source", "hl_d", "hl_n", "hl_patterns",
-              "hl_heavy", "hl_columns", "hl_domains", "hl_eps0", "hl_nu", "hl_method", "hl_match"),
+              "hl_heavy", "hl_columns", "hl_domains", "hl_eps0", "hl_nu", "hl_method", "hl_match", "hl_secure"),
     rules={"cc_eps": ("range", 0.0, 100.0, False), "cc_prior": ("range", 0.01, 99.99, False),
            "cc_rho": ("range", 0.0, 1000.0, False), "cc_delta": ("choice", (1e-5, 1e-6, 1e-8, 1e-10)),
            "cc_eps_target": ("range", 0.01, 1000.0, False), "cc_rec_value": ("range", 0.0, 1000.0, False),

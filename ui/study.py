@@ -236,8 +236,8 @@ def _budget_section(ss: Any) -> dict[str, Any]:
 def _prdp_mechanism(ss: Any, seed: int, on_engine: bool = False) -> dict[str, Any]:
     model = ss.get("bf_model", "central")
     query = ss.get("bf_query", "sum")
-    m: dict[str, Any] = {"kind": "prdp", "model": model, "query": query, "beta": float(ss.get("bf_beta", 0.1)),
-                         "seed": seed}
+    m: dict[str, Any] = {"kind": "prdp", "model": model, "query": query, "beta": float(ss.get("bf_beta", 0.1))}
+    m.update({"secure": True} if ss.get("bf_secure") else {"seed": seed})  # secure releases are unseeded
     if query in ("sum", "max"):
         m["column"] = ss.get("bf_measure")
     elif query == "distinct":
@@ -536,7 +536,7 @@ def _budget_updates(study: Study, ds: Any, up: dict[str, Any], pop: set[str], no
         pop.add(f"bf_groups_edit_{g['column']}")
     m = next((m for m in study.mechanisms if m["kind"] == "prdp"), None)
     if m is not None:
-        up.update(bf_model=m["model"], bf_query=m["query"], bf_beta=float(m["beta"]))
+        up.update(bf_model=m["model"], bf_query=m["query"], bf_beta=float(m["beta"]), bf_secure=bool(m.get("secure")))
         if m["model"] == "local":
             up["bf_threshold"] = m.get("threshold", "paper")
         if m["query"] == "distinct":

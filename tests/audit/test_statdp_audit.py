@@ -16,6 +16,7 @@ cells are independent copies of the same neighbouring pair (unit splitting, hist
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from prdp_core.mechanisms.prdp.answers import ClippedSum, DistinctCount, Laplace
 from prdp_core.mechanisms.prdp.budget import BudgetFunction, constant, inverse, step_table
 from prdp_core.mechanisms.prdp.central import framework_trials, naive_trials
 from prdp_core.mechanisms.prdp.domains import DomainPartition
-from prdp_core.mechanisms.prdp.extension import ExtensionStats, extension_stats, extension_trials
+from prdp_core.mechanisms.prdp.extension import extension_stats, extension_trials
 from prdp_core.mechanisms.prdp.queries import prepare
 from prdp_core.mechanisms.prdp.selection import select_domain
 from prdp_core.secure import SecureSampler, grid_for, to_units
@@ -168,7 +169,7 @@ def case_prdp_sum_extension() -> Case:
     promise = float(s1.loss[-1])
 
     def draw(st, half=False):
-        st = copy.copy(st) if not half else ExtensionStats(st.sums, st.scales / 2, st.v_bar, st.loss, st.truth)
+        st = copy.copy(st) if not half else dataclasses.replace(st, scales=st.scales / 2)
 
         def s(n, rng):
             est, sel = extension_trials(st, dpart, beta=0.1, rng=rng, trials=n)

@@ -126,8 +126,11 @@ def test_messages_name_the_offending_key(path, value, message):
 def test_secure_flag():
     st = parse_config(_with("mechanisms[0].secure", True))
     assert st.mechanisms[0]["secure"] is True and "seed" not in st.mechanisms[0]
-    with pytest.raises(ConfigError, match=r"mechanisms\[1\].secure: secure mode covers the central PrDP"):
-        parse_config(_with("mechanisms[1].secure", True))   # a max query runs the naive baseline too
+    # every PrDP model and algorithm has a secure path (the max query runs the naive baseline too)
+    st = parse_config(_with("mechanisms[1].secure", True))
+    assert st.mechanisms[1]["secure"] is True and "naive" in st.mechanisms[1]["algorithms"]
+    local = _with("mechanisms[1].model", "local", _with("mechanisms[1].query", "sum"))
+    assert parse_config(_with("mechanisms[1].secure", True, local)).mechanisms[1]["secure"] is True
     with pytest.raises(ConfigError, match=r"mechanisms\[0\].seed: a secure release is unseeded"):
         parse_config(_with("mechanisms[0].seed", 3, _with("mechanisms[0].secure", True)))
     with pytest.raises(ConfigError, match=r"mechanisms\[0\].secure: must be true or false"):

@@ -224,6 +224,14 @@ def calibrate_heavy_hitter_histogram(eps0: float, nu: float = 0.01, d: int = 64,
     With one attribute there is no noisy level: the histogram is a plain Laplace histogram,
     Lap(2/ε0).
     """
+    e0, nu, share = calibration_inputs(eps0, nu, share)
+    if method not in ("exact", "lemma28", "paper"):
+        raise ParameterError(f"Unknown calibration '{method}'.", hint="Use exact, lemma28 or paper.")
+    return _calibrate(e0, nu, hh_levels(d), str(method), share)
+
+
+def calibration_inputs(eps0: float, nu: float, share: float) -> tuple[float, float, float]:
+    """ε0, ν and the list stage's share of a Theorem 15 calibration, checked (seeded or secure)."""
     e0 = _pos("The per-attribute ε0", eps0)
     if e0 < 1e-9:  # λ ∝ 1/ε0 would overflow the accountant
         raise ParameterError(f"The per-attribute ε0 must be at least 1e-9 (got {eps0!r}).")
@@ -233,9 +241,7 @@ def calibrate_heavy_hitter_histogram(eps0: float, nu: float = 0.01, d: int = 64,
     share = _pos("The list stage's share of ε0", share)
     if share >= 1:
         raise ParameterError(f"The list stage's share of ε0 must be strictly between 0 and 1 (got {share}).")
-    if method not in ("exact", "lemma28", "paper"):
-        raise ParameterError(f"Unknown calibration '{method}'.", hint="Use exact, lemma28 or paper.")
-    return _calibrate(e0, nu, hh_levels(d), str(method), share)
+    return e0, nu, share
 
 
 @functools.lru_cache(maxsize=256)

@@ -14,6 +14,7 @@ import numpy as np
 
 from ... import noise
 from ...errors import ParameterError, ResourceLimitError
+from ...secure import SecureSampler
 from ...validate import positive as _pos
 from .calibration import hh_levels
 from .data import AttributeData
@@ -62,8 +63,9 @@ class HeavyHitterRun:
                           self._decode(level - 1, 2 * index + 1, rp[idx])))
 
 
-def priv_heavy_hitters(data: AttributeData, *, lam: float, mu: float, tau: float, rng: np.random.Generator,
-                       max_candidates: int = MAX_CANDIDATES) -> HeavyHitterRun:
+def priv_heavy_hitters(data: AttributeData, *, lam: float, mu: float, tau: float,
+                       rng: np.random.Generator | None = None, max_candidates: int = MAX_CANDIDATES,
+                       sampler: SecureSampler | None = None) -> HeavyHitterRun:
     """PrivHeavyHitter (Algorithm 2): frequent attribute combinations, ε-∇0DP.
 
     The d attributes are the leaves of a binary tree (d padded to 2^L with constant
@@ -74,6 +76,9 @@ def priv_heavy_hitters(data: AttributeData, *, lam: float, mu: float, tau: float
 
     ``lam`` — Laplace scale λ (privacy); ``mu`` — threshold step µ ≥ 1 (privacy and list
     size); ``tau`` — base threshold τ (utility only; must not depend on the data beyond n).
+    ``sampler``: secure mode — the noise is OpenDP's exact DLap(λ) on the integer counts and the test
+    max(f, τ_ℓ − µ) + K > τ_ℓ is decided exactly (f + K > τ_ℓ, or K > µ for a capped count); its
+    privacy is :func:`prdp_core.mechanisms.granular.discrete.hh_epsilon_discrete`.
     """
     lam = _pos("λ", lam)
     mu = _pos("µ", mu)
@@ -109,8 +114,12 @@ def priv_heavy_hitters(data: AttributeData, *, lam: float, mu: float, tau: float
         del lid, rid
         counts = np.bincount(key, minlength=m)
         t = tau + (level - 1) * mu
-        noisy = np.maximum(counts, t - mu) + noise.laplace(lam, m, rng=rng)
-        keep = np.flatnonzero(noisy > t)
+        if sampler is None:
+            noisy = np.maximum(counts, t - mu) + noise.laplace(lam, m, rng=rng)  # type: ignore[arg-type]
+            keep = np.flatnonzero(noisy > t)
+        else:
+            k = sampler.laplace_answers(np.zeros(m, dtype=np.int64), 1.0, 1.0, 1.0 / lam).units
+            keep = np.flatnonzero(np.where(counts >= t - mu, counts + k > t, k > mu))
         remap = np.full(m, -1, dtype=np.int32)
         remap[keep] = np.arange(keep.size, dtype=np.int32)
         ids = np.full(n, -1, dtype=np.int32)

@@ -4,6 +4,16 @@ Both return a :class:`~prdp_core.release.Release` with each record's whole-recor
 heavy-hitter histogram counts its listed cells with Lap(4/ε) after the calibrated PrivHeavyHitter,
 the standard histogram adds Lap(2/ε) to every cell (lazily above 2^20 cells) and publishes those
 above a public threshold. Also their accuracy against the truth and a side-by-side of cells.
+
+Secure mode (``secure=True`` or a ``sampler``, :mod:`prdp_core.secure`): the counts are integers, so
+the Laplace noise is replaced by OpenDP's exact discrete Laplace on the integer grid, unseeded. For
+an integer change k of a count, DLap(b) has likelihood ratio at most e^{k/b}, the bound of Lap(b), so
+the standard histogram and the counts keep their loss (OpenDP's map confirms it before the draw).
+PrivHeavyHitter's threshold tests (d ≥ 2) are calibrated by the exact accountant of the discrete
+noise (:mod:`.discrete`: a step-function tail; λ ≈ 6.0/ε0 instead of 5.70/ε0 at ν = 0.01), and the
+release states the ε0 that accountant delivers. The standard histogram's lazy sampling of empty cells
+(above 2^20 cells) draws continuous tails: refused in secure mode, as are domains read from the data
+(such a release is teaching-only).
 """
 
 from __future__ import annotations
@@ -17,11 +27,13 @@ import pandas as pd
 
 from ... import noise
 from ...accounting import FlatLoss, LedgerEntry
-from ...errors import ParameterError, ResourceLimitError
+from ...errors import ParameterError, PolicyError, ResourceLimitError
 from ...release import Release
+from ...secure import SecureSampler
 from ...validate import positive as _pos
 from .calibration import CalibrationMethod, calibrate_heavy_hitter_histogram
 from .data import AttributeData, TrueHistogram, _row_keys, true_histogram
+from .discrete import calibrate_discrete
 from .heavy_hitters import priv_heavy_hitters
 
 #: Largest number of cells a standard histogram materialises densely.
@@ -63,9 +75,31 @@ def _true_counts_of(data: AttributeData, codes: np.ndarray, truth: TrueHistogram
     return np.where(found, truth.counts[pos] if hit else 0, 0)
 
 
-def heavy_hitter_histogram(data: AttributeData, *, eps0: float, nu: float = 0.01, rng: np.random.Generator,
-                           method: CalibrationMethod = "exact", tau: float | None = None,
-                           seed: int | None = None, reveal: bool = False) -> Release:
+def _secure_sampler(secure: bool, sampler: SecureSampler | None, rng: Any, data: AttributeData,
+                    what: str) -> SecureSampler | None:
+    """The exact sampler of a secure histogram (None for a seeded run, which needs a numpy Generator)."""
+    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+    if smp is None:
+        if not isinstance(rng, np.random.Generator):
+            raise ParameterError("Pass a numpy random Generator as rng, or secure=True for a real release.")
+        return None
+    if not data.public_domains:
+        raise PolicyError(f"A secure {what} needs declared (public) categories: these were read from the data.",
+                          hint="Declare each attribute's categories, or run it as a seeded teaching run.")
+    return smp
+
+
+def _noisy_counts(counts: np.ndarray, scale: float, rng: Any, smp: SecureSampler | None) -> np.ndarray:
+    """Integer counts + Lap(scale) (seeded) or + DLap(scale) on the integers (secure: exact, OpenDP)."""
+    if smp is None:
+        return counts + noise.laplace(scale, counts.size, rng=rng)
+    return smp.laplace_answers(np.asarray(counts, dtype=np.int64), 1.0, 1.0, 1.0 / scale).estimate
+
+
+def heavy_hitter_histogram(data: AttributeData, *, eps0: float, nu: float = 0.01,
+                           rng: np.random.Generator | None = None, method: CalibrationMethod = "exact",
+                           tau: float | None = None, seed: int | None = None, reveal: bool = False,
+                           secure: bool = False, sampler: SecureSampler | None = None) -> Release:
     """The Theorem 15 histogram: PrivHeavyHitter, then Laplace counts on its final list.
 
     ``data`` must have public domains (:func:`encode_attributes` with declared categories): with
@@ -79,9 +113,19 @@ def heavy_hitter_histogram(data: AttributeData, *, eps0: float, nu: float = 0.01
 
     ``nu`` — error target ν (heavy hitters have count ≥ νn; µ = λ·ln(16/ν)); ``tau`` —
     base threshold, default ½νn (Lemma 30; a utility knob that must not depend on the data
-    beyond n); ``reveal`` — attach true counts and errors (teaching mode only).
+    beyond n); ``reveal`` — attach true counts and errors (teaching mode only); ``secure``,
+    ``sampler`` — exact discrete Laplace lists and counts, unseeded, calibrated by the discrete
+    accountant (:func:`~prdp_core.mechanisms.granular.discrete.calibrate_discrete`).
     """
-    cal = calibrate_heavy_hitter_histogram(eps0, nu, data.d, method=method)
+    smp = _secure_sampler(secure, sampler, rng, data, "heavy-hitter histogram")
+    if smp is None:
+        cal = calibrate_heavy_hitter_histogram(eps0, nu, data.d, method=method)
+    elif method != "exact":
+        raise ParameterError("A secure heavy-hitter histogram is calibrated by the exact accountant of its discrete "
+                             "noise.", hint="Use method='exact'.")
+    else:
+        cal = calibrate_discrete(eps0, nu, data.d)
+    seed = None if smp is not None else seed
     t = 0.5 * cal.nu * data.n if tau is None else float(tau)
     start = time.perf_counter()
     if cal.levels == 0:
@@ -90,22 +134,25 @@ def heavy_hitter_histogram(data: AttributeData, *, eps0: float, nu: float = 0.01
         counts = np.bincount(data.codes[:, 0].astype(np.int64), minlength=size)
         level_sizes: tuple[int, ...] = (size,)
     else:
-        run = priv_heavy_hitters(data, lam=cal.lam, mu=cal.mu, tau=t, rng=rng)
+        run = priv_heavy_hitters(data, lam=cal.lam, mu=cal.mu, tau=t, rng=rng, sampler=smp)
         codes, counts, level_sizes = run.codes, run.counts, run.level_sizes
-    est = counts + noise.laplace(cal.count_scale, counts.size, rng=rng) if counts.size else np.zeros(0)
+    est = _noisy_counts(counts, cal.count_scale, rng, smp) if counts.size else np.zeros(0)
     seconds = time.perf_counter() - start
     whole = cal.whole_record(data.d)
     answers, cells = _answers(data, codes, est, cal.count_scale, counts.astype(float) if reveal else None)
     params = {"eps0": cal.eps0, "nu": cal.nu, "tau": t, "d": data.d, "n": data.n, "attributes": list(data.names),
               "domains": data.domain_source,
               **{f"cal_{k}": v for k, v in cal.as_dict().items() if k not in ("eps0", "nu")}}
+    if smp is not None:
+        params["secure"] = smp.describe()
     entry = LedgerEntry(
         label=f"Heavy-hitter histogram on {data.d} attribute(s), ε0 = {cal.delivered:.3g} per attribute"
               + _teaching_only(data),
-        mechanism="granular.heavy_hitter_histogram", loss=FlatLoss(whole, "eps"), params=params, seed=seed)
+        mechanism="granular.heavy_hitter_histogram", loss=FlatLoss(whole, "eps"), params=params, seed=seed,
+        secure=smp is not None)
     return Release(
         mechanism="granular.heavy_hitter_histogram", answers=answers, measure="eps", loss=np.full(data.n, whole),
-        entries=(entry,), params=params, seed=seed, truth_included=reveal,
+        entries=(entry,), params=params, seed=seed, secure=smp is not None, truth_included=reveal,
         extras={"calibration": cal, "eps0_delivered": cal.delivered, "whole_record": whole, "cells": cells,
                 "level_sizes": level_sizes, "seconds": seconds, "notes": data.notes,
                 "teaching_only": not data.public_domains})
@@ -129,9 +176,10 @@ def _log_cells(cells: int) -> float:
     return math.log(cells) if cells < 2**1000 else float(cells.bit_length()) * math.log(2.0)
 
 
-def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Generator, threshold: float | None = None,
-                       seed: int | None = None, reveal: bool = False, dense_limit: int = DENSE_LIMIT,
-                       max_released: int = MAX_RELEASED) -> Release:
+def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Generator | None = None,
+                       threshold: float | None = None, seed: int | None = None, reveal: bool = False,
+                       dense_limit: int = DENSE_LIMIT, max_released: int = MAX_RELEASED, secure: bool = False,
+                       sampler: SecureSampler | None = None) -> Release:
     """The canonical ε-DP histogram (§5): Laplace(2/ε) on every one of the Π|X_j| cells.
 
     The K cells, the default threshold and ``cells_log10`` are functions of the domains, which
@@ -147,7 +195,12 @@ def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Genera
     t ≥ 0 is Binomial(K_empty, ½e^{−t/b}) (Poisson with that mean once K_empty ≥ 2^62 —
     total-variation error ≤ ½e^{−t/b}, negligible), their values t + Exponential(b) and
     their positions uniform among empty cells.
+
+    ``secure``, ``sampler``: every cell gets exact discrete Laplace DLap(2/ε) on its integer count
+    (OpenDP certifies ε at L1 sensitivity 2), unseeded; dense domains only (≤ ``dense_limit`` cells).
     """
+    smp = _secure_sampler(secure, sampler, rng, data, "standard histogram")
+    seed = None if smp is not None else seed
     e = _pos("ε", eps)
     b = 2.0 / e
     K = data.cells
@@ -155,11 +208,15 @@ def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Genera
     truth = true_histogram(data)
     start = time.perf_counter()
     sizes = data.domain_sizes
+    if smp is not None and K > dense_limit:
+        raise PolicyError(f"A secure standard histogram draws every one of its cells (at most {dense_limit:,}; this "
+                          "domain has more).", hint="Use fewer attributes or categories, or a seeded teaching run.")
     if K <= dense_limit:
         idx = _row_keys(truth.codes, sizes) if truth.codes.size else np.zeros(0, dtype=np.int64)
         allc = np.zeros(K, dtype=np.int64)
         allc[idx] = truth.counts
-        noisy = allc + noise.laplace(b, K, rng=rng)
+        noisy = (allc + noise.laplace(b, K, rng=rng) if smp is None else
+                 smp.laplace_answers(allc, 1.0, 2.0, e).estimate)  # DLap(2/ε): L1 sensitivity 2, ε certified
         keep = np.flatnonzero(noisy > t)
         if keep.size > max_released:
             raise ResourceLimitError(f"{keep.size:,} cells would be published (limit {max_released:,}).",
@@ -179,6 +236,7 @@ def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Genera
                                      f"{max_released:,}).", hint="Raise the release threshold.")
         occ = truth.counts + noise.laplace(b, truth.counts.size, rng=rng)
         ko = np.flatnonzero(occ > t)
+        assert rng is not None  # the lazy path is seeded only
         m_empty = int(rng.binomial(k_empty, p)) if k_empty < 2**62 else int(rng.poisson(mean))
         ecodes = _sample_empty_cells(sizes, truth.keys, m_empty, rng)
         evals = t + rng.exponential(b, m_empty)
@@ -188,13 +246,16 @@ def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Genera
         empty_released = m_empty
     seconds = time.perf_counter() - start
     answers, cells = _answers(data, codes, est, b, true if reveal else None)
-    params = {"eps": e, "threshold": t, "d": data.d, "n": data.n, "attributes": list(data.names), "scale": b,
-              "cells_log10": _log_cells(K) / math.log(10.0), "domains": data.domain_source}
+    params: dict[str, Any] = {"eps": e, "threshold": t, "d": data.d, "n": data.n, "attributes": list(data.names),
+                              "scale": b, "cells_log10": _log_cells(K) / math.log(10.0), "domains": data.domain_source}
+    if smp is not None:
+        params["secure"] = smp.describe()
     entry = LedgerEntry(label=f"Standard Laplace histogram on {data.d} attribute(s), ε = {e:.3g}"
                               + _teaching_only(data),
-                        mechanism="granular.standard_histogram", loss=FlatLoss(e, "eps"), params=params, seed=seed)
+                        mechanism="granular.standard_histogram", loss=FlatLoss(e, "eps"), params=params, seed=seed,
+                        secure=smp is not None)
     return Release(mechanism="granular.standard_histogram", answers=answers, measure="eps", loss=np.full(data.n, e),
-                   entries=(entry,), params=params, seed=seed, truth_included=reveal,
+                   entries=(entry,), params=params, seed=seed, secure=smp is not None, truth_included=reveal,
                    extras={"threshold": t, "scale": b, "seconds": seconds, "whole_record": e, "eps0_delivered": e,
                            "cells": cells,
                            "private_empty_released": empty_released, "notes": data.notes,

@@ -22,7 +22,8 @@ Mechanisms
   s·2^{i−1}ε̌ + (1 − s)·ε_τ·[i ≥ ℓ] ≤ 2^{i−1}ε̌ ≤ E(r), since ε_τ ≤ 2^{i−1}ε̌ for i ≥ ℓ), and
   ``beta_share`` = Part 1's share of β; the paper's halves are the defaults
   (:mod:`prdp_core.mechanisms.prdp.forecast` predicts when another split is better).
-* :func:`naive` — the straw man of Sec. 4.1: M on the whole data at the global minimum ε̌.
+* :func:`naive` — the straw man of Sec. 4.1: M on the whole data at the global minimum ε̌ (secure
+  mode: the same exact M as the framework's Part 2, on every record at ε̌).
 * The Sec. 5.2 extension to sums is in :mod:`.extension`.
 
 When no domain passes its threshold (too few records for these budgets) the algorithms
@@ -59,7 +60,6 @@ from .queries import Prepared, Query, _query_input, prepare
 from .selection import (
     Selection,
     _check_beta,
-    _check_rng,
     _entry,
     _eps_array,
     _sampler,
@@ -430,20 +430,32 @@ def naive_trials(p: Prepared, *, beta: float, rng: np.random.Generator, trials: 
     return _run_m(p, ell, np.full(int(trials), p.budget.eps_min), _check_beta(beta), rng)
 
 
-def naive(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float, rng: np.random.Generator,
-          reveal: bool = False, seed: int | None = None) -> Release:
+def naive(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float,
+          rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
+          secure: bool = False, sampler: SecureSampler | None = None) -> Release:
     """The straw man of Sec. 4.1: run M on all records at the global minimum ε̌ (E-PrDP, since
-    ε̌ ≤ E(r) for every record). Its error scales with 1/ε̌ — usually useless."""
-    rng = _check_rng(rng)
+    ε̌ ≤ E(r) for every record). Its error scales with 1/ε̌ — usually useless.
+
+    ``secure``, ``sampler``: secure mode — M runs with exact noise and selections from OpenDP
+    (:func:`_secure_m` on all records, ℓ = 1) at the same ε̌, so every record pays ε̌; no seed.
+    """
+    smp = _sampler(secure, sampler, rng)
+    seed = None if smp is not None else seed
     b = _check_beta(beta)
     p = prepare(table, budget, query)
-    est_a, det = naive_trials(p, beta=b, rng=rng)
+    if smp is None:
+        est_a, det = naive_trials(p, beta=b, rng=rng)  # type: ignore[arg-type]
+    else:
+        est1, det1 = _secure_m(p, table, 1, float(budget.eps_min), b, smp)
+        est_a, det = np.array([est1]), {k: np.array([v]) for k, v in det1.items()}
     est = float(est_a[0])
     delivered = _delivered(p, np.full(p.domains.L, budget.eps_min), lambda: np.full(p.n, budget.eps_min))
     row: dict[str, Any] = {"query": p.query.label, "estimate": est, "eps_tau": budget.eps_min, "ell": 1}
     extras: dict[str, Any] = {"eps_M": budget.eps_min, "mechanism_M": getattr(p.query.mechanism, "name", "")}
     _finish_row(row, extras, det, p, est, est_a, reveal)
-    params = {"query": p.query.label, "beta": b, "budget": budget.to_dict()}
+    params: dict[str, Any] = {"query": p.query.label, "beta": b, "budget": budget.to_dict()}
+    if smp is not None:
+        params["secure"] = smp.describe()
     name = f"prdp.naive.{p.query.kind}"
     return _prdp_release(p, name, row, delivered, f"Naive ε̌: {p.query.label}", "global minimum ε̌ for every record",
-                         budget.eps_min, params, seed, False, reveal, extras)
+                         budget.eps_min, params, seed, smp is not None, reveal, extras)

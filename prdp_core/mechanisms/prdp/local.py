@@ -22,6 +22,16 @@ e^{−E(r)}·P[M(⊥) ∈ y] ≤ P[M(r) ∈ y] ≤ e^{E(r)}·P[M(⊥) ∈ y].
   A party pays 2^{i−2}ε̌ in round I and ε_τ/2 in round II if kept: ≤ E(r).
 * :func:`naive` — every party randomises at the global minimum ε̌.
 
+Secure mode (``secure=True`` or a ``sampler``; :mod:`prdp_core.secure`): every party's
+randomiser draws exact discrete Laplace noise from OpenDP with the same scales — Algorithm 3's
+report is the integer vector 1[r ∈ X_i] + K_i, K_i ~ DLap(1/(2^{i−1}ε̌)) (:func:`secure_randomise`);
+round II sends u(min(v, τ)) + DLap calibrated to ⌈τ/g⌉ grid units at ε_τ/2 on the grid g of τ
+(counts: 1 + DLap(2/ε_τ)). For integer inputs and a unit change, DLap(t) gives exactly the
+ε = 1/t of the continuous Laplace (OpenDP's map certifies each call), so a party pays what it
+pays in a seeded run; the analyser adds the integer reports exactly and the answer is on the grid.
+Secure runs draw each party's report (n·L draws for Algorithms 3–4: slower than the seeded
+sampling of the totals below, but the protocol as deployed).
+
 The analyser only uses the sum of the parties' reports per domain. Runs of the whole
 protocol sample these sums directly: a sum of n independent Laplace(b) variables equals
 in distribution Gamma(n, b) − Gamma(n, b) (Laplace = difference of two exponentials), so
@@ -41,10 +51,11 @@ import pandas as pd
 
 from ...errors import ParameterError
 from ...release import Release
+from ...secure import SecureSampler, exact_cell_sums, grid_for, to_units
 from .budget import BudgetFunction
 from .domains import DomainPartition
 from .queries import Query, _query_input, as_query
-from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _table_of, _truth_cols
+from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _sampler, _table_of, _truth_cols
 
 #: Neighbour notion of every PrLDP release: one party's report against the dummy record ⊥ (Def. 7.2).
 LOCAL_NEIGHBOURS = "local: a party's report vs the dummy ⊥ (PrLDP, Def. 7.2)"
@@ -77,6 +88,32 @@ def randomise(values_eps: Any, *, eps_min: float, eps_max: float, rng: np.random
     rep = rng.laplace(0.0, 1.0, size=(e.size, dp.L)) / dp.lo[None, :]
     rep[np.arange(e.size), idx - 1] += 1.0
     return rep
+
+
+def secure_randomise(values_eps: Any, *, eps_min: float, eps_max: float, sampler: SecureSampler,
+                     share: float = 1.0) -> np.ndarray:
+    """Algorithm 3 with exact noise: every party's integer report 1[r ∈ X_i] + DLap(1/(s·2^{i−1}ε̌)),
+    an (n, L) int64 array (s = ``share``: ½ in round I of Algorithm 5).
+
+    Coordinate i is a unit-sensitivity integer against ⊥ with discrete Laplace of scale 1/(s·2^{i−1}ε̌):
+    s·2^{i−1}ε̌-DP exactly (OpenDP's map certifies it before the draw), so a party of domain i pays
+    s·2^{i−1}ε̌ ≤ E(r), as in the seeded randomiser.
+    """
+    dp = DomainPartition(float(eps_min), float(eps_max))
+    e = _eps_array(values_eps, dp.eps_min, dp.eps_max)
+    idx = dp.index(e)
+    rep = np.empty((e.size, dp.L), dtype=np.int64)
+    for i in range(dp.L):  # one scale per domain; each party's coordinate drawn on its own
+        member = (idx == i + 1).astype(np.int64)
+        rep[:, i] = sampler.laplace_answers(member, 1.0, 1.0, float(share * dp.lo[i])).units
+    return rep
+
+
+def _secure_totals(units: np.ndarray, grid: float, sensitivity: float, eps: float, sampler: SecureSampler) -> float:
+    """Σ over the parties of u_r + DLap (ε-DP per party against ⊥ for |u_r| ≤ ⌈Δ/g⌉), added exactly
+    in integers and returned in value units (a multiple of the grid)."""
+    out = sampler.laplace_answers(units, grid, sensitivity, eps).units
+    return float(exact_cell_sums(np.zeros(out.size, dtype=np.int64), out, 1)[0]) * grid
 
 
 def analyse(reports: np.ndarray, *, eps_min: float, eps_max: float, beta: float,
@@ -127,38 +164,59 @@ def _select_local(true: np.ndarray, n: int, lo: np.ndarray, beta: float, rng: np
     return Selection(totals, th, ell.astype(int), passed)
 
 
-def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: np.random.Generator,
-          threshold: ThresholdRule = "paper", reveal: bool = False, seed: int | None = None) -> Release:
+def _secure_select(values_eps: Any, n: int, dp: DomainPartition, beta: float, rule: ThresholdRule,
+                   sampler: SecureSampler, share: float = 1.0) -> Selection:
+    """Algorithm 4's rule on the exact sum of the parties' secure reports (:func:`secure_randomise`)."""
+    rep = secure_randomise(values_eps, eps_min=dp.eps_min, eps_max=dp.eps_max, sampler=sampler, share=share)
+    totals = exact_cell_sums(np.tile(np.arange(dp.L), rep.shape[0]), rep.ravel(), dp.L).astype(float)
+    th = local_thresholds(n, dp.lo * share, beta, rule)
+    ok = totals >= th
+    passed = bool(ok.any())
+    ell = int(np.argmax(ok)) + 1 if passed else dp.L
+    return Selection(totals[None, :], th, np.array([ell]), np.array([passed]))
+
+
+def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: np.random.Generator | None = None,
+          threshold: ThresholdRule = "paper", reveal: bool = False, seed: int | None = None, secure: bool = False,
+          sampler: SecureSampler | None = None) -> Release:
     """Algorithms 3 + 4 (PrLDP count): the number of parties with a record, under E-PrLDP.
 
     ``values_eps``: each party's budget E(r); ``eps_min``/``eps_max``: ε̌, ε̂ (public);
     ``beta``: failure rate (Thm 7.3: with probability ≥ 1 − β, ε_τ ≥ ε_min(D)/2 and the error is
     O(√n·log(log(ε̂/ε̌)/β)/ε_min(D))); ``threshold``: see :func:`local_thresholds`. A party of
-    domain i pays 2^{i−1}ε̌ ≤ E(r) whatever the threshold.
+    domain i pays 2^{i−1}ε̌ ≤ E(r) whatever the threshold. ``secure``, ``sampler``: every party's
+    report drawn with exact discrete Laplace noise (:func:`secure_randomise`), no seed.
     """
     b = _check_beta(beta)
-    rng = _check_rng(rng)
+    smp = _sampler(secure, sampler, rng)
+    seed = None if smp is not None else seed
     dp = DomainPartition(float(eps_min), float(eps_max))
     e = _eps_array(values_eps, dp.eps_min, dp.eps_max)
     idx = dp.index(e)
     counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
-    sel = _select_local(counts, e.size, dp.lo, b, rng, 1, threshold)
+    if smp is None:
+        sel = _select_local(counts, e.size, dp.lo, b, rng, 1, threshold)  # type: ignore[arg-type]
+    else:
+        sel = _secure_select(e, e.size, dp, b, threshold, smp)
     ell, est = int(sel.ell[0]), float(sel.retained_sum()[0])
     eps_tau = float(dp.lo[ell - 1])
     row: dict[str, Any] = {"query": "count", "estimate": est, "eps_tau": eps_tau, "ell": ell}
     if reveal:
         row.update(_truth_cols(est, float(e.size)))
     loss = dp.lo[idx - 1]
-    params = {"eps_min": dp.eps_min, "eps_max": dp.eps_max, "beta": b, "L": dp.L, "model": "local",
-              "threshold": threshold}
+    params: dict[str, Any] = {"eps_min": dp.eps_min, "eps_max": dp.eps_max, "beta": b, "L": dp.L,
+                              "model": "local", "threshold": threshold}
+    if smp is not None:
+        params["secure"] = smp.describe()
     extras = {"eps_tau": eps_tau, "ell": ell, "passed": bool(sel.passed[0]), "L": dp.L,
               "noisy_counts": sel.noisy[0].copy(), "thresholds": sel.thresholds,
               "private_dropped": int(counts[: ell - 1].sum()), "private_domain_counts": counts.astype(int)}
+    sec = smp is not None
     return Release(mechanism="prldp.count", answers=pd.DataFrame([row]), measure="eps", loss=loss,
                    entries=(_entry("PrLDP count (Algorithms 3–4)", "prldp.count", loss,
                                    "PrLDP count: 2^(i−1)·ε̌ for a party of domain i", dp.eps_max, params, seed,
-                                   neighbours=LOCAL_NEIGHBOURS),),
-                   params=params, seed=seed, requested=np.asarray(values_eps, dtype=float).ravel(),
+                                   sec, neighbours=LOCAL_NEIGHBOURS),),
+                   params=params, seed=seed, secure=sec, requested=np.asarray(values_eps, dtype=float).ravel(),
                    truth_included=reveal, extras=extras)
 
 
@@ -197,6 +255,17 @@ class _LocalData:
         up = float(self.budget.upper_values(np.array([eps_tau * (1 - 1e-12)]))[0])
         return self.budget.U if not math.isfinite(up) or up <= 0 else min(up, self.budget.U)
 
+    def secure_round_two(self, eps_tau: float, sampler: SecureSampler) -> tuple[float, float]:
+        """Round II with exact noise: each party sends u_r + DLap at ε_τ/2 for |u_r| ≤ ⌈τ/g⌉ — u_r =
+        round(min(v, τ)/g) on the grid g of τ (sum) or 1 (count) if kept, 0 for ⊥. Returns (answer, τ)."""
+        kept = self.eps >= eps_tau * (1 - 1e-12)
+        if self.v is None:
+            return _secure_totals(kept.astype(np.int64), 1.0, 1.0, eps_tau / 2.0, sampler), 1.0
+        tau = self.clip_bound(eps_tau)
+        g = grid_for(tau, sampler.bits)
+        units = np.where(kept, to_units(np.minimum(self.v, tau), g), 0)
+        return _secure_totals(units, g, tau, eps_tau / 2.0, sampler), tau
+
     def round_two(self, eps_tau: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """Round II for each trial: kept parties (E(r) ≥ ε_τ) send their clipped value, others ⊥."""
         out = np.empty(eps_tau.size)
@@ -229,18 +298,26 @@ def framework_trials(data: _LocalData, *, beta: float, rng: np.random.Generator,
 
 
 def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float,
-              rng: np.random.Generator, threshold: ThresholdRule = "paper", reveal: bool = False,
-              seed: int | None = None) -> Release:
+              rng: np.random.Generator | None = None, threshold: ThresholdRule = "paper", reveal: bool = False,
+              seed: int | None = None, secure: bool = False, sampler: SecureSampler | None = None) -> Release:
     """Algorithm 5 (general PrLDP framework) for ``count`` and ``sum`` queries.
 
     Round I: Algorithms 3–4 with E' = E/2 and β/2 give ε_τ = 2^{ℓ−1}ε̌. Round II: parties with
     E(r) ≥ ε_τ send min(v, τ) + Laplace(2τ/ε_τ) (sum) or 1 + Laplace(2/ε_τ) (count); the others
     send the same for ⊥ (value 0). A party of domain i pays 2^{i−2}ε̌ + (ε_τ/2 if kept) ≤ E(r).
+    ``secure``, ``sampler``: both rounds with exact discrete Laplace (:func:`secure_randomise`,
+    :meth:`_LocalData.secure_round_two`), same per-party losses, no seed.
     """
-    rng = _check_rng(rng)
+    smp = _sampler(secure, sampler, rng)
+    seed = None if smp is not None else seed
     b = _check_beta(beta)
     d = _LocalData(table, budget, query)
-    est_a, sel, taus = framework_trials(d, beta=b, rng=rng, threshold=threshold)
+    if smp is None:
+        est_a, sel, taus = framework_trials(d, beta=b, rng=rng, threshold=threshold)  # type: ignore[arg-type]
+    else:
+        sel = _secure_select(d.eps, d.n, d.dp, b / 2.0, threshold, smp, share=0.5)
+        est1, tau1 = d.secure_round_two(float(d.dp.lo[int(sel.ell[0]) - 1]), smp)
+        est_a, taus = np.array([est1]), np.array([tau1])
     ell, est = int(sel.ell[0]), float(est_a[0])
     eps_tau = float(d.dp.lo[ell - 1])
     kept = d.eps >= eps_tau * (1 - 1e-12)
@@ -248,8 +325,10 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
     row: dict[str, Any] = {"query": d.query.label, "estimate": est, "eps_tau": eps_tau, "ell": ell}
     if reveal:
         row.update(_truth_cols(est, d.truth))
-    params = {"query": d.query.label, "beta": b, "budget": budget.to_dict(), "L": d.dp.L, "model": "local",
-              "threshold": threshold}
+    params: dict[str, Any] = {"query": d.query.label, "beta": b, "budget": budget.to_dict(), "L": d.dp.L,
+                              "model": "local", "threshold": threshold}
+    if smp is not None:
+        params["secure"] = smp.describe()
     extras = {"eps_tau": eps_tau, "ell": ell, "eps_M": eps_tau / 2.0, "passed": bool(sel.passed[0]), "L": d.dp.L,
               "noisy_counts": sel.noisy[0].copy(), "thresholds": sel.thresholds, "tau": float(taus[0]),
               "private_dropped": int((~kept).sum()), "private_domain_counts": d.counts.astype(int)}
@@ -257,8 +336,9 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
     return Release(mechanism=name, answers=pd.DataFrame([row]), measure="eps", loss=loss,
                    entries=(_entry(f"PrLDP framework: {d.query.label}", name, loss,
                                    "PrLDP framework: 2^(i−2)·ε̌ + ε_τ/2 for kept parties", d.dp.eps_max, params,
-                                   seed, neighbours=LOCAL_NEIGHBOURS),),
-                   params=params, seed=seed, requested=d.eps, truth_included=reveal, extras=extras)
+                                   seed, smp is not None, neighbours=LOCAL_NEIGHBOURS),),
+                   params=params, seed=seed, secure=smp is not None, requested=d.eps, truth_included=reveal,
+                   extras=extras)
 
 
 def naive_trials(data: _LocalData, *, rng: np.random.Generator, trials: int = 1) -> np.ndarray:
@@ -270,23 +350,39 @@ def naive_trials(data: _LocalData, *, rng: np.random.Generator, trials: int = 1)
     return float(np.minimum(data.v, U).sum()) + laplace_sum(data.n, U / e, rng=rng, size=int(trials))
 
 
-def naive(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float, rng: np.random.Generator,
-          reveal: bool = False, seed: int | None = None) -> Release:
-    """Local baseline at the global minimum ε̌ for every party (E-PrLDP since ε̌ ≤ E(r))."""
-    rng = _check_rng(rng)
+def secure_naive(data: _LocalData, sampler: SecureSampler) -> float:
+    """Every party sends 1 + DLap(1/ε̌), or u(min(v, U)) + DLap at ε̌ on the grid of U (exact, summed exactly)."""
+    e = float(data.budget.eps_min)
+    if data.v is None:
+        return _secure_totals(np.ones(data.n, dtype=np.int64), 1.0, 1.0, e, sampler)
+    U = float(data.budget.U)
+    g = grid_for(U, sampler.bits)
+    return _secure_totals(to_units(np.minimum(data.v, U), g), g, U, e, sampler)
+
+
+def naive(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float,
+          rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
+          secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+    """Local baseline at the global minimum ε̌ for every party (E-PrLDP since ε̌ ≤ E(r)).
+    ``secure``, ``sampler``: exact discrete Laplace reports (:func:`secure_naive`), no seed."""
+    smp = _sampler(secure, sampler, rng)
+    seed = None if smp is not None else seed
     b = _check_beta(beta)
     d = _LocalData(table, budget, query)
-    est = float(naive_trials(d, rng=rng)[0])
+    est = float(naive_trials(d, rng=rng)[0]) if smp is None else secure_naive(d, smp)  # type: ignore[arg-type]
     loss = np.full(d.n, budget.eps_min)
     row: dict[str, Any] = {"query": d.query.label, "estimate": est, "eps_tau": budget.eps_min, "ell": 1}
     if reveal:
         row.update(_truth_cols(est, d.truth))
-    params = {"query": d.query.label, "beta": b, "budget": budget.to_dict(), "model": "local"}
+    params: dict[str, Any] = {"query": d.query.label, "beta": b, "budget": budget.to_dict(), "model": "local"}
+    if smp is not None:
+        params["secure"] = smp.describe()
     name = f"prldp.naive.{d.query.kind}"
     return Release(mechanism=name, answers=pd.DataFrame([row]), measure="eps", loss=loss,
                    entries=(_entry(f"Local naive ε̌: {d.query.label}", name, loss, "global minimum ε̌ for every party",
-                                   budget.eps_min, params, seed, neighbours=LOCAL_NEIGHBOURS),),
-                   params=params, seed=seed, requested=d.eps, truth_included=reveal, extras={"eps_M": budget.eps_min})
+                                   budget.eps_min, params, seed, smp is not None, neighbours=LOCAL_NEIGHBOURS),),
+                   params=params, seed=seed, secure=smp is not None, requested=d.eps, truth_included=reveal,
+                   extras={"eps_M": budget.eps_min})
 
 
 def simulate(table: Any, budget: BudgetFunction, query: "str | Query", method: Literal["count", "framework", "naive"],
