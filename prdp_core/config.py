@@ -847,7 +847,7 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, en
                 raise _err(f"{p}.secure", "secure mode covers the central PrDP count and framework only.",
                            hint="Use algorithms: [framework] (or [count, framework] for a count) with model: central.")
     elif kind == "personalized":
-        d = _mapping(v, p, common + ("mechanism", "t", "rescale", "query", "design_defaults"))
+        d = _mapping(v, p, common + ("mechanism", "t", "rescale", "query", "design_defaults", "secure"))
         if "specification" not in policy:
             raise _err(p, "personalized DP needs policy.specification (each user's ε).")
         out["mechanism"] = _choice(d.get("mechanism", "sample"), f"{p}.mechanism", PDP_MECHANISMS)

@@ -183,7 +183,10 @@ def _run_personalized(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int
     _needs_records(ds, "Personalized DP")
     spec = study.privacy_spec(ds.table)
     q = personalized.PersonalizedQuery(**m["query"])
-    rel = pdp_mechanism(m).release(ds.table, spec, q, rng=np.random.default_rng(seed), seed=seed, reveal=reveal)
+    if m.get("secure"):
+        rel = pdp_mechanism(m).release(ds.table, spec, q, rng=None, reveal=reveal, secure=True)
+    else:
+        rel = pdp_mechanism(m).release(ds.table, spec, q, rng=np.random.default_rng(seed), seed=seed, reveal=reveal)
     return [("", personalized.flag_design_defaults(rel, m.get("design_defaults", ())))]
 
 
@@ -956,8 +959,12 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
                     "sample": f"personalized.Sample({m['t']!r}, rescale={m['rescale']!r})", "pe": "personalized.PE()",
                     "stretching": f"personalized.Stretching(rescale={m['rescale']!r})"}[m["mechanism"]]
             L.append(f"query = personalized.PersonalizedQuery(**{_py(m['query'])})")
-            L.append(f"rel = {mech}.release(ds.table, spec, query, rng=np.random.default_rng({seed}), seed={seed}, "
-                     "reveal=REVEAL)")
+            if m.get("secure"):
+                L.append("# secure mode: exact samplers and a system random source — unseeded, so every run differs")
+                L.append(f"rel = {mech}.release(ds.table, spec, query, rng=None, reveal=REVEAL, secure=True)")
+            else:
+                L.append(f"rel = {mech}.release(ds.table, spec, query, rng=np.random.default_rng({seed}), "
+                         f"seed={seed}, reveal=REVEAL)")
             L.append(f"releases.append(({label!r}, rel))")
         else:
             L.append(f"tiers = mt.tiers_from({_py(pol['tiers'])})")

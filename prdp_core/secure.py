@@ -55,6 +55,7 @@ step. Mechanisms that have no secure path yet stay teaching-only; docs/security.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 from dataclasses import dataclass
@@ -341,9 +342,7 @@ class SecureSampler:
         d = np.asarray(sensitivities, dtype=np.int64).ravel()
         if d.size == 0 or d.min() < 0:
             raise ParameterError("Selection sensitivities must be whole numbers ≥ 0.")
-        dp = _dp()
-        space = (dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=False))
-        meas = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=float(b))
+        meas = _noisy_max_measurement(float(b))
         uniq, inv = np.unique(d, return_inverse=True)
         losses = np.array([float(meas.map(int(x))) for x in uniq])[inv]
         return int(meas([int(x) for x in sc])), losses
@@ -360,6 +359,15 @@ class SecureSampler:
             raise ParameterError("Bernoulli numerators must lie in [0, 2^53].")
         u = np.frombuffer(os.urandom(8 * k.size), dtype=np.uint64) >> np.uint64(11)
         return u.astype(np.int64) < k
+
+
+@functools.lru_cache(maxsize=64)
+def _noisy_max_measurement(scale: float) -> Any:
+    """OpenDP's non-monotone ``make_noisy_max`` on i64 scores at ``scale`` (kept: every call of a
+    measurement draws fresh randomness, so reusing it only saves its construction)."""
+    dp = _dp()
+    space = (dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=False))
+    return dp.m.make_noisy_max(*space, dp.max_divergence(), scale=scale)
 
 
 def _noisy_max(scores: np.ndarray, d_in: int, scale: float, monotonic: bool, eps: float) -> tuple[int, float]:
