@@ -877,7 +877,7 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, en
         out["query"] = qn
     else:
         d = _mapping(v, p, common + ("model", "query", "measure", "clip", "family", "delta", "filter", "d", "scale",
-                                     "top", "variant"))
+                                     "top", "variant", "secure"))
         if "tiers" not in policy:
             raise _err(p, "a multi-tier release needs policy.tiers (each analyst's ε).")
         model = _choice(d.get("model", "central"), f"{p}.model", ("central", "local"))
