@@ -76,18 +76,16 @@ def central_units(family: NoiseFamily, contributions: Sequence[np.ndarray], bits
     contribution rounded to the grid of Δ and summed in exact integer arithmetic."""
     d = float(family.sensitivity)
     g = 1.0 if family.lattice else grid_for(d, bits)
-    totals = []
-    for c in contributions:
-        v = np.asarray(c, dtype=float).ravel()
-        if v.size and float(np.max(np.abs(v))) > d:
-            raise ParameterError("A record contributes more than the query's sensitivity Δ.",
-                                 hint="Clip the values to the declared bound before a secure release.")
-        if family.lattice and v.size and not np.all(v == np.rint(v)):
-            raise ParameterError("The geometric families need whole-number contributions.",
-                                 hint="Use integer=True in central_query, or the Laplace family.")
-        u = to_units(v, g)
-        totals.append(int(exact_cell_sums(np.zeros(u.size, dtype=np.int64), u, 1)[0]))
-    units = np.asarray(totals, dtype=np.int64)
+    vs = [np.asarray(c, dtype=float).ravel() for c in contributions]
+    v = np.concatenate(vs) if vs else np.zeros(0)
+    if v.size and float(np.max(np.abs(v))) > d:
+        raise ParameterError("A record contributes more than the query's sensitivity Δ.",
+                             hint="Clip the values to the declared bound before a secure release.")
+    if family.lattice and v.size and not np.all(v == np.rint(v)):
+        raise ParameterError("The geometric families need whole-number contributions.",
+                             hint="Use integer=True in central_query, or the Laplace family.")
+    cells = np.repeat(np.arange(len(vs)), [x.size for x in vs])
+    units = exact_cell_sums(cells, to_units(v, g), len(vs))  # one exact integer total per query
     if family.lattice:
         units = lattice_round(units).astype(np.int64)
     return units, g, int(units_ceil(d, g))
