@@ -39,6 +39,12 @@ release uses a :class:`SecureSampler` instead:
   returned (:attr:`NoisyAnswers.loss`). The reported σ, scale and intervals are the
   effective ones (value units), so the error analysis stays honest.
 
+* **Exact coins.** :meth:`SecureSampler.bernoulli_dyadic` draws Bernoulli(k/2^53) exactly by comparing
+  53 bits of the operating system's cryptographic generator (``os.urandom``) with k, vectorised; a
+  caller rounds an irrational probability to that grid in the direction that keeps its privacy
+  claim (Sample's keep probability is rounded down) or bounds the difference in its certified loss
+  (the multi-tier residual mixtures and local coins).
+
 * **Selections** (the clipping threshold of the PrDP clipped sum, the rank-error max) use
   OpenDP's report-noisy-max with exponential noise on integer scores: the score is scaled by
   K = 2^20 and rounded, the data-independent preference weights are rounded to the same

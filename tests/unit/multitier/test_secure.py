@@ -168,3 +168,13 @@ def test_secure_local_errors_match_the_plan():
         planned = x.size * float(mt.grr_variance(e, 4)) / 4
         got = float(np.mean(errs[t]))
         assert abs(got / planned - 1) < 0.2, (t, got, planned)
+
+
+def test_secure_local_coins_are_limited(monkeypatch):
+    from prdp_core import limits
+    from prdp_core.errors import ResourceLimitError
+
+    monkeypatch.setattr(limits, "MAX_SECURE_COINS", 100)
+    plan = mt.plan_local(TIERS, 4)
+    with pytest.raises(ResourceLimitError, match="Coins of one secure local release"):
+        mt.release_local(plan, np.zeros(500, dtype=int), rng=None, secure=True, mechanism="grr")
