@@ -10,7 +10,7 @@ from prdp_core.mechanisms import multitier as mt
 from ui import analyst_tiers as umt
 from ui import large, state
 from prdp_core.secure import mode_label
-from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
+from ui.common import code_expander, confidential, learn, md_escape, mode_notice, show_error
 
 st.title("Analyst tiers")
 st.caption("The public gets ε = 0.5, trusted researchers ε = 2, the agency ε = 8: what does that cost in total, "
@@ -210,11 +210,9 @@ else:
     stored = ss.get("mt_release")
     if stored is not None and stored["key"] == umt.settings_key(tiers):
         rel = stored["release"]
-        if rel.secure:
-            st.caption(f":material/lock: {mode_label(True)}: every tier's loss is certified before the answers are "
-                       f"shown ({md_escape(rel.params.get('certified_note', ''))}); not reproducible.")
-        else:
-            seeded_notice(rel.seed if rel.seed is not None else rng_seed)
+        mode_notice(rel.secure, rel.seed if rel.seed is not None else rng_seed,
+                    f"every tier's loss is certified before the answers are shown "
+                    f"({md_escape(rel.params.get('certified_note', ''))})")
         st.caption(f"Mode: **{mode_label(rel.secure)}**")
         confidential("The true values are computed from the real records.")
         ans = rel.answers

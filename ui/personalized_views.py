@@ -16,7 +16,7 @@ from prdp_core.mechanisms import personalized
 from prdp_core.secure import mode_label
 
 from . import state
-from .common import confidential, learn, md_escape, seeded_notice, show_error
+from .common import confidential, learn, md_escape, mode_notice, seeded_notice, show_error
 from .personalized import (MECHANISM_CHOICES, T_RULES, assumed_default, cached_compare, cached_curve, cached_experiment,
                            compare_display, data_default_params, delivered_display, fmt, on_run_release,
                            pi_thresholds, prdp_run_key, proxy_bound, query_from_widgets, spec_key, t_grid,
@@ -211,11 +211,9 @@ def view_run_release(v: View) -> None:
             prof = rel.loss_profile("delivered ε")
             st.markdown(f"Delivered ε: median {prof.quantile(0.5):.3g}, largest {rel.loss.max():.3g}; "
                         f"every user within their request: **{rel.check_delivered_within_requested()}**.")
-        if rel.secure:
-            st.caption(f":material/lock: {mode_label(True)}: exact OpenDP samplers, the loss OpenDP certifies is at "
-                       f"most {rel.params.get('certified_ratio', 1.0):.6g} × each user's promised ε; not reproducible.")
-        else:
-            seeded_notice(rel.seed if rel.seed is not None else seed)
+        mode_notice(rel.secure, rel.seed if rel.seed is not None else seed,
+                    f"exact OpenDP samplers, the loss OpenDP certifies is at most "
+                    f"{rel.params.get('certified_ratio', 1.0):.6g} × each user's promised ε")
         st.caption(f"The session ledger holds {len(state.ledger())} release(s).")
 
 

@@ -17,18 +17,11 @@ from prdp_core.mechanisms.multitier.secure import (SecureGenerator, coin_slack, 
                                                    uniform_categories)
 from prdp_core.secure import SecureSampler
 
+from .test_central import _chi2_p
+
 S = SecureSampler()
 N = 30_000
 TIERS = {"public": 0.5, "researchers": 2.0, "agency": 8.0}
-
-
-def _chi2_p(sample: np.ndarray, pmf, support: np.ndarray) -> float:
-    obs = np.array([(sample == k).sum() for k in support] + [(np.abs(sample) > support.max()).sum()])
-    p = pmf(support)
-    exp = np.concatenate((p, [max(1 - p.sum(), 1e-12)])) * sample.size
-    keep = exp > 5
-    obs, exp = obs[keep], exp[keep]
-    return stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
 
 
 def test_secure_geometric_chain_reproduces_every_tier_with_power():
