@@ -184,6 +184,8 @@ def _run_personalized(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int
     spec = study.privacy_spec(ds.table)
     q = personalized.PersonalizedQuery(**m["query"])
     if m.get("secure"):
+        if not reveal:  # review mode: bounds computed from the data are refused (teaching runs flag them)
+            personalized.require_public_bounds(m.get("design_defaults", ()))
         rel = pdp_mechanism(m).release(ds.table, spec, q, rng=None, reveal=reveal, secure=True)
     else:
         rel = pdp_mechanism(m).release(ds.table, spec, q, rng=np.random.default_rng(seed), seed=seed, reveal=reveal)

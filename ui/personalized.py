@@ -313,11 +313,14 @@ def on_run_release() -> None:
                       float(ss.get("pdp_rel_tc", 0.5)), bool(ss.get("pdp_rel_rescale", False)))
         rng, seed = state.rng_and_seed()
         memory.guard("release", rows=ds.n, columns=4)  # values, Φ, requested and delivered ε per tuple
+        flagged = data_default_params(q.kind if q.column is not None else "count")
         if ss.get("pdp_secure"):  # exact OpenDP samplers, unseeded (the rng is not used)
+            if not state.teaching():  # review mode: bounds computed from the data are refused
+                personalized.require_public_bounds(flagged)
             rel = m.release(ds.table, spec, q, rng=None, reveal=state.teaching(), secure=True)
         else:
             rel = m.release(ds.table, spec, q, rng=rng, seed=seed, reveal=state.teaching())
-        rel = personalized.flag_design_defaults(rel, data_default_params(q.kind if q.column is not None else "count"))
+        rel = personalized.flag_design_defaults(rel, flagged)
         state.record_release(rel)
         ss["pdp_last_release"] = rel
     except PrdpError as err:

@@ -259,3 +259,16 @@ def test_secure_personalized_and_multitier_study(tmp_path):
     script = (tmp_path / "o" / "reproduce.py").read_text()
     calls = [ln for ln in script.splitlines() if ln.startswith("rel = ")]
     assert len(calls) == 9 and all("secure=True" in ln and "seed=" not in ln for ln in calls), calls
+
+
+def test_secure_review_run_refuses_personalized_bounds_from_the_data(tmp_path):
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text((EXAMPLES / "personalized_tiers.yaml").read_text().replace(
+        "    query: {kind: count, column: EMP, cutoff: 10}",
+        "    query: {kind: sum, column: EMP, hi: 250}\n    design_defaults: [hi]\n    secure: true"))
+    code, _, err = cli("run", str(cfg), "--out", str(tmp_path / "o"), "-q")
+    assert code != EXIT_OK and "computed from the confidential data: hi" in err, err
+    cfg.write_text(cfg.read_text().replace("mode: review", "mode: teaching"))  # teaching runs flag it instead
+    code, _, err = cli("run", str(cfg), "--out", str(tmp_path / "o3"), "-q")
+    assert code == EXIT_OK, err
+    assert "hi_source" in (tmp_path / "o3" / "ledger.json").read_text()

@@ -57,7 +57,7 @@ from .reduction import (
     BUDGET_COLUMN, PAPER_CHOICE_RANGE, PrdpReduction, compare_with_prdp, prdp_available, public_choice_range,
     run_prdp, to_prdp,
 )
-from .release import DATA_DEFAULT_NOTE, DESIGN_DEFAULT_PARAMS, flag_design_defaults, release
+from .release import DATA_DEFAULT_NOTE, DESIGN_DEFAULT_PARAMS, flag_design_defaults, release, require_public_bounds
 from .sample import sample_delivered, sample_probability
 from .secure import (
     SecureResult, black_box_scores, output_grid, pe_scores, pe_weights, sample_keep_numerators, secure_answer,
@@ -77,7 +77,8 @@ __all__ = [
     "Neighbours", "noise_calibration", "sample_delivered_substitution", "substitution_factor", "d_count",
     "d_median", "d_median_pieces", "d_min", "d_min_pieces", "k_smallest_prefix_sums", "pe_distribution",
     "pe_draw", "Answer", "Minimum", "paper_mechanisms", "PDPMechanism", "PE", "Sample", "Stretching",
-    "Threshold", "DATA_DEFAULT_NOTE", "DESIGN_DEFAULT_PARAMS", "flag_design_defaults", "release", "compare",
+    "Threshold", "DATA_DEFAULT_NOTE", "DESIGN_DEFAULT_PARAMS", "flag_design_defaults", "release",
+    "require_public_bounds", "compare",
     "count_mse_proxy", "delivered_by_mechanism", "delivered_table", "evaluate", "exact_mse", "example1_errors",
     "linear_moments", "neighbour_table", "PE_EXAMPLE", "pe_profile", "pi_curves", "simulate_answers",
     "sum_mse_proxy", "threshold_curve", "ExperimentConfig", "paper_experiment", "BUDGET_COLUMN",

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from ...accounting import LedgerEntry, RecordLoss
-from ...errors import ParameterError
+from ...errors import ParameterError, PolicyError
 from ...release import Release
 from ...secure import SecureSampler, mode_label
 from .neighbours import NEIGHBOUR_TEXT, noise_calibration, substitution_factor
@@ -98,6 +98,18 @@ DATA_DEFAULT_NOTE = ("data: the column's 99th percentile (a design default compu
 
 #: Query parameters whose design default may come from the data.
 DESIGN_DEFAULT_PARAMS = ("hi", "cutoff")
+
+
+def require_public_bounds(names: Iterable[str]) -> None:
+    """Refuse query parameters left at a design default computed from the confidential data (``hi``,
+    ``cutoff``) in a secure release that is not a teaching run: a bound read off the records sets the noise
+    or the output range, so it leaks through the release itself. Raises :class:`PolicyError` naming them."""
+    flagged = [n for n in names if n in DESIGN_DEFAULT_PARAMS]
+    if flagged:
+        raise PolicyError(f"A secure release cannot use query parameters computed from the confidential data: "
+                          f"{', '.join(flagged)} (the column's 99th percentile).",
+                          hint="Type a public value (fixed from public knowledge), or adopt a private (DP) "
+                               "suggestion charged to the ledger.")
 
 
 def flag_design_defaults(rel: Release, names: Iterable[str]) -> Release:

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats
 
 from prdp_core import noise
-from prdp_core.errors import ParameterError
+from prdp_core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms import personalized as P
 from prdp_core.mechanisms.personalized.blackbox import BlackBox, median_scores, min_scores
 from prdp_core.mechanisms.personalized.pe import d_count
@@ -180,3 +180,9 @@ def test_secure_stretching_caps_each_users_loss():
     assert est / g == round(est / g)
     _, scale2, ratio2 = secure_stretching(v, phi, 100.0, 1.0, 2.0, S)  # substitution calibration c = 2
     assert ratio2 <= 1.0 and scale2 >= 200.0
+
+
+def test_secure_review_release_refuses_bounds_computed_from_the_data():
+    with pytest.raises(PolicyError, match="hi"):
+        P.require_public_bounds(["hi"])
+    P.require_public_bounds([])  # typed bounds pass
