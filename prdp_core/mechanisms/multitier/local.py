@@ -213,12 +213,16 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
     answers = pd.DataFrame(rows)
     base = dict(model="local", d=d, mechanism=mechanism, variant=plan.variant, rule=plan.rule, n=n,
                 tiers={t.name: t.eps for t in plan.tiers})
-    if smp is not None:
+    tier_loss = {t.name: float(t.eps) for t in plan.tiers}
+    if smp is not None:  # the ledger records the certified losses (each level plus the coins' slack)
         base.update(secure=smp.describe(), **_certified(plan, mechanism, [float(e[1]) for e in est], rng))
+        slack = float(base["certified_slack"])
+        tier_loss = {k: v + slack for k, v in tier_loss.items()}
+        total = total + slack * (len(plan.tiers) if mechanism == "independent" else 1)
     tiers_txt = ", ".join(f"{t.name} ε={t.eps:g}" for t in plan.tiers)
     if mechanism == "independent":
         entries = tuple(LedgerEntry(f"Local counts for {t.name} (independent reports)", "multitier.local.independent",
-                                    FlatLoss(float(t.eps), "eps"), {**base, "tier": t.name}, seed,
+                                    FlatLoss(tier_loss[t.name], "eps"), {**base, "tier": t.name}, seed,
                                     secure=smp is not None) for t in plan.tiers)
     else:
         short = {"subset": "Subset templates", "grr": "GRR re-sampling", "brr": "BRR re-sampling"}[mechanism]
@@ -242,6 +246,6 @@ def _certified(plan: LocalPlan, mechanism: str, levels: list[float], gen: Any) -
     T = len(set(plan.served))
     coins = {"grr": m, "brr": 2 * d * m, "subset": 1 + T * T + T * d, "independent": 1 + d}[mechanism]
     slack = coin_slack(gen.p_min, coins)
-    return {"certified": {t.name: lvl + slack for t, lvl in zip(plan.tiers, levels)},
+    return {"certified": {t.name: lvl + slack for t, lvl in zip(plan.tiers, levels)}, "certified_slack": slack,
             "certified_note": f"each tier's level + at most {slack:.3g} (coins rounded to the 2^−53 grid, "
                               f"at most {coins} on one user's path)"}

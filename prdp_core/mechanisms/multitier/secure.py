@@ -105,9 +105,9 @@ def mixture_slack(w0: float, w1: float) -> float:
     return math.log(hi) - math.log(lo)
 
 
-def _dyadic(p: float | np.ndarray, *, down: bool = False) -> np.ndarray:
-    x = np.asarray(p, dtype=float) * _ONE
-    return (np.floor(x) if down else np.rint(x)).astype(np.int64)
+def _dyadic(p: float | np.ndarray) -> np.ndarray:
+    """The nearest multiple of 2^−53 to each probability, as its numerator k (p·2^53 is exact)."""
+    return np.rint(np.asarray(p, dtype=float) * _ONE).astype(np.int64)
 
 
 class _Central:
