@@ -9,7 +9,8 @@ from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import multitier as mt
 from ui import analyst_tiers as umt
 from ui import large, state
-from ui.common import code_expander, confidential, learn, md_escape, seeded_notice, show_error
+from prdp_core.secure import mode_label
+from ui.common import code_expander, confidential, learn, md_escape, mode_notice, show_error
 
 st.title("Analyst tiers")
 st.caption("The public gets ε = 0.5, trusted researchers ε = 2, the agency ε = 8: what does that cost in total, "
@@ -196,7 +197,12 @@ if not teaching:
             "Switch to teaching mode in the sidebar for a seeded demonstration.", icon=":material/visibility_off:")
 else:
     rng_seed = int(ss.get("seed", 0))
-    st.button("Release every tier (seeded)", key="mt_release_btn", type="primary", on_click=umt.on_release,
+    b1, b2 = st.columns([1, 2])
+    b2.toggle("Secure release", key="mt_secure",
+              help="Exact noise from OpenDP (discrete Laplace or Gaussian on a documented grid; exact coins for the "
+                   "local model) with a system random source; unseeded, so not reproducible. Off: a seeded "
+                   "teaching run (numpy's generator).")
+    b1.button("Release every tier", key="mt_release_btn", type="primary", on_click=umt.on_release,
               args=(tier_rows,))
     err = ss.get("mt_release_error")
     if err is not None:
@@ -204,7 +210,10 @@ else:
     stored = ss.get("mt_release")
     if stored is not None and stored["key"] == umt.settings_key(tiers):
         rel = stored["release"]
-        seeded_notice(rel.seed if rel.seed is not None else rng_seed)
+        mode_notice(rel.secure, rel.seed if rel.seed is not None else rng_seed,
+                    f"every tier's loss is certified before the answers are shown "
+                    f"({md_escape(rel.params.get('certified_note', ''))})")
+        st.caption(f"Mode: **{mode_label(rel.secure)}**")
         confidential("The true values are computed from the real records.")
         ans = rel.answers
         if cur["model"] == "central":

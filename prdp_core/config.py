@@ -891,7 +891,7 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, en
                                      "secure"), required=("attributes", "eps"))
         out.update(_granular(d, p))
     elif kind == "personalized":
-        d = _mapping(v, p, common + ("mechanism", "t", "rescale", "query", "design_defaults"))
+        d = _mapping(v, p, common + ("mechanism", "t", "rescale", "query", "design_defaults", "secure"))
         if "specification" not in policy:
             raise _err(p, "personalized DP needs policy.specification (each user's ε).")
         out["mechanism"] = _choice(d.get("mechanism", "sample"), f"{p}.mechanism", PDP_MECHANISMS)
@@ -921,7 +921,7 @@ def _mechanism(v: Any, i: int, policy: Mapping[str, Any], has_workload: bool, en
         out["query"] = qn
     else:
         d = _mapping(v, p, common + ("model", "query", "measure", "clip", "family", "delta", "filter", "d", "scale",
-                                     "top", "variant"))
+                                     "top", "variant", "secure"))
         if "tiers" not in policy:
             raise _err(p, "a multi-tier release needs policy.tiers (each analyst's ε).")
         model = _choice(d.get("model", "central"), f"{p}.model", ("central", "local"))

@@ -82,6 +82,10 @@ MAX_SWEEP_POINTS: int = 100_000
 #: 20 µs per answer, so this keeps a secure release under about half a minute.
 MAX_SECURE_ANSWERS: int = 1_000_000
 
+#: Largest number of exact coins (Bernoulli draws from the system random source, 8 bytes each) one call of
+#: a secure local multi-tier release flips (about n per category and tier); drawn in chunks of 4 MB.
+MAX_SECURE_COINS: int = 50_000_000
+
 
 def check_limit(what: str, value: int | float, limit: int, hint: str) -> None:
     """Raise :class:`~prdp_core.errors.ResourceLimitError` naming the limit when ``value`` exceeds it."""

@@ -181,7 +181,12 @@ def _run_personalized(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int
     _needs_records(ds, "Personalized DP")
     spec = study.privacy_spec(ds.table)
     q = personalized.PersonalizedQuery(**m["query"])
-    rel = pdp_mechanism(m).release(ds.table, spec, q, rng=np.random.default_rng(seed), seed=seed, reveal=reveal)
+    if m.get("secure"):
+        if not reveal:  # review mode: bounds computed from the data are refused (teaching runs flag them)
+            personalized.require_public_bounds(m.get("design_defaults", ()))
+        rel = pdp_mechanism(m).release(ds.table, spec, q, rng=None, reveal=reveal, secure=True)
+    else:
+        rel = pdp_mechanism(m).release(ds.table, spec, q, rng=np.random.default_rng(seed), seed=seed, reveal=reveal)
     return [("", personalized.flag_design_defaults(rel, m.get("design_defaults", ())))]
 
 
@@ -199,17 +204,22 @@ def _run_multitier(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, r
     _needs_records(ds, "A multi-tier release")
     tiers = study.tiers()
     f = multitier_filter(m)
-    rng = np.random.default_rng(seed)
+    secure = bool(m.get("secure"))
+    # a secure release is unseeded: exact samplers and a system random source
+    mode: dict[str, Any] = {"rng": None, "secure": True} if secure else {"rng": np.random.default_rng(seed),
+                                                                          "seed": seed}
     if m["model"] == "central":
         integer = m["family"] in ("geometric", "multiscale_geometric")
         q = mt.central_query(ds.table, m["query"], measure=m.get("measure"), clip=m.get("clip"), filter=f,
                              integer=integer)
         plan = mt.plan_central(tiers, m["family"], sensitivity=float(q.sensitivity), delta=m["delta"])
-        rel = mt.release_central(plan, q.value, rng=rng, seed=seed, reveal=reveal, records=q.mask, query=q.label)
+        if secure:
+            mode["contributions"] = q.contributions
+        rel = mt.release_central(plan, q.value, reveal=reveal, records=q.mask, query=q.label, **mode)
         return [("", rel)]
     codes, labels = mt.local_categories(ds.table, m["measure"], m["d"], scale=m["scale"], top=m.get("top"), filter=f)
     plan = mt.plan_local(tiers, len(labels), variant=m["variant"])
-    rel = mt.release_local(plan, codes, rng=rng, seed=seed, reveal=reveal, labels=labels)
+    rel = mt.release_local(plan, codes, reveal=reveal, labels=labels, **mode)
     return [("", rel)]
 
 
@@ -987,27 +997,36 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
                     "sample": f"personalized.Sample({m['t']!r}, rescale={m['rescale']!r})", "pe": "personalized.PE()",
                     "stretching": f"personalized.Stretching(rescale={m['rescale']!r})"}[m["mechanism"]]
             L.append(f"query = personalized.PersonalizedQuery(**{_py(m['query'])})")
-            L.append(f"rel = {mech}.release(ds.table, spec, query, rng=np.random.default_rng({seed}), seed={seed}, "
-                     "reveal=REVEAL)")
+            if m.get("secure"):
+                L.append("# secure mode: exact samplers and a system random source — unseeded, so every run differs")
+                L.append(f"rel = {mech}.release(ds.table, spec, query, rng=None, reveal=REVEAL, secure=True)")
+            else:
+                L.append(f"rel = {mech}.release(ds.table, spec, query, rng=np.random.default_rng({seed}), "
+                         f"seed={seed}, reveal=REVEAL)")
             L.append(f"releases.append(({label!r}, rel))")
         else:
             L.append(f"tiers = mt.tiers_from({_py(pol['tiers'])})")
             f = m.get("filter")
             ftxt = "None" if f is None else f"mt.RecordFilter({f['column']!r}, {f['op']!r}, {f['value']!r})"
-            L.append(f"rng = np.random.default_rng({seed})")
+            secure = bool(m.get("secure"))
+            if secure:
+                L.append("# secure mode: exact samplers and a system random source — unseeded, so every run differs")
+            else:
+                L.append(f"rng = np.random.default_rng({seed})")
+            mode = "rng=None, secure=True" if secure else f"rng=rng, seed={seed}"
             if m["model"] == "central":
                 integer = m["family"] in ("geometric", "multiscale_geometric")
                 L.append(f"q = mt.central_query(ds.table, {m['query']!r}, measure={m.get('measure')!r}, "
                          f"clip={m.get('clip')!r}, filter={ftxt}, integer={integer!r})")
                 L.append(f"plan = mt.plan_central(tiers, {m['family']!r}, sensitivity=float(q.sensitivity), "
                          f"delta={m['delta']!r})")
-                L.append(f"rel = mt.release_central(plan, q.value, rng=rng, seed={seed}, reveal=REVEAL, "
-                         "records=q.mask, query=q.label)")
+                L.append(f"rel = mt.release_central(plan, q.value, {mode}, reveal=REVEAL, records=q.mask, "
+                         "query=q.label" + (", contributions=q.contributions)" if secure else ")"))
             else:
                 L.append(f"codes, labels = mt.local_categories(ds.table, {m['measure']!r}, {int(m['d'])}, "
                          f"scale={m['scale']!r}, top={m.get('top')!r}, filter={ftxt})")
                 L.append(f"plan = mt.plan_local(tiers, len(labels), variant={m['variant']!r})")
-                L.append(f"rel = mt.release_local(plan, codes, rng=rng, seed={seed}, reveal=REVEAL, labels=labels)")
+                L.append(f"rel = mt.release_local(plan, codes, {mode}, reveal=REVEAL, labels=labels)")
             L.append(f"releases.append(({label!r}, rel))")
     L += ["",
           "OUT.mkdir(parents=True, exist_ok=True)",

@@ -39,6 +39,12 @@ release uses a :class:`SecureSampler` instead:
   returned (:attr:`NoisyAnswers.loss`). The reported σ, scale and intervals are the
   effective ones (value units), so the error analysis stays honest.
 
+* **Exact coins.** :meth:`SecureSampler.bernoulli_dyadic` draws Bernoulli(k/2^53) exactly by comparing
+  53 bits of the operating system's cryptographic generator (``os.urandom``) with k, vectorised; a
+  caller rounds an irrational probability to that grid in the direction that keeps its privacy
+  claim (Sample's keep probability is rounded down) or bounds the difference in its certified loss
+  (the multi-tier residual mixtures and local coins).
+
 * **Selections** (the clipping threshold of the PrDP clipped sum, the rank-error max) use
   OpenDP's report-noisy-max with exponential noise on integer scores: the score is scaled by
   K = 2^20 and rounded, the data-independent preference weights are rounded to the same
@@ -55,7 +61,9 @@ step. Mechanisms that have no secure path yet stay teaching-only; docs/security.
 
 from __future__ import annotations
 
+import functools
 import math
+import os
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -70,6 +78,9 @@ DEFAULT_BITS: int = 10
 
 #: Integer scale of selection scores (report-noisy-max): scores are multiplied by 2^20.
 SCORE_SCALE: int = 1 << 20
+
+#: Bernoulli probabilities of the secure samplers are multiples of 2^−53 (see :meth:`SecureSampler.bernoulli_dyadic`).
+BERNOULLI_BITS: int = 53
 
 #: Labels the app shows next to results and in the ledger.
 SECURE_LABEL = "secure (exact OpenDP samplers, unseeded)"
@@ -320,6 +331,50 @@ class SecureSampler:
         d = int(sensitivity)
         return _noisy_max(sc, d, (1.0 if monotonic else 2.0) * d / e, monotonic, e)
 
+    def select_at_scale(self, scores: np.ndarray, scale: float, sensitivities: np.ndarray) -> tuple[int, np.ndarray]:
+        """Index chosen by OpenDP's report-noisy-max (exponential noise of ``scale``, non-monotone) over
+        whole-number ``scores``, with the loss OpenDP's map certifies for each whole-number score change in
+        ``sensitivities`` (2Δ/scale each). For selections whose sensitivity differs per record (the
+        personalized exponential mechanism): the caller checks each certified loss against its record's
+        budget. Returns (index, certified loss per entry of ``sensitivities``)."""
+        b = _positive("Selection noise scale", scale)
+        sc = np.asarray(scores).ravel()
+        if sc.size == 0 or not np.all(np.isfinite(sc)) or not np.all(sc == np.rint(sc)):
+            raise ParameterError("Secure selection needs a non-empty list of whole-number scores.")
+        if np.max(np.abs(sc)) >= 2.0**62:
+            raise ParameterError("Selection scores are too large for the secure selection.")
+        limits.check_limit("Candidates of one secure selection", sc.size, limits.MAX_SECURE_ANSWERS,
+                           "Use a coarser output grid (fewer grid bits) or run it as a seeded teaching run.")
+        d = np.asarray(sensitivities, dtype=np.int64).ravel()
+        if d.size == 0 or d.min() < 0:
+            raise ParameterError("Selection sensitivities must be whole numbers ≥ 0.")
+        meas = _noisy_max_measurement(float(b))
+        uniq, inv = np.unique(d, return_inverse=True)
+        losses = np.array([float(meas.map(int(x))) for x in uniq])[inv]
+        return int(meas([int(x) for x in sc])), losses
+
+    def bernoulli_dyadic(self, numerators: np.ndarray) -> np.ndarray:
+        """Independent exact Bernoulli(k/2^53) draws, one per whole number k in [0, 2^53] of ``numerators``.
+
+        Each draw compares a uniform 53-bit integer U (8 bytes of the operating system's cryptographic
+        generator, ``os.urandom``, the top 53 bits kept) with k: P(U < k) = k/2^53 exactly, with no
+        floating-point step. Callers round a probability to a multiple of 2^−53 in the direction that
+        keeps their privacy claim (never up where a larger probability would cost more)."""
+        k = np.asarray(numerators, dtype=np.int64).ravel()
+        if k.size and (k.min() < 0 or k.max() > 2**53):
+            raise ParameterError("Bernoulli numerators must lie in [0, 2^53].")
+        u = np.frombuffer(os.urandom(8 * k.size), dtype=np.uint64) >> np.uint64(11)
+        return u.astype(np.int64) < k
+
+
+@functools.lru_cache(maxsize=64)
+def _noisy_max_measurement(scale: float) -> Any:
+    """OpenDP's non-monotone ``make_noisy_max`` on i64 scores at ``scale`` (kept: every call of a
+    measurement draws fresh randomness, so reusing it only saves its construction)."""
+    dp = _dp()
+    space = (dp.vector_domain(dp.atom_domain(T="i64")), dp.linf_distance(T="i64", monotonic=False))
+    return dp.m.make_noisy_max(*space, dp.max_divergence(), scale=scale)
+
 
 def _noisy_max(scores: np.ndarray, d_in: int, scale: float, monotonic: bool, eps: float) -> tuple[int, float]:
     """OpenDP's ``make_noisy_max`` on i64 scores at ``scale``, its map at ``d_in`` checked against ``eps``
@@ -333,5 +388,5 @@ def _noisy_max(scores: np.ndarray, d_in: int, scale: float, monotonic: bool, eps
     return int(meas([int(x) for x in scores])), loss
 
 
-__all__ = ["DEFAULT_BITS", "NoisyAnswers", "SECURE_LABEL", "SCORE_SCALE", "SecureSampler", "TEACHING_LABEL",
+__all__ = ["BERNOULLI_BITS", "DEFAULT_BITS", "NoisyAnswers", "SECURE_LABEL", "SCORE_SCALE", "SecureSampler", "TEACHING_LABEL",
            "exact_cell_sums", "grid_for", "mode_label", "to_units", "units_ceil"]

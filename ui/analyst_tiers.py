@@ -227,7 +227,8 @@ def current_plan_and_data(ds: Dataset, tiers: tuple[mt.Tier, ...]) -> dict[str, 
 
 
 def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
-    """Release every tier (seeded, teaching mode): store the result and add it to the session ledger."""
+    """Release every tier (teaching mode; seeded, or secure when the page's toggle is on): store the result and
+    add it to the session ledger."""
     ss = st.session_state
     ss.pop("mt_release_error", None)
     try:
@@ -237,12 +238,15 @@ def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
         # model: users × (tiers + 10) in the local model (every user's reports), records × 4 in the central one
         memory.guard("release", rows=ds.n, columns=len(tiers) + 10 if cur["model"] == "local" else 4)
         rng, seed = state.rng_and_seed()
+        secure = bool(ss.get("mt_secure", False))  # exact OpenDP samplers, unseeded (the rng is not used)
+        mode: dict[str, Any] = {"rng": None, "secure": True} if secure else {"rng": rng, "seed": seed}
         if cur["model"] == "central":
             q = cur["query"]
-            rel = mt.release_central(cur["plan"], q.value, rng=rng, seed=seed, reveal=True, records=q.mask,
-                                     query=q.label)
+            if secure:
+                mode["contributions"] = q.contributions
+            rel = mt.release_central(cur["plan"], q.value, reveal=True, records=q.mask, query=q.label, **mode)
         else:
-            rel = mt.release_local(cur["plan"], cur["codes"], rng=rng, seed=seed, reveal=True, labels=cur["labels"])
+            rel = mt.release_local(cur["plan"], cur["codes"], reveal=True, labels=cur["labels"], **mode)
         ss["mt_release"] = {"key": settings_key(tiers), "release": rel}
         state.record_release(rel)
     except PrdpError as err:
@@ -280,6 +284,8 @@ def reproduce_code(ds_source: dict[str, Any], ds: Dataset, tiers: tuple[mt.Tier,
     """prdp_core code that rebuilds the plan, the coalition losses and the release shown on the page (tier
     names, columns and filter values are written as literals, ``repr``, never as code)."""
     tiers_txt = literal({t.name: t.eps for t in tiers})
+    mode = "rng=None, secure=True" if bool(st.session_state.get("mt_secure")) else \
+        f"rng=np.random.default_rng({seed}), seed={seed}"  # a secure release: exact samplers, unseeded
     f = cur.get("filter")
     ftxt = "None" if f is None else f"mt.RecordFilter({literal(f.column)}, {literal(f.op)}, {literal(f.value)})"
     if cur["model"] == "central":
@@ -294,8 +300,8 @@ def reproduce_code(ds_source: dict[str, Any], ds: Dataset, tiers: tuple[mt.Tier,
 plan = mt.plan_central(tiers, {plan.family.name!r}, sensitivity=q.sensitivity, delta={float(_get('mt_delta'))!r})
 print(plan.table())               # per-tier error: multi-tier = ideal; gradual is worse
 print(mt.coalition_table(plan))   # computed privacy loss of colluding tiers
-release = mt.release_central(plan, q.value, rng=np.random.default_rng({seed}), seed={seed}, reveal=True,
-                             records=q.mask, query=q.label)
+release = mt.release_central(plan, q.value, {mode}, reveal=True,
+                             records=q.mask, query=q.label, contributions=q.contributions)
 print(release.answers)"""
     else:
         plan_l: mt.LocalPlan = cur["plan"]
@@ -307,7 +313,7 @@ plan = mt.plan_local(tiers, len(labels), variant={plan_l.variant!r})
 print(plan.table())            # template, unused budget, MSE per user against the ideal, GRR, BRR, gradual
 print(plan.template_table())   # the template chain (Algorithms 2–5, corrected Rescale)
 print(mt.coalition_table(plan))
-release = mt.release_local(plan, codes, rng=np.random.default_rng({seed}), seed={seed}, reveal=True, labels=labels)
+release = mt.release_local(plan, codes, {mode}, reveal=True, labels=labels)
 print(release.answers)"""
     return f"""
 import numpy as np
@@ -431,7 +437,7 @@ STATE = PageState(
     page="analyst_tiers",
     settings=("mt_preset", "mt_coalition"),
     engine=("mt_model", "mt_query", "mt_measure", "mt_clip", "mt_family", "mt_delta", "mt_filter_col", "mt_filter_op",
-            "mt_filter_val", "mt_local_measure", "mt_d", "mt_scale", "mt_variant"),
+            "mt_filter_val", "mt_local_measure", "mt_d", "mt_scale", "mt_variant", "mt_secure"),
     editors=("mt_tiers_base", "mt_tiers_current"),
     results=("mt_release", "mt_release_error"),
 )

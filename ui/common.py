@@ -93,6 +93,16 @@ def seeded_notice(seed: int) -> None:
                "not for a real release.")
 
 
+def mode_notice(secure: bool, seed: int, detail: str) -> None:
+    """Say which mode produced a release: secure (``detail``: what is certified) or a seeded teaching run."""
+    if secure:
+        from prdp_core.secure import mode_label
+
+        st.caption(f":material/lock: {mode_label(True)}: {detail}; not reproducible.")
+    else:
+        seeded_notice(seed)
+
+
 def readable(x: float) -> str:
     """A number for tables: thousands separators for large values, 4 significant digits otherwise."""
     try:

@@ -313,8 +313,14 @@ def on_run_release() -> None:
                       float(ss.get("pdp_rel_tc", 0.5)), bool(ss.get("pdp_rel_rescale", False)))
         rng, seed = state.rng_and_seed()
         memory.guard("release", rows=ds.n, columns=4)  # values, Φ, requested and delivered ε per tuple
-        rel = m.release(ds.table, spec, q, rng=rng, seed=seed, reveal=state.teaching())
-        rel = personalized.flag_design_defaults(rel, data_default_params(q.kind if q.column is not None else "count"))
+        flagged = data_default_params(q.kind if q.column is not None else "count")
+        if ss.get("pdp_secure"):  # exact OpenDP samplers, unseeded (the rng is not used)
+            if not state.teaching():  # review mode: bounds computed from the data are refused
+                personalized.require_public_bounds(flagged)
+            rel = m.release(ds.table, spec, q, rng=None, reveal=state.teaching(), secure=True)
+        else:
+            rel = m.release(ds.table, spec, q, rng=rng, seed=seed, reveal=state.teaching())
+        rel = personalized.flag_design_defaults(rel, flagged)
         state.record_release(rel)
         ss["pdp_last_release"] = rel
     except PrdpError as err:
@@ -326,6 +332,8 @@ def reproduce_code(ds_source: dict[str, Any], ds: Dataset, params: dict[str, Any
     """prdp_core code that rebuilds the specification and runs the comparison shown on the page (columns
     and labels are written as literals, ``repr``, never as code)."""
     user = None if params["pdp_user"] in (None, EACH_RECORD) else params["pdp_user"]
+    mode = "rng=None, secure=True" if bool(st.session_state.get("pdp_secure")) else \
+        f"rng=np.random.default_rng({seed}), seed={seed}"  # a secure release: exact samplers, unseeded
     if params["pdp_source"] == "tiers":
         cfg = {k: float(params[f"pdp_{p}"]) for k, p in (("f_c", "fc"), ("f_m", "fm"), ("eps_c", "ec"),
                                                           ("eps_m", "em"), ("eps_l", "el"))}
@@ -355,7 +363,7 @@ query = personalized.PersonalizedQuery({literal(query.kind)}, column={literal(qu
                                        integer={bool(query.integer)!r})
 print(personalized.delivered_table(spec, personalized.paper_mechanisms(query.kind)))
 print(personalized.compare(ds.table, spec, query, runs=100, rng=np.random.default_rng({seed})))  # uses the private data
-release = personalized.Sample("max").release(ds.table, spec, query, rng=np.random.default_rng({seed}), seed={seed})
+release = personalized.Sample("max").release(ds.table, spec, query, {mode})
 print(release.answers, release.params["neighbours"], release.entries[0].loss.describe())
 """
 
@@ -369,7 +377,7 @@ STATE = PageState(
               "pdp_prdp_c", "pdp_prdp_kind", "pdp_prdp_emin", "pdp_prdp_emax"),
     engine=("pdp_source", "pdp_user", "pdp_fc", "pdp_fm", "pdp_ec", "pdp_em", "pdp_el", "pdp_col", "pdp_default",
             "pdp_value", "pdp_cutoff", "pdp_lo", "pdp_hi", "pdp_rel_mech", "pdp_rel_kind", "pdp_rel_t", "pdp_rel_tc",
-            "pdp_rel_rescale", "pdp_integer"),
+            "pdp_rel_rescale", "pdp_integer", "pdp_secure"),
     rules={"pdp_t": ("range", 0.001, 1e6, False), "pdp_density": ("range", 0.0, 1.0, False),
            "pdp_assumed_mean": ("range", 0.0, 1e300, False), "pdp_assumed_sd": ("range", 0.0, 1e300, False),
            "pdp_curve_runs": ("range", 10, 2000, True), "pdp_cmp_runs": ("range", 20, 2000, True),

@@ -13,9 +13,10 @@ from prdp_core.charts import personalized as pch
 from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import personalized
+from prdp_core.secure import mode_label
 
 from . import state
-from .common import confidential, learn, md_escape, seeded_notice, show_error
+from .common import confidential, learn, md_escape, mode_notice, seeded_notice, show_error
 from .personalized import (MECHANISM_CHOICES, T_RULES, assumed_default, cached_compare, cached_curve, cached_experiment,
                            compare_display, data_default_params, delivered_display, fmt, on_run_release,
                            pi_thresholds, prdp_run_key, proxy_bound, query_from_widgets, spec_key, t_grid,
@@ -184,13 +185,18 @@ def view_run_release(v: View) -> None:
                    "oracle curve), or the guarantee no longer holds.")
     st.checkbox("Rescale count/sum by public quantities (mean π or mean Φ/ε_ref over U; not in the paper)",
                 key="pdp_rel_rescale")
-    st.button("Run release", key="pdp_run", type="primary", on_click=on_run_release)
+    b1, b2 = st.columns([1, 2])
+    b2.toggle("Secure release", key="pdp_secure",
+              help="Exact noise and coins from OpenDP and the system random source, answers on a documented grid, "
+                   "each user's loss certified; unseeded, so not reproducible. Off: a seeded teaching run.")
+    b1.button("Run release", key="pdp_run", type="primary", on_click=on_run_release)
     if ss.get("pdp_release_error") is not None:
         show_error(ss["pdp_release_error"])
     rel = ss.get("pdp_last_release")
     if rel is not None:
         ans = rel.answers.iloc[0]
-        st.markdown(f"**{md_escape(ans['query'])}** by {md_escape(rel.params['mechanism'])}: **{ans['estimate']:,.4g}**")
+        st.markdown(f"**{md_escape(ans['query'])}** by {md_escape(rel.params['mechanism'])}: **{ans['estimate']:,.4g}**"
+                    f" — {mode_label(rel.secure)}")
         if teaching and rel.truth_included and "true" in rel.answers.columns:
             st.markdown(f"True answer {ans['true']:,.4g} (error {ans['error']:+,.4g}).")
             confidential()
@@ -205,7 +211,9 @@ def view_run_release(v: View) -> None:
             prof = rel.loss_profile("delivered ε")
             st.markdown(f"Delivered ε: median {prof.quantile(0.5):.3g}, largest {rel.loss.max():.3g}; "
                         f"every user within their request: **{rel.check_delivered_within_requested()}**.")
-        seeded_notice(rel.seed if rel.seed is not None else seed)
+        mode_notice(rel.secure, rel.seed if rel.seed is not None else seed,
+                    f"exact OpenDP samplers, the loss OpenDP certifies is at most "
+                    f"{rel.params.get('certified_ratio', 1.0):.6g} × each user's promised ε")
         st.caption(f"The session ledger holds {len(state.ledger())} release(s).")
 
 

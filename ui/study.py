@@ -284,7 +284,7 @@ def _pdp_mechanism(ss: Any, seed: int) -> dict[str, Any]:
                       "cutoff": float(ss.get("pdp_cutoff", 1.0)), "lo": float(ss.get("pdp_lo", 0.0)),
                       "hi": None if hi is None else float(hi), "median_score": ss.get("pdp_score", "rank"),
                       "integer": bool(ss.get("pdp_integer", False))},
-            "seed": seed}
+            **({"secure": True} if ss.get("pdp_secure") else {"seed": seed})}  # secure releases are unseeded
 
 
 def current_tiers(ss: Any) -> dict[str, float] | None:
@@ -314,7 +314,8 @@ def _mt_mechanism(ss: Any, seed: int) -> dict[str, Any]:
     from .analyst_tiers import DEFAULTS, NO_FILTER
 
     g = lambda k: ss.get(k) if ss.get(k) is not None else DEFAULTS.get(k)  # noqa: E731
-    m: dict[str, Any] = {"kind": "multitier", "model": g("mt_model"), "seed": seed}
+    m: dict[str, Any] = {"kind": "multitier", "model": g("mt_model"),
+                         **({"secure": True} if ss.get("mt_secure") else {"seed": seed})}  # secure: unseeded
     if g("mt_filter_col") not in (None, NO_FILTER):
         m["filter"] = {"column": g("mt_filter_col"), "op": g("mt_filter_op"), "value": _plain(ss.get("mt_filter_val"))}
     if m["model"] == "central":
@@ -582,6 +583,7 @@ def _spec_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str], 
         if rule == "custom":
             up["pdp_rel_tc"] = float(t_val)
         q = m["query"]
+        up["pdp_secure"] = bool(m.get("secure", False))
         up.update(pdp_rel_rescale=bool(m["rescale"]), pdp_rel_kind=q["kind"], pdp_cutoff=float(q["cutoff"]),
                   pdp_lo=float(q["lo"]), pdp_score=q["median_score"], pdp_integer=bool(q.get("integer", False)))
         if q.get("column"):
@@ -605,6 +607,7 @@ def _tier_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]) 
     if m is None:
         return
     up["mt_model"] = m["model"]
+    up["mt_secure"] = bool(m.get("secure", False))
     f = m.get("filter")
     if f is None:
         up["mt_filter_col"] = NO_FILTER

@@ -500,6 +500,28 @@ def case_personalized(mech_name: str) -> Case:
     return Case(d, dp, {"eps": promise}, broken=(bd, bdp))
 
 
+def case_personalized_secure_sample() -> Case:
+    """Secure Sample (t = max Φ = 1): user x (Φ_x = 0.5, value 1) removed; its keep coin is the exact dyadic
+    Bernoulli of π rounded down and the count gets OpenDP's discrete Laplace (the components of
+    ``Sample.secure_answer``, vectorised over the draws). Broken: every Φ doubled behind the same promise."""
+    smp = SecureSampler()
+    x = 1
+
+    def draw(vals, phi):
+        def s(n, rng):
+            keep = personalized.secure_sample_keep(np.tile(phi, n), 1.0, smp).reshape(n, phi.size)
+            counts = (keep * vals).sum(axis=1).astype(np.int64)
+            return smp.laplace_answers(counts, 1.0, 1.0, 1.0).estimate
+        return s
+
+    vals = VALS.copy()
+    vals[x] = 1.0
+    keep = np.arange(PHI.size) != x
+    f = np.minimum(2 * PHI, 1.0)
+    return Case(draw(vals, PHI), draw(vals[keep], PHI[keep]), {"eps": float(PHI[x])},
+                broken=(draw(vals, f), draw(vals[keep], f[keep])), sizes={"n_search": 10_000, "n_test": 40_000})
+
+
 # ---------------------------------------------------------------------------
 # Multi-tier (central) and granular DP
 # ---------------------------------------------------------------------------
@@ -517,6 +539,22 @@ def case_multitier(family: str) -> Case:
     broken = multitier.plan_central([(k, 2 * e) for k, e in tiers], family)
     return Case(draw(10, plan), draw(11, plan), {"eps": [1.2, 0.7, 0.3]},
                 broken=(draw(10, broken), draw(11, broken)))
+
+
+def case_multitier_secure() -> Case:
+    """Secure Algorithm 1, geometric family (OpenDP's discrete Laplace and the Eq.-(1) residual with exact
+    coins): a count of 10 against 11, one query per draw. Broken: the budgets doubled behind the promise."""
+    tiers = [1.2, 0.7, 0.3]
+    fam = multitier.noise_family("geometric")
+    smp = SecureSampler()
+
+    def draw(q, eps):
+        return lambda n, rng: multitier.secure_central(fam, [np.ones(q)] * n, eps, strategy="multitier",
+                                                       smp=smp).estimates.T
+
+    return Case(draw(10, tiers), draw(11, tiers), {"eps": tiers},
+                broken=(draw(10, [2 * e for e in tiers]), draw(11, [2 * e for e in tiers])),
+                sizes={"n_search": 10_000, "n_test": 40_000})
 
 
 def case_standard_histogram() -> Case:
@@ -577,8 +615,10 @@ CASES: dict[str, Callable[[], Case]] = {
     "personalized.stretching": lambda: case_personalized("stretching"),
     "personalized.pe.count": lambda: case_personalized("pe"),
     "personalized.pe.median": lambda: case_personalized("pe_median"),
+    "personalized.sample.secure": case_personalized_secure_sample,
     "multitier.central.geometric": lambda: case_multitier("geometric"),
     "multitier.central.laplace": lambda: case_multitier("laplace"),
+    "multitier.central.geometric.secure": case_multitier_secure,
     "granular.standard_histogram": case_standard_histogram,
 }
 

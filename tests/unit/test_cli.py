@@ -208,3 +208,67 @@ def test_outputs_neutralise_formulas_and_markup(tmp_path):
     assert "'=SUM(A1:A9)" in csv_text and ",=SUM" not in csv_text
     html = (tmp_path / "o" / "report.html").read_text()
     assert "<script>alert(1)</script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+
+
+def _secure_everywhere(text: str) -> str:
+    """A study's text with ``secure: true`` on every mechanism (and its data made small)."""
+    return text.replace("  - kind: ", "  - secure: true\n    kind: ").replace("n: 10000", "n: 2000")
+
+
+def test_secure_personalized_and_multitier_study(tmp_path):
+    """examples/personalized_tiers.yaml with secure: true on every mechanism, plus the other personalized
+    mechanisms and central families: every ledger row says secure and unseeded, the results say the mode."""
+    extra = """
+  - kind: personalized
+    mechanism: pe
+    query: {kind: median, column: EMP, lo: 0, hi: 500, integer: true}
+  - kind: personalized
+    mechanism: stretching
+    query: {kind: sum, column: EMP, lo: 0, hi: 100}
+  - kind: personalized
+    mechanism: minimum
+    query: {kind: mean, column: EMP, lo: 0, hi: 100}
+  - kind: personalized
+    mechanism: threshold
+    query: {kind: min, column: EMP, lo: 0, hi: 100}
+  - kind: multitier
+    model: central
+    query: count
+    family: gaussian
+  - kind: multitier
+    model: central
+    query: sum
+    measure: EMP
+    clip: 50
+    family: laplace
+"""
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(_secure_everywhere((EXAMPLES / "personalized_tiers.yaml").read_text() + extra))
+    code, _, err = cli("run", str(cfg), "--out", str(tmp_path / "o"), "-q")
+    assert code == EXIT_OK, err
+    import json
+
+    rows = json.loads((tmp_path / "o" / "ledger.json").read_text())
+    entries = rows["entries"] if isinstance(rows, dict) else rows
+    assert len(entries) >= 9
+    assert all(e.get("secure") is True and e.get("seed") is None for e in entries), entries
+    import pandas as pd
+
+    results = pd.read_csv(tmp_path / "o" / "results.csv")
+    assert results["secure"].astype(str).str.lower().eq("true").all() and results["seed"].isna().all()
+    script = (tmp_path / "o" / "reproduce.py").read_text()
+    calls = [ln for ln in script.splitlines() if ln.startswith("rel = ")]
+    assert len(calls) == 9 and all("secure=True" in ln and "seed=" not in ln for ln in calls), calls
+
+
+def test_secure_review_run_refuses_personalized_bounds_from_the_data(tmp_path):
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text((EXAMPLES / "personalized_tiers.yaml").read_text().replace(
+        "    query: {kind: count, column: EMP, cutoff: 10}",
+        "    query: {kind: sum, column: EMP, hi: 250}\n    design_defaults: [hi]\n    secure: true"))
+    code, _, err = cli("run", str(cfg), "--out", str(tmp_path / "o"), "-q")
+    assert code != EXIT_OK and "computed from the confidential data: hi" in err, err
+    cfg.write_text(cfg.read_text().replace("mode: review", "mode: teaching"))  # teaching runs flag it instead
+    code, _, err = cli("run", str(cfg), "--out", str(tmp_path / "o3"), "-q")
+    assert code == EXIT_OK, err
+    assert "hi_source" in (tmp_path / "o3" / "ledger.json").read_text()

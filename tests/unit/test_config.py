@@ -135,6 +135,11 @@ def test_secure_flag():
         parse_config(_with("mechanisms[0].seed", 3, _with("mechanisms[0].secure", True)))
     with pytest.raises(ConfigError, match=r"mechanisms\[0\].secure: must be true or false"):
         parse_config(_with("mechanisms[0].secure", "yes"))
+    for i in (2, 3, 4):  # personalized, multi-tier local and central accept it too
+        st = parse_config(_with(f"mechanisms[{i}].secure", True))
+        assert st.mechanisms[i]["secure"] is True and "seed" not in st.mechanisms[i]
+        with pytest.raises(ConfigError, match=rf"mechanisms\[{i}\].seed: a secure release is unseeded"):
+            parse_config(_with(f"mechanisms[{i}].seed", 3, _with(f"mechanisms[{i}].secure", True)))
 
 
 def test_mechanism_needs_its_policy_part():

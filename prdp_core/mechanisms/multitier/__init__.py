@@ -26,6 +26,9 @@ The package re-exports the public names of its modules, one concept each:
   gradual) and :func:`release_local` → Release; :mod:`.subset` (the Subset mechanism, its
   operators, exact enumeration), :mod:`.templates` (the template chain) and :mod:`.simulation`
   (exact simulation of n users);
+* :mod:`.secure` — the secure (publishable) path of both models: :func:`secure_central` (OpenDP's discrete
+  Laplace and Gaussian on a grid, the residual chain with certified per-tier losses) and the
+  :class:`SecureGenerator` of exact coins that drives the local simulation;
 * :mod:`.coalitions` — :func:`coalition_loss`, the privacy loss of any set of colluding tiers,
   *computed* (exact joint distributions where they fit in memory, otherwise the Markov-chain
   factorisation of the construction), next to the independent and gradual baselines.
@@ -59,6 +62,8 @@ from .templates import (Variant, VARIANTS, Template, template_chain, serve, comp
 from .simulation import (epoch_counts, nested_prefix_counts, iid_subset_counts, subset_counts,
                          multitier_subset_counts, grr_chain_counts, brr_flip_probability, brr_chain_counts,
                          debias_subset, debias_brr)
+from .secure import (SecureGenerator, SecureTiers, central_units, coin_slack, mixture_slack, secure_central,
+                     uniform_categories)
 from .coalitions import (CoalitionLoss, coalition_loss, coalition_table, geometric_coalition_loss)
 
 __all__ = [
@@ -79,5 +84,6 @@ __all__ = [
     "joint_exact", "Variant", "VARIANTS", "Template", "template_chain", "serve", "composite_keep",
     "gradual_local_variance", "utility_bounds", "epoch_counts", "nested_prefix_counts", "iid_subset_counts",
     "subset_counts", "multitier_subset_counts", "grr_chain_counts", "brr_flip_probability", "brr_chain_counts",
-    "debias_subset", "debias_brr", "CoalitionLoss", "coalition_loss", "coalition_table", "geometric_coalition_loss",
+    "debias_subset", "debias_brr", "CoalitionLoss", "coalition_loss", "coalition_table", "geometric_coalition_loss", "SecureGenerator", "SecureTiers", "central_units", "coin_slack", "mixture_slack",
+    "secure_central", "uniform_categories",
 ]

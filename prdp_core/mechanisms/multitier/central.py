@@ -8,14 +8,15 @@ the single-tier release at ε_i. :func:`plan_central` gives every tier's MSE und
 independent and gradual strategies and the residual validity of every step before any data is
 touched; :func:`release_central` releases one (lattice-rounded for the geometric families).
 Budgets are pure ε under add/remove neighbours, except the Gaussian family (ε with a shared δ,
-recorded in zCDP units, ρ = Δ²/(2σ²)). Numpy samplers are for teaching and review.
+recorded in zCDP units, ρ = Δ²/(2σ²)). Numpy samplers are for teaching and review; a real release
+uses ``secure=True`` (exact OpenDP samplers on a grid, :mod:`.secure`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -23,6 +24,7 @@ import pandas as pd
 from ...accounting import FlatLoss, LedgerEntry
 from ...errors import ParameterError, PolicyError
 from ...release import Release
+from ...secure import SecureSampler
 from .noise_families import RELEASE_FAMILIES, NoiseFamily, noise_family
 from .residuals import ResidualCheck, check_residual
 from .tiers import STRATEGIES, Strategy, Tier, TieredPlan, tiers_from
@@ -125,9 +127,11 @@ def _record_loss(mask_or_n: np.ndarray | int | None, value: float) -> np.ndarray
 
 
 def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | np.ndarray, *,
-                    rng: np.random.Generator, seed: int | None = None, strategy: Strategy = "multitier",
+                    rng: np.random.Generator | None, seed: int | None = None, strategy: Strategy = "multitier",
                     reveal: bool = False, query: str = "query", records: np.ndarray | int | None = None,
-                    query_labels: Sequence[str] | None = None) -> Release:
+                    query_labels: Sequence[str] | None = None, secure: bool = False,
+                    sampler: SecureSampler | None = None,
+                    contributions: np.ndarray | Sequence[np.ndarray] | None = None) -> Release:
     """Release every tier's answer to the same query(ies) (Algorithm 1 or a baseline).
 
     ``true_answers``: the exact query value(s). The geometric families release the integer
@@ -140,6 +144,10 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
     ``records``: the input rows (a boolean mask of the records the query reads, or a count):
     the per-record loss is the total over all tiers for those records, 0 for the others.
     The answers table has one row per (tier, query); truth columns only with ``reveal``.
+    ``secure=True`` (or a :class:`~prdp_core.secure.SecureSampler`): a real release, unseeded, with exact
+    OpenDP samplers (:mod:`.secure`); it reads the records' ``contributions`` (one array per query, e.g.
+    :attr:`CentralQuery.contributions`) and quantises them itself, and the loss of every tier is certified
+    before the answers are returned (``params["certified"]``). ``rng`` and ``seed`` are then ignored.
     """
     if strategy not in STRATEGIES:
         raise ParameterError(f"Unknown strategy '{strategy}'.", hint=f"Use one of {', '.join(STRATEGIES)}.")
@@ -149,7 +157,15 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
     if plan.family.lattice:
         q = lattice_round(q)
     fam = plan.family
-    if strategy == "multitier":
+    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+    cert = None
+    if smp is not None:
+        seed = None
+        cert = _secure_tiers(plan, q, contributions, strategy, smp)
+        out = cert.estimates
+    elif rng is None:
+        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
+    elif strategy == "multitier":
         out = sample_multitier(fam, plan.params, q, rng=rng)
     elif strategy == "independent":
         out = sample_independent(fam, plan.params, q, rng=rng)
@@ -173,18 +189,25 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
     total = plan.loss_summary()[strategy]
     base = dict(family=fam.name, sensitivity=fam.sensitivity, delta=fam.delta, strategy=strategy, query=query,
                 tiers={t.name: t.eps for t in plan.tiers})
+    if smp is not None and cert is not None:
+        if cert.total > total * (1 + 1e-9):  # pragma: no cover - each draw is certified within its budget
+            raise ParameterError("OpenDP could not certify the multi-tier release's budget.")
+        base.update(secure=smp.describe(), grid=cert.grid, certified_note=cert.note,
+                    certified={t.name: float(c) for t, c in zip(plan.tiers, cert.certified)})
     tiers_txt = ", ".join(f"{t.name} ε={t.eps:g}" for t in plan.tiers)
     if strategy == "multitier":
         entries = (LedgerEntry(f"Multi-tier {query} ({tiers_txt}) — all tiers together", f"multitier.central.{fam.name}",
-                               FlatLoss(total, measure), base, seed),)
+                               FlatLoss(total, measure), base, seed, secure=smp is not None),)
     elif strategy == "independent":
         entries = tuple(LedgerEntry(f"{query} for {t.name} (independent release)", f"multitier.central.{fam.name}",
-                                    FlatLoss(float(b), measure), {**base, "tier": t.name}, seed)
+                                    FlatLoss(float(b), measure), {**base, "tier": t.name}, seed,
+                                    secure=smp is not None)
                         for t, b in zip(plan.tiers, budgets))
     else:
         pieces = gradual_pieces(budgets)
         entries = tuple(LedgerEntry(f"{query}: budget piece {l + 1} (gradual)", f"multitier.central.{fam.name}",
-                                    FlatLoss(float(e), measure), {**base, "piece": l + 1}, seed)
+                                    FlatLoss(float(e), measure), {**base, "piece": l + 1}, seed,
+                                    secure=smp is not None)
                         for l, e in enumerate(pieces) if e > 1e-15)
     extras = {"plan": plan.table(), "loss_summary": plan.loss_summary(), "unit": plan.unit,
               "checks": [c.sentence() for c in plan.checks]}
@@ -192,7 +215,25 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
         extras["private_true_answers"] = q
     return Release(mechanism=f"multitier.central.{strategy}", answers=answers, measure=measure,
                    loss=_record_loss(records, total), entries=entries,
-                   params={**base, "params": list(plan.params)}, seed=seed, truth_included=reveal, extras=extras)
+                   params={**base, "params": list(plan.params)}, seed=seed, truth_included=reveal, extras=extras,
+                   secure=smp is not None)
+
+
+def _secure_tiers(plan: CentralPlan, q: np.ndarray, contributions: np.ndarray | Sequence[np.ndarray] | None,
+                  strategy: str, smp: SecureSampler) -> Any:
+    """The secure answers of every tier (:func:`.secure.secure_central`), from one contribution array per query."""
+    from .secure import secure_central  # the secure module builds on this one
+
+    if contributions is None:
+        raise ParameterError("A secure multi-tier release reads the records' contributions, not a total.",
+                             hint="Pass contributions=central_query(...).contributions.")
+    if isinstance(contributions, np.ndarray) and contributions.ndim <= 1:
+        contribs = [contributions]
+    else:
+        contribs = [np.asarray(c) for c in contributions]
+    if len(contribs) != q.size:
+        raise ParameterError(f"Give one contribution array per query ({q.size}), got {len(contribs)}.")
+    return secure_central(plan.family, contribs, list(plan.eps), strategy=strategy, smp=smp)
 
 
 # ---------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import pandas as pd
 from ...accounting import FlatLoss, LedgerEntry
 from ...errors import ParameterError
 from ...release import Release
+from ...secure import SecureSampler
 from .simulation import (
     brr_chain_counts,
     debias_brr,
@@ -126,9 +127,10 @@ LOCAL_MECHANISMS: dict[str, str] = {
 }
 
 
-def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: np.random.Generator,
+def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: np.random.Generator | None,
                   seed: int | None = None, mechanism: LocalMechanism = "subset", reveal: bool = False,
-                  labels: Sequence[str] | None = None) -> Release:
+                  labels: Sequence[str] | None = None, secure: bool = False,
+                  sampler: SecureSampler | None = None) -> Release:
     """Simulate n users' reports for every tier and release each tier's estimated counts.
 
     ``values``: each user's category in 0…d−1 (one user per input row; every user of the roster,
@@ -140,6 +142,9 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
     reports into count estimates. The answers table has one row per (tier, category); truth
     columns only with ``reveal``. Per-record loss: the total over all tiers (the top served
     level for the multi-tier mechanisms, Σ ε_i for independent reports).
+    ``secure=True`` (or a :class:`~prdp_core.secure.SecureSampler`): a real release, unseeded, the same
+    simulation driven by exact coins from the system random source (:class:`.secure.SecureGenerator`);
+    every tier's loss is certified as its level plus the coins' slack (``params["certified"]``).
     """
     if mechanism not in LOCAL_MECHANISMS:
         raise ParameterError(f"Unknown local mechanism '{mechanism}'.",
@@ -156,6 +161,13 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
         raise ParameterError(f"Categories must be between 0 and d − 1 = {d - 1}.")
     n = int(x.size)
     xc = np.bincount(x, minlength=d).astype(np.int64)
+    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+    if smp is not None:
+        from .secure import SecureGenerator  # the secure module builds on the central one, which imports this
+
+        rng, seed = SecureGenerator(smp), None  # type: ignore[assignment]
+    elif rng is None:
+        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
     eps = plan.eps
     rows: list[dict[str, Any]] = []
     lab = list(labels) if labels is not None else [str(j) for j in range(d)]
@@ -201,18 +213,39 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
     answers = pd.DataFrame(rows)
     base = dict(model="local", d=d, mechanism=mechanism, variant=plan.variant, rule=plan.rule, n=n,
                 tiers={t.name: t.eps for t in plan.tiers})
+    tier_loss = {t.name: float(t.eps) for t in plan.tiers}
+    if smp is not None:  # the ledger records the certified losses (each level plus the coins' slack)
+        base.update(secure=smp.describe(), **_certified(plan, mechanism, [float(e[1]) for e in est], rng))
+        slack = float(base["certified_slack"])
+        tier_loss = {k: v + slack for k, v in tier_loss.items()}
+        total = total + slack * (len(plan.tiers) if mechanism == "independent" else 1)
     tiers_txt = ", ".join(f"{t.name} ε={t.eps:g}" for t in plan.tiers)
     if mechanism == "independent":
         entries = tuple(LedgerEntry(f"Local counts for {t.name} (independent reports)", "multitier.local.independent",
-                                    FlatLoss(float(t.eps), "eps"), {**base, "tier": t.name}, seed) for t in plan.tiers)
+                                    FlatLoss(tier_loss[t.name], "eps"), {**base, "tier": t.name}, seed,
+                                    secure=smp is not None) for t in plan.tiers)
     else:
         short = {"subset": "Subset templates", "grr": "GRR re-sampling", "brr": "BRR re-sampling"}[mechanism]
         entries = (LedgerEntry(f"Multi-tier local counts, {short} ({tiers_txt}) — all tiers together",
-                               f"multitier.local.{mechanism}", FlatLoss(total, "eps"), base, seed),)
+                               f"multitier.local.{mechanism}", FlatLoss(total, "eps"), base, seed,
+                               secure=smp is not None),)
     extras: dict[str, Any] = {"plan": plan.table(), "loss_summary": {**plan.loss_summary(),
                                                                      "multitier": total}}
     if reveal:
         extras["private_true_counts"] = xc
     return Release(mechanism=f"multitier.local.{mechanism}", answers=answers, measure="eps",
                    loss=np.full(n, total), entries=entries, params=base, seed=seed, truth_included=reveal,
-                   extras=extras)
+                   extras=extras, secure=smp is not None)
+
+
+def _certified(plan: LocalPlan, mechanism: str, levels: list[float], gen: Any) -> dict[str, Any]:
+    """What a secure local release certifies per tier: its level plus the slack of the rounded coins."""
+    from .secure import coin_slack
+
+    d, m = plan.d, len(plan.tiers)
+    T = len(set(plan.served))
+    coins = {"grr": m, "brr": 2 * d * m, "subset": 1 + T * T + T * d, "independent": 1 + d}[mechanism]
+    slack = coin_slack(gen.p_min, coins)
+    return {"certified": {t.name: lvl + slack for t, lvl in zip(plan.tiers, levels)}, "certified_slack": slack,
+            "certified_note": f"each tier's level + at most {slack:.3g} (coins rounded to the 2^−53 grid, "
+                              f"at most {coins} on one user's path)"}

@@ -65,6 +65,9 @@ class CentralQuery:
     mask: np.ndarray = field(repr=False)
     label: str
     integer: bool
+    #: Each matching record's contribution (1 for a count, the clipped value for a sum): what a secure
+    #: release quantises record by record (confidential, like the records).
+    contributions: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
     @property
     def n_matching(self) -> int:
@@ -86,7 +89,8 @@ def central_query(table: pd.DataFrame, kind: str = "count", *, measure: str | No
     mask = np.ones(len(table), dtype=bool) if filter is None else filter.mask(table)
     where = "" if filter is None else f" where {filter.describe()}"
     if kind == "count":
-        return CentralQuery("count", float(mask.sum()), 1.0, mask, f"count of records{where}", True)
+        return CentralQuery("count", float(mask.sum()), 1.0, mask, f"count of records{where}", True,
+                            np.ones(int(mask.sum())))
     if kind != "sum":
         raise ParameterError(f"Unknown query '{kind}'.", hint="Use 'count' or 'sum'.")
     if measure is None or measure not in table.columns:
@@ -104,7 +108,7 @@ def central_query(table: pd.DataFrame, kind: str = "count", *, measure: str | No
     if integer:
         v = np.round(v)
     total = float(v[mask].sum())
-    return CentralQuery("sum", total, U, mask, f"sum of {measure} clipped to [0, {U:g}]{where}", integer)
+    return CentralQuery("sum", total, U, mask, f"sum of {measure} clipped to [0, {U:g}]{where}", integer, v[mask])
 
 
 #: Default public top U of a measure's range for the local model's categories: a round number declared

@@ -24,6 +24,8 @@ One concept per module (this package re-exports their public names):
 * :mod:`.mechanisms` — :class:`Minimum`, :class:`Threshold`, :class:`Sample`, :class:`PE`,
   :class:`Stretching` (Sec. IV);
 * :mod:`.release` — ledger-ready releases with per-user delivered ε;
+* :mod:`.secure` — the secure (publishable) path of every mechanism: exact OpenDP samplers, grid
+  outputs, each user's loss certified;
 * :mod:`.accuracy` — closed-form and exact-pmf errors, simulations, design tables;
 * :mod:`.experiments` — the paper's synthetic experiments (Sec. V-A, Table I);
 * :mod:`.reduction` — the PDP → PrDP reduction E(r) = c·v_bud of the general framework paper
@@ -55,8 +57,12 @@ from .reduction import (
     BUDGET_COLUMN, PAPER_CHOICE_RANGE, PrdpReduction, compare_with_prdp, prdp_available, public_choice_range,
     run_prdp, to_prdp,
 )
-from .release import DATA_DEFAULT_NOTE, DESIGN_DEFAULT_PARAMS, flag_design_defaults, release
+from .release import DATA_DEFAULT_NOTE, DESIGN_DEFAULT_PARAMS, flag_design_defaults, release, require_public_bounds
 from .sample import sample_delivered, sample_probability
+from .secure import (
+    SecureResult, black_box_scores, output_grid, pe_scores, pe_weights, sample_keep_numerators, secure_answer,
+    secure_count, secure_mean, secure_pe, secure_quantile, secure_sample_keep, secure_stretching, secure_sum,
+)
 from .spec import (
     ROSTER_TEXT, ROSTERS, TIER_NAMES, PrivacySpec, Roster, ThresholdSpec, TierConfig, generate_tiers,
     generate_tiers_for, spec_from_column, spec_from_labels, spec_from_values,
@@ -71,10 +77,13 @@ __all__ = [
     "Neighbours", "noise_calibration", "sample_delivered_substitution", "substitution_factor", "d_count",
     "d_median", "d_median_pieces", "d_min", "d_min_pieces", "k_smallest_prefix_sums", "pe_distribution",
     "pe_draw", "Answer", "Minimum", "paper_mechanisms", "PDPMechanism", "PE", "Sample", "Stretching",
-    "Threshold", "DATA_DEFAULT_NOTE", "DESIGN_DEFAULT_PARAMS", "flag_design_defaults", "release", "compare",
+    "Threshold", "DATA_DEFAULT_NOTE", "DESIGN_DEFAULT_PARAMS", "flag_design_defaults", "release",
+    "require_public_bounds", "compare",
     "count_mse_proxy", "delivered_by_mechanism", "delivered_table", "evaluate", "exact_mse", "example1_errors",
     "linear_moments", "neighbour_table", "PE_EXAMPLE", "pe_profile", "pi_curves", "simulate_answers",
     "sum_mse_proxy", "threshold_curve", "ExperimentConfig", "paper_experiment", "BUDGET_COLUMN",
     "compare_with_prdp", "PAPER_CHOICE_RANGE", "prdp_available", "PrdpReduction", "public_choice_range",
-    "run_prdp", "to_prdp",
+    "run_prdp", "to_prdp", "SecureResult", "black_box_scores", "output_grid", "pe_scores", "pe_weights",
+    "sample_keep_numerators", "secure_answer", "secure_count", "secure_mean", "secure_pe", "secure_quantile",
+    "secure_sample_keep", "secure_stretching", "secure_sum",
 ]

@@ -26,9 +26,11 @@ import pandas as pd
 from ... import noise as _noise
 from ...errors import ParameterError
 from ...release import Release
+from ...secure import SecureSampler
 from .blackbox import CountNoise, dp_answer
 from .neighbours import Neighbours, noise_calibration, sample_delivered_substitution, substitution_factor
 from .pe import pe_draw
+from .secure import secure_answer, secure_pe, secure_sample_keep, secure_stretching
 from .query import QUERY_KINDS, PersonalizedQuery
 from .release import release
 from .sample import sample_delivered, sample_probability
@@ -43,6 +45,8 @@ class Answer:
     eps_used: float | None = None
     scale: float | None = None
     private: dict[str, Any] = field(default_factory=dict)
+    #: Secure mode: the largest ratio of the loss OpenDP's map certifies to the loss promised (≤ 1).
+    certified: float | None = None
 
 
 class PDPMechanism:
@@ -77,6 +81,12 @@ class PDPMechanism:
 
     def answer(self, values: np.ndarray, phi: np.ndarray, query: PersonalizedQuery, spec: PrivacySpec, *,
                rng: np.random.Generator) -> Answer:
+        raise NotImplementedError
+
+    def secure_answer(self, values: np.ndarray, phi: np.ndarray, query: PersonalizedQuery, spec: PrivacySpec, *,
+                      sampler: SecureSampler) -> Answer:
+        """The answer of a secure release: exact OpenDP samplers on a documented grid, the loss certified
+        before it is returned (:mod:`.secure`)."""
         raise NotImplementedError
 
     def delivered(self, phi: np.ndarray, spec: PrivacySpec) -> np.ndarray:
@@ -120,8 +130,10 @@ class PDPMechanism:
         raise NotImplementedError
 
     def release(self, table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, *,
-                rng: np.random.Generator, seed: int | None = None, reveal: bool = False, label: str | None = None) -> Release:
-        return release(table, spec, query, self, rng=rng, seed=seed, reveal=reveal, label=label)
+                rng: np.random.Generator | None, seed: int | None = None, reveal: bool = False,
+                label: str | None = None, secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+        return release(table, spec, query, self, rng=rng, seed=seed, reveal=reveal, label=label, secure=secure,
+                       sampler=sampler)
 
     def params(self, spec: PrivacySpec) -> dict[str, Any]:
         return {}
@@ -143,6 +155,11 @@ class Minimum(PDPMechanism):
         a = spec.min_eps / noise_calibration(query, spec)
         est = dp_answer(query.kind, values, a, query, rng=rng, noise=self.noise)
         return Answer(est, eps_used=a, scale=_scale(query, a))
+
+    def secure_answer(self, values, phi, query, spec, *, sampler):
+        a = spec.min_eps / noise_calibration(query, spec)
+        est, scale, loss = secure_answer(query.kind, values, a, query, sampler)
+        return Answer(est, eps_used=a, scale=scale, certified=loss / a)
 
     def delivered(self, phi, spec):
         return np.full(np.size(phi), spec.min_eps)
@@ -181,6 +198,13 @@ class Threshold(PDPMechanism):
         e = t / noise_calibration(query, spec)
         est = dp_answer(query.kind, np.asarray(values)[keep], e, query, rng=rng, noise=self.noise)
         return Answer(est, eps_used=e, scale=_scale(query, e), private={"kept": int(keep.sum())})
+
+    def secure_answer(self, values, phi, query, spec, *, sampler):
+        t = spec.threshold(self.t)
+        keep = np.asarray(phi) >= t
+        e = t / noise_calibration(query, spec)
+        est, scale, loss = secure_answer(query.kind, np.asarray(values)[keep], e, query, sampler)
+        return Answer(est, eps_used=e, scale=scale, private={"kept": int(keep.sum())}, certified=loss / e)
 
     def delivered(self, phi, spec):
         t = spec.threshold(self.t)
@@ -237,6 +261,16 @@ class Sample(PDPMechanism):
             est = est / self.rescale_factor(spec)
         return Answer(est, eps_used=e, scale=_scale(query, e), private={"kept": int(keep.sum())})
 
+    def secure_answer(self, values, phi, query, spec, *, sampler):
+        t = spec.threshold(self.t)
+        keep = secure_sample_keep(phi, t, sampler)
+        e = t / noise_calibration(query, spec)
+        est, scale, loss = secure_answer(query.kind, np.asarray(values)[keep], e, query, sampler)
+        if self.rescale and query.kind in ("count", "sum"):
+            est = est / self.rescale_factor(spec)
+            scale = None if scale is None else scale / self.rescale_factor(spec)
+        return Answer(est, eps_used=e, scale=scale, private={"kept": int(keep.sum())}, certified=loss / e)
+
     def rescale_factor(self, spec: PrivacySpec) -> float:
         """Mean π over the public universe U (the expected share of tuples kept)."""
         return float(sample_probability(spec.eps, spec.threshold(self.t)).mean())
@@ -283,6 +317,11 @@ class PE(PDPMechanism):
                       hi=None if query.hi is None else float(query.hi), integer=query.on_integers)
         return Answer(est)
 
+    def secure_answer(self, values, phi, query, spec, *, sampler):
+        self.check_query(query)
+        est, ratio = secure_pe(query.kind, values, phi, query, sampler)
+        return Answer(est, certified=ratio)
+
     def delivered(self, phi, spec):
         return np.asarray(phi, dtype=float).copy()
 
@@ -327,6 +366,14 @@ class Stretching(PDPMechanism):
         if self.rescale:
             est = est / float(np.mean(spec.eps / ref))
         return Answer(est, eps_used=ref, scale=scale)
+
+    def secure_answer(self, values, phi, query, spec, *, sampler):
+        self.check_query(query)
+        ref = spec.threshold(self.reference)
+        est, scale, ratio = secure_stretching(values, phi, query.bound, ref, noise_calibration(query, spec), sampler)
+        if self.rescale:
+            est = est / float(np.mean(spec.eps / ref))
+        return Answer(est, eps_used=ref, scale=scale, certified=ratio)
 
     def delivered(self, phi, spec):
         return np.asarray(phi, dtype=float).copy()

@@ -14,7 +14,9 @@ import numpy as np
 import pandas as pd
 
 from ...accounting import LedgerEntry, RecordLoss
+from ...errors import ParameterError, PolicyError
 from ...release import Release
+from ...secure import SecureSampler, mode_label
 from .neighbours import NEIGHBOUR_TEXT, noise_calibration, substitution_factor
 from .query import PersonalizedQuery
 from .spec import ROSTER_TEXT, PrivacySpec
@@ -24,8 +26,8 @@ if TYPE_CHECKING:
 
 
 def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, mechanism: PDPMechanism, *,
-            rng: np.random.Generator, seed: int | None = None, reveal: bool = False,
-            label: str | None = None) -> Release:
+            rng: np.random.Generator | None, seed: int | None = None, reveal: bool = False,
+            label: str | None = None, secure: bool = False, sampler: SecureSampler | None = None) -> Release:
     """Run ``mechanism`` on ``table`` under ``spec`` and return a ledger-ready :class:`Release`.
 
     ``loss`` is the delivered ε of each tuple's owner (aligned with the rows),
@@ -34,12 +36,22 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
     substitution when it was read from the table (:meth:`PDPMechanism.neighbours_for`); the
     losses, the params, the promise and the ledger entry all state it.
     ``reveal=True`` (teaching mode) adds the true answer and the error.
+    ``secure=True`` (or a :class:`~prdp_core.secure.SecureSampler`): a real release with exact OpenDP
+    samplers and system randomness, no seed (``rng`` and ``seed`` are ignored), outputs on the grids of
+    :mod:`.secure`, and each user's loss certified at or below the delivered ε before it is returned.
     """
     mechanism.check_query(query)
+    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+    if smp is None and rng is None:
+        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
+    seed = None if smp is not None else seed
     phi = spec.phi_for(table)
     raw = query.raw(table)
     vals = query.prepare(raw)
-    ans = mechanism.answer(vals, phi, query, spec, rng=rng)
+    if smp is not None:
+        ans = mechanism.secure_answer(vals, phi, query, spec, sampler=smp)
+    else:
+        ans = mechanism.answer(vals, phi, query, spec, rng=rng)  # type: ignore[arg-type]
     notion = mechanism.neighbours_for(spec)
     delivered = mechanism.delivered_for(phi, spec, query)
     promise = mechanism.promise_for(spec, query)
@@ -55,6 +67,9 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
     if query.black_box is not None:
         params["black_box"] = query.black_box.name
         params["black_box_substitution"] = float(query.black_box.substitution)
+    if smp is not None:
+        params["secure"] = smp.describe()
+        params["certified_ratio"] = ans.certified
     if notion != mechanism.neighbours:
         params["substitution_factor"] = substitution_factor(query)
         params["noise_calibration"] = noise_calibration(query, spec)
@@ -65,15 +80,16 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
     entry = LedgerEntry(label=label or f"{mechanism.label(spec)} · {query.describe()}",
                         mechanism=f"personalized.{mechanism.name}",
                         loss=RecordLoss(delivered, "eps", note=note, bound=sup), params=params, seed=seed,
-                        neighbours=notion)
-    extras: dict[str, Any] = {"neighbours": notion, "promise": promise, "roster": ROSTER_TEXT[spec.roster]}
+                        neighbours=notion, secure=smp is not None)
+    extras: dict[str, Any] = {"neighbours": notion, "promise": promise, "roster": ROSTER_TEXT[spec.roster],
+                              "mode": mode_label(smp is not None)}
     if ans.eps_used is not None:
         extras["eps_used"] = ans.eps_used
     if reveal:
         extras.update({f"private_{k}": v for k, v in ans.private.items()})
     return Release(mechanism=f"personalized.{mechanism.name}", answers=pd.DataFrame([row]), measure="eps",
                    loss=delivered, entries=(entry,), params=params, seed=seed, requested=phi,
-                   truth_included=reveal, extras=extras)
+                   truth_included=reveal, extras=extras, secure=smp is not None)
 
 
 #: What a release records about a query parameter left at a design default computed from the data.
@@ -82,6 +98,18 @@ DATA_DEFAULT_NOTE = ("data: the column's 99th percentile (a design default compu
 
 #: Query parameters whose design default may come from the data.
 DESIGN_DEFAULT_PARAMS = ("hi", "cutoff")
+
+
+def require_public_bounds(names: Iterable[str]) -> None:
+    """Refuse query parameters left at a design default computed from the confidential data (``hi``,
+    ``cutoff``) in a secure release that is not a teaching run: a bound read off the records sets the noise
+    or the output range, so it leaks through the release itself. Raises :class:`PolicyError` naming them."""
+    flagged = [n for n in names if n in DESIGN_DEFAULT_PARAMS]
+    if flagged:
+        raise PolicyError(f"A secure release cannot use query parameters computed from the confidential data: "
+                          f"{', '.join(flagged)} (the column's 99th percentile).",
+                          hint="Type a public value (fixed from public knowledge), or adopt a private (DP) "
+                               "suggestion charged to the ledger.")
 
 
 def flag_design_defaults(rel: Release, names: Iterable[str]) -> Release:
