@@ -238,7 +238,9 @@ if pol.workload.partition_rho > 0:
 learn("**Conversions.** ρ-zCDP implies (ε, δ)-DP for every δ. The Canonne–Kamath–Steinke bound is tight; the "
       "textbook ρ + 2√(ρ ln 1/δ) is simpler and larger. Each row applies to records losing that much.")
 
-with st.expander("Losses by group", icon=":material/table_chart:"):
-    pstate.losses_by_group_panel(ds, pol, owner_bound)
+by_group_box = st.expander("Losses by group", icon=":material/table_chart:", key="policy_by_group_open",
+                           on_change="rerun")  # computed when open only
+with by_group_box:
+    pstate.losses_by_group_panel(ds, pol, owner_bound, opened=bool(by_group_box.open))
 
 code_expander(policy_code(state.source(), ds, pol, owner_bound))

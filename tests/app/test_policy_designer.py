@@ -121,8 +121,30 @@ def test_suggestions_fill_thresholds(page):
     assert prev_max <= 10.0 + 1e-9
 
 
+def test_losses_by_group_computed_when_opened(page, monkeypatch):
+    """The collapsed *Losses by group* expander computes nothing on a threshold change; opened, it shows the
+    losses per group and the ten largest record losses."""
+    import ui.policy_designer as pstate
+
+    calls = []
+    real = pstate.by_group
+    monkeypatch.setattr(pstate, "by_group", lambda *a, **k: calls.append(a[1:]) or real(*a, **k))
+    at = page
+    at.number_input(key="thr_EMP").set_value(77.0)
+    at.run()
+    assert not at.exception and calls == []
+    assert "ten largest record losses" not in texts(at)
+    at.session_state["policy_by_group_open"] = True
+    at.run()
+    assert not at.exception and len(calls) == 1
+    assert "ten largest record losses" in texts(at)
+    assert any("max" in df.value.columns for df in at.dataframe)
+
+
 def test_review_mode_hides_largest_records(page):
     at = page
+    at.session_state["policy_by_group_open"] = True  # the expander opened
+    at.run()
     assert "ten largest record losses" in texts(at)
     at.sidebar.radio(key="mode").set_value("review")
     at.run()
