@@ -214,3 +214,27 @@ def test_private_threshold_suggestion_is_charged_and_offered_in_review_mode(page
     assert all(src.startswith("private:") for src in pol.threshold_sources().values())
     assert set(pol.threshold_sources()) == set(pol.thresholds.measures)
     assert any("Adopted private thresholds" in s.value for s in at.success)
+
+
+def test_a_rerun_that_changes_no_chart_builds_no_figure(page, monkeypatch):
+    """The loss CDFs are built once per content (ui.figures.chart): the Learn switch rebuilds none, a threshold
+    change both (records and owners), and the figures drawn are the same as when built afresh."""
+    import functools
+
+    import prdp_core.charts.policy as charts
+
+    built = []
+    real = charts.loss_cdf_figure
+
+    @functools.wraps(real)
+    def counting(*a, **k):
+        built.append(k["title"])
+        return real(*a, **k)
+
+    monkeypatch.setattr(charts, "loss_cdf_figure", counting)
+    at = page
+    before = current_curve(at)
+    at.sidebar.toggle(key="learn").set_value(True).run()
+    assert not at.exception and built == [] and current_curve(at) == before
+    at.number_input(key="thr_EMP").set_value(64.0).run()
+    assert len(built) == 2 and current_curve(at) != before

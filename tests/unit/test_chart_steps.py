@@ -64,3 +64,13 @@ def test_public_function_figure_sends_only_the_steps():
     tr = fig.data[0]
     assert len(tr.x) == np.unique(np.ceil(grid / 100.0)).size + 1
     assert np.array_equal(drawn(np.asarray(tr.x), np.asarray(tr.y), grid), np.ceil(grid / 100.0) ** 2)
+
+
+def test_figure_digest_follows_the_content():
+    from ui.figures import digest
+
+    a = np.arange(5.0)
+    assert digest({"x": (a, a)}, "t") == digest({"x": (a.copy(), a.copy())}, "t")
+    assert digest({"x": (a, a)}, "t") != digest({"x": (a, a + 1e-12)}, "t")
+    assert digest({"x": (a, a)}, "t") != digest({"y": (a, a)}, "t")
+    assert digest(a) != digest(a.astype(np.float32)) and digest([1, 2]) != digest([12])
