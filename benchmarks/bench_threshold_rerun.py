@@ -9,7 +9,11 @@ to the browser (the protobuf ``ForwardMsg`` deltas, in which the charts' figure 
 With ``--profile N`` it prints the N costliest functions (cumulative time) of the script thread over the
 timed reruns (cProfile inflates the times; read it for shares, the unprofiled run for the CPU).
 
-Run: .venv/bin/python benchmarks/bench_threshold_rerun.py [--changes 20] [--profile 30] [--page policy_designer]
+Two differences from a server's rerun: AppTest compiles the page scripts again at every run (a server keeps
+their bytecode), and its process holds fewer objects, so Streamlit's garbage collection after each run
+costs less than in a server (``bench_workshop_load.py`` measures the server's CPU).
+
+Run: .venv/bin/python benchmarks/bench_threshold_rerun.py [--changes 20] [--profile 30]
 """
 
 from __future__ import annotations
@@ -71,7 +75,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--changes", type=int, default=20)
     ap.add_argument("--profile", type=int, default=0, help="print the N costliest functions (cProfile)")
-    ap.add_argument("--page", default="policy_designer")
     args = ap.parse_args()
 
     os.environ.setdefault("PRDP_WORKSHOP_DIR", tempfile.mkdtemp(prefix="prdp-bench-rerun-"))
@@ -80,7 +83,7 @@ def main() -> None:
     meter = ScriptThreadMeter(profile=args.profile > 0)
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
     at.run()
-    at.switch_page(f"app_pages/{args.page}.py")
+    at.switch_page("app_pages/policy_designer.py")
     at.run()
     assert not at.exception, at.exception
     measure = at.session_state["dataset"].schema.measures[0]
@@ -101,7 +104,7 @@ def main() -> None:
     meter.restore()
     cpu = sorted(meter.cpu)
     print(f"machine: {machine()}; load average {os.getloadavg()[0]:.1f}; {time.strftime('%Y-%m-%d %H:%M')}")
-    print(f"{args.changes} threshold changes of T({measure}) on the {args.page} page"
+    print(f"{args.changes} threshold changes of T({measure}) on the Policy designer"
           + (" (profiled: times inflated)" if meter.profiler else ""))
     print(f"script-thread CPU per rerun: median {statistics.median(cpu):.3f} s, "
           f"p90 {cpu[int(0.9 * (len(cpu) - 1))]:.3f} s, min {cpu[0]:.3f} s")
