@@ -58,3 +58,4 @@ config = links.sync()  # the URL carries the design as the page left it
 durable.save(config)  # the store keeps the data source, design and ledger: a restart loses none of them
 # after the page, so the sidebar shows what the page just set (e.g. the active policy)
 sidebar.render()
+memory.freeze_loaded(nav.url_path)  # the code a page loaded is out of the per-run garbage collection's way

@@ -14,6 +14,7 @@ from prdp_core.splitting import DEFAULT_KEY, as_thresholds, threshold_percentile
 from prdp_core.workload import SplittingPolicy, Workload, workload_from_frame
 from ui import policy_designer as pstate
 from ui import options, review, state
+from ui.figures import chart
 from ui.common import code_expander, confidential, learn, md_escape, show_error
 from ui.policy_designer_code import policy_code
 
@@ -163,14 +164,14 @@ if review.shows_records("what the records and owners lose — the share of recor
     series_rec = {c["label"]: c["records"] for c in st.session_state.get("policy_compare", [])}
     series_rec["current policy"] = prev.record_cdf()
     ch1, ch2 = st.columns(2)
-    ch1.plotly_chart(loss_cdf_figure(series_rec, title="Policy-loss CDF over records", base=pol.workload.total_rho,
-                                     log_x=log_x, view=view), key="cdf_records")
+    ch1.plotly_chart(chart(loss_cdf_figure, series_rec, title="Policy-loss CDF over records",
+                           base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_records")
     if owners is not None:
         series_own = {c["label"]: c["owners"] for c in st.session_state.get("policy_compare", []) if "owners" in c}
         series_own["current policy"] = owners.ecdf()
         label = "Lemma 5, optimistic" if owner_bound == "lemma5" else "Lemma 4: records × sum of their losses"
-        ch2.plotly_chart(loss_cdf_figure(series_own, title=f"Policy-loss CDF over owners ({label})",
-                                         base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_owners")
+        ch2.plotly_chart(chart(loss_cdf_figure, series_own, title=f"Policy-loss CDF over owners ({label})",
+                               base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_owners")
     elif ds.schema.owner_col:
         ch2.info("Turn on *Compute the owners' losses* above to see owner-level losses of this large table.")
     else:
@@ -210,7 +211,7 @@ for g, _row in pol.thresholds.rows[:8]:
     lab = "every record" if pol.thresholds.group_col is None else (
         "other groups (*)" if g == DEFAULT_KEY else f"{pol.thresholds.group_col} = {g}")
     curves[lab] = pol.public_function(fm, grid, group=g)
-pc2.plotly_chart(public_function_figure(grid, curves, measure=fm, observed=vals if show_data else None),
+pc2.plotly_chart(chart(public_function_figure, grid, curves, measure=fm, observed=vals if show_data else None),
                  key="public_fn")
 st.caption("This function — not any record's value — is what an agency can publish: anyone who knows a record's "
            f"{md_escape(fm)} can read off its loss (other measures at most their thresholds, record passing every filter).")
@@ -238,7 +239,9 @@ if pol.workload.partition_rho > 0:
 learn("**Conversions.** ρ-zCDP implies (ε, δ)-DP for every δ. The Canonne–Kamath–Steinke bound is tight; the "
       "textbook ρ + 2√(ρ ln 1/δ) is simpler and larger. Each row applies to records losing that much.")
 
-with st.expander("Losses by group", icon=":material/table_chart:"):
-    pstate.losses_by_group_panel(ds, pol, owner_bound)
+by_group_box = st.expander("Losses by group", icon=":material/table_chart:", key="policy_by_group_open",
+                           on_change="rerun")  # computed when open only
+with by_group_box:
+    pstate.losses_by_group_panel(ds, pol, owner_bound, opened=bool(by_group_box.open))
 
 code_expander(policy_code(state.source(), ds, pol, owner_bound))

@@ -456,10 +456,12 @@ def suggestions_panel(measures: list[str], per_group: bool) -> None:
     private_suggest.thresholds_panel(measures, apply_suggestion, disabled=per_group)
 
 
-def losses_by_group_panel(ds: Dataset, pol: SplittingPolicy, owner_bound: str) -> None:
-    """The *Losses by group* expander (teaching mode): losses per group value and the records with the largest losses."""
+def losses_by_group_panel(ds: Dataset, pol: SplittingPolicy, owner_bound: str, opened: bool = True) -> None:
+    """The *Losses by group* expander (teaching mode): losses per group value and the records with the largest losses.
+    ``opened=False`` (the expander is collapsed) computes nothing: the tables are computed when it is opened, not on
+    every threshold change."""
     measures, groups = list(ds.schema.measures), list(ds.schema.groups)
-    if review.shows_records("losses by group and the records with the largest losses"):
+    if review.shows_records("losses by group and the records with the largest losses") and opened:
         prev = preview(pol, owner_bound)
         if groups:
             gsel = st.selectbox("Group column", groups, key="policy_group_summary")

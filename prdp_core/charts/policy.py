@@ -8,6 +8,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 from . import PALETTE, layout
+from .steps import step_corners, thin_steps
 
 
 def loss_cdf_figure(series: Mapping[str, tuple[np.ndarray, np.ndarray]], *, title: str, base: float | None = None,
@@ -17,7 +18,8 @@ def loss_cdf_figure(series: Mapping[str, tuple[np.ndarray, np.ndarray]], *, titl
     Each series is (loss values ascending, share of records with loss ≤ value). ``view``:
     ``"cdf"`` (share with loss ≤ x), ``"zoom"`` (the same, y-axis zoomed on the records paying
     more than the smallest loss) or ``"tail"`` (share paying more than x, log scale — the
-    heavy tail at a glance). A dotted line marks the base loss (what unsplit records pay).
+    heavy tail at a glance). A dotted line marks the base loss (what unsplit records pay). A curve of
+    more points than a chart can show is thinned to its screen resolution (:func:`~.steps.thin_steps`).
     """
     fig = go.Figure()
     lowest = 100.0
@@ -28,6 +30,7 @@ def loss_cdf_figure(series: Mapping[str, tuple[np.ndarray, np.ndarray]], *, titl
             lowest = min(lowest, float(y[0]))
         if view == "tail":
             x, y = x[:-1], 100.0 - y[:-1]  # share strictly above each jump; the last point is 0
+            x, y = thin_steps(x, y, log_x=log_x, log_y=True)
             fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers" if x.size < 30 else "lines", line_shape="hv",
                                      name=name, line=dict(color=PALETTE[i % len(PALETTE)], width=2),
                                      marker=dict(size=5),
@@ -35,6 +38,7 @@ def loss_cdf_figure(series: Mapping[str, tuple[np.ndarray, np.ndarray]], *, titl
                                                    + "<extra>" + name + "</extra>"))
             continue
         # start the step at the share of records paying the smallest loss
+        x, y = thin_steps(x, y, log_x=log_x)
         fig.add_trace(go.Scatter(x=x, y=y, mode="lines+markers" if x.size < 30 else "lines", line_shape="hv",
                                  name=name, line=dict(color=PALETTE[i % len(PALETTE)], width=2),
                                  marker=dict(size=5),
@@ -59,10 +63,12 @@ def public_function_figure(grid: np.ndarray, curves: Mapping[str, np.ndarray], *
     ``curves`` maps a group label to P over ``grid``; ``observed`` (optional, confidential)
     marks quantiles of the real data on the x-axis: the values themselves, or their median, p90 and
     p99 already computed (a mapping label → value, e.g. from a profile computed by an engine).
+    Each curve is drawn from the points where its value changes (:func:`~.steps.step_corners`: the same steps).
     """
     fig = go.Figure()
-    for i, (name, y) in enumerate(curves.items()):
-        fig.add_trace(go.Scatter(x=grid, y=y, mode="lines", line_shape="hv", name=name,
+    for i, (name, values) in enumerate(curves.items()):
+        x, y = step_corners(grid, values)
+        fig.add_trace(go.Scatter(x=x, y=y, mode="lines", line_shape="hv", name=name,
                                  line=dict(color=PALETTE[i % len(PALETTE)], width=2),
                                  hovertemplate=f"{measure} = %{{x:,.4g}}: P = %{{y:.4g}}{unit}<extra>{name}</extra>"))
     if isinstance(observed, Mapping):

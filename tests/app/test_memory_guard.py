@@ -152,3 +152,21 @@ def test_a_session_is_tracked_and_closed_after_the_reconnect_window(monkeypatch)
     assert delay == umem.TRIM_DELAY_S
     release()
     assert state.cleared == 1 and state._new_widget_state.widget_metadata == {} and trimmed == [True]
+
+
+def test_the_first_run_of_a_page_freezes_what_it_loaded_and_later_runs_do_not():
+    """Streamlit's collection after every run examines only what sessions made since a page's first run on the
+    server: the libraries loaded by then are frozen once (ui.memory.freeze_loaded), not at every run."""
+    import gc
+
+    from ui import memory as umemory
+
+    gc.unfreeze()
+    umemory._frozen_after.clear()
+    at = open_page("policy_designer")
+    frozen = gc.get_freeze_count()
+    assert frozen > 50_000  # streamlit, plotly, pandas, pyarrow, prdp_core… and the sample: all frozen
+    for value in (61.0, 62.0, 63.0):
+        at.number_input(key="thr_EMP").set_value(value).run()
+        assert not at.exception, at.exception
+    assert gc.get_freeze_count() <= frozen  # a threshold change freezes nothing more

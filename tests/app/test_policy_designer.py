@@ -121,8 +121,30 @@ def test_suggestions_fill_thresholds(page):
     assert prev_max <= 10.0 + 1e-9
 
 
+def test_losses_by_group_computed_when_opened(page, monkeypatch):
+    """The collapsed *Losses by group* expander computes nothing on a threshold change; opened, it shows the
+    losses per group and the ten largest record losses."""
+    import ui.policy_designer as pstate
+
+    calls = []
+    real = pstate.by_group
+    monkeypatch.setattr(pstate, "by_group", lambda *a, **k: calls.append(a[1:]) or real(*a, **k))
+    at = page
+    at.number_input(key="thr_EMP").set_value(77.0)
+    at.run()
+    assert not at.exception and calls == []
+    assert "ten largest record losses" not in texts(at)
+    at.session_state["policy_by_group_open"] = True
+    at.run()
+    assert not at.exception and len(calls) == 1
+    assert "ten largest record losses" in texts(at)
+    assert any("max" in df.value.columns for df in at.dataframe)
+
+
 def test_review_mode_hides_largest_records(page):
     at = page
+    at.session_state["policy_by_group_open"] = True  # the expander opened
+    at.run()
     assert "ten largest record losses" in texts(at)
     at.sidebar.radio(key="mode").set_value("review")
     at.run()
@@ -192,3 +214,27 @@ def test_private_threshold_suggestion_is_charged_and_offered_in_review_mode(page
     assert all(src.startswith("private:") for src in pol.threshold_sources().values())
     assert set(pol.threshold_sources()) == set(pol.thresholds.measures)
     assert any("Adopted private thresholds" in s.value for s in at.success)
+
+
+def test_a_rerun_that_changes_no_chart_builds_no_figure(page, monkeypatch):
+    """The loss CDFs are built once per content (ui.figures.chart): the Learn switch rebuilds none, a threshold
+    change both (records and owners), and the figures drawn are the same as when built afresh."""
+    import functools
+
+    import prdp_core.charts.policy as charts
+
+    built = []
+    real = charts.loss_cdf_figure
+
+    @functools.wraps(real)
+    def counting(*a, **k):
+        built.append(k["title"])
+        return real(*a, **k)
+
+    monkeypatch.setattr(charts, "loss_cdf_figure", counting)
+    at = page
+    before = current_curve(at)
+    at.sidebar.toggle(key="learn").set_value(True).run()
+    assert not at.exception and built == [] and current_curve(at) == before
+    at.number_input(key="thr_EMP").set_value(64.0).run()
+    assert len(built) == 2 and current_curve(at) != before
