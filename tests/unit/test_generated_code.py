@@ -220,9 +220,9 @@ def _concepts(data, study, ds):
 #: Every generator of code and how this file exercises it with hostile text; helpers that write part of a
 #: generator's code are listed with the generator whose output contains theirs.
 GENERATORS: dict[str, Callable | str] = {
-    "prdp_core.report.reproduction_script": "test_prdp_run_writes_a_reproduction_script_that_runs_only_the_study",
-    "prdp_core.report._data_code": "prdp_core.report.reproduction_script",
-    "prdp_core.report._budget_code": "prdp_core.report.reproduction_script",
+    "prdp_core.reproduction.reproduction_script": "test_prdp_run_writes_a_reproduction_script_that_runs_only_the_study",
+    "prdp_core.reproduction._data_code": "prdp_core.reproduction.reproduction_script",
+    "prdp_core.reproduction._budget_code": "prdp_core.reproduction.reproduction_script",
     "ui.data.reproduce_code": _datasource,
     "ui.data.load_code": "ui.data.reproduce_code",
     "ui.policy_designer_code.policy_code": _policy,
@@ -291,7 +291,7 @@ def _code_writing_functions() -> set[str]:
 
 def test_every_generator_is_covered():
     found = _code_writing_functions()
-    assert "prdp_core.report.reproduction_script" in found and "ui.budget_functions.code" in found  # the scan works
+    assert "prdp_core.reproduction.reproduction_script" in found and "ui.budget_functions.code" in found  # the scan works
     missing = found - set(GENERATORS)
     assert not missing, (f"{sorted(missing)} write code: add them to GENERATORS with a hostile-text test "
                          "(user text only through codegen.literal / repr)")

@@ -1,0 +1,242 @@
+"""The tables of a study run: every released answer in one table (truth columns only in teaching
+mode), the SafeTab-style budget table (release × group × ρ or ε), the ledger as a table and as JSON,
+(ε, δ) equivalents and the error summary."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Iterable
+
+import numpy as np
+import pandas as pd
+
+from .accounting import Ledger, _plain, conversion_table, zcdp_to_approx_dp
+from .provenance import DATA_DERIVED_COLUMN, data_derived, stamp_answers
+from .release import Release
+from .runner import StudyRun, multitier_filter
+
+
+def _answers(rel: Release, teaching: bool) -> pd.DataFrame:
+    a = rel.answers if teaching else rel.for_review().answers
+    a = a.copy()
+    for c in a.columns:
+        if isinstance(a[c].dtype, pd.CategoricalDtype):
+            a[c] = a[c].astype(object)
+    return a
+
+
+def results_frame(releases: Iterable[tuple[str, Any, Release]] | Iterable[tuple[str, Release]], *,
+                  teaching: bool) -> pd.DataFrame:
+    """Every released answer, one row each, with the release label and mechanism first.
+
+    Truth columns (true value, error, record counts) only when ``teaching``; review mode uses
+    :meth:`Release.for_review`. Columns of different mechanisms are united (blank where a
+    mechanism has no such column). The last columns say how each answer was made: the app mode,
+    ``secure``, the ``seed`` and the parameters computed from the confidential data
+    (:func:`prdp_core.provenance.stamp_answers`)."""
+    frames = []
+    for item in releases:
+        label, rel = item[0], item[-1]
+        a = _answers(rel, teaching)
+        a.insert(0, "release", label)
+        a.insert(1, "mechanism", rel.mechanism)
+        frames.append(stamp_answers(a, teaching=teaching, secure=rel.secure, seed=rel.seed,
+                                    derived=data_derived(rel.params)))
+    if not frames:
+        return pd.DataFrame(columns=["release", "mechanism"])
+    return pd.concat(frames, ignore_index=True, sort=False)
+
+
+def _rho_of(value: float, measure: str) -> float:
+    return value if measure == "rho" else value * value / 2.0
+
+
+def budget_table(run: StudyRun) -> pd.DataFrame:
+    """The budget table, SafeTab style: one row per release × query × group level (or tier),
+    with its budget in its own unit (ρ for zCDP, ε for pure DP), how a record is charged, and
+    the ρ equivalent (ε²/2 for pure ε) so rows can be compared and added, and the release's parameters
+    computed from the confidential data (empty when all were typed in). Only public forms: no
+    per-record number."""
+    rows: list[dict[str, Any]] = []
+    derived = ""
+
+    def add(release: str, query: str, group: str, measure: str, budget: float, charged: str) -> None:
+        rows.append({"release": release, "query": query, "group level": group,
+                     "unit": "ρ (zCDP)" if measure == "rho" else "ε (pure DP)", "budget": float(budget),
+                     "charged to a record": charged, "ρ equivalent": _rho_of(float(budget), measure),
+                     DATA_DERIVED_COLUMN: derived})
+
+    for label, m, rel in run.releases:
+        kind = m["kind"]
+        derived = "; ".join(data_derived(rel.params))
+        if kind == "unit_splitting":
+            pol = rel.entries[0].loss
+            wl = pol.workload
+            for q in wl.queries:
+                group = ", ".join(q.group_by) or "(all records)"
+                split = q.split and q.kind != "count"
+                add(label, q.name(), group, "rho", q.rho, "ρ·m(r)² (on split data)" if split else "ρ (flat)")
+                if q.kind == "avg":
+                    add(label, f"{q.name()} — COUNT DISTINCT part", group, "rho", q.rho_count, "ρ (flat)")
+            sets = list(dict.fromkeys(q.group_by for q in wl.queries if q.group_by))
+            if wl.partition_rho > 0 and sets:
+                for gb in sets:
+                    add(label, "partition selection (finding the group keys)", ", ".join(gb), "rho",
+                        wl.partition_rho / len(sets), "ρ·m(r)² (on split data) + δ(r)")
+            add(label, "total: base loss of a record never split", "(all records)", "rho", wl.total_rho,
+                pol.describe())
+            continue
+        if kind == "multitier":
+            e = rel.entries[0]
+            for t in run.study.tiers():
+                add(label, f"tier '{t.name}'", "(all records)" if "filter" not in m or m["model"] == "local" else
+                    f"records with {multitier_filter(m).describe()}", "eps", t.eps,
+                    "ε of this tier's answer (derived from the top tier's)")
+            for e in rel.entries:
+                add(label, f"total over all tiers ({e.label})", "(all records)", e.measure, e.loss.supremum(),
+                    e.loss.describe())
+            continue
+        for e in rel.entries:
+            bound = e.loss.supremum()
+            if not math.isfinite(bound):
+                bound = float(rel.params.get("eps_max", np.nan)) if kind == "prdp" else float("nan")
+            q = str(rel.answers["query"].iloc[0]) if "query" in rel.answers.columns and len(rel.answers) else e.label
+            add(label, q, "(all records)", e.measure, bound, e.loss.describe())
+    return pd.DataFrame(rows, columns=["release", "query", "group level", "unit", "budget", "charged to a record",
+                                       "ρ equivalent", DATA_DERIVED_COLUMN])
+
+
+def ledger_frame(run: StudyRun) -> pd.DataFrame:
+    """One row per ledger entry (public forms only; data-dependent minima left out in review), with the
+    app mode the run was made in."""
+    s = ledger_table(run.ledger, teaching=run.teaching)
+    if not run.teaching and len(s):
+        from .accounting import RecordLoss
+
+        data_dep = [isinstance(e.loss, RecordLoss) for e in run.ledger.entries]
+        s.loc[data_dep, "base loss"] = np.nan
+    return s
+
+
+def ledger_table(ledger: Ledger, *, teaching: bool) -> pd.DataFrame:
+    """The ledger summary as exported: one row per entry, its seed, secure marker and mode
+    (``Ledger.summary``), the parameters computed from the data, and the ``app mode`` (teaching or
+    review) of the session or study that exports it."""
+    s = ledger.summary()
+    s.insert(1, "app mode", "teaching" if teaching else "review")
+    return s
+
+
+def _scrub(obj: Any) -> Any:
+    """Drop record counts (key ``n``) from ledger data: in review mode the number of records is a
+    true value too (a COUNT(*) answer)."""
+    if isinstance(obj, dict):
+        return {k: _scrub(v) for k, v in obj.items() if k not in ("n", "n_records", "n_users")}
+    if isinstance(obj, list):
+        return [_scrub(v) for v in obj]
+    return obj
+
+
+def ledger_dict(run: StudyRun) -> dict[str, Any]:
+    """The ledger as JSON-ready data (data-dependent losses as summaries, never their values;
+    in review mode without record counts)."""
+    d = _plain(run.ledger.to_dict())
+    return d if run.teaching else _scrub(d)
+
+
+def ledger_json(ledger: Ledger, *, teaching: bool) -> str:
+    """A ledger as JSON text (public forms; in review mode without record counts)."""
+    d = _plain(ledger.to_dict())
+    return json.dumps(d if teaching else _scrub(d), indent=2, default=str, ensure_ascii=False) + "\n"
+
+
+def conversion_rows(run: StudyRun) -> pd.DataFrame:
+    """(ε, δ) equivalents of the policy's loss levels and of every release's worst case."""
+    delta = float(run.study.report.get("delta", 1e-6))
+    levels: dict[str, float] = {}
+    pol = _policy(run)
+    if pol is not None:
+        wl = pol.workload
+        levels["unit splitting: base loss (record never split)"] = wl.total_rho
+        for k in (2, 5, 10):
+            levels[f"unit splitting: record cut into {k} pieces"] = wl.flat_rho + wl.split_rho * k * k
+        pieces_of = {"unit splitting: base loss (record never split)": 1, "unit splitting: record cut into 2 pieces": 2,
+                     "unit splitting: record cut into 5 pieces": 5, "unit splitting: record cut into 10 pieces": 10}
+        if run.teaching:
+            from .preview import preview_policy
+
+            prev = preview_policy(run.dataset, pol)
+            for name, v in prev.levels().items():
+                if name.startswith("base"):
+                    continue
+                levels[f"unit splitting: {name} (teaching)"] = v
+    out = conversion_table(levels, delta) if levels else pd.DataFrame()
+    if pol is not None and pol.workload.partition_rho > 0 and len(out):
+        # partition selection adds an approximate term: these records have (ε, δ + δ(r))
+        from .mechanisms.unit_splitting import partition_record_delta
+
+        ps_delta = next((float(m.get("partition_delta", 1e-6)) for _, m, _ in run.releases
+                         if m.get("kind") == "unit_splitting"), 1e-6)
+        out["plus δ(r) of partition selection"] = [
+            float(partition_record_delta(pol, pieces_of[lv], ps_delta)) if lv in pieces_of else float("nan")
+            for lv in out[out.columns[0]]]
+    extra = []
+    for label, m, rel in run.releases:
+        for e in rel.entries:
+            bound = e.loss.supremum()
+            if not math.isfinite(bound) or m["kind"] == "unit_splitting":
+                continue
+            if e.measure == "eps":
+                extra.append({"level": f"{label}: worst case, pure ε-DP", "ρ (zCDP)": bound * bound / 2.0,
+                              "ε at δ (CKS)": bound, "ε at δ (textbook)": bound})
+            else:
+                extra.append({"level": f"{label}: worst case", "ρ (zCDP)": bound,
+                              "ε at δ (CKS)": zcdp_to_approx_dp(bound, delta),
+                              "ε at δ (textbook)": zcdp_to_approx_dp(bound, delta, method="textbook")})
+    if extra:
+        first = out.columns[0] if len(out.columns) else "level"
+        ex = pd.DataFrame(extra).rename(columns={"level": first})
+        out = pd.concat([out, ex], ignore_index=True) if len(out) else ex
+    return out
+
+
+def error_summary(answers: pd.DataFrame, *, min_records: int = 1) -> pd.DataFrame:
+    """Per release and query: answers, median noise scale and 95% half-width; in teaching mode
+    also the median absolute and relative error and how often the interval held the truth."""
+    if answers.empty:
+        return pd.DataFrame()
+    a = answers
+    if "n_records" in a.columns and min_records > 1:
+        a = a[(a["n_records"].isna()) | (a["n_records"] >= min_records)]
+    keys = ["release", "query"] if "query" in a.columns else ["release"]
+    a = a.assign(query=a["query"].fillna("(answer)")) if "query" in a.columns else a
+    rows = []
+    for key, g in a.groupby(keys, sort=False, dropna=False):
+        key = key if isinstance(key, tuple) else (key,)
+        row: dict[str, Any] = dict(zip(keys, key))
+        row["answers"] = len(g)
+        for c in ("sigma", "sd", "scale"):
+            if c in g.columns and g[c].notna().any():
+                row["median noise sd"] = float(g[c].median())
+                break
+        if {"ci_low", "ci_high"} <= set(g.columns) and g["ci_low"].notna().any():
+            row["median 95% half-width"] = float(((g["ci_high"] - g["ci_low"]) / 2).median())
+        if "error" in g.columns and g["error"].notna().any():
+            row["median |error|"] = float(g["error"].abs().median())
+            if "rel_error" in g.columns and g["rel_error"].notna().any():
+                row["median relative error"] = float(g["rel_error"].median())
+            if {"ci_low", "ci_high", "true"} <= set(g.columns) and g["ci_low"].notna().any():
+                inside = (g["true"] >= g["ci_low"]) & (g["true"] <= g["ci_high"])
+                row["interval held the truth"] = float(inside.mean())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _policy(run: StudyRun) -> Any:
+    for _, m, rel in run.releases:
+        if m["kind"] == "unit_splitting":
+            return rel.entries[0].loss
+    if "thresholds" in run.study.policy and run.study.workload is not None:
+        return run.study.dataset_policy(run.dataset)
+    return None
