@@ -70,7 +70,7 @@ INVENTORY: dict[str, list[str]] = {
         A + "test_prdp_split_audit.py::test_charged_loss_covers_both_parts_and_stays_within_the_budget",
         "statdp:prdp.framework.part1", "statdp:prdp.framework.M.count", "statdp:prdp.framework.M.sum",
         "statdp:prdp.framework.M.max", "statdp:prdp.framework.M.distinct"],
-    "prdp.ClippedSum": [U + "prdp/test_answers.py::test_clipped_sum_threshold_selection_exact_audit",
+    "prdp.AdaptiveClippedSum": [U + "prdp/test_answers.py::test_clipped_sum_threshold_selection_exact_audit",
                         U + "prdp/test_answers.py::test_clipped_sum_laplace_scale_with_power",
                         "statdp:prdp.framework.M.sum"],
     "prdp.RankMax": [U + "prdp/test_answers.py::test_rank_max_exact_audit_and_sampling", "statdp:prdp.framework.M.max"],

@@ -34,7 +34,7 @@ from prdp_core.mechanisms.unit_splitting import workload_release as USR
 from prdp_core.mechanisms.prdp import central as prdp_central
 from prdp_core.mechanisms.prdp import local as prldp
 from prdp_core.mechanisms.prdp import selection as prdp_selection
-from prdp_core.mechanisms.prdp.answers import ClippedSum, DistinctCount, LaplaceCount, RankMax
+from prdp_core.mechanisms.prdp.answers import AdaptiveClippedSum, DistinctCount, LaplaceCount, RankMax
 from prdp_core.mechanisms.prdp.budget import BudgetFunction, constant, inverse, step_table
 from prdp_core.mechanisms.prdp.central import framework_trials, naive_trials
 from prdp_core.mechanisms.prdp.domains import DomainPartition
@@ -150,7 +150,7 @@ def case_prdp_framework_m(kind: str) -> Case:
             return est
         return s
 
-    cls = {"count": LaplaceCount, "sum": ClippedSum, "max": RankMax, "distinct": DistinctCount}[kind]
+    cls = {"count": LaplaceCount, "sum": AdaptiveClippedSum, "max": RankMax, "distinct": DistinctCount}[kind]
     broken_run = _half_run(cls.run)
     return Case(draw(p1), draw(p2), {"eps": 0.5},
                 broken=(_patched(draw(p1), (cls, "run", broken_run)), _patched(draw(p2), (cls, "run", broken_run))),

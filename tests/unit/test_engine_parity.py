@@ -21,7 +21,7 @@ from prdp_core.data import Schema, check_table, prepare_dataset
 from prdp_core.distribution import LossDistribution
 from prdp_core.engines import Aggregate, MemoryEngine
 from prdp_core.engines.duckdb_engine import DuckDBEngine
-from prdp_core.mechanisms.prdp.answers import ClippedSum, RankMax
+from prdp_core.mechanisms.prdp.answers import AdaptiveClippedSum, RankMax
 from prdp_core.mechanisms.prdp.budget import inverse, log_budget, parse_budget, per_group, sqrt_budget, step_table
 from prdp_core.mechanisms.prdp.central import count, count_of, framework, naive
 from prdp_core.mechanisms.prdp.domains import DomainPartition, ceil_log2
@@ -197,7 +197,7 @@ def test_domain_statistics_are_equal(data, engine, budget):
     mem = eds["memory"].engine
     eng = eds[engine].engine
     assert np.array_equal(eng.domain_stats(budget).counts, counts)
-    for mech, col in ((ClippedSum(), "v"), (RankMax(), "w")):
+    for mech, col in ((AdaptiveClippedSum(), "v"), (RankMax(), "w")):
         a = mem.domain_stats(budget, column=col, bins=mech.bins(budget.U))
         b = eng.domain_stats(budget, column=col, bins=mech.bins(budget.U))
         assert np.array_equal(a.hist_counts, b.hist_counts)

@@ -21,7 +21,7 @@ re-exports the public names of its modules, one concept each:
 
 from __future__ import annotations
 
-from .answers import BUILTIN, ClippedSum, DistinctCount, LaplaceCount, RankMax
+from .answers import BUILTIN, AdaptiveClippedSum, DistinctCount, LaplaceCount, RankMax
 from .assumed import AssumedData, RecordModel
 from .budget import (
                           DEFAULT_EPS_MAX,
@@ -57,7 +57,7 @@ from .expressions import (
 )
 from .extension import ExtensionStats, extension_stats, extension_trials, sum_extension
 from .forecast import WARN_AT, Forecast, ForecastQuery, Model, forecast
-from .queries import CustomMechanism, Prepared, Query, QueryKind, as_query, prepare
+from .queries import CustomMechanism, Prepared, FrameworkQuery, QueryKind, as_query, prepare
 from .remedies import BUDGET_FACTORS, CAP_HALVINGS, CAUSES, SPLITS, Outlook, Remedy, outlook
 from .selection import Selection, secure_select_domain, select_domain
 from .shapes import Constant, Expression, Groups, Inverse, Log, Shape, Sqrt, Step
@@ -68,8 +68,8 @@ __all__ = [
     "Inverse", "Sqrt", "Log", "Step", "Expression", "Groups", "ceil_log2", "DomainPartition", "DEFAULT_EPS_MAX",
     "DEFAULT_U", "value_grid", "BudgetFunction", "budget_from_dict", "parse_budget", "constant", "inverse",
     "log_budget", "sqrt_budget", "step_table", "per_group", "PRESETS", "preset", "secure_select_domain", "Selection",
-    "select_domain", "ClippedSum", "RankMax", "LaplaceCount", "DistinctCount", "BUILTIN", "QueryKind",
-    "CustomMechanism", "Query", "as_query", "Prepared", "prepare", "count", "count_of", "PAPER_SHARE", "check_share",
+    "select_domain", "AdaptiveClippedSum", "RankMax", "LaplaceCount", "DistinctCount", "BUILTIN", "QueryKind",
+    "CustomMechanism", "FrameworkQuery", "as_query", "Prepared", "prepare", "count", "count_of", "PAPER_SHARE", "check_share",
     "Split", "framework_trials", "framework", "naive_trials", "naive", "ExtensionStats", "extension_stats",
     "extension_trials", "sum_extension", "Method", "trimmed_mean", "simulate", "PAPER_BUDGETS", "SCALING_DEFAULTS",
     "normal_balances", "scaling_study", "AssumedData", "RecordModel", "FAILURE_LEVEL", "ErrorLaw", "Model",

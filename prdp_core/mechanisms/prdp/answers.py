@@ -3,7 +3,7 @@
 Each is ε-DP with respect to adding/removing one record:
 
 * ``count`` — :class:`LaplaceCount`: |D| + Laplace(1/ε).
-* ``sum`` — :class:`ClippedSum`, an instance-adaptive clipped sum. Budget split:
+* ``sum`` — :class:`AdaptiveClippedSum`, an instance-adaptive clipped sum. Budget split:
   ε_sel = ``split``·ε (default ¼) picks a clipping threshold τ among the powers of two
   2^{j0}, …, 2^J ≥ U with the exponential mechanism: P(j) ∝ exp(−``decay``·(j − j0) −
   ε_sel·#{v > 2^j}). The count of records above a threshold has sensitivity 1 and moves in
@@ -24,7 +24,7 @@ Each is ε-DP with respect to adding/removing one record:
   rank error (records above the answer), as in Sec. 8.
 * ``distinct`` — :class:`DistinctCount`: number of distinct values of a column + Laplace(1/ε)
   (sensitivity 1).
-* a custom M: ``Query.custom(name, fn)`` with ``fn(table, eps, beta, rng) -> float``, run on
+* a custom M: ``FrameworkQuery.custom(name, fn)`` with ``fn(table, eps, beta, rng) -> float``, run on
   the rows of D_ℓ; every kept record is charged ε_τ/2 (the mechanism must be ε-DP).
 """
 
@@ -59,7 +59,7 @@ def _pow2_range(U: float) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class ClippedSum:
+class AdaptiveClippedSum:
     """Instance-adaptive clipped sum (ε-DP): private threshold τ, then Laplace(τ/ε_sum).
 
     ``split``: share of ε spent choosing τ (the rest pays for the clipped sum).
@@ -260,4 +260,4 @@ class DistinctCount:
     truth = LaplaceCount.truth
 
 
-BUILTIN: dict[str, Any] = {"count": LaplaceCount(), "sum": ClippedSum(), "max": RankMax(), "distinct": DistinctCount()}
+BUILTIN: dict[str, Any] = {"count": LaplaceCount(), "sum": AdaptiveClippedSum(), "max": RankMax(), "distinct": DistinctCount()}

@@ -53,10 +53,10 @@ from ...errors import ParameterError, PolicyError
 from ...limits import MAX_ROWS
 from ...release import Release
 from ...secure import SecureSampler, to_units
-from .answers import ClippedSum, DistinctCount, LaplaceCount, RankMax
+from .answers import AdaptiveClippedSum, DistinctCount, LaplaceCount, RankMax
 from .budget import BudgetFunction
 from .domains import DomainPartition
-from .queries import Prepared, Query, _query_input, prepare
+from .queries import Prepared, FrameworkQuery, _query_input, prepare
 from .selection import (
     Selection,
     _check_beta,
@@ -292,7 +292,7 @@ def _secure_m(p: Prepared, table: Any, ell: int, eps_m: float, beta: float, samp
               ) -> tuple[float, dict[str, float]]:
     """Part 2 of Algorithm 2 with exact noise (OpenDP), on D_ℓ = records of domains ≥ ℓ.
 
-    count / distinct: integer count + discrete Laplace(1/ε_M). sum (:class:`ClippedSum`): the
+    count / distinct: integer count + discrete Laplace(1/ε_M). sum (:class:`AdaptiveClippedSum`): the
     threshold τ = 2^j is chosen by OpenDP's report-noisy-max over the same monotone scores
     −#{v > 2^j} and preference weights (ε_sel), then Σ min(v, τ) is quantised record by record on
     the grid of τ, summed exactly, and gets discrete Laplace calibrated to τ (ε_sum). max
@@ -300,14 +300,14 @@ def _secure_m(p: Prepared, table: Any, ell: int, eps_m: float, beta: float, samp
     """
     q = p.query
     mech = q.mechanism
-    if q.kind == "custom" or not isinstance(mech, (LaplaceCount, DistinctCount, ClippedSum, RankMax)):
+    if q.kind == "custom" or not isinstance(mech, (LaplaceCount, DistinctCount, AdaptiveClippedSum, RankMax)):
         raise ParameterError("Secure mode runs the built-in count, sum, max and distinct mechanisms only.",
                              hint="Run a custom mechanism as a seeded teaching run.")
     st = p.stats
     if isinstance(mech, (LaplaceCount, DistinctCount)):
         n_kept = int(round(float(st["cnt"][ell - 1:].sum())))
         return float(sampler.laplace_answers(np.array([n_kept]), 1.0, 1.0, eps_m).estimate[0]), {}
-    if isinstance(mech, ClippedSum):
+    if isinstance(mech, AdaptiveClippedSum):
         cnt = st["cnt"][ell - 1:].sum(axis=0)             # records of D_ℓ per power-of-two bin
         above = np.cumsum(cnt[::-1])[::-1][1:]             # #{v > 2^j}, j = j0..J
         e_sel = mech.split * eps_m
@@ -330,7 +330,7 @@ def _secure_m(p: Prepared, table: Any, ell: int, eps_m: float, beta: float, samp
     return (math.nan if t > MAX_ROWS else float(g[k])), {"target_rank": t}
 
 
-def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float,
+def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
               rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
               secure: bool = False, sampler: SecureSampler | None = None, eps_share: float = PAPER_SHARE,
               beta_share: float = PAPER_SHARE) -> Release:
@@ -340,7 +340,7 @@ def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta:
     ----------
     table: the records (DataFrame or Dataset).
     budget: the budget function E (its ε̌, ε̂ fix the domains; its U bounds values for sum/max).
-    query: ``"count"``, ``"sum"``, ``"max"``, ``"distinct:COLUMN"`` … or a :class:`Query`
+    query: ``"count"``, ``"sum"``, ``"max"``, ``"distinct:COLUMN"`` … or a :class:`FrameworkQuery`
         (sum/max default to the budget's measure).
     beta: failure rate β (Part 1 and M each get β/2; Thm 6.1).
     rng: noise generator of a seeded run. reveal: attach true answers and errors (teaching mode).
@@ -430,7 +430,7 @@ def naive_trials(p: Prepared, *, beta: float, rng: np.random.Generator, trials: 
     return _run_m(p, ell, np.full(int(trials), p.budget.eps_min), _check_beta(beta), rng)
 
 
-def naive(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float,
+def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
           rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
           secure: bool = False, sampler: SecureSampler | None = None) -> Release:
     """The straw man of Sec. 4.1: run M on all records at the global minimum ε̌ (E-PrDP, since

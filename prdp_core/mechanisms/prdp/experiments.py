@@ -19,7 +19,7 @@ from .answers import RankMax
 from .budget import BudgetFunction, preset
 from .central import framework_trials, naive_trials
 from .extension import extension_stats, extension_trials
-from .queries import Query, as_query, prepare
+from .queries import FrameworkQuery, as_query, prepare
 from .selection import _check_beta, _check_rng, select_domain
 
 # ---------------------------------------------------------------------------
@@ -37,7 +37,7 @@ def trimmed_mean(x: np.ndarray, drop: float = 0.2) -> float:
     return float(np.mean(core))
 
 
-def simulate(table: Any, budget: BudgetFunction, query: "str | Query", method: Method, *, beta: float,
+def simulate(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", method: Method, *, beta: float,
              trials: int, rng: np.random.Generator, absolute: bool = False) -> np.ndarray:
     """Relative errors of ``trials`` runs: |estimate − truth| / |truth|; for max, the rank error / n
     (records above the answer) and the relative overshoot above Max(D) (:meth:`RankMax.relative_error`).

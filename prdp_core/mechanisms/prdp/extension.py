@@ -25,7 +25,7 @@ from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, to_units
 from .budget import BudgetFunction
 from .domains import DomainPartition
-from .queries import Query, _query_input
+from .queries import FrameworkQuery, _query_input
 from .selection import Selection, _check_beta, _entry, _sampler, _table_of, _truth_cols, select_domain
 
 # ---------------------------------------------------------------------------
@@ -53,7 +53,7 @@ def extension_stats(table: Any, budget: BudgetFunction, column: str | None = Non
         raise PolicyError("The Sec. 5.2 sum extension clips each domain at its own bound: it is not available for "
                           "tables held by an engine yet.", hint="Use the framework (Algorithm 2), or a sample.")
     t = _table_of(table)
-    q = Query("sum", column).resolved(budget)
+    q = FrameworkQuery("sum", column).resolved(budget)
     v = _query_input(t, q)
     eps = budget(t)
     dp = budget.domains()

@@ -28,7 +28,7 @@ The model (closed form; :func:`forecast`)
   initialisation).
 * **Given ℓ**: the dropped domains k < ℓ hold E[c_k | failed] records, domain ℓ holds
   E[c_ℓ | passed], later ones their mean; M runs at ε_M = (1 − s)·2^{ℓ−1}ε̌ on D_ℓ:
-  count — error −dropped + Laplace(1/ε_M); sum (:class:`~prdp_core.mechanisms.prdp.answers.ClippedSum`)
+  count — error −dropped + Laplace(1/ε_M); sum (:class:`~prdp_core.mechanisms.prdp.answers.AdaptiveClippedSum`)
   — τ = 2^j with the exponential mechanism's probabilities on the expected counts above each
   candidate, error Σ_{D_ℓ} min(v, τ) − total + Laplace(τ/ε_sum). The relative error
   |error|/total is then a mixture over (ℓ, j) of folded shifted Laplace laws
@@ -65,7 +65,7 @@ from scipy import special, stats
 from ...engines import memory as memory_engine
 from ...errors import ParameterError
 from ...validate import positive
-from .answers import ClippedSum
+from .answers import AdaptiveClippedSum
 from .assumed import AssumedData, RecordModel, _binomial_pass, _first_passing, _normal_pass
 from .budget import BudgetFunction
 from .central import PAPER_SHARE, Split, check_share
@@ -159,7 +159,7 @@ def _scaling(rm: RecordModel, e_pass: np.ndarray, e_fail: np.ndarray, ell: int) 
     return g
 
 
-def _m_components(rm: RecordModel, query: ForecastQuery, mech: ClippedSum, g: np.ndarray, ell: int, eps_m: float
+def _m_components(rm: RecordModel, query: ForecastQuery, mech: AdaptiveClippedSum, g: np.ndarray, ell: int, eps_m: float
                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """M on D_ℓ (domains ≥ ℓ, statistics scaled by g) at ε_M: (probabilities, shifts, truth, scales, causes)."""
     w_pt = rm.mass * g[rm.domain - 1] * rm.n           # records each point stands for, given ℓ
@@ -170,11 +170,11 @@ def _m_components(rm: RecordModel, query: ForecastQuery, mech: ClippedSum, g: np
         one = np.ones(1)
         return one, np.array([-dropped]), np.array([truth]), np.array([1.0 / eps_m]), \
             {"dropped": one * (dropped >= 0.5 * truth), "clipped": one * 0.0, "noise": one * (dropped < 0.5 * truth)}
-    b = ClippedSum.bins(rm.budget.U)
+    b = AdaptiveClippedSum.bins(rm.budget.U)
     key = memory_engine.value_bins(rm.values, b)
     cnt = np.bincount(key[kept], weights=w_pt[kept], minlength=b.size)
     sm = np.bincount(key[kept], weights=(w_pt * rm.values)[kept], minlength=b.size)
-    taus, above, clipped = ClippedSum.candidates(cnt, sm, b.j0, b.J)
+    taus, above, clipped = AdaptiveClippedSum.candidates(cnt, sm, b.j0, b.J)
     e_sel = mech.split * eps_m
     lg = mech.logits(above, np.array([e_sel]))[0]
     prob = np.exp(lg - lg.max())
@@ -189,7 +189,7 @@ def _m_components(rm: RecordModel, query: ForecastQuery, mech: ClippedSum, g: np
 
 
 def _framework(rm: RecordModel, query: ForecastQuery, beta: float, level: float, eps_share: float,
-               beta_share: float, mech: ClippedSum) -> Forecast:
+               beta_share: float, mech: AdaptiveClippedSum) -> Forecast:
     sp = Split(rm.budget.domains(), beta, eps_share, beta_share)
     _, e_pass, e_fail, ell_p, no_pass = _selection(rm, sp.part1, sp.thresholds())
     parts: list[tuple[np.ndarray, ...]] = []
@@ -210,7 +210,7 @@ def _framework(rm: RecordModel, query: ForecastQuery, beta: float, level: float,
                    {"eps_share": eps_share, "beta_share": beta_share})
 
 
-def _naive(rm: RecordModel, query: ForecastQuery, level: float, mech: ClippedSum) -> Forecast:
+def _naive(rm: RecordModel, query: ForecastQuery, level: float, mech: AdaptiveClippedSum) -> Forecast:
     pr, sh, tr, sc, cs = _m_components(rm, query, mech, np.ones(rm.L), 1, rm.budget.eps_min)
     law = ErrorLaw.laplace(pr, sh, tr, sc)
     return _finish("naive", "naive ε̌ (M at ε̌ for everyone)", query, rm, level, law, np.zeros(0), 0.0, cs, {})
@@ -342,7 +342,7 @@ def _local(rm: RecordModel, query: ForecastQuery, beta: float, level: float, thr
 def forecast(budget: BudgetFunction, assumed: AssumedData, n: Any, query: ForecastQuery = "sum", *,
              beta: float = 0.1, model: Model = "central", method: str = "framework",
              threshold: ThresholdRule = "paper", level: float = FAILURE_LEVEL, eps_share: float = PAPER_SHARE,
-             beta_share: float = PAPER_SHARE, mechanism: ClippedSum | None = None) -> Forecast:
+             beta_share: float = PAPER_SHARE, mechanism: AdaptiveClippedSum | None = None) -> Forecast:
     """Predict a PrDP mechanism's error before running it, without reading any record.
 
     Parameters
@@ -359,7 +359,7 @@ def forecast(budget: BudgetFunction, assumed: AssumedData, n: Any, query: Foreca
     threshold: the PrLDP thresholds (``paper`` or ``bernstein``).
     level: a relative error from this level on counts as a failure (default 50%).
     eps_share, beta_share: Algorithm 2's split between Part 1 and M (the paper's ½ each).
-    mechanism: the sum's M (default :class:`ClippedSum` with its defaults).
+    mechanism: the sum's M (default :class:`AdaptiveClippedSum` with its defaults).
 
     Returns a :class:`Forecast` (see the module docstring for the model and its approximations).
     """
@@ -369,7 +369,7 @@ def forecast(budget: BudgetFunction, assumed: AssumedData, n: Any, query: Foreca
         raise ParameterError(f"The forecast covers count and sum queries (not '{query}').",
                              hint="The maximum and distinct count have no closed-form forecast.")
     rm = RecordModel.of(budget, assumed, n)
-    mech = mechanism if mechanism is not None else ClippedSum()
+    mech = mechanism if mechanism is not None else AdaptiveClippedSum()
     if model == "local":
         if method not in ("framework", "naive"):
             raise ParameterError(f"Unknown local method '{method}'.", hint="Use framework or naive.")

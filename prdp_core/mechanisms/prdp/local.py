@@ -54,7 +54,7 @@ from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, grid_for, to_units
 from .budget import BudgetFunction
 from .domains import DomainPartition
-from .queries import Query, _query_input, as_query
+from .queries import FrameworkQuery, _query_input, as_query
 from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _sampler, _table_of, _truth_cols
 
 #: Neighbour notion of every PrLDP release: one party's report against the dummy record ⊥ (Def. 7.2).
@@ -228,7 +228,7 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
 class _LocalData:
     """Per-party budgets, domains, values (for sums) and counts, computed once."""
 
-    def __init__(self, table: Any, budget: BudgetFunction, query: "str | Query") -> None:
+    def __init__(self, table: Any, budget: BudgetFunction, query: "str | FrameworkQuery") -> None:
         if not isinstance(budget, BudgetFunction):
             raise ParameterError("budget must be a BudgetFunction (see prdp_core.mechanisms.prdp.parse_budget).")
         t = _table_of(table)
@@ -240,7 +240,7 @@ class _LocalData:
             col = budget.value_column
             if col is None:
                 raise ParameterError("Say which column to sum: the budget does not name one measure.")
-            q = Query("sum", col)
+            q = FrameworkQuery("sum", col)
         self.budget, self.query = budget, q
         self.eps = budget(t)
         self.dp = budget.domains()
@@ -297,7 +297,7 @@ def framework_trials(data: _LocalData, *, beta: float, rng: np.random.Generator,
     return est, sel, taus
 
 
-def framework(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float,
+def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
               rng: np.random.Generator | None = None, threshold: ThresholdRule = "paper", reveal: bool = False,
               seed: int | None = None, secure: bool = False, sampler: SecureSampler | None = None) -> Release:
     """Algorithm 5 (general PrLDP framework) for ``count`` and ``sum`` queries.
@@ -360,7 +360,7 @@ def secure_naive(data: _LocalData, sampler: SecureSampler) -> float:
     return _secure_totals(to_units(np.minimum(data.v, U), g), g, U, e, sampler)
 
 
-def naive(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: float,
+def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
           rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
           secure: bool = False, sampler: SecureSampler | None = None) -> Release:
     """Local baseline at the global minimum ε̌ for every party (E-PrLDP since ε̌ ≤ E(r)).
@@ -385,7 +385,7 @@ def naive(table: Any, budget: BudgetFunction, query: "str | Query", *, beta: flo
                    extras={"eps_M": budget.eps_min})
 
 
-def simulate(table: Any, budget: BudgetFunction, query: "str | Query", method: Literal["count", "framework", "naive"],
+def simulate(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", method: Literal["count", "framework", "naive"],
              *, beta: float, trials: int, rng: np.random.Generator, threshold: ThresholdRule = "paper") -> np.ndarray:
     """Relative errors of ``trials`` runs of a local mechanism (vectorised)."""
     rng = _check_rng(rng)

@@ -1,6 +1,6 @@
 """Queries of the PrDP framework and their prepared data: requested budgets, domains, M's sufficient statistics.
 
-A :class:`Query` names the statistic (count, sum, max, distinct or a custom ε-DP mechanism M);
+A :class:`FrameworkQuery` names the statistic (count, sum, max, distinct or a custom ε-DP mechanism M);
 :func:`prepare` evaluates E on every record, assigns the privacy-specified domains and collects
 M's per-domain sufficient statistics — in memory, or by the engine that holds the table (only
 aggregates reach the driver).
@@ -18,7 +18,7 @@ import pandas as pd
 from ... import engines
 from ...engines import memory as memory_engine
 from ...errors import ParameterError, PolicyError
-from .answers import BUILTIN, ClippedSum, RankMax
+from .answers import BUILTIN, AdaptiveClippedSum, RankMax
 from .budget import BudgetFunction
 from .domains import DomainPartition
 from .selection import _table_of
@@ -33,11 +33,11 @@ CustomMechanism = Callable[[pd.DataFrame, float, float, np.random.Generator], fl
 
 
 @dataclass(frozen=True)
-class Query:
+class FrameworkQuery:
     """What to answer and with which standard DP mechanism M.
 
     ``kind``: ``count``, ``sum`` (of ``column``), ``max`` (of ``column``), ``distinct`` (values
-    of ``column``) or ``custom``. ``mechanism``: a built-in M (:class:`ClippedSum`,
+    of ``column``) or ``custom``. ``mechanism``: a built-in M (:class:`AdaptiveClippedSum`,
     :class:`RankMax`, …) or, for ``custom``, ``fn(table, eps, beta, rng) -> float`` (ε-DP).
     ``truth``: for ``custom``, the exact answer on a table (teaching mode).
     """
@@ -55,26 +55,26 @@ class Query:
         return self.kind if self.column is None or self.kind == "count" else f"{self.kind}({self.column})"
 
     @staticmethod
-    def count() -> "Query":
-        return Query("count")
+    def count() -> "FrameworkQuery":
+        return FrameworkQuery("count")
 
     @staticmethod
-    def sum(column: str, mechanism: ClippedSum | None = None) -> "Query":
-        return Query("sum", column, mechanism)
+    def sum(column: str, mechanism: AdaptiveClippedSum | None = None) -> "FrameworkQuery":
+        return FrameworkQuery("sum", column, mechanism)
 
     @staticmethod
-    def max(column: str, mechanism: RankMax | None = None) -> "Query":
-        return Query("max", column, mechanism)
+    def max(column: str, mechanism: RankMax | None = None) -> "FrameworkQuery":
+        return FrameworkQuery("max", column, mechanism)
 
     @staticmethod
-    def distinct(column: str) -> "Query":
-        return Query("distinct", column)
+    def distinct(column: str) -> "FrameworkQuery":
+        return FrameworkQuery("distinct", column)
 
     @staticmethod
-    def custom(name: str, fn: CustomMechanism, truth: Callable[[pd.DataFrame], float] | None = None) -> "Query":
-        return Query("custom", None, fn, truth, name)
+    def custom(name: str, fn: CustomMechanism, truth: Callable[[pd.DataFrame], float] | None = None) -> "FrameworkQuery":
+        return FrameworkQuery("custom", None, fn, truth, name)
 
-    def resolved(self, budget: BudgetFunction) -> "Query":
+    def resolved(self, budget: BudgetFunction) -> "FrameworkQuery":
         """Fill in the column (default: the budget's measure) and the built-in mechanism."""
         if self.kind not in ("count", "sum", "max", "distinct", "custom"):
             raise ParameterError(f"Unknown query '{self.kind}'.", hint="Use count, sum, max, distinct or custom.")
@@ -88,23 +88,23 @@ class Query:
             if col is None:
                 raise ParameterError(f"Say which column to {self.kind}: the budget does not name one measure.")
         mech = self.mechanism if self.mechanism is not None else BUILTIN[self.kind]
-        return Query(self.kind, col, mech, self.truth, self.name)
+        return FrameworkQuery(self.kind, col, mech, self.truth, self.name)
 
 
-def as_query(query: "str | Query") -> Query:
-    """``"count"``, ``"sum"``, ``"sum:BALANCE"``, ``"max:BALANCE"``, ``"distinct:BRANCH"`` or a Query."""
-    if isinstance(query, Query):
+def as_query(query: "str | FrameworkQuery") -> FrameworkQuery:
+    """``"count"``, ``"sum"``, ``"sum:BALANCE"``, ``"max:BALANCE"``, ``"distinct:BRANCH"`` or a FrameworkQuery."""
+    if isinstance(query, FrameworkQuery):
         return query
     if not isinstance(query, str):
-        raise ParameterError("A query is a name such as 'sum' or 'sum:BALANCE', or a Query object.")
+        raise ParameterError("A query is a name such as 'sum' or 'sum:BALANCE', or a FrameworkQuery object.")
     kind, _, col = query.partition(":")
     kind = kind.strip().lower()
     if kind not in ("count", "sum", "max", "distinct"):
         raise ParameterError(f"Unknown query '{query}'.", hint="Use count, sum, max or distinct (optionally ':column').")
-    return Query(kind, col.strip() or None)  # type: ignore[arg-type]
+    return FrameworkQuery(kind, col.strip() or None)  # type: ignore[arg-type]
 
 
-def _query_input(table: pd.DataFrame, q: Query) -> np.ndarray:
+def _query_input(table: pd.DataFrame, q: FrameworkQuery) -> np.ndarray:
     if q.kind in ("sum", "max"):
         return memory_engine.measure_values(table, q.column)  # type: ignore[arg-type]
     if q.kind == "distinct":
@@ -125,7 +125,7 @@ class Prepared:
     """Everything the PrDP mechanisms need from a table, computed once (for runs and simulations)."""
 
     budget: BudgetFunction
-    query: Query
+    query: FrameworkQuery
     eps: np.ndarray | None    # requested E(r), aligned with the table (None: a table held by an engine)
     idx: np.ndarray | None    # domain 1..L of each record (None: a table held by an engine)
     counts: np.ndarray        # true records per domain (L,)
@@ -149,7 +149,7 @@ class Prepared:
         return float(q.mechanism.truth(self.stats))
 
 
-def prepare(table: Any, budget: BudgetFunction, query: "str | Query") -> Prepared:
+def prepare(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery") -> Prepared:
     """Evaluate E on the table, assign domains and compute M's per-domain statistics."""
     if not isinstance(budget, BudgetFunction):
         raise ParameterError("budget must be a BudgetFunction (see prdp_core.mechanisms.prdp.parse_budget).")
@@ -171,7 +171,7 @@ def prepare(table: Any, budget: BudgetFunction, query: "str | Query") -> Prepare
     return Prepared(budget, q, eps, idx, counts, stats, t if q.kind == "custom" else None)
 
 
-def _prepare_on_engine(data: Any, budget: BudgetFunction, query: "str | Query") -> Prepared:
+def _prepare_on_engine(data: Any, budget: BudgetFunction, query: "str | FrameworkQuery") -> Prepared:
     """:func:`prepare` with the per-domain statistics computed by the dataset's engine (the same
     numbers as on the records in memory; no per-record array)."""
     q = as_query(query).resolved(budget)

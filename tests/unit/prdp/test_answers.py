@@ -10,10 +10,10 @@ import pytest
 from scipy import stats
 
 from prdp_core.errors import ParameterError
-from prdp_core.mechanisms.prdp.answers import ClippedSum, RankMax, _pow2_range
+from prdp_core.mechanisms.prdp.answers import AdaptiveClippedSum, RankMax, _pow2_range
 from prdp_core.mechanisms.prdp.budget import constant, inverse
 from prdp_core.mechanisms.prdp.central import framework, framework_trials, naive
-from prdp_core.mechanisms.prdp.queries import Query, prepare
+from prdp_core.mechanisms.prdp.queries import FrameworkQuery, prepare
 
 INV = inverse(1e4, "BALANCE")
 
@@ -25,12 +25,12 @@ def test_framework_accepts_query_objects_and_custom_mechanisms(normal):
         seen.update(n=len(t), eps=eps, beta=beta)
         return len(t) + rng.laplace(0, 1 / eps)
 
-    q = Query.custom("records (custom M)", noisy_len, truth=len)
+    q = FrameworkQuery.custom("records (custom M)", noisy_len, truth=len)
     r = framework(normal, INV, q, beta=0.2, rng=np.random.default_rng(4), reveal=True)
     assert seen["eps"] == pytest.approx(r.extras["eps_M"]) and seen["beta"] == pytest.approx(0.1)
     assert seen["n"] == len(normal) - r.extras["private_dropped"]
     assert r.answers.loc[0, "true"] == len(normal) and r.check_delivered_within_requested()
-    r2 = framework(normal, INV, Query.sum("BALANCE", ClippedSum(split=0.5, decay=1.0)), beta=0.1,
+    r2 = framework(normal, INV, FrameworkQuery.sum("BALANCE", AdaptiveClippedSum(split=0.5, decay=1.0)), beta=0.1,
                      rng=np.random.default_rng(4))
     assert r2.answers.loc[0, "query"] == "sum(BALANCE)"
     for bad in ("median", "sum:NOPE", 3):
@@ -44,7 +44,7 @@ def test_clipped_sum_picks_a_threshold_near_the_kept_maximum(normal):
     p = prepare(normal, INV, "sum")
     ell = np.full(400, 23)
     eps = np.full(400, INV.domains().lo[22] / 2)
-    _, det = ClippedSum().run(p.stats, ell, eps, 0.05, np.random.default_rng(5))
+    _, det = AdaptiveClippedSum().run(p.stats, ell, eps, 0.05, np.random.default_rng(5))
     kept_max = normal.BALANCE[p.idx >= 23].max()
     tau = det["tau"]
     assert np.mean((tau >= kept_max) & (tau <= 2 * kept_max)) > 0.8
@@ -75,9 +75,9 @@ def test_clipped_sum_threshold_selection_exact_audit():
     assert worst > 0.5  # the bound is nearly attained: the audit has power
     # the mechanism samples from exactly these probabilities
     j0, J = _pow2_range(1e12)
-    st = ClippedSum().stats(values, np.ones(values.size, dtype=np.int16), 1, 1e12)
+    st = AdaptiveClippedSum().stats(values, np.ones(values.size, dtype=np.int16), 1, 1e12)
     n = 40_000
-    _, det = ClippedSum(split=0.5).run(st, np.ones(n, dtype=int), np.full(n, 1.4), 0.1, np.random.default_rng(7))
+    _, det = AdaptiveClippedSum(split=0.5).run(st, np.ones(n, dtype=int), np.full(n, 1.4), 0.1, np.random.default_rng(7))
     j = np.log2(det["tau"]).astype(int) - j0
     probs = _clip_em_probs(values, 0.7, 2.0, 1e12)
     keep = probs * n > 5
@@ -88,9 +88,9 @@ def test_clipped_sum_threshold_selection_exact_audit():
 def test_clipped_sum_laplace_scale_with_power():
     """Given τ, the clipped sum's noise is Laplace(τ/ε_sum): KS accepts it and rejects ±10%."""
     values = np.full(200, 1000.0)
-    st = ClippedSum().stats(values, np.ones(200, dtype=np.int16), 1, 1e6)
+    st = AdaptiveClippedSum().stats(values, np.ones(200, dtype=np.int16), 1, 1e6)
     n = 30_000
-    est, det = ClippedSum().run(st, np.ones(n, dtype=int), np.full(n, 8.0), 0.1, np.random.default_rng(8))
+    est, det = AdaptiveClippedSum().run(st, np.ones(n, dtype=int), np.full(n, 8.0), 0.1, np.random.default_rng(8))
     tau = 1024.0
     m = det["tau"] == tau
     assert m.mean() > 0.8  # the rest choose 2048 (weight e^-2)
