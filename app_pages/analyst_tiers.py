@@ -9,8 +9,7 @@ from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import multitier as mt
 from ui import analyst_tiers as umt
 from ui import large, state
-from prdp_core.secure import mode_label
-from ui.common import code_expander, confidential, learn, md_escape, mode_notice, show_error
+from ui.common import code_expander, learn, md_escape, show_error
 
 st.title("Analyst tiers")
 st.caption("The public gets ε = 0.5, trusted researchers ε = 2, the agency ε = 8: what does that cost in total, "
@@ -192,48 +191,23 @@ umt.plan_section(cur, plan)
 # 6. Release
 # ---------------------------------------------------------------------------
 st.subheader("6 · Release every tier")
+rng_seed = int(ss.get("seed", 0))
 if not teaching:
-    st.info("Review mode: no release is run on this page (it would show true values next to the noisy ones). "
-            "Switch to teaching mode in the sidebar for a seeded demonstration.", icon=":material/visibility_off:")
-else:
-    rng_seed = int(ss.get("seed", 0))
-    b1, b2 = st.columns([1, 2])
-    b2.toggle("Secure release", key="mt_secure",
-              help="Exact noise from OpenDP (discrete Laplace or Gaussian on a documented grid; exact coins for the "
-                   "local model) with a system random source; unseeded, so not reproducible. Off: a seeded "
-                   "teaching run (numpy's generator).")
-    b1.button("Release every tier", key="mt_release_btn", type="primary", on_click=umt.on_release,
-              args=(tier_rows,))
-    err = ss.get("mt_release_error")
-    if err is not None:
-        show_error(err)
-    stored = ss.get("mt_release")
-    if stored is not None and stored["key"] == umt.settings_key(tiers):
-        rel = stored["release"]
-        mode_notice(rel.secure, rel.seed if rel.seed is not None else rng_seed,
-                    f"every tier's loss is certified before the answers are shown "
-                    f"({md_escape(rel.params.get('certified_note', ''))})")
-        st.caption(f"Mode: **{mode_label(rel.secure)}**")
-        confidential("The true values are computed from the real records.")
-        ans = rel.answers
-        if cur["model"] == "central":
-            st.plotly_chart(mch.release_central_figure(ans, truth=True), key="mt_release_fig")
-            st.dataframe(ans.drop(columns=["query"]).style.format(
-                {"eps": "{:g}", "estimate": "{:.6g}", "sd": "{:.4g}", "ci_low": "{:.6g}", "ci_high": "{:.6g}",
-                 "true": "{:.6g}", "error": "{:+.4g}", "abs_error": "{:.4g}"}), hide_index=True)
-        else:
-            st.plotly_chart(mch.release_local_figure(ans, truth=True), key="mt_release_fig")
-            per = ans.groupby("tier", sort=False).apply(lambda g: float((g["error"] ** 2).sum()),
-                                                        include_groups=False)
-            st.markdown("Squared error of each tier's estimated counts in this run: " + ", ".join(
-                f"**{md_escape(t)}** {v:,.0f}" for t, v in per.items()) + ".")
-            with st.expander("Estimated counts per category"):
-                st.dataframe(ans.style.format({"eps": "{:g}", "eps_used": "{:.4g}", "estimate": "{:.1f}",
-                                               "sd": "{:.1f}", "true": "{:.0f}", "error": "{:+.1f}",
-                                               "abs_error": "{:.1f}"}), hide_index=True)
-        added = rel.entries[0].label if len(rel.entries) == 1 else f"{len(rel.entries)} entries"
-        st.caption(f"Added to the session ledger: {md_escape(added)} ({md_escape(rel.entries[0].loss.describe())}).")
-    elif stored is not None:
-        st.caption("The settings changed since the last release: press the button to release again.")
+    st.caption("Review mode: the release shows the noisy answers only (no true value, no error). Turn **Secure "
+               "release** on for numbers that may be published.")
+b1, b2 = st.columns([1, 2])
+b2.toggle("Secure release", key="mt_secure",
+          help="Exact noise from OpenDP (discrete Laplace or Gaussian on a documented grid; exact coins for the "
+               "local model) with a system random source; unseeded, so not reproducible. Off: a seeded "
+               "teaching run (numpy's generator).")
+b1.button("Release every tier", key="mt_release_btn", type="primary", on_click=umt.on_release, args=(tier_rows,))
+err = ss.get("mt_release_error")
+if err is not None:
+    show_error(err)
+stored = ss.get("mt_release")
+if stored is not None and stored["key"] == umt.settings_key(tiers):
+    umt.release_view(stored["release"], cur["model"], rng_seed, teaching)
+elif stored is not None:
+    st.caption("The settings changed since the last release: press the button to release again.")
 
 code_expander(umt.reproduce_code(state.source(), ds, tiers, cur, int(ss.get("seed", 0))))

@@ -227,8 +227,8 @@ def current_plan_and_data(ds: Dataset, tiers: tuple[mt.Tier, ...]) -> dict[str, 
 
 
 def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
-    """Release every tier (teaching mode; seeded, or secure when the page's toggle is on): store the result and
-    add it to the session ledger."""
+    """Release every tier (seeded, or secure when the page's toggle is on; true values only in teaching mode): store
+    the result and add it to the session ledger."""
     ss = st.session_state
     ss.pop("mt_release_error", None)
     try:
@@ -238,19 +238,55 @@ def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
         # model: users × (tiers + 10) in the local model (every user's reports), records × 4 in the central one
         memory.guard("release", rows=ds.n, columns=len(tiers) + 10 if cur["model"] == "local" else 4)
         rng, seed = state.rng_and_seed()
+        teaching = state.teaching()  # review mode: no true values are computed, only the noisy answers shown
         secure = bool(ss.get("mt_secure", False))  # exact OpenDP samplers, unseeded (the rng is not used)
         mode: dict[str, Any] = {"rng": None, "secure": True} if secure else {"rng": rng, "seed": seed}
         if cur["model"] == "central":
             q = cur["query"]
             if secure:
                 mode["contributions"] = q.contributions
-            rel = mt.release_central(cur["plan"], q.value, reveal=True, records=q.mask, query=q.label, **mode)
+            rel = mt.release_central(cur["plan"], q.value, reveal=teaching, records=q.mask, query=q.label, **mode)
         else:
-            rel = mt.release_local(cur["plan"], cur["codes"], reveal=True, labels=cur["labels"], **mode)
+            rel = mt.release_local(cur["plan"], cur["codes"], reveal=teaching, labels=cur["labels"], **mode)
         ss["mt_release"] = {"key": settings_key(tiers), "release": rel}
         state.record_release(rel)
     except PrdpError as err:
         ss["mt_release_error"] = err
+
+
+def release_view(rel: Any, model: str, rng_seed: int, teaching: bool) -> None:
+    """Section 6's result: the mode, the answers of every tier (with true values and errors in teaching mode
+    only, marked confidential) and the ledger entry added."""
+    from prdp_core.secure import mode_label
+
+    from .common import mode_notice
+
+    mode_notice(rel.secure, rel.seed if rel.seed is not None else rng_seed,
+                f"every tier's loss is certified before the answers are shown "
+                f"({md_escape(rel.params.get('certified_note', ''))})")
+    st.caption(f"Mode: **{mode_label(rel.secure)}**")
+    ans = rel.answers if teaching else rel.for_review().answers  # review mode: never a true value or error
+    truth = teaching and "true" in ans.columns
+    if truth:
+        confidential("The true values are computed from the real records.")
+    fmt = {"eps": "{:g}", "eps_used": "{:.4g}", "estimate": "{:.6g}", "sd": "{:.4g}", "ci_low": "{:.6g}",
+           "ci_high": "{:.6g}", "true": "{:.6g}", "error": "{:+.4g}", "abs_error": "{:.4g}"}
+    if model == "central":
+        st.plotly_chart(mch.release_central_figure(ans, truth=truth), key="mt_release_fig")
+        st.dataframe(ans.drop(columns=["query"]).style.format({k: v for k, v in fmt.items() if k in ans.columns}),
+                     hide_index=True)
+    else:
+        st.plotly_chart(mch.release_local_figure(ans, truth=truth), key="mt_release_fig")
+        if truth:
+            per = ans.groupby("tier", sort=False).apply(lambda g: float((g["error"] ** 2).sum()),
+                                                        include_groups=False)
+            st.markdown("Squared error of each tier's estimated counts in this run: " + ", ".join(
+                f"**{md_escape(t)}** {v:,.0f}" for t, v in per.items()) + ".")
+        with st.expander("Estimated counts per category"):
+            fmt.update(estimate="{:.1f}", sd="{:.1f}", true="{:.0f}", error="{:+.1f}", abs_error="{:.1f}")
+            st.dataframe(ans.style.format({k: v for k, v in fmt.items() if k in ans.columns}), hide_index=True)
+    added = rel.entries[0].label if len(rel.entries) == 1 else f"{len(rel.entries)} entries"
+    st.caption(f"Added to the session ledger: {md_escape(added)} ({md_escape(rel.entries[0].loss.describe())}).")
 
 
 def central_display(table: pd.DataFrame, param_name: str) -> pd.io.formats.style.Styler:

@@ -98,9 +98,17 @@ def test_release_central_and_review_mode():
     at.session_state["mode"] = "review"  # the sidebar radio's key
     _ok(at)
     t = texts(at)
-    assert "Review mode: no release is run" in t
-    assert not [b for b in at.button if b.key == "mt_release_btn"]
+    assert "Review mode: the release shows the noisy answers only" in t
     assert "matching records" not in t  # the count's true answer is not shown in review mode
+    shown = [df.value for df in at.dataframe]
+    assert shown and not any({"true", "error", "abs_error"} & set(getattr(v, "columns", [])) for v in shown)
+    at.toggle(key="mt_secure").set_value(True)
+    at.button(key="mt_release_btn").click()
+    _ok(at)
+    rel = at.session_state["mt_release"]["release"]
+    assert rel.secure and rel.seed is None and "true" not in rel.answers.columns  # nothing true was computed
+    assert "secure" in texts(at).lower()
+    assert at.session_state["ledger"].entries[-1].secure
     at.radio(key="mt_model").set_value("local")
     _ok(at)
     t = texts(at)
