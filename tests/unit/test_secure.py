@@ -16,7 +16,7 @@ from prdp_core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms.prdp.answers import RankMax
 from prdp_core.mechanisms.prdp.budget import inverse
 from prdp_core.mechanisms.prdp.central import count, framework
-from prdp_core.mechanisms.prdp.queries import Query as PrdpQuery
+from prdp_core.mechanisms.prdp.queries import FrameworkQuery
 from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
 from prdp_core.secure import (
     SECURE_LABEL,
@@ -296,7 +296,7 @@ def test_secure_prdp_count_and_custom_refused():
     rel = count(e, eps_min=bud.eps_min, eps_max=bud.eps_max, beta=0.1, secure=True, reveal=True)
     assert rel.secure and np.all(rel.extras["noisy_counts"] == np.rint(rel.extras["noisy_counts"]))
     assert rel.check_delivered_within_requested()
-    q = PrdpQuery.custom("mean", lambda t, eps, beta, rng: float(t["BALANCE"].mean()))
+    q = FrameworkQuery.custom("mean", lambda t, eps, beta, rng: float(t["BALANCE"].mean()))
     with pytest.raises(ParameterError, match="built-in"):
         framework(df, bud, q, beta=0.1, secure=True)
     with pytest.raises(ParameterError):
