@@ -8,7 +8,7 @@ from prdp_core.charts import multitier as mch
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import multitier as mt
 from ui import analyst_tiers as umt
-from ui import large, state
+from ui import large, private_suggest, state
 from ui.common import code_expander, learn, md_escape, show_error
 
 st.title("Analyst tiers")
@@ -96,6 +96,8 @@ if ss["mt_model"] == "central":
                         help="Sensitivity of the sum: each record's value is clipped at U. Choose it from public "
                              "knowledge, without looking at the data; the default 100 is a round placeholder, not "
                              "read from the data.")
+        with st.expander("Private suggestion of U (a DP percentile, charged to your ledger)"):
+            private_suggest.bound_panel("mt_psugg", ss["mt_measure"], umt.adopt_private_clip)
     fams = list(umt.FAMILY_CHOICES)
     if ss["mt_query"] == "count":
         fams.remove("multiscale_geometric")

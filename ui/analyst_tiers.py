@@ -226,6 +226,12 @@ def current_plan_and_data(ds: Dataset, tiers: tuple[mt.Tier, ...]) -> dict[str, 
     return {"model": "local", "codes": codes, "labels": labels, "plan": plan, "filter": f}
 
 
+def adopt_private_clip(q: Any) -> None:
+    """Callback of the private clipping bound (:func:`ui.private_suggest.bound_panel`): U = the DP percentile
+    drawn (a :class:`~prdp_core.dp_quantile.DPQuantile`, charged to the ledger), at least 1 (the input's floor)."""
+    st.session_state["mt_clip"] = max(1.0, float(q.value))
+
+
 def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
     """Release every tier (seeded, or secure when the page's toggle is on; true values only in teaching mode): store
     the result and add it to the session ledger."""

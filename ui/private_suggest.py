@@ -1,8 +1,9 @@
 """Private suggestions on the app's pages: a DP percentile over a typed range, its cost shown before use
 and charged to the session ledger when adopted (:mod:`prdp_core.dp_quantile`).
 
-The Policy designer offers private splitting thresholds (:func:`thresholds_panel`) and the
-Personalized DP page a private upper bound of a query's values (:func:`bound_panel`). Both are the
+The Policy designer offers private splitting thresholds (:func:`thresholds_panel`), the
+Personalized DP page a private upper bound of a query's values and the Analyst tiers page a private
+clipping bound of a sum (both :func:`bound_panel`). Both are the
 only suggestions review mode offers besides typing a value: the data-derived ones (percentiles read
 off the records) stay in teaching mode, labelled as such.
 """

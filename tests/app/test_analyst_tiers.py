@@ -180,3 +180,21 @@ def test_filter_value_of_an_undocumented_column_is_typed_not_listed():
     at.text_input(key="mt_filter_val").input("06037")
     _ok(at)
     assert "where COUNTY equals 06037" in texts(at)
+
+
+def test_a_private_clipping_bound_of_a_sum_is_drawn_and_charged():
+    at = open_page("analyst_tiers")
+    at.radio(key="mt_query").set_value("sum")
+    _ok(at)
+    assert at.session_state["mt_clip"] == 100.0  # the round public placeholder
+    col = at.session_state["mt_measure"]
+    before = len(at.session_state["ledger"])
+    at.number_input(key=f"mt_psugg_hi_{col}").set_value(1e7)
+    at.button(key="mt_psugg_apply").click()
+    _ok(at)
+    led = at.session_state["ledger"]
+    assert len(led) == before + 1 and led.entries[-1].mechanism == "dp_quantile"
+    assert f"upper bound of {col}" in led.entries[-1].label
+    clip = at.session_state["mt_clip"]
+    assert clip != 100.0 and 1.0 <= clip <= 1e7
+    assert "Adopted a private upper bound" in texts(at)
