@@ -69,6 +69,9 @@ DEFAULT_MASTER = "local[*]"
 ENV_MASTER, ENV_REMOTE = "PRDP_SPARK_MASTER", "PRDP_SPARK_REMOTE"
 #: Distinct values fetched at most to settle exact order statistics (else a ResourceLimitError).
 MAX_SELECTION_VALUES = 5_000_000
+#: :meth:`SparkEngine.count_above` places a value among sorted thresholds by a CASE tree over every
+#: COUNT_BLOCK-th threshold, then COUNT_BLOCK comparisons within the block.
+COUNT_BLOCK = 16
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _counter = itertools.count()
@@ -461,6 +464,34 @@ class SparkEngine(SQLEngine):
         return _normalise_frame(self._with_table(frame, run))
 
     # -- statistics Spark computes its own way -----------------------------------------
+
+    def count_above(self, column: str, values: Sequence[float]) -> np.ndarray:
+        """#{v > x} for each x, from one GROUP BY of each value's position among the sorted x's
+        (a count per position; the counts above follow on the driver). One ``count_if`` per x would
+        make a plan of hundreds of aggregates, which Spark compiles for seconds; the position is
+        found in two steps — a CASE tree over every :data:`COUNT_BLOCK`-th x, then comparisons with
+        the x's of that block — comparisons only, so exact."""
+        v = self._checked_measure(column)
+        x = np.asarray([float(a) for a in values], dtype=float)
+        out = np.zeros(x.size, dtype=np.int64)
+        ok = ~np.isnan(x)
+        if not ok.any():
+            return out
+        xs = np.unique(x[ok])
+        d = self.d
+        block = COUNT_BLOCK
+        lasts = xs[block - 1::block]  # the last x of each full block
+        arr = f"array({', '.join(d.double(e) for e in xs)})"
+        within = " + ".join(f"(CASE WHEN try_element_at(__E, __c * {block} + {j + 1}) < __v THEN 1 ELSE 0 END)"
+                            for j in range(block))
+        rows = self._exec(f"SELECT __c * {block} + {within} AS __p, count(*) FROM (SELECT {v} AS __v, {arr} AS __E, "
+                          f"{S.bucket_sql(d, '__v', lasts, side='left')} AS __c FROM {self.relation}) GROUP BY __p")
+        at = np.zeros(xs.size + 1, dtype=np.int64)  # at[p]: values with exactly p of the x's below them
+        for p, n in rows:
+            at[int(p)] = int(n)
+        above = at[::-1].cumsum()[::-1]  # above[p]: values with at least p x's below them
+        out[ok] = above[np.searchsorted(xs, x[ok]) + 1]  # v > x_j ⟺ at least j + 1 x's are below v
+        return out
 
     def _order_statistics(self, v: str, ranks: Sequence[int], n: int, parts: Sequence[str]
                           ) -> tuple[tuple, dict[int, float]]:

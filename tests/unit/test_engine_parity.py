@@ -102,7 +102,7 @@ def cases(values: list, spark: list[int], *, ids: list[str] | None = None, sql_o
     """(engine, value) parameters: every engine with every value, except Spark, which runs the
     values at the indices ``spark`` — chosen so that every code path and every statistic the
     acceptance names is still covered (each Spark query costs a job: the whole cross product
-    would take many minutes). Spark also runs on the first random table only (tests/conftest.py)."""
+    would take many minutes). Spark runs them on both random tables."""
     out = []
     for p in (SQL_ENGINES if sql_only else ENGINES):
         name = p.values[0]
