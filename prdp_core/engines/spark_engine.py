@@ -36,6 +36,7 @@ catalog tables; a DataFrame built with shuffles has no stable order — give it 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import shutil
@@ -52,8 +53,10 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, EngineError, PrdpError, ResourceLimitError
+from ..distribution import LossDistribution
+from ..errors import DataError, EngineError, PolicyError, PrdpError, ResourceLimitError
 from . import sql as S
+from . import sql_engine
 from .base import ColumnKind, EngineOptions
 from .memory import sample_positions
 from .sql_engine import SQLEngine, _normalise_frame, _short
@@ -538,6 +541,27 @@ class SparkEngine(SQLEngine):
             cum = np.cumsum(c[sel])
             order[rank] = float(u[sel][int(np.searchsorted(cum, k, side="right"))])
         return row, order
+
+    def _owner_distribution(self, per_owner: str, col: str, *, few: bool = False) -> LossDistribution:
+        """With ``few`` (Lemma 4's owner losses: sums over a few split-count keys), one pass: the
+        distinct values with their counts and, in the same aggregation (GROUPING SETS), the minimum,
+        maximum — no cached intermediate. More than ``MAX_EXACT_VALUES`` distinct values:
+        :class:`SQLEngine`'s way (cached, then binned)."""
+        if not few:
+            return super()._owner_distribution(per_owner, col)
+        limit = sql_engine.MAX_EXACT_VALUES
+        fr = self._frame(f"SELECT grouping_id() AS __g, {col} AS __x, count(*) AS __n, min({col}) AS __lo, "
+                         f"max({col}) AS __hi FROM ({per_owner}) GROUP BY GROUPING SETS (({col}), ()) "
+                         f"ORDER BY __g DESC, __x LIMIT {limit + 2}")
+        total, values = fr.iloc[0], fr.iloc[1:]
+        if len(values) > limit:
+            return super()._owner_distribution(per_owner, col)
+        if not int(total["__n"]):
+            return LossDistribution(np.zeros(0), np.zeros(0, dtype=np.int64), total=0.0)
+        if not (math.isfinite(float(total["__lo"])) and math.isfinite(float(total["__hi"]))):
+            raise PolicyError("Some losses are too large to compute (they exceed the floating-point range).",
+                              hint="Lower the budgets ρ or raise the splitting thresholds.")
+        return LossDistribution.from_counts(values["__x"].to_numpy(dtype=float), values["__n"].to_numpy(dtype=np.int64))
 
     def _budget_raw(self, budget: Any, kinds: dict[str, ColumnKind]) -> tuple[str, str | None]:
         """The compiled formula when its SQL is exact, else the numpy kernel in a pandas UDF."""

@@ -333,7 +333,7 @@ class SQLEngine(Engine):
             def run(name: str) -> LossDistribution:
                 per_owner = (f"SELECT CAST(count(*) AS DOUBLE) * sum(__loss) AS __l FROM ({join.format(tab=name)}) "
                              "GROUP BY __owner")
-                return self._owner_distribution(per_owner, "__l")
+                return self._owner_distribution(per_owner, "__l", few=True)
             return self._with_table(tab, run)
 
         def patterns(name: str) -> pd.DataFrame:
@@ -408,9 +408,11 @@ class SQLEngine(Engine):
             v = f"least(greatest({v}, {d.double(0.0)}), {d.double(float(term.clamp))})"
         return v
 
-    def _owner_distribution(self, per_owner: str, col: str) -> LossDistribution:
+    def _owner_distribution(self, per_owner: str, col: str, *, few: bool = False) -> LossDistribution:
         """:meth:`_distribution` of per-owner values, aggregated once (:meth:`_materialized`: the
-        aggregation over the owners is the costly part, and the distribution reads it twice)."""
+        aggregation over the owners is the costly part, and the distribution reads it twice).
+        ``few``: the values are expected to take few distinct values (an engine may then try one
+        pass first)."""
         with self._lock, self._materialized(per_owner) as name:
             return self._distribution(f"SELECT {col} FROM {name}", col)
 
@@ -488,8 +490,10 @@ class SQLEngine(Engine):
         # one pass: each record's standing (no budget part: −2, no valid ε: −1, below ε̌: 0, else its
         # domain), counted per standing; then the checks of BudgetFunction.__call__ (strict), in its
         # order and with its counts (each check raises before the next one's records are counted)
-        standing = (f"CASE {f'WHEN {unmatched} THEN -2 ' if unmatched is not None else ''}WHEN {cats.invalid} "
-                    f"THEN -1 WHEN {cats.below} THEN 0 ELSE {cats.index} END")
+        standing = cats.standing
+        if standing is None or unmatched is not None:
+            standing = (f"CASE {f'WHEN {unmatched} THEN -2 ' if unmatched is not None else ''}WHEN {cats.invalid} "
+                        f"THEN -1 WHEN {cats.below} THEN 0 ELSE {cats.index} END")
         tally = {int(k): int(n) for k, n in self._exec(f"SELECT {standing} AS __d, count(*) FROM {self.relation} "
                                                        "GROUP BY __d")}
         if tally.get(-2):

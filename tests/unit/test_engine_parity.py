@@ -10,6 +10,8 @@ differs).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -61,7 +63,10 @@ def _duckdb(df: pd.DataFrame, path: str, schema: Schema) -> engines.EngineDatase
 
 
 def _spark(df: pd.DataFrame, path: str, schema: Schema) -> engines.EngineDataset:
-    spark_tests.session()
+    spark = spark_tests.session()
+    # the file's scan cached by Spark (its plan is matched in every later query that reads the file):
+    # the suite's many small jobs skip decoding the Parquet file again, the engine reads it as ever
+    spark.read.parquet(Path(path).resolve().as_uri()).cache().count()
     return engines.open_dataset(path, engine="spark", schema=schema)
 
 
