@@ -94,8 +94,7 @@ with large_tab:
     if str(st.session_state.get("large_file") or "").lower().endswith(".duckdb"):
         with guarded():
             c2.selectbox("Table", large.database_tables(st.session_state["large_file"]), key="large_table")
-    c3.selectbox("Engine", large.engine_names(), key="large_engine",
-                 help="DuckDB reads the files out of core (beyond its memory limit it spills to disk).")
+    c3.selectbox("Engine", large.engine_names(), key="large_engine", help=large.engine_help())
     st.text_input("… or a path, folder or glob inside the data folder", key="large_path",
                   placeholder="e.g. parts/*.parquet or agency.duckdb#establishments")
     st.button("Connect", type="primary", key="large_connect_go", on_click=large.on_connect)

@@ -33,16 +33,3 @@ def spark():
     yield spark_tests.session()
     spark_tests.stop()
 
-
-def pytest_collection_modifyitems(config, items):
-    """The Spark parity tests run on the first random table of tests/unit/test_engine_parity.py
-    only (the ``data`` fixture's param 0): each Spark query is a job, and the second table adds
-    minutes while exercising the same SQL. Deselected, never skipped."""
-    keep, dropped = [], []
-    for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        spark = params.get("engine") == "spark"
-        (dropped if spark and params.get("data") == 1 else keep).append(item)
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = keep

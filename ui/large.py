@@ -83,6 +83,15 @@ def engine_names() -> list[str]:
     return names or ["duckdb"]
 
 
+def engine_help() -> str:
+    """What each engine offered on the Large dataset tab does with the files."""
+    text = "DuckDB reads the files out of core (beyond its memory limit it spills to disk)."
+    if "spark" in engine_names():
+        text += (" Spark (enabled on this server) reads Parquet and CSV files with the server's Spark session or "
+                 "cluster: every statistic is a Spark job, only aggregates come back.")
+    return text
+
+
 def sources() -> list[str]:
     """The large-dataset sources of the data folder (files, folders of files, DuckDB databases)."""
     return W.data_files(folder(), large=True)
@@ -107,9 +116,9 @@ def _version(spec: str) -> list[list[Any]]:
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _engine(spec: str, version_json: str, engine: str) -> Any:
-    if engine != "duckdb":
-        raise DataError(f"The {engine} engine cannot read files of the data folder here.")
-    return W.open_data_source(spec, folder())
+    if engine not in engine_names():  # Spark only while the administrator enables it
+        raise DataError(f"The {engine} engine is not available on this server.", hint="Choose another engine.")
+    return W.open_data_source(spec, folder(), engine=engine)
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)

@@ -132,13 +132,24 @@ def data_source(spec: str, folder: str | os.PathLike) -> Any:
                         hint=err.hint or "Check the name.") from None
 
 
-def open_data_source(spec: str, folder: str | os.PathLike, options: Any = None) -> Any:
-    """A DuckDB engine over a *Large dataset* spec of the data folder (:func:`data_source`: nothing outside
-    the folder), with the engine's settings from the environment unless ``options`` are given. The
-    connection itself may read the data folder (and its spill folder) only: a view stored in a database
-    file of the folder cannot read a file elsewhere."""
+def open_data_source(spec: str, folder: str | os.PathLike, options: Any = None, *, engine: str = "duckdb") -> Any:
+    """An engine over a *Large dataset* spec of the data folder (:func:`data_source`: nothing outside
+    the folder), with the engine's settings from the environment unless ``options`` are given.
+
+    ``duckdb``: the connection itself may read the data folder (and its spill folder) only: a view
+    stored in a database file of the folder cannot read a file elsewhere. ``spark`` (offered when the
+    administrator enabled Spark: ``PRDP_SPARK_MASTER`` or ``PRDP_SPARK_REMOTE``): the files the spec
+    names, after the same checks, read by the Spark session of those settings — Parquet and CSV only
+    (a DuckDB database is refused with a message)."""
     from dataclasses import replace
 
+    if engine == "spark":
+        from ..engines.spark_engine import SparkEngine, env_options
+
+        data_source(spec, folder)  # the checks: absolute paths, '..', links leading out, missing files
+        return SparkEngine.open(str(spec).strip(), options=options or env_options(), base_dir=folder, confine=True)
+    if engine != "duckdb":
+        raise DataError(f"The {engine} engine cannot read files of the data folder.", hint="Use duckdb or spark.")
     from ..engines.duckdb_engine import DuckDBEngine, default_options
 
     opts = options or default_options()

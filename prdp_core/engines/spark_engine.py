@@ -36,6 +36,7 @@ catalog tables; a DataFrame built with shuffles has no stable order — give it 
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import re
 import shutil
@@ -52,8 +53,10 @@ from urllib.parse import unquote, urlparse
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, EngineError, PrdpError, ResourceLimitError
+from ..distribution import LossDistribution
+from ..errors import DataError, EngineError, PolicyError, PrdpError, ResourceLimitError
 from . import sql as S
+from . import sql_engine
 from .base import ColumnKind, EngineOptions
 from .memory import sample_positions
 from .sql_engine import SQLEngine, _normalise_frame, _short
@@ -69,6 +72,9 @@ DEFAULT_MASTER = "local[*]"
 ENV_MASTER, ENV_REMOTE = "PRDP_SPARK_MASTER", "PRDP_SPARK_REMOTE"
 #: Distinct values fetched at most to settle exact order statistics (else a ResourceLimitError).
 MAX_SELECTION_VALUES = 5_000_000
+#: :meth:`SparkEngine.count_above` places a value among sorted thresholds by a CASE tree over every
+#: COUNT_BLOCK-th threshold, then COUNT_BLOCK comparisons within the block.
+COUNT_BLOCK = 16
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _counter = itertools.count()
@@ -462,6 +468,34 @@ class SparkEngine(SQLEngine):
 
     # -- statistics Spark computes its own way -----------------------------------------
 
+    def count_above(self, column: str, values: Sequence[float]) -> np.ndarray:
+        """#{v > x} for each x, from one GROUP BY of each value's position among the sorted x's
+        (a count per position; the counts above follow on the driver). One ``count_if`` per x would
+        make a plan of hundreds of aggregates, which Spark compiles for seconds; the position is
+        found in two steps — a CASE tree over every :data:`COUNT_BLOCK`-th x, then comparisons with
+        the x's of that block — comparisons only, so exact."""
+        v = self._checked_measure(column)
+        x = np.asarray([float(a) for a in values], dtype=float)
+        out = np.zeros(x.size, dtype=np.int64)
+        ok = ~np.isnan(x)
+        if not ok.any():
+            return out
+        xs = np.unique(x[ok])
+        d = self.d
+        block = COUNT_BLOCK
+        lasts = xs[block - 1::block]  # the last x of each full block
+        arr = f"array({', '.join(d.double(e) for e in xs)})"
+        within = " + ".join(f"(CASE WHEN try_element_at(__E, __c * {block} + {j + 1}) < __v THEN 1 ELSE 0 END)"
+                            for j in range(block))
+        rows = self._exec(f"SELECT __c * {block} + {within} AS __p, count(*) FROM (SELECT {v} AS __v, {arr} AS __E, "
+                          f"{S.bucket_sql(d, '__v', lasts, side='left')} AS __c FROM {self.relation}) GROUP BY __p")
+        at = np.zeros(xs.size + 1, dtype=np.int64)  # at[p]: values with exactly p of the x's below them
+        for p, n in rows:
+            at[int(p)] = int(n)
+        above = at[::-1].cumsum()[::-1]  # above[p]: values with at least p x's below them
+        out[ok] = above[np.searchsorted(xs, x[ok]) + 1]  # v > x_j ⟺ at least j + 1 x's are below v
+        return out
+
     def _order_statistics(self, v: str, ranks: Sequence[int], n: int, parts: Sequence[str]
                           ) -> tuple[tuple, dict[int, float]]:
         """Exact order statistics by selection: ``percentile_approx`` (rank error ≤ n/accuracy)
@@ -507,6 +541,27 @@ class SparkEngine(SQLEngine):
             cum = np.cumsum(c[sel])
             order[rank] = float(u[sel][int(np.searchsorted(cum, k, side="right"))])
         return row, order
+
+    def _owner_distribution(self, per_owner: str, col: str, *, few: bool = False) -> LossDistribution:
+        """With ``few`` (Lemma 4's owner losses: sums over a few split-count keys), one pass: the
+        distinct values with their counts and, in the same aggregation (GROUPING SETS), the minimum,
+        maximum — no cached intermediate. More than ``MAX_EXACT_VALUES`` distinct values:
+        :class:`SQLEngine`'s way (cached, then binned)."""
+        if not few:
+            return super()._owner_distribution(per_owner, col)
+        limit = sql_engine.MAX_EXACT_VALUES
+        fr = self._frame(f"SELECT grouping_id() AS __g, {col} AS __x, count(*) AS __n, min({col}) AS __lo, "
+                         f"max({col}) AS __hi FROM ({per_owner}) GROUP BY GROUPING SETS (({col}), ()) "
+                         f"ORDER BY __g DESC, __x LIMIT {limit + 2}")
+        total, values = fr.iloc[0], fr.iloc[1:]
+        if len(values) > limit:
+            return super()._owner_distribution(per_owner, col)
+        if not int(total["__n"]):
+            return LossDistribution(np.zeros(0), np.zeros(0, dtype=np.int64), total=0.0)
+        if not (math.isfinite(float(total["__lo"])) and math.isfinite(float(total["__hi"]))):
+            raise PolicyError("Some losses are too large to compute (they exceed the floating-point range).",
+                              hint="Lower the budgets ρ or raise the splitting thresholds.")
+        return LossDistribution.from_counts(values["__x"].to_numpy(dtype=float), values["__n"].to_numpy(dtype=np.int64))
 
     def _budget_raw(self, budget: Any, kinds: dict[str, ColumnKind]) -> tuple[str, str | None]:
         """The compiled formula when its SQL is exact, else the numpy kernel in a pandas UDF."""

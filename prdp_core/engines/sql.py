@@ -615,12 +615,14 @@ class BudgetCategories:
     missing, NaN or ≤ 0), ``below`` (E(r) < ε̌·(1 − 10⁻⁹)), ``index`` (the domain 1..L of the capped
     E(r), for the other records) and ``unmatched`` (a per-group budget without default: the
     records no part covers) — the checks of :meth:`prdp_core.mechanisms.prdp.budget.BudgetFunction.__call__` and
-    :meth:`~prdp_core.mechanisms.prdp.domains.DomainPartition.index`."""
+    :meth:`~prdp_core.mechanisms.prdp.domains.DomainPartition.index`. ``standing``, when given, is
+    one expression of all three (−1: no valid ε, 0: below ε̌, else the domain)."""
 
     invalid: str
     below: str
     index: str
     unmatched: str | None = None
+    standing: str | None = None
 
 
 def budget_categories(d: Dialect, raw: str, budget: Any, unmatched: str | None = None) -> BudgetCategories:
@@ -668,7 +670,7 @@ def monotone_budget_categories(d: Dialect, budget: Any, kinds: ColumnKinds) -> B
         return None
     v = f"COALESCE({d.as_double(d.ident(col))}, {d.double(math.nan)})"
     sc = f"(CASE WHEN {d.isnan(v)} OR {v} < 0 THEN -1 ELSE {top} - {bucket_sql(d, v, edges, side='right')} END)"
-    return BudgetCategories(f"{sc} = -1", f"{sc} = 0", sc)
+    return BudgetCategories(f"{sc} = -1", f"{sc} = 0", sc, standing=sc)
 
 
 def domain_index_sql(d: Dialect, eps: str, eps_min: float, L: int) -> str:

@@ -333,7 +333,7 @@ class SQLEngine(Engine):
             def run(name: str) -> LossDistribution:
                 per_owner = (f"SELECT CAST(count(*) AS DOUBLE) * sum(__loss) AS __l FROM ({join.format(tab=name)}) "
                              "GROUP BY __owner")
-                return self._owner_distribution(per_owner, "__l")
+                return self._owner_distribution(per_owner, "__l", few=True)
             return self._with_table(tab, run)
 
         def patterns(name: str) -> pd.DataFrame:
@@ -408,9 +408,11 @@ class SQLEngine(Engine):
             v = f"least(greatest({v}, {d.double(0.0)}), {d.double(float(term.clamp))})"
         return v
 
-    def _owner_distribution(self, per_owner: str, col: str) -> LossDistribution:
+    def _owner_distribution(self, per_owner: str, col: str, *, few: bool = False) -> LossDistribution:
         """:meth:`_distribution` of per-owner values, aggregated once (:meth:`_materialized`: the
-        aggregation over the owners is the costly part, and the distribution reads it twice)."""
+        aggregation over the owners is the costly part, and the distribution reads it twice).
+        ``few``: the values are expected to take few distinct values (an engine may then try one
+        pass first)."""
         with self._lock, self._materialized(per_owner) as name:
             return self._distribution(f"SELECT {col} FROM {name}", col)
 
@@ -485,30 +487,34 @@ class SQLEngine(Engine):
         budget.check_columns(list(kinds))
         cats = self._budget_categories(budget, kinds)
         unmatched = cats.unmatched
-        # the checks of BudgetFunction.__call__ (strict), in its order and with its counts
-        aggs = [d.count_if(cats.invalid), d.count_if(cats.below)]
-        if unmatched is not None:
-            aggs.append(d.count_if(unmatched))
-        row = self._exec(f"SELECT {', '.join(aggs)} FROM {self.relation}")[0]
-        if unmatched is not None and row[2]:
+        # one pass: each record's standing (no budget part: −2, no valid ε: −1, below ε̌: 0, else its
+        # domain), counted per standing; then the checks of BudgetFunction.__call__ (strict), in its
+        # order and with its counts (each check raises before the next one's records are counted)
+        standing = cats.standing
+        if standing is None or unmatched is not None:
+            standing = (f"CASE {f'WHEN {unmatched} THEN -2 ' if unmatched is not None else ''}WHEN {cats.invalid} "
+                        f"THEN -1 WHEN {cats.below} THEN 0 ELSE {cats.index} END")
+        tally = {int(k): int(n) for k, n in self._exec(f"SELECT {standing} AS __d, count(*) FROM {self.relation} "
+                                                       "GROUP BY __d")}
+        if tally.get(-2):
             g = budget.shape.column
             ex = self._exec(f"SELECT DISTINCT {d.ident(g)} FROM {self.relation} WHERE {unmatched} LIMIT 3")
             raise PolicyError(f"No budget is given for {g} = {', '.join(str(r[0]) for r in ex)}.",
                               hint="Add a part for these values or a default budget.")
-        if row[0]:
-            raise PolicyError(f"The budget formula gives no valid ε (zero, negative or undefined) for {int(row[0]):,} "
+        if tally.get(-1):
+            raise PolicyError(f"The budget formula gives no valid ε (zero, negative or undefined) for {tally[-1]:,} "
                               "record(s).", hint="Guard divisions and logarithms, e.g. 1e4 / max(BALANCE, 1), "
                                                  "and keep values in the domain [0, U].")
-        if row[1]:
+        if tally.get(0):
             dom = f" above the domain bound U = {budget.U:g}" if budget.shape.decreasing() else ""
-            raise PolicyError(f"{int(row[1]):,} record(s) ask for a budget below ε̌ = {budget.eps_min:.4g}; for this "
+            raise PolicyError(f"{tally[0]:,} record(s) ask for a budget below ε̌ = {budget.eps_min:.4g}; for this "
                               f"budget that means values{dom or ' outside the domain'}.",
                               hint="Raise U (or lower ε̌) so that every record's requirement can be honoured.")
         L = budget.domains().L
         base = f"SELECT *, {cats.index} AS __d FROM {self.relation}"
         counts = np.zeros(L, dtype=np.int64)
-        for dom, n in self._exec(f"SELECT __d, count(*) FROM ({base}) GROUP BY __d"):
-            counts[int(dom) - 1] = int(n)
+        for dom, n in tally.items():
+            counts[dom - 1] = n
         hc = hs = dist = None
         mx = None
         if column is not None and distinct:
