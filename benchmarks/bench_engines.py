@@ -167,7 +167,7 @@ def memory_engine(path: Path, k: int, repeat: int) -> None:
     t0 = time.perf_counter()
     release(ds, pol, rng=np.random.default_rng(0), reveal=True)
     cold = time.perf_counter() - t0
-    print(row("release, first on the dataset (factorises the owner ids)", cold, cold, ""))
+    print(row("release, first on the dataset", cold, cold, f"target ≤ 2 s: {'met' if cold <= 2 else 'MISSED'}"))
     t, b, rel = timed(lambda: release(ds, pol, rng=np.random.default_rng(0), reveal=True), repeat=repeat, warmup=0)
     print(row("release with realized record and owner losses", t, b,
               f"{len(rel.answers):,} answers; target ≤ 2 s: {'met' if t <= 2 else 'MISSED'}"))
