@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import DataError, PrdpError, StoreError
-from . import workshop as W
+from . import workshop
 
 EXIT_OK = 0
 
@@ -101,7 +101,7 @@ def add_parsers(sub: Any, codes: str, parser_class: type) -> None:
 def _store(url: str | None) -> Any:
     from .store import BoardStore
 
-    return BoardStore(url or W.board_url(), facilitator_key=W.facilitator_key())
+    return BoardStore(url or workshop.board_url(), facilitator_key=workshop.facilitator_key())
 
 
 def _submit(args: argparse.Namespace, stdout: IO[str]) -> int:
@@ -112,8 +112,8 @@ def _submit(args: argparse.Namespace, stdout: IO[str]) -> int:
     study = restrict(load_config(args.config), args.policy)
     store = _store(args.db)
     pin = store.settings()["dataset"]
-    if pin and not W.matches_pin(study.data.to_dict(), pin):
-        raise StoreError(f"The facilitator pinned the workshop dataset ({W.describe_pin(pin)}); this study reads "
+    if pin and not workshop.matches_pin(study.data.to_dict(), pin):
+        raise StoreError(f"The facilitator pinned the workshop dataset ({workshop.describe_pin(pin)}); this study reads "
                          f"{study.data.describe()}.", hint="Design the policy on the workshop dataset.")
     ds = load_data(study, args.data)
     summary = summarise(study, ds)
@@ -171,7 +171,7 @@ def _export(args: argparse.Namespace, stdout: IO[str]) -> int:
     review = _review(args, settings)
     try:
         files = write_board(entries, out, review=review, delta=float(settings["delta"]),
-                            dataset=W.describe_pin(settings["dataset"]))
+                            dataset=workshop.describe_pin(settings["dataset"]))
     except OSError as err:
         raise StoreError(f"Cannot write the board to {out}: {err.strerror or err}.",
                          hint="Choose another --out folder.") from None
@@ -380,22 +380,22 @@ def run_app(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if not 0 < args.port < 65536:
         raise PrdpError(f"--port {args.port} is not a port number (1–65535).")
     if args.data_dir:
-        os.environ[W.ENV_DATA_DIR] = str(Path(args.data_dir).expanduser().resolve())
+        os.environ[workshop.ENV_DATA_DIR] = str(Path(args.data_dir).expanduser().resolve())
     if args.board:
-        os.environ[W.ENV_BOARD_URL] = args.board
+        os.environ[workshop.ENV_BOARD_URL] = args.board
     store = _store(None)  # a bad URL or an unwritable folder is reported before the server starts
     where = store.where
     from .sessions import Retention, SessionStore
 
-    sessions = SessionStore(store, W.upload_dir(), Retention.from_env())  # a bad retention setting stops here
+    sessions = SessionStore(store, workshop.upload_dir(), Retention.from_env())  # a bad retention setting stops here
     removed = sessions.apply_retention()  # at start-up, as the app does again when it opens the store
     store.dispose()
-    data = W.data_dir()
+    data = workshop.data_dir()
     stdout.write(f"PrDP Explorer on http://{args.host}:{args.port}\n  board and saved sessions: {where}\n"
-                 f"  data folder: {data} ({len(W.data_files(data))} table(s))\n  uploaded tables: "
+                 f"  data folder: {data} ({len(workshop.data_files(data))} table(s))\n  uploaded tables: "
                  f"{sessions.upload_dir} ({sessions.retention.describe()}; {len(removed)} deleted now)\n"
                  f"  facilitator actions: "
-                 f"{'on' if W.facilitator_key() else 'off (set PRDP_FACILITATOR_KEY to turn them on)'}\n")
+                 f"{'on' if workshop.facilitator_key() else 'off (set PRDP_FACILITATOR_KEY to turn them on)'}\n")
     if args.host not in ("127.0.0.1", "localhost", "::1"):
         stderr.write(f"prdp: warning: listening on {args.host}: anyone who can reach this address can use the app "
                      "(no login, plain HTTP). See docs/security.md.\n")

@@ -21,12 +21,12 @@ from typing import Any, Iterable
 from ..config import parse_config
 from ..export import to_csv_bytes
 from ..report import _CSS, _fig_html, _table
-from . import summary as S
+from . import summary
 
 
 def board_csv(entries: Iterable[Any], *, review: bool, delta: float) -> bytes:
     """The board's table as UTF-8 CSV (review mode: public columns only)."""
-    return to_csv_bytes(S.board_frame(entries, review=review, delta=delta))
+    return to_csv_bytes(summary.board_frame(entries, review=review, delta=delta))
 
 
 def _config_yaml(entry: Any) -> str:
@@ -58,10 +58,10 @@ def board_html(entries: Iterable[Any], *, review: bool, delta: float, title: str
                      "computed from the real records: this report is <b>confidential</b> and for the workshop "
                      "only. Error figures come from seeded runs or closed forms, never from a real release.</div>")
     parts.append("<h2>The policies</h2>")
-    parts.append(_table(S.board_frame(entries, review=review, delta=delta), max_rows=500))
+    parts.append(_table(summary.board_frame(entries, review=review, delta=delta), max_rows=500))
 
-    policies = S.splitting_policies(entries)
-    measures = S.measures_of(policies)
+    policies = summary.splitting_policies(entries)
+    measures = summary.measures_of(policies)
     if policies and measures:
         parts.append("<h2>Public policy functions</h2>")
         parts.append("<p class='muted'>The loss of a record as a function of one measure's value (other measures at "
@@ -72,11 +72,11 @@ def board_html(entries: Iterable[Any], *, review: bool, delta: float, title: str
     if not review and entries:
         parts.append("<h2>Loss distributions</h2>")
         for owners in (False, True):
-            series, unit = S.cdf_series(entries, owners=owners, delta=delta)
+            series, unit = summary.cdf_series(entries, owners=owners, delta=delta)
             if series:
                 parts.append(_fig_html(board_cdf_figure(series, unit=unit, who="owners" if owners else "records",
                                                         view="zoom"), first))
-        pts = S.tradeoff_points(entries, delta)
+        pts = summary.tradeoff_points(entries, delta)
         if len(pts):
             parts.append("<h2>Privacy vs accuracy</h2>")
             parts.append("<p class='muted'>A policy is on the Pareto front when no other policy has both a smaller "
@@ -92,7 +92,7 @@ def board_html(entries: Iterable[Any], *, review: bool, delta: float, title: str
         if en.rationale:
             parts.append(f"<p><i>Rationale:</i> {e(en.rationale)}</p>")
         parts.append(f"<p>{e(str(pub.get('policy', '')))}</p>")
-        queries = S.query_table(en, review=review)
+        queries = summary.query_table(en, review=review)
         if not queries.empty:
             parts.append(_table(queries))
         if not review and en.summary.get("records", {}).get("query_errors"):

@@ -19,10 +19,19 @@ which the mechanisms accept where they accept a :class:`~prdp_core.data.Dataset`
     rel.loss_distribution                                          # per-record losses, as counts
 """
 
-from .base import (Aggregate, Bins, CellTable, DomainStats, Engine, EngineOptions, RealizedTerm,
-                   SplitHistogram)
-from .dataset import (ENGINES, EngineDataset, as_engine_dataset, auto_memory_bytes, available_engines, choose_engine,
-                      is_engine_data, open_dataset, open_engine, prepare)
+from .base import Aggregate, Bins, CellTable, DomainStats, Engine, EngineOptions, RealizedTerm, SplitHistogram
+from .dataset import (
+    ENGINES,
+    EngineDataset,
+    as_engine_dataset,
+    auto_memory_bytes,
+    available_engines,
+    choose_engine,
+    is_engine_data,
+    open_dataset,
+    open_engine,
+    prepare,
+)
 from .memory import MemoryEngine
 
 

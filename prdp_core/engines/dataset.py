@@ -25,8 +25,17 @@ from typing import Any, Literal
 import pandas as pd
 
 from .. import limits
-from ..data import (GENERATED_ID, MISSING_GROUP, Dataset, Preparation, Schema, guess_schema, load_table,
-                    prepare_dataset, validate_roles)
+from ..data import (
+    GENERATED_ID,
+    MISSING_GROUP,
+    Dataset,
+    Preparation,
+    Schema,
+    guess_schema,
+    load_table,
+    prepare_dataset,
+    validate_roles,
+)
 from ..errors import DataError, ParameterError
 from .base import Engine, EngineOptions
 from .memory import MemoryEngine

@@ -30,7 +30,8 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, ParameterError, ResourceLimitError
-from . import sql as S
+from . import sql as sqlgen
+from . import sql_budget
 from .base import ColumnKind, EngineOptions
 from .memory import sample_positions
 from .sql_engine import SQLEngine, _normalise_frame, _short
@@ -164,7 +165,7 @@ class DuckDBEngine(SQLEngine):
 
     def __init__(self, con: Any, relation: str, *, label: str = "", lock: threading.RLock | None = None,
                  options: EngineOptions | None = None) -> None:
-        super().__init__(relation, S.DUCKDB, label=label, lock=lock)
+        super().__init__(relation, sqlgen.DUCKDB, label=label, lock=lock)
         self.con = con
         self.options = options or EngineOptions()
 
@@ -190,7 +191,7 @@ class DuckDBEngine(SQLEngine):
             con.execute("SET enable_progress_bar = false")
             confine = [str(Path(x).resolve()) for x in opts.extra.get("allowed_directories") or ()]
             if confine:  # nothing but these folders (and the spill folder) can be read, for the connection's life
-                d = S.DUCKDB
+                d = sqlgen.DUCKDB
                 dirs = ", ".join(d.string(x.rstrip("/") + "/") for x in [*confine, str(Path(temp).resolve())])
                 con.execute(f"SET allowed_directories = [{dirs}]")
                 con.execute("SET enable_external_access = false")
@@ -199,7 +200,7 @@ class DuckDBEngine(SQLEngine):
                                  hint="Check memory_limit (e.g. '3GB') and the temporary folder.") from None
         rel = f"prdp_src_{next(_counter)}"
         _check_schemas(con, src)
-        d = S.DUCKDB
+        d = sqlgen.DUCKDB
         if src.kind == "duckdb":
             try:
                 con.execute(f"ATTACH {d.string(src.files[0])} AS prdp_db (READ_ONLY)")
@@ -302,7 +303,7 @@ class DuckDBEngine(SQLEngine):
 
     def _budget_raw(self, budget: Any, kinds: dict[str, ColumnKind]) -> tuple[str, str | None]:
         """SQL of the raw budget: compiled when exact, else the numpy kernel as a DuckDB function."""
-        b = S.budget_sql(self.d, budget.shape, kinds)
+        b = sql_budget.budget_sql(self.d, budget.shape, kinds)
         if b.exact:
             return b.raw, b.unmatched
         return self._budget_function(budget, kinds), b.unmatched
@@ -349,7 +350,7 @@ def _check_schemas(con: Any, src: Source) -> None:
     """Refuse a folder or glob whose files do not have the same columns (named, in order)."""
     if len(src.files) < 2:
         return
-    d = S.DUCKDB
+    d = sqlgen.DUCKDB
     reader = "read_parquet" if src.kind == "parquet" else "read_csv"
     first: list[tuple[str, str]] | None = None
     for f in src.files:

@@ -17,12 +17,12 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from ..mechanisms.prdp.domains import ceil_log2
 from ..codes import GroupCells, OwnerCells, column_codes, sorted_unique
 from ..data import Schema, TableCheck, check_table
 from ..distribution import MAX_EXACT_VALUES, LossDistribution, log_edges
 from ..errors import ParameterError
 from ..loss_profile import owner_losses
+from ..mechanisms.prdp.domains import ceil_log2
 from ..profile import DatasetProfile, log_histogram, lorenz_from_sorted, profile_sorted
 from ..splitting import Thresholds, as_thresholds, restrict_thresholds, split_counts
 from ..workload import Filter

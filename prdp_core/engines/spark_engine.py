@@ -15,7 +15,7 @@ Exactness: IEEE arithmetic (+ − × ÷, sqrt, comparisons) gives numpy's bits i
 split counts, filters and cells are computed in SQL. Java's ``log``/``exp``/``pow`` may differ from
 numpy's in the last bit, so no statistic depends on them: log bins, the realized-loss grid and the
 domains of a monotone budget function (the presets α/(ln v)^k, α/v, α/√v) are comparisons with
-thresholds found on the driver by the numpy kernel itself (:func:`~prdp_core.engines.sql.step_edges`);
+thresholds found on the driver by the numpy kernel itself (:func:`~prdp_core.engines.sql_budget.step_edges`);
 other budget expressions with ``log``, ``exp`` or ``**`` run the numpy kernel in a vectorised
 pandas (Arrow) UDF — measured in benchmarks/README.md; on a cluster the executors then need
 prdp-explorer installed. Exact order statistics (profiles of measures with many distinct values)
@@ -35,260 +35,52 @@ catalog tables; a DataFrame built with shuffles has no stable order — give it 
 
 from __future__ import annotations
 
-import itertools
 import math
 import os
-import re
-import shutil
-import sys
 import threading
-import uuid
-import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Iterator, Sequence
-from urllib.parse import unquote, urlparse
 
 import numpy as np
 import pandas as pd
 
 from ..distribution import LossDistribution
-from ..errors import DataError, EngineError, PolicyError, PrdpError, ResourceLimitError
-from . import sql as S
-from . import sql_engine
+from ..errors import DataError, PolicyError, ResourceLimitError
+from . import sql as sqlgen
+from . import sql_budget, sql_engine
 from .base import ColumnKind, EngineOptions
 from .memory import sample_positions
+from .spark_session import (
+    DEFAULT_MASTER,
+    ENV_MASTER,
+    ENV_REMOTE,
+    JAVA_PACKAGE,
+    PYSPARK_INSTALL,
+    CatalogTable,
+    _counter,
+    _kind_of_field,
+    _quiet,
+    _run,
+    _spark_errors,
+    _translate,
+    env_options,
+    file_uri_path,
+    is_spark_dataframe,
+    is_uri,
+    java_executable,
+    read_source,
+    require_spark,
+    spark_enabled,
+    spark_session,
+)
 from .sql_engine import SQLEngine, _normalise_frame, _short
 
-#: What to install when PySpark is missing (the package's optional extra).
-PYSPARK_INSTALL = "pip install prdp-explorer[spark]"
-#: Debian's package of the Java runtime Spark needs.
-JAVA_PACKAGE = "openjdk-17-jre-headless"
-#: Master of a session started without one (options, then ``PRDP_SPARK_MASTER``, then spark-submit's
-#: ``--master``): PySpark's own default.
-DEFAULT_MASTER = "local[*]"
-#: Environment variables by which an administrator enables the Spark source of the app.
-ENV_MASTER, ENV_REMOTE = "PRDP_SPARK_MASTER", "PRDP_SPARK_REMOTE"
 #: Distinct values fetched at most to settle exact order statistics (else a ResourceLimitError).
 MAX_SELECTION_VALUES = 5_000_000
 #: :meth:`SparkEngine.count_above` places a value among sorted thresholds by a CASE tree over every
 #: COUNT_BLOCK-th threshold, then COUNT_BLOCK comparisons within the block.
 COUNT_BLOCK = 16
-
-_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
-_counter = itertools.count()
-_run = uuid.uuid4().hex[:8]
-
-
-# ---------------------------------------------------------------------------
-# Availability and sessions
-# ---------------------------------------------------------------------------
-
-
-def spark_enabled() -> bool:
-    """True when the administrator enabled Spark for the app (``PRDP_SPARK_MASTER`` or
-    ``PRDP_SPARK_REMOTE`` set): the app then offers a Spark source, otherwise it shows none."""
-    return bool(os.environ.get(ENV_MASTER, "").strip() or os.environ.get(ENV_REMOTE, "").strip())
-
-
-def env_options() -> EngineOptions:
-    """The administrator's Spark settings from the environment (``PRDP_SPARK_REMOTE`` wins)."""
-    remote = os.environ.get(ENV_REMOTE, "").strip() or None
-    master = None if remote else (os.environ.get(ENV_MASTER, "").strip() or None)
-    return EngineOptions(master=master, remote=remote)
-
-
-def java_executable() -> str | None:
-    """The ``java`` PySpark would start (``$JAVA_HOME/bin/java``, else ``java`` on the PATH), or None."""
-    home = os.environ.get("JAVA_HOME", "").strip()
-    if home:
-        java = Path(home) / "bin" / "java"
-        return str(java) if java.is_file() and os.access(java, os.X_OK) else None
-    return shutil.which("java")
-
-
-def require_spark(*, remote: bool = False) -> None:
-    """Raise :class:`EngineError` naming what to install when PySpark (or, for a classic session,
-    Java; for Spark Connect, its client libraries) is missing."""
-    try:
-        import pyspark  # noqa: F401
-    except ImportError:
-        raise EngineError(f"The spark engine needs PySpark, which is not installed: run `{PYSPARK_INSTALL}`.") \
-            from None
-    if remote:
-        try:
-            import grpc  # noqa: F401
-        except ImportError:
-            raise EngineError("Spark Connect needs its client libraries, which are not installed: run "
-                              "`pip install 'pyspark[connect]'`.") from None
-    elif java_executable() is None:
-        raise EngineError(f"The spark engine needs Java 17, which was not found: install Debian's {JAVA_PACKAGE} "
-                          "(or set JAVA_HOME to a Java 17 installation).")
-
-
-def spark_session(options: EngineOptions | None = None) -> Any:
-    """The Spark session the engine works in: a Spark Connect session for ``options.remote``; the
-    running session when ``options`` names no master; else one started with ``options.master``
-    (or the environment's, or ``local[*]``) and ``options.conf``. Raises :class:`EngineError` when
-    Spark cannot be started, with what to install or check."""
-    opts = options or EngineOptions()
-    env = env_options()
-    remote = opts.remote or (None if opts.master else env.remote)
-    require_spark(remote=bool(remote))
-    from pyspark.sql import SparkSession
-
-    if not remote and not opts.master:
-        active = SparkSession.getActiveSession()
-        if active is not None:
-            return active
-    master = opts.master or env.master
-    builder = SparkSession.builder.appName("prdp")
-    if remote:
-        builder = builder.remote(remote)
-    elif master:  # else spark-submit's --master, or PySpark's own default (local[*])
-        builder = builder.master(master)
-    master = master or DEFAULT_MASTER
-    conf = {"spark.ui.showConsoleProgress": "false"}
-    if not remote and master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
-        # Python workers (pandas UDFs) run this interpreter: PySpark reads the variable, not the setting
-        os.environ["PYSPARK_PYTHON"] = sys.executable
-    conf.update({str(k): str(v) for k, v in dict(opts.conf).items()})
-    for k, v in conf.items():
-        builder = builder.config(k, v)
-    try:
-        with _quiet():
-            spark = builder.getOrCreate()
-    except Exception as exc:  # noqa: BLE001 - PySpark raises several types; all mean "no session"
-        where = f"the Spark Connect server {remote}" if remote else f"Spark (master {master})"
-        raise EngineError(f"Could not start {where}: {_short(exc)}.",
-                          hint="Check the master or server address, and that Java 17 is installed.") from None
-    if not remote:
-        spark.sparkContext.setLogLevel("ERROR")
-    return spark
-
-
-@contextmanager
-def _quiet() -> Iterator[None]:
-    """PySpark's warnings about its pandas support (it converts nothing through pandas here)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", category=FutureWarning, module=r"pyspark\..*")
-        warnings.filterwarnings("ignore", category=UserWarning, module=r"pyspark\..*")
-        yield
-
-
-def _spark_errors() -> tuple[type[BaseException], ...]:
-    from py4j.protocol import Py4JError
-    from pyspark.errors import PySparkException
-
-    return (PySparkException, Py4JError)
-
-
-def _translate(exc: BaseException, what: str) -> PrdpError:
-    text = str(exc)
-    if "OutOfMemory" in text or "SparkOutOfMemoryError" in text:
-        return ResourceLimitError(f"Spark ran out of memory {what}: {_short(exc)}.",
-                                  hint="Give Spark more memory (data.spark.conf: spark.driver.memory, "
-                                       "spark.executor.memory).")
-    return DataError(f"Spark could not {what}: {_short(exc)}.")
-
-
-# ---------------------------------------------------------------------------
-# Sources
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CatalogTable:
-    """A table of the Spark catalog (``db.table``), as a source of :func:`prdp_core.engines.open_dataset`
-    (the config's ``data.table``)."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return self.name
-
-
-def is_uri(spec: Any) -> bool:
-    """True for ``scheme://…`` (``hdfs://``, ``s3a://``, ``file://``, …)."""
-    return isinstance(spec, str) and bool(_URI.match(spec))
-
-
-def file_uri_path(spec: str) -> str | None:
-    """The local path of a ``file://`` URI (``file:///data/x.parquet`` → ``/data/x.parquet``), else None."""
-    if not is_uri(spec) or not spec.lower().startswith("file:"):
-        return None
-    u = urlparse(spec)
-    if u.netloc not in ("", "localhost"):
-        raise DataError(f"'{spec}' names another machine.", hint="A file:// URI names a file of this machine.")
-    return unquote(u.path)
-
-
-def is_spark_dataframe(obj: Any) -> bool:
-    """True for a ``pyspark.sql.DataFrame`` (classic or Spark Connect), without importing PySpark."""
-    return type(obj).__module__.startswith("pyspark.") and hasattr(obj, "sparkSession") and hasattr(obj, "schema")
-
-
-def _kind_of_field(dtype: Any) -> ColumnKind:
-    from pyspark.sql import types as T
-
-    if isinstance(dtype, T.BooleanType):
-        return "bool"
-    if isinstance(dtype, T.NumericType):
-        return "number"
-    if isinstance(dtype, (T.StringType, T.VarcharType, T.CharType)):
-        return "text"
-    return "other"
-
-
-def _reader(spark: Any, kind: str, paths: Sequence[str]) -> Any:
-    if kind == "csv":
-        sep = "\t" if all(p.lower().endswith((".tsv", ".tab")) for p in paths) else ","
-        return spark.read.options(header=True, inferSchema=True, sep=sep).csv(list(paths))
-    return spark.read.parquet(*paths)
-
-
-def read_source(spark: Any, source: Any, *, base_dir: str | os.PathLike | None = None,
-                confine: bool = False) -> tuple[Any, str]:
-    """A DataFrame over ``source`` and a label: a :class:`CatalogTable`; a URI read as it is
-    (Parquet unless it ends in .csv/.tsv); or a local path spec — a file, a folder or a glob, or a
-    ``file://`` URI — resolved like the DuckDB engine's (:func:`~prdp_core.engines.duckdb_engine.resolve_source`:
-    relative to ``base_dir``, confined to it when ``confine``, files of one type whose columns agree)
-    and given to Spark as ``file://`` URIs."""
-    from .duckdb_engine import _check_schemas, resolve_source
-
-    errors = _spark_errors()
-    if isinstance(source, CatalogTable):
-        try:
-            with _quiet():
-                return spark.table(source.name), source.name
-        except errors as exc:
-            raise DataError(f"No table '{source.name}' in the Spark catalog: {_short(exc)}.",
-                            hint="Check the table name (database.table).") from None
-    spec = str(source)
-    local = file_uri_path(spec)
-    if is_uri(spec) and local is None:
-        kind = "csv" if spec.lower().rstrip("/").endswith((".csv", ".tsv", ".tab", ".txt")) else "parquet"
-        try:
-            with _quiet():
-                return _reader(spark, kind, [spec]), spec.rstrip("/").rsplit("/", 1)[-1] or spec
-        except errors as exc:
-            raise DataError(f"Spark cannot read '{spec}': {_short(exc)}.",
-                            hint="Check the URI, and that the cluster can read its file system (e.g. hadoop-aws "
-                                 "for s3a://).") from None
-    src = resolve_source(local if local is not None else spec, base_dir=base_dir, confine=confine)
-    if src.kind == "duckdb":
-        raise DataError(f"'{spec}' is a DuckDB database: the spark engine reads Parquet and CSV files.",
-                        hint="Use engine duckdb for a DuckDB table.")
-    import duckdb
-
-    _check_schemas(duckdb.connect(), src)
-    try:
-        with _quiet():
-            return _reader(spark, src.kind, [Path(f).resolve().as_uri() for f in src.files]), src.label
-    except errors as exc:
-        raise DataError(f"Spark cannot read {src.label}: {_short(exc)}.",
-                        hint="Check that it is a valid Parquet or CSV file.") from None
 
 
 # ---------------------------------------------------------------------------
@@ -327,7 +119,7 @@ class SparkEngine(SQLEngine):
 
     def __init__(self, spark: Any, relation: str, *, label: str = "", lock: threading.RLock | None = None,
                  options: EngineOptions | None = None, collected: Collected | None = None) -> None:
-        super().__init__(relation, S.SPARK, label=label, lock=lock)
+        super().__init__(relation, sqlgen.SPARK, label=label, lock=lock)
         self.spark = spark
         self.options = options or EngineOptions()
         self.collected = collected or Collected()
@@ -488,7 +280,7 @@ class SparkEngine(SQLEngine):
         within = " + ".join(f"(CASE WHEN try_element_at(__E, __c * {block} + {j + 1}) < __v THEN 1 ELSE 0 END)"
                             for j in range(block))
         rows = self._exec(f"SELECT __c * {block} + {within} AS __p, count(*) FROM (SELECT {v} AS __v, {arr} AS __E, "
-                          f"{S.bucket_sql(d, '__v', lasts, side='left')} AS __c FROM {self.relation}) GROUP BY __p")
+                          f"{sqlgen.bucket_sql(d, '__v', lasts, side='left')} AS __c FROM {self.relation}) GROUP BY __p")
         at = np.zeros(xs.size + 1, dtype=np.int64)  # at[p]: values with exactly p of the x's below them
         for p, n in rows:
             at[int(p)] = int(n)
@@ -514,7 +306,7 @@ class SparkEngine(SQLEngine):
                             f"FROM {src}")[0][0]
         edges = np.unique(np.asarray(approx, dtype=float))
         counts = np.zeros(edges.size + 1, dtype=np.int64)  # bucket b: (edges[b−1], edges[b]]
-        for b, c in self._exec(f"SELECT {S.bucket_sql(d, '__v', edges, side='left')} AS __b, count(*) FROM {src} "
+        for b, c in self._exec(f"SELECT {sqlgen.bucket_sql(d, '__v', edges, side='left')} AS __b, count(*) FROM {src} "
                                "GROUP BY __b"):
             counts[int(b)] = int(c)
         ends = np.cumsum(counts)
@@ -565,16 +357,16 @@ class SparkEngine(SQLEngine):
 
     def _budget_raw(self, budget: Any, kinds: dict[str, ColumnKind]) -> tuple[str, str | None]:
         """The compiled formula when its SQL is exact, else the numpy kernel in a pandas UDF."""
-        b = S.budget_sql(self.d, budget.shape, kinds)
+        b = sql_budget.budget_sql(self.d, budget.shape, kinds)
         if b.exact:
             return b.raw, b.unmatched
         return self._budget_udf(budget, kinds), b.unmatched
 
-    def _budget_categories(self, budget: Any, kinds: dict[str, ColumnKind]) -> S.BudgetCategories:
+    def _budget_categories(self, budget: Any, kinds: dict[str, ColumnKind]) -> sql_budget.BudgetCategories:
         """Exact SQL, or comparisons with thresholds for a monotone one-column budget, or the
         numpy kernel in a pandas UDF (in that order of preference)."""
-        if not S.budget_sql(self.d, budget.shape, kinds).exact:
-            cats = S.monotone_budget_categories(self.d, budget, kinds)
+        if not sql_budget.budget_sql(self.d, budget.shape, kinds).exact:
+            cats = sql_budget.monotone_budget_categories(self.d, budget, kinds)
             if cats is not None:
                 return cats
         return super()._budget_categories(budget, kinds)

@@ -31,22 +31,23 @@ from ..data import MeasureIssue, Schema, TableCheck, validate_roles
 from ..distribution import MAX_EXACT_VALUES, LossDistribution
 from ..errors import ParameterError, PolicyError
 from ..loss_profile import owner_losses
-from ..profile import DatasetProfile, Histogram, MeasureProfile
 from ..splitting import Thresholds, as_thresholds
 from ..workload import Filter
-from . import sql as S
+from . import sql as sqlgen
+from . import sql_budget
 from .base import Aggregate, Bins, CellTable, ColumnKind, DomainStats, Engine, RealizedTerm, SplitHistogram
 from .memory import BOUND_STEPS, _binned_edges, bound_bins, bound_edges
+from .sql_profile import PROFILE_VALUES, ProfileStatistics, profile_of_values
 
 
-class SQLEngine(Engine):
+class SQLEngine(ProfileStatistics, Engine):
     """Records in a relation of an SQL engine (a view or table named ``relation``), statistics as
     SQL in the engine's :class:`~prdp_core.engines.sql.Dialect` ``d`` (see the module docstring).
 
     The relation never changes, so row counts, missing-value counts and distinct values are kept
     once computed. Calls are serialised by a lock shared by the engines derived from one another."""
 
-    def __init__(self, relation: str, dialect: S.Dialect, *, label: str = "", lock: threading.RLock | None = None
+    def __init__(self, relation: str, dialect: sqlgen.Dialect, *, label: str = "", lock: threading.RLock | None = None
                  ) -> None:
         self.relation = relation
         self.label = label
@@ -98,17 +99,17 @@ class SQLEngine(Engine):
     def _budget_raw(self, budget: Any, kinds: dict[str, ColumnKind]) -> tuple[str, str | None]:
         """SQL of a budget's raw values (before the [ε̌, ε̂] cap) giving numpy's bits, and the
         condition of records no part of a per-group budget covers. This one compiles the formula
-        (:func:`~prdp_core.engines.sql.budget_sql`) and refuses formulas the compiled SQL would
+        (:func:`~prdp_core.engines.sql_budget.budget_sql`) and refuses formulas the compiled SQL would
         not evaluate exactly; engines override it with their way of running the numpy kernel."""
-        b = S.budget_sql(self.d, budget.shape, kinds)
+        b = sql_budget.budget_sql(self.d, budget.shape, kinds)
         if not b.exact:
             raise PolicyError(f"The {self.name} engine cannot evaluate this budget exactly.")
         return b.raw, b.unmatched
 
-    def _budget_categories(self, budget: Any, kinds: dict[str, ColumnKind]) -> S.BudgetCategories:
+    def _budget_categories(self, budget: Any, kinds: dict[str, ColumnKind]) -> sql_budget.BudgetCategories:
         """Each record's standing against a budget (no valid ε, below ε̌, else its domain)."""
         raw, unmatched = self._budget_raw(budget, kinds)
-        return S.budget_categories(self.d, raw, budget, unmatched)
+        return sql_budget.budget_categories(self.d, raw, budget, unmatched)
 
     # -- description -------------------------------------------------------------------
 
@@ -215,7 +216,7 @@ class SQLEngine(Engine):
 
     # -- statistics ----------------------------------------------------------------------
 
-    def _split_sql(self, thr: Thresholds, per_measure: Sequence[str] = ()) -> S.SplitColumns:
+    def _split_sql(self, thr: Thresholds, per_measure: Sequence[str] = ()) -> sqlgen.SplitColumns:
         kinds = self.column_kinds()
         thr.check(kinds, None, lambda: self.distinct([thr.group_col])[thr.group_col].tolist())
         if thr.group_col is not None:
@@ -226,7 +227,7 @@ class SQLEngine(Engine):
                                       "default ('*') thresholds row for them.",
                                       hint="Add a default row or fill the values.")
         plain = {a for a in thr.measures if self._exact_division(a, [dict(r)[a] for _, r in thr.rows])}
-        return S.split_columns(self.d, self.relation, thr, kinds, per_measure, plain=plain)
+        return sqlgen.split_columns(self.d, self.relation, thr, kinds, per_measure, plain=plain)
 
     def _exact_division(self, measure: str, thresholds: Sequence[float]) -> bool:
         """True when ⌈v/T⌉ needs no guard for this column: whole-number values and thresholds with
@@ -247,7 +248,7 @@ class SQLEngine(Engine):
         kinds = self.column_kinds()
         sc = self._split_sql(thr, measures)
         cols = [f"{sc.joint} AS {self.d.ident('m')}"] + [f"{sc.per_measure[a]} AS {self.d.ident('m:' + a)}" for a in measures]
-        cols += [f"{S.filter_sql(self.d, f, kinds)} AS {self.d.ident(f'in:{i}')}" for i, f in enumerate(filters)]
+        cols += [f"{sqlgen.filter_sql(self.d, f, kinds)} AS {self.d.ident(f'in:{i}')}" for i, f in enumerate(filters)]
         for c in by:
             if c not in kinds:
                 raise PolicyError(f"Column '{c}' is not in the table.")
@@ -289,7 +290,7 @@ class SQLEngine(Engine):
         source = f"({self._split_sql(as_thresholds(thresholds)).sql})" if need_m else self.relation  # type: ignore[arg-type]
         parts = []
         for j, a in enumerate(aggregates):
-            cond = S.filter_sql(d, a.filter, kinds) if a.filter is not None else "true"
+            cond = sqlgen.filter_sql(d, a.filter, kinds) if a.filter is not None else "true"
             if a.kind == "count":
                 parts.append(f"{d.count_if(cond)} AS __a{j}")
             elif a.kind == "pieces":
@@ -359,7 +360,7 @@ class SQLEngine(Engine):
         rec_terms = []
         owner_parts: dict[tuple[str, ...], list[tuple[RealizedTerm, str, str]]] = {}
         for term in terms:
-            inside = S.filter_sql(d, term.filter, kinds) if term.filter is not None else "true"
+            inside = sqlgen.filter_sql(d, term.filter, kinds) if term.filter is not None else "true"
             delta = self._delta(term)
             c = _c_sql(d, term, kinds)
             value = f"(({delta} * {delta}) / {c})"
@@ -452,16 +453,16 @@ class SQLEngine(Engine):
                      f"{last}) AS BIGINT)")
                 return f"(CASE WHEN {col} > 0 THEN {b} ELSE 0 END) AS __b"
             # the same bins as comparisons with their lower ends (found with the numpy kernel)
-            steps = S.step_edges(lambda x: bound_bins(x, edges), 5e-324, math.inf, range(1, last + 1))
+            steps = sql_budget.step_edges(lambda x: bound_bins(x, edges), 5e-324, math.inf, range(1, last + 1))
             est = f"ceil({d.log2(f'{col} / {d.double(edges[1])}')} * {d.double(float(BOUND_STEPS))})"
-            n = S.bucket_columns(d, col, steps, "__bn", side="right", estimate=est if estimate else None)
+            n = sqlgen.bucket_columns(d, col, steps, "__bn", side="right", estimate=est if estimate else None)
             return n.select(f"(CASE WHEN {col} > 0 THEN {n.value} ELSE 0 END) AS __b")
         pos = edges[edges > 0]
         off = int(edges.size - pos.size)  # a leading 0 edge
         span = math.log2(float(pos[-1]) / float(pos[0])) or 1.0
         est = (f"{off} + ceil({d.log2(f'{col} / {d.double(float(pos[0]))}')} * {d.double((pos.size - 1) / span)})"
                if estimate else None)
-        n = S.bucket_columns(d, col, edges, "__bn", side="left", estimate=est)
+        n = sqlgen.bucket_columns(d, col, edges, "__bn", side="left", estimate=est)
         b = f"least(greatest({n.value} - 1, 0), {last})"
         return n.select(f"(CASE WHEN {n.value} < 0 THEN -1 ELSE {b} END) AS __b" if n.items else f"{b} AS __b")
 
@@ -533,7 +534,7 @@ class SQLEngine(Engine):
                 hs = np.zeros((L, B))
                 for estimate in (True, False):
                     rows = self._exec(f"SELECT __d, __b, count(*), sum({v}) FROM (SELECT *, "
-                                      f"{S.value_bin_columns(d, v, bins, '__b', estimate=estimate)} FROM ({base})) "
+                                      f"{sql_budget.value_bin_columns(d, v, bins, '__b', estimate=estimate)} FROM ({base})) "
                                       "GROUP BY __d, __b")
                     if all(int(k) >= 0 for _, k, _, _ in rows):
                         break
@@ -542,255 +543,19 @@ class SQLEngine(Engine):
                     hs[int(dom) - 1, int(k)] = float(s)
         return DomainStats(counts, hc, hs, dist, mx)
 
-    def _checked_measure(self, column: str) -> str:
-        """A column as DOUBLE, after checking it holds finite non-negative numbers (ParameterError)."""
-        kinds = self.column_kinds()
-        if column not in kinds:
-            raise ParameterError(f"Column '{column}' is not in the table.")
-        i = self.d.ident(column)
-        v = self.d.as_double(i) if kinds[column] in ("number", "bool") else self.d.try_double(i)
-        v = f"COALESCE({v}, {self.d.double(float('nan'))})"
-        bad = self._exec(f"SELECT {self.d.count_if(f'{self.d.isnan(v)} OR {self.d.isinf(v)} OR {v} < 0')} "
-                         f"FROM {self.relation}")
-        if bad[0][0]:
-            raise ParameterError(f"Column '{column}' must hold finite non-negative numbers to be summed "
-                                 "or maximised (the papers assume non-negative measures).")
-        return v
-
-    def count_above(self, column: str, values: Sequence[float]) -> np.ndarray:
-        v = self._checked_measure(column)
-        vals = [float(x) for x in values]
-        if not vals:
-            return np.zeros(0, dtype=np.int64)
-        parts = ", ".join(self.d.count_if(f"{v} > {self.d.double(x)}") if not math.isnan(x) else "0" for x in vals)
-        return np.asarray(self._exec(f"SELECT {parts} FROM {self.relation}")[0], dtype=np.int64)
-
-    def order_statistics(self, column: str, ranks: Sequence[int]) -> np.ndarray:
-        v = self._checked_measure(column)
-        r = [int(x) for x in ranks]
-        if not r:
-            return np.zeros(0)
-        n = self.n_rows()
-        if min(r) < 0 or max(r) >= n:
-            raise ParameterError(f"Ranks must lie in [0, {n - 1}].")
-        _, order = self._order_statistics(v, sorted(set(r)), n, ())
-        return np.asarray([order[k] for k in r], dtype=float)
-
-    # -- profile -----------------------------------------------------------------------------
-
-    def profile(self, measures: Sequence[str], *, bins: int = 40, lorenz_points: int = 201) -> DatasetProfile:
-        """Two passes per measure: one for the order statistics every read-out needs (exact, by rank)
-        with the counts, extremes and sums; one counting and summing the values between those
-        order statistics and in the log-histogram bins (two CASE trees), with the moments about the
-        median — from which quantiles, the top-1% share, the Lorenz curve, the histogram and the
-        skewness follow exactly as :func:`prdp_core.profile.profile_sorted` computes them."""
-        d = self.d
-        ms = list(measures)
-        kinds = self.column_kinds()
-        for m in ms:
-            if m not in kinds:
-                raise ParameterError(f"Column '{m}' is not in the table.")
-        vs = {m: d.as_double(d.ident(m)) for m in ms}
-        nulls = self.null_counts(ms)
-        pop = np.linspace(0.0, 1.0, lorenz_points)
-        profs, hists, lor = {}, {}, {}
-        for m in ms:  # one measure at a time: exact order statistics hold the column in memory (or spill)
-            n = self.n_rows() - nulls[m]
-            plan: dict[str, Any] = {"n": n}
-            v = vs[m]
-            approx = self._exec(f"SELECT approx_count_distinct({v}) FROM {self.relation}")[0][0] if n else 0
-            if n and approx <= PROFILE_VALUES:
-                frame = self._frame(f"SELECT {v} AS __v, count(*) AS __n FROM {self.relation} WHERE {v} IS NOT NULL "
-                                    f"GROUP BY __v ORDER BY __v")
-                if len(frame) <= 2 * PROFILE_VALUES:
-                    profs[m], hists[m], lor[m] = profile_of_values(
-                        m, frame["__v"].to_numpy(dtype=float), frame["__n"].to_numpy(dtype=np.int64), bins, pop)
-                    continue
-            parts = [d.count_if(f"{v} <= 0"), f"min({v})", f"max({v})", f"sum({v})", f"min({v}) FILTER (WHERE {v} > 0)",
-                     f"max(abs({v}))"]
-            if n:
-                ranks: set[int] = set()
-                for q in (0.5, 0.9, 0.99):
-                    lo = int(math.floor(q * (n - 1)))
-                    ranks |= {lo, min(lo + 1, n - 1)}
-                k = max(1, int(math.ceil(0.01 * n)))
-                plan["k"] = k
-                ranks.add(n - k)
-                ranks |= set(int(r) for r in np.minimum(np.floor(pop * n).astype(np.int64), n - 1))
-                plan["ranks"] = sorted(ranks)
-                row, plan["order"] = self._order_statistics(v, plan["ranks"], n, parts)
-            else:
-                row = tuple(self._exec(f"SELECT {', '.join(parts)} FROM {self.relation}")[0])
-            zeros, mn, mx, total, lo_pos, scale = row
-            profs[m], hists[m], lor[m] = self._profile_one(m, vs[m], plan, int(zeros), mn, mx, total, lo_pos,
-                                                          scale, bins, pop)
-        return DatasetProfile(profs, hists, lor)
-
-    def _profile_one(self, m: str, v: str, plan: dict[str, Any], zeros: int, mn: Any, mx: Any, total: Any,
-                     lo_pos: Any, scale: Any, bins: int, pop: np.ndarray
-                     ) -> tuple[MeasureProfile, Histogram, tuple[np.ndarray, np.ndarray]]:
-        d = self.d
-        n = plan["n"]
-        if n == 0:
-            nan = float("nan")
-            return (MeasureProfile(m, 0, 0, nan, nan, nan, nan, nan, nan, 0.0, nan, nan),
-                    Histogram(np.array([1.0, 10.0]), np.array([0]), 0), (pop, pop.copy()))
-        order = plan["order"]
-        thresholds = np.array(sorted(set(order.values())))
-        # value histogram: edges of the log histogram (zeros apart), numpy's histogram rule
-        if lo_pos is None:
-            edges = None
-        else:
-            lo, hi = float(lo_pos), float(mx)
-            if hi <= lo * (1 + 1e-12):
-                lo, hi = lo / 1.5, hi * 1.5
-            edges = np.logspace(np.log10(lo), np.log10(hi), bins + 1)
-            edges[0], edges[-1] = lo, hi
-        scale_f = float(scale)
-        # moments about c = the scaled median (near the mean: no cancellation), corrected to the mean
-        c = (float(order[int(math.floor(0.5 * (n - 1)))]) / scale_f) if scale_f > 0 else 0.0
-        w = f"({v} / {d.double(scale_f)} - {d.double(c)})" if scale_f > 0 else d.double(0.0)
-        bucket = S.bucket_sql(d, v, thresholds, side="right")
-        hbin = (f"(CASE WHEN {v} > 0 THEN least({S.bucket_sql(d, v, edges, side='right')} - 1, {bins - 1}) "
-                "ELSE -1 END)") if edges is not None else "-1"
-        rows = self._exec(f"SELECT {bucket} AS __b, {hbin} AS __h, count(*), sum({v}), sum({w}), sum({w} * {w}), "
-                          f"sum({w} * {w} * {w}) FROM {self.relation} WHERE {v} IS NOT NULL GROUP BY ALL")
-        nb = thresholds.size + 1
-        cnt = np.zeros(nb, dtype=np.int64)
-        sm = np.zeros(nb)
-        s1 = s2 = s3 = 0.0
-        hcounts = np.zeros(bins, dtype=np.int64)
-        for b, h, k_, s, x1, x2, x3 in rows:
-            cnt[int(b)] += int(k_)
-            sm[int(b)] += float(s)
-            s1, s2, s3 = s1 + float(x1), s2 + float(x2), s3 + float(x3)
-            if int(h) >= 0:
-                hcounts[int(h)] += int(k_)
-        below_n = np.cumsum(cnt)  # bucket b holds the values with #{T ≤ v} = b: #{v < T_j} = Σ_{b ≤ j}
-        below_s = np.cumsum(sm)
-
-        def cum(k: int) -> float:
-            """Σ of the k smallest values: those below s_k, and k − #{v < s_k} copies of s_k."""
-            if k <= 0:
-                return 0.0
-            if k >= n:
-                return float(total)
-            t = order[k]
-            j = int(np.searchsorted(thresholds, t))
-            return float(below_s[j] + (k - below_n[j]) * t)
-
-        def quant(q: float) -> float:
-            pos = q * (n - 1)
-            lo = int(math.floor(pos))
-            hi = min(lo + 1, n - 1)
-            a, b = order[lo], order[hi]
-            return float(a + (b - a) * (pos - lo))
-
-        tot = float(total)
-        top = tot - cum(n - plan["k"])
-        dm = s1 / n  # mean − c
-        m2 = s2 / n - dm * dm
-        m3 = s3 / n - 3.0 * dm * (s2 / n) + 2.0 * dm ** 3
-        if n < 3:
-            skew = float("nan")
-        elif scale_f == 0 or not math.isfinite(scale_f) or m2 <= 1e-300:
-            skew = 0.0
-        else:
-            skew = m3 / m2 ** 1.5
-        prof = MeasureProfile(name=m, count=n, zeros=zeros, min=float(mn), median=quant(0.5), p90=quant(0.9),
-                              p99=quant(0.99), max=float(mx), mean=tot / n, total=tot, skewness=skew,
-                              top1_share=(top / tot) if tot > 0 else float("nan"))
-        hist = Histogram(edges, hcounts, zeros) if edges is not None else Histogram(np.array([1.0, 10.0]),
-                                                                                 np.array([0]), zeros)
-        # Lorenz curve: the piecewise-linear cumulative share at evenly spaced population shares
-        if float(mx) <= 0 or tot <= 0:
-            return prof, hist, (pop, pop.copy())
-        x = pop * n
-        kk = np.minimum(np.floor(x).astype(np.int64), n - 1)
-        share = np.array([(cum(int(k_)) + (xv - k_) * order[int(k_)]) / tot for k_, xv in zip(kk, x)])
-        share[-1] = 1.0 if x[-1] >= n else share[-1]
-        return prof, hist, (pop, share)
-
-
-#: A measure with at most this many distinct values (by an approximate count) is profiled from its
-
-#: value histogram — one GROUP BY, every read-out exact on the driver; others by order statistics.
-PROFILE_VALUES = 2_000_000
-
-
-def profile_of_values(name: str, u: np.ndarray, c: np.ndarray, bins: int, pop: np.ndarray
-                      ) -> tuple[MeasureProfile, Histogram, tuple[np.ndarray, np.ndarray]]:
-    """The profile, log histogram and Lorenz curve of a measure from its sorted distinct values
-    ``u`` and their counts ``c`` (the read-outs of :func:`prdp_core.profile.profile_sorted`,
-    :func:`~prdp_core.profile.log_histogram` and :func:`~prdp_core.profile.lorenz_from_sorted` on
-    the sorted column: order statistics exact, sums to rounding)."""
-    n = int(c.sum())
-    ends = np.cumsum(c)                        # rank r lies in value j = first with ends[j] > r
-    mass = np.cumsum(u * c)                    # Σ of the values up to u_j
-    at = lambda r: float(u[np.searchsorted(ends, np.asarray(r) + 1, side="left")])  # noqa: E731
-
-    def cum(k: int) -> float:
-        """Σ of the k smallest values."""
-        if k <= 0:
-            return 0.0
-        j = int(np.searchsorted(ends, k, side="left"))
-        before = int(ends[j - 1]) if j else 0
-        return float((mass[j - 1] if j else 0.0) + (k - before) * u[j])
-
-    def quant(q: float) -> float:
-        pos = q * (n - 1)
-        lo = int(math.floor(pos))
-        a, b = at(lo), at(min(lo + 1, n - 1))
-        return float(a + (b - a) * (pos - lo))
-
-    total = float(mass[-1])
-    k = max(1, int(math.ceil(0.01 * n)))
-    top = total - cum(n - k)
-    scale = float(np.max(np.abs(u)))
-    if n < 3:
-        skew = float("nan")
-    elif scale == 0 or not math.isfinite(scale):
-        skew = 0.0
-    else:
-        d = u / scale - (total / scale) / n
-        m2 = float(np.dot(c, d * d) / n)
-        skew = 0.0 if m2 <= 1e-300 else float(np.dot(c, d * d * d) / n) / m2 ** 1.5
-    zeros = int(c[u <= 0].sum())
-    prof = MeasureProfile(name, n, zeros, float(u[0]), quant(0.5), quant(0.9), quant(0.99), float(u[-1]),
-                          total / n, total, skew, (top / total) if total > 0 else float("nan"))
-    pos = u > 0
-    if not pos.any():
-        hist = Histogram(np.array([1.0, 10.0]), np.array([0]), zeros)
-    else:
-        lo, hi = float(u[pos][0]), float(u[-1])
-        if hi <= lo * (1 + 1e-12):
-            lo, hi = lo / 1.5, hi * 1.5
-        edges = np.logspace(np.log10(lo), np.log10(hi), bins + 1)
-        edges[0], edges[-1] = lo, hi
-        hcounts, _ = np.histogram(u[pos], bins=edges, weights=c[pos])
-        hist = Histogram(edges, np.rint(hcounts).astype(np.int64), zeros)
-    if float(u[-1]) <= 0 or total <= 0:
-        return prof, hist, (pop, pop.copy())
-    x = pop * n
-    kk = np.minimum(np.floor(x).astype(np.int64), n - 1)
-    share = np.array([(cum(int(k_)) + (xv - k_) * at(int(k_))) / total for k_, xv in zip(kk, x)])
-    share[-1] = 1.0 if x[-1] >= n else share[-1]
-    return prof, hist, (pop, share)
-
-
 # ---------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------
 
 
-def _c_sql(d: S.Dialect, term: RealizedTerm, kinds: dict[str, ColumnKind]) -> str:
+def _c_sql(d: sqlgen.Dialect, term: RealizedTerm, kinds: dict[str, ColumnKind]) -> str:
     """2σ² of a record's cell (one literal, or a CASE over the thresholds' group column)."""
     c = d.double(2.0 * np.float64(term.sigma) ** 2)
     if term.by is None or not term.sigma_by:
         return c
     whens = []
     for g, s in term.sigma_by:
-        cond = S.equals(d, term.by, kinds.get(term.by, "other"), g)
+        cond = sqlgen.equals(d, term.by, kinds.get(term.by, "other"), g)
         if cond is not None:
             whens.append(f"WHEN {cond} THEN {d.double(2.0 * np.float64(s) ** 2)}")
     return f"(CASE {' '.join(whens)} ELSE {c} END)" if whens else c
@@ -826,4 +591,4 @@ def _short(exc: BaseException, limit: int = 240) -> str:
 
 
 
-__all__ = ["PROFILE_VALUES", "SQLEngine", "profile_of_values"]
+__all__ = ["PROFILE_VALUES", "SQLEngine", "profile_of_values"]  # the last two from sql_profile

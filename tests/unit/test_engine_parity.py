@@ -215,7 +215,8 @@ def test_domain_statistics_are_equal(data, engine, budget):
 
 @pytest.mark.parametrize("engine", SQL_ENGINES)
 def test_sql_domain_index_and_ceil_log2_are_exact(tmp_path, engine):
-    from prdp_core.engines import sql as S
+    from prdp_core.engines import sql as sqlgen
+    from prdp_core.engines import sql_budget
 
     p = np.exp2(np.arange(-60, 61, dtype=float))
     x = np.concatenate((p, np.nextafter(p, np.inf), np.nextafter(p, 0),
@@ -223,7 +224,7 @@ def test_sql_domain_index_and_ceil_log2_are_exact(tmp_path, engine):
     path = tmp_path / "x.parquet"
     pd.DataFrame({"x": x}).to_parquet(path)
     eng = _open_raw(engine, path)
-    got = np.array([r[0] for r in eng._exec(f"SELECT {S.ceil_log2_sql(eng.d, 'x')} FROM {eng.relation}")])
+    got = np.array([r[0] for r in eng._exec(f"SELECT {sqlgen.ceil_log2_sql(eng.d, 'x')} FROM {eng.relation}")])
     assert np.array_equal(got, ceil_log2(x))
     dp = DomainPartition(1e-8, 100.0)
     e = np.clip(np.concatenate((dp.lo, dp.hi, np.nextafter(dp.lo, np.inf), np.exp(np.linspace(-18, 4.6, 4000)))),
@@ -231,17 +232,17 @@ def test_sql_domain_index_and_ceil_log2_are_exact(tmp_path, engine):
     pd.DataFrame({"e": e}).to_parquet(path)
     eng = _open_raw(engine, path)
     got = np.array([r[0] for r in eng._exec(
-        f"SELECT {S.domain_index_sql(eng.d, 'e', dp.eps_min, dp.L)} FROM {eng.relation}")])
+        f"SELECT {sql_budget.domain_index_sql(eng.d, 'e', dp.eps_min, dp.L)} FROM {eng.relation}")])
     assert np.array_equal(got, dp.index(e))
 
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("values", [True, False], ids=["value-histogram", "order-statistics"])
 def test_profiles_are_equal(data, engine, values, monkeypatch):
-    import prdp_core.engines.sql_engine as D
+    import prdp_core.engines.sql_profile as sql_profile
 
     if not values:  # the path for measures with (too) many distinct values
-        monkeypatch.setattr(D, "PROFILE_VALUES", 0)
+        monkeypatch.setattr(sql_profile, "PROFILE_VALUES", 0)
     _, _, ds, eds = data
     a = profile_dataset(ds)
     b = profile_dataset(eds[engine])
@@ -490,18 +491,18 @@ def test_a_folder_of_files_with_different_columns_is_refused_with_their_names(tm
 
 @pytest.mark.parametrize("engine", ENGINES)
 def test_binned_realized_losses_are_equal_beyond_the_exact_limit(data, engine, monkeypatch):
-    import prdp_core.engines.sql_engine as D
-    import prdp_core.engines.memory as M
+    import prdp_core.engines.memory as memory_engine
+    import prdp_core.engines.sql_engine as sql_engine
 
-    monkeypatch.setattr(M, "MAX_EXACT_VALUES", 1000)
-    monkeypatch.setattr(D, "MAX_EXACT_VALUES", 1000)
+    monkeypatch.setattr(memory_engine, "MAX_EXACT_VALUES", 1000)
+    monkeypatch.setattr(sql_engine, "MAX_EXACT_VALUES", 1000)
     _, _, ds, eds = data
     pol = POLICIES["count-sum-by-one-column, partition selection"]
     ref = release(ds, pol, rng=np.random.default_rng(1), owner_realized=False)
     got = release(eds[engine], pol, rng=np.random.default_rng(1), owner_realized=False)
     d = got.extras["private_realized_distribution"]
     assert not d.exact and d.n == ds.n
-    expect = M.distribution_of(ref.extras["private_realized"], upper=float(d.edges[-1]))
+    expect = memory_engine.distribution_of(ref.extras["private_realized"], upper=float(d.edges[-1]))
     assert np.array_equal(d.edges, expect.edges) and np.array_equal(d.counts, expect.counts)
 
 
