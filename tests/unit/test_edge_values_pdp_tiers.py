@@ -102,8 +102,8 @@ def test_template_plan_figure_with_the_largest_number_of_tiers_is_quick():
 
     tiers = [(f"t{i}", round(0.25 * (i + 1), 4)) for i in range(mt.MAX_TIERS)]
     plan = mt.plan_local(tiers, 16)
-    start = time.perf_counter()
+    start = time.thread_time()
     fig = mch.template_plan_figure(plan.template_table(), plan.names, list(plan.eps), list(plan.served))
-    assert time.perf_counter() - start < 5.0  # one add_hline per tier took ~27 s
+    assert time.thread_time() - start < 5.0  # one add_hline per tier took ~27 s
     assert len(fig.layout.shapes) == len(fig.layout.annotations) == mt.MAX_TIERS
     assert sum(tr.name.startswith("serves ") for tr in fig.data) == mt.MAX_TIERS
