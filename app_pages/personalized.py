@@ -7,9 +7,9 @@ import streamlit as st
 from prdp_core.charts import personalized as pch
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import personalized
+from ui import large, private_suggest, review, state
 from ui import personalized as upd
 from ui import personalized_views as upv
-from ui import large, private_suggest, review, state
 from ui.common import code_expander, confidential, learn, md_escape, show_error
 
 st.title("Personalized DP")

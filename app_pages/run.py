@@ -10,9 +10,9 @@ from prdp_core.errors import PrdpError
 from prdp_core.export import to_csv_bytes
 from prdp_core.provenance import data_derived
 from prdp_core.secure import mode_label
+from ui import ledger_view, review, state
 from ui import policy_designer as pstate
 from ui import run as rstate
-from ui import ledger_view, review, state
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
 from ui.run_code import run_code
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from prdp_core import analysis
-from prdp_core import sweeps
+from prdp_core import analysis, sweeps
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.charts.tradeoffs import box_from_quantiles, mse_figure, sweep_figure
 from prdp_core.errors import PrdpError
-from ui import policy_designer as pstate
 from ui import options, review, state
+from ui import policy_designer as pstate
 from ui import tradeoffs as T
 from ui.common import code_expander, confidential, learn, md_escape, show_error
 

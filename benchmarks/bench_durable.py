@@ -71,7 +71,7 @@ def main() -> None:
 
         blob = Path(tmp) / "upload.csv"
         with open(blob, "wb") as fh:
-            for i in range(args.upload_mb):
+            for _ in range(args.upload_mb):
                 fh.write(rng.integers(48, 58, 1 << 20, dtype=np.uint8).tobytes())
 
         def upload():

@@ -23,17 +23,21 @@ from bench_sessions import make_csv  # noqa: E402
 from common import machine, peak_memory  # noqa: E402
 
 import prdp_core  # noqa: E402
-from prdp_core import memory  # noqa: E402
-from prdp_core import sweeps  # noqa: E402
+from prdp_core import (
+    memory,  # noqa: E402
+    sweeps,  # noqa: E402
+)
 from prdp_core import report as R  # noqa: E402
+from prdp_core.mechanisms import (
+    granular,  # noqa: E402
+    prdp,  # noqa: E402
+)
 from prdp_core.mechanisms import multitier as mt  # noqa: E402
-from prdp_core.mechanisms import granular  # noqa: E402
 from prdp_core.mechanisms.personalized import PersonalizedQuery, TierConfig, compare, generate_tiers_for  # noqa: E402
-from prdp_core.mechanisms import prdp  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release, workload_stats  # noqa: E402
 from prdp_core.preview import preview_policy  # noqa: E402
-from prdp_core.workload import SplittingPolicy, default_workload  # noqa: E402
 from prdp_core.splitting import as_thresholds  # noqa: E402
+from prdp_core.workload import SplittingPolicy, default_workload  # noqa: E402
 
 
 def policy_for(ds: prdp_core.Dataset) -> SplittingPolicy:

@@ -20,7 +20,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, row, timed  # noqa: E402
 
 from prdp_core.mechanisms.personalized import (  # noqa: E402
-    PE, Minimum, PersonalizedQuery, Sample, Stretching, Threshold, generate_tiers, spec_from_values,
+    PE,
+    Minimum,
+    PersonalizedQuery,
+    Sample,
+    Stretching,
+    Threshold,
+    generate_tiers,
+    spec_from_values,
 )
 
 

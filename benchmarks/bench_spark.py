@@ -25,11 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_engines import RHO, RHO_PS, SCHEMA, cbp_file, m_sql, policy  # noqa: E402
 from common import machine, row, timed  # noqa: E402
 
-from prdp_core.mechanisms.prdp import budget as B  # noqa: E402
 from prdp_core import engines  # noqa: E402
 from prdp_core.engines.spark_engine import spark_session  # noqa: E402
+from prdp_core.mechanisms.prdp import budget as B  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release  # noqa: E402
 from prdp_core.preview import preview_policy  # noqa: E402
+
 
 def hand_written(spark, path: str) -> dict:
     """The same statistics as the engine, written by hand in Spark SQL (no exact tie guard, no

@@ -56,8 +56,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sessions import RssSampler, StepTimer, descendants, open_app, percentile, wait_idle  # noqa: E402
 from common import machine  # noqa: E402
 
-from tests.e2e.server import (CDF_CHART, CHROMIUM, CHROMIUM_FLAGS, FINGERPRINT_JS, app_server,  # noqa: E402
-                              chart_changed_js, clean_env, prdp_app_command, threshold_input)
+from tests.e2e.server import (  # noqa: E402
+    CDF_CHART,
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    FINGERPRINT_JS,
+    app_server,
+    chart_changed_js,
+    clean_env,
+    prdp_app_command,
+    threshold_input,
+)
 
 FINGERPRINT = FINGERPRINT_JS % CDF_CHART  # the CDF chart's data: changes whenever the curve does
 CHANGED = chart_changed_js(FINGERPRINT)

@@ -10,11 +10,9 @@ import numpy as np
 import pandas as pd
 
 import prdp_core
-from prdp_core import analysis
-from prdp_core import budget_solver
-from prdp_core import sweeps
-from prdp_core.mechanisms.unit_splitting import release
+from prdp_core import analysis, budget_solver, sweeps
 from prdp_core.loss_profile import owner_losses
+from prdp_core.mechanisms.unit_splitting import release
 from prdp_core.splitting import as_thresholds, threshold_percentiles
 from prdp_core.workload import Query, SplittingPolicy, Workload
 

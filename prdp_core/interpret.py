@@ -35,10 +35,9 @@ from scipy.optimize import brentq, minimize_scalar
 
 from .accounting import approx_dp_delta, zcdp_to_approx_dp
 from .errors import ParameterError
+from .loss_profile import Measure, _check_measure
 from .validate import non_negative as _nonneg
 from .validate import probability as _prob
-from .loss_profile import Measure, _check_measure
-
 
 # ---------------------------------------------------------------------------
 # ε → inference

@@ -478,13 +478,13 @@ def workload_from_frame(df: pd.DataFrame) -> Workload:
             continue
 
         def num(key: str, default: float | None = None) -> float | None:
-            v = r.get(key)
+            v = r.get(key)  # noqa: B023 (called within this iteration)
             if not _cell_text(v):
                 return default
             try:
                 return float(v)
             except (TypeError, ValueError):
-                raise PolicyError(f"Row {i}: '{key}' must be a number (got {v!r}).") from None
+                raise PolicyError(f"Row {i}: '{key}' must be a number (got {v!r}).") from None  # noqa: B023
 
         gb, fc, fv = (_cell_text(r.get(k)) for k in ("group_by", "filter_column", "filter_values"))
         group_by = tuple(x.strip() for x in gb.split(",") if x.strip())

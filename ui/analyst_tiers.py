@@ -14,8 +14,8 @@ from prdp_core.charts import multitier as mch
 from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
-from prdp_core.mechanisms import multitier as mt
 from prdp_core.mechanisms import granular
+from prdp_core.mechanisms import multitier as mt
 
 from . import memory, state
 from .common import confidential, learn, md_escape

@@ -10,7 +10,6 @@ import streamlit as st
 
 from prdp_core.errors import PrdpError
 
-
 #: Characters Markdown, GitHub-flavoured Markdown, KaTeX or HTML give a meaning to wherever they stand (CommonMark
 #: lets any ASCII punctuation be escaped with a backslash).
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>&$|~#{}!])")

@@ -15,13 +15,22 @@ import streamlit as st
 
 import prdp_core
 from prdp_core.codegen import literal
-from prdp_core.data import (Schema, TableCheck, check_table, guess_schema, load_table, numeric_columns, prepare_dataset,
-                            shift_text, validate_schema)
+from prdp_core.data import (
+    Schema,
+    TableCheck,
+    check_table,
+    guess_schema,
+    load_table,
+    numeric_columns,
+    prepare_dataset,
+    shift_text,
+    validate_schema,
+)
 from prdp_core.errors import DataError, PrdpError
 
 from . import memory, review, state
-from .page_state import PageState
 from .common import md_escape
+from .page_state import PageState
 
 #: The Data page's tabs (labels) and the session key of the one on screen: an upload opens the Column
 #: roles view, *Use this table* the profile.

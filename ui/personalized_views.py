@@ -17,10 +17,27 @@ from prdp_core.secure import mode_label
 
 from . import state
 from .common import confidential, learn, md_escape, mode_notice, seeded_notice, show_error
-from .personalized import (MECHANISM_CHOICES, T_RULES, assumed_default, cached_compare, cached_curve, cached_experiment,
-                           compare_display, data_default_params, delivered_display, fmt, on_run_release,
-                           pi_thresholds, prdp_run_key, proxy_bound, query_from_widgets, spec_key, t_grid,
-                           t_slider_range, t_slider_step)
+from .personalized import (
+    MECHANISM_CHOICES,
+    T_RULES,
+    assumed_default,
+    cached_compare,
+    cached_curve,
+    cached_experiment,
+    compare_display,
+    data_default_params,
+    delivered_display,
+    fmt,
+    on_run_release,
+    pi_thresholds,
+    prdp_run_key,
+    proxy_bound,
+    query_from_widgets,
+    spec_key,
+    t_grid,
+    t_slider_range,
+    t_slider_step,
+)
 
 
 @dataclass(frozen=True)

@@ -25,14 +25,20 @@ import pandas as pd
 import streamlit as st
 
 from prdp_core.data import Dataset
+from prdp_core.engines import is_engine_data
 from prdp_core.errors import PrdpError
 from prdp_core.loss_profile import LossProfile
-from prdp_core.engines import is_engine_data
 from prdp_core.preview import EnginePolicyPreview, PolicyPreview, preview_policy
 from prdp_core.provenance import data_source, is_data_derived
 from prdp_core.samples import CBP_SPLIT_SCHEMES
-from prdp_core.splitting import (Thresholds, as_thresholds, percentile_thresholds, split_counts, thresholds_for_cap,
-                                 thresholds_to_frame)
+from prdp_core.splitting import (
+    Thresholds,
+    as_thresholds,
+    percentile_thresholds,
+    split_counts,
+    thresholds_for_cap,
+    thresholds_to_frame,
+)
 from prdp_core.workload import SplittingPolicy, Workload, default_workload, workload_to_frame
 
 from . import memory, options, private_suggest, review, state

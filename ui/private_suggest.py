@@ -15,8 +15,14 @@ from typing import Any
 
 import streamlit as st
 
-from prdp_core.dp_quantile import (CandidateGrid, DPQuantile, dp_percentile_thresholds, dp_quantile,
-                                   rank_error_bound, suggestion_entry)
+from prdp_core.dp_quantile import (
+    CandidateGrid,
+    DPQuantile,
+    dp_percentile_thresholds,
+    dp_quantile,
+    rank_error_bound,
+    suggestion_entry,
+)
 from prdp_core.errors import PrdpError
 from prdp_core.splitting import as_thresholds
 

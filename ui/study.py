@@ -28,13 +28,30 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
-from prdp_core.config import (PRDP_ALGORITHMS, RECORD_ALGORITHMS, Study, build_budget, data_columns, group_values,
-                              parse_config)
+from prdp_core.config import (
+    PRDP_ALGORITHMS,
+    RECORD_ALGORITHMS,
+    Study,
+    build_budget,
+    data_columns,
+    group_values,
+    parse_config,
+)
 from prdp_core.data import Dataset, Schema, load_table, prepare_dataset
 from prdp_core.errors import ConfigError, DataError, PrdpError
 
-from . import analyst_tiers, budget_functions, concepts, data, memory, personalized, policy_designer, run, state
-from . import tradeoffs
+from . import (
+    analyst_tiers,
+    budget_functions,
+    concepts,
+    data,
+    memory,
+    personalized,
+    policy_designer,
+    run,
+    state,
+    tradeoffs,
+)
 from .common import md_escape
 from .concepts import DECLARED_PREFIX, DECLARED_SETTINGS
 from .page_state import PageState

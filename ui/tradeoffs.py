@@ -10,9 +10,7 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
-from prdp_core import analysis
-from prdp_core import budget_solver
-from prdp_core import sweeps
+from prdp_core import analysis, budget_solver, sweeps
 from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.engines import is_engine_data

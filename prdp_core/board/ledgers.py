@@ -44,8 +44,17 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from .. import splitting, workload  # noqa: F401 - register their loss kinds (split, splitting_policy)
-from ..accounting import (DistributionLoss, FlatLoss, Ledger, LedgerEntry, LossFunction, ParallelLoss, RecordLoss,
-                          SumLoss, _plain)
+from ..accounting import (
+    DistributionLoss,
+    FlatLoss,
+    Ledger,
+    LedgerEntry,
+    LossFunction,
+    ParallelLoss,
+    RecordLoss,
+    SumLoss,
+    _plain,
+)
 from ..errors import ConfigError, DataError, ParameterError, StoreError
 from .store import BoardStore, canonical_json
 from .workshop import sha256_file

@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from . import PALETTE, cdf_figure, layout
 from ..loss_profile import ecdf
+from . import PALETTE, cdf_figure, layout
 
 NEIGHBOUR_COLOURS = {"add/remove": PALETTE[0], "substitution": PALETTE[3]}
 

@@ -28,9 +28,25 @@ from __future__ import annotations
 
 from ..errors import ConfigError
 from .data_source import DataSource, safe_data_path
-from .keys import (BUDGET_PRESETS, DATA_ENGINES, MAX_CONFIG_BYTES, MAX_CONFIG_DEPTH, MAX_QUOTED_CHARS, MAX_SEED,
-                   MECHANISM_KINDS, MODES, MT_FAMILIES, MT_OPS, PDP_MECHANISMS, PDP_QUERIES, PRDP_ALGORITHMS,
-                   PRDP_QUERIES, PREPARE_OPTIONS, RECORD_ALGORITHMS, SCHEMA_VERSION)
+from .keys import (
+                   BUDGET_PRESETS,
+                   DATA_ENGINES,
+                   MAX_CONFIG_BYTES,
+                   MAX_CONFIG_DEPTH,
+                   MAX_QUOTED_CHARS,
+                   MAX_SEED,
+                   MECHANISM_KINDS,
+                   MODES,
+                   MT_FAMILIES,
+                   MT_OPS,
+                   PDP_MECHANISMS,
+                   PDP_QUERIES,
+                   PRDP_ALGORITHMS,
+                   PRDP_QUERIES,
+                   PREPARE_OPTIONS,
+                   RECORD_ALGORITHMS,
+                   SCHEMA_VERSION,
+)
 from .policy import build_budget
 from .study import APP_PAGES, TOP_KEYS, Study, load_config, parse_config, study_from_dict
 from .study_data import data_columns, group_values, load_data, resolve_data_path

@@ -29,10 +29,10 @@ import numpy as np
 import pandas as pd
 
 from ..accounting import FlatLoss, LedgerEntry
-from .prdp.budget import BudgetFunction
 from ..errors import ParameterError
 from ..release import Release
 from ..secure import SecureSampler, to_units
+from .prdp.budget import BudgetFunction
 
 Noise = Literal["laplace", "gaussian"]
 

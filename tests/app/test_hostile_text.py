@@ -14,8 +14,7 @@ import json
 import re
 
 import pytest
-from streamlit.testing.v1.element_tree import (AlertBase, Expander, HeadingBase, Markdown, Metric, Radio, Tab,
-                                               Widget)
+from streamlit.testing.v1.element_tree import AlertBase, Expander, HeadingBase, Markdown, Metric, Radio, Tab, Widget
 
 from ui.common import md_escape
 

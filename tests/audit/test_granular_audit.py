@@ -99,7 +99,7 @@ def max_log_ratio_d4(hist_x, hist_y, lam, mu, tau, count_scale=None, changed=())
     bx = transcripts_d4(hist_x, lam, mu, tau)
     by = transcripts_d4(hist_y, lam, mu, tau)
     worst, total = 0.0, []
-    for (A, B, bits, lx, cells), (_, _, _, ly, _) in zip(bx, by):
+    for (_a, _b, bits, lx, cells), (_, _, _, ly, _) in zip(bx, by):
         r = np.abs(lx - ly)
         if count_scale is not None and cells:
             listed = sum(bits[:, cells.index(c)] for c in changed if c in cells)

@@ -30,10 +30,20 @@ import pytest
 from prdp_core.mechanisms.multitier.central import plan_central
 from prdp_core.mechanisms.multitier.coalitions import coalition_loss
 from prdp_core.mechanisms.multitier.local import plan_local
-from prdp_core.mechanisms.multitier.queries import RecordFilter, bin_measure, local_categories
 from prdp_core.mechanisms.multitier.noise_families import noise_family
+from prdp_core.mechanisms.multitier.queries import RecordFilter, bin_measure, local_categories
 from prdp_core.mechanisms.multitier.simulation import brr_flip_probability
-from prdp_core.mechanisms.multitier.subset import chain_marginals_exact, expansion_matrix, joint_exact, max_log_ratio, paper_rescale_parameter, rescale_keep_probability, rescale_matrix, subset_pmf_exact, subsets_of_size
+from prdp_core.mechanisms.multitier.subset import (
+    chain_marginals_exact,
+    expansion_matrix,
+    joint_exact,
+    max_log_ratio,
+    paper_rescale_parameter,
+    rescale_keep_probability,
+    rescale_matrix,
+    subset_pmf_exact,
+    subsets_of_size,
+)
 
 TIER_LISTS = [
     [2.5, 1.6, 1.2, 0.9, 0.5, 0.3, 0.05],

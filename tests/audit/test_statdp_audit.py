@@ -30,7 +30,6 @@ import pytest
 from prdp_core.mechanisms import baselines as BL
 from prdp_core.mechanisms import granular, multitier, personalized
 from prdp_core.mechanisms import unit_splitting as US
-from prdp_core.mechanisms.unit_splitting import workload_release as USR
 from prdp_core.mechanisms.prdp import central as prdp_central
 from prdp_core.mechanisms.prdp import local as prldp
 from prdp_core.mechanisms.prdp import selection as prdp_selection
@@ -41,6 +40,7 @@ from prdp_core.mechanisms.prdp.domains import DomainPartition
 from prdp_core.mechanisms.prdp.extension import extension_stats, extension_trials
 from prdp_core.mechanisms.prdp.queries import prepare
 from prdp_core.mechanisms.prdp.selection import select_domain
+from prdp_core.mechanisms.unit_splitting import workload_release as USR
 from prdp_core.secure import SecureSampler, grid_for, to_units
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Query, SplittingPolicy, Workload

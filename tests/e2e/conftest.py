@@ -12,8 +12,17 @@ from typing import Iterator
 
 import pytest
 
-from .server import (CHROMIUM, CHROMIUM_FLAGS, FINGERPRINT_JS, IDLE_JS, ROOT, app_server,  # noqa: F401
-                     chart_changed_js, prdp_app_command, threshold_input)
+from .server import (  # noqa: F401
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    FINGERPRINT_JS,
+    IDLE_JS,
+    ROOT,
+    app_server,
+    chart_changed_js,
+    prdp_app_command,
+    threshold_input,
+)
 from .server import clean_env as _clean_env
 
 ARTIFACTS = ROOT / "test-artifacts" / "e2e"

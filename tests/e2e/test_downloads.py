@@ -31,7 +31,7 @@ def test_concurrent_sessions_release_and_every_download_completes(browser, app_u
                 for _ in range(SESSIONS)]
     try:
         pages, sent = [], []
-        for i, ctx in enumerate(contexts):
+        for ctx in contexts:
             pg = ctx.new_page()
             pg.set_default_timeout(120_000)
             frames: list[int] = []

@@ -17,8 +17,16 @@ import pytest
 
 import prdp_core
 
-from .conftest import (ARTIFACTS, FINGERPRINT_JS, _clean_env, _require_browser, change_first_threshold, new_page, shot,
-                       wait_idle)
+from .conftest import (
+    ARTIFACTS,
+    FINGERPRINT_JS,
+    _clean_env,
+    _require_browser,
+    change_first_threshold,
+    new_page,
+    shot,
+    wait_idle,
+)
 from .server import app_server
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]

@@ -10,8 +10,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prdp_core.accounting import (FlatLoss, Ledger, LedgerEntry, ParallelLoss, RecordLoss, SumLoss,
-                                  approx_dp_delta, loss_from_dict, pure_to_zcdp, zcdp_to_approx_dp)
+from prdp_core.accounting import (
+    FlatLoss,
+    Ledger,
+    LedgerEntry,
+    ParallelLoss,
+    RecordLoss,
+    SumLoss,
+    approx_dp_delta,
+    loss_from_dict,
+    pure_to_zcdp,
+    zcdp_to_approx_dp,
+)
 from prdp_core.errors import ConfigError, ParameterError, PolicyError
 
 

@@ -11,8 +11,7 @@ from scipy.optimize import minimize_scalar
 
 import prdp_core
 from prdp_core import analysis as A
-from prdp_core import budget_solver
-from prdp_core import sweeps
+from prdp_core import budget_solver, sweeps
 from prdp_core.mechanisms.unit_splitting import release, topcode_policy
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Query, SplittingPolicy, Workload

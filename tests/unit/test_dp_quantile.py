@@ -14,8 +14,17 @@ from scipy import stats
 
 from prdp_core import noise
 from prdp_core.accounting import Ledger
-from prdp_core.dp_quantile import (LEVEL_DENOMINATOR, CandidateGrid, dp_percentile_thresholds, dp_quantile,
-                                   level_units, quantile_scores, rank_error_bound, score_sensitivity, select_index)
+from prdp_core.dp_quantile import (
+    LEVEL_DENOMINATOR,
+    CandidateGrid,
+    dp_percentile_thresholds,
+    dp_quantile,
+    level_units,
+    quantile_scores,
+    rank_error_bound,
+    score_sensitivity,
+    select_index,
+)
 from prdp_core.errors import ParameterError
 from prdp_core.provenance import data_derived, is_data_derived
 

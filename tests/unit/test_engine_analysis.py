@@ -8,9 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import analysis, engines
-from prdp_core import budget_solver
-from prdp_core import sweeps
+from prdp_core import analysis, budget_solver, engines, sweeps
 from prdp_core.data import Schema, prepare_dataset
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Filter, Query, SplittingPolicy, Workload

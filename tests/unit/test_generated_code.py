@@ -28,8 +28,16 @@ from prdp_core.cli import EXIT_OK, main
 from prdp_core.codegen import literal
 from prdp_core.mechanisms import multitier as mt
 from prdp_core.mechanisms.personalized.query import PersonalizedQuery
-from tests.hostile import (RUN, SENTINEL, HostileData, assert_user_text_only_in_literals, hostile, hostile_config,
-                           run_python, write_hostile_data)
+from tests.hostile import (
+    RUN,
+    SENTINEL,
+    HostileData,
+    assert_user_text_only_in_literals,
+    hostile,
+    hostile_config,
+    run_python,
+    write_hostile_data,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -26,12 +26,10 @@ from prdp_core import interpret, limits
 from prdp_core.accounting import zcdp_to_approx_dp
 from prdp_core.analysis import optimal_clip, workload_errors
 from prdp_core.budget_solver import solve_budget
-from prdp_core.sweeps import sweep
 from prdp_core.data import Dataset, Schema
 from prdp_core.errors import ConfigError, ExpressionError, PrdpError, ResourceLimitError
 from prdp_core.mechanisms import baselines as BL
-from prdp_core.mechanisms import granular, multitier
-from prdp_core.mechanisms import personalized
+from prdp_core.mechanisms import granular, multitier, personalized
 from prdp_core.mechanisms.prdp import local as prldp
 from prdp_core.mechanisms.prdp.budget import constant, inverse, log_budget, parse_budget
 from prdp_core.mechanisms.prdp.central import count, framework
@@ -40,6 +38,7 @@ from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
 from prdp_core.preview import preview_policy
 from prdp_core.secure import SecureSampler, grid_for
 from prdp_core.splitting import as_thresholds, percentile_thresholds, split_counts, thresholds_for_cap
+from prdp_core.sweeps import sweep
 from prdp_core.workload import Query, SplittingPolicy, Workload
 
 ROOT = Path(__file__).resolve().parents[2]

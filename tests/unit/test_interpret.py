@@ -11,7 +11,6 @@ from scipy import stats
 from prdp_core import interpret as I
 from prdp_core.errors import ParameterError
 
-
 # ---------------------------------------------------------------------------
 # Published numbers (partial DP paper §1, §5, §7)
 # ---------------------------------------------------------------------------

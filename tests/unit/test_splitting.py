@@ -10,8 +10,16 @@ from hypothesis import strategies as st
 
 import prdp_core
 from prdp_core.errors import PolicyError
-from prdp_core.splitting import (SplitLoss, as_thresholds, max_pieces_for_cap, percentile_thresholds,
-                                 split_counts, threshold_percentiles, thresholds_for_cap, unit_split)
+from prdp_core.splitting import (
+    SplitLoss,
+    as_thresholds,
+    max_pieces_for_cap,
+    percentile_thresholds,
+    split_counts,
+    threshold_percentiles,
+    thresholds_for_cap,
+    unit_split,
+)
 from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
 
 T2 = {"Employees": 50, "Payroll": 5_000_000}

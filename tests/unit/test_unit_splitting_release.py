@@ -14,9 +14,15 @@ from scipy import stats
 import prdp_core
 from prdp_core.data import Dataset, Schema
 from prdp_core.errors import ParameterError, PolicyError
-from prdp_core.mechanisms.unit_splitting import (PartitionSelection, joint_sum_release, joint_sum_sigmas, release,
-                                                 topcode_policy, workload_stats)
 from prdp_core.loss_profile import owner_losses
+from prdp_core.mechanisms.unit_splitting import (
+    PartitionSelection,
+    joint_sum_release,
+    joint_sum_sigmas,
+    release,
+    topcode_policy,
+    workload_stats,
+)
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
 
@@ -168,7 +174,7 @@ def test_joint_release_sigmas_noise_and_losses(scaled):
     want = joint_sum_sigmas(thr, rho, scaled=scaled)
     ans = rel.answers
     assert len(ans) == 2 * 20_000
-    for i, a in enumerate(("a", "b")):
+    for a in ("a", "b"):
         sub = ans[ans["query"].astype(str).str.contains(f"SUM\\({a}\\)")]
         assert np.allclose(sub["sigma"], want[a])
         # the promised σ, with power against ±10%

@@ -38,18 +38,63 @@ cells: L1 sensitivity 2). We calibrate λ with the exact accountant (λ ≈ 5.70
 
 from __future__ import annotations
 
-from .accounting import (WorkloadKind, workload_size, workload_sensitivity, workload_ratio, WorkloadCalibration,
-                         calibrate_workload, granularity_table, record_cost_table, census_2020_illustrative,
-                         releases_from_table, releases_table, subset_curve, record_ratio_table)
-from .domains import (SIZE_CLASS_EDGES, SIZE_CLASS_LABELS, MISSING, OTHER, DOMAIN_PUBLIC, DOMAIN_FROM_DATA,
-                      SAMPLE_DOMAINS, sample_domains)
-from .data import (MAX_DOMAIN, MAX_ATTRIBUTES, AttributeData, declared_domain, encode_attributes,
-                   synthetic_attribute_data, TrueHistogram, true_histogram)
-from .calibration import (CalibrationMethod, hh_levels, hh_epsilon_lemma28, hh_epsilon_exact, histogram_epsilon_exact,
-                          HeavyHitterCalibration, calibrate_heavy_hitter_histogram, calibration_table)
-from .heavy_hitters import (MAX_CANDIDATES, HeavyHitterRun, priv_heavy_hitters)
-from .histogram import (DENSE_LIMIT, MAX_RELEASED, LAPLACE_CI95, heavy_hitter_histogram, standard_threshold,
-                        standard_histogram, histogram_accuracy, cell_labels, compare_cells)
+from .accounting import (
+                         WorkloadCalibration,
+                         WorkloadKind,
+                         calibrate_workload,
+                         census_2020_illustrative,
+                         granularity_table,
+                         record_cost_table,
+                         record_ratio_table,
+                         releases_from_table,
+                         releases_table,
+                         subset_curve,
+                         workload_ratio,
+                         workload_sensitivity,
+                         workload_size,
+)
+from .calibration import (
+                         CalibrationMethod,
+                         HeavyHitterCalibration,
+                         calibrate_heavy_hitter_histogram,
+                         calibration_table,
+                         hh_epsilon_exact,
+                         hh_epsilon_lemma28,
+                         hh_levels,
+                         histogram_epsilon_exact,
+)
+from .data import (
+                         MAX_ATTRIBUTES,
+                         MAX_DOMAIN,
+                         AttributeData,
+                         TrueHistogram,
+                         declared_domain,
+                         encode_attributes,
+                         synthetic_attribute_data,
+                         true_histogram,
+)
+from .domains import (
+                         DOMAIN_FROM_DATA,
+                         DOMAIN_PUBLIC,
+                         MISSING,
+                         OTHER,
+                         SAMPLE_DOMAINS,
+                         SIZE_CLASS_EDGES,
+                         SIZE_CLASS_LABELS,
+                         sample_domains,
+)
+from .heavy_hitters import MAX_CANDIDATES, HeavyHitterRun, priv_heavy_hitters
+from .histogram import (
+                         DENSE_LIMIT,
+                         LAPLACE_CI95,
+                         MAX_RELEASED,
+                         cell_labels,
+                         compare_cells,
+                         heavy_hitter_histogram,
+                         histogram_accuracy,
+                         standard_histogram,
+                         standard_threshold,
+)
 
 __all__ = [
     "WorkloadKind", "workload_size", "workload_sensitivity", "workload_ratio", "WorkloadCalibration",

@@ -40,31 +40,118 @@ zCDP units (ρ = Δ²/(2σ²), exact for Gaussian noise).
 
 from __future__ import annotations
 
-from .tiers import (MAX_TIERS, MAX_EPS, MIN_EPS, Strategy, STRATEGIES, Tier, tiers_from, safe_plan_error)
-from .queries import (RecordFilter, CentralQuery, central_query, DEFAULT_TOP, NOT_MATCHING, BIN_SCALES, bin_edges,
-                      bin_labels, bin_measure, local_categories)
-from .central import (CentralPlan, plan_central, lattice_round, release_central, sample_multitier, sample_independent,
-                      gradual_pieces, gradual_variance, family_piece_variances, sample_gradual)
-from .noise_families import (RELEASE_FAMILIES, CHECK_FAMILIES, FAMILY_LABELS, MAX_MULTISCALE_SENSITIVITY,
-                             tsg_variance, tsg_pmf, geometric_residual_weights, analytic_gaussian_delta,
-                             gaussian_sigma_for, gaussian_eps_for, staircase_cf, discrete_gaussian_cf, NoiseFamily,
-                             GeometricNoise, MultiscaleGeometricNoise, LaplaceNoise, GaussianNoise,
-                             DiscreteGaussianNoise, StaircaseNoise, SkellamNoise, MAX_SENSITIVITY, noise_family)
-from .residuals import (bochner_matrix, bochner_min_eigenvalue, lattice_residual_pmf, residual_ratio, ResidualCheck,
-                        check_residual)
-from .local import (LocalPlan, plan_local, LocalMechanism, LOCAL_MECHANISMS, release_local)
-from .subset import (MAX_DOMAIN, MAX_EXACT_DOMAIN, subset_signal, subset_gap, subset_variance, subset_variance_tf,
-                     optimal_k, grr_variance, brr_variance, expansion_level, rescale_level, rescale_keep_probability,
-                     paper_rescale_parameter, subsets_of_size, subset_pmf_exact, rescale_matrix, expansion_matrix,
-                     max_log_ratio, chain_marginals_exact, joint_exact)
-from .templates import (Variant, VARIANTS, Template, template_chain, serve, composite_keep, gradual_local_variance,
-                        utility_bounds)
-from .simulation import (epoch_counts, nested_prefix_counts, iid_subset_counts, subset_counts,
-                         multitier_subset_counts, grr_chain_counts, brr_flip_probability, brr_chain_counts,
-                         debias_subset, debias_brr)
-from .secure import (SecureGenerator, SecureTiers, central_units, coin_slack, mixture_slack, secure_central,
-                     uniform_categories)
-from .coalitions import (CoalitionLoss, coalition_loss, coalition_table, geometric_coalition_loss)
+from .central import (
+                      CentralPlan,
+                      family_piece_variances,
+                      gradual_pieces,
+                      gradual_variance,
+                      lattice_round,
+                      plan_central,
+                      release_central,
+                      sample_gradual,
+                      sample_independent,
+                      sample_multitier,
+)
+from .coalitions import CoalitionLoss, coalition_loss, coalition_table, geometric_coalition_loss
+from .local import LOCAL_MECHANISMS, LocalMechanism, LocalPlan, plan_local, release_local
+from .noise_families import (
+                      CHECK_FAMILIES,
+                      FAMILY_LABELS,
+                      MAX_MULTISCALE_SENSITIVITY,
+                      MAX_SENSITIVITY,
+                      RELEASE_FAMILIES,
+                      DiscreteGaussianNoise,
+                      GaussianNoise,
+                      GeometricNoise,
+                      LaplaceNoise,
+                      MultiscaleGeometricNoise,
+                      NoiseFamily,
+                      SkellamNoise,
+                      StaircaseNoise,
+                      analytic_gaussian_delta,
+                      discrete_gaussian_cf,
+                      gaussian_eps_for,
+                      gaussian_sigma_for,
+                      geometric_residual_weights,
+                      noise_family,
+                      staircase_cf,
+                      tsg_pmf,
+                      tsg_variance,
+)
+from .queries import (
+                      BIN_SCALES,
+                      DEFAULT_TOP,
+                      NOT_MATCHING,
+                      CentralQuery,
+                      RecordFilter,
+                      bin_edges,
+                      bin_labels,
+                      bin_measure,
+                      central_query,
+                      local_categories,
+)
+from .residuals import (
+                      ResidualCheck,
+                      bochner_matrix,
+                      bochner_min_eigenvalue,
+                      check_residual,
+                      lattice_residual_pmf,
+                      residual_ratio,
+)
+from .secure import (
+                      SecureGenerator,
+                      SecureTiers,
+                      central_units,
+                      coin_slack,
+                      mixture_slack,
+                      secure_central,
+                      uniform_categories,
+)
+from .simulation import (
+                      brr_chain_counts,
+                      brr_flip_probability,
+                      debias_brr,
+                      debias_subset,
+                      epoch_counts,
+                      grr_chain_counts,
+                      iid_subset_counts,
+                      multitier_subset_counts,
+                      nested_prefix_counts,
+                      subset_counts,
+)
+from .subset import (
+                      MAX_DOMAIN,
+                      MAX_EXACT_DOMAIN,
+                      brr_variance,
+                      chain_marginals_exact,
+                      expansion_level,
+                      expansion_matrix,
+                      grr_variance,
+                      joint_exact,
+                      max_log_ratio,
+                      optimal_k,
+                      paper_rescale_parameter,
+                      rescale_keep_probability,
+                      rescale_level,
+                      rescale_matrix,
+                      subset_gap,
+                      subset_pmf_exact,
+                      subset_signal,
+                      subset_variance,
+                      subset_variance_tf,
+                      subsets_of_size,
+)
+from .templates import (
+                      VARIANTS,
+                      Template,
+                      Variant,
+                      composite_keep,
+                      gradual_local_variance,
+                      serve,
+                      template_chain,
+                      utility_bounds,
+)
+from .tiers import MAX_EPS, MAX_TIERS, MIN_EPS, STRATEGIES, Strategy, Tier, safe_plan_error, tiers_from
 
 __all__ = [
     "MAX_TIERS", "MAX_EPS", "MIN_EPS", "Strategy", "STRATEGIES", "Tier", "tiers_from", "safe_plan_error",

@@ -35,37 +35,98 @@ One concept per module (this package re-exports their public names):
 from __future__ import annotations
 
 from .accuracy import (
-    PE_EXAMPLE, compare, count_mse_proxy, delivered_by_mechanism, delivered_table, evaluate, exact_mse,
-    example1_errors, linear_moments, neighbour_table, pe_profile, pi_curves, simulate_answers, sum_mse_proxy,
+    PE_EXAMPLE,
+    compare,
+    count_mse_proxy,
+    delivered_by_mechanism,
+    delivered_table,
+    evaluate,
+    exact_mse,
+    example1_errors,
+    linear_moments,
+    neighbour_table,
+    pe_profile,
+    pi_curves,
+    simulate_answers,
+    sum_mse_proxy,
     threshold_curve,
 )
 from .blackbox import (
-    BlackBox, BlackBoxFn, CountNoise, dp_answer, dp_count, dp_mean, dp_quantile_em, dp_sum, em_pieces,
-    median_scores, min_scores, noise_variance,
+    BlackBox,
+    BlackBoxFn,
+    CountNoise,
+    dp_answer,
+    dp_count,
+    dp_mean,
+    dp_quantile_em,
+    dp_sum,
+    em_pieces,
+    median_scores,
+    min_scores,
+    noise_variance,
 )
 from .experiments import ExperimentConfig, paper_experiment
 from .mechanisms import PE, Answer, Minimum, PDPMechanism, Sample, Stretching, Threshold, paper_mechanisms
 from .neighbours import (
-    NEIGHBOUR_TEXT, Neighbours, noise_calibration, sample_delivered_substitution, substitution_factor,
+    NEIGHBOUR_TEXT,
+    Neighbours,
+    noise_calibration,
+    sample_delivered_substitution,
+    substitution_factor,
 )
 from .pe import (
-    d_count, d_median, d_median_pieces, d_min, d_min_pieces, k_smallest_prefix_sums, pe_distribution, pe_draw,
+    d_count,
+    d_median,
+    d_median_pieces,
+    d_min,
+    d_min_pieces,
+    k_smallest_prefix_sums,
+    pe_distribution,
+    pe_draw,
 )
 from .query import MEDIAN_SCORES, QUERY_KINDS, PersonalizedQuery, QueryKind
 from .ranges import Pieces, expand_pieces
 from .reduction import (
-    BUDGET_COLUMN, PAPER_CHOICE_RANGE, PrdpReduction, compare_with_prdp, prdp_available, public_choice_range,
-    run_prdp, to_prdp,
+    BUDGET_COLUMN,
+    PAPER_CHOICE_RANGE,
+    PrdpReduction,
+    compare_with_prdp,
+    prdp_available,
+    public_choice_range,
+    run_prdp,
+    to_prdp,
 )
 from .release import DATA_DEFAULT_NOTE, DESIGN_DEFAULT_PARAMS, flag_design_defaults, release, require_public_bounds
 from .sample import sample_delivered, sample_probability
 from .secure import (
-    SecureResult, black_box_scores, output_grid, pe_scores, pe_weights, sample_keep_numerators, secure_answer,
-    secure_count, secure_mean, secure_pe, secure_quantile, secure_sample_keep, secure_stretching, secure_sum,
+    SecureResult,
+    black_box_scores,
+    output_grid,
+    pe_scores,
+    pe_weights,
+    sample_keep_numerators,
+    secure_answer,
+    secure_count,
+    secure_mean,
+    secure_pe,
+    secure_quantile,
+    secure_sample_keep,
+    secure_stretching,
+    secure_sum,
 )
 from .spec import (
-    ROSTER_TEXT, ROSTERS, TIER_NAMES, PrivacySpec, Roster, ThresholdSpec, TierConfig, generate_tiers,
-    generate_tiers_for, spec_from_column, spec_from_labels, spec_from_values,
+    ROSTER_TEXT,
+    ROSTERS,
+    TIER_NAMES,
+    PrivacySpec,
+    Roster,
+    ThresholdSpec,
+    TierConfig,
+    generate_tiers,
+    generate_tiers_for,
+    spec_from_column,
+    spec_from_labels,
+    spec_from_values,
 )
 
 __all__ = [

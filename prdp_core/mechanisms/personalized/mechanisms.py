@@ -30,10 +30,10 @@ from ...secure import SecureSampler
 from .blackbox import CountNoise, dp_answer
 from .neighbours import Neighbours, noise_calibration, sample_delivered_substitution, substitution_factor
 from .pe import pe_draw
-from .secure import secure_answer, secure_pe, secure_sample_keep, secure_stretching
 from .query import QUERY_KINDS, PersonalizedQuery
 from .release import release
 from .sample import sample_delivered, sample_probability
+from .secure import secure_answer, secure_pe, secure_sample_keep, secure_stretching
 from .spec import PrivacySpec, ThresholdSpec
 
 

@@ -84,8 +84,8 @@ def to_prdp(table: pd.DataFrame, spec: PrivacySpec, *, c: float = 1.0, column: s
 def prdp_available() -> bool:
     """Whether the PrDP framework (:mod:`prdp_core.mechanisms.prdp`) and budget functions can be imported."""
     try:
-        from ..prdp import budget  # noqa: F401
         from .. import prdp  # noqa: F401
+        from ..prdp import budget  # noqa: F401
     except ImportError:
         return False
     return True
@@ -109,8 +109,8 @@ def run_prdp(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, *
         raise ParameterError("The PDP vs PrDP comparison covers count and sum.",
                              hint="The PrDP framework has no median; pick count or sum.")
     try:
-        from ..prdp import budget as _budget
         from .. import prdp as _prdp
+        from ..prdp import budget as _budget
     except ImportError:
         raise ParameterError("The PrDP framework is not available in this installation.") from None
     red = to_prdp(table, spec, c=c, eps_min=eps_min, eps_max=eps_max)
@@ -148,7 +148,7 @@ def compare_with_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Personalize
     pdp_mechs = {k: v for k, v in paper_mechanisms(query.kind).items() if k in ("M", "S", "S-avg", "PE", "Alag")}
     rows = []
     R = max(1, int(runs)) if reveal else 1
-    for name, m in pdp_mechs.items():
+    for m in pdp_mechs.values():
         rels = [m.release(table, spec, query, rng=rng, reveal=reveal) for _ in range(R)]
         rows.append(_compare_row(f"PDP · {m.label(spec)}", "PDP", rels, truth, "public (published)",
                                  m.neighbours_for(spec), reveal))

@@ -57,7 +57,7 @@ from .expressions import (
 )
 from .extension import ExtensionStats, extension_stats, extension_trials, sum_extension
 from .forecast import WARN_AT, Forecast, ForecastQuery, Model, forecast
-from .queries import CustomMechanism, Prepared, FrameworkQuery, QueryKind, as_query, prepare
+from .queries import CustomMechanism, FrameworkQuery, Prepared, QueryKind, as_query, prepare
 from .remedies import BUDGET_FACTORS, CAP_HALVINGS, CAUSES, SPLITS, Outlook, Remedy, outlook
 from .selection import Selection, secure_select_domain, select_domain
 from .shapes import Constant, Expression, Groups, Inverse, Log, Shape, Sqrt, Step

@@ -56,7 +56,7 @@ from ...secure import SecureSampler, to_units
 from .answers import AdaptiveClippedSum, DistinctCount, LaplaceCount, RankMax
 from .budget import BudgetFunction
 from .domains import DomainPartition
-from .queries import Prepared, FrameworkQuery, _query_input, prepare
+from .queries import FrameworkQuery, Prepared, _query_input, prepare
 from .selection import (
     Selection,
     _check_beta,

@@ -44,8 +44,6 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
-ThresholdRule = Literal["paper", "bernstein"]
-
 import numpy as np
 import pandas as pd
 
@@ -56,6 +54,8 @@ from .budget import BudgetFunction
 from .domains import DomainPartition
 from .queries import FrameworkQuery, _query_input, as_query
 from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _sampler, _table_of, _truth_cols
+
+ThresholdRule = Literal["paper", "bernstein"]
 
 #: Neighbour notion of every PrLDP release: one party's report against the dummy record ⊥ (Def. 7.2).
 LOCAL_NEIGHBOURS = "local: a party's report vs the dummy ⊥ (PrLDP, Def. 7.2)"

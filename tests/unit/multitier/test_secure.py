@@ -13,8 +13,13 @@ from scipy import stats
 from prdp_core.errors import ParameterError
 from prdp_core.mechanisms import multitier as mt
 from prdp_core.mechanisms.multitier.noise_families import noise_family, tsg_pmf
-from prdp_core.mechanisms.multitier.secure import (SecureGenerator, coin_slack, mixture_slack, secure_central,
-                                                   uniform_categories)
+from prdp_core.mechanisms.multitier.secure import (
+    SecureGenerator,
+    coin_slack,
+    mixture_slack,
+    secure_central,
+    uniform_categories,
+)
 from prdp_core.secure import SecureSampler
 
 from .test_central import _chi2_p

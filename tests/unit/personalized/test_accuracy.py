@@ -10,7 +10,13 @@ import pytest
 
 from prdp_core.errors import ParameterError
 from prdp_core.mechanisms.personalized.accuracy import (
-    compare, count_mse_proxy, delivered_table, exact_mse, example1_errors, simulate_answers, sum_mse_proxy,
+    compare,
+    count_mse_proxy,
+    delivered_table,
+    exact_mse,
+    example1_errors,
+    simulate_answers,
+    sum_mse_proxy,
     threshold_curve,
 )
 from prdp_core.mechanisms.personalized.mechanisms import PE, Minimum, Sample, Stretching, Threshold, paper_mechanisms

@@ -13,7 +13,14 @@ from scipy import stats
 from prdp_core.errors import ParameterError
 from prdp_core.mechanisms.personalized.accuracy import compare, linear_moments
 from prdp_core.mechanisms.personalized.blackbox import (
-    BlackBox, _em_logits, dp_mean, dp_quantile_em, dp_sum, em_pieces, median_scores, min_scores,
+    BlackBox,
+    _em_logits,
+    dp_mean,
+    dp_quantile_em,
+    dp_sum,
+    em_pieces,
+    median_scores,
+    min_scores,
 )
 from prdp_core.mechanisms.personalized.mechanisms import PE, Minimum, Sample, Stretching, Threshold
 from prdp_core.mechanisms.personalized.neighbours import sample_delivered_substitution

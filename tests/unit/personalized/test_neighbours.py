@@ -12,12 +12,18 @@ from prdp_core.errors import ParameterError
 from prdp_core.mechanisms.personalized.accuracy import exact_mse, linear_moments
 from prdp_core.mechanisms.personalized.mechanisms import PE, Minimum, Sample, Stretching, Threshold
 from prdp_core.mechanisms.personalized.neighbours import (
-    noise_calibration, sample_delivered_substitution, substitution_factor,
+    noise_calibration,
+    sample_delivered_substitution,
+    substitution_factor,
 )
 from prdp_core.mechanisms.personalized.query import PersonalizedQuery
 from prdp_core.mechanisms.personalized.sample import sample_probability
 from prdp_core.mechanisms.personalized.spec import (
-    PrivacySpec, generate_tiers, generate_tiers_for, spec_from_column, spec_from_values,
+    PrivacySpec,
+    generate_tiers,
+    generate_tiers_for,
+    spec_from_column,
+    spec_from_values,
 )
 
 

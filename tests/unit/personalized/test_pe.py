@@ -12,7 +12,12 @@ from prdp_core.errors import ParameterError
 from prdp_core.mechanisms.personalized.blackbox import em_pieces
 from prdp_core.mechanisms.personalized.mechanisms import PE
 from prdp_core.mechanisms.personalized.pe import (
-    d_count, d_median, d_min, k_smallest_prefix_sums, pe_distribution, pe_draw,
+    d_count,
+    d_median,
+    d_min,
+    k_smallest_prefix_sums,
+    pe_distribution,
+    pe_draw,
 )
 from prdp_core.mechanisms.personalized.ranges import expand_pieces
 

@@ -10,7 +10,11 @@ from prdp_core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms.personalized.query import PersonalizedQuery
 from prdp_core.mechanisms.personalized.reduction import compare_with_prdp, prdp_available, run_prdp, to_prdp
 from prdp_core.mechanisms.personalized.spec import (
-    TierConfig, generate_tiers, spec_from_column, spec_from_labels, spec_from_values,
+    TierConfig,
+    generate_tiers,
+    spec_from_column,
+    spec_from_labels,
+    spec_from_values,
 )
 
 

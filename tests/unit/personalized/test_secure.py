@@ -18,9 +18,16 @@ from prdp_core.mechanisms.personalized.blackbox import BlackBox, median_scores, 
 from prdp_core.mechanisms.personalized.pe import d_count
 from prdp_core.mechanisms.personalized.ranges import _pieces
 from prdp_core.mechanisms.personalized.sample import sample_probability
-from prdp_core.mechanisms.personalized.secure import (black_box_scores, output_grid, pe_scores, pe_weights,
-                                                      sample_keep_numerators, secure_pe, secure_sample_keep,
-                                                      secure_stretching)
+from prdp_core.mechanisms.personalized.secure import (
+    black_box_scores,
+    output_grid,
+    pe_scores,
+    pe_weights,
+    sample_keep_numerators,
+    secure_pe,
+    secure_sample_keep,
+    secure_stretching,
+)
 from prdp_core.secure import SCORE_SCALE, SECURE_LABEL, SecureSampler
 
 S = SecureSampler()

@@ -11,7 +11,11 @@ from prdp_core.mechanisms.personalized.mechanisms import Minimum
 from prdp_core.mechanisms.personalized.query import PersonalizedQuery
 from prdp_core.mechanisms.personalized.sample import sample_probability
 from prdp_core.mechanisms.personalized.spec import (
-    TIER_NAMES, TierConfig, generate_tiers, spec_from_column, spec_from_labels,
+    TIER_NAMES,
+    TierConfig,
+    generate_tiers,
+    spec_from_column,
+    spec_from_labels,
 )
 
 
