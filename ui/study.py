@@ -748,6 +748,12 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
                 up[k] = val
             else:
                 notes.append(f"app.{page}.{k} = {v!r} is not a value the page offers: the page keeps its default.")
+    granular = [m.get("label") or f"{m['histogram']} histogram of {', '.join(m['attributes'])}"
+                for m in study.mechanisms if m["kind"] == "granular"]
+    if granular:
+        notes.append(f"The granular-DP mechanisms ({'; '.join(granular)}) are not loaded into the app: prdp run "
+                     "releases them, and the Concepts page's histogram lab keeps its own settings (app.concepts). "
+                     "A study exported from the app leaves them out — keep this config for them.")
     seeds = {study.mechanism_seed(i) for i, m in enumerate(study.mechanisms) if not m.get("secure")}
     if seeds - {study.seed}:
         notes.append(f"The app runs every page with the session seed {study.seed}; some mechanisms of this config "

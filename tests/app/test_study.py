@@ -210,3 +210,13 @@ def test_round_trip_of_an_uploaded_file_with_fixes_and_concepts_settings():
     assert b.session_state["policy"] == a.session_state["policy"]
     assert b.session_state["cc_eps"] == 2.5
     assert parse_config(_exported(b)) == study
+
+
+def test_a_study_with_granular_mechanisms_loads_and_says_they_stay_with_prdp_run():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / "cbp_granular.yaml").read_text(encoding="utf-8")
+    at = _load(open_page("study"), text)
+    t = texts(at)
+    assert "Loaded the study" in t
+    assert "granular-DP mechanisms" in t and "State x sector (standard histogram)" in t and "prdp run" in t
