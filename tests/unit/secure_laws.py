@@ -4,10 +4,10 @@ deliberately miscalibrated sampler that such a test must reject."""
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 from prdp_core import noise
 from prdp_core.secure import SecureSampler
+from tests.laws import chi2_p
 
 
 class SkewedSampler(SecureSampler):
@@ -26,11 +26,7 @@ def chi2_dlap_p(sample: np.ndarray, scale: float) -> float:
     """χ² p-value of integer ``sample`` against the discrete Laplace P(k) ∝ e^{−|k|/scale}."""
     sample = np.asarray(sample)
     support = np.arange(-int(12 * scale) - 2, int(12 * scale) + 3)
-    p = noise.two_sided_geometric_pmf(support, 1.0 / scale)
-    obs = np.array([(sample == k).sum() for k in support] + [(np.abs(sample) > support.max()).sum()])
-    exp = np.concatenate((p, [max(1 - p.sum(), 1e-12)])) * sample.size
-    keep = exp > 5
-    return stats.chisquare(obs[keep], exp[keep] * obs[keep].sum() / exp[keep].sum()).pvalue
+    return chi2_p(sample, lambda k: noise.two_sided_geometric_pmf(k, 1.0 / scale), support)
 
 
 class BatchSampler(SecureSampler):

@@ -8,6 +8,7 @@ from scipy import stats
 
 from prdp_core import noise
 from prdp_core.errors import ParameterError
+from tests.laws import chi2_p
 
 N = 40_000
 
@@ -32,41 +33,31 @@ def test_gaussian_sigma_with_power(sigma):
     assert _ks_p(x, stats.norm(scale=sigma * 1.1)) < 1e-4
 
 
-def _chi2_p(sample, pmf, support):
-    obs = np.array([(sample == k).sum() for k in support] + [(np.abs(sample) > support.max()).sum()])
-    p = pmf(support)
-    exp = np.concatenate((p, [max(1 - p.sum(), 1e-12)])) * sample.size
-    keep = exp > 5
-    obs, exp = obs[keep], exp[keep]
-    exp = exp * obs.sum() / exp.sum()
-    return stats.chisquare(obs, exp).pvalue
-
-
 @pytest.mark.parametrize("eps", [0.3, 1.5])
 def test_two_sided_geometric_exact_pmf_with_power(eps):
     x = noise.two_sided_geometric(eps, N, rng=np.random.default_rng(3))
     support = np.arange(-40, 41)
-    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps), support) > 1e-3
-    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps * 1.1), support) < 1e-4
-    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps / 1.1), support) < 1e-4
+    assert chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps), support) > 1e-3
+    assert chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps * 1.1), support) < 1e-4
+    assert chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps / 1.1), support) < 1e-4
 
 
 @pytest.mark.parametrize("t", [0.8, 5.0])
 def test_discrete_laplace_exact_pmf_with_power(t):
     x = noise.discrete_laplace(t, N, rng=np.random.default_rng(6))
     support = np.arange(-int(12 * t) - 2, int(12 * t) + 3)
-    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, 1.0 / t), support) > 1e-3
-    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, 1.0 / (0.9 * t)), support) < 1e-4
-    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, 1.0 / (1.1 * t)), support) < 1e-4
+    assert chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, 1.0 / t), support) > 1e-3
+    assert chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, 1.0 / (0.9 * t)), support) < 1e-4
+    assert chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, 1.0 / (1.1 * t)), support) < 1e-4
 
 
 @pytest.mark.parametrize("sigma", [0.7, 4.0])
 def test_discrete_gaussian_with_power(sigma):
     x = noise.discrete_gaussian(sigma, N, rng=np.random.default_rng(4))
     support = np.arange(-int(8 * sigma) - 2, int(8 * sigma) + 3)
-    assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma), support) > 1e-3
-    assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma * 0.9), support) < 1e-4
-    assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma * 1.1), support) < 1e-4
+    assert chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma), support) > 1e-3
+    assert chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma * 0.9), support) < 1e-4
+    assert chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma * 1.1), support) < 1e-4
 
 
 def test_exponential_mechanism_distribution():

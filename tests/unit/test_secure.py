@@ -30,18 +30,10 @@ from prdp_core.secure import (
 )
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Query, SplittingPolicy, Workload
+from tests.laws import chi2_p
 
 S = SecureSampler()
 N = 30_000
-
-
-def _chi2_p(sample: np.ndarray, pmf, support: np.ndarray) -> float:
-    obs = np.array([(sample == k).sum() for k in support] + [(np.abs(sample) > support.max()).sum()])
-    p = pmf(support)
-    exp = np.concatenate((p, [max(1 - p.sum(), 1e-12)])) * sample.size
-    keep = exp > 5
-    obs, exp = obs[keep], exp[keep]
-    return stats.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
 
 
 def test_grid_is_an_exact_power_of_two_below_the_sensitivity():
@@ -76,9 +68,9 @@ def test_exact_cell_sums_match_python_integers():
 def test_discrete_gaussian_exact_law_with_power(sigma):
     x = S.gaussian_answers(np.zeros(N, dtype=np.int64), 1.0, 1.0, 1.0 / (2 * sigma**2)).units
     support = np.arange(-int(8 * sigma) - 2, int(8 * sigma) + 3)
-    assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma), support) > 1e-6
-    assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, 0.9 * sigma), support) < 1e-4
-    assert _chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, 1.1 * sigma), support) < 1e-4
+    assert chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, sigma), support) > 1e-6
+    assert chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, 0.9 * sigma), support) < 1e-4
+    assert chi2_p(x, lambda k: noise.discrete_gaussian_pmf(k, 1.1 * sigma), support) < 1e-4
 
 
 @pytest.mark.parametrize("eps", [0.4, 1.5])
@@ -87,9 +79,9 @@ def test_discrete_laplace_exact_law_with_power(eps):
     assert np.allclose(a.loss, eps) and np.allclose(a.scale, 1 / eps)
     support = np.arange(-40, 41)
     x = a.units
-    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps), support) > 1e-6
-    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps * 1.1), support) < 1e-4
-    assert _chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps / 1.1), support) < 1e-4
+    assert chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps), support) > 1e-6
+    assert chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps * 1.1), support) < 1e-4
+    assert chi2_p(x, lambda k: noise.two_sided_geometric_pmf(k, eps / 1.1), support) < 1e-4
 
 
 def test_quantised_gaussian_on_a_fine_grid_has_the_claimed_sigma_with_power():

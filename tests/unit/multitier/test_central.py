@@ -22,18 +22,9 @@ from prdp_core.mechanisms.multitier.central import (
 from prdp_core.mechanisms.multitier.noise_families import noise_family, tsg_pmf, tsg_variance
 from prdp_core.mechanisms.multitier.queries import central_query
 from prdp_core.mechanisms.multitier.tiers import tiers_from
+from tests.laws import chi2_p
 
 N = 40_000
-
-
-def _chi2_p(sample: np.ndarray, pmf, support: np.ndarray) -> float:
-    obs = np.array([(sample == k).sum() for k in support] + [(np.abs(sample) > support.max()).sum()])
-    p = pmf(support)
-    exp = np.concatenate((p, [max(1 - p.sum(), 1e-12)])) * sample.size
-    keep = exp > 5
-    obs, exp = obs[keep], exp[keep]
-    exp = exp * obs.sum() / exp.sum()
-    return stats.chisquare(obs, exp).pvalue
 
 
 def test_geometric_chain_reproduces_every_tier_with_power():
@@ -43,9 +34,9 @@ def test_geometric_chain_reproduces_every_tier_with_power():
     support = np.arange(-40, 41)
     for i, e in enumerate(eps):
         x = out[i].astype(int)
-        assert _chi2_p(x, lambda k: tsg_pmf(k, e), support) > 1e-3, e
-        assert _chi2_p(x, lambda k: tsg_pmf(k, e * 1.1), support) < 1e-4, e
-        assert _chi2_p(x, lambda k: tsg_pmf(k, e / 1.1), support) < 1e-4, e
+        assert chi2_p(x, lambda k: tsg_pmf(k, e), support) > 1e-3, e
+        assert chi2_p(x, lambda k: tsg_pmf(k, e * 1.1), support) < 1e-4, e
+        assert chi2_p(x, lambda k: tsg_pmf(k, e / 1.1), support) < 1e-4, e
         # closed-form MSE: variance z-test
         v = tsg_variance(e)
         se = math.sqrt(np.var((x - 0.0) ** 2) / N)
@@ -56,8 +47,8 @@ def test_geometric_sensitivity_two_uses_eps_over_delta():
     fam = noise_family("geometric", sensitivity=2)
     out = sample_multitier(fam, [fam.param(4.0), fam.param(1.0)], np.zeros(N), rng=np.random.default_rng(5))
     support = np.arange(-60, 61)
-    assert _chi2_p(out[1].astype(int), lambda k: tsg_pmf(k, 0.5), support) > 1e-3
-    assert _chi2_p(out[1].astype(int), lambda k: tsg_pmf(k, 0.55), support) < 1e-4
+    assert chi2_p(out[1].astype(int), lambda k: tsg_pmf(k, 0.5), support) > 1e-3
+    assert chi2_p(out[1].astype(int), lambda k: tsg_pmf(k, 0.55), support) < 1e-4
 
 
 @pytest.mark.parametrize("family", ["laplace", "gaussian"])
@@ -81,9 +72,9 @@ def test_multiscale_chain_matches_its_exact_pmf_and_variance():
     out = sample_multitier(fam, eps, np.zeros(N), rng=np.random.default_rng(13))
     support = np.arange(-30, 31)
     x = out[1].astype(int)
-    assert _chi2_p(x, lambda k: fam.pmf(k, 1.5), support) > 1e-3
-    assert _chi2_p(x, lambda k: fam.pmf(k, 1.65), support) < 1e-4
-    assert _chi2_p(x, lambda k: fam.pmf(k, 1.5 / 1.1), support) < 1e-4
+    assert chi2_p(x, lambda k: fam.pmf(k, 1.5), support) > 1e-3
+    assert chi2_p(x, lambda k: fam.pmf(k, 1.65), support) < 1e-4
+    assert chi2_p(x, lambda k: fam.pmf(k, 1.5 / 1.1), support) < 1e-4
     assert fam.variance(1.5) == pytest.approx((1 + 4) * tsg_variance(1.5))
     assert abs(np.mean(x ** 2.0) - fam.variance(1.5)) < 4 * math.sqrt(np.var(x ** 2.0) / N)
 

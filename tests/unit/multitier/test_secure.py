@@ -21,8 +21,7 @@ from prdp_core.mechanisms.multitier.secure import (
     uniform_categories,
 )
 from prdp_core.secure import SecureSampler
-
-from .test_central import _chi2_p
+from tests.laws import chi2_p
 
 S = SecureSampler()
 N = 30_000
@@ -38,9 +37,9 @@ def test_secure_geometric_chain_reproduces_every_tier_with_power():
     support = np.arange(-40, 41)
     for i, e in enumerate(eps):
         x = st.estimates[i].astype(int)
-        assert _chi2_p(x, lambda k: tsg_pmf(k, e), support) > 1e-6, e
-        assert _chi2_p(x, lambda k: tsg_pmf(k, e * 1.1), support) < 1e-4, e
-        assert _chi2_p(x, lambda k: tsg_pmf(k, e / 1.1), support) < 1e-4, e
+        assert chi2_p(x, lambda k: tsg_pmf(k, e), support) > 1e-6, e
+        assert chi2_p(x, lambda k: tsg_pmf(k, e * 1.1), support) < 1e-4, e
+        assert chi2_p(x, lambda k: tsg_pmf(k, e / 1.1), support) < 1e-4, e
     assert st.total == pytest.approx(3.0) and st.certified[0] <= 3.0 * (1 + 1e-12)
     assert np.all(st.certified[1:] <= np.array(eps[1:]) + 1e-12) and np.all(st.certified[1:] >= np.array(eps[1:]) - 1e-9)
 
@@ -65,8 +64,8 @@ def test_secure_multiscale_chain_matches_its_pmf():
     support = np.arange(-30, 31)
     for i, e in enumerate([3.0, 1.5]):
         x = st.estimates[i].astype(int)
-        assert _chi2_p(x, lambda k: fam.pmf(k, e), support) > 1e-6
-        assert _chi2_p(x, lambda k: fam.pmf(k, e * 1.15), support) < 1e-4
+        assert chi2_p(x, lambda k: fam.pmf(k, e), support) > 1e-6
+        assert chi2_p(x, lambda k: fam.pmf(k, e * 1.15), support) < 1e-4
 
 
 @pytest.mark.parametrize("family", ["laplace", "gaussian"])
