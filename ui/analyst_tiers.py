@@ -16,9 +16,10 @@ from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import granular
 from prdp_core.mechanisms import multitier as mt
+from prdp_core.secure import mode_label
 
 from . import memory, state
-from .common import confidential, learn, md_escape
+from .common import confidential, learn, md_escape, mode_notice
 from .data import load_code
 from .page_state import PageState
 
@@ -263,10 +264,6 @@ def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
 def release_view(rel: Any, model: str, rng_seed: int, teaching: bool) -> None:
     """Section 6's result: the mode, the answers of every tier (with true values and errors in teaching mode
     only, marked confidential) and the ledger entry added."""
-    from prdp_core.secure import mode_label
-
-    from .common import mode_notice
-
     mode_notice(rel.secure, rel.seed if rel.seed is not None else rng_seed,
                 f"every tier's loss is certified before the answers are shown "
                 f"({md_escape(rel.params.get('certified_note', ''))})")
