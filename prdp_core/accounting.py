@@ -32,6 +32,7 @@ import pandas as pd
 from .conversions import approx_dp_delta, conversion_table, pure_to_zcdp, zcdp_to_approx_dp
 from .errors import ConfigError, ParameterError, PolicyError, PrdpError
 from .loss_profile import MEASURE_SYMBOL, Measure, _check_measure
+from .neighbours import AddRemove, NeighbourRelation, as_neighbours
 from .provenance import DATA_DERIVED_COLUMN, data_derived
 from .secure import mode_label
 from .validate import non_negative as _check_nonneg
@@ -324,9 +325,12 @@ class LedgerEntry:
     params: dict[str, Any] = field(default_factory=dict)
     seed: int | None = None
     secure: bool = False
-    #: Neighbour notion the loss is stated under ("add/remove", "substitution", …): losses stated under
-    #: different notions do not add up directly.
-    neighbours: str = "add/remove"
+    #: Neighbour relation the loss is stated under (:mod:`prdp_core.neighbours`; its name is accepted and
+    #: parsed): losses stated under different relations do not add up directly.
+    neighbours: NeighbourRelation = AddRemove()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "neighbours", as_neighbours(self.neighbours))
 
     @property
     def measure(self) -> Measure:
@@ -335,14 +339,14 @@ class LedgerEntry:
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "mechanism": self.mechanism, "loss": self.loss.to_dict(),
                 "params": _plain(self.params), "seed": self.seed, "secure": self.secure,
-                "neighbours": self.neighbours}
+                "neighbours": self.neighbours.name}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "LedgerEntry":
         try:
             return cls(label=str(d["label"]), mechanism=str(d["mechanism"]), loss=loss_from_dict(d["loss"]),
                        params=dict(d.get("params") or {}), seed=d.get("seed"), secure=bool(d.get("secure", False)),
-                       neighbours=str(d.get("neighbours", "add/remove")))
+                       neighbours=as_neighbours(str(d.get("neighbours", AddRemove.name))))
         except KeyError as exc:
             raise ConfigError(f"A ledger entry lacks the key {exc}.") from None
 
@@ -387,7 +391,7 @@ class Ledger:
         pure ε (zCDP has no pure-ε equivalent).
         """
         _check_measure(measure)
-        notions = {e.neighbours for e in self.entries}
+        notions = {e.neighbours.name for e in self.entries}
         if len(notions) > 1:
             raise PolicyError("The ledger mixes neighbour notions (" + ", ".join(sorted(notions)) + "): their losses "
                               "do not add up as they are.", hint="Total the releases of each notion separately.")
@@ -409,7 +413,7 @@ class Ledger:
         rows = []
         for i, e in enumerate(self.entries, 1):
             row = {"#": i, "release": e.label, "mechanism": e.mechanism, "measure": MEASURE_SYMBOL[e.measure],
-                   "neighbours": e.neighbours,
+                   "neighbours": e.neighbours.name,
                    "policy (public form)": e.loss.describe(), "base loss": e.loss.minimum(),
                    "worst case": e.loss.supremum(), "seed": e.seed, "secure": e.secure,
                    "mode": mode_label(e.secure), DATA_DERIVED_COLUMN: "; ".join(data_derived(e.params))}
@@ -444,7 +448,7 @@ class Ledger:
         tot_rho = np.zeros(n)
         tot_eps: np.ndarray | None = np.zeros(n)
         base = worst = 0.0
-        notions: set[str] = set()
+        notions: set[NeighbourRelation] = set()
         rows = []
         for i, (e, here) in enumerate(zip(self.entries, flags), 1):
             values: np.ndarray | None = None

@@ -258,7 +258,7 @@ def ledger_frame(entries: list[Any], *, review: bool) -> Any:
         when = dt.datetime.fromtimestamp(s.created_at).strftime("%Y-%m-%d %H:%M")
         row: dict[str, Any] = {"#": s.seq, "recorded": when,
                                "release": e.label, "mechanism": e.mechanism, "measure": MEASURE_SYMBOL[e.measure],
-                               "neighbours": e.neighbours, "mode": mode_label(e.secure), "seed": e.seed,
+                               "neighbours": e.neighbours.name, "mode": mode_label(e.secure), "seed": e.seed,
                                "worst case": e.loss.supremum(), "data": describe_data(s.fingerprint), "by": s.origin}
         if not review:
             row.update({"largest record loss": s.largest, "largest record total (ρ)": s.total_rho,

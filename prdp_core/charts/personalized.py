@@ -12,9 +12,10 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from ..loss_profile import ecdf
+from ..neighbours import AddRemove, Substitution
 from . import PALETTE, cdf_figure, layout
 
-NEIGHBOUR_COLOURS = {"add/remove": PALETTE[0], "substitution": PALETTE[3]}
+NEIGHBOUR_COLOURS = {AddRemove.name: PALETTE[0], Substitution.name: PALETTE[3]}
 
 
 def spec_figure(eps: np.ndarray, tiers: np.ndarray | None = None) -> go.Figure:

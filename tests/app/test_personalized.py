@@ -53,7 +53,7 @@ def test_data_derived_bounds_are_flagged_in_the_release_and_ledger():
     rel = at.session_state["pdp_last_release"]
     assert "confidential data" in rel.params["hi_source"]
     assert "confidential data" in at.session_state["ledger"].entries[-1].params["hi_source"]
-    assert rel.params["neighbours"] == rel.entries[0].neighbours == "substitution"
+    assert rel.params["neighbours"] == rel.entries[0].neighbours.name == "substitution"
     assert "design default" in texts(at)
     # bounds and cut-off set by the designer are not flagged, and the warning goes away
     at.number_input(key="pdp_hi").set_value(12345.0).run()

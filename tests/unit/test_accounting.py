@@ -23,6 +23,7 @@ from prdp_core.accounting import (
     zcdp_to_approx_dp,
 )
 from prdp_core.errors import ConfigError, ParameterError, PolicyError
+from prdp_core.neighbours import Substitution
 
 
 def test_published_conversion_values():
@@ -114,4 +115,4 @@ def test_ledger_refuses_to_total_different_neighbour_notions():
     with pytest.raises(PolicyError, match="neighbour notions"):
         led.total(TABLE, "eps")
     assert list(led.summary()["neighbours"]) == ["add/remove", "substitution"]
-    assert Ledger.from_dict(led.to_dict()).entries[1].neighbours == "substitution"
+    assert Ledger.from_dict(led.to_dict()).entries[1].neighbours == Substitution()

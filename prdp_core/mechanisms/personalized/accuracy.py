@@ -246,7 +246,7 @@ def compare(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery,
             continue
         res = evaluate(m, vals, phi, query, spec, truth, runs=runs, rng=rng)
         dl = m.delivered_for(spec.eps, spec, query)
-        rows.append({"mechanism": name, "label": m.label(spec), **res, "neighbours": m.neighbours_for(spec),
+        rows.append({"mechanism": name, "label": m.label(spec), **res, "neighbours": m.neighbours_for(spec).name,
                      "users_full_phi": float(np.mean(dl >= spec.eps * (1 - 1e-12))),
                      "mean_delivered": float(dl.mean())})
     out = pd.DataFrame(rows)
@@ -342,7 +342,7 @@ def delivered_table(spec: PrivacySpec, mechanisms: dict[str, PDPMechanism],
     rows = []
     for name, m in mechanisms.items():
         d = m.delivered_for(spec.eps, spec, q)
-        rows.append({"mechanism": name, "label": m.label(spec), "neighbours": m.neighbours_for(spec),
+        rows.append({"mechanism": name, "label": m.label(spec), "neighbours": m.neighbours_for(spec).name,
                      "mean_delivered": float(d.mean()), "mean_requested": spec.mean_eps,
                      "users_full_phi": float(np.mean(d >= spec.eps * (1 - 1e-12))),
                      "users_unused": float(np.mean(d == 0)),
@@ -389,4 +389,4 @@ def neighbour_table(mechanisms: dict[str, PDPMechanism], spec: PrivacySpec,
     (a count when not given) under ``spec`` (for the UI)."""
     q = query or PersonalizedQuery("count")
     return pd.DataFrame([{"mechanism": name, "promise to each user": m.promise_for(spec, q),
-                          "neighbours": m.neighbours_for(spec)} for name, m in mechanisms.items()])
+                          "neighbours": m.neighbours_for(spec).name} for name, m in mechanisms.items()])

@@ -80,5 +80,5 @@ def paper_experiment(task: Literal["count", "median"], *, runs: int = 1000, rng:
         half = 1.96 * float(sq.std(ddof=1)) / math.sqrt(a.size) if a.size > 1 else float("nan")
         rows.append({"mechanism": k, "rmse": math.sqrt(mse), "ci_low": math.sqrt(max(mse - half, 0.0)),
                      "ci_high": math.sqrt(mse + half), "bias": float(a.mean()),
-                     "neighbours": mechs[k].neighbours, "runs": a.size})
+                     "neighbours": mechs[k].neighbours.name, "runs": a.size})
     return pd.DataFrame(rows)

@@ -25,6 +25,7 @@ import pandas as pd
 
 from ... import noise as _noise
 from ...errors import ParameterError
+from ...neighbours import AddRemove, Substitution
 from ...release import Release
 from ...secure import SecureSampler
 from .blackbox import CountNoise, dp_answer
@@ -54,7 +55,7 @@ class PDPMechanism:
 
     name: ClassVar[str] = "pdp"
     title: ClassVar[str] = "PDP mechanism"
-    neighbours: ClassVar[Neighbours] = "add/remove"
+    neighbours: ClassVar[Neighbours] = AddRemove()
     kinds: ClassVar[tuple[str, ...]] = QUERY_KINDS
     #: Whether the mechanism wraps an ε-DP black box (a query's :class:`BlackBox` may replace it).
     wraps_black_box: ClassVar[bool] = True
@@ -104,7 +105,7 @@ class PDPMechanism:
         """The neighbour notion a release under ``spec`` is stated in: the mechanism's own when
         the roster was fixed independently of the data, substitution when it was read from the
         table (α, t and π then move with the table; only value changes are protected)."""
-        return self.neighbours if spec.roster == "public" else "substitution"
+        return self.neighbours if spec.roster == "public" else Substitution()
 
     def delivered_for(self, phi: np.ndarray, spec: PrivacySpec, query: PersonalizedQuery) -> np.ndarray:
         """Per-user ε of a release of ``query`` under ``spec``, in the notion of :meth:`neighbours_for`."""
@@ -307,7 +308,7 @@ class PE(PDPMechanism):
 
     name: ClassVar[str] = "pe"
     title: ClassVar[str] = "PE (personalized exponential)"
-    neighbours: ClassVar[Neighbours] = "substitution"
+    neighbours: ClassVar[Neighbours] = Substitution()
     kinds: ClassVar[tuple[str, ...]] = ("count", "median", "min")
     wraps_black_box: ClassVar[bool] = False
 

@@ -16,23 +16,21 @@ amplification bound of :func:`sample_delivered_substitution`).
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import numpy as np
 
 from ...errors import ParameterError
+from ...neighbours import AddRemove, NeighbourRelation, Substitution
 from .query import PersonalizedQuery
 from .sample import sample_probability
 from .spec import PrivacySpec, _check_eps
 
-Neighbours = Literal["add/remove", "substitution"]
+#: A PDP mechanism's neighbour relation (:class:`~prdp_core.neighbours.AddRemove` or
+#: :class:`~prdp_core.neighbours.Substitution`).
+Neighbours = NeighbourRelation
 
-#: Plain-language statement of each neighbour notion, for docstrings and the UI.
-NEIGHBOUR_TEXT: dict[str, str] = {
-    "add/remove": "add/remove neighbours (datasets differ by one tuple being present or absent)",
-    "substitution": "substitution neighbours (datasets differ in the value of one tuple; the number of "
-                    "tuples n is public)",
-}
+#: Plain-language statement of each neighbour notion by its name, for docstrings and the UI.
+NEIGHBOUR_TEXT: dict[str, str] = {r.name: r.text for r in (AddRemove(), Substitution())}
 
 
 def substitution_factor(query: PersonalizedQuery) -> float:

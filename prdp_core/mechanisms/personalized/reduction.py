@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ParameterError, PolicyError
+from ...neighbours import AddRemove
 from ...release import Release
 from .mechanisms import paper_mechanisms
 from .query import PersonalizedQuery
@@ -151,10 +152,10 @@ def compare_with_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Personalize
     for m in pdp_mechs.values():
         rels = [m.release(table, spec, query, rng=rng, reveal=reveal) for _ in range(R)]
         rows.append(_compare_row(f"PDP · {m.label(spec)}", "PDP", rels, truth, "public (published)",
-                                 m.neighbours_for(spec), reveal))
+                                 m.neighbours_for(spec).name, reveal))
     rels = [run_prdp(table, spec, query, c=c, beta=beta, rng=rng, reveal=reveal, eps_min=eps_min, eps_max=eps_max)
             for _ in range(R)]
-    rows.append(_compare_row(f"PrDP framework · E(r) = {c:g}·v_bud", "PrDP", rels, truth, "private", "add/remove",
+    rows.append(_compare_row(f"PrDP framework · E(r) = {c:g}·v_bud", "PrDP", rels, truth, "private", AddRemove.name,
                              reveal))
     return pd.DataFrame(rows)
 

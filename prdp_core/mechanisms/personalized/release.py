@@ -17,7 +17,7 @@ from ...accounting import LedgerEntry, RecordLoss
 from ...errors import ParameterError, PolicyError
 from ...release import Release
 from ...secure import SecureSampler, mode_label
-from .neighbours import NEIGHBOUR_TEXT, noise_calibration, substitution_factor
+from .neighbours import noise_calibration, substitution_factor
 from .query import PersonalizedQuery
 from .spec import ROSTER_TEXT, PrivacySpec
 
@@ -63,7 +63,7 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
         row.update({"true": truth, "error": ans.estimate - truth, "abs_error": abs(ans.estimate - truth)})
     params = {"mechanism": mechanism.label(spec), "query": query.kind, "column": query.column,
               "cutoff": query.cutoff, "lo": query.lo, "hi": query.hi, "integer": bool(query.integer),
-              "neighbours": notion, "roster": spec.roster, "spec_source": spec.source, **mechanism.params(spec)}
+              "neighbours": notion.name, "roster": spec.roster, "spec_source": spec.source, **mechanism.params(spec)}
     if query.black_box is not None:
         params["black_box"] = query.black_box.name
         params["black_box_substitution"] = float(query.black_box.substitution)
@@ -74,14 +74,14 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
         params["substitution_factor"] = substitution_factor(query)
         params["noise_calibration"] = noise_calibration(query, spec)
     sup = float(mechanism.delivered_for(spec.eps, spec, query).max()) if spec.n_users else 0.0
-    note = f"{promise}; PDP, {NEIGHBOUR_TEXT[notion]}"
+    note = f"{promise}; PDP, {notion.text}"
     if spec.roster == "table":
         note += f"; {ROSTER_TEXT['table']}"
     entry = LedgerEntry(label=label or f"{mechanism.label(spec)} · {query.describe()}",
                         mechanism=f"personalized.{mechanism.name}",
                         loss=RecordLoss(delivered, "eps", note=note, bound=sup), params=params, seed=seed,
                         neighbours=notion, secure=smp is not None)
-    extras: dict[str, Any] = {"neighbours": notion, "promise": promise, "roster": ROSTER_TEXT[spec.roster],
+    extras: dict[str, Any] = {"neighbours": notion.name, "promise": promise, "roster": ROSTER_TEXT[spec.roster],
                               "mode": mode_label(smp is not None)}
     if ans.eps_used is not None:
         extras["eps_used"] = ans.eps_used

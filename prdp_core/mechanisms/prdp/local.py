@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ParameterError
+from ...neighbours import LocalDummy
 from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, grid_for, to_units
 from .budget import BudgetFunction
@@ -58,7 +59,7 @@ from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _
 ThresholdRule = Literal["paper", "bernstein"]
 
 #: Neighbour notion of every PrLDP release: one party's report against the dummy record ⊥ (Def. 7.2).
-LOCAL_NEIGHBOURS = "local: a party's report vs the dummy ⊥ (PrLDP, Def. 7.2)"
+LOCAL_NEIGHBOURS = LocalDummy()
 
 
 def laplace_sum(n: int | np.ndarray, scale: np.ndarray | float, *, rng: np.random.Generator,

@@ -18,6 +18,7 @@ import pandas as pd
 from ...accounting import DistributionLoss, LedgerEntry, RecordLoss
 from ...distribution import LossDistribution
 from ...errors import ParameterError, PolicyError
+from ...neighbours import AddRemove, NeighbourRelation, as_neighbours
 from ...secure import SecureSampler
 
 # ---------------------------------------------------------------------------
@@ -68,12 +69,12 @@ def _truth_cols(est: float, true: float) -> dict[str, float]:
 
 
 def _entry(label: str, mechanism: str, loss: np.ndarray | LossDistribution, note: str, bound: float,
-           params: dict[str, Any], seed: int | None, secure: bool = False, neighbours: str = "add/remove"
-           ) -> LedgerEntry:
+           params: dict[str, Any], seed: int | None, secure: bool = False,
+           neighbours: NeighbourRelation | str = AddRemove.name) -> LedgerEntry:
     fn = DistributionLoss(loss, "eps", note, float(bound)) if isinstance(loss, LossDistribution) else \
         RecordLoss(loss, measure="eps", note=note, bound=float(bound))
     return LedgerEntry(label=label, mechanism=mechanism, loss=fn, params=params, seed=seed, secure=secure,
-                       neighbours=neighbours)
+                       neighbours=as_neighbours(neighbours))
 
 
 def _sampler(secure: bool, sampler: SecureSampler | None, rng: Any) -> SecureSampler | None:

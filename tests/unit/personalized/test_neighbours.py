@@ -25,6 +25,7 @@ from prdp_core.mechanisms.personalized.spec import (
     spec_from_column,
     spec_from_values,
 )
+from prdp_core.neighbours import Substitution
 
 
 def test_roster_read_from_the_table_is_stated_under_substitution():
@@ -40,7 +41,7 @@ def test_roster_read_from_the_table_is_stated_under_substitution():
         assert r.params["neighbours"] == "substitution" and r.params["roster"] == "table"
         assert r.extras["neighbours"] == "substitution" and "read from the table" in r.extras["roster"]
         e = r.entries[0]
-        assert e.neighbours == "substitution"
+        assert e.neighbours == Substitution() and e.neighbours.name == "substitution"
         assert "substitution" in e.loss.describe() and "add/remove" not in e.loss.describe()
         assert r.check_delivered_within_requested()  # a count has k = 1
     # generated tiers over the table's rows or owners are read from the table too; a declared universe is not
@@ -50,7 +51,7 @@ def test_roster_read_from_the_table_is_stated_under_substitution():
     public = generate_tiers(np.array(["a", "b", "c"]), rng=np.random.default_rng(0), user_col="uid")
     assert public.roster == "public"
     r = Sample("max").release(tab, public, PersonalizedQuery("count"), rng=np.random.default_rng(0))
-    assert r.params["neighbours"] == r.entries[0].neighbours == "add/remove"
+    assert r.params["neighbours"] == r.entries[0].neighbours.name == "add/remove"
     with pytest.raises(ParameterError):
         PrivacySpec(users=np.arange(2), eps=np.ones(2), roster="data")
 

@@ -31,7 +31,7 @@ def test_every_release_delivers_at_most_the_request(kind):
         assert r.check_delivered_within_requested(), name
         assert r.measure == "eps" and r.loss.shape == (300,)
         assert {"true", "error", "estimate"} <= set(r.answers.columns)
-        assert r.params["neighbours"] == m.neighbours
+        assert r.params["neighbours"] == m.neighbours.name
         assert isinstance(r.entries[0].loss, RecordLoss) and r.entries[0].loss.measure == "eps"
         review = r.for_review()
         assert review.loss is None and "true" not in review.answers.columns
