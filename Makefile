@@ -38,6 +38,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VPY) -m ruff check prdp_core ui app_pages app.py tests benchmarks
+	$(VPY) -m mypy
 	$(VPY) -m pytest $(PYTEST_ARGS)
 
 bench: $(STAMP)
@@ -48,4 +49,4 @@ lock:
 	$(UV) pip compile pyproject.toml --extra dev --python-version 3.11 --quiet -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .pytest_cache test-artifacts
+	rm -rf $(VENV) .pytest_cache .mypy_cache test-artifacts

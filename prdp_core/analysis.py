@@ -86,8 +86,7 @@ def policy_distribution(table: Any, policy: SplittingPolicy) -> LossDistribution
     if not is_engine_data(table):
         return LossDistribution.from_values(policy(table), "rho", base=policy.workload.total_rho)
     wl = policy.workload
-    own = () if wl.joint else tuple(dict.fromkeys(q.measure for q in wl.queries  # type: ignore[misc]
-                                                  if q.split and q.kind != "count"))
+    own = wl.split_measures()
     filters = tuple(dict.fromkeys(q.filter for q in wl.queries if q.filter is not None))
     hist = table.engine.split_histogram(policy.thresholds, measures=own, filters=filters)
     return LossDistribution.from_counts(policy_loss_of_histogram(policy, hist, summed=True), hist.counts, "rho",
@@ -327,7 +326,7 @@ def summarize_errors(errors: pd.DataFrame, by: Sequence[str] = ("family",), col:
     if errors.empty:
         return pd.DataFrame()
     g = errors.groupby(list(by), sort=False, observed=True)[col]
-    out = g.quantile([0.05, 0.25, 0.5, 0.75, 0.95]).unstack()
+    out = g.quantile([0.05, 0.25, 0.5, 0.75, 0.95]).unstack()  # type: ignore[arg-type]  # a list of levels
     out.columns = ["q05", "q25", "median", "q75", "q95"]
     out["cells"] = g.size()
     return out.reset_index()

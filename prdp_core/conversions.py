@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -84,6 +84,10 @@ def conversion_table(levels: dict[str, float], delta: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@overload
+def pure_to_zcdp(eps: float) -> float: ...
+@overload
+def pure_to_zcdp(eps: np.ndarray) -> np.ndarray: ...
 def pure_to_zcdp(eps: float | np.ndarray) -> float | np.ndarray:
     """ε-DP implies (ε²/2)-zCDP (Bun and Steinke 2016, Prop. 1.4)."""
     return 0.5 * np.square(eps)

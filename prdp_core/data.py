@@ -12,6 +12,7 @@ importable from here, as they always were.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Callable, Iterable, Literal, Mapping
 
 import numpy as np
@@ -259,7 +260,7 @@ def prepare_dataset(
     else:
         base = df
     for m in schema.measures:
-        c = fix.shift(m, float(out[m].min()), lambda m=m: int((out[m] < 0).sum()))
+        c = fix.shift(m, float(out[m].min()), partial(_negatives, out[m]))
         if c:
             out[m] = out[m] + c
     id_col = fix.id_column(schema, df.columns, chk, lambda: _bad_ids(base[schema.id_col]))
@@ -289,6 +290,11 @@ def prepare_dataset(
     if schema.owner_col:
         code_fixed_width(table, schema.owner_col)  # owner ids coded once, with the table (fast path only)
     return Dataset(name=name, table=table, schema=final_schema, notes=tuple(fix.notes), shifts=fix.shifts)
+
+
+def _negatives(values: pd.Series) -> int:
+    """How many of ``values`` are negative."""
+    return int((values < 0).sum())
 
 
 def _bad_ids(ids: pd.Series) -> tuple[int, tuple[str, ...]]:

@@ -146,7 +146,7 @@ def zcdp_side_by_side(rho: float, delta: float = 1e-6) -> ZcdpConversion:
                           zcdp_to_approx_dp(rho, delta, method="textbook"))
 
 
-def conversion_table(rhos: Sequence[float] | None = None, delta: float = 1e-6, *, rho_max: float = 5.0,
+def conversion_table(rhos: Sequence[float] | np.ndarray | None = None, delta: float = 1e-6, *, rho_max: float = 5.0,
                      points: int = 60) -> pd.DataFrame:
     """One row per ρ: ε by CKS, ε by the textbook bound, and √(2ρ).
 

@@ -184,7 +184,7 @@ def _sniff_delimiter(text: str, filename: str | None) -> str:
     # The sniffer can pick a delimiter that never splits the header: fall back to counting.
     if delim not in lines[0]:
         counts = {d: lines[0].count(d) for d in ",;\t|"}
-        best = max(counts, key=counts.get)
+        best = max(counts, key=lambda d: counts[d])
         delim = best if counts[best] > 0 else default
     return delim
 

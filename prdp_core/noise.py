@@ -54,8 +54,8 @@ def two_sided_geometric(eps: float, size: Size = None, *, rng: np.random.Generat
 def two_sided_geometric_pmf(k: np.ndarray | int, eps: float) -> np.ndarray:
     """Exact pmf of :func:`two_sided_geometric` (for audits and tests)."""
     a = math.exp(-_positive("geometric ε", eps))
-    k = np.abs(np.asarray(k, dtype=float))
-    return (1 - a) / (1 + a) * a**k
+    dist = np.abs(np.asarray(k, dtype=float))
+    return (1 - a) / (1 + a) * a**dist
 
 
 def discrete_laplace(t: float, size: Size = None, *, rng: np.random.Generator) -> np.ndarray:

@@ -19,7 +19,7 @@ import pandas as pd
 from .codes import column_codes
 from .data import Dataset
 from .distribution import LossDistribution
-from .engines import EngineDataset, SplitHistogram, is_engine_data
+from .engines import EngineDataset, SplitHistogram
 from .errors import PolicyError
 from .loss_profile import LossProfile, owner_losses
 from .splitting import split_counts
@@ -222,11 +222,10 @@ def preview_policy(ds: Dataset | EngineDataset, policy: SplittingPolicy, *, labe
     ``pieces`` may pass precomputed split counts (a cache) for the policy's thresholds. A dataset
     held by an engine gives an :class:`EnginePolicyPreview` (the same read-outs, computed there).
     """
-    if is_engine_data(ds):
+    if isinstance(ds, EngineDataset):
         ds.engine.validate_policy(policy, ds.schema.measures)
         wl = policy.workload
-        own = () if wl.joint else tuple(dict.fromkeys(q.measure for q in wl.queries  # type: ignore[misc]
-                                                      if q.split and q.kind != "count"))
+        own = wl.split_measures()
         filters = tuple(dict.fromkeys(q.filter for q in wl.queries if q.filter is not None))
         hist = ds.engine.split_histogram(policy.thresholds, measures=own, filters=filters)
         return EnginePolicyPreview(policy, ds, hist, owner_method, label)

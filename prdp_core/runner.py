@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeGuard
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from .data import Dataset
 from .engines.spark_engine import is_uri
 from .errors import PolicyError, PrdpError
 from .release import Release
+
+if TYPE_CHECKING:
+    from .engines import EngineDataset
 
 #: A progress callback: (steps done, steps in all, what is being done).
 Progress = Callable[[int, int, str], None]
@@ -63,7 +66,7 @@ def _run_unit_splitting(study: Study, ds: Dataset, m: Mapping[str, Any], seed: i
 
     policy = study.validate_policy(ds)
     # owners' realized losses are not part of the outputs: a table held by an engine skips computing them
-    own = {"owner_realized": False} if _held_by_engine(ds) else {}
+    own: dict[str, Any] = {"owner_realized": False} if _held_by_engine(ds) else {}
     if m.get("secure"):  # review mode refuses thresholds computed from the data (teaching runs may use them)
         rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=reveal,
                                      partition_delta=m["partition_delta"], allow_data_derived=reveal, **own)
@@ -73,7 +76,7 @@ def _run_unit_splitting(study: Study, ds: Dataset, m: Mapping[str, Any], seed: i
     return [("", rel)]
 
 
-def _held_by_engine(ds: Any) -> bool:
+def _held_by_engine(ds: Any) -> TypeGuard[EngineDataset]:
     return getattr(ds, "engine", None) is not None
 
 
@@ -187,8 +190,8 @@ def _run_multitier(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, r
         rel = mt.release_central(plan, q.value, reveal=reveal, records=q.mask, query=q.label, **mode)
         return [("", rel)]
     codes, labels = mt.local_categories(ds.table, m["measure"], m["d"], scale=m["scale"], top=m.get("top"), filter=f)
-    plan = mt.plan_local(tiers, len(labels), variant=m["variant"])
-    rel = mt.release_local(plan, codes, reveal=reveal, labels=labels, **mode)
+    local_plan = mt.plan_local(tiers, len(labels), variant=m["variant"])
+    rel = mt.release_local(local_plan, codes, reveal=reveal, labels=labels, **mode)
     return [("", rel)]
 
 

@@ -391,6 +391,7 @@ def _register_real_samples() -> None:
     if not index.exists():
         return
     meta = pd.read_csv(index, dtype=str, keep_default_na=False)
+    row: Any  # every field a string (dtype=str, empty cells kept as "")
     for row in meta.itertuples(index=False):
         split = lambda s: tuple(x.strip() for x in s.split(";") if x.strip())  # noqa: E731
         _register(SampleInfo(
@@ -434,7 +435,10 @@ def load(name: str, *, n: int | None = None, seed: int = 0) -> pd.DataFrame:
         if meta.max_n is not None and n > meta.max_n:
             raise ParameterError(f"'{name}' can have at most {meta.max_n:,} records.")
     if meta.generator is not None:
-        df = meta.generator(int(n if n is not None else meta.default_n), int(seed))
+        size = n if n is not None else meta.default_n
+        if size is None:
+            raise ParameterError(f"'{name}' has no default size: give the number of records.")
+        df = meta.generator(int(size), int(seed))
     else:
         df = _load_real(meta.filename or "")
         if n is not None:

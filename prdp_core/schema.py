@@ -121,7 +121,7 @@ def _most_skewed(df: pd.DataFrame, candidates: list[str], k: int) -> list[str]:
     nonneg: list[str] = []
     for c in candidates:
         v = pd.to_numeric(df[c], errors="coerce").dropna()
-        sk = float(v.skew()) if len(v) > 2 else float("nan")
+        sk = float(v.skew()) if len(v) > 2 else float("nan")  # type: ignore[arg-type]  # numbers: a float
         skew[c] = sk if np.isfinite(sk) else -np.inf
         if len(v) and float(v.min()) >= 0:
             nonneg.append(c)

@@ -33,6 +33,7 @@ import pandas as pd
 from . import limits
 from .accounting import LossFunction, register_loss
 from .errors import ParameterError, PolicyError, ResourceLimitError
+from .loss_profile import Measure
 from .validate import non_negative, positive
 
 DEFAULT_KEY = "*"
@@ -339,7 +340,7 @@ class SplitLoss(LossFunction):
 
     rho: float
     thresholds: Thresholds
-    measure: str = "rho"
+    measure: Measure = "rho"
     kind: ClassVar[str] = "split"
 
     def __post_init__(self) -> None:
@@ -384,12 +385,12 @@ def thresholds_from_frame(rows: pd.DataFrame, *, group_col: str | None, table: p
             raise PolicyError(f"Group column '{group_col}' is not in the table.")
         for v in pd.unique(table[group_col]):
             lookup.setdefault(str(v), v)
-    out: dict[Any, dict[str, float]] = {}
+    out: dict[Any, dict[str, Any]] = {}  # cells as typed; as_thresholds checks them
     for i, r in enumerate(rows.to_dict("records"), 1):
         key = r.get(key_col)
         key_s = "" if key is None or (isinstance(key, float) and math.isnan(key)) else str(key).strip()
         if not key_s:
-            if all(r.get(m) is None or (isinstance(r.get(m), float) and math.isnan(r.get(m))) for m in measures):
+            if all(v is None or (isinstance(v, float) and math.isnan(v)) for v in (r.get(m) for m in measures)):
                 continue  # a blank row left by the editor
             raise PolicyError(f"Row {i} of the thresholds table has no group value.", hint="Use '*' for the default.")
         if group_col is None or key_s == DEFAULT_KEY:

@@ -15,6 +15,7 @@ from .accounting import Ledger, _plain, conversion_table, zcdp_to_approx_dp
 from .provenance import DATA_DERIVED_COLUMN, data_derived, stamp_answers
 from .release import Release
 from .runner import StudyRun, multitier_filter
+from .workload import SplittingPolicy
 
 
 def _answers(rel: Release, teaching: bool) -> pd.DataFrame:
@@ -72,6 +73,7 @@ def budget_table(run: StudyRun) -> pd.DataFrame:
         derived = "; ".join(data_derived(rel.params))
         if kind == "unit_splitting":
             pol = rel.entries[0].loss
+            assert isinstance(pol, SplittingPolicy)  # a unit-splitting release's loss is its policy
             wl = pol.workload
             for q in wl.queries:
                 group = ", ".join(q.group_by) or "(all records)"
@@ -101,8 +103,8 @@ def budget_table(run: StudyRun) -> pd.DataFrame:
             bound = e.loss.supremum()
             if not math.isfinite(bound):
                 bound = float(rel.params.get("eps_max", np.nan)) if kind == "prdp" else float("nan")
-            q = str(rel.answers["query"].iloc[0]) if "query" in rel.answers.columns and len(rel.answers) else e.label
-            add(label, q, "(all records)", e.measure, bound, e.loss.describe())
+            asked = str(rel.answers["query"].iloc[0]) if "query" in rel.answers.columns and len(rel.answers) else e.label
+            add(label, asked, "(all records)", e.measure, bound, e.loss.describe())
     return pd.DataFrame(rows, columns=["release", "query", "group level", "unit", "budget", "charged to a record",
                                        "ρ equivalent", DATA_DERIVED_COLUMN])
 

@@ -99,7 +99,7 @@ def sweep(table: Any, policy: SplittingPolicy, thresholds: Sequence[Mapping[str,
     sts = table_stats(table, policy) if stats_ is None else stats_
     z_g = _z(gamma)
     # per query: kept cells, 1/|S| (unbiased) or (bias, |S|) (top-coded)
-    prepared = []
+    prepared: list[tuple[QueryStats, np.ndarray, str, np.ndarray | None, tuple[np.ndarray, np.ndarray] | None]] = []
     for s, k in _evaluated_cells(sts, min_count):
         q = s.query
         if q.kind == "sum" and not q.split:
@@ -108,8 +108,7 @@ def sweep(table: Any, policy: SplittingPolicy, thresholds: Sequence[Mapping[str,
         else:
             truth = np.abs(s.true_answer()[k])
             with np.errstate(divide="ignore"):
-                inv = np.where(truth > 0, 1.0 / truth, np.inf)
-            prepared.append((s, k, _family(q), inv, None))
+                prepared.append((s, k, _family(q), np.where(truth > 0, 1.0 / truth, np.inf), None))
     families = list(dict.fromkeys(p[2] for p in prepared))
     # Fast path: a family of unbiased answers whose per-piece sensitivity is one value for all its
     # cells (COUNT: 1; SUM on split data with single-row thresholds: T(a)) has ARE = c·Δ/√(2ρ_q)/|S|
@@ -122,7 +121,7 @@ def sweep(table: Any, policy: SplittingPolicy, thresholds: Sequence[Mapping[str,
         for fam in families:
             members = [p for p in prepared if p[2] == fam]
             if all(p[4] is None for p in members):
-                w = np.concatenate([p[3] / math.sqrt(2.0 * p[0].query.rho) for p in members])
+                w = np.concatenate([p[3] / math.sqrt(2.0 * p[0].query.rho) for p in members if p[3] is not None])
                 wf = w[np.isfinite(w)]
                 q0 = members[0][0].query
                 measure = None if q0.kind == "count" else q0.measure
@@ -173,14 +172,18 @@ def sweep(table: Any, policy: SplittingPolicy, thresholds: Sequence[Mapping[str,
                         continue
                     sig = sens[id(s)] / math.sqrt(2.0 * s.query.rho * scale)
                     kp = keep_of[id(s)][k] if id(s) in keep_of else None
-                    if biased is None and (kp is None or np.all(kp == 1.0)):
-                        parts_med.append(Z_MEDIAN * sig * inv)
-                        parts_qre.append(z_g * sig * inv)
+                    if biased is None:
+                        assert inv is not None  # an unbiased answer carries 1/|S|
+                        if kp is None or np.all(kp == 1.0):
+                            parts_med.append(Z_MEDIAN * sig * inv)
+                            parts_qre.append(z_g * sig * inv)
+                            continue
+                        bias, truth = np.zeros(inv.shape), 1.0 / inv
                     else:
-                        bias, truth = biased if biased is not None else (0.0, 1.0 / inv)
-                        kp = np.ones(truth.shape) if kp is None else kp
-                        parts_med.append(are_quantile_with_keep(bias, sig, truth, kp, 0.5))
-                        parts_qre.append(are_quantile_with_keep(bias, sig, truth, kp, gamma))
+                        bias, truth = biased
+                    kp = np.ones(truth.shape) if kp is None else kp
+                    parts_med.append(are_quantile_with_keep(bias, sig, truth, kp, 0.5))
+                    parts_qre.append(are_quantile_with_keep(bias, sig, truth, kp, gamma))
                 med = np.concatenate(parts_med)
                 med_f = med[np.isfinite(med)]
                 qs = np.quantile(med_f, _BOX_Q) if med_f.size else np.full(5, np.nan)
@@ -205,8 +208,7 @@ def _sweep_losses(table: Any, policy: SplittingPolicy, has_filter: bool
         hist = table.engine.split_histogram(policy.thresholds)
         m = hist.pieces()
         return m, wl.flat_rho + wl.split_rho * (m * m), hist.counts
-    own = () if wl.joint else tuple(dict.fromkeys(q.measure for q in wl.queries  # type: ignore[misc]
-                                                  if q.split and q.kind != "count"))
+    own = wl.split_measures()
     filters = tuple(dict.fromkeys(q.filter for q in wl.queries if q.filter is not None))
     hist = table.engine.split_histogram(policy.thresholds, measures=own, filters=filters)
     return hist.pieces(), policy_loss_of_histogram(policy, hist, summed=True), hist.counts
@@ -282,7 +284,7 @@ def best_settings(losses: pd.DataFrame, family: str, *, max_share: float = 0.01)
     if losses.empty or col not in losses.columns:
         return out
     for rho_v, grp in losses.groupby("base_rho", sort=True):
-        item: dict[str, Any] = {"base_rho": float(rho_v)}
+        item: dict[str, Any] = {"base_rho": float(rho_v)}  # type: ignore[arg-type]  # a float column's key
         ok = grp[grp["share_above_base"] <= max_share]
         finite = ok[np.isfinite(ok[col].to_numpy(dtype="float64"))]
         if ok.empty:

@@ -37,6 +37,7 @@ import pandas as pd
 
 from .accounting import LossFunction, register_loss
 from .errors import ConfigError, ParameterError, PolicyError
+from .loss_profile import Measure
 from .provenance import check_sources
 from .splitting import DEFAULT_KEY, Thresholds, restrict_thresholds, split_counts
 
@@ -174,6 +175,14 @@ class Workload:
         if not math.isfinite(self.partition_rho) or self.partition_rho < 0:
             raise PolicyError("The partition-selection budget must be a non-negative number.")
 
+    def split_measures(self) -> tuple[str, ...]:
+        """The measures whose own split counts the per-record losses depend on (each once, in query order):
+        those of the SUM/AVG queries answered on split data, none when the workload is split jointly."""
+        if self.joint:
+            return ()
+        return tuple(dict.fromkeys(q.measure for q in self.queries
+                                   if q.split and q.kind != "count" and q.measure is not None))
+
     def validate(self, table: pd.DataFrame, measures: tuple[str, ...] | None = None) -> None:
         self.check(table.columns, measures, lambda cols: {g: int(table[g].isna().sum()) for g in cols})
 
@@ -264,7 +273,7 @@ class SplittingPolicy(LossFunction):
 
     thresholds: Thresholds
     workload: Workload
-    measure: str = "rho"
+    measure: Measure = "rho"
     #: Where each threshold came from, measure → source (``"data: p99 (rounded)"`` for one computed from the
     #: confidential data; a measure not listed was typed in as a public value). See :mod:`prdp_core.provenance`.
     #: Given as a mapping; kept as sorted (measure, source) pairs.
@@ -479,7 +488,7 @@ def workload_from_frame(df: pd.DataFrame) -> Workload:
 
         def num(key: str, default: float | None = None) -> float | None:
             v = r.get(key)  # noqa: B023 (called within this iteration)
-            if not _cell_text(v):
+            if v is None or not _cell_text(v):
                 return default
             try:
                 return float(v)

@@ -128,8 +128,8 @@ def describe_data(fp: Mapping[str, Any] | None) -> str:
         text = f"{fp.get('name') or 'a table'} (SHA-256 {str(ident['sha256'])[:12]}…)"
     elif "files" in ident:
         files = ident.get("files") or []
-        size = sum(int(f[1]) for f in files)
-        text = f"{fp.get('name') or 'a table'} ({len(files)} file(s), {size:,} bytes, as last modified)"
+        nbytes = sum(int(f[1]) for f in files)
+        text = f"{fp.get('name') or 'a table'} ({len(files)} file(s), {nbytes:,} bytes, as last modified)"
     else:
         text = str(fp.get("name") or ident.get("path") or "a table")
     extra = [f"id column {fp['id']}"] if fp.get("id") else []
@@ -376,6 +376,8 @@ class LedgerStore:
                 return self._insert(conn, name, fingerprint)
             conn.execute(insert(ledgers).values(**values).on_conflict_do_nothing(index_elements=["name"]))
             row = conn.execute(q).first()
+            if row is None:
+                raise StoreError(f"The ledger '{name}' could not be created.", hint="Run it again.")
         stored = None if row.fingerprint is None else json.loads(row.fingerprint)
         if stored is not None and not same_data(stored, fingerprint):
             if not new_data:

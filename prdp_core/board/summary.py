@@ -126,7 +126,7 @@ def _splitting(study: Study, ds: Dataset) -> tuple[dict[str, Any], np.ndarray, d
             queries.append(_sigma_row(name, 1.0 / math.sqrt(2.0 * q.rho)))
             continue
         if not q.split:
-            deltas = [float(q.clamp)]  # type: ignore[arg-type]
+            deltas = [float(q.clamp)]
         else:
             deltas = [float(dict(r)[q.measure]) for _, r in rows if q.measure in dict(r)]
         note = "AVG: σ of its sum; its count has σ = 1/√(2ρ_count)" if q.kind == "avg" else ""
@@ -326,14 +326,14 @@ def board_frame(entries: Iterable[Any], *, review: bool, delta: float, mine: set
         row: dict[str, Any] = {
             "#": e.id, "name": e.name, "kind": e.kind, "policy": pub.get("policy", ""),
             "budgets": pub.get("budgets", ""),
-            "base loss": format_loss(base, unit) if base is not None else "–",  # type: ignore[arg-type]
+            "base loss": format_loss(base, unit) if base is not None else "–",
             "ε at δ, base": eps_at(base, unit, delta), "σ per query": _sigmas(pub), "dataset": e.dataset,
             "submitted": datetime.fromtimestamp(e.created_at, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "rationale": e.rationale}
         if mine is not None:
             row["yours"] = e.id in mine
         if not review:
-            fmt = {k: format_loss(rec[k], unit) if rec.get(k) is not None else "–"  # type: ignore[arg-type]
+            fmt = {k: format_loss(rec[k], unit) if rec.get(k) is not None else "–"
                    for k in ("p50", "p99", "max", "owner_p99")}
             row.update({"share above base": rec.get("share_above_base"), "median record loss": fmt["p50"],
                         "p99 record loss": fmt["p99"], "max record loss": fmt["max"], "owner p99": fmt["owner_p99"],

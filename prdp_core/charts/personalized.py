@@ -69,8 +69,8 @@ def threshold_curve_figure(curves: Mapping[str, pd.DataFrame], markers: Mapping[
                                      y=np.r_[df["ci_high"].to_numpy(float), df["ci_low"].to_numpy(float)[::-1]].tolist(),
                                      fill="toself", line=dict(width=0), fillcolor=colour, opacity=0.15,
                                      name=f"{name} 95% interval", showlegend=False, hoverinfo="skip"))
-    for label, t in markers.items():
-        fig.add_vline(x=t, line_dash="dot", line_color="#666666", annotation_text=label,
+    for label, at in markers.items():
+        fig.add_vline(x=at, line_dash="dot", line_color="#666666", annotation_text=label,
                       annotation_position="top")
     return layout(fig, title, "threshold t (ε)", f"RMSE ({unit})", log_y=True)
 

@@ -4,6 +4,7 @@ the workload's queries, the budget function E(r), the personalized specification
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Mapping
 
 from ..provenance import is_data_derived
@@ -62,6 +63,12 @@ QUERY_KEYS = ("kind", "measure", "rho", "split", "group_by", "filter", "clamp", 
 def _workload(v: Any) -> dict[str, Any]:
     from ..workload import Filter, Query, Workload
 
+    def query_of(n: Mapping[str, Any]) -> Query:
+        return Query(kind=n["kind"], measure=n.get("measure"), rho=n["rho"], split=n.get("split", True),
+                     group_by=tuple(n.get("group_by", ())),
+                     filter=Filter.from_dict(n["filter"]) if "filter" in n else None, clamp=n.get("clamp"),
+                     rho_count=n.get("rho_count", 0.0), label=n.get("label", ""))
+
     d = _mapping(v, "workload", ("queries", "partition_rho", "joint"), required=("queries",))
     qs = d["queries"]
     if not isinstance(qs, list) or not qs:
@@ -94,13 +101,9 @@ def _workload(v: Any) -> dict[str, Any]:
                               "values": [_scalar(x, f"{p}.filter.values[{j}]") for j, x in enumerate(vals)]}
         if qd.get("label"):
             norm["label"] = _text(qd["label"], f"{p}.label", max_len=200)
-        _wrap(p, lambda n=norm: Query(kind=n["kind"], measure=n.get("measure"), rho=n["rho"],
-                                      split=n.get("split", True), group_by=tuple(n.get("group_by", ())),
-                                      filter=Filter.from_dict(n["filter"]) if "filter" in n else None,
-                                      clamp=n.get("clamp"), rho_count=n.get("rho_count", 0.0),
-                                      label=n.get("label", "")))
+        _wrap(p, partial(query_of, norm))
         out.append(norm)
-    norm_wl = {"queries": out,
+    norm_wl: dict[str, Any] = {"queries": out,
                "partition_rho": _number(d.get("partition_rho", 0.0), "workload.partition_rho", nonneg=True),
                "joint": _bool(d.get("joint", True), "workload.joint")}
     _wrap("workload", lambda: Workload((), norm_wl["partition_rho"], norm_wl["joint"]))
@@ -168,7 +171,7 @@ def build_budget(b: Mapping[str, Any]) -> Any:
     """The :class:`~prdp_core.mechanisms.prdp.budget.BudgetFunction` of a normalised ``policy.budget`` section."""
     from ..mechanisms import prdp
 
-    kw = {"eps_min": b.get("eps_min"), "eps_max": b.get("eps_max"), "U": b.get("U")}
+    kw: dict[str, Any] = {"eps_min": b.get("eps_min"), "eps_max": b.get("eps_max"), "U": b.get("U")}
     if "preset" in b:
         if b["preset"] == "constant":
             return prdp.constant(b["eps"], U=b.get("U"))

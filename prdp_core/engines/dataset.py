@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 import pandas as pd
 
@@ -110,7 +110,7 @@ def as_engine_dataset(ds: Dataset | EngineDataset) -> EngineDataset:
     return EngineDataset(ds.name, MemoryEngine(ds.table), ds.schema, ds.notes, dict(ds.shifts), "memory")
 
 
-def is_engine_data(data: Any) -> bool:
+def is_engine_data(data: Any) -> TypeGuard[EngineDataset]:
     return isinstance(data, EngineDataset)
 
 
@@ -262,7 +262,7 @@ def _prepare_sql(eng: Any, schema: Schema, name: str, fix: Preparation) -> Engin
     shifts: dict[str, float] = {}
     for j, m in enumerate(schema.measures):
         mn, neg = stats[2 * j], stats[2 * j + 1]
-        shifts[m] = fix.shift(m, float(mn), lambda neg=neg: int(neg))
+        shifts[m] = fix.shift(m, float(mn), partial(int, neg))
 
     def bad_ids() -> tuple[int, tuple[str, ...]]:
         i = d.ident(schema.id_col)

@@ -182,7 +182,7 @@ class DuckDBEngine(SQLEngine):
         src = source if isinstance(source, Source) else resolve_source(source, base_dir=base_dir)
         opts = options or default_options()
         config: dict[str, Any] = {"memory_limit": opts.memory_limit or DEFAULT_MEMORY_LIMIT}
-        temp = opts.temp_directory or default_options().temp_directory
+        temp = str(opts.temp_directory or default_options().temp_directory)  # the default always names a folder
         config["temp_directory"] = str(temp)
         if opts.threads:
             config["threads"] = int(opts.threads)
@@ -230,7 +230,7 @@ class DuckDBEngine(SQLEngine):
 
     # -- plumbing --------------------------------------------------------------------------
 
-    def _exec(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:  # type: ignore[override]
+    def _exec(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
         import duckdb
 
         with self._lock:
@@ -352,7 +352,7 @@ def _check_schemas(con: Any, src: Source) -> None:
         return
     d = sqlgen.DUCKDB
     reader = "read_parquet" if src.kind == "parquet" else "read_csv"
-    first: list[tuple[str, str]] | None = None
+    first: list[tuple[str, ColumnKind]] | None = None
     for f in src.files:
         try:
             cols = [(str(r[0]), _kind_of_type(str(r[1])))

@@ -232,10 +232,10 @@ class MemoryEngine(Engine):
         for name, arr in cols.items():
             parts.append((name, *_dense_codes(arr)))
         for c in by:
-            k, lab = column_codes(t, c, sort=True, cache=self.cache)
-            labels = lab.to_numpy(dtype=object)
+            k, uniques = column_codes(t, c, sort=True, cache=self.cache)
+            labels = uniques.to_numpy(dtype=object)
             if (k < 0).any():  # missing values: a group of their own, sorted last
-                k, labels = np.where(k < 0, len(labels), k), np.append(labels, None)
+                k, labels = np.where(k < 0, len(labels), k), np.append(labels, [None])
             parts.append((c, k, labels))
         space = float(np.prod([len(lab) for _, _, lab in parts], dtype=float))
         if space >= 2.0**62:
@@ -360,7 +360,7 @@ class MemoryEngine(Engine):
         if partition_rho > 0:
             m = split_counts(t, thresholds).astype("float64")
             realized += partition_rho * m ** 2
-            if own_real is not None:
+            if own_real is not None and own_codes is not None:
                 pc = np.bincount(own_codes, weights=m, minlength=own_real.size)
                 own_real += partition_rho * pc ** 2
         return distribution_of(realized, upper=upper), (None if own_real is None else distribution_of(own_real))

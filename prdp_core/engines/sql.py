@@ -23,15 +23,19 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ..errors import ParameterError, PolicyError
 from ..splitting import DEFAULT_KEY, Thresholds
 from ..workload import Filter
 
-ColumnKinds = dict[str, str]
+#: Each column's kind ("number", "text", "bool", "other"), read only.
+ColumnKinds = Mapping[str, str]
+#: Ascending bucket edges: a list or a numpy array.
+Edges = Sequence[float] | npt.NDArray[np.floating]
 
 
 # ---------------------------------------------------------------------------
@@ -351,7 +355,7 @@ def ceil_log2_sql(d: Dialect, x: str) -> str:
             f"WHEN {d.pow2(c)} < {x} THEN {c} + 1 ELSE {c} END)")
 
 
-def bucket_sql(d: Dialect, x: str, edges: Sequence[float], *, side: str = "left") -> str:
+def bucket_sql(d: Dialect, x: str, edges: Edges, *, side: str = "left") -> str:
     """``numpy.searchsorted(edges, x, side)`` as a balanced CASE tree (edges ascending):
     the number of edges < x (``left``) or ≤ x (``right``)."""
     e = [float(v) for v in edges]
@@ -383,7 +387,7 @@ class Bucket:
         return ", ".join(x for x in (self.items, *more) if x)
 
 
-def bucket_columns(d: Dialect, x: str, edges: Sequence[float], name: str, *, side: str = "left",
+def bucket_columns(d: Dialect, x: str, edges: Edges, name: str, *, side: str = "left",
                    estimate: str | None = None) -> Bucket:
     """:func:`bucket_sql` (``numpy.searchsorted``) for use in one SELECT list.
 

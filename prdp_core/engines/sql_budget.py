@@ -120,7 +120,7 @@ class _Budget:
     def node(self, n: ast.AST) -> str:
         d = self.d
         if isinstance(n, ast.Constant):
-            return d.double(float(n.value))
+            return d.double(float(n.value))  # type: ignore[arg-type]  # numbers only: a checked formula
         if isinstance(n, ast.Name):
             return self.number(self.name(n.id))
         if isinstance(n, ast.UnaryOp):
@@ -163,7 +163,7 @@ class _Budget:
             return {"log2": "log2", "log10": "log10", "exp": "exp"}[fname] + f"({args[0]})"
         raise ExpressionError(f"{type(n).__name__} is not allowed in a budget expression.")
 
-    def compare(self, op: ast.cmpop, left: ast.AST, right: ast.AST, parts: list[ast.AST]) -> str:
+    def compare(self, op: ast.cmpop, left: ast.AST, right: ast.AST, parts: Sequence[ast.AST]) -> str:
         d = self.d
         texty = any(isinstance(p, ast.Constant) and isinstance(p.value, str) for p in parts)
         if texty:

@@ -218,7 +218,8 @@ class SQLEngine(ProfileStatistics, Engine):
 
     def _split_sql(self, thr: Thresholds, per_measure: Sequence[str] = ()) -> sqlgen.SplitColumns:
         kinds = self.column_kinds()
-        thr.check(kinds, None, lambda: self.distinct([thr.group_col])[thr.group_col].tolist())
+        group = thr.group_col
+        thr.check(kinds, None, lambda: [] if group is None else self.distinct([group])[group].tolist())
         if thr.group_col is not None:
             if thr.default() is None:
                 nulls = self.null_counts([thr.group_col])[thr.group_col]
@@ -454,7 +455,7 @@ class SQLEngine(ProfileStatistics, Engine):
                 return f"(CASE WHEN {col} > 0 THEN {b} ELSE 0 END) AS __b"
             # the same bins as comparisons with their lower ends (found with the numpy kernel)
             steps = sql_budget.step_edges(lambda x: bound_bins(x, edges), 5e-324, math.inf, range(1, last + 1))
-            est = f"ceil({d.log2(f'{col} / {d.double(edges[1])}')} * {d.double(float(BOUND_STEPS))})"
+            est: str | None = f"ceil({d.log2(f'{col} / {d.double(edges[1])}')} * {d.double(float(BOUND_STEPS))})"
             n = sqlgen.bucket_columns(d, col, steps, "__bn", side="right", estimate=est if estimate else None)
             return n.select(f"(CASE WHEN {col} > 0 THEN {n.value} ELSE 0 END) AS __b")
         pos = edges[edges > 0]
@@ -514,8 +515,8 @@ class SQLEngine(ProfileStatistics, Engine):
         L = budget.domains().L
         base = f"SELECT *, {cats.index} AS __d FROM {self.relation}"
         counts = np.zeros(L, dtype=np.int64)
-        for dom, n in tally.items():
-            counts[dom - 1] = n
+        for i, n in tally.items():
+            counts[i - 1] = n
         hc = hs = dist = None
         mx = None
         if column is not None and distinct:

@@ -7,13 +7,18 @@ histogram when it has few distinct values, else by order statistics. A mixin of
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
 from ..errors import ParameterError
 from ..profile import DatasetProfile, Histogram, MeasureProfile
 from . import sql as sqlgen
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from .base import ColumnKind
 
 #: A measure with at most this many distinct values (by an approximate count) is profiled from its
 
@@ -83,6 +88,18 @@ def profile_of_values(name: str, u: np.ndarray, c: np.ndarray, bins: int, pop: n
 
 class ProfileStatistics:
     """Exact counts, order statistics and profiles of measures, for SQL engines."""
+
+    if TYPE_CHECKING:  # provided by SQLEngine, the class this one is mixed into
+        d: sqlgen.Dialect
+        relation: str
+
+        def column_kinds(self) -> dict[str, ColumnKind]: ...
+        def n_rows(self) -> int: ...
+        def null_counts(self, columns: Sequence[str]) -> dict[str, int]: ...
+        def _exec(self, sql: str) -> list[tuple]: ...
+        def _frame(self, sql: str) -> pd.DataFrame: ...
+        def _order_statistics(self, v: str, ranks: Sequence[int], n: int, parts: Sequence[str]
+                              ) -> tuple[tuple, dict[int, float]]: ...
 
     def _checked_measure(self, column: str) -> str:
         """A column as DOUBLE, after checking it holds finite non-negative numbers (ParameterError)."""

@@ -213,6 +213,7 @@ def releases_from_table(table: pd.DataFrame) -> list[AttributeRelease]:
     if not need <= set(table.columns):
         raise ParameterError("The release table needs the columns release, attributes and rho.")
     out = []
+    row: Any  # cells as edited: checked below
     for i, row in enumerate(table.itertuples(index=False), 1):
         label = "" if pd.isna(row.release) else str(row.release).strip()
         attrs_raw = "" if pd.isna(row.attributes) else str(row.attributes)

@@ -278,7 +278,7 @@ def calibration_table(eps0: float, nu: float = 0.01, d: int = 64) -> pd.DataFram
     label = {"paper": "as printed (Thm 15 proof)", "lemma28": "corrected, Lemma 28",
              "exact": "corrected, exact accountant"}
     for m in ("paper", "lemma28", "exact"):
-        c = calibrate_heavy_hitter_histogram(eps0, nu, d, method=m)  # type: ignore[arg-type]
+        c = calibrate_heavy_hitter_histogram(eps0, nu, d, method=m)
         rows.append({"calibration": label[m], "method": m, "lambda": c.lam, "mu": c.mu, "count_scale": c.count_scale,
                      "eps_lists": c.eps_heavy_hitters, "eps_lists_lemma28": c.eps_heavy_hitters_lemma28,
                      "eps_counts": c.eps_counts, "eps_composed": c.eps_composed, "eps_exact": c.eps_joint,

@@ -187,14 +187,14 @@ def encode_attributes(table: pd.DataFrame, columns: Sequence[str],
             notes.append(f"{c}: public decade size classes")
         elif from_data:
             vals = _category_strings(s)
-            dom, inv = np.unique(vals, return_inverse=True)
-            if dom.size > MAX_DOMAIN:
-                raise ResourceLimitError(f"'{c}' has {dom.size:,} distinct values; the lab takes at most "
+            seen, inv = np.unique(vals, return_inverse=True)
+            if seen.size > MAX_DOMAIN:
+                raise ResourceLimitError(f"'{c}' has {seen.size:,} distinct values; the lab takes at most "
                                          f"{MAX_DOMAIN:,} per attribute.", hint="Pick a coarser column.")
             codes[:, j] = inv
-            doms.append(tuple(dom.tolist()))
+            doms.append(tuple(seen.tolist()))
             public = False
-            notes.append(f"{c}: {dom.size} categories read from the data — teaching only, not differentially "
+            notes.append(f"{c}: {seen.size} categories read from the data — teaching only, not differentially "
                          "private for the set of categories (declare them for a release)")
         else:
             raise ParameterError(f"Declare the public categories of '{c}'.",

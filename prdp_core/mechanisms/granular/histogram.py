@@ -215,8 +215,11 @@ def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Genera
         idx = _row_keys(truth.codes, sizes) if truth.codes.size else np.zeros(0, dtype=np.int64)
         allc = np.zeros(K, dtype=np.int64)
         allc[idx] = truth.counts
-        noisy = (allc + noise.laplace(b, K, rng=rng) if smp is None else
-                 smp.laplace_answers(allc, 1.0, 2.0, e).estimate)  # DLap(2/ε): L1 sensitivity 2, ε certified
+        if smp is None:
+            assert rng is not None  # a seeded run (checked by _secure_sampler)
+            noisy = allc + noise.laplace(b, K, rng=rng)
+        else:
+            noisy = smp.laplace_answers(allc, 1.0, 2.0, e).estimate  # DLap(2/ε): L1 sensitivity 2, ε certified
         keep = np.flatnonzero(noisy > t)
         if keep.size > max_released:
             raise ResourceLimitError(f"{keep.size:,} cells would be published (limit {max_released:,}).",
@@ -234,9 +237,9 @@ def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Genera
         if mean > max_released:
             raise ResourceLimitError(f"About {mean:,.0f} empty cells would pass the threshold (limit "
                                      f"{max_released:,}).", hint="Raise the release threshold.")
+        assert rng is not None  # the lazy path is seeded only
         occ = truth.counts + noise.laplace(b, truth.counts.size, rng=rng)
         ko = np.flatnonzero(occ > t)
-        assert rng is not None  # the lazy path is seeded only
         m_empty = int(rng.binomial(k_empty, p)) if k_empty < 2**62 else int(rng.poisson(mean))
         ecodes = _sample_empty_cells(sizes, truth.keys, m_empty, rng)
         evals = t + rng.exponential(b, m_empty)

@@ -23,6 +23,7 @@ import pandas as pd
 
 from ...accounting import FlatLoss, LedgerEntry
 from ...errors import ParameterError, PolicyError
+from ...loss_profile import Measure
 from ...release import Release
 from ...secure import SecureSampler
 from .noise_families import RELEASE_FAMILIES, NoiseFamily, noise_family
@@ -185,7 +186,7 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
             rows.append(row)
     answers = pd.DataFrame(rows)
     budgets = plan.budgets()
-    measure = "rho" if fam.budget_unit == "rho" else "eps"
+    measure: Measure = "rho" if fam.budget_unit == "rho" else "eps"
     total = plan.loss_summary()[strategy]
     base = dict(family=fam.name, sensitivity=fam.sensitivity, delta=fam.delta, strategy=strategy, query=query,
                 tiers={t.name: t.eps for t in plan.tiers})
@@ -195,6 +196,7 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
         base.update(secure=smp.describe(), grid=cert.grid, certified_note=cert.note,
                     certified={t.name: float(c) for t, c in zip(plan.tiers, cert.certified)})
     tiers_txt = ", ".join(f"{t.name} ε={t.eps:g}" for t in plan.tiers)
+    entries: tuple[LedgerEntry, ...]
     if strategy == "multitier":
         entries = (LedgerEntry(f"Multi-tier {query} ({tiers_txt}) — all tiers together", f"multitier.central.{fam.name}",
                                FlatLoss(total, measure), base, seed, secure=smp is not None),)
@@ -267,13 +269,13 @@ def sample_independent(family: NoiseFamily, params: Sequence[float], true: np.nd
     return np.stack([q + family.sample(p, q.size, rng=rng) for p in params])
 
 
-def gradual_pieces(budgets: Sequence[float]) -> np.ndarray:
+def gradual_pieces(budgets: Sequence[float] | np.ndarray) -> np.ndarray:
     """Budget splitting ("gradual" baseline, §6): e_m = b_m, e_l = b_l − b_{l+1} (decreasing budgets)."""
     b = np.asarray(budgets, dtype=float)
     return np.append(b[:-1] - b[1:], b[-1])
 
 
-def gradual_variance(piece_variances: Sequence[float]) -> np.ndarray:
+def gradual_variance(piece_variances: Sequence[float] | np.ndarray) -> np.ndarray:
     """MSE of tier j under the gradual baseline: 1 / Σ_{l ≥ j} 1/v(e_l) (inverse-variance weights)."""
     v = np.asarray(piece_variances, dtype=float)
     with np.errstate(divide="ignore"):
@@ -283,14 +285,14 @@ def gradual_variance(piece_variances: Sequence[float]) -> np.ndarray:
         return 1.0 / tail
 
 
-def family_piece_variances(family: NoiseFamily, eps: Sequence[float]) -> np.ndarray:
+def family_piece_variances(family: NoiseFamily, eps: Sequence[float] | np.ndarray) -> np.ndarray:
     """Variance of each gradual piece (inf for empty pieces of repeated budgets)."""
     budgets = [family.budget(e) for e in eps]
     pieces = gradual_pieces(budgets)
     return np.array([family.variance_at_budget(e) if e > 1e-15 else math.inf for e in pieces])
 
 
-def sample_gradual(family: NoiseFamily, eps: Sequence[float], true: np.ndarray, *,
+def sample_gradual(family: NoiseFamily, eps: Sequence[float] | np.ndarray, true: np.ndarray, *,
                    rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     """Gradual baseline: one release per budget piece, tier j averages pieces l ≥ j by inverse variance.
 

@@ -18,7 +18,7 @@ import pandas as pd
 from ...errors import ParameterError
 from .central import CentralPlan
 from .local import LocalPlan
-from .noise_families import gaussian_eps_for, geometric_residual_weights, tsg_pmf
+from .noise_families import GaussianNoise, gaussian_eps_for, geometric_residual_weights, tsg_pmf
 from .subset import joint_exact, max_log_ratio, subset_pmf_exact
 
 # ---------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def coalition_loss(plan: CentralPlan | LocalPlan, members: Sequence[str] | None 
             method = "top member's exact pmf (Markov chain factorisation)"
         return CoalitionLoss(names, float(mt), float(ind), float(budgets[0]), float(budgets.max()),
                              float(budgets.sum()), method, unit)
-    if fam.name == "gaussian":
+    if isinstance(fam, GaussianNoise):
         delta = float(fam.delta)
         sig = np.array(params)
         sig_eff = 1.0 / math.sqrt(float((1.0 / sig ** 2).sum()))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Iterable, Literal, Mapping, Sequence, cast
 
 import numpy as np
 import pandas as pd
@@ -165,7 +165,8 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
     if smp is not None:
         from .secure import SecureGenerator  # the secure module builds on the central one, which imports this
 
-        rng, seed = SecureGenerator(smp), None  # type: ignore[assignment]
+        # duck-typed: the Generator methods the chains call, drawn by the exact sampler
+        rng, seed = cast(np.random.Generator, SecureGenerator(smp)), None
     elif rng is None:
         raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
     eps = plan.eps
@@ -211,7 +212,7 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
                 row.update(true=float(xc[j]), error=float(e_hat[j] - xc[j]), abs_error=float(abs(e_hat[j] - xc[j])))
             rows.append(row)
     answers = pd.DataFrame(rows)
-    base = dict(model="local", d=d, mechanism=mechanism, variant=plan.variant, rule=plan.rule, n=n,
+    base: dict[str, Any] = dict(model="local", d=d, mechanism=mechanism, variant=plan.variant, rule=plan.rule, n=n,
                 tiers={t.name: t.eps for t in plan.tiers})
     tier_loss = {t.name: float(t.eps) for t in plan.tiers}
     if smp is not None:  # the ledger records the certified losses (each level plus the coins' slack)

@@ -384,7 +384,7 @@ class GaussianNoise(NoiseFamily):
 
     name: ClassVar[str] = "gaussian"
     budget_unit: ClassVar[str] = "rho"
-    delta: float | None = 1e-6
+    delta: float = 1e-6
 
     def __post_init__(self) -> None:
         probability("The Gaussian family's δ", self.delta)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -22,14 +22,14 @@ from .noise_families import FAMILY_LABELS, NoiseFamily, noise_family
 # ---------------------------------------------------------------------------
 
 
-def bochner_matrix(ratio: Callable[[np.ndarray], np.ndarray], points: Sequence[float]) -> np.ndarray:
+def bochner_matrix(ratio: Callable[[np.ndarray], np.ndarray], points: Sequence[float] | np.ndarray) -> np.ndarray:
     """M_ab = R(t_a − t_b): a valid CF makes M Hermitian positive semi-definite for any points."""
     t = np.asarray(points, dtype=float)
     diff = np.subtract.outer(t, t)
     return np.asarray(ratio(diff.ravel()), dtype=float).reshape(diff.shape)
 
 
-def bochner_min_eigenvalue(ratio: Callable[[np.ndarray], np.ndarray], points: Sequence[float]) -> float:
+def bochner_min_eigenvalue(ratio: Callable[[np.ndarray], np.ndarray], points: Sequence[float] | np.ndarray) -> float:
     """Smallest eigenvalue of the Bochner matrix (negative ⇒ ``ratio`` is not a CF)."""
     return float(np.linalg.eigvalsh(bochner_matrix(ratio, points)).min())
 
@@ -113,7 +113,7 @@ def check_residual(family: str | NoiseFamily, eps_from: float, eps_to: float, *,
             r = num / den
         return np.where(np.abs(den) < 1e-300, np.where(np.abs(num) < 1e-300, 1.0, np.inf), r)
 
-    common = dict(family=fam.name, eps_from=e_from, eps_to=e_to, param_from=a, param_to=b)
+    common: dict[str, Any] = dict(family=fam.name, eps_from=e_from, eps_to=e_to, param_from=a, param_to=b)
     if a == b:
         return ResidualCheck(**common, exists=True, method="equal budgets",
                              detail="Same budget: the residual is 0 and both tiers receive the same output.")

@@ -21,7 +21,7 @@ from .subset import rescale_keep_probability, subset_signal
 # ---------------------------------------------------------------------------
 
 
-def epoch_counts(keep: Sequence[float], x_counts: np.ndarray, *, rng: np.random.Generator
+def epoch_counts(keep: Sequence[float] | np.ndarray, x_counts: np.ndarray, *, rng: np.random.Generator
                  ) -> tuple[np.ndarray, np.ndarray]:
     """Sample how many users live each *epoch* of the served chain, exactly, at the aggregate level.
 
@@ -133,8 +133,9 @@ def nested_prefix_counts(start: np.ndarray, end: np.ndarray, exclude: np.ndarray
         if A == 0:
             break
         if p == 0 and hasx.size:
-            rows: np.ndarray | slice = np.flatnonzero(x[:A] < 0)  # x already holds rank 0
-            m = rows.size
+            fresh_rows = np.flatnonzero(x[:A] < 0)  # x already holds rank 0
+            rows: np.ndarray | slice = fresh_rows
+            m = fresh_rows.size
         else:
             rows = slice(0, A)  # the epochs still growing are a prefix: contiguous arrays
             m = A
@@ -154,7 +155,7 @@ def nested_prefix_counts(start: np.ndarray, end: np.ndarray, exclude: np.ndarray
         if d & (d - 1):  # d not a power of two: some raw draws were rejected
             bad |= ~ok
         pend = np.flatnonzero(bad)
-        idx = np.arange(n)[rows] if pend.size else None
+        idx = np.arange(n)[rows] if pend.size else np.zeros(0, dtype=np.int64)
         while pend.size:  # a repeat (or a rejected raw draw): draw again, exactly uniform on the rest
             v2, ok2 = _draw_values(pend.size, d, rng)
             r2 = idx[pend]
@@ -234,7 +235,8 @@ def subset_counts(x_counts: np.ndarray, k: int, rho: float, *, rng: np.random.Ge
     return out
 
 
-def multitier_subset_counts(sizes: Sequence[int], keep: Sequence[float], x_counts: np.ndarray, *,
+def multitier_subset_counts(sizes: Sequence[int] | np.ndarray, keep: Sequence[float] | np.ndarray,
+                            x_counts: np.ndarray, *,
                             rng: np.random.Generator) -> np.ndarray:
     """Aggregate reports (T × d column counts) of n users under the multi-tier Subset chain, exactly.
 
@@ -277,7 +279,7 @@ def multitier_subset_counts(sizes: Sequence[int], keep: Sequence[float], x_count
     return np.cumsum(C, axis=0)[:T] + nested_prefix_counts(start, end, excl, sizes, d, rng=rng)
 
 
-def grr_chain_counts(eps: Sequence[float], x_counts: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
+def grr_chain_counts(eps: Sequence[float] | np.ndarray, x_counts: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
     """Multi-tier GRR (k = 1 Rescale chain, Xiao et al.'s re-sampling), aggregate counts (m × d), exactly.
 
     With one element per report the aggregate is a Markov chain: each report is kept with
@@ -304,7 +306,7 @@ def brr_flip_probability(eps: float) -> float:
     return 1.0 / (1.0 + math.exp(float(eps) / 2))
 
 
-def brr_chain_counts(eps: Sequence[float], x_counts: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
+def brr_chain_counts(eps: Sequence[float] | np.ndarray, x_counts: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
     """Multi-tier BRR (per-bit re-sampling), aggregate bit counts (m × d), exactly.
 
     Bits are independent, so per column the number of ones is a sum of independent two-state

@@ -175,7 +175,7 @@ def composite_keep(templates: Sequence[Template], served: Sequence[int]) -> np.n
     return np.array(out)
 
 
-def gradual_local_variance(eps: Sequence[float], d: int) -> np.ndarray:
+def gradual_local_variance(eps: Sequence[float] | np.ndarray, d: int) -> np.ndarray:
     """Gradual baseline (§6): pieces e_l = ε_l − ε_{l+1} each with an optimal Subset; tier j averages
     pieces l ≥ j with inverse-variance weights: 1 / Σ_{l≥j} 1/V(e_l, k*(e_l))."""
     e = np.asarray(eps, dtype=float)

@@ -53,7 +53,7 @@ def linear_moments(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray,
                              hint="Its error is simulated (simulate_answers, evaluate).")
     v = np.asarray(values, dtype=float)
     ph = np.asarray(phi, dtype=float)
-    nz = getattr(mechanism, "noise", "laplace") if query.kind == "count" else "laplace"
+    nz: CountNoise = getattr(mechanism, "noise", "laplace") if query.kind == "count" else "laplace"
     cal = noise_calibration(query, spec)
     if isinstance(mechanism, Minimum):
         a = spec.min_eps
@@ -97,7 +97,7 @@ def exact_mse(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray, quer
         return mean - truth, var + (mean - truth) ** 2
     if isinstance(mechanism, PE):
         pcs, _, probs = pe_distribution(kind, values, phi, lo=float(query.lo),
-                                        hi=None if query.hi is None else float(query.hi), integer=query.on_integers)
+                                        hi=None if query.hi is None else query.hi_bound, integer=query.on_integers)
         mean, mse = _pieces_mse(pcs, probs, truth)
         return mean - truth, mse
     if kind in ("median", "min") and isinstance(mechanism, (Minimum, Threshold)):
@@ -106,7 +106,7 @@ def exact_mse(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarray, quer
         else:
             eps = spec.threshold(mechanism.t)
             sub = np.asarray(values)[np.asarray(phi) >= eps]
-        pcs, probs = em_pieces(kind, sub, eps / noise_calibration(query, spec), float(query.lo), float(query.hi),
+        pcs, probs = em_pieces(kind, sub, eps / noise_calibration(query, spec), float(query.lo), query.hi_bound,
                                integer=query.on_integers, score=query.median_score)
         mean, mse = _pieces_mse(pcs, probs, truth)
         return mean - truth, mse
@@ -169,12 +169,12 @@ def simulate_answers(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarra
     if isinstance(mechanism, PE) or (kind in ("median", "min") and isinstance(mechanism, (Minimum, Threshold))):
         if isinstance(mechanism, PE):
             pcs, _, probs = pe_distribution(kind, v, ph, lo=float(query.lo),
-                                            hi=None if query.hi is None else float(query.hi),
+                                            hi=None if query.hi is None else query.hi_bound,
                                             integer=query.on_integers)
         else:
             eps = spec.min_eps if isinstance(mechanism, Minimum) else spec.threshold(mechanism.t)
             sub = v if isinstance(mechanism, Minimum) else v[ph >= eps]
-            pcs, probs = em_pieces(kind, sub, eps / cal, float(query.lo), float(query.hi), integer=query.on_integers,
+            pcs, probs = em_pieces(kind, sub, eps / cal, float(query.lo), query.hi_bound, integer=query.on_integers,
                                    score=query.median_score)
         idx = rng.choice(probs.size, size=R, p=probs)
         u = rng.random(R)
@@ -188,7 +188,7 @@ def simulate_answers(mechanism: PDPMechanism, values: np.ndarray, phi: np.ndarra
     e_run = eps / cal
     s = sub.sum() + rng.laplace(0.0, 2 * bound / e_run, R)
     c = sub.size + rng.laplace(0.0, 2.0 / e_run, R)
-    return np.clip(s / np.maximum(c, 1.0), float(query.lo), float(query.hi))
+    return np.clip(s / np.maximum(c, 1.0), float(query.lo), query.hi_bound)
 
 
 def _bernoulli_weighted_sums(v: np.ndarray, pi: np.ndarray, runs: int, rng: np.random.Generator,

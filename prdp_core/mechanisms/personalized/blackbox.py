@@ -202,6 +202,6 @@ def dp_answer(kind: str, values: np.ndarray, eps: float, query: PersonalizedQuer
     if kind == "sum":
         return dp_sum(values, eps, query.bound, rng=rng)
     if kind == "mean":
-        return dp_mean(values, eps, float(query.lo), float(query.hi), rng=rng)
-    return dp_quantile_em(kind, values, eps, float(query.lo), float(query.hi), rng=rng, integer=query.on_integers,
+        return dp_mean(values, eps, float(query.lo), query.hi_bound, rng=rng)
+    return dp_quantile_em(kind, values, eps, float(query.lo), query.hi_bound, rng=rng, integer=query.on_integers,
                           presorted=presorted, score=query.median_score)

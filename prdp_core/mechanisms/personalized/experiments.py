@@ -73,8 +73,8 @@ def paper_experiment(task: Literal["count", "median"], *, runs: int = 1000, rng:
         if progress is not None and (i + 1) % max(1, runs // 50) == 0:
             progress((i + 1) / runs)
     rows = []
-    for k, e in errs.items():
-        a = np.asarray(e)
+    for k, errs_k in errs.items():
+        a = np.asarray(errs_k)
         sq = a ** 2
         mse = float(sq.mean())
         half = 1.96 * float(sq.std(ddof=1)) / math.sqrt(a.size) if a.size > 1 else float("nan")

@@ -55,7 +55,7 @@ def substitution_factor(query: PersonalizedQuery) -> float:
         return float(query.black_box.substitution)
     if query.kind == "count":
         return 1.0
-    lo, hi, b = float(query.lo), float(query.hi), query.bound
+    lo, hi, b = float(query.lo), query.hi_bound, query.bound
     if query.kind == "sum":
         return (hi - lo) / b
     if query.kind == "mean":

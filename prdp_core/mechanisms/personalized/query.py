@@ -92,7 +92,15 @@ class PersonalizedQuery:
         if not isinstance(self.integer, (bool, np.bool_)):
             raise ParameterError("The declared value type 'integer' must be True or False.")
         if self.integer and self.kind in ("median", "min"):
-            _integer_bounds(float(self.lo), float(self.hi))
+            _integer_bounds(float(self.lo), self.hi_bound)
+
+    @property
+    def hi_bound(self) -> float:
+        """``hi`` as a number: the public upper value bound of a sum, mean, median or min (set and finite,
+        checked when the query is built); a count has none."""
+        if self.hi is None:
+            raise ParameterError(f"A {self.kind} query has no upper value bound.")
+        return float(self.hi)
 
     @property
     def bound(self) -> float:
@@ -129,7 +137,7 @@ class PersonalizedQuery:
         v = np.asarray(raw, dtype=float)
         if self.kind == "count":
             return (v >= self.cutoff).astype(float) if self.column is not None else np.ones(v.size)
-        return _on_grid(v, float(self.lo), float(self.hi), self.on_integers)
+        return _on_grid(v, float(self.lo), self.hi_bound, self.on_integers)
 
     @property
     def on_integers(self) -> bool:

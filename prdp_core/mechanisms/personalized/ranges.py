@@ -57,8 +57,8 @@ def _pieces(xs_sorted: np.ndarray, lo: float, hi: float, integer: bool) -> Piece
     xs = np.asarray(xs_sorted, dtype=float)
     n = xs.size
     if n == 0:
-        size = (hi - lo + 1) if integer else (hi - lo)
-        return Pieces(np.array([lo]), np.array([hi]), np.array([max(size, 0.0)]), np.array([0]), np.array([0]),
+        width = (hi - lo + 1) if integer else (hi - lo)
+        return Pieces(np.array([lo]), np.array([hi]), np.array([max(width, 0.0)]), np.array([0]), np.array([0]),
                       np.array([False]), 0, integer)
     change = np.empty(n, dtype=bool)
     change[0] = True

@@ -122,7 +122,7 @@ def black_box_scores(kind: str, values: np.ndarray, r: np.ndarray, score: str = 
 def secure_quantile(kind: str, values: np.ndarray, eps: float, query: PersonalizedQuery,
                     smp: SecureSampler) -> SecureResult:
     """ε-DP median or min (add/remove): exponential mechanism over the public grid by report-noisy-max."""
-    r = output_grid(float(query.lo), float(query.hi), query.on_integers, smp.bits)
+    r = output_grid(float(query.lo), query.hi_bound, query.on_integers, smp.bits)
     s = black_box_scores(kind, values, r, query.median_score)
     idx, loss = smp.select_integers(s, eps, sensitivity=1, monotonic=False)
     _check_budget(loss, eps, kind)
@@ -140,7 +140,7 @@ def secure_answer(kind: str, values: np.ndarray, eps: float, query: Personalized
     if kind == "sum":
         return secure_sum(values, eps, query.bound, smp)
     if kind == "mean":
-        return secure_mean(values, eps, float(query.lo), float(query.hi), smp)
+        return secure_mean(values, eps, float(query.lo), query.hi_bound, smp)
     return secure_quantile(kind, values, eps, query, smp)
 
 
@@ -206,7 +206,7 @@ def secure_pe(kind: str, values: np.ndarray, phi: np.ndarray, query: Personalize
     if kind == "count":
         r = np.arange(v.size + 1, dtype=float)
     else:
-        r = output_grid(float(query.lo), float(query.hi), query.on_integers, smp.bits)
+        r = output_grid(float(query.lo), query.hi_bound, query.on_integers, smp.bits)
     s = pe_scores(kind, v, w, r)
     idx, losses = smp.select_at_scale(s, 2.0 * SCORE_SCALE, w.astype(np.int64))
     ratio = float(np.max(losses / np.asarray(phi, dtype=float)))

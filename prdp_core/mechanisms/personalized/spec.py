@@ -234,7 +234,8 @@ class PrivacySpec:
         if self.tiers is not None:
             df = pd.DataFrame({"tier": self.tiers, "eps": self.eps})
             order = {name: i for i, name in enumerate(TIER_NAMES)}
-            out = df.groupby("tier", sort=False)["eps"].agg(users="size", min="min", mean="mean", max="max")
+            out = df.groupby("tier", sort=False).agg(users=("eps", "size"), min=("eps", "min"), mean=("eps", "mean"),
+                                                     max=("eps", "max"))
             out = out.reset_index()
             out["order"] = out["tier"].map(order).fillna(99)
             out = out.sort_values("order").drop(columns="order").reset_index(drop=True)

@@ -90,7 +90,7 @@ def _as_columns(x: Any, shape: Shape) -> tuple[Columns, int]:
     return {vc: arr}, arr.size
 
 
-class _TableColumns(dict):  # type: ignore[type-arg]
+class _TableColumns(dict):
     """Columns of a DataFrame: holds only the columns a formula reads, but iterates over every
     column name so that unknown names get suggestions. Numeric columns are numpy views; other
     columns stay pandas Series, so an expression converts them chunk by chunk (text stored by
@@ -100,7 +100,7 @@ class _TableColumns(dict):  # type: ignore[type-arg]
         super().__init__({c: df[c].to_numpy() if pd.api.types.is_numeric_dtype(df[c]) else df[c] for c in need})
         self._names = [str(c) for c in df.columns]
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self):
         return iter(self._names)
 
     def __len__(self) -> int:
@@ -281,8 +281,9 @@ class BudgetFunction:
             df["value_from"] = np.clip(lo_v, 0.0, self.U)
             df["value_to"] = np.clip(hi_v, 0.0, self.U)
             df.loc[df["value_to"] <= df["value_from"], ["value_from", "value_to"]] = np.nan
-        if getattr(table_or_values, "engine", None) is not None:  # a dataset held by an engine: counted there
-            df["records"] = table_or_values.engine.domain_stats(self).counts
+        engine = getattr(table_or_values, "engine", None)
+        if engine is not None:  # a dataset held by an engine: counted there
+            df["records"] = engine.domain_stats(self).counts
         elif table_or_values is not None:
             idx = dp.index(self(table_or_values))
             df["records"] = np.bincount(idx, minlength=dp.L + 1)[1:]

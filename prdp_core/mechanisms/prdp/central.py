@@ -129,7 +129,7 @@ def _count_release(dp: DomainPartition, counts: np.ndarray, b: float, rng: Any, 
     if smp is not None:
         sel = secure_select_domain(counts, lo, th, smp)
     else:
-        sel = select_domain(counts, 1.0 / lo, th, rng=rng)  # type: ignore[arg-type]
+        sel = select_domain(counts, 1.0 / lo, th, rng=rng)
     ell = int(sel.ell[0])
     est = float(sel.retained_sum()[0])
     eps_tau = float(lo[ell - 1])
@@ -375,7 +375,7 @@ def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
     eps_tau = float(dp.lo[ell - 1])
     # Part 1: s·2^{i−1}ε̌ (2^{i−2}ε̌, exact, by default); Part 2: (1 − s)·ε_τ for kept domains i ≥ ℓ
     per_domain = np.concatenate(([0.0], sp.per_domain(ell)))  # index i = domain
-    delivered = _delivered(p, per_domain[1:], lambda: per_domain.take(p.idx))  # one gather, O(n)
+    delivered = _delivered(p, per_domain[1:], lambda idx: per_domain.take(idx))  # one gather, O(n)
     row: dict[str, Any] = {"query": p.query.label, "estimate": est, "eps_tau": eps_tau, "ell": ell}
     extras: dict[str, Any] = {"eps_tau": eps_tau, "ell": ell, "eps_M": eps_m, "passed": bool(sel.passed[0]),
                               "L": dp.L, "noisy_counts": sel.noisy[0].copy(), "thresholds": sel.thresholds,
@@ -397,11 +397,12 @@ def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
                          params, seed, sec, reveal, extras)
 
 
-def _delivered(p: Prepared, per_domain: np.ndarray, per_record: Callable[[], np.ndarray]
+def _delivered(p: Prepared, per_domain: np.ndarray, per_record: Callable[[np.ndarray], np.ndarray]
                ) -> np.ndarray | LossDistribution:
     """Delivered losses of a release charging each record of domain i ``per_domain[i−1]``: one per
-    record, or as a distribution over the domains for a table held by an engine."""
-    return _domain_distribution(per_domain, p.counts) if p.idx is None else per_record()
+    record (``per_record`` of the records' domains), or as a distribution over the domains for a table
+    held by an engine."""
+    return _domain_distribution(per_domain, p.counts) if p.idx is None else per_record(p.idx)
 
 
 def _prdp_release(p: Prepared, name: str, row: dict[str, Any], delivered: np.ndarray | LossDistribution,
@@ -449,7 +450,7 @@ def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, 
         est1, det1 = _secure_m(p, table, 1, float(budget.eps_min), b, smp)
         est_a, det = np.array([est1]), {k: np.array([v]) for k, v in det1.items()}
     est = float(est_a[0])
-    delivered = _delivered(p, np.full(p.domains.L, budget.eps_min), lambda: np.full(p.n, budget.eps_min))
+    delivered = _delivered(p, np.full(p.domains.L, budget.eps_min), lambda idx: np.full(p.n, budget.eps_min))
     row: dict[str, Any] = {"query": p.query.label, "estimate": est, "eps_tau": budget.eps_min, "ell": 1}
     extras: dict[str, Any] = {"eps_M": budget.eps_min, "mechanism_M": getattr(p.query.mechanism, "name", "")}
     _finish_row(row, extras, det, p, est, est_a, reveal)

@@ -79,7 +79,7 @@ _FUNCS: dict[str, tuple[int, int, Callable[..., np.ndarray]]] = {
     "sqrt": (1, 1, np.sqrt),
     "exp": (1, 1, np.exp),
     "abs": (1, 1, np.abs),
-    "where": (3, 3, lambda c, a, b: np.where(np.asarray(c) != 0, a, b)),
+    "where": (3, 3, lambda c, a, b: np.asarray(np.where(np.asarray(c) != 0, a, b))),
 }
 ALLOWED_FUNCTIONS: tuple[str, ...] = tuple(_FUNCS)
 
@@ -306,7 +306,7 @@ def compile_expression(text: str) -> CompiledExpression:
             if not math.isfinite(f):
                 raise ExpressionError("A number in the expression is too large.")
             const = np.float64(f)
-            return lambda cols, n: const
+            return lambda cols, n: const  # type: ignore[return-value]  # a scalar broadcasts like a column
         if isinstance(node, ast.Name):
             col = name_of(node.id)
             if col in _FUNCS:
@@ -390,8 +390,9 @@ def compile_expression(text: str) -> CompiledExpression:
             if node.keywords:
                 raise ExpressionError(f"{fname}() takes plain arguments only (no name=value).")
             lo, hi, impl = _FUNCS[fname]
-            if any(isinstance(a, ast.Starred) for a in node.args):
-                raise _unsupported(ast.Starred())
+            starred = [a for a in node.args if isinstance(a, ast.Starred)]
+            if starred:
+                raise _unsupported(starred[0])
             if not lo <= len(node.args) <= hi:
                 want = f"{lo}" if lo == hi else f"{lo} to {hi}"
                 raise ExpressionError(f"{fname}() takes {want} arguments, got {len(node.args)}.")

@@ -56,7 +56,7 @@ class QueryStats:
         if q.kind == "sum":
             return self.total  # type: ignore[return-value]
         with np.errstate(invalid="ignore", divide="ignore"):
-            return self.total / np.maximum(self.count, 1)  # type: ignore[operator]
+            return self.total / np.maximum(self.count, 1)
 
 
 def cell_sensitivity(q: Query, policy: SplittingPolicy, keys: pd.DataFrame) -> np.ndarray:

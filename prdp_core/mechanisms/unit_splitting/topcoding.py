@@ -19,7 +19,7 @@ def topcode_workload(workload: Workload, clamps: Mapping[str, float]) -> Workloa
         if q.kind == "count":
             qs.append(q)
             continue
-        if q.measure not in clamps:
+        if q.measure is None or q.measure not in clamps:
             raise PolicyError(f"No top-coding bound for '{q.measure}'.")
         qs.append(replace(q, split=False, clamp=float(clamps[q.measure])))
     return Workload(tuple(qs), partition_rho=0.0, joint=workload.joint)

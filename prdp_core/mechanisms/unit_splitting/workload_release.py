@@ -123,6 +123,7 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         frames.append(frame)
         if grid is not None:
             grids[query_names[i]] = grid
+        assert contrib is not None  # the records are here: one contribution each (_record_delta)
         inside = s.cell_of >= 0
         if s.n_cells and np.all(sig == sig[0]) and inside.all():  # one σ, no filter: no gathers or copies
             tmp = np.square(contrib)
@@ -135,7 +136,7 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
             realized[inside] += q.rho_count
         if own_real is not None:
             own_real += owner_cells.realized(s, contrib, sig)
-            if q.kind == "avg":
+            if q.kind == "avg" and sig_c is not None:  # an AVG's count part has its own σ
                 own_real += owner_cells.realized(s, inside.astype("float64"), sig_c)
     if wl.partition_rho > 0:
         realized += wl.partition_rho * m.astype("float64") ** 2
@@ -177,8 +178,7 @@ def _release_on_engine(data: EngineDataset, policy: SplittingPolicy, *, rng: Any
         terms.append(_realized_term(s, policy, sig, sig_c))
     thr = policy.thresholds
     filters = tuple(dict.fromkeys(q.filter for q in wl.queries if q.filter is not None))
-    own_measures = () if wl.joint else tuple(dict.fromkeys(q.measure for q in wl.queries  # type: ignore[misc]
-                                                           if q.split and q.kind != "count"))
+    own_measures = wl.split_measures()
     hist = eng.split_histogram(thr, measures=own_measures, filters=filters)
     loss = policy_loss_of_histogram(policy, hist)
     # a record's realized loss never exceeds its policy loss: the largest one bounds the histogram
@@ -244,8 +244,8 @@ def _answer(i: int, s: QueryStats, query_names: list[str], kept: Mapping[tuple[s
     if smp is not None:
         est, sd, sig, sig_c, contrib, grid = _secure_query(s, contrib, smp, policy)  # type: ignore[arg-type]
     elif q.kind == "avg":
-        noisy_sum = s.total + rng.normal(0.0, 1.0, s.n_cells) * sig  # type: ignore[operator]
-        noisy_cnt = s.count + rng.normal(0.0, 1.0, s.n_cells) * sig_c  # type: ignore[operator]
+        noisy_sum = s.total + rng.normal(0.0, 1.0, s.n_cells) * sig
+        noisy_cnt = s.count + rng.normal(0.0, 1.0, s.n_cells) * sig_c
         denom = np.maximum(noisy_cnt, 1.0)
         est = noisy_sum / denom
         # delta-method standard error of the ratio (from released values only)
@@ -256,7 +256,7 @@ def _answer(i: int, s: QueryStats, query_names: list[str], kept: Mapping[tuple[s
     keep = np.ones(s.n_cells, dtype=bool)
     if q.group_by and q.group_by in kept:
         keep = _key_index(s.keys).isin(kept[q.group_by])
-    cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(int(keep.sum()), i), query_names)}
+    cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(int(keep.sum()), i, dtype=np.int64), pd.Index(query_names))}
     for c in s.keys.columns:
         cols[c] = s.keys[c].array[keep]
     cols.update({"estimate": est[keep], "sigma": sd[keep], "ci_low": (est - Z95 * sd)[keep],
