@@ -223,8 +223,8 @@ def current_plan_and_data(ds: Dataset, tiers: tuple[mt.Tier, ...]) -> dict[str, 
                                  _fkey(f), ds)
     if codes.size == 0:
         raise ParameterError("The table has no records: the local model needs at least one user.")
-    plan = cached_local_plan(tiers_key(tiers), len(labels), _get("mt_variant"))
-    return {"model": "local", "codes": codes, "labels": labels, "plan": plan, "filter": f}
+    local_plan = cached_local_plan(tiers_key(tiers), len(labels), _get("mt_variant"))
+    return {"model": "local", "codes": codes, "labels": labels, "plan": local_plan, "filter": f}
 
 
 def adopt_private_clip(q: Any) -> None:
@@ -313,7 +313,7 @@ def local_display(table: pd.DataFrame, n: int, *, per_user: bool = False) -> pd.
                              "k_ideal": "ideal k*", "var_ideal": f"{err} ideal", "ratio_multitier": "multi-tier ÷ ideal",
                              "var_grr": f"{err} GRR", "var_brr": f"{err} BRR", "var_gradual": f"{err} gradual"})
     show = show.drop(columns=["template"])
-    fmt = {f"{err} {c}": "{:.4g}" for c in ("multi-tier", "ideal", "GRR", "BRR", "gradual")}
+    fmt: dict[str, Any] = {f"{err} {c}": "{:.4g}" for c in ("multi-tier", "ideal", "GRR", "BRR", "gradual")}
     fmt.update({"ε": "{:g}", "ε used (template)": "{:.4g}", "ε left unused": "{:.3g}", "multi-tier ÷ ideal": "{:.2f}×"})
     return show.style.format(fmt)
 

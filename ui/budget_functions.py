@@ -4,7 +4,7 @@ calls (domains, runs, scaling study), the run callback and the reproduce-in-Pyth
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -155,10 +155,10 @@ def build_budget(ds: Any) -> prdp.BudgetFunction:
         bounds = pd.to_numeric(rows["up to value"], errors="coerce")
         if eps.isna().any():
             raise ParameterError("Every band of the step table needs an ε.")
-        b = bounds.iloc[:-1]
-        if b.isna().any():
+        uppers = bounds.iloc[:-1]
+        if uppers.isna().any():
             raise ParameterError("Every band but the last needs an upper value (the last band is open).")
-        return prdp.step_table(v, b.tolist(), eps.tolist(), eps_min=eps_min, eps_max=eps_max, U=U)
+        return prdp.step_table(v, uppers.tolist(), eps.tolist(), eps_min=eps_min, eps_max=eps_max, U=U)
     if mode == "groups":
         col = ss.get("bf_group_col")
         if not col:
@@ -237,7 +237,7 @@ def domain_table(token: str, key: str, beta: float, ds: Any, b: prdp.BudgetFunct
 
 
 @st.cache_data(show_spinner="Simulating…", max_entries=16, ttl=state.PUBLIC_CACHE_TTL_S)
-def scaling(vary: str, trials: int, seed: int) -> pd.DataFrame:
+def scaling(vary: Literal["n", "U", "sigma"], trials: int, seed: int) -> pd.DataFrame:
     memory.guard("scaling", rows=max(prdp.SCALING_DEFAULTS["n"]), columns=1)  # the largest simulated data set
     return prdp.scaling_study(vary, trials=trials, seed=seed)
 

@@ -4,7 +4,7 @@ calls, the release callback and the reproduce-in-Python code."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -215,7 +215,8 @@ def cached_compare(token: str, skey: tuple, query: personalized.PersonalizedQuer
 
 
 @st.cache_data(show_spinner="Computing the error curve…", max_entries=16, scope="session")
-def cached_curve(token: str, skey: tuple, query: personalized.PersonalizedQuery, ts: tuple[float, ...], which: str,
+def cached_curve(token: str, skey: tuple, query: personalized.PersonalizedQuery, ts: tuple[float, ...],
+                 which: Literal["sample", "threshold"],
                  runs: int, seed: int, _ds: Dataset, _spec: personalized.PrivacySpec) -> pd.DataFrame:
     memory.guard("simulation", rows=_ds.n, columns=1)
     return personalized.threshold_curve(_ds.table, _spec, query, list(ts), mechanism=which, runs=runs,
@@ -223,7 +224,7 @@ def cached_curve(token: str, skey: tuple, query: personalized.PersonalizedQuery,
 
 
 @st.cache_data(show_spinner="Running the paper's experiment…", max_entries=8, ttl=state.PUBLIC_CACHE_TTL_S)
-def cached_experiment(task: str, runs: int, score: str, seed: int) -> pd.DataFrame:
+def cached_experiment(task: Literal["count", "median"], runs: int, score: str, seed: int) -> pd.DataFrame:
     cfg = personalized.ExperimentConfig(median_score=score)
     return personalized.paper_experiment(task, runs=runs, rng=np.random.default_rng(seed), config=cfg)
 

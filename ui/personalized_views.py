@@ -127,7 +127,7 @@ def view_threshold_explorer(v: View) -> None:
                            "this curve costs no privacy (paper Sec. IV-B: use old or public data).")
                 st.plotly_chart(pch.threshold_curve_figure({"Sample (assumed data)": curve}, markers, unit=unit),
                                 key="pdp_curve_proxy")
-                best = curve.loc[curve["rmse"].idxmin()]
+                best = curve.loc[curve["rmse"].idxmin()]  # type: ignore[call-overload]  # idxmin gives a row label
             else:
                 st.warning("**Oracle curve — uses the private data.** Picking t from this curve tunes the mechanism "
                            "on the very data it protects and leaks information about it (paper Sec. IV-B); the "
@@ -141,9 +141,9 @@ def view_threshold_explorer(v: View) -> None:
                                                         seed, ds, spec)}
                 st.plotly_chart(pch.threshold_curve_figure(curves, markers, unit=unit), key="pdp_curve_oracle")
                 curve = curves["Sample"]
-                best = curve.loc[curve["rmse"].idxmin()]
+                best = curve.loc[curve["rmse"].idxmin()]  # type: ignore[call-overload]  # idxmin gives a row label
                 confidential("Errors computed against the true answer.")
-            at_max = curve.loc[(curve["t"] - spec.max_eps).abs().idxmin()]
+            at_max = curve.loc[(curve["t"] - spec.max_eps).abs().idxmin()]  # type: ignore[call-overload]  # idxmin gives a row label
             st.markdown(f"Lowest RMSE on this grid at **t ≈ {best.t:.3g}** ({fmt(best.rmse)} {unit}); at t = max Φ "
                         f"the RMSE is {fmt(at_max.rmse)}. Small t keeps more tuples but adds more noise; large t the "
                         f"reverse. Method: {best.method}.")
@@ -162,8 +162,8 @@ def view_compare(v: View) -> None:
                    "Exact where the output law is known (closed forms, exact pmfs), simulated otherwise.")
         runs = st.number_input("Simulation runs (where no closed form exists)", 20, 2000, 100, 20, key="pdp_cmp_runs")
         st.selectbox("Black-box median score (M, T, S)", ["rank", "changes"], key="pdp_score",
-                     format_func={"rank": "rank score, sensitivity ½ (tighter)",
-                                  "changes": "change-count score of Eq. 3 (the paper's)"}.get)
+                     format_func=lambda s: {"rank": "rank score, sensitivity ½ (tighter)",
+                                            "changes": "change-count score of Eq. 3 (the paper's)"}[s])
         if st.button("Compare mechanisms", key="pdp_cmp_go", type="primary"):
             ss["pdp_cmp_on"] = True
         if ss.get("pdp_cmp_on"):
@@ -174,7 +174,7 @@ def view_compare(v: View) -> None:
                     unit = "tuples" if kind == "count" else ss["pdp_value"]
                     st.plotly_chart(pch.comparison_figure(df, unit=unit, title=f"RMSE of {q.describe()}"),
                                     key=f"pdp_cmp_{kind}")
-                    best = df.loc[df["rmse"].idxmin()]
+                    best = df.loc[df["rmse"].idxmin()]  # type: ignore[call-overload]  # idxmin gives a row label
                     st.markdown(f"**{md_escape(q.describe())}** (true answer {fmt(df['truth'].iloc[0])}): lowest RMSE "
                                 f"**{best.mechanism}** ({fmt(best.rmse)}, {best.neighbours} neighbours).")
                     st.dataframe(compare_display(df), hide_index=True)
@@ -258,7 +258,8 @@ def view_pe_scores(v: View) -> None:
                                 integer=q.on_integers)
             truth = q.truth(raw)
             confidential("The score depends on the real records.")
-        st.plotly_chart(pch.pe_score_figure(prof["r"], prof["d"], prof["probability"], truth=truth), key="pdp_pe_fig")
+        st.plotly_chart(pch.pe_score_figure(prof["r"].to_numpy(), prof["d"].to_numpy(), prof["probability"].to_numpy(),
+                                            truth=truth), key="pdp_pe_fig")
         st.caption("Neighbours: substitution (one tuple's value changes, n public).")
     except PrdpError as err:
         show_error(err)
@@ -321,12 +322,12 @@ def view_experiments(v: View) -> None:
     e1, e2 = st.columns(2)
     runs = e1.number_input("Runs (the paper: 1,000)", 20, 5000, 200, 20, key="pdp_exp_runs")
     score = e2.selectbox("Black-box median score", ["changes", "rank"], key="pdp_exp_score",
-                         format_func={"rank": "rank score (tighter)", "changes": "change-count (the paper's)"}.get)
+                         format_func=lambda s: {"rank": "rank score (tighter)", "changes": "change-count (the paper's)"}[s])
     if st.button("Run the experiments", key="pdp_exp_go", type="primary"):
         ss["pdp_exp_on"] = True
     if ss.get("pdp_exp_on"):
         for task in ("count", "median"):
-            df = cached_experiment(task, int(runs), score, seed)
+            df = cached_experiment(task, int(runs), score or "changes", seed)
             st.plotly_chart(pch.experiment_figure(df, title=f"{task.capitalize()}: RMSE over {int(runs)} runs",
                                                   unit="tuples" if task == "count" else "value, 1..1000"),
                             key=f"pdp_exp_{task}")

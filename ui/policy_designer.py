@@ -218,7 +218,7 @@ def cached_pieces(token: str, thr_json: str, _ds: Dataset, _thr: Thresholds) -> 
 
 @st.cache_resource(show_spinner="Evaluating the policy on every record…", max_entries=16, scope="session")
 def cached_preview(token: str, pol_json: str, owner_method: str, _ds: Dataset,
-                   _pol: SplittingPolicy) -> PolicyPreview:
+                   _pol: SplittingPolicy) -> PolicyPreview | EnginePolicyPreview:
     """Policy preview, computed once per (dataset, policy, owner bound).
 
     A resource cache, not a data cache: the preview refers to the dataset, and pickling a copy of
@@ -228,7 +228,7 @@ def cached_preview(token: str, pol_json: str, owner_method: str, _ds: Dataset,
     memory.guard("preview", rows=_ds.n, columns=memory.dataset_columns(_ds))
     thr_json = json.dumps(_pol.thresholds.to_dict(), sort_keys=True, default=str)
     pieces = cached_pieces(token, thr_json, _ds, _pol.thresholds)
-    return preview_policy(_ds, _pol, owner_method=owner_method, pieces=pieces)  # type: ignore[arg-type]
+    return preview_policy(_ds, _pol, owner_method=owner_method, pieces=pieces)  # type: ignore[arg-type]  # the page offers lemma4/lemma5
 
 
 def preview(pol: SplittingPolicy, owner_method: str = "lemma4") -> PolicyPreview | EnginePolicyPreview:
@@ -474,7 +474,7 @@ def losses_by_group_panel(ds: Dataset, pol: SplittingPolicy, owner_bound: str, o
             confidential()
             st.dataframe(by_group(prev, gsel).sort_values(
                 "max", ascending=False).head(200), hide_index=True)
-        if state.is_large():  # the records stay in the engine: the largest losses and how many records pay them
+        if isinstance(prev, EnginePolicyPreview):  # the records stay in the engine: the largest losses and how many records pay them
             st.markdown("**The largest record losses** (teaching mode only)")
             confidential()
             st.dataframe(top_losses(prev), hide_index=True)

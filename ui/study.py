@@ -143,8 +143,8 @@ def _prefixed(page: str, keys: Any) -> list[str]:
 
 def _all_keys() -> list[str]:
     keys = ["seed", *ENGINE_KEYS]  # the sidebar's seed box is hidden in review mode
-    for page in PAGE_SETTINGS.values():
-        keys += page
+    for settings in PAGE_SETTINGS.values():
+        keys += settings
     for page in PAGE_SETTING_PREFIXES:
         keys += _prefixed(page, list(st.session_state.keys()))
     ds = st.session_state.get("dataset")
@@ -330,7 +330,9 @@ def current_tiers(ss: Any) -> dict[str, float] | None:
 def _mt_mechanism(ss: Any, seed: int) -> dict[str, Any]:
     from .analyst_tiers import DEFAULTS, NO_FILTER
 
-    g = lambda k: ss.get(k) if ss.get(k) is not None else DEFAULTS.get(k)  # noqa: E731
+    def g(k: str) -> Any:
+        return ss.get(k) if ss.get(k) is not None else DEFAULTS.get(k)
+
     m: dict[str, Any] = {"kind": "multitier", "model": g("mt_model"),
                          **({"secure": True} if ss.get("mt_secure") else {"seed": seed})}  # secure: unseeded
     if g("mt_filter_col") not in (None, NO_FILTER):
@@ -456,12 +458,11 @@ def _dataset_for(study: Study, data_bytes: bytes | None, data_name: str | None
     if src.path is not None and src.engine != "memory" and data_bytes is None:
         from . import large
 
-        schema = src.schema
-        if schema is None:
+        if src.schema is None:
             raise ConfigError("data.schema: a study of a large dataset names its column roles (they are not guessed "
                               "from the whole table).", hint="Add data.schema (id, measures, groups, owner).")
         try:
-            return large.open_source({"path": src.path, "engine": "duckdb", "schema": schema, "options": opts})
+            return large.open_source({"path": src.path, "engine": "duckdb", "schema": src.schema, "options": opts})
         except PrdpError as err:
             raise type(err)(f"data.path: {err.message}", hint=err.hint or "Put the table in the server's data "
                                                                              f"folder ({large.folder()}).") from None
@@ -701,7 +702,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     session, so on any error (a :class:`PrdpError`) the session is unchanged. Pages the config
     does not mention return to their defaults; the privacy ledger is kept. Returns notes about
     anything the app could not show exactly as configured."""
-    study = config if isinstance(config, Study) else parse_config(config)  # type: ignore[arg-type]
+    study = config if isinstance(config, Study) else parse_config(config)
     notes: list[str] = []
     for page, settings in study.app.items():
         allowed = PAGE_SETTINGS.get(page, ())
@@ -803,7 +804,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     if q_hi is not None and "pdp_hi" not in up:
         from .personalized import set_query_defaults
 
-        keep = {k: up[k] for k in ("pdp_lo", "pdp_cutoff") if k in up}
+        keep: dict[str, Any] = {k: up[k] for k in ("pdp_lo", "pdp_cutoff") if k in up}
         set_query_defaults(q_hi)  # the page's design default for the public upper bound
         ss.update(keep)
     # the imported settings are for the data just loaded: the pages keep them instead of resetting their defaults

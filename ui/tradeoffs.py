@@ -28,7 +28,7 @@ def split_measures(pol: SplittingPolicy) -> list[str]:
     """Measures summed on split data by the workload (those a threshold sweep moves)."""
     out = []
     for q in pol.workload.queries:
-        if q.kind != "count" and q.split and q.measure not in out:
+        if q.kind != "count" and q.split and q.measure is not None and q.measure not in out:
             out.append(q.measure)
     return out or list(pol.thresholds.measures)
 
@@ -54,6 +54,15 @@ def _on_large(kind: str, key: Any, label: str, work: Callable[[Callable[[str], N
 
         return large.stats(kind, key, label, guarded)
     return cached(*args)
+
+
+def _saying(step: str, work: Callable[[], Any]) -> Callable[[Callable[[str], None]], Any]:
+    """The work of a one-step computation for :func:`_on_large`: says ``step``, then runs ``work()``."""
+    def run(stage: Callable[[str], None]) -> Any:
+        stage(step)
+        return work()
+
+    return run
 
 
 def _sweep_work(ds: Any, pol: SplittingPolicy, pcts: tuple[float, ...], rhos: tuple[float, ...], min_count: int,
@@ -99,8 +108,8 @@ def sweep_cdfs(token: str, pol_json: str, grid_json: str, rho: float, ds: Any, p
                ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The policy-loss CDFs of the sweep's threshold settings at base budget ``rho``."""
     return _on_large("sweep_cdfs", [pol_json, grid_json, rho], "Policy-loss CDFs of the settings",
-                     lambda stage: (stage("one split-count histogram per setting, in the engine"),
-                                    _cdfs_work(ds, pol, grid_json, rho))[1],
+                     _saying("one split-count histogram per setting, in the engine",
+                             lambda: _cdfs_work(ds, pol, grid_json, rho)),
                      _sweep_cdfs, token, pol_json, grid_json, rho, ds, pol)
 
 
@@ -117,10 +126,10 @@ def compare(token: str, key: str, ds: Any, measures: tuple[str, ...], levels: tu
             min_count: int) -> pd.DataFrame:
     """Fig. 3: splitting schemes against top-coding schemes, by group-by level."""
     return _on_large("compare", key, "Comparing splitting with top-coding",
-                     lambda stage: (stage(f"per-cell statistics of {len(split) + len(top)} scheme(s) at "
-                                          f"{len(levels)} level(s), in the engine"),
-                                    sweeps.compare_schemes(ds, measures, levels, split, top, base_rho=base_rho,
-                                                             min_count=min_count))[1],
+                     _saying(f"per-cell statistics of {len(split) + len(top)} scheme(s) at {len(levels)} level(s), "
+                             "in the engine",
+                             lambda: sweeps.compare_schemes(ds, measures, levels, split, top, base_rho=base_rho,
+                                                            min_count=min_count)),
                      _compare, token, key, ds, measures, levels, split, top, base_rho, min_count)
 
 
@@ -148,8 +157,8 @@ def fitness(token: str, pol_json: str, targets: tuple[float, ...], gamma: float,
             ds: Any, pol: SplittingPolicy) -> tuple[dict[str, tuple[np.ndarray, np.ndarray]], pd.DataFrame]:
     """Fig. 4: the smallest budgets meeting each goal and the records' losses under them."""
     return _on_large("fitness", [pol_json, targets, gamma, share, min_count], "Solving for the budgets",
-                     lambda stage: (stage("per-cell statistics and one split-count histogram per goal, in the "
-                                          "engine"), _fitness_work(ds, pol, targets, gamma, share, min_count))[1],
+                     _saying("per-cell statistics and one split-count histogram per goal, in the engine",
+                             lambda: _fitness_work(ds, pol, targets, gamma, share, min_count)),
                      _fitness, token, pol_json, targets, gamma, share, min_count, ds, pol)
 
 
@@ -238,8 +247,8 @@ def solve(token: str, pol_json: str, target: float, gamma: float, share: float, 
           ds: Any, pol: SplittingPolicy) -> tuple[budget_solver.BudgetSolution, dict[str, float]]:
     """The budgets meeting a goal and, for single-row thresholds, the largest thresholds at current budgets."""
     return _on_large("solve", [pol_json, target, gamma, share, min_count], "Solving for the budgets",
-                     lambda stage: (stage("the workload's per-cell statistics, in the engine"),
-                                    _solve_work(ds, pol, target, gamma, share, min_count))[1],
+                     _saying("the workload's per-cell statistics, in the engine",
+                             lambda: _solve_work(ds, pol, target, gamma, share, min_count)),
                      _solve, token, pol_json, target, gamma, share, min_count, ds, pol)
 
 
