@@ -120,7 +120,7 @@ class _Budget:
     def node(self, n: ast.AST) -> str:
         d = self.d
         if isinstance(n, ast.Constant):
-            return d.double(float(n.value))  # type: ignore[arg-type]  # numbers only: a checked formula
+            return d.double(float(n.value))  # type: ignore[arg-type]  # a number: text goes to text_compare
         if isinstance(n, ast.Name):
             return self.number(self.name(n.id))
         if isinstance(n, ast.UnaryOp):

@@ -128,7 +128,7 @@ def _finish(mechanism: str, label: str, query: str, rm: RecordModel, level: floa
     cause = ""
     if total > 1e-9:
         by = {k: float(np.dot(law.weight * fail_c, m)) for k, m in causes.items()}
-        cause = max(by, key=by.get)  # type: ignore[arg-type]
+        cause = max(by, key=lambda k: by[k])
     return Forecast(mechanism, label, query, rm.n, level, float(1.0 - law.cdf(level)[0]), law.quantile(0.5),
                     law.quantile(0.9), law.mean(), ell_p, no_pass, cause, law, options)
 
