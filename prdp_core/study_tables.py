@@ -198,8 +198,8 @@ def error_summary(answers: pd.DataFrame, *, min_records: int = 1) -> pd.DataFram
 
 def _policy(run: StudyRun) -> Any:
     for _, m, rel in run.releases:
-        if m.splitting_policy(rel) is not None:
-            return m.splitting_policy(rel)
+        if (pol := m.splitting_policy(rel)) is not None:
+            return pol
     if "thresholds" in run.study.policy and run.study.workload is not None:
         return run.study.dataset_policy(run.dataset)
     return None

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Mapping
 
 from ..codegen import literal
 from ..config.fields import _choice, _err, _name, _number, _scalar, _text
-from .base import SECURE_NOTE_SHORT, Output, ParseContext, RunConfig, needs_records, register, seeded
+from .base import SECURE_NOTE_SHORT, ColumnCheck, Output, ParseContext, RunConfig, needs_records, register, seeded
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -112,7 +112,7 @@ class GranularRun(RunConfig):
             out["threshold"] = self.threshold
         return out
 
-    def check_columns(self, need: Any, path: str) -> None:
+    def check_columns(self, need: ColumnCheck, path: str) -> None:
         for j, a in enumerate(self.attributes):
             need(a, f"{path}.attributes[{j}]")
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, cast
 from ..codegen import literal
 from ..config.fields import _choice, _err, _int, _mapping, _number, _scalar, _text
 from ..config.keys import MT_FAMILIES, MT_OPS
-from .base import SECURE_NOTE, BudgetRow, Output, ParseContext, RunConfig, needs_records, register
+from .base import SECURE_NOTE, BudgetRow, ColumnCheck, Output, ParseContext, RunConfig, needs_records, register
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -117,7 +117,7 @@ class MultitierRun(RunConfig):
         out["delta"] = self.delta
         return out
 
-    def check_columns(self, need: Any, path: str) -> None:
+    def check_columns(self, need: ColumnCheck, path: str) -> None:
         need(self.measure, f"{path}.measure", measure=True)
         if self.filter is not None:
             need(self.filter["column"], f"{path}.filter.column")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 from ..codegen import literal
 from ..config.fields import _bool, _choice, _err, _mapping, _number, _text, _wrap
 from ..config.keys import PDP_MECHANISMS, PDP_QUERIES
-from .base import SECURE_NOTE, Output, ParseContext, RunConfig, needs_records, register
+from .base import SECURE_NOTE, ColumnCheck, Output, ParseContext, RunConfig, needs_records, register
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -100,7 +100,7 @@ class PersonalizedRun(RunConfig):
         out["query"] = dict(self.query)
         return out
 
-    def check_columns(self, need: Any, path: str) -> None:
+    def check_columns(self, need: ColumnCheck, path: str) -> None:
         need(self.query.get("column"), f"{path}.query.column")
 
     def run(self, study: Study, ds: Any, seed: int, reveal: bool) -> list[Output]:

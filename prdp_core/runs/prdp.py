@@ -12,7 +12,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Mapping
 
 from ..config.fields import _choice, _err, _number, _text
 from ..config.keys import PRDP_ALGORITHMS, PRDP_QUERIES, RECORD_ALGORITHMS
-from .base import SECURE_NOTE_SHORT, Output, ParseContext, RunConfig, held_by_engine, needs_records, register, seeded
+from .base import (
+    SECURE_NOTE_SHORT,
+    ColumnCheck,
+    Output,
+    ParseContext,
+    RunConfig,
+    held_by_engine,
+    needs_records,
+    register,
+    seeded,
+)
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -96,7 +106,7 @@ class PrdpRun(RunConfig):
         out["algorithms"] = list(self.algorithms)
         return out
 
-    def check_columns(self, need: Any, path: str) -> None:
+    def check_columns(self, need: ColumnCheck, path: str) -> None:
         need(self.column, f"{path}.column", measure=self.query in ("sum", "max"))
 
     def run(self, study: Study, ds: Any, seed: int, reveal: bool) -> list[Output]:
