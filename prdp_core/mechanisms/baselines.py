@@ -28,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from .. import noise_source
 from ..accounting import FlatLoss, LedgerEntry
 from ..errors import ParameterError
 from ..release import Release
@@ -166,17 +167,19 @@ class ClippedSum:
 
     def release(self, table: Any, *, rng: np.random.Generator | None = None, reveal: bool = False,
                 seed: int | None = None, secure: bool = False, sampler: SecureSampler | None = None,
-                label: str | None = None) -> Release:
-        """Release the clipped sum once. Every record pays ``budget`` (FlatLoss)."""
+                label: str | None = None, noise: noise_source.Noise | None = None) -> Release:
+        """Release the clipped sum once. Every record pays ``budget`` (FlatLoss). ``noise``: the noise
+        source (Noise.teaching(seed) or Noise.secure()); ``rng``/``seed``/``secure``/``sampler`` are its
+        legacy spelling."""
         t = getattr(table, "table", table)
         if not isinstance(t, pd.DataFrame):
             raise ParameterError("The data must be a pandas DataFrame (or a prdp_core Dataset).")
         v = self.values(t)
         lo, hi = (0.0, 1.0) if self.column is None else (self.lower, self.upper)
-        smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+        nz = noise_source.resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler)
+        smp, seed = nz.sampler, nz.seed
         extras: dict[str, Any] = {}
         if smp is not None:
-            seed = None
             d = self.sensitivity
             g = 1.0 if self.column is None else smp.grid(d)
             units = to_units(np.clip(_values(v), lo, hi), g)
@@ -186,10 +189,8 @@ class ClippedSum:
             est, scale = float(ans.estimate[0]), float(ans.scale[0])
             extras["grid"] = g
         else:
-            if not isinstance(rng, np.random.Generator):
-                raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True.")
             fn = clipped_sum_laplace if self.noise == "laplace" else clipped_sum_gaussian
-            est, scale = fn(v, lo, hi, self.budget, rng=rng), self.scale
+            est, scale = fn(v, lo, hi, self.budget, rng=nz.generator()), self.scale
         sd = scale * math.sqrt(2.0) if self.noise == "laplace" else scale
         # 95% interval: Laplace quantile b·ln(1/0.05), Gaussian 1.96σ
         half = scale * math.log(20.0) if self.noise == "laplace" else 1.959963984540054 * scale

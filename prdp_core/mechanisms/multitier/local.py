@@ -19,6 +19,7 @@ import pandas as pd
 
 from ...accounting import FlatLoss, LedgerEntry
 from ...errors import ParameterError
+from ...noise_source import NO_GENERATOR, Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler
 from .simulation import (
@@ -127,10 +128,10 @@ LOCAL_MECHANISMS: dict[str, str] = {
 }
 
 
-def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: np.random.Generator | None,
+def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: np.random.Generator | None = None,
                   seed: int | None = None, mechanism: LocalMechanism = "subset", reveal: bool = False,
                   labels: Sequence[str] | None = None, secure: bool = False,
-                  sampler: SecureSampler | None = None) -> Release:
+                  sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Simulate n users' reports for every tier and release each tier's estimated counts.
 
     ``values``: each user's category in 0…d−1 (one user per input row; every user of the roster,
@@ -145,6 +146,8 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
     ``secure=True`` (or a :class:`~prdp_core.secure.SecureSampler`): a real release, unseeded, the same
     simulation driven by exact coins from the system random source (:class:`.secure.SecureGenerator`);
     every tier's loss is certified as its level plus the coins' slack (``params["certified"]``).
+    ``noise``: the noise source (:class:`~prdp_core.noise_source.Noise`: ``Noise.teaching(seed)`` or
+    ``Noise.secure()``); ``rng``/``seed``/``secure``/``sampler`` are its legacy spelling.
     """
     if mechanism not in LOCAL_MECHANISMS:
         raise ParameterError(f"Unknown local mechanism '{mechanism}'.",
@@ -161,13 +164,14 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
         raise ParameterError(f"Categories must be between 0 and d − 1 = {d - 1}.")
     n = int(x.size)
     xc = np.bincount(x, minlength=d).astype(np.int64)
-    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+    nz = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler)
+    smp, rng, seed = nz.sampler, nz.rng, nz.seed
     if smp is not None:
         from .secure import SecureGenerator  # the secure module builds on the central one, which imports this
 
         rng, seed = SecureGenerator(smp), None  # type: ignore[assignment]
     elif rng is None:
-        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
+        raise ParameterError(NO_GENERATOR)
     eps = plan.eps
     rows: list[dict[str, Any]] = []
     lab = list(labels) if labels is not None else [str(j) for j in range(d)]

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from ...accounting import LedgerEntry, RecordLoss
-from ...errors import ParameterError, PolicyError
+from ...errors import PolicyError
+from ...noise_source import Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler, mode_label
 from .neighbours import NEIGHBOUR_TEXT, noise_calibration, substitution_factor
@@ -26,8 +27,9 @@ if TYPE_CHECKING:
 
 
 def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, mechanism: PDPMechanism, *,
-            rng: np.random.Generator | None, seed: int | None = None, reveal: bool = False,
-            label: str | None = None, secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+            rng: np.random.Generator | None = None, seed: int | None = None, reveal: bool = False,
+            label: str | None = None, secure: bool = False, sampler: SecureSampler | None = None,
+            noise: Noise | None = None) -> Release:
     """Run ``mechanism`` on ``table`` under ``spec`` and return a ledger-ready :class:`Release`.
 
     ``loss`` is the delivered ε of each tuple's owner (aligned with the rows),
@@ -39,12 +41,11 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
     ``secure=True`` (or a :class:`~prdp_core.secure.SecureSampler`): a real release with exact OpenDP
     samplers and system randomness, no seed (``rng`` and ``seed`` are ignored), outputs on the grids of
     :mod:`.secure`, and each user's loss certified at or below the delivered ε before it is returned.
+    ``noise``: the noise source (:class:`~prdp_core.noise_source.Noise`: ``Noise.teaching(seed)`` or
+    ``Noise.secure()``); ``rng``/``seed``/``secure``/``sampler`` are its legacy spelling.
     """
     mechanism.check_query(query)
-    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
-    if smp is None and rng is None:
-        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     phi = spec.phi_for(table)
     raw = query.raw(table)
     vals = query.prepare(raw)

@@ -51,6 +51,7 @@ from ... import engines
 from ...distribution import LossDistribution
 from ...errors import ParameterError, PolicyError
 from ...limits import MAX_ROWS
+from ...noise_source import Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler, to_units
 from .answers import AdaptiveClippedSum, DistinctCount, LaplaceCount, RankMax
@@ -62,7 +63,6 @@ from .selection import (
     _check_beta,
     _entry,
     _eps_array,
-    _sampler,
     _table_of,
     _truth_cols,
     secure_select_domain,
@@ -76,7 +76,7 @@ from .selection import (
 
 def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: np.random.Generator | None = None,
           reveal: bool = False, seed: int | None = None, secure: bool = False,
-          sampler: SecureSampler | None = None) -> Release:
+          sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Algorithm 1 (PrDP Count, Sec. 5.1): count the records under E-PrDP.
 
     Parameters
@@ -95,7 +95,7 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     domain i is charged 2^{i−1}ε̌ ≤ E(r).
     """
     b = _check_beta(beta)
-    smp = _sampler(secure, sampler, rng)
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     dp = DomainPartition(float(eps_min), float(eps_max))
     e = _eps_array(values_eps, dp.eps_min, dp.eps_max)
     idx = dp.index(e)
@@ -107,14 +107,14 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
 
 def count_of(data: Any, budget: BudgetFunction, *, beta: float, rng: np.random.Generator | None = None,
              reveal: bool = False, seed: int | None = None, secure: bool = False,
-             sampler: SecureSampler | None = None) -> Release:
+             sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Algorithm 1 on a table (DataFrame, Dataset, or a dataset held by an engine, whose per-domain
     counts are computed there): :func:`count` of E(r) with E's ε̌ and ε̂."""
     if not engines.is_engine_data(data):
         return count(budget(_table_of(data)), eps_min=budget.eps_min, eps_max=budget.eps_max, beta=beta, rng=rng,
-                     reveal=reveal, seed=seed, secure=secure, sampler=sampler)
+                     reveal=reveal, seed=seed, secure=secure, sampler=sampler, noise=noise)
     b = _check_beta(beta)
-    smp = _sampler(secure, sampler, rng)
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     counts = data.engine.domain_stats(budget).counts.astype(float)
     return _count_release(budget.domains(), counts, b, rng, smp, None if smp is not None else seed, reveal, None,
                           None)
@@ -332,7 +332,7 @@ def _secure_m(p: Prepared, table: Any, ell: int, eps_m: float, beta: float, samp
 
 def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
               rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
-              secure: bool = False, sampler: SecureSampler | None = None, eps_share: float = PAPER_SHARE,
+              secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None, eps_share: float = PAPER_SHARE,
               beta_share: float = PAPER_SHARE) -> Release:
     """Algorithm 2 (general PrDP framework, Sec. 6): answer ``query`` under E-PrDP.
 
@@ -356,8 +356,7 @@ def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
     (2^{i−2}ε̌ and ε_τ/2 by default); since ε_τ = 2^{ℓ−1}ε̌ ≤ 2^{i−1}ε̌ ≤ E(r) for i ≥ ℓ the sum is
     ≤ E(r), so the release is E-PrDP (sequential composition, Lemma 3.10).
     """
-    smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
     p = prepare(table, budget, query)
     sp = Split(p.domains, b, check_share("Part 1's share of the budget", eps_share),
@@ -432,15 +431,14 @@ def naive_trials(p: Prepared, *, beta: float, rng: np.random.Generator, trials: 
 
 def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
           rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
-          secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+          secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """The straw man of Sec. 4.1: run M on all records at the global minimum ε̌ (E-PrDP, since
     ε̌ ≤ E(r) for every record). Its error scales with 1/ε̌ — usually useless.
 
     ``secure``, ``sampler``: secure mode — M runs with exact noise and selections from OpenDP
     (:func:`_secure_m` on all records, ℓ = 1) at the same ε̌, so every record pays ε̌; no seed.
     """
-    smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
     p = prepare(table, budget, query)
     if smp is None:

@@ -48,12 +48,13 @@ import numpy as np
 import pandas as pd
 
 from ...errors import ParameterError
+from ...noise_source import Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, grid_for, to_units
 from .budget import BudgetFunction
 from .domains import DomainPartition
 from .queries import FrameworkQuery, _query_input, as_query
-from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _sampler, _table_of, _truth_cols
+from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _table_of, _truth_cols
 
 ThresholdRule = Literal["paper", "bernstein"]
 
@@ -178,7 +179,7 @@ def _secure_select(values_eps: Any, n: int, dp: DomainPartition, beta: float, ru
 
 def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: np.random.Generator | None = None,
           threshold: ThresholdRule = "paper", reveal: bool = False, seed: int | None = None, secure: bool = False,
-          sampler: SecureSampler | None = None) -> Release:
+          sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Algorithms 3 + 4 (PrLDP count): the number of parties with a record, under E-PrLDP.
 
     ``values_eps``: each party's budget E(r); ``eps_min``/``eps_max``: ε̌, ε̂ (public);
@@ -188,8 +189,7 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     report drawn with exact discrete Laplace noise (:func:`secure_randomise`), no seed.
     """
     b = _check_beta(beta)
-    smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     dp = DomainPartition(float(eps_min), float(eps_max))
     e = _eps_array(values_eps, dp.eps_min, dp.eps_max)
     idx = dp.index(e)
@@ -299,7 +299,7 @@ def framework_trials(data: _LocalData, *, beta: float, rng: np.random.Generator,
 
 def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
               rng: np.random.Generator | None = None, threshold: ThresholdRule = "paper", reveal: bool = False,
-              seed: int | None = None, secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+              seed: int | None = None, secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Algorithm 5 (general PrLDP framework) for ``count`` and ``sum`` queries.
 
     Round I: Algorithms 3–4 with E' = E/2 and β/2 give ε_τ = 2^{ℓ−1}ε̌. Round II: parties with
@@ -308,8 +308,7 @@ def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
     ``secure``, ``sampler``: both rounds with exact discrete Laplace (:func:`secure_randomise`,
     :meth:`_LocalData.secure_round_two`), same per-party losses, no seed.
     """
-    smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
     d = _LocalData(table, budget, query)
     if smp is None:
@@ -362,11 +361,10 @@ def secure_naive(data: _LocalData, sampler: SecureSampler) -> float:
 
 def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
           rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
-          secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+          secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Local baseline at the global minimum ε̌ for every party (E-PrLDP since ε̌ ≤ E(r)).
     ``secure``, ``sampler``: exact discrete Laplace reports (:func:`secure_naive`), no seed."""
-    smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
     d = _LocalData(table, budget, query)
     est = float(naive_trials(d, rng=rng)[0]) if smp is None else secure_naive(d, smp)  # type: ignore[arg-type]
