@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-import numpy as np
-
 from .accounting import Ledger
 from .config import (
     ConfigError,
@@ -24,6 +22,7 @@ from .config import (
 from .data import Dataset
 from .engines.spark_engine import is_uri
 from .errors import PolicyError, PrdpError
+from .noise_source import Noise
 from .release import Release
 
 #: A progress callback: (steps done, steps in all, what is being done).
@@ -57,6 +56,11 @@ PRDP_LOCAL_LABELS = {"count": "PrLDP count (Alg. 3–4)", "framework": "PrLDP fr
                      "naive": "naive ε̌ (local)"}
 
 
+def mechanism_noise(m: Mapping[str, Any], seed: int) -> Noise:
+    """The noise of a mechanism entry: the exact samplers, unseeded, when it is ``secure``; else its seed."""
+    return Noise.secure() if m.get("secure") else Noise.teaching(seed)
+
+
 def _run_unit_splitting(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal: bool
                         ) -> list[tuple[str, Release]]:
     from .mechanisms import unit_splitting
@@ -64,12 +68,9 @@ def _run_unit_splitting(study: Study, ds: Dataset, m: Mapping[str, Any], seed: i
     policy = study.validate_policy(ds)
     # owners' realized losses are not part of the outputs: a table held by an engine skips computing them
     own = {"owner_realized": False} if _held_by_engine(ds) else {}
-    if m.get("secure"):  # review mode refuses thresholds computed from the data (teaching runs may use them)
-        rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=reveal,
-                                     partition_delta=m["partition_delta"], allow_data_derived=reveal, **own)
-    else:
-        rel = unit_splitting.release(ds, policy, rng=np.random.default_rng(seed), reveal=reveal, seed=seed,
-                                     partition_delta=m["partition_delta"], **own)
+    # review mode refuses thresholds computed from the data in a secure release (teaching runs may use them)
+    rel = unit_splitting.release(ds, policy, noise=mechanism_noise(m, seed), reveal=reveal,
+                                 partition_delta=m["partition_delta"], allow_data_derived=reveal, **own)
     return [("", rel)]
 
 
@@ -100,8 +101,7 @@ def _run_prdp(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, reveal
     t = ds if engine else ds.table
     q, beta = prdp_query(m), m["beta"]
     # one generator for the algorithms compared side by side; secure runs draw from OpenDP, unseeded
-    sec = bool(m.get("secure"))
-    run: dict[str, Any] = {"secure": True} if sec else {"rng": np.random.default_rng(seed), "seed": seed}
+    run: dict[str, Any] = {"noise": mechanism_noise(m, seed)}
     out = []
     for alg in m["algorithms"]:
         if m["model"] == "local":
@@ -150,12 +150,9 @@ def _run_personalized(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int
     _needs_records(ds, "Personalized DP")
     spec = study.privacy_spec(ds.table)
     q = personalized.PersonalizedQuery(**m["query"])
-    if m.get("secure"):
-        if not reveal:  # review mode: bounds computed from the data are refused (teaching runs flag them)
-            personalized.require_public_bounds(m.get("design_defaults", ()))
-        rel = pdp_mechanism(m).release(ds.table, spec, q, rng=None, reveal=reveal, secure=True)
-    else:
-        rel = pdp_mechanism(m).release(ds.table, spec, q, rng=np.random.default_rng(seed), seed=seed, reveal=reveal)
+    if m.get("secure") and not reveal:  # review mode: bounds computed from the data are refused (teaching: flagged)
+        personalized.require_public_bounds(m.get("design_defaults", ()))
+    rel = pdp_mechanism(m).release(ds.table, spec, q, noise=mechanism_noise(m, seed), reveal=reveal)
     return [("", personalized.flag_design_defaults(rel, m.get("design_defaults", ())))]
 
 
@@ -175,8 +172,7 @@ def _run_multitier(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, r
     f = multitier_filter(m)
     secure = bool(m.get("secure"))
     # a secure release is unseeded: exact samplers and a system random source
-    mode: dict[str, Any] = {"rng": None, "secure": True} if secure else {"rng": np.random.default_rng(seed),
-                                                                          "seed": seed}
+    mode: dict[str, Any] = {"noise": mechanism_noise(m, seed)}
     if m["model"] == "central":
         integer = m["family"] in ("geometric", "multiscale_geometric")
         q = mt.central_query(ds.table, m["query"], measure=m.get("measure"), clip=m.get("clip"), filter=f,
@@ -207,7 +203,7 @@ def _run_granular(study: Study, ds: Dataset, m: Mapping[str, Any], seed: int, re
 
     _needs_records(ds, "A granular-DP histogram")
     data = granular.encode_attributes(ds.table, list(m["attributes"]), granular_domains(study, m))
-    how: dict[str, Any] = {"secure": True} if m.get("secure") else {"rng": np.random.default_rng(seed), "seed": seed}
+    how: dict[str, Any] = {"noise": mechanism_noise(m, seed)}
     if m["histogram"] == "heavy_hitter":
         rel = granular.heavy_hitter_histogram(data, eps0=m["eps"], nu=m["nu"], method=m["method"], reveal=reveal,
                                               **how)

@@ -57,12 +57,12 @@ from ...secure import SecureSampler, to_units
 from .answers import AdaptiveClippedSum, DistinctCount, LaplaceCount, RankMax
 from .budget import BudgetFunction
 from .domains import DomainPartition
+from .plans import CountPlan
 from .queries import FrameworkQuery, Prepared, _query_input, prepare
 from .selection import (
     Selection,
     _check_beta,
     _entry,
-    _eps_array,
     _table_of,
     _truth_cols,
     secure_select_domain,
@@ -94,14 +94,11 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     Returns a Release whose ``extras`` hold ``eps_tau`` = 2^{ℓ−1}ε̌ and ``ell``. Record r in
     domain i is charged 2^{i−1}ε̌ ≤ E(r).
     """
-    b = _check_beta(beta)
+    plan = CountPlan(eps_min, eps_max, beta)  # the public parameters: each record's loss before any noise
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
-    dp = DomainPartition(float(eps_min), float(eps_max))
-    e = _eps_array(values_eps, dp.eps_min, dp.eps_max)
-    idx = dp.index(e)
-    counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
-    loss = dp.lo[idx - 1]
-    return _count_release(dp, counts, b, rng, smp, None if smp is not None else seed, reveal, loss,
+    dp = plan.domains
+    counts = np.bincount(plan.domain_index(values_eps), minlength=dp.L + 1)[1:].astype(float)
+    return _count_release(dp, counts, plan.beta, rng, smp, seed, reveal, plan.record_loss(values_eps),
                           np.asarray(values_eps, dtype=float).ravel())
 
 

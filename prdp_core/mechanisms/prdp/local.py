@@ -53,6 +53,7 @@ from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, grid_for, to_units
 from .budget import BudgetFunction
 from .domains import DomainPartition
+from .plans import CountPlan
 from .queries import FrameworkQuery, _query_input, as_query
 from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _table_of, _truth_cols
 
@@ -188,12 +189,12 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     domain i pays 2^{i−1}ε̌ ≤ E(r) whatever the threshold. ``secure``, ``sampler``: every party's
     report drawn with exact discrete Laplace noise (:func:`secure_randomise`), no seed.
     """
-    b = _check_beta(beta)
+    plan = CountPlan(eps_min, eps_max, beta, "local")  # the public parameters: each party's loss before any noise
+    b = plan.beta
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
-    dp = DomainPartition(float(eps_min), float(eps_max))
+    dp = plan.domains
     e = _eps_array(values_eps, dp.eps_min, dp.eps_max)
-    idx = dp.index(e)
-    counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
+    counts = np.bincount(dp.index(e), minlength=dp.L + 1)[1:].astype(float)
     if smp is None:
         sel = _select_local(counts, e.size, dp.lo, b, rng, 1, threshold)  # type: ignore[arg-type]
     else:
@@ -203,7 +204,7 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     row: dict[str, Any] = {"query": "count", "estimate": est, "eps_tau": eps_tau, "ell": ell}
     if reveal:
         row.update(_truth_cols(est, float(e.size)))
-    loss = dp.lo[idx - 1]
+    loss = plan.record_loss(values_eps)
     params: dict[str, Any] = {"eps_min": dp.eps_min, "eps_max": dp.eps_max, "beta": b, "L": dp.L,
                               "model": "local", "threshold": threshold}
     if smp is not None:
