@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -32,7 +33,7 @@ from ...noise_source import Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler
 from ...validate import positive as _pos
-from .calibration import CalibrationMethod, calibrate_heavy_hitter_histogram
+from .calibration import CalibrationMethod, HeavyHitterCalibration, calibrate_heavy_hitter_histogram
 from .data import AttributeData, TrueHistogram, _row_keys, true_histogram
 from .discrete import calibrate_discrete
 from .heavy_hitters import priv_heavy_hitters
@@ -48,6 +49,63 @@ LAPLACE_CI95 = math.log(20.0)
 # ---------------------------------------------------------------------------
 # Histograms as releases
 # ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HistogramPlan:
+    """A granular-DP histogram before any data (:class:`prdp_core.contract.Plan`): its kind, per-attribute
+    budget and number of attributes fix every record's whole-record ε.
+
+    ``kind`` — ``"heavy_hitter"`` (Theorem 15) or ``"standard"`` (Laplace(2/ε) on every cell);
+    ``eps`` — the per-attribute ε0 (heavy hitter; pure ∇0DP) or the ε of the standard histogram;
+    ``d`` — the number of attributes (public); ``nu``, ``method`` — the heavy-hitter error target and
+    calibration; ``threshold`` — the standard histogram's public release threshold (None: its default);
+    ``secure`` — calibrated for the exact discrete noise of a secure run (heavy hitter).
+    """
+
+    kind: Literal["heavy_hitter", "standard"]
+    eps: float
+    d: int
+    nu: float = 0.01
+    method: CalibrationMethod = "exact"
+    threshold: float | None = None
+    secure: bool = False
+
+    loss_kind: ClassVar[str] = "eps"
+    #: record_loss is what the release's ledger entry charges every record.
+    exact: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("heavy_hitter", "standard"):
+            raise ParameterError(f"Unknown histogram '{self.kind}'.", hint="Use 'heavy_hitter' or 'standard'.")
+        if isinstance(self.d, bool) or not isinstance(self.d, (int, np.integer)) or self.d < 1:
+            raise ParameterError(f"The number of attributes must be a positive whole number (got {self.d!r}).")
+
+    def calibration(self) -> HeavyHitterCalibration:
+        """The heavy-hitter noise for ε0: the corrected calibration, or the discrete accountant's (secure)."""
+        if self.kind != "heavy_hitter":
+            raise ParameterError("Only the heavy-hitter histogram has a calibration.")
+        if not self.secure:
+            return calibrate_heavy_hitter_histogram(self.eps, self.nu, self.d, method=self.method)
+        if self.method != "exact":
+            raise ParameterError("A secure heavy-hitter histogram is calibrated by the exact accountant of its "
+                                 "discrete noise.", hint="Use method='exact'.")
+        return calibrate_discrete(self.eps, self.nu, self.d)
+
+    @property
+    def attribute_eps(self) -> float:
+        """The delivered per-attribute ε (the heavy hitter's exact ε0 ≤ ``eps``; the standard histogram: ε)."""
+        return self.calibration().delivered if self.kind == "heavy_hitter" else float(self.eps)
+
+    @property
+    def whole_record_eps(self) -> float:
+        """The ε of a change of a whole record (group privacy over the d attributes for the lists)."""
+        return self.calibration().whole_record(self.d) if self.kind == "heavy_hitter" else float(self.eps)
+
+    def record_loss(self, records: AttributeData | int) -> np.ndarray:
+        """Every record's whole-record ε (``records``: the attribute data, or its number of records)."""
+        n = int(records) if isinstance(records, (int, np.integer)) else int(records.n)
+        return np.full(n, self.whole_record_eps)
 
 
 def _answers(data: AttributeData, codes: np.ndarray, estimate: np.ndarray, scale: float,
@@ -116,13 +174,7 @@ def heavy_hitter_histogram(data: AttributeData, *, eps0: float, nu: float = 0.01
     """
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     _check_public_domains(smp, data, "heavy-hitter histogram")
-    if smp is None:
-        cal = calibrate_heavy_hitter_histogram(eps0, nu, data.d, method=method)
-    elif method != "exact":
-        raise ParameterError("A secure heavy-hitter histogram is calibrated by the exact accountant of its discrete "
-                             "noise.", hint="Use method='exact'.")
-    else:
-        cal = calibrate_discrete(eps0, nu, data.d)
+    cal = HistogramPlan("heavy_hitter", eps0, data.d, nu=nu, method=method, secure=smp is not None).calibration()
     t = 0.5 * cal.nu * data.n if tau is None else float(tau)
     start = time.perf_counter()
     if cal.levels == 0:

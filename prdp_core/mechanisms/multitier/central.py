@@ -54,6 +54,20 @@ class CentralPlan(TieredPlan):
         return all(c.exists for c in self.checks)
 
     @property
+    def loss_kind(self) -> str:
+        """Unit of the per-record loss (:class:`prdp_core.contract.Plan`): ``"rho"`` (Gaussian tiers, zCDP)
+        or ``"eps"`` (pure ε)."""
+        return "rho" if self.family.budget_unit == "rho" else "eps"
+
+    def record_loss(self, records: np.ndarray | int, strategy: Strategy = "multitier") -> np.ndarray:
+        """Each record's loss if every tier colludes: ``loss_summary()[strategy]`` for a record the query
+        reads (``records``: a boolean mask of the input rows, or a count of rows all read), 0 for the others.
+        What :func:`release_central` charges, known before any data."""
+        if strategy not in STRATEGIES:
+            raise ParameterError(f"Unknown strategy '{strategy}'.", hint=f"Use one of {', '.join(STRATEGIES)}.")
+        return _record_loss(records, self.loss_summary()[strategy])  # type: ignore[return-value]
+
+    @property
     def unit(self) -> str:
         return "ρ" if self.family.budget_unit == "rho" else "ε"
 
@@ -218,7 +232,7 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
     if reveal:
         extras["private_true_answers"] = q
     return Release(mechanism=f"multitier.central.{strategy}", answers=answers, measure=measure,
-                   loss=_record_loss(records, total), entries=entries,
+                   loss=None if records is None else plan.record_loss(records, strategy), entries=entries,
                    params={**base, "params": list(plan.params)}, seed=seed, truth_included=reveal, extras=extras,
                    secure=smp is not None)
 

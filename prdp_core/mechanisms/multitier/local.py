@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -68,6 +68,25 @@ class LocalPlan(TieredPlan):
         uniq = sorted(set(self.served))
         keep = composite_keep(self.templates, uniq)
         return uniq, np.array([self.templates[i].k for i in uniq]), keep
+
+    loss_kind: ClassVar[str] = "eps"
+
+    def mechanism_loss(self, mechanism: str = "subset") -> float:
+        """A user's loss if every tier colludes: the top served level (Subset templates), the top tier's ε
+        (GRR, BRR re-sampling) or Σ ε_i (independent reports)."""
+        if mechanism not in LOCAL_MECHANISMS:
+            raise ParameterError(f"Unknown local mechanism '{mechanism}'.",
+                                 hint=f"Use one of {', '.join(LOCAL_MECHANISMS)}.")
+        if mechanism == "subset":
+            return self.loss_summary()["multitier"]
+        return float(self.eps.sum() if mechanism == "independent" else self.eps.max())
+
+    def record_loss(self, values: np.ndarray | int, mechanism: str = "subset") -> np.ndarray:
+        """Each user's loss (``values``: one category per user, or the number of users): what
+        :func:`release_local` charges a seeded run, known before any report (a secure run adds the exact
+        coins' certified slack, ``params["certified_slack"]``)."""
+        n = int(values) if isinstance(values, (int, np.integer)) else int(np.asarray(values).size)
+        return np.full(n, self.mechanism_loss(mechanism))
 
     def variances(self) -> np.ndarray:
         """Per-user V(ε_t, k_t) of each tier (n users: count-vector MSE n·V)."""

@@ -7,8 +7,8 @@ so they are never published as if they were public.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 import numpy as np
 import pandas as pd
@@ -24,6 +24,31 @@ from .spec import ROSTER_TEXT, PrivacySpec
 
 if TYPE_CHECKING:
     from .mechanisms import PDPMechanism
+
+
+@dataclass(frozen=True)
+class PersonalizedPlan:
+    """A personalized-DP release before any data (:class:`prdp_core.contract.Plan`): the specification Φ
+    over the public roster, the mechanism and the query. Each user's delivered ε is a function of Φ and
+    of the mechanism alone (α = min Φ for Minimum, min(Φ, t) for Threshold, …), in the neighbour notion of
+    :meth:`PDPMechanism.neighbours_for`."""
+
+    spec: PrivacySpec
+    mechanism: PDPMechanism
+    query: PersonalizedQuery
+
+    loss_kind: ClassVar[str] = "eps"
+    #: record_loss is what the release's ledger entry charges each tuple's owner.
+    exact: ClassVar[bool] = True
+
+    def delivered(self, phi: np.ndarray) -> np.ndarray:
+        """The ε delivered to owners whose requirements are ``phi``."""
+        return self.mechanism.delivered_for(phi, self.spec, self.query)
+
+    def record_loss(self, records: pd.DataFrame | int) -> np.ndarray:
+        """The delivered ε of each tuple's owner (``records``: the table, or its number of rows when the
+        roster is the rows themselves)."""
+        return self.delivered(self.spec.phi_for(records))
 
 
 def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, mechanism: PDPMechanism, *,
@@ -54,7 +79,7 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
     else:
         ans = mechanism.answer(vals, phi, query, spec, rng=rng)  # type: ignore[arg-type]
     notion = mechanism.neighbours_for(spec)
-    delivered = mechanism.delivered_for(phi, spec, query)
+    delivered = PersonalizedPlan(spec, mechanism, query).delivered(phi)
     promise = mechanism.promise_for(spec, query)
     row: dict[str, Any] = {"query": query.describe(), "estimate": ans.estimate}
     if ans.scale is not None:

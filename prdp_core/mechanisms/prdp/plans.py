@@ -39,7 +39,6 @@ class CountPlan:
     beta: float
     model: Model = "central"
 
-    family: ClassVar[str] = "prdp"
     loss_kind: ClassVar[str] = "eps"
     #: record_loss is what every record is charged (not only a bound).
     exact: ClassVar[bool] = True
@@ -83,7 +82,6 @@ class BudgetPlan:
     model: Model = "central"
     column: str | None = None
 
-    family: ClassVar[str] = "prdp"
     loss_kind: ClassVar[str] = "eps"
     #: record_loss is the bound E(r): the delivered loss of the framework depends on the released ℓ.
     exact: ClassVar[bool] = False
