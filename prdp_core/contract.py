@@ -21,7 +21,8 @@ release function. The plans are the existing objects made to follow :class:`Plan
 :class:`~prdp_core.mechanisms.personalized.release.PersonalizedPlan` (ε per user),
 :class:`~prdp_core.mechanisms.multitier.central.CentralPlan` and
 :class:`~prdp_core.mechanisms.multitier.local.LocalPlan` (multi-tier, ε or ρ),
-:class:`~prdp_core.mechanisms.granular.histogram.HistogramPlan` (granular, ε per record and per attribute).
+:class:`~prdp_core.mechanisms.granular.histogram.HistogramPlan` (granular, ε per record and per attribute), and
+the global-DP baseline :class:`~prdp_core.mechanisms.baselines.ClippedSum` (a flat ε or ρ).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from .errors import ParameterError
 from .mechanisms import granular, prdp, unit_splitting
 from .mechanisms import multitier as mt
 from .mechanisms import personalized as pdp
+from .mechanisms.baselines import ClippedSum
 from .mechanisms.prdp import local as prldp
 from .mechanisms.prdp.plans import BudgetPlan, CountPlan
 from .noise_source import Noise
@@ -110,6 +112,10 @@ def _multitier(plan: mt.CentralPlan | mt.LocalPlan, statistics: Any, noise: Nois
     return mt.release_local(plan, statistics, noise=noise, **options)
 
 
+def _baseline(plan: ClippedSum, statistics: Any, noise: Noise, **options: Any) -> Release:
+    return plan.release(statistics, noise=noise, **options)
+
+
 def _granular(plan: granular.HistogramPlan, statistics: Any, noise: Noise, **options: Any) -> Release:
     if statistics.d != plan.d:
         raise ParameterError(f"The plan is for {plan.d} attribute(s); the data has {statistics.d}.",
@@ -139,6 +145,7 @@ FAMILIES: tuple[Family, ...] = (
            "the true answer(s) with options records=/contributions= (central), or each user's category (local)",
            _multitier),
     Family("granular", (granular.HistogramPlan,), "the attribute data with public domains", _granular),
+    Family("baseline", (ClippedSum,), "the table (a global-DP clipped sum or count, for comparison)", _baseline),
 )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
@@ -154,6 +154,19 @@ class ClippedSum:
     @property
     def measure(self) -> Literal["eps", "rho"]:
         return "eps" if self.noise == "laplace" else "rho"
+
+    #: record_loss (:class:`prdp_core.contract.Plan`) is what the release charges every record.
+    exact: ClassVar[bool] = True
+
+    @property
+    def loss_kind(self) -> str:
+        """The unit of ``budget``: ``"eps"`` (Laplace) or ``"rho"`` (Gaussian)."""
+        return self.measure
+
+    def record_loss(self, records: Any) -> np.ndarray:
+        """Every record's loss: ``budget``, flat (``records``: the table, or its number of rows)."""
+        n = int(records) if isinstance(records, (int, np.integer)) else len(getattr(records, "table", records))
+        return np.full(n, float(self.budget))
 
     def values(self, table: pd.DataFrame) -> np.ndarray:
         if self.column is None:

@@ -167,15 +167,16 @@ def test_a_seeded_run_without_a_generator_is_refused_by_every_release():
 
 
 def test_every_family_has_a_plan_type_and_a_release():
-    assert [f.name for f in contract.FAMILIES] == ["unit_splitting", "prdp", "personalized", "multitier", "granular"]
+    assert [f.name for f in contract.FAMILIES] == ["unit_splitting", "prdp", "personalized", "multitier", "granular",
+                                                   "baseline"]
     plans = [POLICY, CountPlan(1.0, 8.0, 0.1), BudgetPlan(BUDGET), P.PersonalizedPlan(SPEC, P.Minimum(),
              P.PersonalizedQuery("count", "b")), mt.plan_central(TIERS), mt.plan_local(TIERS, 3),
-             granular.HistogramPlan("standard", 1.0, 2)]
+             granular.HistogramPlan("standard", 1.0, 2), ClippedSum("v", 1.0, upper=5.0)]
     for plan in plans:
         assert isinstance(plan, contract.Plan) and plan.loss_kind in contract.LOSS_KINDS
         assert contract.family_of(plan).name in {f.name for f in contract.FAMILIES}
     with pytest.raises(ParameterError, match="not a mechanism plan"):
-        contract.family_of(ClippedSum("v", 1.0, upper=5.0))
+        contract.family_of({"thresholds": {"v": 40.0}})
     with pytest.raises(ParameterError, match="Noise value"):
         contract.release(POLICY, TABLE, np.random.default_rng(0))  # type: ignore[arg-type]
 
@@ -275,3 +276,13 @@ def test_granular_plan_states_the_whole_record_and_per_attribute_epsilon(kind):
             contract.release(plan, ATTRS, Noise.secure())
     with pytest.raises(ParameterError, match="attribute"):
         contract.release(granular.HistogramPlan(kind, 1.0, ATTRS.d + 1), ATTRS, Noise.teaching(1))
+
+
+@pytest.mark.parametrize("noise", ["laplace", "gaussian"])
+def test_the_clipped_sum_baseline_charges_every_record_its_flat_budget(noise):
+    plan = ClippedSum("v", 0.7, upper=50.0, noise=noise)
+    before = plan.record_loss(TABLE)
+    rel = contract.release(plan, TABLE, Noise.teaching(12))
+    assert plan.loss_kind == rel.measure and np.all(before == 0.7)
+    np.testing.assert_array_equal(rel.loss, before)
+    np.testing.assert_array_equal(rel.entries[0].loss(TABLE), before)

@@ -17,7 +17,7 @@ from ...accounting import LedgerEntry, RecordLoss
 from ...errors import PolicyError
 from ...noise_source import Noise, resolve
 from ...release import Release
-from ...secure import SecureSampler, mode_label
+from ...secure import SecureSampler
 from .neighbours import NEIGHBOUR_TEXT, noise_calibration, substitution_factor
 from .query import PersonalizedQuery
 from .spec import ROSTER_TEXT, PrivacySpec
@@ -70,7 +70,8 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
     ``Noise.secure()``); ``rng``/``seed``/``secure``/``sampler`` are its legacy spelling.
     """
     mechanism.check_query(query)
-    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
+    nz = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler)
+    smp, rng, seed = nz.parts()
     phi = spec.phi_for(table)
     raw = query.raw(table)
     vals = query.prepare(raw)
@@ -108,7 +109,7 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
                         loss=RecordLoss(delivered, "eps", note=note, bound=sup), params=params, seed=seed,
                         neighbours=notion, secure=smp is not None)
     extras: dict[str, Any] = {"neighbours": notion, "promise": promise, "roster": ROSTER_TEXT[spec.roster],
-                              "mode": mode_label(smp is not None)}
+                              "mode": nz.label}
     if ans.eps_used is not None:
         extras["eps_used"] = ans.eps_used
     if reveal:

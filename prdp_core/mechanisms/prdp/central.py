@@ -90,6 +90,8 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     secure, sampler: secure mode — exact discrete Laplace noise from OpenDP on the integer
         counts (same scales 1/(2^{i−1}ε̌), so the same per-record loss), no seed
         (:mod:`prdp_core.secure`).
+    noise: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``); ``rng``, ``seed``,
+        ``secure`` and ``sampler`` are its legacy spelling.
 
     Returns a Release whose ``extras`` hold ``eps_tau`` = 2^{ℓ−1}ε̌ and ``ell``. Record r in
     domain i is charged 2^{i−1}ε̌ ≤ E(r).
@@ -106,7 +108,7 @@ def count_of(data: Any, budget: BudgetFunction, *, beta: float, rng: np.random.G
              reveal: bool = False, seed: int | None = None, secure: bool = False,
              sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Algorithm 1 on a table (DataFrame, Dataset, or a dataset held by an engine, whose per-domain
-    counts are computed there): :func:`count` of E(r) with E's ε̌ and ε̂."""
+    counts are computed there): :func:`count` of E(r) with E's ε̌ and ε̂ (``noise`` as there)."""
     if not engines.is_engine_data(data):
         return count(budget(_table_of(data)), eps_min=budget.eps_min, eps_max=budget.eps_max, beta=beta, rng=rng,
                      reveal=reveal, seed=seed, secure=secure, sampler=sampler, noise=noise)
@@ -344,6 +346,8 @@ def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
     secure, sampler: secure mode — Part 1 and M draw exact noise and selections from OpenDP
         (:func:`secure_select_domain`, :func:`_secure_m`) with the same budgets, so the same
         per-record losses; no seed. Built-in mechanisms only.
+    noise: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``); ``rng``, ``seed``,
+        ``secure`` and ``sampler`` are its legacy spelling.
     eps_share, beta_share: Part 1's share s of E and of β (default ½ each, the paper's split).
         M then runs at (1 − s)·ε_τ with the rest of β. A smaller s gives M more budget and makes
         Part 1's thresholds higher (:mod:`prdp_core.mechanisms.prdp.forecast` predicts which
@@ -434,6 +438,8 @@ def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, 
 
     ``secure``, ``sampler``: secure mode — M runs with exact noise and selections from OpenDP
     (:func:`_secure_m` on all records, ℓ = 1) at the same ε̌, so every record pays ε̌; no seed.
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``); ``rng``/``seed``/``secure``/
+    ``sampler`` are its legacy spelling.
     """
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)

@@ -125,6 +125,8 @@ def sum_extension(table: Any, budget: BudgetFunction, *, beta: float, rng: np.ra
     ``secure``, ``sampler``: secure mode — exact discrete Laplace per domain on the grid of v̄_i
     (:func:`secure_extension_selection`), no seed; the estimate is a sum of grid multiples and each
     record's delivered loss u(v)/t_i ≤ 2^{i−1}ε̌ is read from the certified noise scale.
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``), of which ``rng``/``seed``/
+    ``secure``/``sampler`` are the legacy spelling.
     """
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)

@@ -188,6 +188,8 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     O(√n·log(log(ε̂/ε̌)/β)/ε_min(D))); ``threshold``: see :func:`local_thresholds`. A party of
     domain i pays 2^{i−1}ε̌ ≤ E(r) whatever the threshold. ``secure``, ``sampler``: every party's
     report drawn with exact discrete Laplace noise (:func:`secure_randomise`), no seed.
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``), of which ``rng``/``seed``/
+    ``secure``/``sampler`` are the legacy spelling.
     """
     plan = CountPlan(eps_min, eps_max, beta, "local")  # the public parameters: each party's loss before any noise
     b = plan.beta
@@ -308,6 +310,8 @@ def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
     send the same for ⊥ (value 0). A party of domain i pays 2^{i−2}ε̌ + (ε_τ/2 if kept) ≤ E(r).
     ``secure``, ``sampler``: both rounds with exact discrete Laplace (:func:`secure_randomise`,
     :meth:`_LocalData.secure_round_two`), same per-party losses, no seed.
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``), of which ``rng``/``seed``/
+    ``secure``/``sampler`` are the legacy spelling.
     """
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
@@ -364,7 +368,9 @@ def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, 
           rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
           secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Local baseline at the global minimum ε̌ for every party (E-PrLDP since ε̌ ≤ E(r)).
-    ``secure``, ``sampler``: exact discrete Laplace reports (:func:`secure_naive`), no seed."""
+    ``secure``, ``sampler``: exact discrete Laplace reports (:func:`secure_naive`), no seed.
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``), of which ``rng``/``seed``/
+    ``secure``/``sampler`` are the legacy spelling."""
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
     d = _LocalData(table, budget, query)
