@@ -99,8 +99,9 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     plan = CountPlan(eps_min, eps_max, beta)  # the public parameters: each record's loss before any noise
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     dp = plan.domains
-    counts = np.bincount(plan.domain_index(values_eps), minlength=dp.L + 1)[1:].astype(float)
-    return _count_release(dp, counts, plan.beta, rng, smp, seed, reveal, plan.record_loss(values_eps),
+    idx = plan.domain_index(values_eps)
+    counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
+    return _count_release(dp, counts, plan.beta, rng, smp, seed, reveal, plan.domain_loss(idx),
                           np.asarray(values_eps, dtype=float).ravel())
 
 

@@ -196,7 +196,8 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     dp = plan.domains
     e = _eps_array(values_eps, dp.eps_min, dp.eps_max)
-    counts = np.bincount(dp.index(e), minlength=dp.L + 1)[1:].astype(float)
+    idx = dp.index(e)  # = plan.domain_index(values_eps)
+    counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
     if smp is None:
         sel = _select_local(counts, e.size, dp.lo, b, rng, 1, threshold)  # type: ignore[arg-type]
     else:
@@ -206,7 +207,7 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     row: dict[str, Any] = {"query": "count", "estimate": est, "eps_tau": eps_tau, "ell": ell}
     if reveal:
         row.update(_truth_cols(est, float(e.size)))
-    loss = plan.record_loss(values_eps)
+    loss = plan.domain_loss(idx)
     params: dict[str, Any] = {"eps_min": dp.eps_min, "eps_max": dp.eps_max, "beta": b, "L": dp.L,
                               "model": "local", "threshold": threshold}
     if smp is not None:

@@ -60,9 +60,13 @@ class CountPlan:
         dp = self.domains
         return dp.index(_eps_array(values_eps, dp.eps_min, dp.eps_max))
 
+    def domain_loss(self, index: np.ndarray) -> np.ndarray:
+        """The ε charged to records of domains ``index`` (1…L): 2^{i−1}ε̌."""
+        return self.domains.lo[np.asarray(index) - 1]
+
     def record_loss(self, values_eps: Any) -> np.ndarray:
         """The ε each record pays: 2^{i−1}ε̌ for a record of domain i (≤ E(r)); ``values_eps`` its E(r)."""
-        return self.domains.lo[self.domain_index(values_eps) - 1]
+        return self.domain_loss(self.domain_index(values_eps))
 
 
 @dataclass(frozen=True)
