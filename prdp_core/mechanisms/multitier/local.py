@@ -54,6 +54,8 @@ class LocalPlan(TieredPlan):
     served: tuple[int, ...]
     rule: str = "best"
 
+    loss_kind: ClassVar[str] = "eps"
+
     @property
     def served_eps(self) -> np.ndarray:
         """Each tier's real (tight) privacy level ε_t ≤ ε_i."""
@@ -68,8 +70,6 @@ class LocalPlan(TieredPlan):
         uniq = sorted(set(self.served))
         keep = composite_keep(self.templates, uniq)
         return uniq, np.array([self.templates[i].k for i in uniq]), keep
-
-    loss_kind: ClassVar[str] = "eps"
 
     def mechanism_loss(self, mechanism: str = "subset") -> float:
         """A user's loss if every tier colludes: the top served level (Subset templates), the top tier's ε
@@ -204,22 +204,19 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
         for i in range(len(plan.tiers)):
             tp = plan.templates[plan.served[i]]
             est.append((debias_subset(counts[pos[plan.served[i]]], n, tp.k, tp.rho, d), tp.eps, tp.k))
-        total = plan.loss_summary()["multitier"]
     elif mechanism == "grr":
         counts = grr_chain_counts(eps, xc, rng=rng)
         est = [(debias_subset(counts[i], n, 1, math.exp(e), d), e, 1) for i, e in enumerate(eps)]
-        total = float(eps.max())
     elif mechanism == "brr":
         counts = brr_chain_counts(eps, xc, rng=rng)
         est = [(debias_brr(counts[i], n, e), e, 0) for i, e in enumerate(eps)]
-        total = float(eps.max())
     else:
         kstar = optimal_k(eps, d)
         est = []
         for e, k in zip(eps, kstar):
             c = subset_counts(xc, int(k), math.exp(e), rng=rng)
             est.append((debias_subset(c, n, int(k), math.exp(e), d), e, int(k)))
-        total = float(eps.sum())
+    total = plan.mechanism_loss(mechanism)  # every user's loss if all tiers collude, known before any report
     for i, t in enumerate(plan.tiers):
         e_hat, lvl, k = est[i]
         if mechanism == "brr":
