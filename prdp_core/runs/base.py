@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, TypeVar
 from ..config.fields import _bool, _choice, _err, _int, _mapping, _text
 from ..config.keys import MAX_SEED
 from ..errors import PolicyError
+from ..noise_source import Noise
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -214,11 +215,9 @@ def needs_records(ds: Any, what: str) -> None:
                           hint="Use data.engine: memory (or a sample of the table) for this mechanism.")
 
 
-def seeded(secure: bool, seed: int) -> dict[str, Any]:
-    """The noise keywords of a release: ``secure=True`` (unseeded exact samplers) or a seeded generator."""
-    import numpy as np
-
-    return {"secure": True} if secure else {"rng": np.random.default_rng(seed), "seed": seed}
+def mechanism_noise(secure: bool, seed: int) -> Noise:
+    """The noise of a mechanism entry: the exact samplers, unseeded, when it is ``secure``; else its seed."""
+    return Noise.secure() if secure else Noise.teaching(seed)
 
 
 SECURE_NOTE = "# secure mode: exact samplers and a system random source — unseeded, so every run differs"

@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Mapping
 
 from ..codegen import literal
 from ..config.fields import _choice, _err, _name, _number, _scalar, _text
-from .base import SECURE_NOTE_SHORT, ColumnCheck, Output, ParseContext, RunConfig, needs_records, register, seeded
+from .base import (
+    SECURE_NOTE_SHORT,
+    ColumnCheck,
+    Output,
+    ParseContext,
+    RunConfig,
+    mechanism_noise,
+    needs_records,
+    register,
+)
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -121,7 +130,7 @@ class GranularRun(RunConfig):
 
         needs_records(ds, "A granular-DP histogram")
         data = granular.encode_attributes(ds.table, list(self.attributes), granular_domains(study, self))
-        how = seeded(self.secure, seed)
+        how = {"noise": mechanism_noise(self.secure, seed)}
         if self.histogram == "heavy_hitter":
             rel = granular.heavy_hitter_histogram(data, eps0=self.eps, nu=self.nu, method=self.method,
                                                   reveal=reveal, **how)

@@ -13,7 +13,17 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping, cast
 from ..codegen import literal
 from ..config.fields import _choice, _err, _int, _mapping, _number, _scalar, _text
 from ..config.keys import MT_FAMILIES, MT_OPS
-from .base import SECURE_NOTE, BudgetRow, ColumnCheck, Output, ParseContext, RunConfig, needs_records, register
+from .base import (
+    SECURE_NOTE,
+    BudgetRow,
+    ColumnCheck,
+    Output,
+    ParseContext,
+    RunConfig,
+    mechanism_noise,
+    needs_records,
+    register,
+)
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -123,7 +133,6 @@ class MultitierRun(RunConfig):
             need(self.filter["column"], f"{path}.filter.column")
 
     def run(self, study: Study, ds: Any, seed: int, reveal: bool) -> list[Output]:
-        import numpy as np
 
         from ..mechanisms import multitier as mt
 
@@ -131,8 +140,7 @@ class MultitierRun(RunConfig):
         tiers = study.tiers()
         f = multitier_filter(self)
         # a secure release is unseeded: exact samplers and a system random source
-        mode: dict[str, Any] = {"rng": None, "secure": True} if self.secure else {"rng": np.random.default_rng(seed),
-                                                                                  "seed": seed}
+        mode: dict[str, Any] = {"noise": mechanism_noise(self.secure, seed)}
         if self.model == "central":
             integer = self.family in ("geometric", "multiscale_geometric")
             q = mt.central_query(ds.table, self.query, measure=self.measure, clip=self.clip, filter=f,

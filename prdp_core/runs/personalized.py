@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 from ..codegen import literal
 from ..config.fields import _bool, _choice, _err, _mapping, _number, _text, _wrap
 from ..config.keys import PDP_MECHANISMS, PDP_QUERIES
-from .base import SECURE_NOTE, ColumnCheck, Output, ParseContext, RunConfig, needs_records, register
+from .base import SECURE_NOTE, ColumnCheck, Output, ParseContext, RunConfig, mechanism_noise, needs_records, register
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -104,20 +104,15 @@ class PersonalizedRun(RunConfig):
         need(self.query.get("column"), f"{path}.query.column")
 
     def run(self, study: Study, ds: Any, seed: int, reveal: bool) -> list[Output]:
-        import numpy as np
 
         from ..mechanisms import personalized
 
         needs_records(ds, "Personalized DP")
         spec = study.privacy_spec(ds.table)
         q = personalized.PersonalizedQuery(**self.query)
-        if self.secure:
-            if not reveal:  # review mode: bounds computed from the data are refused (teaching runs flag them)
-                personalized.require_public_bounds(self.design_defaults)
-            rel = pdp_mechanism(self).release(ds.table, spec, q, rng=None, reveal=reveal, secure=True)
-        else:
-            rel = pdp_mechanism(self).release(ds.table, spec, q, rng=np.random.default_rng(seed), seed=seed,
-                                              reveal=reveal)
+        if self.secure and not reveal:  # review mode: bounds computed from the data are refused (teaching: flagged)
+            personalized.require_public_bounds(self.design_defaults)
+        rel = pdp_mechanism(self).release(ds.table, spec, q, noise=mechanism_noise(self.secure, seed), reveal=reveal)
         return [("", personalized.flag_design_defaults(rel, self.design_defaults))]
 
     def code(self, study: Study, i: int, table: str) -> list[str]:

@@ -19,9 +19,9 @@ from .base import (
     ParseContext,
     RunConfig,
     held_by_engine,
+    mechanism_noise,
     needs_records,
     register,
-    seeded,
 )
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ class PrdpRun(RunConfig):
         t = ds if held_by_engine(ds) else ds.table
         q, beta = prdp_query(self), self.beta
         # one generator for the algorithms compared side by side; secure runs draw from OpenDP, unseeded
-        run = seeded(self.secure, seed)
+        run = {"noise": mechanism_noise(self.secure, seed)}
         out = []
         for alg in self.algorithms:
             if self.model == "local":

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from ..codegen import literal
 from ..config.fields import _err, _number
-from .base import SECURE_NOTE, BudgetRow, Output, ParseContext, RunConfig, held_by_engine, register
+from .base import SECURE_NOTE, BudgetRow, Output, ParseContext, RunConfig, held_by_engine, mechanism_noise, register
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -48,19 +48,15 @@ class UnitSplittingRun(RunConfig):
         return {"partition_delta": self.partition_delta}
 
     def run(self, study: Study, ds: Any, seed: int, reveal: bool) -> list[Output]:
-        import numpy as np
 
         from ..mechanisms import unit_splitting
 
         policy = study.validate_policy(ds)
         # owners' realized losses are not part of the outputs: a table held by an engine skips computing them
         own: dict[str, Any] = {"owner_realized": False} if held_by_engine(ds) else {}
-        if self.secure:  # review mode refuses thresholds computed from the data (teaching runs may use them)
-            rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=reveal,
-                                         partition_delta=self.partition_delta, allow_data_derived=reveal, **own)
-        else:
-            rel = unit_splitting.release(ds, policy, rng=np.random.default_rng(seed), reveal=reveal, seed=seed,
-                                         partition_delta=self.partition_delta, **own)
+        # review mode refuses thresholds computed from the data in a secure release (teaching runs may use them)
+        rel = unit_splitting.release(ds, policy, noise=mechanism_noise(self.secure, seed), reveal=reveal,
+                                     partition_delta=self.partition_delta, allow_data_derived=reveal, **own)
         return [("", rel)]
 
     def code(self, study: Study, i: int, table: str) -> list[str]:
