@@ -154,6 +154,7 @@ class StreamlitClient:
     errors: list[str] = field(default_factory=list)  # exceptions the runs showed (their messages)
     unmodelled: set[str] = field(default_factory=set)  # widget kinds shown without a state model
     received_bytes: int = 0
+    bytes_by_kind: dict[str, int] = field(default_factory=dict)  # received bytes by element kind or message type
     runs_started: int = 0
     runs_finished: int = 0
     running: bool = False
@@ -208,6 +209,10 @@ class StreamlitClient:
                 msg.ParseFromString(data)
                 async with self._cond:
                     self.received_bytes += len(data)
+                    kind = msg.WhichOneof("type") or ""
+                    if kind == "delta":
+                        kind = msg.delta.new_element.WhichOneof("type") or msg.delta.WhichOneof("type") or kind
+                    self.bytes_by_kind[kind] = self.bytes_by_kind.get(kind, 0) + len(data)
                     self._handle(msg, now)
                     self._cond.notify_all()
         except Exception as err:  # noqa: BLE001 - reported to every waiter
