@@ -1,6 +1,8 @@
 """The charts' lean template (prdp_core.charts.TEMPLATE): plotly_white without the defaults of trace types
 and subplot kinds no chart uses. A chart must look the same as with plotly_white, so the template keeps every
-default of what the charts draw, and every trace type the app's code builds is among those kept."""
+default of what the charts draw, and every trace type the app's code builds is among those kept. The
+policy-loss CDF's base-loss line, set directly rather than through Plotly's add_vline (a threshold change
+builds two of these figures), is the line and label add_vline draws."""
 
 from __future__ import annotations
 
@@ -52,3 +54,16 @@ def test_a_chart_drawn_with_the_lean_template_is_the_same_figure_with_less_to_se
     assert lean_layout == full_layout
     assert t_lean["data"]["scatter"] == t_full["data"]["scatter"] and t_lean["layout"]["xaxis"] == t_full["layout"]["xaxis"]
     assert len(json.dumps(lean)) < len(json.dumps(full)) - 4000
+
+
+def test_the_base_loss_line_is_the_one_plotly_draws_for_a_vertical_line():
+    series = {"current policy": (np.array([0.1, 0.4, 1.6]), np.array([0.9, 0.99, 1.0])),
+              "policy 1": (np.array([0.1, 0.2]), np.array([0.5, 1.0]))}
+    for view in ("cdf", "zoom", "tail"):
+        fig = loss_cdf_figure(series, title="CDF", base=0.1, log_x=view != "cdf", view=view)
+        ref = go.Figure(fig)
+        ref.layout.shapes, ref.layout.annotations = (), ()
+        ref.add_vline(x=0.1, line_dash="dot", line_color="#666666", annotation_text="base loss 0.1ρ",
+                      annotation_position="bottom right")
+        assert fig.to_plotly_json() == ref.to_plotly_json()
+    assert not loss_cdf_figure(series, title="CDF", base=None).layout.shapes
