@@ -1,4 +1,4 @@
-"""Workshop load benchmark: a room of browser sessions on one workshop server, on the Policy designer.
+"""Workshop load benchmark: a room of sessions (browsers or protocol clients) on one workshop server, on the Policy designer.
 
 Starts the app as a facilitator would (``prdp app`` on 127.0.0.1 and a free port, with a fresh
 workshop folder: board database, data folder, saved sessions), launches one Debian chromium
@@ -32,8 +32,15 @@ Measured:
 
 The latency target (p95 ≤ 2 s with 10 sessions active) is judged on the chart drawn in the page.
 
-Run: .venv/bin/python benchmarks/bench_workshop_load.py [--sessions 30] [--active 10] [--changes 100]
-     [--pattern concurrent|turns] [--think 0] [--settle 60] [--json FILE]
+``--client protocol`` runs the same room with Streamlit-protocol clients instead of browsers
+(``st_client.StreamlitClient``: the browser's messages — the page, the address, every widget's state —
+and the server's in return, nothing drawn): the server measured alone, as in a workshop where the
+participants' browsers draw on their own machines. A change is then timed from sending the new
+threshold to the arrival of the CDF chart's new figure (its traces differ from before), the event the
+browser mode's "figure received" column observes; the client side's CPU is this process's.
+
+Run: .venv/bin/python benchmarks/bench_workshop_load.py [--client browser|protocol] [--sessions 30] [--active 10]
+     [--changes 100] [--pattern concurrent|turns] [--think 0] [--settle 60] [--json FILE]
 """
 
 from __future__ import annotations

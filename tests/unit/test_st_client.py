@@ -89,3 +89,25 @@ def test_widget_defaults_follow_the_browser():
     el.number_input.default = 3
     assert state_value(default_state("number_input", el.number_input)) == 3
     assert element_key("$$ID-abc-thr_a-b") == "thr_a-b" and element_key("$$ID-abc-None") is None
+
+
+def test_the_load_benchmark_runs_a_room_of_protocol_clients(tmp_path):
+    """``bench_workshop_load.py --client protocol`` at a tiny size: every session opens, every change is timed
+    to the chart's new figure, and the server's CPU and memory readings are real."""
+    import math
+    import subprocess
+
+    out = tmp_path / "load.json"
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "bench_workshop_load.py"), "--client", "protocol",
+           "--sessions", "2", "--active", "2", "--changes", "4", "--settle", "0", "--json", str(out)]
+    run = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=clean_env(), cwd=tmp_path)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "| threshold change → updated chart (its new figure received) |" in run.stdout
+    s = json.loads(out.read_text())
+    assert s["settings"]["client"] == "protocol" and s["opened"] == 2 and s["failures"] == []
+    assert s["latency_s"]["n"] == 4 and s["latency_s"]["failed"] == 0
+    assert sorted(c["session"] for c in s["changes"]) == [0, 0, 1, 1]
+    for c in s["changes"]:
+        assert c["error"] == "" and 0 < c["seconds"] == c["delivered"] and c["new"] != c["old"]
+    assert len({c["new"] for c in s["changes"]}) == 4 and all(math.isfinite(c["seconds"]) for c in s["changes"])
+    assert 100 < s["memory_mb"]["before"] and s["cpu_s"]["active"]["server"] > 0
