@@ -63,6 +63,14 @@ def element_key(element_id: str) -> str | None:
     return parts[2]
 
 
+def _chosen(proto: Any, set_field: str, default: Callable[[], Any]) -> Any:
+    """A single-valued widget's value: the server's (``set_field``) when it set one, else the element's default
+    (``default()``); ``None`` when the one that applies is absent (an empty widget)."""
+    if proto.set_value:
+        return getattr(proto, set_field) if proto.HasField(set_field) else None
+    return default() if proto.HasField("default") else None
+
+
 def default_state(kind: str, proto: Any) -> WidgetState | None:
     """The state the browser gives a widget element when it first shows it (or when the server sets its value):
     ``None`` for a widget without a value (an empty number input, a select box with no choice)."""
@@ -70,13 +78,8 @@ def default_state(kind: str, proto: Any) -> WidgetState | None:
     if kind == "checkbox":
         w.bool_value = proto.value if proto.set_value else proto.default
     elif kind == "number_input":
-        if proto.set_value:
-            if not proto.HasField("value"):
-                return None
-            v = proto.value
-        elif proto.HasField("default"):
-            v = proto.default
-        else:
+        v = _chosen(proto, "value", lambda: proto.default)
+        if v is None:
             return None
         if proto.data_type == NumberInput.INT:
             w.int_value = int(v)
@@ -89,26 +92,18 @@ def default_state(kind: str, proto: Any) -> WidgetState | None:
         else:
             w.double_array_value.data.extend(proto.value if proto.set_value else proto.default)
     elif kind in ("radio", "selectbox"):
-        if proto.set_value:
-            if not proto.HasField("raw_value"):
-                return None
-            w.string_value = proto.raw_value
-        elif proto.HasField("default"):
-            w.string_value = proto.options[proto.default]
-        else:
+        text = _chosen(proto, "raw_value", lambda: proto.options[proto.default])
+        if text is None:
             return None
+        w.string_value = text
     elif kind == "multiselect":
         w.string_array_value.data.extend(
             proto.raw_values if proto.set_value else [proto.options[i] for i in proto.default])
     elif kind in ("text_input", "text_area"):
-        if proto.set_value:
-            if not proto.HasField("value"):
-                return None
-            w.string_value = proto.value
-        elif proto.HasField("default"):
-            w.string_value = proto.default
-        else:
+        text = _chosen(proto, "value", lambda: proto.default)
+        if text is None:
             return None
+        w.string_value = text
     else:
         raise ValueError(f"no state model for a {kind} widget")
     return w
