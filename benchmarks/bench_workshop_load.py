@@ -1,4 +1,4 @@
-"""Workshop load benchmark: a room of sessions (browsers or protocol clients) on one workshop server, on the Policy designer.
+"""Workshop load benchmark: a room of sessions (browsers or protocol clients) on one server's Policy designer.
 
 Starts the app as a facilitator would (``prdp app`` on 127.0.0.1 and a free port, with a fresh
 workshop folder: board database, data folder, saved sessions), launches one Debian chromium
@@ -193,8 +193,6 @@ def new_value(start: float, session: int, k: int) -> float:
 class BrowserDriver:
     """Sessions in chromium contexts (Playwright): the page is drawn, as a participant sees it."""
 
-    name = "browser"
-
     def __init__(self, browser: Any, url: str, timeout_ms: float) -> None:
         self.browser, self.url, self.timeout_ms = browser, url, timeout_ms
 
@@ -242,8 +240,6 @@ class BrowserDriver:
 class ProtocolDriver:
     """Sessions as Streamlit-protocol clients (:class:`st_client.StreamlitClient`): the same messages as a
     browser's, nothing drawn, so the machine's cores are the server's."""
-
-    name = "protocol"
 
     def __init__(self, url: str, timeout_s: float) -> None:
         self.url, self.timeout_s = url, timeout_s
