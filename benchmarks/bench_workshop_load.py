@@ -1,4 +1,4 @@
-"""Workshop load benchmark: a room of browser sessions on one workshop server, on the Policy designer.
+"""Workshop load benchmark: a room of sessions (browsers or protocol clients) on one server's Policy designer.
 
 Starts the app as a facilitator would (``prdp app`` on 127.0.0.1 and a free port, with a fresh
 workshop folder: board database, data folder, saved sessions), launches one Debian chromium
@@ -32,8 +32,15 @@ Measured:
 
 The latency target (p95 ≤ 2 s with 10 sessions active) is judged on the chart drawn in the page.
 
-Run: .venv/bin/python benchmarks/bench_workshop_load.py [--sessions 30] [--active 10] [--changes 100]
-     [--pattern concurrent|turns] [--think 0] [--settle 60] [--json FILE]
+``--client protocol`` runs the same room with Streamlit-protocol clients instead of browsers
+(``st_client.StreamlitClient``: the browser's messages — the page, the address, every widget's state —
+and the server's in return, nothing drawn): the server measured alone, as in a workshop where the
+participants' browsers draw on their own machines. A change is then timed from sending the new
+threshold to the arrival of the CDF chart's new figure (its traces differ from before), the event the
+browser mode's "figure received" column observes; the client side's CPU is this process's.
+
+Run: .venv/bin/python benchmarks/bench_workshop_load.py [--client browser|protocol] [--sessions 30] [--active 10]
+     [--changes 100] [--pattern concurrent|turns] [--think 0] [--settle 60] [--json FILE]
 """
 
 from __future__ import annotations
@@ -55,6 +62,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_sessions import RssSampler, StepTimer, descendants, open_app, percentile, wait_idle  # noqa: E402
 from common import machine  # noqa: E402
+from st_client import StreamlitClient, plotly_data  # noqa: E402
 
 from tests.e2e.server import (  # noqa: E402
     CDF_CHART,
@@ -72,6 +80,8 @@ FINGERPRINT = FINGERPRINT_JS % CDF_CHART  # the CDF chart's data: changes whenev
 CHANGED = chart_changed_js(FINGERPRINT)
 #: The CDF chart's title, as it stands in the figure the server sends (a Streamlit ForwardMsg on the websocket).
 CHART_TITLE = b"Policy-loss CDF over records"
+#: The CDF chart's key on the Policy designer (its element id ends with it).
+CDF_KEY = "cdf_records"
 
 #: Targets of the workshop issue's acceptance, checked only at (or above) the sizes they name.
 MEMORY_TARGET_MB, MEMORY_TARGET_SESSIONS = 3 * 1024, 30
@@ -101,6 +111,7 @@ class Participant:
     timer: StepTimer = field(default_factory=StepTimer)
     page: Any = None
     context: Any = None
+    client: Any = None  # the session's Streamlit-protocol client (``--client protocol``)
     start: float = math.nan  # the threshold shown after the first render
     opened: bool = False
     failed_step: str = ""
@@ -131,16 +142,18 @@ def cpu_seconds(pids: list[int]) -> float:
 
 
 class CpuMeter:
-    """CPU time of the server (its process tree) and of the browser side (chromium and Playwright's
-    driver: every other process this benchmark started), read at the phases' boundaries."""
+    """CPU time of the server (its process tree) and of the client side, read at the phases' boundaries: the
+    browsers (chromium and Playwright's driver: every other process this benchmark started) or, with
+    ``include_self``, also this process (where the protocol clients run)."""
 
-    def __init__(self, server_pid: int) -> None:
+    def __init__(self, server_pid: int, include_self: bool = False) -> None:
         self.server_pid = server_pid
+        self.include_self = include_self
         self.marks: dict[str, tuple[float, float]] = {}
 
     def mark(self, name: str) -> None:
         server = [self.server_pid, *descendants(self.server_pid)]
-        client = [p for p in descendants(os.getpid()) if p not in server]
+        client = [p for p in descendants(os.getpid()) if p not in server] + ([os.getpid()] if self.include_self else [])
         self.marks[name] = (cpu_seconds(server), cpu_seconds(client))
 
     def between(self, a: str, b: str) -> dict[str, float]:
@@ -177,36 +190,32 @@ def new_value(start: float, session: int, k: int) -> float:
 # The sessions
 
 
-async def open_session(browser, url: str, p: Participant, gate: asyncio.Semaphore, timeout_ms: float) -> None:
-    """Open the app (default sample), then the Policy designer until its CDF chart is drawn and idle."""
-    step = "open the app"
-    try:
-        async with gate:
-            p.context = await browser.new_context(viewport={"width": 1400, "height": 1000})
-            p.page = page = await p.context.new_page()
-            page.on("websocket", p.on_websocket)
-            page.set_default_timeout(timeout_ms)
-            async with p.timer.step(step):
-                await open_app(page, url, timeout_ms)
-            step = "open the Policy designer"
-            async with p.timer.step(step):
-                await page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Policy designer").first.click()
-                await page.locator(CDF_CHART).wait_for()
-                await wait_idle(page, timeout_ms)
-            if not await page.evaluate(FINGERPRINT):
-                raise RuntimeError("the policy-loss CDF chart has no data")
-            p.start = float(await threshold_input(page).input_value())
-        p.opened = True
-    except Exception as err:  # a failure is a result to report, not a crash of the benchmark
-        p.failed_step, p.reason = step, describe(err)
+class BrowserDriver:
+    """Sessions in chromium contexts (Playwright): the page is drawn, as a participant sees it."""
 
+    def __init__(self, browser: Any, url: str, timeout_ms: float) -> None:
+        self.browser, self.url, self.timeout_ms = browser, url, timeout_ms
 
-async def change_threshold(p: Participant, k: int, t0_phase: float, timeout_ms: float) -> bool:
-    """Change the session's first threshold once; time Enter → updated chart; wait for the run's end."""
-    page = p.page
-    c = Change(p.index, k, old=p.start, new=new_value(p.start, p.index, k))
-    p.changes.append(c)
-    try:
+    async def open(self, p: Participant) -> None:
+        """Open the app (default sample), then the Policy designer until its CDF chart is drawn and idle."""
+        p.context = await self.browser.new_context(viewport={"width": 1400, "height": 1000})
+        p.page = page = await p.context.new_page()
+        page.on("websocket", p.on_websocket)
+        page.set_default_timeout(self.timeout_ms)
+        async with p.timer.step("open the app"):
+            await open_app(page, self.url, self.timeout_ms)
+        async with p.timer.step("open the Policy designer"):
+            await page.locator('[data-testid="stSidebarNav"] a').filter(has_text="Policy designer").first.click()
+            await page.locator(CDF_CHART).wait_for()
+            await wait_idle(page, self.timeout_ms)
+        if not await page.evaluate(FINGERPRINT):
+            raise RuntimeError("the policy-loss CDF chart has no data")
+        p.start = float(await threshold_input(page).input_value())
+
+    async def change(self, p: Participant, c: Change) -> None:
+        """Type the change's value into the first threshold box and press Enter; time Enter → the updated chart
+        drawn in the page, and → the chart's new figure on the websocket; wait for the run's end."""
+        page = p.page
         box = threshold_input(page)
         c.old = float(await box.input_value())
         before = await page.evaluate(FINGERPRINT)
@@ -214,23 +223,90 @@ async def change_threshold(p: Participant, k: int, t0_phase: float, timeout_ms: 
             raise RuntimeError("the policy-loss CDF chart has no data before the change")
         await box.fill(f"{c.new:.6g}")
         t0 = time.perf_counter()
-        c.started = time.monotonic() - t0_phase
         await box.press("Enter")
-        await page.wait_for_function(CHANGED, arg=before, timeout=timeout_ms, polling=20)
+        await page.wait_for_function(CHANGED, arg=before, timeout=self.timeout_ms, polling=20)
         c.seconds = time.perf_counter() - t0
         c.delivered = next((t - t0 for t in p.chart_frames if t > t0), math.nan)
-        await wait_idle(page, timeout_ms)  # the rest of the page's run: the next change starts after it
+        await wait_idle(page, self.timeout_ms)  # the rest of the page's run: the next change starts after it
         shown = float(await box.input_value())
         if not math.isclose(shown, c.new, rel_tol=1e-9):
             raise RuntimeError(f"the threshold box shows {shown:g} after the change to {c.new:g}")
+
+    async def close(self, p: Participant) -> None:
+        if p.context is not None:
+            await p.context.close()
+
+
+class ProtocolDriver:
+    """Sessions as Streamlit-protocol clients (:class:`st_client.StreamlitClient`): the same messages as a
+    browser's, nothing drawn, so the machine's cores are the server's."""
+
+    def __init__(self, url: str, timeout_s: float) -> None:
+        self.url, self.timeout_s = url, timeout_s
+
+    async def open(self, p: Participant) -> None:
+        """Open the app (default sample), then the Policy designer until its run has ended."""
+        async with p.timer.step("open the app"):
+            p.client = StreamlitClient(self.url, timeout=self.timeout_s)
+            await p.client.connect()
+            await p.client.wait_idle()
+        async with p.timer.step("open the Policy designer"):
+            await p.client.open_page("Policy designer")
+        if not json.loads(plotly_data(p.client.keyed("plotly_chart", CDF_KEY))):
+            raise RuntimeError("the policy-loss CDF chart has no data")
+        p.start = float(p.client.value(self.threshold(p)))
+
+    @staticmethod
+    def threshold(p: Participant) -> str:
+        """The widget id of the first threshold box T(…) (the first number input so labelled on the page)."""
+        return p.client.find("number_input", lambda e: e.label.startswith("T("))[1].id
+
+    async def change(self, p: Participant, c: Change) -> None:
+        """Send the first threshold's new value in a rerun with every widget's state; time the send → the arrival
+        of the CDF chart's new figure (its traces differ from before); wait for the run's end."""
+        client, box = p.client, self.threshold(p)
+        c.old = float(client.value(box))
+        before = plotly_data(client.keyed("plotly_chart", CDF_KEY))
+        t0 = await client.set_number(box, c.new)
+        await client.wait_for(lambda: plotly_data(client.keyed("plotly_chart", CDF_KEY)) != before,
+                              "the updated policy-loss CDF")
+        c.seconds = c.delivered = client.shown("plotly_chart", CDF_KEY).arrived - t0
+        await client.wait_idle()
+        shown = float(client.value(box))
+        if not math.isclose(shown, c.new, rel_tol=1e-9):
+            raise RuntimeError(f"the threshold box holds {shown:g} after the change to {c.new:g}")
+
+    async def close(self, p: Participant) -> None:
+        if p.client is not None:
+            await p.client.close()
+
+
+async def open_session(driver: Any, p: Participant, gate: asyncio.Semaphore) -> None:
+    """Open one session (at most as many at once as ``gate`` lets); a failure is recorded with its step."""
+    try:
+        async with gate:
+            await driver.open(p)
+        p.opened = True
+    except Exception as err:  # a failure is a result to report, not a crash of the benchmark
+        p.failed_step = next((s for s in ("open the app", "open the Policy designer") if s not in p.timer.times),
+                             "check the chart")
+        p.reason = describe(err)
+
+
+async def change_threshold(driver: Any, p: Participant, k: int, t0_phase: float) -> bool:
+    """Change the session's first threshold once to a value not used before; time it; wait for the run's end."""
+    c = Change(p.index, k, old=p.start, new=new_value(p.start, p.index, k))
+    p.changes.append(c)
+    c.started = time.monotonic() - t0_phase
+    try:
+        await driver.change(p, c)
         return True
     except Exception as err:
         c.error = describe(err)
         return False
 
 
-async def active_phase(active: list[Participant], changes: int, pattern: str, think: float,
-                       timeout_ms: float) -> None:
+async def active_phase(driver: Any, active: list[Participant], changes: int, pattern: str, think: float) -> None:
     """``changes`` threshold changes in all, shared among the active sessions (concurrently or in turns).
     A session stops after a failed change (its page may be in any state)."""
     per = [changes // len(active) + (i < changes % len(active)) for i in range(len(active))]
@@ -238,7 +314,7 @@ async def active_phase(active: list[Participant], changes: int, pattern: str, th
 
     async def participant(p: Participant, n: int) -> None:
         for k in range(n):
-            if not await change_threshold(p, k, t0, timeout_ms):
+            if not await change_threshold(driver, p, k, t0):
                 return
             await asyncio.sleep(think)
 
@@ -249,60 +325,65 @@ async def active_phase(active: list[Participant], changes: int, pattern: str, th
     for k in range(max(per)):
         for p, n in zip(active, per):
             if k < n and p.index not in stopped:
-                if not await change_threshold(p, k, t0, timeout_ms):
+                if not await change_threshold(driver, p, k, t0):
                     stopped.add(p.index)
                 await asyncio.sleep(think)
 
 
 async def run_room(url: str, sampler: RssSampler, cpu: CpuMeter, args: argparse.Namespace
                    ) -> tuple[list[Participant], dict]:
+    """The room with the sessions of ``--client``: browsers (one chromium) or protocol clients."""
+    if args.client == "protocol":
+        return await room_phases(ProtocolDriver(url, args.timeout), sampler, cpu, args)
     from playwright.async_api import async_playwright
 
-    timeout_ms = args.timeout * 1000
-    mem: dict[str, float] = {}
-    load: dict[str, list[float]] = {}
     async with async_playwright() as pw:
         browser = await pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
         try:
-            warm = Participant(-1)  # imports, the default sample, the Policy designer's modules: once per server
-            await open_session(browser, url, warm, asyncio.Semaphore(1), timeout_ms)
-            if warm.context is not None:
-                await warm.context.close()
-            if not warm.opened:
-                raise RuntimeError(f"the warm-up session failed: {warm.failed_step}: {warm.reason}")
-            mem["before"] = sampler.rss_mb()
-            load["before"] = list(os.getloadavg())
-            cpu.mark("before")
-
-            room = [Participant(i) for i in range(args.sessions)]
-            gate = asyncio.Semaphore(max(1, args.open_at_once))
-            t_open = time.monotonic()
-            await asyncio.gather(*(open_session(browser, url, p, gate, timeout_ms) for p in room))
-            mem["open_wall"] = time.monotonic() - t_open
-            mem["peak_opening"] = sampler.peak_mb(since=t_open)
-            mem["all_open"] = sampler.rss_mb()
-            load["opened"] = list(os.getloadavg())
-            cpu.mark("opened")
-            t_idle = time.monotonic()
-            await asyncio.sleep(args.settle)
-            mem["settled"] = sampler.rss_mb()
-            mem["peak_idle"] = sampler.peak_mb(since=t_idle)
-            cpu.mark("settled")
-
-            active = [p for p in room if p.opened][:args.active]
-            if active and args.changes > 0:
-                t_act = time.monotonic()
-                await active_phase(active, args.changes, args.pattern, args.think, timeout_ms)
-                mem["active_wall"] = time.monotonic() - t_act
-                mem["peak_active"] = sampler.peak_mb(since=t_act)
-                mem["after_active"] = sampler.rss_mb()
-                load["active"] = list(os.getloadavg())
-                cpu.mark("active")
-            for p in room:
-                if p.context is not None:
-                    await p.context.close()
+            return await room_phases(BrowserDriver(browser, url, args.timeout * 1000), sampler, cpu, args)
         finally:
             await browser.close()
+
+
+async def room_phases(driver: Any, sampler: RssSampler, cpu: CpuMeter, args: argparse.Namespace
+                      ) -> tuple[list[Participant], dict]:
+    mem: dict[str, float] = {}
+    load: dict[str, list[float]] = {}
+    warm = Participant(-1)  # imports, the default sample, the Policy designer's modules: once per server
+    await open_session(driver, warm, asyncio.Semaphore(1))
+    await driver.close(warm)
+    if not warm.opened:
+        raise RuntimeError(f"the warm-up session failed: {warm.failed_step}: {warm.reason}")
+    mem["before"] = sampler.rss_mb()
+    load["before"] = list(os.getloadavg())
+    cpu.mark("before")
+
+    room = [Participant(i) for i in range(args.sessions)]
+    gate = asyncio.Semaphore(max(1, args.open_at_once))
+    t_open = time.monotonic()
+    await asyncio.gather(*(open_session(driver, p, gate) for p in room))
+    mem["open_wall"] = time.monotonic() - t_open
+    mem["peak_opening"] = sampler.peak_mb(since=t_open)
+    mem["all_open"] = sampler.rss_mb()
+    load["opened"] = list(os.getloadavg())
+    cpu.mark("opened")
+    t_idle = time.monotonic()
+    await asyncio.sleep(args.settle)
+    mem["settled"] = sampler.rss_mb()
+    mem["peak_idle"] = sampler.peak_mb(since=t_idle)
+    cpu.mark("settled")
+
+    active = [p for p in room if p.opened][:args.active]
+    if active and args.changes > 0:
+        t_act = time.monotonic()
+        await active_phase(driver, active, args.changes, args.pattern, args.think)
+        mem["active_wall"] = time.monotonic() - t_act
+        mem["peak_active"] = sampler.peak_mb(since=t_act)
+        mem["after_active"] = sampler.rss_mb()
+        load["active"] = list(os.getloadavg())
+        cpu.mark("active")
+    for p in room:
+        await driver.close(p)
     phases = [("opening", "before", "opened"), ("idle", "opened", "settled"), ("active", "settled", "active")]
     used = {name: cpu.between(a, b) for name, a, b in phases if a in cpu.marks and b in cpu.marks}
     return room, {"memory_mb": mem, "load_average": load, "cpu_s": used}
@@ -357,7 +438,9 @@ def report(s: dict) -> None:
                + (f", pauses {a['think']:g} s" if a["think"] else "") + ", changes again)"
                if a["pattern"] == "concurrent" else "in turns (one change in the room at a time"
                + (f", {a['think']:g} s apart" if a["think"] else "") + ")")
-    print(f"Input: {a['sessions']} sessions on the default sample (at most {a['open_at_once']} opening at once), "
+    protocol = a.get("client", "browser") == "protocol"
+    who = "Streamlit-protocol clients (nothing drawn)" if protocol else "browser sessions (chromium)"
+    print(f"Input: {a['sessions']} {who} on the default sample (at most {a['open_at_once']} opening at once), "
           f"idle {a['settle']:g} s; then {min(a['active'], s['opened'])} of them change the first threshold "
           f"{a['changes']} times in all, {pattern}. "
           + (f"Server on CPU {a['server_cpus']}. " if a["server_cpus"] else "")
@@ -370,10 +453,12 @@ def report(s: dict) -> None:
     for name, v in s["steps_s"].items():
         print(f"| {name} | {v['p50']:.1f} s | {v['p95']:.1f} s | {v['max']:.1f} s | {v['n']} |")
     d = s["delivered_s"]
-    print(f"| threshold change → updated chart | {lat['p50']:.2f} s | {lat['p95']:.2f} s | {lat['max']:.2f} s | "
-          f"{lat['n']} changes |")
-    print(f"| threshold change → chart's figure received (websocket) | {d['p50']:.2f} s | {d['p95']:.2f} s | "
-          f"{d['max']:.2f} s | {d['n']} changes |")
+    label = "threshold change → updated chart (its new figure received)" if protocol else \
+        "threshold change → updated chart"
+    print(f"| {label} | {lat['p50']:.2f} s | {lat['p95']:.2f} s | {lat['max']:.2f} s | {lat['n']} changes |")
+    if not protocol:
+        print(f"| threshold change → chart's figure received (websocket) | {d['p50']:.2f} s | {d['p95']:.2f} s | "
+              f"{d['max']:.2f} s | {d['n']} changes |")
     print()
     print("| server resident memory (with children) | MB |")
     print("|---|---|")
@@ -388,7 +473,8 @@ def report(s: dict) -> None:
         if v is not None:
             print(f"| {label} | {v:,.0f} |")
     print()
-    print("| CPU time | server | browser side (chromium, driver) |")
+    print("| CPU time | server | " + ("client side (this process)" if protocol else "browser side (chromium, driver)")
+          + " |")
     print("|---|---|---|")
     for phase, v in s["cpu_s"].items():
         print(f"| {phase} | {v['server']:.1f} s | {v['browser']:.1f} s |")
@@ -417,6 +503,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--active", type=int, default=10, help="sessions that change thresholds (default 10)")
     ap.add_argument("--changes", type=int, default=100, help="threshold changes in all, shared among the active "
                                                                "sessions (default 100)")
+    ap.add_argument("--client", choices=("browser", "protocol"), default="browser",
+                    help="the sessions: chromium pages, drawn as a participant sees them (default), or "
+                         "Streamlit-protocol clients that send and receive the same messages without drawing "
+                         "(the server measured alone)")
     ap.add_argument("--pattern", choices=("concurrent", "turns"), default="concurrent",
                     help="the active sessions change at the same time (default) or one after another")
     ap.add_argument("--think", type=float, default=0.0,
@@ -442,7 +532,7 @@ def main(argv: list[str] | None = None) -> int:
             cpu_list(cpus or "0")
         except ValueError:
             ap.error(f"{opt} {cpus}: give CPU numbers as taskset does, e.g. 0 or 0,1 or 0-1")
-    if not Path(CHROMIUM).exists():
+    if args.client == "browser" and not Path(CHROMIUM).exists():
         print(f"{CHROMIUM} is missing (apt-get install chromium)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="prdp-workshop-load-") as home:
@@ -457,7 +547,8 @@ def main(argv: list[str] | None = None) -> int:
                 os.sched_setaffinity(0, cpu_list(args.browser_cpus))
             sampler = RssSampler(proc.pid, children=True).start()
             try:
-                room, measured = asyncio.run(run_room(url, sampler, CpuMeter(proc.pid), args))
+                cpu = CpuMeter(proc.pid, include_self=args.client == "protocol")
+                room, measured = asyncio.run(run_room(url, sampler, cpu, args))
             finally:
                 sampler.stop()
     summary = summarise(args, room, measured)

@@ -34,6 +34,7 @@ from .errors import ConfigError, ParameterError, PolicyError, PrdpError
 from .loss_profile import MEASURE_SYMBOL, Measure, _check_measure
 from .neighbours import AddRemove, NeighbourRelation, as_neighbours
 from .provenance import DATA_DERIVED_COLUMN, data_derived
+from .registry import Registry
 from .secure import mode_label
 from .validate import non_negative as _check_nonneg
 
@@ -41,13 +42,12 @@ from .validate import non_negative as _check_nonneg
 # Loss functions
 # ---------------------------------------------------------------------------
 
-_LOSS_KINDS: dict[str, type["LossFunction"]] = {}
+LOSS_KINDS: Registry[type["LossFunction"]] = Registry("loss-function")
 
 
 def register_loss(cls: type["LossFunction"]) -> type["LossFunction"]:
     """Class decorator: make a loss-function kind loadable by :func:`loss_from_dict`."""
-    _LOSS_KINDS[cls.kind] = cls
-    return cls
+    return LOSS_KINDS.register(cls)
 
 
 class LossFunction(ABC):
@@ -79,11 +79,7 @@ class LossFunction(ABC):
 
 def loss_from_dict(d: dict[str, Any]) -> LossFunction:
     """Rebuild a loss function serialised by ``to_dict``."""
-    kind = d.get("kind")
-    if kind not in _LOSS_KINDS:
-        raise ConfigError(f"Unknown loss-function kind '{kind}'.",
-                          hint=f"Known kinds: {', '.join(sorted(_LOSS_KINDS))}.")
-    return _LOSS_KINDS[kind].from_dict(d)  # type: ignore[attr-defined]
+    return LOSS_KINDS.get(d.get("kind")).from_dict(d)  # type: ignore[attr-defined]
 
 
 @register_loss

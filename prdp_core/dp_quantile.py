@@ -42,6 +42,7 @@ from .accounting import FlatLoss, LedgerEntry, pure_to_zcdp
 from .engines import is_engine_data
 from .engines.memory import MemoryEngine
 from .errors import ParameterError
+from .noise_source import Noise, resolve
 from .provenance import private_source
 from .secure import SecureSampler, mode_label
 
@@ -146,12 +147,12 @@ def _counts(data: Any, column: str, candidates: np.ndarray) -> tuple[int, np.nda
 
 
 def select_index(scores: np.ndarray, sensitivity: int, epsilon: float, *, secure: bool,
-                 rng: np.random.Generator | None) -> tuple[int, float]:
+                 rng: np.random.Generator | None, sampler: SecureSampler | None = None) -> tuple[int, float]:
     """argmax_i (s_i + E_i), E_i ~ Exponential(2Δ/ε): ε-DP for integer scores of ℓ∞ sensitivity Δ.
-    Secure: OpenDP's exact sampler, ε certified by its map; teaching: numpy with ``rng``. Returns
-    (index, ε)."""
+    Secure: OpenDP's exact sampler (``sampler``, default a new one), ε certified by its map; teaching:
+    numpy with ``rng``. Returns (index, ε)."""
     if secure:
-        return SecureSampler().select_integers(scores, epsilon, sensitivity=sensitivity)
+        return (sampler or SecureSampler()).select_integers(scores, epsilon, sensitivity=sensitivity)
     if rng is None:
         raise ParameterError("A teaching run needs a seeded generator (rng).")
     s = np.asarray(scores, dtype=float)
@@ -206,21 +207,25 @@ def _epsilon(epsilon: float) -> float:
 
 
 def dp_quantile(data: Any, column: str, pct: float, *, grid: CandidateGrid, epsilon: float, secure: bool = False,
-                rng: np.random.Generator | None = None, seed: int | None = None) -> DPQuantile:
+                rng: np.random.Generator | None = None, seed: int | None = None,
+                noise: Noise | None = None) -> DPQuantile:
     """The private ``pct``-th percentile of ``column`` (ε-DP, add/remove neighbours).
 
     ``data``: a DataFrame, a prepared dataset or a dataset held by an engine (the counts are
     computed there). ``grid``: the public candidates. ``epsilon``: the privacy loss of every
     record. ``secure``: OpenDP's exact sampler and system randomness (``rng``/``seed`` ignored);
-    otherwise a teaching run seeded by ``rng`` (or ``seed``).
+    otherwise a teaching run seeded by ``rng`` (or ``seed``). ``noise``: the noise source
+    (``Noise.teaching(seed)`` or ``Noise.secure()``), of which ``secure``/``rng``/``seed`` are the legacy spelling.
     """
+    nz = resolve(noise, rng=rng, seed=seed, secure=secure)
+    secure, rng, seed = nz.secure, nz.rng, nz.seed
     e = _epsilon(epsilon)
     cands = grid.values()
     n, above = _counts(data, column, cands)
     sens = score_sensitivity(pct)
     if not secure and rng is None:
         rng = np.random.default_rng(seed)
-    idx, certified = select_index(quantile_scores(n, above, pct), sens, e, secure=secure, rng=rng)
+    idx, certified = select_index(quantile_scores(n, above, pct), sens, e, secure=secure, rng=rng, sampler=nz.sampler)
     return DPQuantile(str(column), float(pct), float(cands[idx]), certified, grid, bool(secure),
                       None if secure else seed)
 
@@ -263,12 +268,14 @@ def suggestion_entry(quantiles: Sequence[DPQuantile], what: str = "splitting thr
 
 def dp_percentile_thresholds(data: Any, measures: Sequence[str], pct: float | Mapping[str, float], *,
                              grids: Mapping[str, CandidateGrid], epsilon: float, secure: bool = False,
-                             seed: int | None = None) -> PrivateThresholds:
+                             seed: int | None = None, noise: Noise | None = None) -> PrivateThresholds:
     """Private splitting thresholds T(a) at a percentile of each measure (the PctScore of Table 8, privately).
 
     ``epsilon`` is the total, split evenly over the measures (sequential composition: every record
     pays ``epsilon`` once the thresholds are adopted — the returned ``entry`` goes in the ledger).
     ``grids``: the public candidates of each measure. ``pct``: one percentile or one per measure.
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``); ``secure``/``seed`` are its
+    legacy spelling (a seeded run without a seed draws from an unseeded generator).
     """
     ms = [str(m) for m in measures]
     if not ms:
@@ -278,9 +285,11 @@ def dp_percentile_thresholds(data: Any, measures: Sequence[str], pct: float | Ma
         raise ParameterError(f"No candidate range for {', '.join(missing)}.",
                              hint="Type a public range (lo, hi) for each measure.")
     each = _epsilon(epsilon) / len(ms)
-    rng = None if secure else np.random.default_rng(seed)
+    nz = resolve(noise, seed=seed, secure=secure)
+    if not nz.secure and nz.rng is None:
+        nz = Noise.from_rng(np.random.default_rng(seed))
     qs = tuple(dp_quantile(data, m, float(pct[m] if isinstance(pct, Mapping) else pct), grid=grids[m],
-                           epsilon=each, secure=secure, rng=rng, seed=seed) for m in ms)
+                           epsilon=each, noise=nz) for m in ms)
     return PrivateThresholds(qs, suggestion_entry(qs))
 
 

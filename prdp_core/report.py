@@ -53,7 +53,8 @@ from .config import (
 from .export import to_csv_bytes
 from .provenance import DATA_DERIVED_COLUMN, data_derived, is_data_derived
 from .reproduction import reproduction_script
-from .runner import StudyRun, _held_by_engine, run_study
+from .runner import StudyRun, run_study
+from .runs import held_by_engine
 from .study_tables import (
     _answers,
     _policy,
@@ -232,7 +233,7 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
         if E.value_column is not None:
             parts.append(_fig_html(budget_curve_figure(E, measure=E.value_column, values=None,
                                                        vmax=max(E.U, 1.0)), first))
-    if "specification" in st.policy and not (_held_by_engine(ds) and ds.engine.name != "memory"):
+    if "specification" in st.policy and not (held_by_engine(ds) and ds.engine.name != "memory"):
         spec = st.privacy_spec(ds.table)
         s = st.policy["specification"]
         how = "generated tiers (paper Sec. V)" if "tiers" in s else f"column '{s['column']}'"
@@ -276,7 +277,7 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
         if teaching:
             parts.append(f"<p>{e(prev.records.plain_language())}</p>")
     for label, m, rel in run.releases:
-        if m["kind"] in ("unit_splitting",) or (rel.loss is None and rel.loss_distribution is None):
+        if m.LOSS_FROM_POLICY or (rel.loss is None and rel.loss_distribution is None):  # policy CDFs: above
             continue
         unit = "ρ" if rel.measure == "rho" else "ε"
         series = {"delivered": _cdf(rel.loss if rel.loss is not None else rel.loss_distribution, teaching)}
@@ -308,7 +309,7 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
         if a.empty or "estimate" not in a.columns:
             continue
         a = a.assign(label=_label_column(a))
-        if "query" in a.columns and a["query"].nunique() > 1 and m["kind"] == "unit_splitting":
+        if "query" in a.columns and a["query"].nunique() > 1 and m.FIGURE_PER_QUERY:
             for q, g in list(a.groupby("query", sort=False))[:8]:
                 g = g.sort_values("estimate", ascending=False)
                 parts.append(_fig_html(answers_ci_figure(g, title=f"{label}: {q} (largest 60 answers)"), first))

@@ -13,7 +13,7 @@ from .config import (
     Study,
 )
 from .engines.spark_engine import is_uri
-from .runner import PRDP_LABELS, PRDP_LOCAL_LABELS, granular_domains, prdp_query
+from .runs import RUN_KINDS, ParseContext, RunConfig, parse_run
 
 
 def _py(v: Any) -> str:
@@ -86,6 +86,32 @@ def _budget_code(b: Mapping[str, Any]) -> str:
     return f"prdp.per_group({g['column']!r}, {_py(dict(g['parts']))}, default={g.get('default')!r}, {kw})"
 
 
+def mechanism_imports(study: Study) -> list[str]:
+    """The import lines the reproduction code of the study's mechanisms needs (once per kind, in the
+    registry's order)."""
+    kinds = {m.kind for m in study.mechanisms}
+    return [line for kind, cls in RUN_KINDS.items() if kind in kinds for line in cls.IMPORTS]
+
+
+def mechanism_code(study: Study, i: int, m: Mapping[str, Any] | None = None, *, table: str = "ds.table"
+                   ) -> list[str]:
+    """The code of mechanism ``i`` of ``study``: the engine calls of :func:`prdp_core.runner.run_study`
+    for it, each release appended to ``releases`` as (label, Release).
+
+    ``m`` is the mechanism (default ``study.mechanisms[i]``): a :class:`~prdp_core.runs.RunConfig`,
+    or an entry mapping, validated against the study's policy first (ConfigError naming the key).
+    ``table`` is what the mechanisms read: ``ds.table`` (records in memory) or ``ds`` (a table held
+    by an engine). The code uses the names the script defines before it (``ds``, ``np``, ``pd``,
+    ``REVEAL``, ``releases`` and the imports of :func:`mechanism_imports`); user text appears only as
+    ``repr`` literals."""
+    if m is None:
+        m = study.mechanisms[i]
+    if not isinstance(m, RunConfig):
+        m = parse_run(m, i, ParseContext(policy=study.policy, has_workload=study.workload is not None,
+                                         engine=study.data.engine))
+    return m.code(study, i, table)
+
+
 def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
     """A short, readable Python script that reruns ``study`` with prdp_core alone.
 
@@ -113,146 +139,16 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
          "from prdp_core.report import results_frame",
          "from prdp_core.export import to_csv_bytes",
          ""]
-    kinds = {m["kind"] for m in study.mechanisms}
-    if "unit_splitting" in kinds:
-        L.append("from prdp_core.mechanisms import unit_splitting")
-        L.append("from prdp_core.splitting import as_thresholds, thresholds_from_frame")
-        L.append("from prdp_core.workload import SplittingPolicy, Workload")
-    if "prdp" in kinds:
-        L.append("from prdp_core.mechanisms import prdp")
-        L.append("from prdp_core.mechanisms.prdp import local as prldp")
-    if "personalized" in kinds:
-        L.append("from prdp_core.mechanisms import personalized")
-    if "multitier" in kinds:
-        L.append("from prdp_core.mechanisms import multitier as mt")
-    if "granular" in kinds:
-        L.append("from prdp_core.mechanisms import granular")
+    L += mechanism_imports(study)
     L += ["", f"TITLE, MODE, SEED = {_py(study.title or '(untitled)')}, {_py(study.mode)}, {int(study.seed)}"]
     L += _data_code(study, data_file)
     L += ["OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent / 'reproduced'",
           f"REVEAL = {teaching!r}  # teaching mode: true values are attached (confidential)", "",
           "releases = []  # (label, Release)"]
-    pol = study.policy
-    T = "ds" if _engine_mode(study, data_file) else "ds.table"  # what the mechanisms read
+    table = "ds" if _engine_mode(study, data_file) else "ds.table"  # what the mechanisms read
     for i, m in enumerate(study.mechanisms):
-        seed, label = study.mechanism_seed(i), study.mechanism_label(i)
         L += ["", f"# --- mechanism {i + 1} ---"]
-        k = m["kind"]
-        if k == "unit_splitting":
-            t = pol["thresholds"]
-            if "rows" in t:
-                rows = [{"group": g, **row} for g, row in t["rows"].items()]
-                values = "ds.table" if T == "ds.table" else f"ds.engine.distinct([{t['group_column']!r}])"
-                L.append(f"thresholds = thresholds_from_frame(pd.DataFrame({_py(rows)}), "
-                         f"group_col={t['group_column']!r}, table={values})")
-            else:
-                L.append(f"thresholds = as_thresholds({_py(t)})")
-            L.append(f"workload = Workload.from_dict({_py(study.workload)})")
-            src = pol.get("threshold_source")
-            L.append("policy = SplittingPolicy(thresholds, workload" + (
-                f", threshold_source={_py(src)})" if src else ")"))
-            own = "" if T == "ds.table" else ", owner_realized=False"  # not among the outputs
-            if m.get("secure"):
-                L.append("# secure mode: exact samplers and a system random source — unseeded, so every run differs")
-                L.append(f"rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=REVEAL, "
-                         f"partition_delta={m['partition_delta']!r}{own}"
-                         + (", allow_data_derived=REVEAL)" if src else ")"))
-            else:
-                L.append(f"rel = unit_splitting.release(ds, policy, rng=np.random.default_rng({seed}), "
-                         f"reveal=REVEAL, seed={seed}, partition_delta={m['partition_delta']!r}{own})")
-            L.append(f"releases.append(({label!r}, rel))")
-        elif k == "prdp":
-            L.append(f"E = {_budget_code(pol['budget'])}")
-            L.append("print(E.describe())")
-            q, beta = prdp_query(m), m["beta"]
-            if m.get("secure"):
-                L.append("# secure mode: unseeded exact samplers, so every run differs")
-                run = "secure=True"
-            else:
-                L.append(f"rng = np.random.default_rng({seed})")
-                run = f"rng=rng, seed={seed}"
-            for alg in m["algorithms"]:
-                if m["model"] == "local":
-                    th = m.get("threshold", "paper")
-                    call = {"count": f"prldp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
-                                     f"threshold={th!r}, reveal=REVEAL, {run})",
-                            "framework": f"prldp.framework(ds.table, E, {q!r}, beta={beta!r}, threshold={th!r}, "
-                                         f"reveal=REVEAL, {run})",
-                            "naive": f"prldp.naive(ds.table, E, {q!r}, beta={beta!r}, reveal=REVEAL, {run})"}[alg]
-                    sub = PRDP_LOCAL_LABELS[alg]
-                else:
-                    count = (f"prdp.count(E(ds.table), eps_min=E.eps_min, eps_max=E.eps_max, beta={beta!r}, "
-                             f"reveal=REVEAL, {run})") if T == "ds.table" else \
-                        f"prdp.count_of(ds, E, beta={beta!r}, reveal=REVEAL, {run})"
-                    call = {"count": count,
-                            "framework": f"prdp.framework({T}, E, {q!r}, beta={beta!r}, reveal=REVEAL, {run})",
-                            "sum_extension": f"prdp.sum_extension(ds.table, E, column={m.get('column')!r}, "
-                                             f"beta={beta!r}, reveal=REVEAL, {run})",
-                            "naive": f"prdp.naive({T}, E, {q!r}, beta={beta!r}, reveal=REVEAL, {run})"}[alg]
-                    sub = PRDP_LABELS[alg]
-                L.append(f"releases.append(({label + ': ' + sub!r}, {call}))")
-        elif k == "granular":
-            L.append(f"data = granular.encode_attributes(ds.table, {_py(list(m['attributes']))}, "
-                     f"{_py(granular_domains(study, m))})  # declared public categories")
-            how = "secure=True" if m.get("secure") else f"rng=np.random.default_rng({seed}), seed={seed}"
-            if m.get("secure"):
-                L.append("# secure mode: unseeded exact samplers, so every run differs")
-            if m["histogram"] == "heavy_hitter":
-                L.append(f"rel = granular.heavy_hitter_histogram(data, eps0={m['eps']!r}, nu={m['nu']!r}, "
-                         f"method={m['method']!r}, {how}, reveal=REVEAL)")
-            else:
-                L.append(f"rel = granular.standard_histogram(data, eps={m['eps']!r}, threshold={m.get('threshold')!r}, "
-                         f"{how}, reveal=REVEAL)")
-            L.append(f"releases.append(({label!r}, rel))")
-        elif k == "personalized":
-            s = pol["specification"]
-            if "tiers" in s:
-                L.append(f"spec = personalized.generate_tiers_for(ds.table, "
-                         f"personalized.TierConfig(**{_py(s['tiers'])}), "
-                         f"rng=np.random.default_rng({int(s['seed'])}), user_col={s['user']!r})")
-            elif s["labels"]:
-                L.append(f"tab = ds.table[[{s['column']!r}]].astype(str)" + (
-                    f".assign(**{{{s['user']!r}: ds.table[{s['user']!r}].to_numpy()}})" if s["user"] else ""))
-                L.append(f"spec = personalized.spec_from_labels(tab, {s['column']!r}, {_py(s['labels'])}, "
-                         f"user_col={s['user']!r}, default_eps={s['default_eps']!r})")
-            else:
-                L.append(f"spec = personalized.spec_from_column(ds.table, {s['column']!r}, user_col={s['user']!r}, "
-                         f"default_eps={s['default_eps']!r})")
-            mech = {"minimum": "personalized.Minimum()", "threshold": f"personalized.Threshold({m['t']!r})",
-                    "sample": f"personalized.Sample({m['t']!r}, rescale={m['rescale']!r})", "pe": "personalized.PE()",
-                    "stretching": f"personalized.Stretching(rescale={m['rescale']!r})"}[m["mechanism"]]
-            L.append(f"query = personalized.PersonalizedQuery(**{_py(m['query'])})")
-            if m.get("secure"):
-                L.append("# secure mode: exact samplers and a system random source — unseeded, so every run differs")
-                L.append(f"rel = {mech}.release(ds.table, spec, query, rng=None, reveal=REVEAL, secure=True)")
-            else:
-                L.append(f"rel = {mech}.release(ds.table, spec, query, rng=np.random.default_rng({seed}), "
-                         f"seed={seed}, reveal=REVEAL)")
-            L.append(f"releases.append(({label!r}, rel))")
-        else:
-            L.append(f"tiers = mt.tiers_from({_py(pol['tiers'])})")
-            f = m.get("filter")
-            ftxt = "None" if f is None else f"mt.RecordFilter({f['column']!r}, {f['op']!r}, {f['value']!r})"
-            secure = bool(m.get("secure"))
-            if secure:
-                L.append("# secure mode: exact samplers and a system random source — unseeded, so every run differs")
-            else:
-                L.append(f"rng = np.random.default_rng({seed})")
-            mode = "rng=None, secure=True" if secure else f"rng=rng, seed={seed}"
-            if m["model"] == "central":
-                integer = m["family"] in ("geometric", "multiscale_geometric")
-                L.append(f"q = mt.central_query(ds.table, {m['query']!r}, measure={m.get('measure')!r}, "
-                         f"clip={m.get('clip')!r}, filter={ftxt}, integer={integer!r})")
-                L.append(f"plan = mt.plan_central(tiers, {m['family']!r}, sensitivity=float(q.sensitivity), "
-                         f"delta={m['delta']!r})")
-                L.append(f"rel = mt.release_central(plan, q.value, {mode}, reveal=REVEAL, records=q.mask, "
-                         "query=q.label" + (", contributions=q.contributions)" if secure else ")"))
-            else:
-                L.append(f"codes, labels = mt.local_categories(ds.table, {m['measure']!r}, {int(m['d'])}, "
-                         f"scale={m['scale']!r}, top={m.get('top')!r}, filter={ftxt})")
-                L.append(f"plan = mt.plan_local(tiers, len(labels), variant={m['variant']!r})")
-                L.append(f"rel = mt.release_local(plan, codes, {mode}, reveal=REVEAL, labels=labels)")
-            L.append(f"releases.append(({label!r}, rel))")
+        L += mechanism_code(study, i, m, table=table)
     L += ["",
           "OUT.mkdir(parents=True, exist_ok=True)",
           "(OUT / 'results.csv').write_bytes(to_csv_bytes(results_frame(releases, teaching=REVEAL)))",

@@ -14,8 +14,7 @@ import pandas as pd
 from .accounting import Ledger, _plain, conversion_table, zcdp_to_approx_dp
 from .provenance import DATA_DERIVED_COLUMN, data_derived, stamp_answers
 from .release import Release
-from .runner import StudyRun, multitier_filter
-from .workload import SplittingPolicy
+from .runner import StudyRun
 
 
 def _answers(rel: Release, teaching: bool) -> pd.DataFrame:
@@ -60,51 +59,13 @@ def budget_table(run: StudyRun) -> pd.DataFrame:
     computed from the confidential data (empty when all were typed in). Only public forms: no
     per-record number."""
     rows: list[dict[str, Any]] = []
-    derived = ""
-
-    def add(release: str, query: str, group: str, measure: str, budget: float, charged: str) -> None:
-        rows.append({"release": release, "query": query, "group level": group,
-                     "unit": "ρ (zCDP)" if measure == "rho" else "ε (pure DP)", "budget": float(budget),
-                     "charged to a record": charged, "ρ equivalent": _rho_of(float(budget), measure),
-                     DATA_DERIVED_COLUMN: derived})
-
-    for label, m, rel in run.releases:
-        kind = m["kind"]
+    for label, m, rel in run.releases:  # each kind says how its releases are charged (RunConfig.budget_rows)
         derived = "; ".join(data_derived(rel.params))
-        if kind == "unit_splitting":
-            pol = rel.entries[0].loss
-            assert isinstance(pol, SplittingPolicy)  # a unit-splitting release's loss is its policy
-            wl = pol.workload
-            for q in wl.queries:
-                group = ", ".join(q.group_by) or "(all records)"
-                split = q.split and q.kind != "count"
-                add(label, q.name(), group, "rho", q.rho, "ρ·m(r)² (on split data)" if split else "ρ (flat)")
-                if q.kind == "avg":
-                    add(label, f"{q.name()} — COUNT DISTINCT part", group, "rho", q.rho_count, "ρ (flat)")
-            sets = list(dict.fromkeys(q.group_by for q in wl.queries if q.group_by))
-            if wl.partition_rho > 0 and sets:
-                for gb in sets:
-                    add(label, "partition selection (finding the group keys)", ", ".join(gb), "rho",
-                        wl.partition_rho / len(sets), "ρ·m(r)² (on split data) + δ(r)")
-            add(label, "total: base loss of a record never split", "(all records)", "rho", wl.total_rho,
-                pol.describe())
-            continue
-        if kind == "multitier":
-            e = rel.entries[0]
-            for t in run.study.tiers():
-                add(label, f"tier '{t.name}'", "(all records)" if "filter" not in m or m["model"] == "local" else
-                    f"records with {multitier_filter(m).describe()}", "eps", t.eps,
-                    "ε of this tier's answer (derived from the top tier's)")
-            for e in rel.entries:
-                add(label, f"total over all tiers ({e.label})", "(all records)", e.measure, e.loss.supremum(),
-                    e.loss.describe())
-            continue
-        for e in rel.entries:
-            bound = e.loss.supremum()
-            if not math.isfinite(bound):
-                bound = float(rel.params.get("eps_max", np.nan)) if kind == "prdp" else float("nan")
-            asked = str(rel.answers["query"].iloc[0]) if "query" in rel.answers.columns and len(rel.answers) else e.label
-            add(label, asked, "(all records)", e.measure, bound, e.loss.describe())
+        for query, group, measure, budget, charged in m.budget_rows(run.study, rel):
+            rows.append({"release": label, "query": query, "group level": group,
+                         "unit": "ρ (zCDP)" if measure == "rho" else "ε (pure DP)", "budget": float(budget),
+                         "charged to a record": charged, "ρ equivalent": _rho_of(float(budget), measure),
+                         DATA_DERIVED_COLUMN: derived})
     return pd.DataFrame(rows, columns=["release", "query", "group level", "unit", "budget", "charged to a record",
                                        "ρ equivalent", DATA_DERIVED_COLUMN])
 
@@ -178,8 +139,8 @@ def conversion_rows(run: StudyRun) -> pd.DataFrame:
         # partition selection adds an approximate term: these records have (ε, δ + δ(r))
         from .mechanisms.unit_splitting import partition_record_delta
 
-        ps_delta = next((float(m.get("partition_delta", 1e-6)) for _, m, _ in run.releases
-                         if m.get("kind") == "unit_splitting"), 1e-6)
+        ps_delta = next((float(m["partition_delta"]) for _, m, rel in run.releases
+                         if m.splitting_policy(rel) is not None), 1e-6)
         out["plus δ(r) of partition selection"] = [
             float(partition_record_delta(pol, pieces_of[lv], ps_delta)) if lv in pieces_of else float("nan")
             for lv in out[out.columns[0]]]
@@ -187,7 +148,7 @@ def conversion_rows(run: StudyRun) -> pd.DataFrame:
     for label, m, rel in run.releases:
         for e in rel.entries:
             bound = e.loss.supremum()
-            if not math.isfinite(bound) or m["kind"] == "unit_splitting":
+            if not math.isfinite(bound) or m.LOSS_FROM_POLICY:  # policy losses: the levels above
                 continue
             if e.measure == "eps":
                 extra.append({"level": f"{label}: worst case, pure ε-DP", "ρ (zCDP)": bound * bound / 2.0,
@@ -237,8 +198,8 @@ def error_summary(answers: pd.DataFrame, *, min_records: int = 1) -> pd.DataFram
 
 def _policy(run: StudyRun) -> Any:
     for _, m, rel in run.releases:
-        if m["kind"] == "unit_splitting":
-            return rel.entries[0].loss
+        if (pol := m.splitting_policy(rel)) is not None:
+            return pol
     if "thresholds" in run.study.policy and run.study.workload is not None:
         return run.study.dataset_policy(run.dataset)
     return None

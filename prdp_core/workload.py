@@ -339,6 +339,20 @@ class SplittingPolicy(LossFunction):
     def __call__(self, table: pd.DataFrame) -> np.ndarray:
         return self.components(table).to_numpy().sum(axis=1) if len(self.workload.queries) else np.zeros(len(table))
 
+    #: record_loss (:class:`prdp_core.contract.Plan`) is P(r), what a release's ledger entry charges each
+    #: record (its realized loss, ``Release.loss``, is at most P(r)).
+    exact: ClassVar[bool] = True
+
+    @property
+    def loss_kind(self) -> str:
+        """Unit of P(r): ``"rho"`` (per-record zCDP)."""
+        return self.measure
+
+    def record_loss(self, records: Any) -> np.ndarray:
+        """P(r) of each record of ``records`` (a table or a prepared dataset): public thresholds and
+        workload applied to each record's own values, before any release."""
+        return self(getattr(records, "table", records))
+
     def describe(self) -> str:
         wl = self.workload
         parts = []

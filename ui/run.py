@@ -77,10 +77,11 @@ def _release(partition_delta_key: str) -> None:
             pol = replace(pol, workload=pol.workload.subset(chosen))
         memory.guard("release")  # records × (measures + groups + 3); a large table: the engine's memory limit
         # review mode: a secure release refuses thresholds computed from the data (teaching runs may use them)
-        rel = release(state.dataset(), pol, rng=rng, reveal=True, seed=seed,
+        secure = bool(ss.get("run_secure", False))  # a secure release is unseeded
+        rel = release(state.dataset(), pol, rng=rng, reveal=True, seed=None if secure else seed,
                       partition_delta=float(ss.get(partition_delta_key, 1e-6)),
                       stats_=None if state.is_large() else stats_for(pol),
-                      secure=bool(ss.get("run_secure", False)), allow_data_derived=state.teaching())
+                      secure=secure, allow_data_derived=state.teaching())
     except PrdpError as err:
         ss["run_error"] = err
         return

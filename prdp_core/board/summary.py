@@ -218,7 +218,7 @@ def _specification(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any]
 def _tiers(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any], np.ndarray, dict[str, Any]]:
     """Analyst tiers: every record the query reads pays the top tier's ε (the whole hierarchy)."""
     from ..mechanisms import multitier as mt
-    from ..runner import multitier_filter
+    from ..runs import multitier_filter
 
     tiers = study.tiers()
     desc = ", ".join(f"{t.name}: ε = {t.eps:g}" for t in tiers)

@@ -45,8 +45,12 @@ def loss_cdf_figure(series: Mapping[str, tuple[np.ndarray, np.ndarray]], *, titl
                                  hovertemplate="%{y:.3f}% of them lose at most %{x:.4g}" + unit
                                                + "<extra>" + name + "</extra>"))
     if base is not None and base > 0:
-        fig.add_vline(x=base, line_dash="dot", line_color="#666666",
-                      annotation_text=f"base loss {base:.3g}{unit}", annotation_position="bottom right")
+        # the line and label of fig.add_vline(x=base, …, annotation_position="bottom right"), set directly:
+        # add_vline's machinery for lines across subplots took a third of this figure's time
+        fig.update_layout(shapes=[dict(type="line", x0=base, x1=base, xref="x", y0=0, y1=1, yref="y domain",
+                                       line=dict(color="#666666", dash="dot"))],
+                          annotations=[dict(text=f"base loss {base:.3g}{unit}", showarrow=False, x=base, xref="x",
+                                            xanchor="left", y=0, yref="y domain", yanchor="bottom")])
     x_label = f"policy loss P(r) ({unit}, zCDP)" + (", log scale" if log_x else "")
     if view == "tail":
         return layout(fig, title, x_label, "share with loss > x (%, log scale)", log_x=log_x, log_y=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import yaml
 
@@ -20,6 +20,9 @@ from .policy import _budget, _specification, _threshold_source, _thresholds, _ti
 from .study_data import data_columns, group_values
 from .yaml_reader import _read_yaml
 
+if TYPE_CHECKING:
+    from ..runs import RunConfig
+
 TOP_KEYS = ("version", "title", "mode", "seed", "data", "policy", "workload", "mechanisms", "report", "app")
 APP_PAGES = ("data", "concepts", "policy_designer", "personalized", "budget_functions", "tradeoffs", "run",
              "analyst_tiers", "study")
@@ -31,7 +34,8 @@ class Study:
 
     ``policy`` holds the normalised ``thresholds`` / ``budget`` / ``specification`` /
     ``tiers`` sections that are present; ``workload`` the normalised workload (or None);
-    ``mechanisms`` one normalised mapping per mechanism. ``base_dir`` is the folder data
+    ``mechanisms`` one typed run configuration per mechanism (:class:`~prdp_core.runs.RunConfig`,
+    read as the entry's normalised mapping). ``base_dir`` is the folder data
     paths are resolved against (the config file's folder; None for pasted text).
     """
 
@@ -41,7 +45,7 @@ class Study:
     title: str = ""
     policy: dict[str, Any] = field(default_factory=dict)
     workload: dict[str, Any] | None = None
-    mechanisms: tuple[dict[str, Any], ...] = ()
+    mechanisms: tuple[RunConfig, ...] = ()
     report: dict[str, Any] = field(default_factory=dict)
     app: dict[str, dict[str, Any]] = field(default_factory=dict)
     base_dir: str | None = field(default=None, compare=False)
@@ -50,12 +54,10 @@ class Study:
 
     def mechanism_seed(self, i: int) -> int:
         """Seed of mechanism ``i``: its own ``seed`` key, else the study seed + i (distinct noise per release)."""
-        m = self.mechanisms[i]
-        return int(m["seed"]) if "seed" in m else (self.seed + i) % (MAX_SEED + 1)
+        return self.mechanisms[i].noise_seed(self.seed, i)
 
     def mechanism_label(self, i: int) -> str:
-        m = self.mechanisms[i]
-        return m.get("label") or f"{i + 1}. {m['kind']}"
+        return self.mechanisms[i].release_label(i)
 
     def thresholds(self, table: Any = None) -> Any:
         """Splitting thresholds T(a); with ``table`` group values typed as text are matched to the data."""
@@ -170,18 +172,7 @@ class Study:
             need(s.get("column"), "policy.specification.column")
             need(s.get("user"), "policy.specification.user")
         for i, m in enumerate(self.mechanisms):
-            p = f"mechanisms[{i}]"
-            if m["kind"] == "prdp":
-                need(m.get("column"), f"{p}.column", measure=m["query"] in ("sum", "max"))
-            elif m["kind"] == "personalized":
-                need(m["query"].get("column"), f"{p}.query.column")
-            elif m["kind"] == "granular":
-                for j, a in enumerate(m["attributes"]):
-                    need(a, f"{p}.attributes[{j}]")
-            elif m["kind"] == "multitier":
-                need(m.get("measure"), f"{p}.measure", measure=True)
-                if "filter" in m:
-                    need(m["filter"]["column"], f"{p}.filter.column")
+            m.check_columns(need, f"mechanisms[{i}]")
 
     def dataset_policy(self, ds: Any) -> Any:
         """The splitting policy, group values typed as text matched to the dataset's values."""
@@ -209,7 +200,7 @@ class Study:
             d["policy"] = _policy_out(self.policy)
         if self.workload is not None:
             d["workload"] = _workload_out(self.workload)
-        d["mechanisms"] = [dict(m) for m in self.mechanisms]
+        d["mechanisms"] = [m.to_config() for m in self.mechanisms]
         if self.report:
             d["report"] = dict(self.report)
         if self.app:

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 import pandas as pd
 
+from .. import noise_source
 from ..accounting import FlatLoss, LedgerEntry
 from ..errors import ParameterError
 from ..release import Release
@@ -154,6 +155,19 @@ class ClippedSum:
     def measure(self) -> Literal["eps", "rho"]:
         return "eps" if self.noise == "laplace" else "rho"
 
+    #: record_loss (:class:`prdp_core.contract.Plan`) is what the release charges every record.
+    exact: ClassVar[bool] = True
+
+    @property
+    def loss_kind(self) -> str:
+        """The unit of ``budget``: ``"eps"`` (Laplace) or ``"rho"`` (Gaussian)."""
+        return self.measure
+
+    def record_loss(self, records: Any) -> np.ndarray:
+        """Every record's loss: ``budget``, flat (``records``: the table, or its number of rows)."""
+        n = int(records) if isinstance(records, (int, np.integer)) else len(getattr(records, "table", records))
+        return np.full(n, float(self.budget))
+
     def values(self, table: pd.DataFrame) -> np.ndarray:
         if self.column is None:
             return np.ones(len(table))
@@ -166,17 +180,19 @@ class ClippedSum:
 
     def release(self, table: Any, *, rng: np.random.Generator | None = None, reveal: bool = False,
                 seed: int | None = None, secure: bool = False, sampler: SecureSampler | None = None,
-                label: str | None = None) -> Release:
-        """Release the clipped sum once. Every record pays ``budget`` (FlatLoss)."""
+                label: str | None = None, noise: noise_source.Noise | None = None) -> Release:
+        """Release the clipped sum once. Every record pays ``budget`` (FlatLoss). ``noise``: the noise
+        source (Noise.teaching(seed) or Noise.secure()); ``rng``/``seed``/``secure``/``sampler`` are its
+        legacy spelling."""
         t = getattr(table, "table", table)
         if not isinstance(t, pd.DataFrame):
             raise ParameterError("The data must be a pandas DataFrame (or a prdp_core Dataset).")
         v = self.values(t)
         lo, hi = (0.0, 1.0) if self.column is None else (self.lower, self.upper)
-        smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+        nz = noise_source.resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler)
+        smp, seed = nz.sampler, nz.seed
         extras: dict[str, Any] = {}
         if smp is not None:
-            seed = None
             d = self.sensitivity
             g = 1.0 if self.column is None else smp.grid(d)
             units = to_units(np.clip(_values(v), lo, hi), g)
@@ -186,10 +202,8 @@ class ClippedSum:
             est, scale = float(ans.estimate[0]), float(ans.scale[0])
             extras["grid"] = g
         else:
-            if not isinstance(rng, np.random.Generator):
-                raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True.")
             fn = clipped_sum_laplace if self.noise == "laplace" else clipped_sum_gaussian
-            est, scale = fn(v, lo, hi, self.budget, rng=rng), self.scale
+            est, scale = fn(v, lo, hi, self.budget, rng=nz.generator()), self.scale
         sd = scale * math.sqrt(2.0) if self.noise == "laplace" else scale
         # 95% interval: Laplace quantile b·ln(1/0.05), Gaussian 1.96σ
         half = scale * math.log(20.0) if self.noise == "laplace" else 1.959963984540054 * scale

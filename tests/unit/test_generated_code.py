@@ -26,6 +26,7 @@ import yaml
 from prdp_core import config, report
 from prdp_core.cli import EXIT_OK, main
 from prdp_core.codegen import literal
+from prdp_core.export import to_csv_bytes
 from prdp_core.mechanisms import multitier as mt
 from prdp_core.mechanisms.personalized.query import PersonalizedQuery
 from tests.hostile import (
@@ -122,6 +123,27 @@ def test_reproduction_script_of_each_mechanism_alone(hostile_study, tmp_path):
         script = tmp_path / f"reproduce_{i}.py"
         script.write_text(code, encoding="utf-8")
         run_python(script, data.folder, str(tmp_path / f"out_{i}"))
+
+
+def test_reproduction_script_of_granular_histograms(hostile_study, tmp_path):
+    """The granular kind on hostile attributes, declared categories and label (both histograms): its code
+    holds them only as literals and reruns the study's results bit for bit."""
+    data, study, _ = hostile_study
+    cats = {data.group: list(data.groups), data.label: list(data.labels)}
+    one = config.parse_config({**study.to_dict(), "mode": "review", "mechanisms": [
+        {"kind": "granular", "attributes": [data.group, data.label], "categories": cats, "eps": 1.0,
+         "label": hostile("M6")},
+        {"kind": "granular", "histogram": "heavy_hitter", "attributes": [data.group],
+         "categories": {data.group: cats[data.group]}, "eps": 2.0, "seed": 4}]}, base_dir=data.folder)
+    code = report.reproduction_script(one, data_file=str(data.path))
+    assert_user_text_only_in_literals(code)
+    assert all(literal(v) in code for v in (data.group, list(data.groups), hostile("M6")))
+    script = tmp_path / "reproduce_granular.py"
+    script.write_text(code, encoding="utf-8")
+    run_python(script, data.folder, str(tmp_path / "out"))
+    run = report.run_study(one, data=str(data.path))
+    expected = report.results_frame(run.releases, teaching=False)
+    assert (tmp_path / "out" / "results.csv").read_bytes() == to_csv_bytes(expected)
 
 
 # ---------------------------------------------------------------------------
@@ -231,6 +253,11 @@ GENERATORS: dict[str, Callable | str] = {
     "prdp_core.reproduction.reproduction_script": "test_prdp_run_writes_a_reproduction_script_that_runs_only_the_study",
     "prdp_core.reproduction._data_code": "prdp_core.reproduction.reproduction_script",
     "prdp_core.reproduction._budget_code": "prdp_core.reproduction.reproduction_script",
+    # each mechanism kind's code (RunConfig.code), written through reproduction.mechanism_code
+    "prdp_core.runs.unit_splitting.code": "prdp_core.reproduction.reproduction_script",
+    "prdp_core.runs.prdp.code": "prdp_core.reproduction.reproduction_script",
+    "prdp_core.runs.multitier.code": "prdp_core.reproduction.reproduction_script",
+    "prdp_core.runs.granular.code": "prdp_core.reproduction.reproduction_script",
     "ui.data.reproduce_code": _datasource,
     "ui.data.load_code": "ui.data.reproduce_code",
     "ui.policy_designer_code.policy_code": _policy,

@@ -167,7 +167,7 @@ def test_secure_unit_splitting_release_is_marked_on_the_grid_and_within_policy()
     df = pd.DataFrame({"id": range(400), "g": rng.integers(0, 5, 400), "o": rng.integers(0, 90, 400),
                        "v": rng.pareto(1.2, 400) * 30})
     pol = _policy(partition_rho=0.05)
-    rel = release(df, pol, secure=True, reveal=True, seed=7, owner_col="o")
+    rel = release(df, pol, secure=True, reveal=True, owner_col="o")
     assert rel.secure and rel.seed is None and rel.entries[0].secure and rel.entries[0].seed is None
     assert rel.params["secure"]["bits"] == 10
     grids = rel.extras["grid"]
@@ -261,7 +261,7 @@ def test_release_needs_a_generator_or_secure_mode():
 def test_secure_prdp_framework_releases(query):
     df = prdp_core.samples.load("bank_normal_50k", n=20_000, seed=1)
     bud = inverse(1e4, "BALANCE")
-    rel = framework(df, bud, query, beta=0.1, secure=True, reveal=True, seed=3)
+    rel = framework(df, bud, query, beta=0.1, secure=True, reveal=True)
     assert rel.secure and rel.seed is None and rel.entries[0].secure
     assert rel.check_delivered_within_requested()
     est = float(rel.answers["estimate"].iloc[0])

@@ -51,7 +51,7 @@ def _secure_entry(rel) -> None:
 
 def test_secure_sum_extension_release_is_on_the_grids_and_within_budget():
     df = _bank()
-    rel = prdp.sum_extension(df, BUD, beta=0.1, secure=True, reveal=True, seed=5)
+    rel = prdp.sum_extension(df, BUD, beta=0.1, secure=True, reveal=True)
     _secure_entry(rel)
     ex = rel.extras
     live = ex["value_bounds"] > 0
@@ -88,7 +88,7 @@ def test_secure_sum_extension_noise_has_the_claimed_law_and_a_broken_sampler_fai
 @pytest.mark.parametrize("query", ["count", "sum", "max"])
 def test_secure_naive_baseline(query):
     df = _bank(3_000)
-    rel = prdp.naive(df, BUD, query, beta=0.1, secure=True, reveal=True, seed=9)
+    rel = prdp.naive(df, BUD, query, beta=0.1, secure=True, reveal=True)
     _secure_entry(rel)
     np.testing.assert_allclose(rel.loss, BUD.eps_min)
     est = float(rel.answers["estimate"].iloc[0])
@@ -147,7 +147,7 @@ def test_secure_round_two_sum_reports_have_the_claimed_law():
 @pytest.mark.parametrize("query", ["count", "sum"])
 def test_secure_prldp_framework_and_naive(query):
     df = _bank(3_000)
-    rel = prldp.framework(df, BUD, query, beta=0.1, secure=True, reveal=True, threshold="bernstein", seed=2)
+    rel = prldp.framework(df, BUD, query, beta=0.1, secure=True, reveal=True, threshold="bernstein")
     _secure_entry(rel)
     assert rel.entries[0].neighbours == prldp.LOCAL_NEIGHBOURS
     est = float(rel.answers["estimate"].iloc[0])

@@ -88,6 +88,7 @@ from .histogram import (
                          DENSE_LIMIT,
                          LAPLACE_CI95,
                          MAX_RELEASED,
+                         HistogramPlan,
                          cell_labels,
                          compare_cells,
                          heavy_hitter_histogram,
@@ -105,6 +106,6 @@ __all__ = [
     "synthetic_attribute_data", "TrueHistogram", "true_histogram", "CalibrationMethod", "hh_levels",
     "hh_epsilon_lemma28", "hh_epsilon_exact", "histogram_epsilon_exact", "HeavyHitterCalibration",
     "calibrate_heavy_hitter_histogram", "calibration_table", "MAX_CANDIDATES", "HeavyHitterRun",
-    "priv_heavy_hitters", "DENSE_LIMIT", "MAX_RELEASED", "LAPLACE_CI95", "heavy_hitter_histogram",
+    "priv_heavy_hitters", "DENSE_LIMIT", "MAX_RELEASED", "LAPLACE_CI95", "HistogramPlan", "heavy_hitter_histogram",
     "standard_threshold", "standard_histogram", "histogram_accuracy", "cell_labels", "compare_cells",
 ]

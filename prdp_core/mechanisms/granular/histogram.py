@@ -20,18 +20,20 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ... import noise
+from ... import noise as _noise
 from ...accounting import FlatLoss, LedgerEntry
 from ...errors import ParameterError, PolicyError, ResourceLimitError
+from ...noise_source import Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler
 from ...validate import positive as _pos
-from .calibration import CalibrationMethod, calibrate_heavy_hitter_histogram
+from .calibration import CalibrationMethod, HeavyHitterCalibration, calibrate_heavy_hitter_histogram
 from .data import AttributeData, TrueHistogram, _row_keys, true_histogram
 from .discrete import calibrate_discrete
 from .heavy_hitters import priv_heavy_hitters
@@ -47,6 +49,63 @@ LAPLACE_CI95 = math.log(20.0)
 # ---------------------------------------------------------------------------
 # Histograms as releases
 # ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HistogramPlan:
+    """A granular-DP histogram before any data (:class:`prdp_core.contract.Plan`): its kind, per-attribute
+    budget and number of attributes fix every record's whole-record ε.
+
+    ``kind`` — ``"heavy_hitter"`` (Theorem 15) or ``"standard"`` (Laplace(2/ε) on every cell);
+    ``eps`` — the per-attribute ε0 (heavy hitter; pure ∇0DP) or the ε of the standard histogram;
+    ``d`` — the number of attributes (public); ``nu``, ``method`` — the heavy-hitter error target and
+    calibration; ``threshold`` — the standard histogram's public release threshold (None: its default);
+    ``secure`` — calibrated for the exact discrete noise of a secure run (heavy hitter).
+    """
+
+    kind: Literal["heavy_hitter", "standard"]
+    eps: float
+    d: int
+    nu: float = 0.01
+    method: CalibrationMethod = "exact"
+    threshold: float | None = None
+    secure: bool = False
+
+    loss_kind: ClassVar[str] = "eps"
+    #: record_loss is what the release's ledger entry charges every record.
+    exact: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("heavy_hitter", "standard"):
+            raise ParameterError(f"Unknown histogram '{self.kind}'.", hint="Use 'heavy_hitter' or 'standard'.")
+        if isinstance(self.d, bool) or not isinstance(self.d, (int, np.integer)) or self.d < 1:
+            raise ParameterError(f"The number of attributes must be a positive whole number (got {self.d!r}).")
+
+    def calibration(self) -> HeavyHitterCalibration:
+        """The heavy-hitter noise for ε0: the corrected calibration, or the discrete accountant's (secure)."""
+        if self.kind != "heavy_hitter":
+            raise ParameterError("Only the heavy-hitter histogram has a calibration.")
+        if not self.secure:
+            return calibrate_heavy_hitter_histogram(self.eps, self.nu, self.d, method=self.method)
+        if self.method != "exact":
+            raise ParameterError("A secure heavy-hitter histogram is calibrated by the exact accountant of its "
+                                 "discrete noise.", hint="Use method='exact'.")
+        return calibrate_discrete(self.eps, self.nu, self.d)
+
+    @property
+    def attribute_eps(self) -> float:
+        """The delivered per-attribute ε (the heavy hitter's exact ε0 ≤ ``eps``; the standard histogram: ε)."""
+        return self.calibration().delivered if self.kind == "heavy_hitter" else float(self.eps)
+
+    @property
+    def whole_record_eps(self) -> float:
+        """The ε of a change of a whole record (group privacy over the d attributes for the lists)."""
+        return self.calibration().whole_record(self.d) if self.kind == "heavy_hitter" else float(self.eps)
+
+    def record_loss(self, records: AttributeData | int) -> np.ndarray:
+        """Every record's whole-record ε (``records``: the attribute data, or its number of records)."""
+        n = int(records) if isinstance(records, (int, np.integer)) else int(records.n)
+        return np.full(n, self.whole_record_eps)
 
 
 def _answers(data: AttributeData, codes: np.ndarray, estimate: np.ndarray, scale: float,
@@ -75,31 +134,25 @@ def _true_counts_of(data: AttributeData, codes: np.ndarray, truth: TrueHistogram
     return np.where(found, truth.counts[pos] if hit else 0, 0)
 
 
-def _secure_sampler(secure: bool, sampler: SecureSampler | None, rng: Any, data: AttributeData,
-                    what: str) -> SecureSampler | None:
-    """The exact sampler of a secure histogram (None for a seeded run, which needs a numpy Generator)."""
-    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
-    if smp is None:
-        if not isinstance(rng, np.random.Generator):
-            raise ParameterError("Pass a numpy random Generator as rng, or secure=True for a real release.")
-        return None
-    if not data.public_domains:
+def _check_public_domains(smp: SecureSampler | None, data: AttributeData, what: str) -> None:
+    """Refuse a secure histogram (``smp`` not None) over categories read from the data."""
+    if smp is not None and not data.public_domains:
         raise PolicyError(f"A secure {what} needs declared (public) categories: these were read from the data.",
                           hint="Declare each attribute's categories, or run it as a seeded teaching run.")
-    return smp
 
 
 def _noisy_counts(counts: np.ndarray, scale: float, rng: Any, smp: SecureSampler | None) -> np.ndarray:
     """Integer counts + Lap(scale) (seeded) or + DLap(scale) on the integers (secure: exact, OpenDP)."""
     if smp is None:
-        return counts + noise.laplace(scale, counts.size, rng=rng)
+        return counts + _noise.laplace(scale, counts.size, rng=rng)
     return smp.laplace_answers(np.asarray(counts, dtype=np.int64), 1.0, 1.0, 1.0 / scale).estimate
 
 
 def heavy_hitter_histogram(data: AttributeData, *, eps0: float, nu: float = 0.01,
                            rng: np.random.Generator | None = None, method: CalibrationMethod = "exact",
                            tau: float | None = None, seed: int | None = None, reveal: bool = False,
-                           secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+                           secure: bool = False, sampler: SecureSampler | None = None,
+                           noise: Noise | None = None) -> Release:
     """The Theorem 15 histogram: PrivHeavyHitter, then Laplace counts on its final list.
 
     ``data`` must have public domains (:func:`encode_attributes` with declared categories): with
@@ -115,17 +168,13 @@ def heavy_hitter_histogram(data: AttributeData, *, eps0: float, nu: float = 0.01
     base threshold, default ½νn (Lemma 30; a utility knob that must not depend on the data
     beyond n); ``reveal`` — attach true counts and errors (teaching mode only); ``secure``,
     ``sampler`` — exact discrete Laplace lists and counts, unseeded, calibrated by the discrete
-    accountant (:func:`~prdp_core.mechanisms.granular.discrete.calibrate_discrete`).
+    accountant (:func:`~prdp_core.mechanisms.granular.discrete.calibrate_discrete`). ``noise`` — the noise
+    source (``Noise.teaching(seed)`` or ``Noise.secure()``); ``rng``/``seed``/``secure``/``sampler`` are its
+    legacy spelling.
     """
-    smp = _secure_sampler(secure, sampler, rng, data, "heavy-hitter histogram")
-    if smp is None:
-        cal = calibrate_heavy_hitter_histogram(eps0, nu, data.d, method=method)
-    elif method != "exact":
-        raise ParameterError("A secure heavy-hitter histogram is calibrated by the exact accountant of its discrete "
-                             "noise.", hint="Use method='exact'.")
-    else:
-        cal = calibrate_discrete(eps0, nu, data.d)
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
+    _check_public_domains(smp, data, "heavy-hitter histogram")
+    cal = HistogramPlan("heavy_hitter", eps0, data.d, nu=nu, method=method, secure=smp is not None).calibration()
     t = 0.5 * cal.nu * data.n if tau is None else float(tau)
     start = time.perf_counter()
     if cal.levels == 0:
@@ -179,7 +228,7 @@ def _log_cells(cells: int) -> float:
 def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Generator | None = None,
                        threshold: float | None = None, seed: int | None = None, reveal: bool = False,
                        dense_limit: int = DENSE_LIMIT, max_released: int = MAX_RELEASED, secure: bool = False,
-                       sampler: SecureSampler | None = None) -> Release:
+                       sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """The canonical ε-DP histogram (§5): Laplace(2/ε) on every one of the Π|X_j| cells.
 
     The K cells, the default threshold and ``cells_log10`` are functions of the domains, which
@@ -198,9 +247,11 @@ def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Genera
 
     ``secure``, ``sampler``: every cell gets exact discrete Laplace DLap(2/ε) on its integer count
     (OpenDP certifies ε at L1 sensitivity 2), unseeded; dense domains only (≤ ``dense_limit`` cells).
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``); ``rng``/``seed``/``secure``/
+    ``sampler`` are its legacy spelling.
     """
-    smp = _secure_sampler(secure, sampler, rng, data, "standard histogram")
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
+    _check_public_domains(smp, data, "standard histogram")
     e = _pos("ε", eps)
     b = 2.0 / e
     K = data.cells
@@ -216,8 +267,8 @@ def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Genera
         allc = np.zeros(K, dtype=np.int64)
         allc[idx] = truth.counts
         if smp is None:
-            assert rng is not None  # a seeded run (checked by _secure_sampler)
-            noisy = allc + noise.laplace(b, K, rng=rng)
+            assert rng is not None  # a teaching run: resolve gave its generator
+            noisy = allc + _noise.laplace(b, K, rng=rng)
         else:
             noisy = smp.laplace_answers(allc, 1.0, 2.0, e).estimate  # DLap(2/ε): L1 sensitivity 2, ε certified
         keep = np.flatnonzero(noisy > t)
@@ -238,7 +289,7 @@ def standard_histogram(data: AttributeData, *, eps: float, rng: np.random.Genera
             raise ResourceLimitError(f"About {mean:,.0f} empty cells would pass the threshold (limit "
                                      f"{max_released:,}).", hint="Raise the release threshold.")
         assert rng is not None  # the lazy path is seeded only
-        occ = truth.counts + noise.laplace(b, truth.counts.size, rng=rng)
+        occ = truth.counts + _noise.laplace(b, truth.counts.size, rng=rng)
         ko = np.flatnonzero(occ > t)
         m_empty = int(rng.binomial(k_empty, p)) if k_empty < 2**62 else int(rng.poisson(mean))
         ecodes = _sample_empty_cells(sizes, truth.keys, m_empty, rng)

@@ -24,6 +24,7 @@ import pandas as pd
 from ...accounting import FlatLoss, LedgerEntry
 from ...errors import ParameterError, PolicyError
 from ...loss_profile import Measure
+from ...noise_source import NO_GENERATOR, Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler
 from .noise_families import RELEASE_FAMILIES, NoiseFamily, noise_family
@@ -52,6 +53,20 @@ class CentralPlan(TieredPlan):
     @property
     def valid(self) -> bool:
         return all(c.exists for c in self.checks)
+
+    @property
+    def loss_kind(self) -> str:
+        """Unit of the per-record loss (:class:`prdp_core.contract.Plan`): ``"rho"`` (Gaussian tiers, zCDP)
+        or ``"eps"`` (pure ε)."""
+        return "rho" if self.family.budget_unit == "rho" else "eps"
+
+    def record_loss(self, records: np.ndarray | int, strategy: Strategy = "multitier") -> np.ndarray:
+        """Each record's loss if every tier colludes: ``loss_summary()[strategy]`` for a record the query
+        reads (``records``: a boolean mask of the input rows, or a count of rows all read), 0 for the others.
+        What :func:`release_central` charges, known before any data."""
+        if strategy not in STRATEGIES:
+            raise ParameterError(f"Unknown strategy '{strategy}'.", hint=f"Use one of {', '.join(STRATEGIES)}.")
+        return _record_loss(records, self.loss_summary()[strategy])  # type: ignore[return-value]
 
     @property
     def unit(self) -> str:
@@ -128,11 +143,12 @@ def _record_loss(mask_or_n: np.ndarray | int | None, value: float) -> np.ndarray
 
 
 def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | np.ndarray, *,
-                    rng: np.random.Generator | None, seed: int | None = None, strategy: Strategy = "multitier",
+                    rng: np.random.Generator | None = None, seed: int | None = None, strategy: Strategy = "multitier",
                     reveal: bool = False, query: str = "query", records: np.ndarray | int | None = None,
                     query_labels: Sequence[str] | None = None, secure: bool = False,
                     sampler: SecureSampler | None = None,
-                    contributions: np.ndarray | Sequence[np.ndarray] | None = None) -> Release:
+                    contributions: np.ndarray | Sequence[np.ndarray] | None = None,
+                    noise: Noise | None = None) -> Release:
     """Release every tier's answer to the same query(ies) (Algorithm 1 or a baseline).
 
     ``true_answers``: the exact query value(s). The geometric families release the integer
@@ -149,6 +165,8 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
     OpenDP samplers (:mod:`.secure`); it reads the records' ``contributions`` (one array per query, e.g.
     :attr:`CentralQuery.contributions`) and quantises them itself, and the loss of every tier is certified
     before the answers are returned (``params["certified"]``). ``rng`` and ``seed`` are then ignored.
+    ``noise``: the noise source (:class:`~prdp_core.noise_source.Noise`: ``Noise.teaching(seed)`` or
+    ``Noise.secure()``); ``rng``/``seed``/``secure``/``sampler`` are its legacy spelling.
     """
     if strategy not in STRATEGIES:
         raise ParameterError(f"Unknown strategy '{strategy}'.", hint=f"Use one of {', '.join(STRATEGIES)}.")
@@ -158,14 +176,14 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
     if plan.family.lattice:
         q = lattice_round(q)
     fam = plan.family
-    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+    nz = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler)
+    smp, rng, seed = nz.sampler, nz.rng, nz.seed
     cert = None
     if smp is not None:
-        seed = None
         cert = _secure_tiers(plan, q, contributions, strategy, smp)
         out = cert.estimates
     elif rng is None:
-        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
+        raise ParameterError(NO_GENERATOR)
     elif strategy == "multitier":
         out = sample_multitier(fam, plan.params, q, rng=rng)
     elif strategy == "independent":
@@ -216,7 +234,7 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
     if reveal:
         extras["private_true_answers"] = q
     return Release(mechanism=f"multitier.central.{strategy}", answers=answers, measure=measure,
-                   loss=_record_loss(records, total), entries=entries,
+                   loss=None if records is None else plan.record_loss(records, strategy), entries=entries,
                    params={**base, "params": list(plan.params)}, seed=seed, truth_included=reveal, extras=extras,
                    secure=smp is not None)
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping, Sequence, cast
+from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence, cast
 
 import numpy as np
 import pandas as pd
 
 from ...accounting import FlatLoss, LedgerEntry
 from ...errors import ParameterError
+from ...noise_source import NO_GENERATOR, Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler
 from .simulation import (
@@ -53,6 +54,8 @@ class LocalPlan(TieredPlan):
     served: tuple[int, ...]
     rule: str = "best"
 
+    loss_kind: ClassVar[str] = "eps"
+
     @property
     def served_eps(self) -> np.ndarray:
         """Each tier's real (tight) privacy level ε_t ≤ ε_i."""
@@ -67,6 +70,23 @@ class LocalPlan(TieredPlan):
         uniq = sorted(set(self.served))
         keep = composite_keep(self.templates, uniq)
         return uniq, np.array([self.templates[i].k for i in uniq]), keep
+
+    def mechanism_loss(self, mechanism: str = "subset") -> float:
+        """A user's loss if every tier colludes: the top served level (Subset templates), the top tier's ε
+        (GRR, BRR re-sampling) or Σ ε_i (independent reports)."""
+        if mechanism not in LOCAL_MECHANISMS:
+            raise ParameterError(f"Unknown local mechanism '{mechanism}'.",
+                                 hint=f"Use one of {', '.join(LOCAL_MECHANISMS)}.")
+        if mechanism == "subset":
+            return self.loss_summary()["multitier"]
+        return float(self.eps.sum() if mechanism == "independent" else self.eps.max())
+
+    def record_loss(self, values: np.ndarray | int, mechanism: str = "subset") -> np.ndarray:
+        """Each user's loss (``values``: one category per user, or the number of users): what
+        :func:`release_local` charges a seeded run, known before any report (a secure run adds the exact
+        coins' certified slack, ``params["certified_slack"]``)."""
+        n = int(values) if isinstance(values, (int, np.integer)) else int(np.asarray(values).size)
+        return np.full(n, self.mechanism_loss(mechanism))
 
     def variances(self) -> np.ndarray:
         """Per-user V(ε_t, k_t) of each tier (n users: count-vector MSE n·V)."""
@@ -127,10 +147,10 @@ LOCAL_MECHANISMS: dict[str, str] = {
 }
 
 
-def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: np.random.Generator | None,
+def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: np.random.Generator | None = None,
                   seed: int | None = None, mechanism: LocalMechanism = "subset", reveal: bool = False,
                   labels: Sequence[str] | None = None, secure: bool = False,
-                  sampler: SecureSampler | None = None) -> Release:
+                  sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Simulate n users' reports for every tier and release each tier's estimated counts.
 
     ``values``: each user's category in 0…d−1 (one user per input row; every user of the roster,
@@ -145,6 +165,8 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
     ``secure=True`` (or a :class:`~prdp_core.secure.SecureSampler`): a real release, unseeded, the same
     simulation driven by exact coins from the system random source (:class:`.secure.SecureGenerator`);
     every tier's loss is certified as its level plus the coins' slack (``params["certified"]``).
+    ``noise``: the noise source (:class:`~prdp_core.noise_source.Noise`: ``Noise.teaching(seed)`` or
+    ``Noise.secure()``); ``rng``/``seed``/``secure``/``sampler`` are its legacy spelling.
     """
     if mechanism not in LOCAL_MECHANISMS:
         raise ParameterError(f"Unknown local mechanism '{mechanism}'.",
@@ -161,14 +183,15 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
         raise ParameterError(f"Categories must be between 0 and d − 1 = {d - 1}.")
     n = int(x.size)
     xc = np.bincount(x, minlength=d).astype(np.int64)
-    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
+    nz = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler)
+    smp, rng, seed = nz.sampler, nz.rng, nz.seed
     if smp is not None:
         from .secure import SecureGenerator  # the secure module builds on the central one, which imports this
 
         # duck-typed: the Generator methods the chains call, drawn by the exact sampler
         rng, seed = cast(np.random.Generator, SecureGenerator(smp)), None
     elif rng is None:
-        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
+        raise ParameterError(NO_GENERATOR)
     eps = plan.eps
     rows: list[dict[str, Any]] = []
     lab = list(labels) if labels is not None else [str(j) for j in range(d)]
@@ -182,22 +205,19 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
         for i in range(len(plan.tiers)):
             tp = plan.templates[plan.served[i]]
             est.append((debias_subset(counts[pos[plan.served[i]]], n, tp.k, tp.rho, d), tp.eps, tp.k))
-        total = plan.loss_summary()["multitier"]
     elif mechanism == "grr":
         counts = grr_chain_counts(eps, xc, rng=rng)
         est = [(debias_subset(counts[i], n, 1, math.exp(e), d), e, 1) for i, e in enumerate(eps)]
-        total = float(eps.max())
     elif mechanism == "brr":
         counts = brr_chain_counts(eps, xc, rng=rng)
         est = [(debias_brr(counts[i], n, e), e, 0) for i, e in enumerate(eps)]
-        total = float(eps.max())
     else:
         kstar = optimal_k(eps, d)
         est = []
         for e, k in zip(eps, kstar):
             c = subset_counts(xc, int(k), math.exp(e), rng=rng)
             est.append((debias_subset(c, n, int(k), math.exp(e), d), e, int(k)))
-        total = float(eps.sum())
+    total = plan.mechanism_loss(mechanism)  # every user's loss if all tiers collude, known before any report
     for i, t in enumerate(plan.tiers):
         e_hat, lvl, k = est[i]
         if mechanism == "brr":

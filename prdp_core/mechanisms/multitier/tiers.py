@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -98,6 +98,8 @@ class TieredPlan:
     """What every multi-tier plan (central, local) reads off its ``tiers``: their names and budgets."""
 
     tiers: tuple[Tier, ...]
+    #: record_loss (:class:`prdp_core.contract.Plan`) is what a seeded release charges each record.
+    exact: ClassVar[bool] = True
 
     @property
     def names(self) -> list[str]:

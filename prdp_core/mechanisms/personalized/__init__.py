@@ -96,7 +96,14 @@ from .reduction import (
     run_prdp,
     to_prdp,
 )
-from .release import DATA_DEFAULT_NOTE, DESIGN_DEFAULT_PARAMS, flag_design_defaults, release, require_public_bounds
+from .release import (
+    DATA_DEFAULT_NOTE,
+    DESIGN_DEFAULT_PARAMS,
+    PersonalizedPlan,
+    flag_design_defaults,
+    release,
+    require_public_bounds,
+)
 from .sample import sample_delivered, sample_probability
 from .secure import (
     SecureResult,
@@ -139,7 +146,7 @@ __all__ = [
     "d_median", "d_median_pieces", "d_min", "d_min_pieces", "k_smallest_prefix_sums", "pe_distribution",
     "pe_draw", "Answer", "Minimum", "paper_mechanisms", "PDPMechanism", "PE", "Sample", "Stretching",
     "Threshold", "DATA_DEFAULT_NOTE", "DESIGN_DEFAULT_PARAMS", "flag_design_defaults", "release",
-    "require_public_bounds", "compare",
+    "require_public_bounds", "PersonalizedPlan", "compare",
     "count_mse_proxy", "delivered_by_mechanism", "delivered_table", "evaluate", "exact_mse", "example1_errors",
     "linear_moments", "neighbour_table", "PE_EXAMPLE", "pe_profile", "pi_curves", "simulate_answers",
     "sum_mse_proxy", "threshold_curve", "ExperimentConfig", "paper_experiment", "BUDGET_COLUMN",

@@ -26,6 +26,7 @@ import pandas as pd
 from ... import noise as _noise
 from ...errors import ParameterError
 from ...neighbours import AddRemove, Substitution
+from ...noise_source import Noise
 from ...release import Release
 from ...secure import SecureSampler
 from .blackbox import CountNoise, dp_answer
@@ -131,10 +132,13 @@ class PDPMechanism:
         raise NotImplementedError
 
     def release(self, table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, *,
-                rng: np.random.Generator | None, seed: int | None = None, reveal: bool = False,
-                label: str | None = None, secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+                rng: np.random.Generator | None = None, seed: int | None = None, reveal: bool = False,
+                label: str | None = None, secure: bool = False, sampler: SecureSampler | None = None,
+                noise: Noise | None = None) -> Release:
+        """This mechanism's :func:`~.release.release` on ``table`` (``noise``: Noise.teaching(seed) or
+        Noise.secure(); ``rng``/``seed``/``secure``/``sampler`` its legacy spelling)."""
         return release(table, spec, query, self, rng=rng, seed=seed, reveal=reveal, label=label, secure=secure,
-                       sampler=sampler)
+                       sampler=sampler, noise=noise)
 
     def params(self, spec: PrivacySpec) -> dict[str, Any]:
         return {}

@@ -7,16 +7,17 @@ so they are never published as if they were public.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 import numpy as np
 import pandas as pd
 
 from ...accounting import LedgerEntry, RecordLoss
-from ...errors import ParameterError, PolicyError
+from ...errors import PolicyError
+from ...noise_source import Noise, resolve
 from ...release import Release
-from ...secure import SecureSampler, mode_label
+from ...secure import SecureSampler
 from .neighbours import noise_calibration, substitution_factor
 from .query import PersonalizedQuery
 from .spec import ROSTER_TEXT, PrivacySpec
@@ -25,9 +26,35 @@ if TYPE_CHECKING:
     from .mechanisms import PDPMechanism
 
 
+@dataclass(frozen=True)
+class PersonalizedPlan:
+    """A personalized-DP release before any data (:class:`prdp_core.contract.Plan`): the specification Φ
+    over the public roster, the mechanism and the query. Each user's delivered ε is a function of Φ and
+    of the mechanism alone (α = min Φ for Minimum, min(Φ, t) for Threshold, …), in the neighbour notion of
+    :meth:`PDPMechanism.neighbours_for`."""
+
+    spec: PrivacySpec
+    mechanism: PDPMechanism
+    query: PersonalizedQuery
+
+    loss_kind: ClassVar[str] = "eps"
+    #: record_loss is what the release's ledger entry charges each tuple's owner.
+    exact: ClassVar[bool] = True
+
+    def delivered(self, phi: np.ndarray) -> np.ndarray:
+        """The ε delivered to owners whose requirements are ``phi``."""
+        return self.mechanism.delivered_for(phi, self.spec, self.query)
+
+    def record_loss(self, records: pd.DataFrame | int) -> np.ndarray:
+        """The delivered ε of each tuple's owner (``records``: the table, or its number of rows when the
+        roster is the rows themselves)."""
+        return self.delivered(self.spec.phi_for(records))
+
+
 def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, mechanism: PDPMechanism, *,
-            rng: np.random.Generator | None, seed: int | None = None, reveal: bool = False,
-            label: str | None = None, secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+            rng: np.random.Generator | None = None, seed: int | None = None, reveal: bool = False,
+            label: str | None = None, secure: bool = False, sampler: SecureSampler | None = None,
+            noise: Noise | None = None) -> Release:
     """Run ``mechanism`` on ``table`` under ``spec`` and return a ledger-ready :class:`Release`.
 
     ``loss`` is the delivered ε of each tuple's owner (aligned with the rows),
@@ -39,12 +66,12 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
     ``secure=True`` (or a :class:`~prdp_core.secure.SecureSampler`): a real release with exact OpenDP
     samplers and system randomness, no seed (``rng`` and ``seed`` are ignored), outputs on the grids of
     :mod:`.secure`, and each user's loss certified at or below the delivered ε before it is returned.
+    ``noise``: the noise source (:class:`~prdp_core.noise_source.Noise`: ``Noise.teaching(seed)`` or
+    ``Noise.secure()``); ``rng``/``seed``/``secure``/``sampler`` are its legacy spelling.
     """
     mechanism.check_query(query)
-    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
-    if smp is None and rng is None:
-        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
-    seed = None if smp is not None else seed
+    nz = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler)
+    smp, rng, seed = nz.parts()
     phi = spec.phi_for(table)
     raw = query.raw(table)
     vals = query.prepare(raw)
@@ -53,7 +80,7 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
     else:
         ans = mechanism.answer(vals, phi, query, spec, rng=rng)  # type: ignore[arg-type]
     notion = mechanism.neighbours_for(spec)
-    delivered = mechanism.delivered_for(phi, spec, query)
+    delivered = PersonalizedPlan(spec, mechanism, query).delivered(phi)
     promise = mechanism.promise_for(spec, query)
     row: dict[str, Any] = {"query": query.describe(), "estimate": ans.estimate}
     if ans.scale is not None:
@@ -82,7 +109,7 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
                         loss=RecordLoss(delivered, "eps", note=note, bound=sup), params=params, seed=seed,
                         neighbours=notion, secure=smp is not None)
     extras: dict[str, Any] = {"neighbours": notion.name, "promise": promise, "roster": ROSTER_TEXT[spec.roster],
-                              "mode": mode_label(smp is not None)}
+                              "mode": nz.label}
     if ans.eps_used is not None:
         extras["eps_used"] = ans.eps_used
     if reveal:

@@ -51,18 +51,18 @@ from ... import engines
 from ...distribution import LossDistribution
 from ...errors import ParameterError, PolicyError
 from ...limits import MAX_ROWS
+from ...noise_source import Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler, to_units
 from .answers import AdaptiveClippedSum, DistinctCount, LaplaceCount, RankMax
 from .budget import BudgetFunction
 from .domains import DomainPartition
+from .plans import CountPlan
 from .queries import FrameworkQuery, Prepared, _query_input, prepare
 from .selection import (
     Selection,
     _check_beta,
     _entry,
-    _eps_array,
-    _sampler,
     _table_of,
     _truth_cols,
     secure_select_domain,
@@ -76,7 +76,7 @@ from .selection import (
 
 def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: np.random.Generator | None = None,
           reveal: bool = False, seed: int | None = None, secure: bool = False,
-          sampler: SecureSampler | None = None) -> Release:
+          sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Algorithm 1 (PrDP Count, Sec. 5.1): count the records under E-PrDP.
 
     Parameters
@@ -90,31 +90,31 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     secure, sampler: secure mode — exact discrete Laplace noise from OpenDP on the integer
         counts (same scales 1/(2^{i−1}ε̌), so the same per-record loss), no seed
         (:mod:`prdp_core.secure`).
+    noise: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``); ``rng``, ``seed``,
+        ``secure`` and ``sampler`` are its legacy spelling.
 
     Returns a Release whose ``extras`` hold ``eps_tau`` = 2^{ℓ−1}ε̌ and ``ell``. Record r in
     domain i is charged 2^{i−1}ε̌ ≤ E(r).
     """
-    b = _check_beta(beta)
-    smp = _sampler(secure, sampler, rng)
-    dp = DomainPartition(float(eps_min), float(eps_max))
-    e = _eps_array(values_eps, dp.eps_min, dp.eps_max)
-    idx = dp.index(e)
+    plan = CountPlan(eps_min, eps_max, beta)  # the public parameters: each record's loss before any noise
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
+    dp = plan.domains
+    idx = plan.domain_index(values_eps)
     counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
-    loss = dp.lo[idx - 1]
-    return _count_release(dp, counts, b, rng, smp, None if smp is not None else seed, reveal, loss,
+    return _count_release(dp, counts, plan.beta, rng, smp, seed, reveal, plan.domain_loss(idx),
                           np.asarray(values_eps, dtype=float).ravel())
 
 
 def count_of(data: Any, budget: BudgetFunction, *, beta: float, rng: np.random.Generator | None = None,
              reveal: bool = False, seed: int | None = None, secure: bool = False,
-             sampler: SecureSampler | None = None) -> Release:
+             sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Algorithm 1 on a table (DataFrame, Dataset, or a dataset held by an engine, whose per-domain
-    counts are computed there): :func:`count` of E(r) with E's ε̌ and ε̂."""
+    counts are computed there): :func:`count` of E(r) with E's ε̌ and ε̂ (``noise`` as there)."""
     if not engines.is_engine_data(data):
         return count(budget(_table_of(data)), eps_min=budget.eps_min, eps_max=budget.eps_max, beta=beta, rng=rng,
-                     reveal=reveal, seed=seed, secure=secure, sampler=sampler)
+                     reveal=reveal, seed=seed, secure=secure, sampler=sampler, noise=noise)
     b = _check_beta(beta)
-    smp = _sampler(secure, sampler, rng)
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     counts = data.engine.domain_stats(budget).counts.astype(float)
     return _count_release(budget.domains(), counts, b, rng, smp, None if smp is not None else seed, reveal, None,
                           None)
@@ -332,7 +332,7 @@ def _secure_m(p: Prepared, table: Any, ell: int, eps_m: float, beta: float, samp
 
 def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
               rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
-              secure: bool = False, sampler: SecureSampler | None = None, eps_share: float = PAPER_SHARE,
+              secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None, eps_share: float = PAPER_SHARE,
               beta_share: float = PAPER_SHARE) -> Release:
     """Algorithm 2 (general PrDP framework, Sec. 6): answer ``query`` under E-PrDP.
 
@@ -347,6 +347,8 @@ def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
     secure, sampler: secure mode — Part 1 and M draw exact noise and selections from OpenDP
         (:func:`secure_select_domain`, :func:`_secure_m`) with the same budgets, so the same
         per-record losses; no seed. Built-in mechanisms only.
+    noise: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``); ``rng``, ``seed``,
+        ``secure`` and ``sampler`` are its legacy spelling.
     eps_share, beta_share: Part 1's share s of E and of β (default ½ each, the paper's split).
         M then runs at (1 − s)·ε_τ with the rest of β. A smaller s gives M more budget and makes
         Part 1's thresholds higher (:mod:`prdp_core.mechanisms.prdp.forecast` predicts which
@@ -356,8 +358,7 @@ def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
     (2^{i−2}ε̌ and ε_τ/2 by default); since ε_τ = 2^{ℓ−1}ε̌ ≤ 2^{i−1}ε̌ ≤ E(r) for i ≥ ℓ the sum is
     ≤ E(r), so the release is E-PrDP (sequential composition, Lemma 3.10).
     """
-    smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
     p = prepare(table, budget, query)
     sp = Split(p.domains, b, check_share("Part 1's share of the budget", eps_share),
@@ -433,15 +434,16 @@ def naive_trials(p: Prepared, *, beta: float, rng: np.random.Generator, trials: 
 
 def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
           rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
-          secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+          secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """The straw man of Sec. 4.1: run M on all records at the global minimum ε̌ (E-PrDP, since
     ε̌ ≤ E(r) for every record). Its error scales with 1/ε̌ — usually useless.
 
     ``secure``, ``sampler``: secure mode — M runs with exact noise and selections from OpenDP
     (:func:`_secure_m` on all records, ℓ = 1) at the same ε̌, so every record pays ε̌; no seed.
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``); ``rng``/``seed``/``secure``/
+    ``sampler`` are its legacy spelling.
     """
-    smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
     p = prepare(table, budget, query)
     if smp is None:

@@ -21,12 +21,13 @@ import pandas as pd
 
 from ... import engines
 from ...errors import PolicyError
+from ...noise_source import Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, to_units
 from .budget import BudgetFunction
 from .domains import DomainPartition
 from .queries import FrameworkQuery, _query_input
-from .selection import Selection, _check_beta, _entry, _sampler, _table_of, _truth_cols, select_domain
+from .selection import Selection, _check_beta, _entry, _table_of, _truth_cols, select_domain
 
 # ---------------------------------------------------------------------------
 # Sec. 5.2: the sum extension of Algorithm 1
@@ -113,7 +114,7 @@ def secure_extension_selection(st: ExtensionStats, dp: DomainPartition, beta: fl
 
 def sum_extension(table: Any, budget: BudgetFunction, *, beta: float, rng: np.random.Generator | None = None,
                   column: str | None = None, reveal: bool = False, seed: int | None = None, secure: bool = False,
-                  sampler: SecureSampler | None = None) -> Release:
+                  sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """The Sec. 5.2 extension of Algorithm 1 to sums under E-PrDP (a comparison mechanism).
 
     Domain i's sum gets Laplace(b_i), b_i = v̄_i/(2^{i−1}ε̌); ℓ = the first domain whose noisy
@@ -124,9 +125,10 @@ def sum_extension(table: Any, budget: BudgetFunction, *, beta: float, rng: np.ra
     ``secure``, ``sampler``: secure mode — exact discrete Laplace per domain on the grid of v̄_i
     (:func:`secure_extension_selection`), no seed; the estimate is a sum of grid multiples and each
     record's delivered loss u(v)/t_i ≤ 2^{i−1}ε̌ is read from the certified noise scale.
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``), of which ``rng``/``seed``/
+    ``secure``/``sampler`` are the legacy spelling.
     """
-    smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
     st = extension_stats(table, budget, column)
     dp = budget.domains()
@@ -152,7 +154,7 @@ def sum_extension(table: Any, budget: BudgetFunction, *, beta: float, rng: np.ra
                               "private_domain_sums": st.sums}
     sec = smp is not None
     if sec:
-        params["secure"] = smp.describe()  # type: ignore[union-attr]
+        params["secure"] = smp.describe()
         extras["grids"] = grids
     return Release(mechanism="prdp.sum_extension", answers=pd.DataFrame([row]), measure="eps", loss=loss,
                    entries=(_entry("PrDP sum (Sec. 5.2 extension)", "prdp.sum_extension", loss,

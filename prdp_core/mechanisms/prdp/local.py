@@ -49,12 +49,14 @@ import pandas as pd
 
 from ...errors import ParameterError
 from ...neighbours import LocalDummy
+from ...noise_source import Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, grid_for, to_units
 from .budget import BudgetFunction
 from .domains import DomainPartition
+from .plans import CountPlan
 from .queries import FrameworkQuery, _query_input, as_query
-from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _sampler, _table_of, _truth_cols
+from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _table_of, _truth_cols
 
 ThresholdRule = Literal["paper", "bernstein"]
 
@@ -179,7 +181,7 @@ def _secure_select(values_eps: Any, n: int, dp: DomainPartition, beta: float, ru
 
 def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: np.random.Generator | None = None,
           threshold: ThresholdRule = "paper", reveal: bool = False, seed: int | None = None, secure: bool = False,
-          sampler: SecureSampler | None = None) -> Release:
+          sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Algorithms 3 + 4 (PrLDP count): the number of parties with a record, under E-PrLDP.
 
     ``values_eps``: each party's budget E(r); ``eps_min``/``eps_max``: ε̌, ε̂ (public);
@@ -187,13 +189,15 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     O(√n·log(log(ε̂/ε̌)/β)/ε_min(D))); ``threshold``: see :func:`local_thresholds`. A party of
     domain i pays 2^{i−1}ε̌ ≤ E(r) whatever the threshold. ``secure``, ``sampler``: every party's
     report drawn with exact discrete Laplace noise (:func:`secure_randomise`), no seed.
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``), of which ``rng``/``seed``/
+    ``secure``/``sampler`` are the legacy spelling.
     """
-    b = _check_beta(beta)
-    smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
-    dp = DomainPartition(float(eps_min), float(eps_max))
+    plan = CountPlan(eps_min, eps_max, beta, "local")  # the public parameters: each party's loss before any noise
+    b = plan.beta
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
+    dp = plan.domains
     e = _eps_array(values_eps, dp.eps_min, dp.eps_max)
-    idx = dp.index(e)
+    idx = dp.index(e)  # = plan.domain_index(values_eps)
     counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
     if smp is None:
         sel = _select_local(counts, e.size, dp.lo, b, rng, 1, threshold)  # type: ignore[arg-type]
@@ -204,7 +208,7 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     row: dict[str, Any] = {"query": "count", "estimate": est, "eps_tau": eps_tau, "ell": ell}
     if reveal:
         row.update(_truth_cols(est, float(e.size)))
-    loss = dp.lo[idx - 1]
+    loss = plan.domain_loss(idx)
     params: dict[str, Any] = {"eps_min": dp.eps_min, "eps_max": dp.eps_max, "beta": b, "L": dp.L,
                               "model": "local", "threshold": threshold}
     if smp is not None:
@@ -300,7 +304,7 @@ def framework_trials(data: _LocalData, *, beta: float, rng: np.random.Generator,
 
 def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
               rng: np.random.Generator | None = None, threshold: ThresholdRule = "paper", reveal: bool = False,
-              seed: int | None = None, secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+              seed: int | None = None, secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Algorithm 5 (general PrLDP framework) for ``count`` and ``sum`` queries.
 
     Round I: Algorithms 3–4 with E' = E/2 and β/2 give ε_τ = 2^{ℓ−1}ε̌. Round II: parties with
@@ -308,9 +312,10 @@ def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
     send the same for ⊥ (value 0). A party of domain i pays 2^{i−2}ε̌ + (ε_τ/2 if kept) ≤ E(r).
     ``secure``, ``sampler``: both rounds with exact discrete Laplace (:func:`secure_randomise`,
     :meth:`_LocalData.secure_round_two`), same per-party losses, no seed.
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``), of which ``rng``/``seed``/
+    ``secure``/``sampler`` are the legacy spelling.
     """
-    smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
     d = _LocalData(table, budget, query)
     if smp is None:
@@ -363,11 +368,12 @@ def secure_naive(data: _LocalData, sampler: SecureSampler) -> float:
 
 def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
           rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
-          secure: bool = False, sampler: SecureSampler | None = None) -> Release:
+          secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
     """Local baseline at the global minimum ε̌ for every party (E-PrLDP since ε̌ ≤ E(r)).
-    ``secure``, ``sampler``: exact discrete Laplace reports (:func:`secure_naive`), no seed."""
-    smp = _sampler(secure, sampler, rng)
-    seed = None if smp is not None else seed
+    ``secure``, ``sampler``: exact discrete Laplace reports (:func:`secure_naive`), no seed.
+    ``noise``: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``), of which ``rng``/``seed``/
+    ``secure``/``sampler`` are the legacy spelling."""
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
     d = _LocalData(table, budget, query)
     est = float(naive_trials(d, rng=rng)[0]) if smp is None else secure_naive(d, smp)  # type: ignore[arg-type]

@@ -77,14 +77,6 @@ def _entry(label: str, mechanism: str, loss: np.ndarray | LossDistribution, note
                        neighbours=as_neighbours(neighbours))
 
 
-def _sampler(secure: bool, sampler: SecureSampler | None, rng: Any) -> SecureSampler | None:
-    """The secure sampler of a run (None for a seeded run, which then needs a numpy Generator)."""
-    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
-    if smp is None:
-        _check_rng(rng)
-    return smp
-
-
 def secure_select_domain(true: np.ndarray, eps: np.ndarray, thresholds: np.ndarray, sampler: SecureSampler
                          ) -> Selection:
     """Algorithm 1's rule with exact noise: integer per-domain counts + discrete Laplace of scale

@@ -15,7 +15,8 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 import pandas as pd
 
-from ...errors import ConfigError, ExpressionError, PolicyError
+from ...errors import ExpressionError, PolicyError
+from ...registry import Registry
 from ...validate import positive as _positive
 from .expressions import Columns, CompiledExpression, compile_expression
 
@@ -28,12 +29,8 @@ def _fmt(x: float) -> str:
 # Shapes: the raw formula of a budget function (before the [ε̌, ε̂] cap)
 # ---------------------------------------------------------------------------
 
-_SHAPES: dict[str, type["Shape"]] = {}
-
-
-def _register_shape(cls: type["Shape"]) -> type["Shape"]:
-    _SHAPES[cls.kind] = cls
-    return cls
+_SHAPES: Registry[type["Shape"]] = Registry("budget-function")
+_register_shape = _SHAPES.register
 
 
 class Shape(ABC):
@@ -82,10 +79,7 @@ class Shape(ABC):
 
 
 def _shape_from_dict(d: Mapping[str, Any]) -> "Shape":
-    kind = d.get("kind")
-    if kind not in _SHAPES:
-        raise ConfigError(f"Unknown budget-function kind '{kind}'.", hint=f"Known kinds: {', '.join(sorted(_SHAPES))}.")
-    return _SHAPES[kind].from_params(d)  # type: ignore[attr-defined]
+    return _SHAPES.get(d.get("kind")).from_params(d)  # type: ignore[attr-defined]
 
 
 @_register_shape

@@ -12,13 +12,14 @@ import pandas as pd
 from ...accounting import LedgerEntry
 from ...data import Dataset
 from ...errors import ParameterError, PolicyError
+from ...noise_source import Noise, resolve
 from ...provenance import KEYS_FROM_DATA, require_public_thresholds
 from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, to_units
 from ...splitting import DEFAULT_KEY, Thresholds, as_thresholds, split_counts
 from ...workload import Filter, Query, SplittingPolicy, Workload
 from .stats import PublicKeys, QueryStats, workload_stats
-from .workload_release import Z95, _policy_loss, _public_sensitivity_floor, _record_delta, _run_mode
+from .workload_release import Z95, _policy_loss, _public_sensitivity_floor, _record_delta
 
 
 def joint_sum_sigmas(thresholds: Mapping[str, float], rho: float, *, scaled: bool = True) -> dict[str, float]:
@@ -48,7 +49,7 @@ def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any
                       scaled: bool = True, reveal: bool = False, seed: int | None = None,
                       public_keys: PublicKeys | None = None, secure: bool = False,
                       sampler: SecureSampler | None = None, threshold_source: Mapping[str, str] | None = None,
-                      allow_data_derived: bool = False) -> Release:
+                      allow_data_derived: bool = False, noise: Noise | None = None) -> Release:
     """One joint Gaussian release of the vector (SUM(a))_a, a ∈ ``measures``, per cell of split data.
 
     Per-record zCDP paper, Sec. 5.2 (notes: ℓ2 sensitivity of a vector of sums). The table is split
@@ -73,6 +74,9 @@ def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any
         total variance and the same loss.
     group_by, filter, public_keys:
         Cells as in :func:`release` (public keys, or the cells present in the data for teaching).
+    noise:
+        Where the noise comes from: ``Noise.teaching(seed)`` (seeded teaching/review run) or
+        ``Noise.secure()``; ``rng``/``seed``/``secure``/``sampler`` are its legacy spelling.
     rng, seed:
         Randomness of a seeded (teaching/review) run; not used in secure mode.
     secure, sampler:
@@ -92,7 +96,7 @@ def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any
     quantised Δ_a and the effective σ_a).
     """
     table = data.table if isinstance(data, Dataset) else data
-    smp, seed = _run_mode(rng, seed, secure, sampler)
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     if smp is not None and not allow_data_derived:
         require_public_thresholds(dict(threshold_source or {}))
     if smp is not None and group_by and not (public_keys and tuple(group_by) in public_keys):

@@ -17,7 +17,8 @@ from ...codes import column_codes
 from ...data import Dataset
 from ...distribution import LossDistribution
 from ...engines import EngineDataset, RealizedTerm, is_engine_data
-from ...errors import ParameterError, PolicyError
+from ...errors import PolicyError
+from ...noise_source import Noise, resolve
 from ...provenance import KEYS_FROM_DATA, require_public_thresholds
 from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, to_units
@@ -46,7 +47,8 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
             stats_: list[QueryStats] | None = None, pieces: np.ndarray | None = None,
             owner_col: str | None = None, owner_realized: bool = True, public_keys: PublicKeys | None = None,
             mechanism: str = "unit_splitting.gaussian", secure: bool = False,
-            sampler: SecureSampler | None = None, allow_data_derived: bool = False) -> Release:
+            sampler: SecureSampler | None = None, allow_data_derived: bool = False,
+            noise: Noise | None = None) -> Release:
     """Release every query of ``policy.workload`` with Gaussian noise on split data.
 
     Parameters
@@ -56,10 +58,12 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
     policy:
         Thresholds and workload; the release satisfies P-PRzCDP with P = ``policy``
         (plus the partition-selection δ(r) when ``workload.partition_rho > 0``).
-    rng:
-        Randomness of a seeded (teaching/review) run; not used in secure mode.
+    noise:
+        Where the noise comes from (:class:`~prdp_core.noise_source.Noise`): ``Noise.teaching(seed)``, a
+        seeded teaching/review run, or ``Noise.secure()``. ``rng``/``seed``/``secure``/``sampler`` are the
+        legacy spelling of the same choice (:meth:`~prdp_core.noise_source.Noise.from_keywords`).
     secure, sampler:
-        Secure mode (``secure=True`` or a :class:`~prdp_core.secure.SecureSampler`): exact
+        Secure mode (``Noise.secure()``, ``secure=True`` or a :class:`~prdp_core.secure.SecureSampler`): exact
         discrete Gaussian noise from OpenDP, answers on the grid 2^(⌊log₂ T⌋ − bits) (counts on
         the integers), per-record values quantised and summed exactly; σ is calibrated to the
         rounded-up sensitivity ⌈T/g⌉ grid steps, so every record still pays at most
@@ -84,7 +88,7 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         Column of owners (firms) for owner-level realized losses (defaults to the dataset's);
         set ``owner_realized=False`` to skip them.
     """
-    smp, seed = _run_mode(rng, seed, secure, sampler)
+    smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     if smp is not None and not allow_data_derived:  # a real release takes no threshold computed from the data
         require_public_thresholds(policy.threshold_sources())
     _check_key_source(policy, smp, public_keys)
@@ -211,15 +215,6 @@ def _realized_term(s: QueryStats, policy: SplittingPolicy, sig: np.ndarray, sig_
     return RealizedTerm(q.group_by, q.filter, measure, clamp, float(sig.max()) if s.n_cells else 1.0,
                         by if sigma_by else None, sigma_by, q.rho_count if q.kind == "avg" else 0.0,
                         float(sig_c[0]) if (q.kind == "avg" and sig_c is not None and len(sig_c)) else None)
-
-
-def _run_mode(rng: Any, seed: int | None, secure: bool, sampler: SecureSampler | None
-              ) -> tuple[SecureSampler | None, int | None]:
-    """The secure sampler of a run (None for a seeded one, which needs a numpy Generator) and its seed."""
-    smp = sampler if sampler is not None else (SecureSampler() if secure else None)
-    if smp is None and not isinstance(rng, np.random.Generator):
-        raise ParameterError("Pass a numpy random Generator as rng (seeded run) or secure=True (real release).")
-    return smp, (None if smp is not None else seed)  # secure runs are unseeded
 
 
 def _check_key_source(policy: SplittingPolicy, smp: SecureSampler | None, public_keys: PublicKeys | None) -> None:

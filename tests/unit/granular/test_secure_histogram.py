@@ -29,7 +29,7 @@ def test_secure_standard_histogram_noise_is_dlap_2_over_eps_and_a_broken_sampler
     data = _empty_domain()
     assert data.cells > 25_000
     eps = 0.8
-    rel = standard_histogram(data, eps=eps, threshold=-math.inf, secure=True, reveal=True, seed=4)
+    rel = standard_histogram(data, eps=eps, threshold=-math.inf, secure=True, reveal=True)
     assert rel.secure and rel.seed is None and rel.entries[0].secure
     row = Ledger().extend(rel.entries).summary().iloc[0]
     assert row["mode"] == SECURE_LABEL and row["seed"] is None
@@ -54,7 +54,7 @@ def test_secure_one_attribute_heavy_hitter_histogram_counts_have_the_claimed_law
             out.append((rel.answers["estimate"] - rel.answers["true"]).to_numpy())
         return np.concatenate(out), rel.extras["calibration"].count_scale
 
-    err, scale = errors(secure=True, seed=3)
+    err, scale = errors(secure=True)
     assert err.size == 6 * data.cells and np.all(err == np.rint(err))
     assert chi2_dlap_p(err.astype(np.int64), scale) > 1e-6
     bad, _ = errors(sampler=SkewedSampler(1.1))
@@ -66,7 +66,7 @@ def test_secure_heavy_hitter_histogram_on_many_attributes_uses_the_discrete_acco
     node's test has that law (30,000 more draws with each call's arguments), a 10% error is rejected."""
     data = synthetic_attribute_data(3_000, 8, patterns=3, heavy_share=0.6, rng=np.random.default_rng(2))
     good = BatchSampler()
-    rel = heavy_hitter_histogram(data, eps0=1.0, nu=0.05, sampler=good, reveal=True, seed=8)
+    rel = heavy_hitter_histogram(data, eps0=1.0, nu=0.05, sampler=good, reveal=True)
     cal = rel.extras["calibration"]
     assert cal.method == "exact (discrete Laplace)" and cal.levels == 3
     assert cal.delivered <= 1.0 * (1 + 1e-9) and rel.extras["eps0_delivered"] == cal.delivered
