@@ -27,9 +27,10 @@ def _engine_mode(study: Study, data_file: str | None) -> bool:
                                               or study.data.table is not None)
 
 
-def _data_code(study: Study, data_file: str | None, *, argv: bool = True) -> list[str]:
+def _data_code(study: Study, data_file: str | None, *, argv: bool = True, base_dir: str | None = None) -> list[str]:
     """Lines building ``ds``, the study's dataset; with ``argv`` a file source's path may be replaced by the
-    script's second argument (reproduce.py), else it is the literal path (a snippet pasted into a notebook)."""
+    script's second argument (reproduce.py), else it is the literal path (a snippet pasted into a notebook).
+    ``base_dir``: the folder an engine reads the path in, and may not leave (the app's data folder)."""
     src = study.data
     opts = "".join(f", {k}={_py(v)}" for k, v in src.prepare.items())
     if data_file is not None or src.path is not None or src.table is not None:
@@ -56,10 +57,12 @@ def _data_code(study: Study, data_file: str | None, *, argv: bool = True) -> lis
                 options = (f", options=prdp_core.engines.EngineOptions(master={_py(sp.get('master'))}, "
                            f"remote={_py(sp.get('remote'))}, conf={_py(dict(sp.get('conf') or {}))})")
             name = "" if src.engine == "spark" else ", name=Path(DATA).name"
-            return [data_line,
+            where = "" if base_dir is None else ", base_dir=DATA_DIR, confine=True"
+            folder = [] if base_dir is None else [f"DATA_DIR = {_py(base_dir)}  # the server's data folder"]
+            return [*folder, data_line,
                     "# the records stay in the engine: statistics are computed there, noise is drawn here",
                     f"ds = prdp_core.engines.open_dataset(DATA, engine={src.engine!r}, schema={schema}"
-                    f"{name}{options}{opts})"]
+                    f"{name}{where}{options}{opts})"]
         return [data_line,
                 "df = prdp_core.load_table(DATA)",
                 f"ds = prdp_core.prepare_dataset(df, {schema}, name=Path(DATA).name{opts})"]

@@ -26,18 +26,21 @@ PARTS: dict[str, str | None] = {"data": None, "policy": None, "run": "unit_split
                                 "tradeoffs": None}
 
 
-def snippet(study: Study, part: str, *, data_file: str | None = None, sample: tuple[int, int] | None = None,
-            owner_method: str = "lemma4") -> str:
+def snippet(study: Study, part: str, *, data_file: str | None = None, data_dir: str | None = None,
+            sample: tuple[int, int] | None = None, owner_method: str = "lemma4") -> str:
     """The "Reproduce in Python" code of ``part`` (a key of :data:`PARTS`) for ``study``.
 
     ``data_file`` is the path the snippet reads a file source from (default: the study's ``data.path``,
-    relative to the working folder); ``sample`` = (rows, seed) takes the page's uniform sample of a dataset
+    relative to the working folder, or to ``data_dir``, the folder an engine reads it in and may not leave — the
+    app's data folder); ``sample`` = (rows, seed) takes the page's uniform sample of a dataset
     held by an engine, in memory (a page whose mechanisms need the records); ``owner_method`` is the Policy
     designer's owner bound (``lemma4`` or ``lemma5``). A part needing a policy section or mechanism the study
     lacks raises :class:`~prdp_core.errors.ConfigError`."""
     if part not in PARTS:
         raise ConfigError(f"No snippet part {part!r}.", hint=f"Parts: {', '.join(PARTS)}.")
     kind = PARTS[part]
+    if data_file is None and study.data.path is not None:
+        data_file = study.data.path  # read from the working folder (or the URI Spark reads)
     index = _mechanism_index(study, kind) if kind else None
     lab = part == "granular"
     generated = lab and study.app.get("concepts", {}).get("hl_source", "generated") != "dataset"
@@ -45,11 +48,13 @@ def snippet(study: Study, part: str, *, data_file: str | None = None, sample: tu
     L = ["import numpy as np", "import pandas as pd", "from pathlib import Path", "", "import prdp_core"]
     L += import_lines(kinds | ({"granular"} if lab else set()))
     L += list(_EXTRA_IMPORTS.get(part, ()))
+    on_engine = _engine_mode(study, data_file) and not generated
+    if on_engine:
+        L.append("import prdp_core.engines")
     L += ["", f"SEED = {int(study.seed)}  # a seeded run is for teaching and review only, never a real release",
           f"REVEAL = {study.mode == 'teaching'!r}  # teaching mode: true values are attached (confidential)"]
     if not generated:
-        L += _data_code(study, data_file, argv=False)
-    on_engine = _engine_mode(study, data_file) and not generated
+        L += _data_code(study, data_file, argv=False, base_dir=data_dir)
     if sample is not None and on_engine:
         L.append(f"ds = ds.sample({int(sample[0])}, seed={int(sample[1])})  # a labelled uniform sample, in memory: "
                  "this page's mechanisms need the records")
