@@ -102,7 +102,7 @@ def _policy_body(study: Study, T: str, owner_method: str) -> list[str]:
 def _run_body(study: Study, T: str, owner_method: str) -> list[str]:
     out = ["print(rel.answers.head())  # in teaching mode with the true values and errors",
            "review = rel.for_review()  # what a review-mode export contains"]
-    if T == "ds.table":
+    if T == "ds.table" and study.mode == "teaching":
         out.append("realized = rel.extras.get('private_realized')  # confidential: realized loss of every record")
     return out
 
