@@ -24,7 +24,7 @@ def snippet_code(part: str, pol: Any = None, owner_method: str = "lemma4") -> st
 
     try:
         study = page_study(part, pol)
-    except PrdpError:
+    except (PrdpError, KeyError, TypeError, ValueError):  # a setting being edited: the page says what to fix
         return INCOMPLETE
     src = state.source()
     data_dir, sample = None, None

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import analysis, budget_solver, config, sweeps
+from prdp_core import analysis, budget_solver, config, engines, sweeps
 from prdp_core.errors import ConfigError
 from prdp_core.mechanisms import granular, personalized, prdp, unit_splitting
 from prdp_core.mechanisms import multitier as mt
@@ -276,3 +276,23 @@ def test_a_part_without_its_mechanism_or_unknown_is_refused(study):
             snippet(bare, part)
     with pytest.raises(ConfigError, match="No snippet part"):
         snippet(study, "everything")
+
+
+def test_personalized_part_on_the_sample_of_a_dataset_held_by_duckdb(ds, in_tmp):
+    """A page whose mechanisms need the records works on a labelled sample of a large table: so does its code,
+    reading the file in place from the data folder (confined to it)."""
+    folder = in_tmp / "data"
+    folder.mkdir()
+    ds.table.to_parquet(folder / "firms.parquet", index=False)
+    held = _study(data={"path": "firms.parquet", "engine": "duckdb",
+                        "schema": {"id": "ESTAB_ID", "measures": ["EMP"], "groups": ["STATE"], "owner": "FIRM_ID"}})
+    code = snippet(held, "personalized", data_dir=str(folder), sample=(500, 3))
+    assert "confine=True" in code and "ds.sample(500, seed=3)" in code
+    ns = _run(held, "personalized", in_tmp, data_dir=str(folder), sample=(500, 3))
+    smp = engines.open_dataset(str(folder / "firms.parquet"), engine="duckdb",
+                               schema=held.data.schema).sample(500, seed=3)
+    m = held.mechanisms[2]
+    page = pdp_mechanism(m).release(smp.table, held.privacy_spec(smp.table), personalized.PersonalizedQuery(**m["query"]),
+                                    rng=np.random.default_rng(SEED), seed=SEED, reveal=True)
+    assert ns["ds"].n == 500
+    _same_estimates(ns["rel"], page)
