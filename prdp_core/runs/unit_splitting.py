@@ -48,7 +48,6 @@ class UnitSplittingRun(RunConfig):
         return {"partition_delta": self.partition_delta}
 
     def run(self, study: Study, ds: Any, seed: int, reveal: bool) -> list[Output]:
-
         from ..mechanisms import unit_splitting
 
         policy = study.validate_policy(ds)
@@ -61,19 +60,8 @@ class UnitSplittingRun(RunConfig):
 
     def code(self, study: Study, i: int, table: str) -> list[str]:
         seed, label = self.noise_seed(study.seed, i), self.release_label(i)
-        t = study.policy["thresholds"]
-        lines = []
-        if "rows" in t:
-            rows = [{"group": g, **row} for g, row in t["rows"].items()]
-            values = "ds.table" if table == "ds.table" else f"ds.engine.distinct([{t['group_column']!r}])"
-            lines.append(f"thresholds = thresholds_from_frame(pd.DataFrame({literal(rows)}), "
-                         f"group_col={t['group_column']!r}, table={values})")
-        else:
-            lines.append(f"thresholds = as_thresholds({literal(t)})")
-        lines.append(f"workload = Workload.from_dict({literal(study.workload)})")
+        lines = policy_code(study, table)
         src = study.policy.get("threshold_source")
-        lines.append("policy = SplittingPolicy(thresholds, workload" + (
-            f", threshold_source={literal(src)})" if src else ")"))
         own = "" if table == "ds.table" else ", owner_realized=False"  # not among the outputs
         if self.secure:
             lines.append(SECURE_NOTE)
@@ -108,3 +96,23 @@ class UnitSplittingRun(RunConfig):
 
     def splitting_policy(self, rel: Release) -> Any:
         return rel.entries[0].loss
+
+
+def policy_code(study: Study, table: str = "ds.table") -> list[str]:
+    """Lines building ``policy``, the study's unit-splitting policy (thresholds, workload, where the
+    thresholds came from); ``table`` names what group values are matched against (``ds.table``, or
+    ``ds`` held by an engine). User text only as literals."""
+    t = study.policy["thresholds"]
+    lines = []
+    if "rows" in t:
+        rows = [{"group": g, **row} for g, row in t["rows"].items()]
+        values = "ds.table" if table == "ds.table" else f"ds.engine.distinct([{literal(t['group_column'])}])"
+        lines.append(f"thresholds = thresholds_from_frame(pd.DataFrame({literal(rows)}), "
+                     f"group_col={literal(t['group_column'])}, table={values})")
+    else:
+        lines.append(f"thresholds = as_thresholds({literal(t)})")
+    lines.append(f"workload = Workload.from_dict({literal(study.workload)})")
+    src = study.policy.get("threshold_source")
+    lines.append("policy = SplittingPolicy(thresholds, workload" + (
+        f", threshold_source={literal(src)})" if src else ")"))
+    return lines
