@@ -96,7 +96,8 @@ def _budget_code(b: Mapping[str, Any]) -> str:
 def import_lines(kinds: set[str]) -> list[str]:
     """The import lines the reproduction code of the mechanism kinds in ``kinds`` needs (once per kind,
     in the registry's order)."""
-    return [line for kind, cls in RUN_KINDS.items() if kind in kinds for line in cls.IMPORTS]
+    lines = [line for kind, cls in RUN_KINDS.items() if kind in kinds for line in cls.IMPORTS]
+    return ["from prdp_core.noise_source import Noise", *lines] if lines else []
 
 
 def mechanism_imports(study: Study) -> list[str]:

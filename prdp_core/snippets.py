@@ -176,7 +176,7 @@ def _granular_body(study: Study, T: str, owner_method: str) -> list[str]:
     else:
         calc.append(f"data = granular.synthetic_attribute_data({i(s['hl_n'])}, {i(s['hl_d'])}, "
                     f"patterns={i(s['hl_patterns'])}, heavy_share={literal(f(s['hl_heavy']))}, rng=rng)")
-    how = "secure=True" if s.get("hl_secure") else "rng=rng, seed=SEED"
+    how = "noise=Noise.secure()" if s.get("hl_secure") else "noise=Noise.from_rng(rng, seed=SEED)"
     if s.get("hl_secure"):
         calc.append("# secure mode: exact OpenDP samplers, unseeded, so every run differs")
     std_eps = literal(f(s["hl_eps0"])) if s["hl_match"] == "eps0" else "hh.extras['whole_record']"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from ..codegen import literal
 from ..config.fields import _err, _number
-from .base import SECURE_NOTE, BudgetRow, Output, ParseContext, RunConfig, held_by_engine, mechanism_noise, register
+from .base import BudgetRow, Output, ParseContext, RunConfig, held_by_engine, mechanism_noise, noise_lines, register
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -63,14 +63,10 @@ class UnitSplittingRun(RunConfig):
         lines = policy_code(study, table)
         src = study.policy.get("threshold_source")
         own = "" if table == "ds.table" else ", owner_realized=False"  # not among the outputs
-        if self.secure:
-            lines.append(SECURE_NOTE)
-            lines.append(f"rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=REVEAL, "
-                         f"partition_delta={self.partition_delta!r}{own}"
-                         + (", allow_data_derived=REVEAL)" if src else ")"))
-        else:
-            lines.append(f"rel = unit_splitting.release(ds, policy, rng=np.random.default_rng({seed}), "
-                         f"reveal=REVEAL, seed={seed}, partition_delta={self.partition_delta!r}{own})")
+        lines += noise_lines(self.secure, seed)
+        lines.append(f"rel = unit_splitting.release(ds, policy, noise=noise, reveal=REVEAL, "
+                     f"partition_delta={self.partition_delta!r}{own}"
+                     + (", allow_data_derived=REVEAL)" if src and self.secure else ")"))
         lines.append(f"releases.append(({label!r}, rel))")
         return lines
 

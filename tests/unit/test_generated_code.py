@@ -189,6 +189,7 @@ GENERATORS: dict[str, Callable | str] = {
     # each mechanism kind's code (RunConfig.code), written through reproduction.mechanism_code
     "prdp_core.runs.unit_splitting.code": "prdp_core.reproduction.reproduction_script",
     "prdp_core.runs.unit_splitting.policy_code": "prdp_core.reproduction.reproduction_script",
+    "prdp_core.reproduction.import_lines": "prdp_core.reproduction.reproduction_script",
     "prdp_core.runs.prdp.code": "prdp_core.reproduction.reproduction_script",
     "prdp_core.runs.multitier.code": "prdp_core.reproduction.reproduction_script",
     "prdp_core.runs.granular.code": "prdp_core.reproduction.reproduction_script",

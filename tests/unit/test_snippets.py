@@ -142,7 +142,7 @@ def test_run_part_in_review_mode_attaches_no_true_values(ds, in_tmp):
 
 
 def test_secure_parts_are_unseeded(in_tmp):
-    """A secure page (exact samplers, system randomness) gives secure code: no seed, secure=True."""
+    """A secure page (exact samplers, system randomness) gives secure code: no seed, Noise.secure()."""
     secure = _study(workload={"queries": [{"kind": "count", "group_by": ["STATE"], "rho": 0.2}],
                               "partition_rho": 0.1},  # secure: group keys chosen privately
                     mechanisms=[{"kind": "unit_splitting", "secure": True},
@@ -151,7 +151,7 @@ def test_secure_parts_are_unseeded(in_tmp):
                     app={"concepts": {"hl_source": "generated", "hl_n": 1000, "hl_d": 4, "hl_secure": True}})
     for part in ("run", "budget", "multitier", "granular"):
         code = snippet(secure, part)
-        assert "secure=True" in code and "default_rng(11)" not in code and "seed=11" not in code, part
+        assert "Noise.secure()" in code and "Noise.teaching" not in code and "seed=11" not in code, part
         ns = _run(secure, part, in_tmp)
         rels = [r for _, r in ns["releases"]] if "releases" in ns else [ns["hh"], ns["std"]]
         assert all(r.secure and r.seed is None for r in rels), part
