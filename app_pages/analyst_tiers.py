@@ -10,6 +10,7 @@ from prdp_core.mechanisms import multitier as mt
 from ui import analyst_tiers as umt
 from ui import large, private_suggest, state
 from ui.common import code_expander, learn, md_escape, show_error
+from ui.reproduce import snippet_code
 
 st.title("Analyst tiers")
 st.caption("The public gets ε = 0.5, trusted researchers ε = 2, the agency ε = 8: what does that cost in total, "
@@ -212,4 +213,4 @@ if stored is not None and stored["key"] == umt.settings_key(tiers):
 elif stored is not None:
     st.caption("The settings changed since the last release: press the button to release again.")
 
-code_expander(umt.reproduce_code(state.source(), ds, tiers, cur, int(ss.get("seed", 0))))
+code_expander(snippet_code("multitier"))

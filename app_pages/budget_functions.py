@@ -11,7 +11,7 @@ from prdp_core.config import data_columns
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms.prdp import BudgetFunction
 from ui import budget_functions as ubf
-from ui import large, review, state
+from ui import large, reproduce, review, state
 from ui.common import code_expander, confidential, learn, md_escape, show_error
 
 st.title("Budget functions")
@@ -232,7 +232,7 @@ def run(budget: BudgetFunction) -> None:
 
 if not measures:
     st.info("The active dataset has no measure. Mark a numeric, non-negative column as a measure on the Data page.")
-    code_expander(ubf.code(None, state.source(), ds))
+    code_expander(reproduce.snippet_code("data"))
 else:
     c1, c2 = st.columns([3, 2])
     c1.radio("Model", list(ubf.MODELS), format_func=ubf.MODELS.get, key="bf_model", horizontal=True,
@@ -247,4 +247,4 @@ else:
         if domains(budget):
             run(budget)
     ubf.scaling_section()
-    code_expander(ubf.code(budget, state.source(), ds))
+    code_expander(reproduce.snippet_code("budget"))

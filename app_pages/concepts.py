@@ -10,9 +10,8 @@ from prdp_core.charts import concepts as charts
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import granular
 from ui import concepts as lab
-from ui import data as udata
-from ui import state
 from ui.common import code_expander, guarded, learn, show_error
+from ui.reproduce import snippet_code
 
 ss = st.session_state
 for key, value in {"cc_eps": 1.0, "cc_prior": 1.0, "cc_rho": 2.63, "cc_delta": 1e-6, "cc_eps_target": 10.0,
@@ -225,9 +224,4 @@ with lim_tab:
             st.checkbox(f"{item.title} — {item.question}", key=f"lim_{i}")
             st.caption(item.explanation)
 
-code_expander(lab.reproduce_code(
-    {"eps": float(ss["cc_eps"]), "prior": float(ss["cc_prior"]) / 100, "rho": float(ss["cc_rho"]),
-     "delta": float(ss["cc_delta"]), "record": float(ss["cc_rec_value"]), "record_measure": ss["cc_rec_measure"]},
-    {"d": int(ss["pa_d"]), "k": int(ss["pa_k"]), "eps0": float(ss["pa_eps0"]), "kind": ss["pa_kind"]},
-    lab.lab_params(), state.rng_and_seed()[1], state.teaching(),
-    udata.load_code(state.source(), state.dataset())))
+code_expander(snippet_code("granular"))

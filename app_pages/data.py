@@ -11,6 +11,7 @@ from prdp_core.errors import PrdpError
 from ui import data as udata
 from ui import large, review, state
 from ui.common import code_expander, confidential, guarded, learn, md_escape, readable, show_error
+from ui.reproduce import snippet_code
 
 st.title("Data")
 st.caption("Pick a sample, upload a table or connect a large one from the server's data folder, say which columns "
@@ -191,4 +192,4 @@ with roles_tab:
             st.checkbox("Generate ids from row numbers instead", key=f"fix_dup_{rid}")
         st.button("Use this table", type="primary", key=f"apply_{rid}", on_click=udata.on_apply, args=(rid,))
 
-code_expander(udata.reproduce_code(state.source(), state.dataset()))
+code_expander(snippet_code("data"))

@@ -11,6 +11,7 @@ from ui import large, private_suggest, review, state
 from ui import personalized as upd
 from ui import personalized_views as upv
 from ui.common import code_expander, confidential, learn, md_escape, show_error
+from ui.reproduce import snippet_code
 
 st.title("Personalized DP")
 st.caption("Each user publicly chooses an ε (Φ). See what each mechanism of *Conservative or Liberal? Personalized "
@@ -172,4 +173,4 @@ teaching = state.teaching()
 rng, seed = state.rng_and_seed()
 upv.VIEWS.get(view, upv.view_experiments)(upv.View(ds, spec, mechs_all, rng, seed, teaching))
 
-code_expander(upd.reproduce_code(state.source(), ds, upd.spec_params(), upd.query_from_widgets("count"), seed))
+code_expander(snippet_code("personalized"))

@@ -16,7 +16,7 @@ from ui import options, review, state
 from ui import policy_designer as pstate
 from ui.common import code_expander, confidential, learn, md_escape, show_error
 from ui.figures import chart
-from ui.policy_designer_code import policy_code
+from ui.reproduce import snippet_code
 
 st.title("Policy designer")
 st.caption("Set splitting thresholds and budgets; see at once what every record — and every owner — would lose.")
@@ -244,4 +244,4 @@ by_group_box = st.expander("Losses by group", icon=":material/table_chart:", key
 with by_group_box:
     pstate.losses_by_group_panel(ds, pol, owner_bound, opened=bool(by_group_box.open))
 
-code_expander(policy_code(state.source(), ds, pol, owner_bound))
+code_expander(snippet_code("policy", pol, owner_bound))

@@ -14,7 +14,7 @@ from ui import ledger_view, review, state
 from ui import policy_designer as pstate
 from ui import run as rstate
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
-from ui.run_code import run_code
+from ui.reproduce import snippet_code
 
 st.title("Run")
 st.caption("Release the workload of the active policy with unit splitting and Gaussian noise.")
@@ -155,6 +155,4 @@ if len(led):
 else:
     st.caption("No release yet.")
 
-code_expander(run_code(state.source(), ds, pol, st.session_state.get("seed", 0),
-                       secure=bool(st.session_state.get("run_secure", False)),
-                       queries=st.session_state.get("run_queries")))
+code_expander(snippet_code("run", rstate.released_policy(pol)))

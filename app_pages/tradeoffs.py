@@ -12,6 +12,7 @@ from ui import options, review, state
 from ui import policy_designer as pstate
 from ui import tradeoffs as T
 from ui.common import code_expander, confidential, learn, md_escape, show_error
+from ui.reproduce import snippet_code
 
 st.title("Trade-offs")
 st.caption("The price of each policy in accuracy — computed in closed form from the data, before any release.")
@@ -192,4 +193,4 @@ with tab_clip:
         st.markdown(f"- {name}: best Δ = {optima[name]:,.0f}, where MSE / E[sum] = "
                     f"{float(analysis.clipped_pareto_mse_ratio(optima[name], n=int(n), alpha=a, rho=float(rho_c))):,.0f}.")
 
-code_expander(T.code(state.source(), ds, pol))
+code_expander(snippet_code("tradeoffs", pol))

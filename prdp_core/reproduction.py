@@ -27,7 +27,10 @@ def _engine_mode(study: Study, data_file: str | None) -> bool:
                                               or study.data.table is not None)
 
 
-def _data_code(study: Study, data_file: str | None) -> list[str]:
+def _data_code(study: Study, data_file: str | None, *, argv: bool = True, base_dir: str | None = None) -> list[str]:
+    """Lines building ``ds``, the study's dataset; with ``argv`` a file source's path may be replaced by the
+    script's second argument (reproduce.py), else it is the literal path (a snippet pasted into a notebook).
+    ``base_dir``: the folder an engine reads the path in, and may not leave (the app's data folder)."""
     src = study.data
     opts = "".join(f", {k}={_py(v)}" for k, v in src.prepare.items())
     if data_file is not None or src.path is not None or src.table is not None:
@@ -39,6 +42,7 @@ def _data_code(study: Study, data_file: str | None) -> list[str]:
             default = _py(src.path)
         else:
             default = f"str(Path(__file__).resolve().parent / {src.path!r})"
+        data_line = f"DATA = sys.argv[2] if len(sys.argv) > 2 else {default}" if argv else f"DATA = {default}"
         if src.schema is not None:
             schema = f"prdp_core.Schema.from_dict({_py(src.schema)})"
         elif src.sample is not None:
@@ -53,11 +57,13 @@ def _data_code(study: Study, data_file: str | None) -> list[str]:
                 options = (f", options=prdp_core.engines.EngineOptions(master={_py(sp.get('master'))}, "
                            f"remote={_py(sp.get('remote'))}, conf={_py(dict(sp.get('conf') or {}))})")
             name = "" if src.engine == "spark" else ", name=Path(DATA).name"
-            return [f"DATA = sys.argv[2] if len(sys.argv) > 2 else {default}",
+            where = "" if base_dir is None else ", base_dir=DATA_DIR, confine=True"
+            folder = [] if base_dir is None else [f"DATA_DIR = {_py(base_dir)}  # the server's data folder"]
+            return [*folder, data_line,
                     "# the records stay in the engine: statistics are computed there, noise is drawn here",
                     f"ds = prdp_core.engines.open_dataset(DATA, engine={src.engine!r}, schema={schema}"
-                    f"{name}{options}{opts})"]
-        return [f"DATA = sys.argv[2] if len(sys.argv) > 2 else {default}",
+                    f"{name}{where}{options}{opts})"]
+        return [data_line,
                 "df = prdp_core.load_table(DATA)",
                 f"ds = prdp_core.prepare_dataset(df, {schema}, name=Path(DATA).name{opts})"]
     n = f", n={int(src.n)}" if src.n is not None else ""
@@ -69,6 +75,7 @@ def _data_code(study: Study, data_file: str | None) -> list[str]:
             f"ds = prdp_core.prepare_dataset(df, {schema}, name={src.sample!r}{opts})"]
 
 
+#: The imports the code of each mechanism kind needs (:func:`mechanism_code`, :func:`policy_code`).
 def _budget_code(b: Mapping[str, Any]) -> str:
     """prdp_core code building the budget function (the calls of :func:`prdp_core.config.build_budget`)."""
     kw = f"eps_min={b.get('eps_min')!r}, eps_max={b.get('eps_max')!r}, U={b.get('U')!r}"
@@ -86,11 +93,16 @@ def _budget_code(b: Mapping[str, Any]) -> str:
     return f"prdp.per_group({g['column']!r}, {_py(dict(g['parts']))}, default={g.get('default')!r}, {kw})"
 
 
+def import_lines(kinds: set[str]) -> list[str]:
+    """The import lines the reproduction code of the mechanism kinds in ``kinds`` needs (once per kind,
+    in the registry's order)."""
+    lines = [line for kind, cls in RUN_KINDS.items() if kind in kinds for line in cls.IMPORTS]
+    return ["from prdp_core.noise_source import Noise", *lines] if lines else []
+
+
 def mechanism_imports(study: Study) -> list[str]:
-    """The import lines the reproduction code of the study's mechanisms needs (once per kind, in the
-    registry's order)."""
-    kinds = {m.kind for m in study.mechanisms}
-    return [line for kind, cls in RUN_KINDS.items() if kind in kinds for line in cls.IMPORTS]
+    """The import lines the reproduction code of the study's mechanisms needs."""
+    return import_lines({m.kind for m in study.mechanisms})
 
 
 def mechanism_code(study: Study, i: int, m: Mapping[str, Any] | None = None, *, table: str = "ds.table"

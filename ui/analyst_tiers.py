@@ -1,5 +1,5 @@
 """Helpers of the Analyst tiers page: tiers from the editor, the query from the widgets, cached engine
-calls, the release callback, the accuracy and plan sections and the reproduce-in-Python code."""
+calls, the release callback, the accuracy and plan sections."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pandas as pd
 import streamlit as st
 
 from prdp_core.charts import multitier as mch
-from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import granular
@@ -20,7 +19,6 @@ from prdp_core.secure import mode_label
 
 from . import memory, state
 from .common import confidential, learn, md_escape, mode_notice
-from .data import load_code
 from .page_state import PageState
 
 NO_FILTER = "(no filter)"
@@ -316,53 +314,6 @@ def local_display(table: pd.DataFrame, n: int, *, per_user: bool = False) -> pd.
     fmt: dict[str, Any] = {f"{err} {c}": "{:.4g}" for c in ("multi-tier", "ideal", "GRR", "BRR", "gradual")}
     fmt.update({"ε": "{:g}", "ε used (template)": "{:.4g}", "ε left unused": "{:.3g}", "multi-tier ÷ ideal": "{:.2f}×"})
     return show.style.format(fmt)
-
-
-def reproduce_code(ds_source: dict[str, Any], ds: Dataset, tiers: tuple[mt.Tier, ...], cur: dict[str, Any],
-                   seed: int) -> str:
-    """prdp_core code that rebuilds the plan, the coalition losses and the release shown on the page (tier
-    names, columns and filter values are written as literals, ``repr``, never as code)."""
-    tiers_txt = literal({t.name: t.eps for t in tiers})
-    mode = "rng=None, secure=True" if bool(st.session_state.get("mt_secure")) else \
-        f"rng=np.random.default_rng({seed}), seed={seed}"  # a secure release: exact samplers, unseeded
-    f = cur.get("filter")
-    ftxt = "None" if f is None else f"mt.RecordFilter({literal(f.column)}, {literal(f.op)}, {literal(f.value)})"
-    if cur["model"] == "central":
-        q = cur["query"]
-        plan: mt.CentralPlan = cur["plan"]
-        if q.kind == "count":
-            qtxt = f'q = mt.central_query(ds.table, "count", filter={ftxt})'
-        else:
-            qtxt = (f'q = mt.central_query(ds.table, "sum", measure={_get("mt_measure")!r}, clip={float(_get("mt_clip"))!r},'
-                    f'\n                     filter={ftxt}, integer={q.integer!r})')
-        body = f"""{qtxt}
-plan = mt.plan_central(tiers, {plan.family.name!r}, sensitivity=q.sensitivity, delta={float(_get('mt_delta'))!r})
-print(plan.table())               # per-tier error: multi-tier = ideal; gradual is worse
-print(mt.coalition_table(plan))   # computed privacy loss of colluding tiers
-release = mt.release_central(plan, q.value, {mode}, reveal=True,
-                             records=q.mask, query=q.label, contributions=q.contributions)
-print(release.answers)"""
-    else:
-        plan_l: mt.LocalPlan = cur["plan"]
-        body = f"""# every record's owner reports: public bins (cut points from d, scale and the public top U, never
-# from the data); with a filter, records that do not match report the extra category "not matching"
-codes, labels = mt.local_categories(ds.table, {_get('mt_local_measure')!r}, {int(_get('mt_d'))}, scale={_get('mt_scale')!r},
-                                    top={float(_get('mt_top'))!r}, filter={ftxt})
-plan = mt.plan_local(tiers, len(labels), variant={plan_l.variant!r})
-print(plan.table())            # template, unused budget, MSE per user against the ideal, GRR, BRR, gradual
-print(plan.template_table())   # the template chain (Algorithms 2–5, corrected Rescale)
-print(mt.coalition_table(plan))
-release = mt.release_local(plan, codes, {mode}, reveal=True, labels=labels)
-print(release.answers)"""
-    return f"""
-import numpy as np
-import prdp_core
-from prdp_core.mechanisms import multitier as mt
-
-{load_code(ds_source or {}, ds)}
-tiers = mt.tiers_from({tiers_txt})
-{body}
-"""
 
 
 def accuracy_section(cur: dict[str, Any], plan: Any, teaching: bool) -> None:

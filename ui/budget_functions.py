@@ -1,5 +1,5 @@
 """Helpers of the Budget functions page: the editor's state → a budget function, cached engine
-calls (domains, runs, scaling study), the run callback and the reproduce-in-Python code."""
+calls (domains, runs, scaling study) and the run callback."""
 
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from prdp_core.secure import mode_label
 
 from . import memory, options, state
 from .common import md_escape, seeded_notice, show_error
-from .data import load_code
 from .page_state import PageState
 
 MODES = {"preset": "Preset", "step": "Step table", "groups": "Per group", "expression": "Expression"}
@@ -497,50 +496,6 @@ def forecast_panel(budget: prdp.BudgetFunction, ds: Dataset) -> None:
                     f"domain {i + 1} with probability {o.forecast.ell_probability[i]:.1%}" for i in top
                     if o.forecast.ell_probability[i] >= 0.001) + f"; no domain passes with probability "
                     f"{o.forecast.no_pass:.1%}.")
-
-
-def code(b: prdp.BudgetFunction | None, source: dict[str, Any], ds: Dataset) -> str:
-    """prdp_core code reproducing the page on the active dataset (the expression, column and file
-    names are written as literals, ``repr``, never as code)."""
-    ss = st.session_state
-    expr = b.expression() if b is not None else "1e4 / max(BALANCE, 1)"
-    large_ds = is_engine_data(ds)  # a large dataset: central mechanisms on its engine, the local model on a sample
-    data = "ds" if large_ds else "ds.table"
-    choice = (_sample_choice() or (100_000, 0)) if large_ds else None
-    records = f"ds.sample({choice[0]}, seed={choice[1]}).table" if choice else "ds.table"
-    lines = [
-        "import numpy as np",
-        "import prdp_core",
-        "from prdp_core.mechanisms import prdp",
-        "from prdp_core.mechanisms.prdp import local as prldp",
-        "",
-        load_code(source, ds),
-        f"E = prdp.parse_budget({expr!r}, eps_min={b.eps_min if b else None!r}, eps_max={b.eps_max if b else 100.0!r},"
-        f" U={b.U if b else 1e12!r})",
-        "print(E.describe())",
-        f"print(E.domain_table({data}, beta={ss.get('bf_beta', 0.1)!r}))  # domains, value ranges, thresholds",
-        f"rng = np.random.default_rng({int(ss.get('seed', 0))})",
-    ]
-    q = query_string()
-    how = "rng=rng"
-    if ss.get("bf_secure"):
-        how = "secure=True"
-        lines.append("# secure mode: exact OpenDP samplers, unseeded — every run differs")
-    if ss.get("bf_model") == "local":
-        lines += [f"rel = prldp.framework({records}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, {how}, "
-                  f"threshold={ss.get('bf_threshold', 'paper')!r}, reveal=True)"]
-    else:
-        lines += [f"rel = prdp.framework({data}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, {how}, reveal=True)",
-                  f"base = prdp.naive({data}, E, {q!r}, beta={ss.get('bf_beta', 0.1)!r}, {how}, reveal=True)"]
-    lines += ["print(rel.answers, rel.extras['eps_tau'])",
-              ("print(rel.distribution().summary())  # delivered losses, as counts per domain" if large_ds
-               and ss.get("bf_model") != "local" else
-               "assert rel.check_delivered_within_requested()  # every record gets at most E(r)"),
-              "",
-              "# the scaling study (the paper's Figs. 3-5)",
-              f"study = prdp.scaling_study({ss.get('bf_scale_vary', 'n')!r}, "
-              f"trials={int(ss.get('bf_scale_trials', 20))})"]
-    return "\n".join(lines)
 
 
 def scaling_section() -> None:

@@ -1,5 +1,4 @@
-"""Helpers of the Concepts page: histogram-lab inputs, the cached run, its callback, the lab's tab and the
-reproduce-in-Python code."""
+"""Helpers of the Concepts page: histogram-lab inputs, the cached run, its callback and the lab's tab."""
 
 from __future__ import annotations
 
@@ -190,56 +189,6 @@ def _data_key(params: dict[str, Any]) -> str | None:
     """The dataset a lab run read (None for generated records): a run on one dataset is never shown — or
     silently re-run outside the ledger — once another dataset is active."""
     return state.token() if params.get("hl_source") == "dataset" else None
-
-
-def reproduce_code(calc: dict[str, Any], explorer: dict[str, Any], params: dict[str, Any], seed: int,
-                   teaching: bool, source_code: str) -> str:
-    """prdp_core code reproducing the calculators, the explorer and the histogram lab."""
-    if params["hl_source"] == "dataset":
-        typed = dict(params.get("hl_declared", ()))
-        doms = (f"granular.sample_domains({params['hl_sample']!r})" if params.get("hl_sample") else "{}")
-        if typed:
-            doms = f"{{**{doms}, **{typed!r}}}"
-        from_data = (", from_data=True)  # exploration only: not DP for the set of categories"
-                     if params["hl_domains"] == "data" else ")")
-        data = (f"{source_code}\n# public categories (declared; other values go to \"(other)\"; numbers: size classes)\n"
-                f"domains = {doms}\n"
-                f"data = granular.encode_attributes(ds.table, {list(params['hl_columns'])!r}, domains{from_data}")
-    else:
-        data = (f"data = granular.synthetic_attribute_data({int(params['hl_n'])}, {int(params['hl_d'])}, "
-                f"patterns={int(params['hl_patterns'])}, heavy_share={float(params['hl_heavy'])}, rng=rng)")
-    std_eps = repr(float(params["hl_eps0"])) if params["hl_match"] == "eps0" else 'hh.extras["whole_record"]'
-    how = "secure=True" if params.get("hl_secure") else f"rng=rng, seed={seed}"
-    lab = ("secure: exact OpenDP samplers, unseeded — every run differs" if params.get("hl_secure") else
-           "seeded: for teaching and review, not a real release")
-    return f"""import numpy as np
-import prdp_core
-from prdp_core import accounting, interpret
-from prdp_core.mechanisms import granular
-
-# calculators
-interpret.inference_accuracy({calc['eps']!r})             # best guess of one bit
-interpret.posterior_bound({calc['eps']!r}, {calc['prior']!r})
-interpret.laplace_round_back_eps({calc['eps']!r})         # count + Lap(1/ε) rounds back
-interpret.zcdp_side_by_side({calc['rho']!r}, {calc['delta']!r})  # CKS vs textbook
-interpret.record_guarantee({calc['record']!r}, {calc['record_measure']!r}, delta={calc['delta']!r}).sentences()
-
-# per-attribute explorer
-granular.record_cost_table({explorer['d']}, {explorer['eps0']!r}, k={explorer['k']}, delta={calc['delta']!r})
-granular.granularity_table({explorer['d']}, {explorer['eps0']!r}, k={explorer['k']}, kind={explorer['kind']!r})
-releases = granular.census_2020_illustrative()
-accounting.attribute_subset_rho(releases, ["race", "ethnicity"])  # 1.02
-accounting.attribute_rho_table(releases, delta={calc['delta']!r})
-
-# histogram lab ({lab})
-rng = np.random.default_rng({seed})
-{data}
-hh = granular.heavy_hitter_histogram(data, eps0={float(params['hl_eps0'])!r}, nu={float(params['hl_nu'])!r},
-                                    method={params['hl_method']!r}, {how}, reveal={teaching})
-std = granular.standard_histogram(data, eps={std_eps}, {how}, reveal={teaching})
-print(hh.extras["calibration"])
-print(hh.answers.head(20))
-"""
 
 
 def histogram_lab_tab() -> None:

@@ -14,7 +14,6 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
-from prdp_core.codegen import literal
 from prdp_core.data import (
     Schema,
     TableCheck,
@@ -223,56 +222,6 @@ def on_apply(rid: str) -> None:
 def describe(ds: Any) -> str:
     """The dataset in one line, without its record count in review mode."""
     return ds.describe() if state.teaching() else f"{ds.name}, measures {', '.join(ds.schema.measures)}"
-
-
-def load_code(source: dict[str, Any], ds: Any) -> str:
-    """prdp_core lines that rebuild the active dataset as ``ds`` (sample or uploaded file, its roles
-    and fixes). File, sample and column names are written as literals (``repr``), never as code."""
-    n = source.get("n")
-    size = f", n={int(n)}" if n is not None else ""
-    seed = int(source.get("seed", 0))
-    if source.get("kind") == "large":
-        s = source.get("schema") or ds.schema.to_dict()
-        opts = "".join(f", {k}={literal(v)}" for k, v in (source.get("options") or {}).items())
-        from .large import folder
-
-        return ("from prdp_core import engines\n\n"
-                f"DATA_DIR = {literal(str(folder()))}   # the server's data folder (PRDP_DATA_DIR)\n"
-                f"ds = engines.open_dataset({literal(source.get('path'))}, engine={literal(source.get('engine', 'duckdb'))}, "
-                "base_dir=DATA_DIR, confine=True,\n"
-                f"                          schema={literal({k: (list(v) if isinstance(v, tuple) else v) for k, v in s.items()})}"
-                f"{opts})   # records stay in the file" + _sample_line())
-    if source.get("kind") == "sample" and "schema" not in source:
-        return f"ds = prdp_core.samples.load_dataset({literal(source['name'])}{size}, seed={seed})"
-    if source.get("kind") == "sample":
-        read = f"df = prdp_core.samples.load({literal(source['name'])}{size}, seed={seed})"
-    else:
-        read = f"df = prdp_core.load_table({literal(source.get('filename', 'data.csv'))})"
-    raw_schema = source.get("schema", ds.schema.to_dict())
-    opts = "".join(f", {k}={literal(v)}" for k, v in (source.get("options") or {}).items())
-    return (f"{read}\nschema = prdp_core.Schema(id_col={literal(raw_schema['id_col'])}, "
-            f"measures={literal(tuple(raw_schema['measures']))},\n"
-            f"                         groups={literal(tuple(raw_schema['groups']))}, "
-            f"owner_col={literal(raw_schema['owner_col'])})\n"
-            f"ds = prdp_core.prepare_dataset(df, schema, name={literal(ds.name)}{opts})")
-
-
-def _sample_line() -> str:
-    """The line taking the page's uniform sample of a large dataset, when the page works on one."""
-    smp = state.page_sample()
-    if not smp:
-        return ""
-    return (f"\nds = ds.sample({int(smp['rows'])}, seed={int(smp['seed'])})   # a labelled uniform sample, in "
-            "memory: this page's mechanisms need the records")
-
-
-def reproduce_code(source: dict[str, Any], ds: Any) -> str:
-    """prdp_core code that rebuilds the active dataset and its profile."""
-    return f"""import prdp_core
-
-{load_code(source, ds)}
-profile = prdp_core.profile.profile_dataset(ds)
-print(profile.table())"""
 
 
 def shift_lines(ds: Any, source: dict[str, Any]) -> list[str]:

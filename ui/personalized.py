@@ -1,5 +1,5 @@
 """Helpers of the Personalized DP page: specification and query from the widgets, cached engine
-calls, the release callback and the reproduce-in-Python code."""
+calls and the release callback."""
 
 from __future__ import annotations
 
@@ -10,13 +10,11 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import personalized
 
 from . import memory, state
-from .data import load_code
 from .page_state import PageState
 
 EACH_RECORD = "(each record is its own user)"
@@ -326,47 +324,6 @@ def on_run_release() -> None:
         ss["pdp_last_release"] = rel
     except PrdpError as err:
         ss["pdp_release_error"] = err
-
-
-def reproduce_code(ds_source: dict[str, Any], ds: Dataset, params: dict[str, Any],
-                   query: personalized.PersonalizedQuery, seed: int) -> str:
-    """prdp_core code that rebuilds the specification and runs the comparison shown on the page (columns
-    and labels are written as literals, ``repr``, never as code)."""
-    user = None if params["pdp_user"] in (None, EACH_RECORD) else params["pdp_user"]
-    mode = "rng=None, secure=True" if bool(st.session_state.get("pdp_secure")) else \
-        f"rng=np.random.default_rng({seed}), seed={seed}"  # a secure release: exact samplers, unseeded
-    if params["pdp_source"] == "tiers":
-        cfg = {k: float(params[f"pdp_{p}"]) for k, p in (("f_c", "fc"), ("f_m", "fm"), ("eps_c", "ec"),
-                                                          ("eps_m", "em"), ("eps_l", "el"))}
-        spec = (f"cfg = personalized.TierConfig(**{literal(cfg)})\n"
-                f"spec = personalized.generate_tiers_for(ds.table, cfg, "
-                f"rng=np.random.default_rng({int(params['seed'])}), user_col={literal(user)})")
-    elif params["labels"]:
-        col = literal(params["pdp_col"])
-        spec = (f"spec = personalized.spec_from_labels(ds.table.astype({{{col}: str}}), {col}, "
-                f"{literal(label_mapping(params['labels']))}, user_col={literal(user)}, "
-                f"default_eps={literal(float(params['pdp_default']))})")
-    else:
-        spec = (f"spec = personalized.spec_from_column(ds.table, {literal(params['pdp_col'])}, "
-                f"user_col={literal(user)}, default_eps={literal(float(params['pdp_default']))})")
-    return f"""
-import numpy as np
-import prdp_core
-from prdp_core.mechanisms import personalized
-
-{load_code(ds_source or {}, ds)}
-{spec}
-print(spec.summary(), spec.tier_table(), sep="\\n")
-
-# a roster read from the table (spec.roster == "table") makes every release a substitution-neighbour statement
-query = personalized.PersonalizedQuery({literal(query.kind)}, column={literal(query.column)},
-                                       cutoff={literal(query.cutoff)}, lo={literal(query.lo)}, hi={literal(query.hi)},
-                                       integer={bool(query.integer)!r})
-print(personalized.delivered_table(spec, personalized.paper_mechanisms(query.kind)))
-print(personalized.compare(ds.table, spec, query, runs=100, rng=np.random.default_rng({seed})))  # uses the private data
-release = personalized.Sample("max").release(ds.table, spec, query, {mode})
-print(release.answers, release.params["neighbours"], release.entries[0].loss.describe())
-"""
 
 
 #: The Personalized DP page's session state (:class:`ui.page_state.PageState`); the specification and query keys

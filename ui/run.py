@@ -66,15 +66,21 @@ def run_pending() -> None:
                    expanded=False)
 
 
+def released_policy(pol: SplittingPolicy) -> SplittingPolicy:
+    """The policy the Run button releases: ``pol`` with only the chosen queries (all of them by default)."""
+    chosen = st.session_state.get("run_queries")
+    if chosen is not None and len(chosen) < len(pol.workload.queries):
+        return replace(pol, workload=pol.workload.subset(chosen))
+    return pol
+
+
 def _release(partition_delta_key: str) -> None:
     ss = st.session_state
     pol: SplittingPolicy = ss["policy"]
     active_key = pstate.policy_key(pol)
     rng, seed = state.rng_and_seed()
     try:  # secure: exact OpenDP noise, unseeded (the rng is not used)
-        chosen = ss.get("run_queries")
-        if chosen is not None and len(chosen) < len(pol.workload.queries):
-            pol = replace(pol, workload=pol.workload.subset(chosen))
+        pol = released_policy(pol)
         memory.guard("release")  # records × (measures + groups + 3); a large table: the engine's memory limit
         # review mode: a secure release refuses thresholds computed from the data (teaching runs may use them)
         secure = bool(ss.get("run_secure", False))  # a secure release is unseeded

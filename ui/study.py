@@ -7,7 +7,8 @@ editors with the mechanism each page runs, and — under ``app`` — the view se
 page (sweeps, toggles, calculators). :func:`import_state` does the reverse: it validates the
 whole config and loads its data *before* touching the session, so a bad config leaves the
 session as it was. The session's privacy ledger is never changed by an import (it records
-what this session released).
+what this session released). :func:`page_study` builds one page's part of such a config with the same
+builders: the study its "Reproduce in Python" code is written from (:mod:`ui.reproduce`).
 
 Each page declares the session-state keys it owns — view settings, engine keys, rules of imported values,
 editor tables, results — in its ui module (``STATE``, a :class:`ui.page_state.PageState`); this module loops
@@ -347,6 +348,40 @@ def _mt_mechanism(ss: Any, seed: int) -> dict[str, Any]:
     return m
 
 
+def _policy_section(pol: Any, policy: dict[str, Any]) -> dict[str, Any]:
+    """Write the thresholds of ``pol`` (and where they came from) into ``policy``; return its workload section."""
+    t = pol.thresholds
+    if t.group_col is None:
+        policy["thresholds"] = {m: float(v) for m, v in t.as_dict()["*"].items()}
+    else:
+        policy["thresholds"] = {"group_column": t.group_col,
+                                "rows": {str(g): {m: float(v) for m, v in row} for g, row in t.rows}}
+    if pol.threshold_sources():  # thresholds computed from the data stay flagged after a round trip
+        policy["threshold_source"] = pol.threshold_sources()
+    return pol.workload.to_dict()
+
+
+def _us_mechanism(ss: Any, seed: int) -> dict[str, Any]:
+    us: dict[str, Any] = {"kind": "unit_splitting", "partition_delta": float(ss.get("run_ps_delta", 1e-6))}
+    us.update({"secure": True} if ss.get("run_secure") else {"seed": seed})  # secure releases are unseeded
+    return us
+
+
+def _app_section(ss: Any, settings: Mapping[str, tuple[str, ...]]) -> dict[str, dict[str, Any]]:
+    """The ``app`` section: the plain view settings of the pages in ``settings`` (typed categories as lists)."""
+    app: dict[str, dict[str, Any]] = {}
+    for page, keys in settings.items():
+        vals = {k: _plain(ss[k]) for k in keys if k in ss and _is_plain(ss[k])}
+        typed = [(k[len(DECLARED_PREFIX):], str(ss[k])) for k in sorted(_prefixed(page, list(ss.keys())))
+                 if str(ss.get(k) or "").strip()]
+        if typed:  # column names may hold any character: exported as two lists, not as setting names
+            vals["hl_declared_columns"] = [c for c, _ in typed]
+            vals["hl_declared_categories"] = [v for _, v in typed]
+        if vals:
+            app[page] = vals
+    return app
+
+
 def export_state() -> dict[str, Any]:
     """The whole app as a study config mapping (docs/config.md); ``parse_config`` accepts it.
 
@@ -362,18 +397,8 @@ def export_state() -> dict[str, Any]:
     large = state.source().get("kind") == "large"  # the records stay in the engine: parts that need them are left out
     pol = ss.get("policy")
     if pol is not None and ss.get("policy_token") == state.active_token():
-        t = pol.thresholds
-        if t.group_col is None:
-            policy["thresholds"] = {m: float(v) for m, v in t.as_dict()["*"].items()}
-        else:
-            policy["thresholds"] = {"group_column": t.group_col,
-                                    "rows": {str(g): {m: float(v) for m, v in row} for g, row in t.rows}}
-        if pol.threshold_sources():  # thresholds computed from the data stay flagged after a round trip
-            policy["threshold_source"] = pol.threshold_sources()
-        cfg["workload"] = pol.workload.to_dict()
-        us: dict[str, Any] = {"kind": "unit_splitting", "partition_delta": float(ss.get("run_ps_delta", 1e-6))}
-        us.update({"secure": True} if ss.get("run_secure") else {"seed": seed})  # secure releases are unseeded
-        mechanisms.append(us)
+        cfg["workload"] = _policy_section(pol, policy)
+        mechanisms.append(_us_mechanism(ss, seed))
     if "bf_mode" in ss:
         b = _budget_section(ss)
         try:
@@ -403,16 +428,7 @@ def export_state() -> dict[str, Any]:
     if policy:
         cfg["policy"] = policy
     cfg["mechanisms"] = mechanisms
-    app: dict[str, dict[str, Any]] = {}
-    for page, keys in PAGE_SETTINGS.items():
-        vals = {k: _plain(ss[k]) for k in keys if k in ss and _is_plain(ss[k])}
-        typed = [(k[len(DECLARED_PREFIX):], str(ss[k])) for k in sorted(_prefixed(page, list(ss.keys())))
-                 if str(ss.get(k) or "").strip()]
-        if typed:  # column names may hold any character: exported as two lists, not as setting names
-            vals["hl_declared_columns"] = [c for c, _ in typed]
-            vals["hl_declared_categories"] = [v for _, v in typed]
-        if vals:
-            app[page] = vals
+    app = _app_section(ss, PAGE_SETTINGS)
     if app:
         cfg["app"] = app
     ss["study_export_notes"] = notes
@@ -427,6 +443,52 @@ def export_notes() -> list[str]:
 def export_study() -> Study:
     """:func:`export_state` validated as a :class:`~prdp_core.config.Study`."""
     return parse_config(export_state())
+
+
+#: The page of each snippet part (whose view settings a page's study carries).
+SNIPPET_PAGES = {"data": "data", "policy": "policy_designer", "run": "run", "tradeoffs": "tradeoffs",
+                 "budget": "budget_functions", "personalized": "personalized", "multitier": "analyst_tiers",
+                 "granular": "concepts"}
+
+
+def page_study(part: str, pol: Any = None) -> Study:
+    """The study a page's "Reproduce in Python" snippet is written from (:func:`prdp_core.snippets.snippet`):
+    the data source, mode and seed, the part's policy section and mechanism — built as :func:`export_state`
+    builds them — and the page's view settings. ``pol`` is the unit-splitting policy the page shows (the
+    Run page's: only the queries it releases). Raises :class:`~prdp_core.errors.ConfigError` when the page's
+    settings do not make a valid study (e.g. a budget formula being typed)."""
+    ss = st.session_state
+    seed = int(ss.get("seed", 0))
+    cfg: dict[str, Any] = {"version": 1, "mode": ss.get("mode", "teaching"), "seed": seed, "data": _data_section()}
+    policy: dict[str, Any] = {}
+    mechanisms: list[dict[str, Any]] = []
+    if part in ("policy", "run", "tradeoffs"):
+        if pol is None:
+            raise ConfigError("No valid policy yet.")
+        cfg["workload"] = _policy_section(pol, policy)
+        if part == "run":
+            mechanisms.append(_us_mechanism(ss, seed))
+    elif part == "budget":
+        policy["budget"] = _budget_section(ss)
+        on_engine = state.source().get("kind") == "large" and ss.get("bf_model") != "local"  # local: on a sample
+        mechanisms.append(_prdp_mechanism(ss, seed, on_engine=on_engine))
+    elif part == "personalized":
+        policy["specification"] = _spec_section(ss, seed)
+        mechanisms.append(_pdp_mechanism(ss, seed))
+    elif part == "multitier":
+        tiers = current_tiers(ss)
+        if tiers is None:
+            raise ConfigError("The tier table is invalid.")
+        policy["tiers"] = tiers
+        mechanisms.append(_mt_mechanism(ss, seed))
+    if policy:
+        cfg["policy"] = policy
+    cfg["mechanisms"] = mechanisms
+    page = SNIPPET_PAGES[part]
+    app = _app_section(ss, {page: PAGE_SETTINGS.get(page, ())})
+    if app:
+        cfg["app"] = app
+    return parse_config(cfg)
 
 
 # ---------------------------------------------------------------------------

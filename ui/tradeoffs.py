@@ -11,7 +11,6 @@ import streamlit as st
 
 import prdp_core
 from prdp_core import analysis, budget_solver, sweeps
-from prdp_core.codegen import literal
 from prdp_core.data import Dataset
 from prdp_core.engines import is_engine_data
 from prdp_core.workload import SplittingPolicy
@@ -203,27 +202,6 @@ def clip_curves(n: int, alphas: tuple[float, ...], rho: float
         curves[name] = (grid, analysis.clipped_pareto_mse_ratio(grid, n=n, alpha=a, rho=rho))
         optima[name] = analysis.optimal_clip(n=n, alpha=a, rho=rho)
     return curves, optima
-
-
-def code(source: dict[str, Any], ds: Any, pol: SplittingPolicy) -> str:
-    from .policy_designer_code import policy_code
-
-    base = policy_code(source, ds, pol, "lemma4")
-    head = "\n".join(ln for ln in base.splitlines() if not ln.startswith(("preview =", "print(preview", "x, share")))
-    data = "ds" if is_engine_data(ds) else "ds.table"  # a large dataset: the analysis runs on its engine
-    return f"""{head}
-import prdp_core
-from prdp_core import analysis, budget_solver, sweeps
-
-# Fig. 2: thresholds at percentiles × base budgets (analytic: nothing is released)
-grid = sweeps.percentile_grid({data}, {literal(split_measures(pol))}, [90, 97, 99, 99.9])
-errors, losses = sweeps.sweep({data}, policy, grid, [0.1, 1.0, 10.0], min_count=100)
-print(losses)
-
-# per-answer expected errors of the active policy, and the budget for a goal (Fig. 4)
-errs = analysis.workload_errors({data}, policy, gamma=0.95, min_count=100)
-print(analysis.summarize_errors(errs))
-print(budget_solver.solve_budget({data}, policy, target=0.05, gamma=0.95, share=0.95).describe())"""
 
 
 def _solve_work(ds: Any, pol: SplittingPolicy, target: float, gamma: float, share: float, min_count: int

@@ -22,7 +22,7 @@ import math
 import threading
 from abc import abstractmethod
 from contextlib import contextmanager
-from typing import Any, Iterator, Literal, Sequence
+from typing import Any, Callable, Iterator, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -312,15 +312,17 @@ class SQLEngine(ProfileStatistics, Engine):
             values[a.name] = values[a.name].astype(np.int64 if a.kind == "count" else np.float64)
         return CellTable(gb, keys_frame, values)
 
-    def _loss_join(self, key: SplitHistogram, losses: np.ndarray, select_extra: Sequence[str]) -> tuple[str, Any]:
-        """SQL giving each record's loss (``__loss``, joined from the key rows) and ``select_extra``."""
+    def _loss_join(self, key: SplitHistogram, losses: np.ndarray, select_extra: Sequence[str]
+                   ) -> tuple[Callable[[str], str], Any]:
+        """SQL giving each record's loss (``__loss``, joined from the key rows) and ``select_extra``, as a function
+        of the name the key rows' table gets (quoted column names may hold braces: never a format template)."""
         sel, names = self._key_select(key.thresholds, key.measures, key.filters, key.by, select_extra)
         tab = key.keys.copy()
         tab.columns = [f"__k{j}" for j in range(len(names))]
         tab["__loss"] = np.asarray(losses, dtype=float)
         on = " AND ".join(f"r.{self.d.ident(n)} IS NOT DISTINCT FROM k.__k{j}" for j, n in enumerate(names))
         hint = self.d.broadcast("k")
-        return f"SELECT {hint + ' ' if hint else ''}r.*, k.__loss FROM ({sel}) r JOIN {{tab}} k ON {on}", tab
+        return (lambda name: f"SELECT {hint + ' ' if hint else ''}r.*, k.__loss FROM ({sel}) r JOIN {name} k ON {on}"), tab
 
     def owner_losses(self, key: SplitHistogram, losses: np.ndarray, owner_col: str,
                      method: Literal["lemma4", "lemma5"] = "lemma4") -> LossDistribution:
@@ -333,14 +335,14 @@ class SQLEngine(ProfileStatistics, Engine):
         join, tab = self._loss_join(key, losses, [f"{o} AS __owner"])
         if method == "lemma4":
             def run(name: str) -> LossDistribution:
-                per_owner = (f"SELECT CAST(count(*) AS DOUBLE) * sum(__loss) AS __l FROM ({join.format(tab=name)}) "
+                per_owner = (f"SELECT CAST(count(*) AS DOUBLE) * sum(__loss) AS __l FROM ({join(name)}) "
                              "GROUP BY __owner")
                 return self._owner_distribution(per_owner, "__l", few=True)
             return self._with_table(tab, run)
 
         def patterns(name: str) -> pd.DataFrame:
             return self._frame(f"SELECT __p, count(*) AS __n FROM (SELECT {self.d.sorted_desc('__loss')} AS __p "
-                               f"FROM ({join.format(tab=name)}) GROUP BY __owner) GROUP BY __p")
+                               f"FROM ({join(name)}) GROUP BY __owner) GROUP BY __p")
 
         pats = self._with_table(tab, patterns)
         lens = np.array([len(p) for p in pats["__p"]], dtype=np.int64)

@@ -222,4 +222,9 @@ def mechanism_noise(secure: bool, seed: int) -> Noise:
 
 
 SECURE_NOTE = "# secure mode: exact samplers and a system random source — unseeded, so every run differs"
-SECURE_NOTE_SHORT = "# secure mode: unseeded exact samplers, so every run differs"
+
+
+def noise_lines(secure: bool, seed: int) -> list[str]:
+    """The reproduction code's noise source ``noise``, the :class:`~prdp_core.noise_source.Noise` value the
+    runner uses: ``Noise.secure()`` (unseeded, said in a comment) or ``Noise.teaching(seed)``."""
+    return [SECURE_NOTE, "noise = Noise.secure()"] if secure else [f"noise = Noise.teaching({int(seed)})"]

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Mapping
 from ..codegen import literal
 from ..config.fields import _choice, _err, _name, _number, _scalar, _text
 from .base import (
-    SECURE_NOTE_SHORT,
     ColumnCheck,
     Output,
     ParseContext,
     RunConfig,
     mechanism_noise,
     needs_records,
+    noise_lines,
     register,
 )
 
@@ -142,9 +142,8 @@ class GranularRun(RunConfig):
         seed, label = self.noise_seed(study.seed, i), self.release_label(i)
         lines = [f"data = granular.encode_attributes(ds.table, {literal(list(self.attributes))}, "
                  f"{literal(granular_domains(study, self))})  # declared public categories"]
-        how = "secure=True" if self.secure else f"rng=np.random.default_rng({seed}), seed={seed}"
-        if self.secure:
-            lines.append(SECURE_NOTE_SHORT)
+        lines += noise_lines(self.secure, seed)
+        how = "noise=noise"
         if self.histogram == "heavy_hitter":
             lines.append(f"rel = granular.heavy_hitter_histogram(data, eps0={self.eps!r}, nu={self.nu!r}, "
                          f"method={self.method!r}, {how}, reveal=REVEAL)")

@@ -14,7 +14,6 @@ from ..codegen import literal
 from ..config.fields import _choice, _err, _int, _mapping, _number, _scalar, _text
 from ..config.keys import MT_FAMILIES, MT_OPS
 from .base import (
-    SECURE_NOTE,
     BudgetRow,
     ColumnCheck,
     Output,
@@ -22,6 +21,7 @@ from .base import (
     RunConfig,
     mechanism_noise,
     needs_records,
+    noise_lines,
     register,
 )
 
@@ -161,8 +161,8 @@ class MultitierRun(RunConfig):
         lines = [f"tiers = mt.tiers_from({literal(study.policy['tiers'])})"]
         f = self.filter
         ftxt = "None" if f is None else f"mt.RecordFilter({f['column']!r}, {f['op']!r}, {f['value']!r})"
-        lines.append(SECURE_NOTE if self.secure else f"rng = np.random.default_rng({seed})")
-        mode = "rng=None, secure=True" if self.secure else f"rng=rng, seed={seed}"
+        lines += noise_lines(self.secure, seed)
+        mode = "noise=noise"
         if self.model == "central":
             integer = self.family in ("geometric", "multiscale_geometric")
             lines.append(f"q = mt.central_query(ds.table, {self.query!r}, measure={self.measure!r}, "

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 from ..codegen import literal
 from ..config.fields import _bool, _choice, _err, _mapping, _number, _text, _wrap
 from ..config.keys import PDP_MECHANISMS, PDP_QUERIES
-from .base import SECURE_NOTE, ColumnCheck, Output, ParseContext, RunConfig, mechanism_noise, needs_records, register
+from .base import ColumnCheck, Output, ParseContext, RunConfig, mechanism_noise, needs_records, noise_lines, register
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -135,11 +135,7 @@ class PersonalizedRun(RunConfig):
                 "sample": f"personalized.Sample({self.t!r}, rescale={self.rescale!r})", "pe": "personalized.PE()",
                 "stretching": f"personalized.Stretching(rescale={self.rescale!r})"}[self.mechanism]
         lines.append(f"query = personalized.PersonalizedQuery(**{literal(dict(self.query))})")
-        if self.secure:
-            lines.append(SECURE_NOTE)
-            lines.append(f"rel = {mech}.release(ds.table, spec, query, rng=None, reveal=REVEAL, secure=True)")
-        else:
-            lines.append(f"rel = {mech}.release(ds.table, spec, query, rng=np.random.default_rng({seed}), "
-                         f"seed={seed}, reveal=REVEAL)")
+        lines += noise_lines(self.secure, seed)
+        lines.append(f"rel = {mech}.release(ds.table, spec, query, noise=noise, reveal=REVEAL)")
         lines.append(f"releases.append(({label!r}, rel))")
         return lines

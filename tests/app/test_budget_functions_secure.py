@@ -28,7 +28,7 @@ def test_secure_toggle_runs_every_mechanism_secure_central_and_local():
     ledger = at.session_state["ledger"].summary()
     assert list(ledger["mode"]) == [TEACHING_LABEL] * 3 + [SECURE_LABEL] * 3
     code = [c.value for c in at.code if "prdp.framework(" in c.value][-1]
-    assert "secure=True" in code
+    assert "noise = Noise.secure()" in code and "noise=noise" in code and "Noise.teaching" not in code
     # the local model (every party's report drawn exactly)
     at.radio(key="bf_model").set_value("local")
     at.run()

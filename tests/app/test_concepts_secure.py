@@ -23,4 +23,4 @@ def test_histogram_lab_secure_release():
     new = at.session_state["ledger"].entries[n0:]
     assert len(new) == 2 and all(e.secure and e.seed is None for e in new)
     code = [c.value for c in at.code if "granular.standard_histogram(" in c.value][-1]
-    assert "secure=True" in code and "unseeded" in code
+    assert "noise=Noise.secure()" in code and "unseeded" in code

@@ -10,6 +10,7 @@ import tracemalloc
 import yaml
 
 from tests.hostile import SENTINEL, assert_user_text_only_in_literals, hostile_config, run_python, write_hostile_data
+from ui.reproduce import INCOMPLETE
 
 from .conftest import open_page, texts
 
@@ -54,6 +55,7 @@ def test_hostile_study_report_script_and_every_snippet_run_only_the_study(tmp_pa
         assert not at.exception, (page, at.exception)
         for i, block in enumerate(c for c in at.code if c.language == "python"):
             code = block.value
+            assert code != INCOMPLETE, f"{page} shows no code for the loaded study"
             assert_user_text_only_in_literals(code)
             if "study.yaml" in code:  # the Study page's fixed example reads a config file by that name
                 continue

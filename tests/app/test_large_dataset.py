@@ -89,7 +89,11 @@ def test_connect_confirm_roles_and_profile_without_uploading(at, folder):
     shown = at.dataframe[0].value
     assert shown.loc["EMP", "count"] == N and shown.loc["EMP", "max"] == mem.loc["EMP", "max"]
     assert abs(shown.loc["PAYANN", "p99"] - mem.loc["PAYANN", "p99"]) <= 1e-9 * mem.loc["PAYANN", "p99"]
-    assert "engines.open_dataset('cbp.parquet', engine='duckdb'" in at.code[-1].value
+    code = at.code[-1].value  # the Reproduce-in-Python code reads the file in place, confined to the folder
+    assert "DATA = 'cbp.parquet'" in code and "open_dataset(DATA, engine='duckdb'" in code and "confine=True" in code
+    ns: dict = {}
+    exec(compile(code, "<snippet>", "exec"), ns)
+    assert ns["ds"].n == N and ns["profile"].table().loc["EMP", "max"] == mem.loc["EMP", "max"]
 
 
 @pytest.mark.parametrize("path, words", [("../x.parquet", "may not leave the data folder"),

@@ -199,23 +199,6 @@ def test_small_sample_with_label_column():
     assert not at.exception, at.exception
 
 
-@pytest.mark.parametrize("source", ["tiers", "column", "labels"])
-def test_reproduce_code_runs(source):
-    from prdp_core import samples
-    from prdp_core.mechanisms.personalized.query import PersonalizedQuery
-    from ui import personalized as upd
-
-    params = dict(upd.SPEC_DEFAULTS, labels=(), seed=3)
-    if source != "tiers":
-        params.update(pdp_source="column", pdp_col="HT2" if source == "column" else "CatIX")
-    if source == "labels":
-        params["labels"] = (("1", 0.1), ("2", 0.5))
-    source = {"kind": "sample", "name": "sim_pareto", "n": 2000, "seed": 0}
-    ds = samples.load_dataset("sim_pareto", n=2000, seed=0)
-    code = upd.reproduce_code(source, ds, params, PersonalizedQuery("count", "HT1", cutoff=2, hi=100), 3)
-    exec(compile(code, "<reproduce>", "exec"), {})
-
-
 def test_a_private_upper_bound_is_drawn_charged_and_no_longer_a_data_default():
     at = open_page("personalized")
     assert "hi" in at.session_state["pdp_data_defaults"] and at.session_state["pdp_hi"] == \

@@ -62,7 +62,7 @@ def test_with_spark_enabled_a_data_folder_file_is_read_by_spark(folder, monkeypa
     shown = at.dataframe[0].value
     assert shown.loc["EMP", "count"] == N and shown.loc["EMP", "max"] == want.loc["EMP", "max"]
     assert shown.loc["PAYANN", "p99"] == want.loc["PAYANN", "p99"]
-    assert "engines.open_dataset('cbp.parquet', engine='spark'" in at.code[-1].value
+    assert "DATA = 'cbp.parquet'" in at.code[-1].value and "open_dataset(DATA, engine='spark'" in at.code[-1].value
 
 
 @pytest.mark.parametrize("path, words", [("../x.parquet", "may not leave the data folder"),

@@ -174,7 +174,7 @@ def test_secure_run(tmp_path):
     assert code == EXIT_OK, err
     ledger = (tmp_path / "o" / "ledger.json").read_text()
     assert '"secure": true' in ledger and '"seed": null' in ledger
-    assert "secure=True" in (tmp_path / "o" / "reproduce.py").read_text()
+    assert "noise = Noise.secure()" in (tmp_path / "o" / "reproduce.py").read_text()
 
 
 def test_data_override(tmp_path):
@@ -258,7 +258,8 @@ def test_secure_personalized_and_multitier_study(tmp_path):
     assert results["secure"].astype(str).str.lower().eq("true").all() and results["seed"].isna().all()
     script = (tmp_path / "o" / "reproduce.py").read_text()
     calls = [ln for ln in script.splitlines() if ln.startswith("rel = ")]
-    assert len(calls) == 9 and all("secure=True" in ln and "seed=" not in ln for ln in calls), calls
+    assert len(calls) == 9 and all("noise=noise" in ln and "seed=" not in ln for ln in calls), calls
+    assert "Noise.teaching" not in script and script.count("noise = Noise.secure()") >= 1
 
 
 def test_secure_review_run_refuses_personalized_bounds_from_the_data(tmp_path):

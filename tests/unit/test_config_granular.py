@@ -54,7 +54,7 @@ def test_granular_example_runs_secure_through_prdp_run(tmp_path):
     assert [e["mechanism"] for e in entries] == ["granular.standard_histogram", "granular.heavy_hitter_histogram"]
     assert all(e["secure"] is True and e["seed"] is None for e in entries)
     code = (out / "reproduce.py").read_text()
-    assert code.count("secure=True") == 2 and "default_rng(" not in code.split("releases = []")[-1]
+    assert code.count("noise = Noise.secure()") == 2 and "Noise.teaching" not in code
     r = subprocess.run([sys.executable, str(out / "reproduce.py"), str(tmp_path / "again")], capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -332,6 +332,21 @@ def test_policy_previews_and_owner_losses_are_equal(data, engine, method):
                                       check_dtype=False)
 
 
+@pytest.mark.parametrize("method", ["lemma4", "lemma5"])
+def test_owner_losses_of_columns_whose_names_hold_braces(tmp_path, method):
+    """Quoted column names reach the owner-loss SQL as text, never through a format template."""
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"id": np.arange(300), "v{0}": rng.integers(1, 60, 300).astype(float),
+                       "own{tab}": [f"o{i // 3}" for i in range(300)]})
+    schema = Schema(id_col="id", measures=("v{0}",), groups=(), owner_col="own{tab}")
+    df.to_parquet(tmp_path / "t.parquet", index=False)
+    pol = SplittingPolicy(as_thresholds({"v{0}": 10.0}), Workload((Query("sum", "v{0}", rho=0.5),)))
+    a = preview_policy(prepare_dataset(df, schema), pol, owner_method=method)
+    b = preview_policy(engines.open_dataset(str(tmp_path / "t.parquet"), engine="duckdb", schema=schema), pol,
+                       owner_method=method)
+    _close(b.owners, a.owners.values)
+
+
 FRAMEWORK = [(b, q) for b in BUDGETS[:2] + BUDGETS[4:5] for q in ("count", "sum:v", "max:w", "distinct:g")]
 
 

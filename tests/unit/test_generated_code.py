@@ -20,19 +20,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import streamlit as st
 import yaml
 
 from prdp_core import config, report
 from prdp_core.cli import EXIT_OK, main
 from prdp_core.codegen import literal
 from prdp_core.export import to_csv_bytes
-from prdp_core.mechanisms import multitier as mt
-from prdp_core.mechanisms.personalized.query import PersonalizedQuery
 from tests.hostile import (
     RUN,
     SENTINEL,
-    HostileData,
     assert_user_text_only_in_literals,
     hostile,
     hostile_config,
@@ -151,100 +147,37 @@ def test_reproduction_script_of_granular_histograms(hostile_study, tmp_path):
 # ---------------------------------------------------------------------------
 
 
-def _source(data: HostileData, ds) -> dict:
-    return {"kind": "file", "filename": data.filename, "schema": ds.schema.to_dict(),
-            "options": {"missing": "drop", "negative": "shift", "shift_by": {data.measure: 5.0}}}
+def _snippets(data, study, ds):
+    """Every snippet part of the hostile study, and variants: the local models, generated tiers, review mode,
+    the histogram lab on the hostile columns with typed categories, the data read by DuckDB."""
+    from prdp_core.snippets import PARTS, snippet
 
+    base = study.to_dict()
 
-def _session(**values) -> None:
-    st.session_state.clear()
-    for k, v in values.items():
-        st.session_state[k] = v
+    def variant(**changes):
+        return config.parse_config({**base, **changes}, base_dir=data.folder)
 
-
-def _datasource(data, study, ds):
-    import os
-
-    from ui import data as udata
-
-    # the same file as a large dataset of the server's data folder, read in place by DuckDB
-    large = {**_source(data, ds), "kind": "large", "path": data.filename, "engine": "duckdb"}
-    before = os.environ.get("PRDP_DATA_DIR")
-    os.environ["PRDP_DATA_DIR"] = str(data.folder)
-    try:
-        return [udata.reproduce_code(_source(data, ds), ds), udata.reproduce_code(large, ds)]
-    finally:
-        if before is None:
-            os.environ.pop("PRDP_DATA_DIR", None)
-        else:
-            os.environ["PRDP_DATA_DIR"] = before
-
-
-def _policy(data, study, ds):
-    from ui.policy_designer_code import policy_code
-
-    return [policy_code(_source(data, ds), ds, study.splitting_policy(ds.table), "lemma5")]
-
-
-def _run(data, study, ds):
-    from ui.run_code import run_code
-
-    pol = study.splitting_policy(ds.table)
-    return [run_code(_source(data, ds), ds, pol, 4), run_code(_source(data, ds), ds, pol, 4, queries=[1])]
-
-
-def _tradeoffs(data, study, ds):
-    from ui import tradeoffs
-
-    return [tradeoffs.code(_source(data, ds), ds, study.splitting_policy(ds.table))]
-
-
-def _budget(data, study, ds):
-    from ui import budget_functions
-
-    codes = []
-    for model in ("central", "local"):
-        _session(bf_query="sum", bf_measure=data.measure, bf_model=model, bf_beta=0.2, bf_threshold="bernstein",
-                 bf_scale_vary="n", bf_scale_trials=1, seed=5)
-        codes.append(budget_functions.code(study.budget_function(), _source(data, ds), ds))
+    lab = {"hl_source": "dataset", "hl_columns": [data.group, data.label, data.measure],
+           "hl_declared_columns": [data.group, data.label], "hl_declared_categories": [", ".join(data.groups),
+                                                                                       hostile("C")]}
+    app = {"concepts": lab, "tradeoffs": {"tr_pcts": [90.0], "tr_rhos": [1.0], "tr_min": 1, "tr_fmin": 1,
+                                          "tr_solve_min": 1}, "budget_functions": {"bf_scale_trials": 5}}
+    full = variant(app=app)
+    codes = [snippet(full, part, owner_method="lemma5") for part in PARTS]
+    prdp_local = {**next(m for m in base["mechanisms"] if m["kind"] == "prdp"), "model": "local",
+                  "threshold": "bernstein"}
+    prdp_local.pop("algorithms", None)
+    codes.append(snippet(variant(mechanisms=[prdp_local], mode="review"), "budget"))
+    codes.append(snippet(variant(mechanisms=[m for m in base["mechanisms"] if m.get("model") == "local"
+                                             and m["kind"] == "multitier"]), "multitier"))
+    tiers = {**base["policy"], "specification": {"tiers": {"f_c": 0.3}, "seed": 2, "user": data.owner}}
+    codes.append(snippet(variant(policy=tiers), "personalized"))
+    codes.append(snippet(variant(app={"concepts": {**lab, "hl_domains": "data", "hl_match": "record"}}), "granular"))
+    engine = variant(data={**base["data"], "engine": "duckdb"},  # the algorithms an engine can run
+                     mechanisms=[{k: v for k, v in m.items() if k != "algorithms"} for m in base["mechanisms"]])
+    codes += [snippet(engine, part) for part in ("data", "policy", "run", "budget")]
+    codes.append(snippet(engine, "run", data_dir=str(data.folder)))  # the app's data folder, confined to it
     return codes
-
-
-def _multitier(data, study, ds):
-    from ui import analyst_tiers
-
-    tiers = study.tiers()
-    f = mt.RecordFilter(data.group, "==", data.groups[0])
-    q = mt.central_query(ds.table, "sum", measure=data.measure, clip=10.0, filter=f, integer=True)
-    central = {"model": "central", "query": q, "filter": f,
-               "plan": mt.plan_central(tiers, "geometric", sensitivity=float(q.sensitivity))}
-    local = {"model": "local", "filter": f, "plan": mt.plan_local(tiers, 5)}
-    _session(mt_measure=data.measure, mt_clip=10.0, mt_delta=1e-6, mt_local_measure=data.measure, mt_d=4,
-             mt_scale="linear", mt_top=50.0)
-    return [analyst_tiers.reproduce_code(_source(data, ds), ds, tiers, cur, 6) for cur in (central, local)]
-
-
-def _personalized(data, study, ds):
-    from ui import personalized
-
-    params = dict(personalized.SPEC_DEFAULTS, pdp_source="column", pdp_col=data.label, pdp_user=data.owner,
-                  labels=((data.labels[0], 0.5), (data.labels[1], 2.0), (None, 1.0)), seed=2)
-    query = PersonalizedQuery("count", data.measure, cutoff=2.0, hi=40.0)
-    tiers = dict(params, pdp_source="tiers")
-    return [personalized.reproduce_code(_source(data, ds), ds, p, query, 2) for p in (params, tiers)]
-
-
-def _concepts(data, study, ds):
-    from ui import concepts
-    from ui import data as udata
-
-    calc = {"eps": 1.0, "prior": 0.5, "rho": 0.5, "delta": 1e-6, "record": 0.2, "record_measure": "rho"}
-    explorer = {"d": 4, "k": 2, "eps0": 1.0, "kind": "pure"}
-    params = dict(concepts.LAB_DEFAULTS, hl_source="dataset", hl_columns=(data.group, data.label), hl_sample="",
-                  hl_declared=((data.group, ", ".join(data.groups)), (data.label, hostile("C"))))
-    gen = dict(concepts.LAB_DEFAULTS, hl_n=2000, hl_d=6)
-    load = udata.load_code(_source(data, ds), ds)
-    return [concepts.reproduce_code(calc, explorer, p, 8, True, load) for p in (params, gen)]
 
 
 #: Every generator of code and how this file exercises it with hostile text; helpers that write part of a
@@ -255,19 +188,21 @@ GENERATORS: dict[str, Callable | str] = {
     "prdp_core.reproduction._budget_code": "prdp_core.reproduction.reproduction_script",
     # each mechanism kind's code (RunConfig.code), written through reproduction.mechanism_code
     "prdp_core.runs.unit_splitting.code": "prdp_core.reproduction.reproduction_script",
+    "prdp_core.runs.unit_splitting.policy_code": "prdp_core.reproduction.reproduction_script",
+    "prdp_core.reproduction.import_lines": "prdp_core.reproduction.reproduction_script",
     "prdp_core.runs.prdp.code": "prdp_core.reproduction.reproduction_script",
     "prdp_core.runs.multitier.code": "prdp_core.reproduction.reproduction_script",
     "prdp_core.runs.granular.code": "prdp_core.reproduction.reproduction_script",
-    "ui.data.reproduce_code": _datasource,
-    "ui.data.load_code": "ui.data.reproduce_code",
-    "ui.policy_designer_code.policy_code": _policy,
-    "ui.run_code.run_code": _run,
-    "ui.tradeoffs.code": _tradeoffs,
-    "ui.budget_functions.code": _budget,
-    "ui.analyst_tiers.reproduce_code": _multitier,
-    "ui.personalized.reproduce_code": _personalized,
-    "ui.concepts.reproduce_code": _concepts,
+    "prdp_core.snippets.snippet": _snippets,
+    "prdp_core.snippets._budget_body": "prdp_core.snippets.snippet",
+    "prdp_core.snippets._multitier_body": "prdp_core.snippets.snippet",
+    "prdp_core.snippets._granular_body": "prdp_core.snippets.snippet",
+    "prdp_core.snippets._tradeoffs_body": "prdp_core.snippets.snippet",
 }
+
+#: What the pages call to show a snippet: ui.reproduce.snippet_code builds the page's study and calls
+#: prdp_core.snippets.snippet.
+PAGE_GENERATORS = {"snippet_code"}
 
 UI_GENERATORS = {k: v for k, v in GENERATORS.items() if callable(v)}
 
@@ -326,7 +261,7 @@ def _code_writing_functions() -> set[str]:
 
 def test_every_generator_is_covered():
     found = _code_writing_functions()
-    assert "prdp_core.reproduction.reproduction_script" in found and "ui.budget_functions.code" in found  # the scan works
+    assert "prdp_core.reproduction.reproduction_script" in found and "prdp_core.snippets._budget_body" in found  # the scan works
     missing = found - set(GENERATORS)
     assert not missing, (f"{sorted(missing)} write code: add them to GENERATORS with a hostile-text test "
                          "(user text only through codegen.literal / repr)")
@@ -338,7 +273,7 @@ def test_every_generator_is_covered():
 
 def test_pages_show_only_generated_or_fixed_code():
     """Every "Reproduce in Python" block of a page is a generator's output or a fixed text (no f-string)."""
-    generators = {n.rsplit(".", 1)[1] for n in GENERATORS}
+    generators = {n.rsplit(".", 1)[1] for n in GENERATORS} | PAGE_GENERATORS
     seen = 0
     for path in sorted((ROOT / "app_pages").glob("*.py")) + [ROOT / "app.py"]:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):

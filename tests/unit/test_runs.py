@@ -329,6 +329,7 @@ def test_mechanism_code_is_the_scripts_code_and_accepts_an_entry():
         assert f"# --- mechanism {i + 1} ---\n" + "\n".join(lines) + "\n" in script
         assert mechanism_code(study, i, m.to_config()) == lines  # an entry mapping is validated first
     assert mechanism_code(study, 2, table="ds") != mechanism_code(study, 2)  # records held by an engine
-    assert mechanism_imports(study) == [line for c in CLASSES.values() for line in c.IMPORTS]
+    assert mechanism_imports(study) == ["from prdp_core.noise_source import Noise",  # the noise source of every kind
+                                        *[line for c in CLASSES.values() for line in c.IMPORTS]]
     with pytest.raises(ConfigError, match=r"mechanisms\[0\]\.eps: must be at most 100"):
         mechanism_code(study, 0, {"kind": "granular", "attributes": ["STATE"], "eps": 1000})

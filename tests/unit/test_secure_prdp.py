@@ -199,4 +199,4 @@ def test_bank_prdp_example_runs_secure_on_every_mechanism(tmp_path, capsys):
             "prldp.naive.count", "prldp.framework.sum", "prldp.naive.sum"} <= mechs
     assert all(e["secure"] is True and e["seed"] is None for e in entries)
     code_text = (tmp_path / "o" / "reproduce.py").read_text()
-    assert "secure=True" in code_text and "default_rng(" not in code_text.split("releases = []")[-1]
+    assert "noise = Noise.secure()" in code_text and "Noise.teaching" not in code_text

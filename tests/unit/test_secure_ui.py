@@ -43,7 +43,8 @@ def test_run_page_secure_toggle_labels_results_and_ledger():
     ledger = [df.value for df in at.dataframe if "mode" in df.value.columns][-1]
     assert list(ledger["mode"]) == [TEACHING_LABEL, SECURE_LABEL]
     code = [c.value for c in at.code][-1]
-    assert "secure=True" in code and "default_rng" not in code.split("from prdp_core.mechanisms")[-1]
+    assert "noise = Noise.secure()" in code and "default_rng" not in code.split("from prdp_core.mechanisms")[-1]
+    assert "Noise.teaching" not in code
 
 
 def test_personalized_page_secure_toggle_labels_the_answer_and_ledger():

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from streamlit.proto.Element_pb2 import Element
@@ -17,6 +18,13 @@ from tests.e2e.server import ROOT, app_server, clean_env, prdp_app_command
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from st_client import ProtocolError, StreamlitClient, default_state, element_key, plotly_data, state_value  # noqa: E402
+
+
+def _run(coro):
+    """Run a coroutine on an event loop of its own thread: a test run before in this worker (a browser
+    driven by Playwright) may have left an event loop running in this one."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +61,7 @@ async def _change_threshold(url: str) -> dict:
 
 
 def test_a_session_changes_the_threshold_and_receives_the_updated_chart(server_url):
-    r = asyncio.run(_change_threshold(server_url))
+    r = _run(_change_threshold(server_url))
     assert r["errors"] == [] and r["unmodelled"] == set()
     assert r["label"] == "T(EMP)" and r["key"] == "thr_EMP" and r["start"] > 0
     assert r["after"] == 2 * r["start"]  # the server kept the value sent (it did not reset the box)
@@ -73,7 +81,7 @@ def test_a_missing_page_is_a_clear_error(server_url):
             await c.open_page("No such page")
 
     with pytest.raises(ProtocolError, match="no page 'No such page'"):
-        asyncio.run(go())
+        _run(go())
 
 
 def test_widget_defaults_follow_the_browser():
