@@ -36,19 +36,19 @@ U = "tests/unit/"
 INVENTORY: dict[str, list[str]] = {
     # per-record zCDP, unit splitting
     "unit_splitting.release": [
-        U + "test_unit_splitting_release.py::test_gaussian_noise_has_promised_sigma_with_power",
-        U + "test_unit_splitting_release.py::test_realized_never_exceeds_policy",
-        U + "test_unit_splitting_release.py::test_realized_loss_is_exact_for_gaussian_sums",
+        U + "unit_splitting/test_release.py::test_gaussian_noise_has_promised_sigma_with_power",
+        U + "unit_splitting/test_release.py::test_realized_never_exceeds_policy",
+        U + "unit_splitting/test_release.py::test_realized_loss_is_exact_for_gaussian_sums",
         A + "test_unit_splitting_loss_audit.py::test_reported_loss_is_the_public_policy_function",
         A + "test_scale_audit.py::test_topcoded_sum_of_a_workload_scale_with_power",
         U + "test_secure.py::test_secure_gaussian_noise_of_a_release_has_the_claimed_sigma_with_power",
         "statdp:unit_splitting.sum", "statdp:unit_splitting.sum.secure", "statdp:unit_splitting.topcoded_sum"],
     "unit_splitting.joint_sum_release": [
-        U + "test_unit_splitting_release.py::test_joint_release_sigmas_noise_and_losses",
+        U + "unit_splitting/test_release.py::test_joint_release_sigmas_noise_and_losses",
         U + "test_secure.py::test_secure_joint_sum_release_has_the_claimed_sigmas_with_power",
         "statdp:unit_splitting.joint_sum", "statdp:unit_splitting.joint_sum.isotropic"],
     "unit_splitting.PartitionSelection": [
-        U + "test_unit_splitting_release.py::test_partition_selection_keep_probability_matches_formula",
+        U + "unit_splitting/test_release.py::test_partition_selection_keep_probability_matches_formula",
         A + "test_scale_audit.py::test_partition_selection_keep_rate_with_power",
         U + "test_secure.py::test_secure_partition_selection_keeps_with_the_formula",
         "statdp:unit_splitting.partition_selection", "statdp:unit_splitting.partition_selection.alone"],

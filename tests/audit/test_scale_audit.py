@@ -9,7 +9,7 @@ mechanisms whose scale is not already checked elsewhere:
 * the answer of Algorithm 2's count and distinct count (``LaplaceCount``, ``DistinctCount``:
   Laplace(1/ε_M) on the kept domains) and the naive baselines at ε̌ (central and local).
 
-Elsewhere: tests/unit/test_noise.py (samplers), test_unit_splitting_release.py (split SUM and
+Elsewhere: tests/unit/test_noise.py (samplers), unit_splitting/test_release.py (split SUM and
 COUNT), prdp/test_answers.py (clipped sum of the framework), prdp/test_local.py (sums of Laplace),
 personalized/test_*.py, multitier/test_central.py, granular/test_histogram.py, test_secure.py (exact
 samplers), tests/audit/test_prdp_audit.py (Algorithm 1).

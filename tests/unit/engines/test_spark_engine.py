@@ -22,8 +22,8 @@ from prdp_core.data import Schema
 from prdp_core.engines import spark_engine as SE
 from prdp_core.errors import DataError, EngineError
 from tests import spark as spark_tests
-from tests.unit.test_engine_analysis import tables  # noqa: F401, F811 - the analysis suite's table (a fixture)
-from tests.unit.test_engines_study import STUDY
+from tests.unit.engines.test_engine_analysis import tables  # noqa: F401, F811 - the analysis suite's table (a fixture)
+from tests.unit.engines.test_engines_study import STUDY
 
 SPARK = spark_tests.MARKS
 # with the parity suite's group: every Spark test of a run lands in the group "engines_spark", one worker
@@ -174,7 +174,7 @@ def test_a_spark_dataframe_and_a_catalog_table_are_sources(spark, folder):
     from prdp_core.preview import preview_policy
     from prdp_core.splitting import as_thresholds
     from prdp_core.workload import Query, SplittingPolicy, Workload
-    from tests.unit.test_engine_parity import _table
+    from tests.unit.engines.test_engine_parity import _table
 
     df = _table(3, 20_000)
     schema = Schema(id_col="id", measures=("v", "w"), groups=("g",), owner_col="o")
@@ -237,8 +237,8 @@ def test_config_table_source_and_unknown_master_message(spark, folder):
 @SPARK[1]
 def test_quantiles_and_the_error_analysis_on_spark(spark, tables):  # noqa: F811
     from prdp_core import analysis
-    from tests.unit.test_engine_analysis import SCHEMA as ANALYSIS_SCHEMA
-    from tests.unit.test_engine_analysis import _policy, _same
+    from tests.unit.engines.test_engine_analysis import SCHEMA as ANALYSIS_SCHEMA
+    from tests.unit.engines.test_engine_analysis import _policy, _same
 
     mem = tables[0]
     df = mem.table

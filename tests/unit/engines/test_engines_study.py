@@ -86,7 +86,7 @@ def test_run_on_duckdb_gives_the_results_of_the_memory_engine(folder, path):
     # the reproduction script reruns the study through the engine, bit for bit
     rep = folder / "rep"
     subprocess.run([sys.executable, str(folder / "out-duckdb" / "reproduce.py"), str(rep)], check=True,
-                   capture_output=True, cwd=folder, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])})
+                   capture_output=True, cwd=folder, env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[3])})
     assert (rep / "results.csv").read_bytes() == a
     assert "prdp_core.engines.open_dataset" in (folder / "out-duckdb" / "reproduce.py").read_text()
 
