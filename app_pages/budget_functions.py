@@ -38,7 +38,7 @@ def editor() -> BudgetFunction | None:
     mode = ss["bf_mode"]
     if mode == "preset":
         p1, p2, p3 = st.columns(3)
-        p1.selectbox("Preset", list(ubf.PRESET_LABELS), format_func=ubf.PRESET_LABELS.get, key="bf_preset",
+        p1.selectbox("Preset", list(ubf.PRESET_LABELS), format_func=lambda k: ubf.PRESET_LABELS[k], key="bf_preset",
                      on_change=ubf.on_preset_change)
         if ss["bf_preset"] == "constant":
             p2.number_input("ε for every record", min_value=1e-6, max_value=1e3, key="bf_eps", format="%.4g")
@@ -166,7 +166,7 @@ def run(budget: BudgetFunction) -> None:
     if ss.get("bf_query") not in qopts:
         ss["bf_query"] = "sum"
     r1, r2 = st.columns(2)
-    r1.selectbox("Query", qopts, format_func=ubf.QUERIES.get, key="bf_query")
+    r1.selectbox("Query", qopts, format_func=lambda q: ubf.QUERIES[q], key="bf_query")
     if ss["bf_query"] == "distinct":
         cols = [c for c in data_columns(ds) if c != ds.schema.id_col]
         if ss.get("bf_distinct_col") not in cols:

@@ -102,7 +102,7 @@ candidate, err = pstate.try_policy(_make_policy)
 if err is not None:
     show_error(err)
     st.caption("The charts below show the **last valid policy**; fix the input above to update them.")
-else:
+elif candidate is not None:
     pstate.set_policy(candidate)
 pol = st.session_state["policy"]
 from_data = pstate.flagged_thresholds(pol)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from prdp_core import report as R
 from prdp_core.errors import PrdpError
@@ -11,6 +14,12 @@ from ui import ledger_view, review, state
 from ui import memory as umem
 from ui import study as ustudy
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
+
+
+def _progress_line(status: DeltaGenerator, i: int, n: int, text: str) -> None:
+    """Step i of n of a study run on a large dataset, written into its status box."""
+    status.write(f":material/progress_activity: {i + 1}/{n + 1}: {text}")
+
 
 st.title("Study")
 st.caption("Everything a review session needs to take home: the study as a config that loads back (here or in "
@@ -92,8 +101,9 @@ with tab_report:
                                  expanded=True) if on_engine
                        else st.spinner("Running the study and building the report…"))
                 with box as status:
-                    say = (lambda i, n, text: status.write(f":material/progress_activity: {i + 1}/{n + 1}: {text}")
-                           ) if on_engine else None
+                    say: R.Progress | None = None  # a small dataset's spinner: no progress lines
+                    if status is not None:
+                        say = partial(_progress_line, status)
                     run = R.run_study(study, dataset=state.dataset(), progress=say)
                     ss["study_outputs"] = {
                         "key": (state.token(), yaml_text),
@@ -101,7 +111,7 @@ with tab_report:
                         "results": to_csv_bytes(R.results_frame(run.releases, teaching=run.teaching)),
                         "budget": R.budget_table(run), "script": R.reproduction_script(study).encode("utf-8"),
                         "releases": len(run.releases), "mode": study.mode}
-                    if on_engine:
+                    if status is not None:
                         status.update(label="Report built", state="complete", expanded=False)
             except PrdpError as err:
                 show_error(err)

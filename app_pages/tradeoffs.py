@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from prdp_core import analysis, sweeps
@@ -60,8 +62,9 @@ with tab_sweep:
                         st.caption("Partition selection is on: a cell it may leave out counts as a 100% error with the "
                                    "probability that it is left out (δ = 1e-6).")
                     show = losses.copy()
-                    st.dataframe(show.style.format({c: "{:.2%}" for c in show.columns if c.startswith(("share", "median"))}
-                                                   | {"loss_p99": "{:,.4g}", "loss_max": "{:,.4g}"}), hide_index=True)
+                    fmt: dict[str, Any] = {c: "{:.2%}" for c in show.columns if c.startswith(("share", "median"))}
+                    st.dataframe(show.style.format(fmt | {"loss_p99": "{:,.4g}", "loss_max": "{:,.4g}"}),
+                                 hide_index=True)
                     rho_cdf = st.select_slider("Policy-loss CDFs at base ρ", options=sorted(rhos), value=sorted(rhos)[0],
                                                key="tr_cdf_rho")
                     cdfs = T.sweep_cdfs(tok, pk, T.key({f"p{p:g}": g for p, g in zip(sorted(pcts), grid)}),
