@@ -51,13 +51,13 @@ with tab_export:
         for note in ustudy.export_notes():
             st.warning(md_escape(note))
         if study.data.path is not None and study.data.engine != "memory":
-            st.caption(f":material/database: The config reads **{md_escape(study.data.path)}** of the server's data folder "
-                       f"with the {md_escape(study.data.engine)} engine (the records stay in the file): save the config in "
-                       "that folder to run it with `prdp run`, or pass `--data PATH`. Loading it back here reads the "
-                       "same path of the data folder.")
+            st.caption(f":material/database: The config reads **{md_escape(study.data.path)}** of the server's data "
+                       f"folder with the {md_escape(study.data.engine)} engine (the records stay in the file): save "
+                       "the config in that folder to run it with `prdp run`, or pass `--data PATH`. Loading it back "
+                       "here reads the same path of the data folder.")
         elif study.data.path is not None:
-            st.caption(f":material/info: The config names the data file **{md_escape(study.data.path)}**: keep it next to the "
-                       "config (it is not part of the export).")
+            st.caption(f":material/info: The config names the data file **{md_escape(study.data.path)}**: keep it "
+                       "next to the config (it is not part of the export).")
         download_button("Download the study config (YAML)", yaml_text.encode("utf-8"), file_name="study.yaml",
                         mime="application/x-yaml", key="study_dl_config", type="primary",
                         icon=":material/download:")
@@ -96,7 +96,8 @@ with tab_report:
         if st.button("Build the report", key="study_build", type="primary", icon=":material/summarize:"):
             try:
                 umem.guard("report", columns=umem.dataset_columns(state.dataset()) * len(study.mechanisms))
-                on_engine = state.is_large()  # a large dataset: each mechanism's statistics in the engine, with progress
+                # a large dataset: each mechanism's statistics in the engine, with progress
+                on_engine = state.is_large()
                 box = (st.status(f"Running the study on {review.count(state.dataset().n, 'records', hidden='the')}",
                                  expanded=True) if on_engine
                        else st.spinner("Running the study and building the report…"))
