@@ -104,8 +104,7 @@ def describe(budget: BudgetFunction) -> None:
     if budget.value_column is not None or ss["bf_mode"] == "groups":
         vmax = max(budget.U, 1.0)
         values = ubf.measure_values(ds, measure) if teaching else None
-        fig = bch.budget_curve_figure(budget, measure=measure, values=values, vmax=vmax,
-                                      seed=int(ss.get("seed", 0)))
+        fig = bch.budget_curve_figure(budget, measure=measure, values=values, vmax=vmax, seed=int(ss.get("seed", 0)))
         st.plotly_chart(fig, key="bf_curve")
         if teaching:
             confidential("The orange points are a sample of the dataset's records at their required budgets"
