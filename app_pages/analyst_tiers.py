@@ -105,7 +105,7 @@ if ss["mt_model"] == "central":
     if ss.get("mt_family") not in fams:
         ss["mt_family"] = fams[0]
     g1, g2 = st.columns([3, 1])
-    g1.selectbox("Noise", fams, key="mt_family", format_func=umt.FAMILY_CHOICES.get)
+    g1.selectbox("Noise", fams, key="mt_family", format_func=lambda f: umt.FAMILY_CHOICES[f])
     if ss["mt_family"] == "gaussian":
         g2.number_input("δ (every tier)", min_value=1e-12, max_value=0.1, format="%.1e", key="mt_delta")
     learn("**Which noise?** The two-sided geometric noise is *exactly* optimal for counts, and its multi-tier "
@@ -117,11 +117,11 @@ else:
     l1.selectbox("Measure to categorize", measures, key="mt_local_measure")
     l2.number_input("Categories d", min_value=2, max_value=256, step=1, key="mt_d")
     l3.selectbox("Bins", list(mt.BIN_SCALES), key="mt_scale",
-                 format_func={"log": "equal width on log(1+v)", "linear": "equal width"}.get)
+                 format_func=lambda s: {"log": "equal width on log(1+v)", "linear": "equal width"}[s])
     l4.number_input("Top of the range U (public)", min_value=1.0, max_value=1e15, step=1000.0, format="%g",
                     key="mt_top", help="Declare it from public knowledge, never from the data: the category edges "
                                        "depend on d, the bins and U only. Larger values fall in the top category.")
-    l5.selectbox("Templates", list(mt.VARIANTS), key="mt_variant", format_func=mt.VARIANTS.get)
+    l5.selectbox("Templates", list(mt.VARIANTS), key="mt_variant", format_func=lambda v: mt.VARIANTS[v])
     learn("**Local model.** Each record's owner reports a random *subset* of the d categories that contains its "
           "own category more often than the others (the Subset mechanism). Lower tiers are obtained by two "
           "operations on the report itself — add a random category (*Expansion*) or replace the report by a "
@@ -204,9 +204,9 @@ b2.toggle("Secure release", key="mt_secure",
                "local model) with a system random source; unseeded, so not reproducible. Off: a seeded "
                "teaching run (numpy's generator).")
 b1.button("Release every tier", key="mt_release_btn", type="primary", on_click=umt.on_release, args=(tier_rows,))
-err = ss.get("mt_release_error")
-if err is not None:
-    show_error(err)
+release_err = ss.get("mt_release_error")
+if release_err is not None:
+    show_error(release_err)
 stored = ss.get("mt_release")
 if stored is not None and stored["key"] == umt.settings_key(tiers):
     umt.release_view(stored["release"], cur["model"], rng_seed, teaching)

@@ -57,7 +57,7 @@ else:
     c1.text_input("Name", key="board_name", max_chars=120, placeholder="e.g. Cautious on big firms")
     c2.text_input("Why (one line)", key="board_rationale", max_chars=300,
                   placeholder="e.g. small firms pay the base loss; the largest 1% pay at most 20ρ")
-    c3.selectbox("Policy", parts, key="board_part", format_func=ub.PART_LABELS.get)
+    c3.selectbox("Policy", parts, key="board_part", format_func=lambda p: ub.PART_LABELS[p])
     st.button("Submit to the board", key="board_submit", type="primary", icon=":material/send:",
               on_click=ub.on_submit)
     st.caption(f"Submitted on your active dataset, **{ub.md(state.dataset().name)}**. Submitting the same policy again "
@@ -88,7 +88,7 @@ else:
     if st.session_state.get("board_pick") not in ids:
         st.session_state["board_pick"] = ids[-1]
     c1, c2, c3 = st.columns([3, 1, 1])
-    c1.selectbox("Policy", ids, key="board_pick", format_func=names.get, label_visibility="collapsed")
+    c1.selectbox("Policy", ids, key="board_pick", format_func=lambda i: names[i], label_visibility="collapsed")
     c2.button("Load this policy", key="board_load", icon=":material/download:", on_click=ub.on_load,
               help="Into your own session: the other pages keep their settings; your ledger is kept.")
     c3.button("Withdraw", key="board_withdraw", icon=":material/delete:", on_click=ub.on_withdraw,

@@ -38,7 +38,7 @@ def editor() -> BudgetFunction | None:
     mode = ss["bf_mode"]
     if mode == "preset":
         p1, p2, p3 = st.columns(3)
-        p1.selectbox("Preset", list(ubf.PRESET_LABELS), format_func=ubf.PRESET_LABELS.get, key="bf_preset",
+        p1.selectbox("Preset", list(ubf.PRESET_LABELS), format_func=lambda k: ubf.PRESET_LABELS[k], key="bf_preset",
                      on_change=ubf.on_preset_change)
         if ss["bf_preset"] == "constant":
             p2.number_input("ε for every record", min_value=1e-6, max_value=1e3, key="bf_eps", format="%.4g")
@@ -48,8 +48,8 @@ def editor() -> BudgetFunction | None:
             if ss["bf_preset"] == "log":
                 p3.number_input("k (power of the logarithm)", min_value=0.1, max_value=16.0, key="bf_k", step=0.5)
     elif mode == "step":
-        st.caption(f"Bands of **{md_escape(measure)}**: a record gets the ε of the first band whose upper value it does not "
-                   "exceed; leave the last band's upper value empty (it is open).")
+        st.caption(f"Bands of **{md_escape(measure)}**: a record gets the ε of the first band whose upper value it "
+                   "does not exceed; leave the last band's upper value empty (it is open).")
         ss["bf_steps_current"] = st.data_editor(ss["bf_steps"], key="bf_steps_edit", num_rows="dynamic",
                                                 hide_index=True)
     elif mode == "groups":
@@ -73,7 +73,8 @@ def editor() -> BudgetFunction | None:
                       "Example: 1e4 / max(BALANCE, 1)")
     b1, b2, b3, b4 = st.columns(4)
     b1.number_input("ε̂ (cap: the weakest requirement)", min_value=1e-9, max_value=1e6, key="bf_eps_max", format="%.4g")
-    b2.number_input(f"U (largest possible {md_escape(measure)})", min_value=1e-6, max_value=1e18, key="bf_U", format="%.4g")
+    b2.number_input(f"U (largest possible {md_escape(measure)})", min_value=1e-6, max_value=1e18, key="bf_U",
+                    format="%.4g")
     b3.checkbox("Set ε̌ myself", key="bf_eps_min_on", help="By default ε̌ = E(U), the budget of a record at the "
                 "domain bound.")
     if ss["bf_eps_min_on"]:
@@ -103,8 +104,7 @@ def describe(budget: BudgetFunction) -> None:
     if budget.value_column is not None or ss["bf_mode"] == "groups":
         vmax = max(budget.U, 1.0)
         values = ubf.measure_values(ds, measure) if teaching else None
-        fig = bch.budget_curve_figure(budget, measure=measure, values=values, vmax=vmax,
-                                      seed=int(ss.get("seed", 0)))
+        fig = bch.budget_curve_figure(budget, measure=measure, values=values, vmax=vmax, seed=int(ss.get("seed", 0)))
         st.plotly_chart(fig, key="bf_curve")
         if teaching:
             confidential("The orange points are a sample of the dataset's records at their required budgets"
@@ -135,8 +135,8 @@ def domains(budget: BudgetFunction) -> bool:
         show_error(e)
         return False
     shown = dtab.rename(columns={"eps_low": "ε from (excl.)", "eps_high": "ε up to", "charged": "charged ε",
-                                 "threshold": "threshold T_i (noisy count needed)", "value_from": f"{measure} from", "value_to": f"{measure} to",
-                                 "records": "records"})
+                                 "threshold": "threshold T_i (noisy count needed)", "value_from": f"{measure} from",
+                                 "value_to": f"{measure} to", "records": "records"})
     if not teaching:
         shown = shown.drop(columns=["records"], errors="ignore")
     st.plotly_chart(bch.domain_figure(dtab, show_counts=teaching), key="bf_domains")
@@ -166,7 +166,7 @@ def run(budget: BudgetFunction) -> None:
     if ss.get("bf_query") not in qopts:
         ss["bf_query"] = "sum"
     r1, r2 = st.columns(2)
-    r1.selectbox("Query", qopts, format_func=ubf.QUERIES.get, key="bf_query")
+    r1.selectbox("Query", qopts, format_func=lambda q: ubf.QUERIES[q], key="bf_query")
     if ss["bf_query"] == "distinct":
         cols = [c for c in data_columns(ds) if c != ds.schema.id_col]
         if ss.get("bf_distinct_col") not in cols:
@@ -201,8 +201,8 @@ def run(budget: BudgetFunction) -> None:
                    f"asking for less (domains below ℓ = {x['ell']} of {x['L']}) are left out, every other record is "
                    f"answered by the standard mechanism at half that level, ε_τ/2 = {x['eps_M']:.4g}")
             if not x.get("passed", True):
-                msg += ". No domain reached its threshold: the data set is too small for these budgets, so only the last " \
-                       "domain was used (the guarantee still holds)"
+                msg += ". No domain reached its threshold: the data set is too small for these budgets, so only the " \
+                       "last domain was used (the guarantee still holds)"
             st.markdown(msg + ".")
         truth = float(res["rows"]["true"].iloc[0]) if res["teaching"] and teaching and "true" in res["rows"] else None
         st.plotly_chart(bch.comparison_figure(res["rows"], truth=truth, title="Released answers"), key="bf_compare")

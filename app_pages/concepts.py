@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import streamlit as st
 
 from prdp_core import accounting, interpret
@@ -97,7 +99,8 @@ with calc_tab:
 
     st.subheader("A record with P(r) = x has these guarantees")
     c1, c2 = st.columns(2)
-    measure = c1.radio("Per-record loss measured in", ["rho", "eps"], key="cc_rec_measure", horizontal=True,
+    rec_measures: list[Literal["rho", "eps"]] = ["rho", "eps"]
+    measure = c1.radio("Per-record loss measured in", rec_measures, key="cc_rec_measure", horizontal=True,
                        format_func={"rho": "ρ (zCDP, P(r))", "eps": "ε (pure DP, E(r))"}.get)
     x = c2.number_input("x (the record's loss)", min_value=0.0, max_value=1000.0, step=0.1, key="cc_rec_value")
     with guarded():
@@ -127,7 +130,8 @@ with attr_tab:
         ss["pa_k"] = d
     k = c2.slider("Attributes of interest / marginal order (k)", 1, d, key="pa_k")
     eps0 = c3.slider("Per-attribute ε0", 0.01, 2.0, step=0.01, key="pa_eps0")
-    kind = c4.radio("Guarantee", ["cdp", "pure"], key="pa_kind",
+    kinds: list[Literal["cdp", "pure"]] = ["cdp", "pure"]
+    kind = c4.radio("Guarantee", kinds, key="pa_kind",
                     format_func={"cdp": "zCDP (ε0 in √(2ρ) units)", "pure": "pure DP"}.get)
     learn("**Per-attribute DP (partial DP).** ε0 bounds what changes when *one attribute* of one person changes "
           "(e.g. their income, but not their age). Group privacy turns it into a whole-record guarantee: d·ε0 in "

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 import prdp_core
 from prdp_core import charts
-from prdp_core.data import GENERATED_ID, MISSING_GROUP
+from prdp_core.data import GENERATED_ID, MISSING_GROUP, TableCheck
 from prdp_core.errors import PrdpError
 from ui import data as udata
 from ui import large, review, state
@@ -38,8 +40,9 @@ with prof_tab:
         prof = state.profile()
         confidential()
         tbl = prof.table()[["count", "min", "median", "p90", "p99", "max", "mean", "skewness", "top1_share"]]
-        fmt = {"count": "{:,.0f}", "min": readable, "median": readable, "p90": readable, "p99": readable,
-               "max": readable, "mean": readable, "skewness": "{:,.2f}", "top 1% share": "{:.1%}"}
+        fmt: dict[str, Any] = {"count": "{:,.0f}", "min": readable, "median": readable, "p90": readable,
+                               "p99": readable, "max": readable, "mean": readable, "skewness": "{:,.2f}",
+                               "top 1% share": "{:.1%}"}
         if ds.shifts:  # values are on the shifted scale: the table says by how much (the lines above: why)
             tbl.insert(0, "shift", [ds.shifts.get(m, 0.0) for m in tbl.index])
             fmt["shift"] = "+{:,.15g}"
@@ -140,6 +143,7 @@ with roles_tab:
     st.multiselect("Measures (numeric, non-negative)", cols, default=list(guess.measures), key=f"map_measures_{rid}")
     st.multiselect("Groups (filters / group-by keys)", cols, default=list(guess.groups), key=f"map_groups_{rid}")
     schema = udata.schema_from_widgets(rid)
+    chk: TableCheck | None
     try:
         chk = udata.check_raw(raw, schema)
     except PrdpError as err:

@@ -92,16 +92,16 @@ m3.metric("mean Φ (S-avg's t)", f"{spec.mean_eps:.3g}")
 m4.metric("max Φ (S's and T's t)", f"{spec.max_eps:.3g}")
 for note in spec.notes if records_shown else ():
     st.caption(f":material/info: {md_escape(note)}")
-st.caption(f"Source: {md_escape(spec.source)}. The thresholds above are computed over the whole roster U, never over the users "
-           "whose tuples happen to be in one query — otherwise adding one conservative user would change everybody's "
-           "noise and break the guarantee.")
+st.caption(f"Source: {md_escape(spec.source)}. The thresholds above are computed over the whole roster U, never "
+           "over the users whose tuples happen to be in one query — otherwise adding one conservative user would "
+           "change everybody's noise and break the guarantee.")
 if spec.roster == "table":
     st.info("**The roster U comes from the table.** The users and their Φ are read from the data being released "
             "(generated tiers are drawn for its rows or owners), so α, the thresholds and Sample's π would move if a "
             "user joined or left. Every release below is therefore stated under **substitution neighbours**: n, the "
             "users and their Φ are public, and one tuple's value changes. A roster fixed in advance (in Python: "
-            "`personalized.generate_tiers(user_ids, ...)` or `personalized.spec_from_values(...)` over a declared universe) keeps the "
-            "paper's add/remove statements.", icon=":material/group:")
+            "`personalized.generate_tiers(user_ids, ...)` or `personalized.spec_from_values(...)` over a declared "
+            "universe) keeps the paper's add/remove statements.", icon=":material/group:")
     learn("**Why not add/remove?** With the roster taken from the table, adding one user who chose Φ = 0.01 moves "
           "Minimum's α from, say, 1 to 0.01: the noise scale itself reveals that the user is present, whatever their "
           "Φ. Substitution neighbours keep the roster fixed, so α, t and π are public constants. For counts the "
@@ -154,14 +154,15 @@ with st.expander("Suggest hi privately (a DP percentile, charged to your ledger)
 
 if spec.roster == "table":
     st.caption(":material/compare_arrows: **Neighbour notions.** With the roster read from the table, every "
-               f"mechanism is stated under {personalized.NEIGHBOUR_TEXT['substitution']}, with the users and their Φ public.")
+               f"mechanism is stated under {personalized.NEIGHBOUR_TEXT['substitution']}, with the users and their Φ "
+               "public.")
 else:
     st.caption(":material/compare_arrows: **Neighbour notions.** Minimum, Threshold, Sample and Stretching are "
-               f"proved under {personalized.NEIGHBOUR_TEXT['add/remove']}; PE only under {personalized.NEIGHBOUR_TEXT['substitution']}, a "
-               "guarantee about twice as weak for the same ε.")
+               f"proved under {personalized.NEIGHBOUR_TEXT['add/remove']}; PE only under "
+               f"{personalized.NEIGHBOUR_TEXT['substitution']}, a guarantee about twice as weak for the same ε.")
 
-mechs_all = {"M": personalized.Minimum(), "T": personalized.Threshold("max"), "S": personalized.Sample("max"), "S-avg": personalized.Sample("mean"),
-             "PE": personalized.PE(), "Alag": personalized.Stretching()}
+mechs_all = {"M": personalized.Minimum(), "T": personalized.Threshold("max"), "S": personalized.Sample("max"),
+             "S-avg": personalized.Sample("mean"), "PE": personalized.PE(), "Alag": personalized.Stretching()}
 
 # ---------------------------------------------------------------------------
 # 3. Views

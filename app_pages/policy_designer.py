@@ -69,7 +69,8 @@ with right:
         column_config={
             "kind": st.column_config.SelectboxColumn("query", options=["count", "sum", "avg"], required=True),
             "measure": st.column_config.SelectboxColumn("measure", options=[""] + measures),
-            "group_by": st.column_config.TextColumn("group by", help=f"Columns: {md_escape(', '.join(groups)) or 'none'}"),
+            "group_by": st.column_config.TextColumn("group by",
+                                                    help=f"Columns: {md_escape(', '.join(groups)) or 'none'}"),
             "rho": st.column_config.NumberColumn("ρ", min_value=0.0, format="%.4g",
                                                 help="The query's budget (zCDP): every record it reads loses ρ, "
                                                      "or ρ·m(r)² when answered on split data."),
@@ -102,7 +103,7 @@ candidate, err = pstate.try_policy(_make_policy)
 if err is not None:
     show_error(err)
     st.caption("The charts below show the **last valid policy**; fix the input above to update them.")
-else:
+elif candidate is not None:
     pstate.set_policy(candidate)
 pol = st.session_state["policy"]
 from_data = pstate.flagged_thresholds(pol)
@@ -214,7 +215,8 @@ for g, _row in pol.thresholds.rows[:8]:
 pc2.plotly_chart(chart(public_function_figure, grid, curves, measure=fm, observed=vals if show_data else None),
                  key="public_fn")
 st.caption("This function — not any record's value — is what an agency can publish: anyone who knows a record's "
-           f"{md_escape(fm)} can read off its loss (other measures at most their thresholds, record passing every filter).")
+           f"{md_escape(fm)} can read off its loss (other measures at most their thresholds, record passing every "
+           "filter).")
 
 st.subheader("In (ε, δ) terms")
 d1, d2 = st.columns([1, 3])

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from prdp_core import report as R
 from prdp_core.errors import PrdpError
@@ -11,6 +14,12 @@ from ui import ledger_view, review, state
 from ui import memory as umem
 from ui import study as ustudy
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
+
+
+def _progress_line(status: DeltaGenerator, i: int, n: int, text: str) -> None:
+    """Step i of n of a study run on a large dataset, written into its status box."""
+    status.write(f":material/progress_activity: {i + 1}/{n + 1}: {text}")
+
 
 st.title("Study")
 st.caption("Everything a review session needs to take home: the study as a config that loads back (here or in "
@@ -42,13 +51,13 @@ with tab_export:
         for note in ustudy.export_notes():
             st.warning(md_escape(note))
         if study.data.path is not None and study.data.engine != "memory":
-            st.caption(f":material/database: The config reads **{md_escape(study.data.path)}** of the server's data folder "
-                       f"with the {md_escape(study.data.engine)} engine (the records stay in the file): save the config in "
-                       "that folder to run it with `prdp run`, or pass `--data PATH`. Loading it back here reads the "
-                       "same path of the data folder.")
+            st.caption(f":material/database: The config reads **{md_escape(study.data.path)}** of the server's data "
+                       f"folder with the {md_escape(study.data.engine)} engine (the records stay in the file): save "
+                       "the config in that folder to run it with `prdp run`, or pass `--data PATH`. Loading it back "
+                       "here reads the same path of the data folder.")
         elif study.data.path is not None:
-            st.caption(f":material/info: The config names the data file **{md_escape(study.data.path)}**: keep it next to the "
-                       "config (it is not part of the export).")
+            st.caption(f":material/info: The config names the data file **{md_escape(study.data.path)}**: keep it "
+                       "next to the config (it is not part of the export).")
         download_button("Download the study config (YAML)", yaml_text.encode("utf-8"), file_name="study.yaml",
                         mime="application/x-yaml", key="study_dl_config", type="primary",
                         icon=":material/download:")
@@ -87,13 +96,15 @@ with tab_report:
         if st.button("Build the report", key="study_build", type="primary", icon=":material/summarize:"):
             try:
                 umem.guard("report", columns=umem.dataset_columns(state.dataset()) * len(study.mechanisms))
-                on_engine = state.is_large()  # a large dataset: each mechanism's statistics in the engine, with progress
+                # a large dataset: each mechanism's statistics in the engine, with progress
+                on_engine = state.is_large()
                 box = (st.status(f"Running the study on {review.count(state.dataset().n, 'records', hidden='the')}",
                                  expanded=True) if on_engine
                        else st.spinner("Running the study and building the report…"))
                 with box as status:
-                    say = (lambda i, n, text: status.write(f":material/progress_activity: {i + 1}/{n + 1}: {text}")
-                           ) if on_engine else None
+                    say: R.Progress | None = None  # a small dataset's spinner: no progress lines
+                    if status is not None:
+                        say = partial(_progress_line, status)
                     run = R.run_study(study, dataset=state.dataset(), progress=say)
                     ss["study_outputs"] = {
                         "key": (state.token(), yaml_text),
@@ -101,7 +112,7 @@ with tab_report:
                         "results": to_csv_bytes(R.results_frame(run.releases, teaching=run.teaching)),
                         "budget": R.budget_table(run), "script": R.reproduction_script(study).encode("utf-8"),
                         "releases": len(run.releases), "mode": study.mode}
-                    if on_engine:
+                    if status is not None:
                         status.update(label="Report built", state="complete", expanded=False)
             except PrdpError as err:
                 show_error(err)

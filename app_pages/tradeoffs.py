@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from prdp_core import analysis, sweeps
@@ -34,8 +36,8 @@ with tab_sweep:
     if review.shows_records("the errors of the answers and the records' loss shares and charts for "
                             "each threshold and ρ (computed from the true answers and the records' values)"):
         c1, c2, c3 = st.columns(3)
-        pcts = c1.multiselect("Thresholds at these percentiles (PctScore)", list(options.SWEEP_PCTS), default=[90.0, 97.0, 99.0, 99.9],
-                              key="tr_pcts")
+        pcts = c1.multiselect("Thresholds at these percentiles (PctScore)", list(options.SWEEP_PCTS),
+                              default=[90.0, 97.0, 99.0, 99.9], key="tr_pcts")
         rhos = c2.multiselect("Base loss ρ", list(options.SWEEP_RHOS), default=[0.1, 1.0, 10.0],
                               key="tr_rhos")
         min_rec = c3.number_input("Answers with at least … records", min_value=1, value=T.default_min_records(ds),
@@ -54,16 +56,17 @@ with tab_sweep:
                 else:
                     fam = st.selectbox("Query family", fams, index=min(1, len(fams) - 1), key="tr_family")
                     st.plotly_chart(sweep_figure(errors, losses, fam), key="tr_sweep_chart")
-                    st.caption("Each box: the median ARE of every answer of that family (whiskers: 5th–95th percentiles). "
-                               "Dashed lines: 10% (green) and 100% (red) error.")
+                    st.caption("Each box: the median ARE of every answer of that family (whiskers: 5th–95th "
+                               "percentiles). Dashed lines: 10% (green) and 100% (red) error.")
                     if pol.workload.partition_rho > 0:
                         st.caption("Partition selection is on: a cell it may leave out counts as a 100% error with the "
                                    "probability that it is left out (δ = 1e-6).")
                     show = losses.copy()
-                    st.dataframe(show.style.format({c: "{:.2%}" for c in show.columns if c.startswith(("share", "median"))}
-                                                   | {"loss_p99": "{:,.4g}", "loss_max": "{:,.4g}"}), hide_index=True)
-                    rho_cdf = st.select_slider("Policy-loss CDFs at base ρ", options=sorted(rhos), value=sorted(rhos)[0],
-                                               key="tr_cdf_rho")
+                    fmt: dict[str, Any] = {c: "{:.2%}" for c in show.columns if c.startswith(("share", "median"))}
+                    st.dataframe(show.style.format(fmt | {"loss_p99": "{:,.4g}", "loss_max": "{:,.4g}"}),
+                                 hide_index=True)
+                    rho_cdf = st.select_slider("Policy-loss CDFs at base ρ", options=sorted(rhos),
+                                               value=sorted(rhos)[0], key="tr_cdf_rho")
                     cdfs = T.sweep_cdfs(tok, pk, T.key({f"p{p:g}": g for p, g in zip(sorted(pcts), grid)}),
                                         float(rho_cdf), ds, pol)
                     st.plotly_chart(loss_cdf_figure(cdfs, title=f"Policy-loss CDFs (base ρ = {rho_cdf:g})",
@@ -73,24 +76,25 @@ with tab_sweep:
                             st.markdown(f"- At base ρ = {b['base_rho']:g}, every setting swept puts more than 1% of "
                                         "records above the base loss.")
                         elif b["status"] == "undefined":
-                            st.markdown(f"- At base ρ = {b['base_rho']:g}, the relative error of {md_escape(fam)} is undefined: "
-                                        "every true answer it covers is 0.")
+                            st.markdown(f"- At base ρ = {b['base_rho']:g}, the relative error of {md_escape(fam)} is "
+                                        "undefined: every true answer it covers is 0.")
                         else:
-                            st.markdown(f"- At base ρ = {b['base_rho']:g}, the best setting keeping at most 1% of records "
-                                        f"above the base loss is **{b['setting']}**: median answer error "
-                                        f"**{b['median_are']:.1%}** for {md_escape(fam)}, **{b['share_above_base']:.2%}** of records "
-                                        "paying more.")
+                            st.markdown(f"- At base ρ = {b['base_rho']:g}, the best setting keeping at most 1% of "
+                                        f"records above the base loss is **{b['setting']}**: median answer error "
+                                        f"**{b['median_are']:.1%}** for {md_escape(fam)}, "
+                                        f"**{b['share_above_base']:.2%}** of records paying more.")
 
 with tab_top:
     if review.shows_records("the errors of splitting and top-coding (computed from the true "
                             "answers)"):
-        st.markdown("Every scheme answers the same workload — COUNT and one SUM per measure at each group-by level — "
-                    "with the same base loss. Top-coding clamps values (bias, flat loss); splitting cuts them (no bias, "
-                    "ρ·m(r)²).")
+        st.markdown("Every scheme answers the same workload — COUNT and one SUM per measure at each group-by level "
+                    "— with the same base loss. Top-coding clamps values (bias, flat loss); splitting cuts them (no "
+                    "bias, ρ·m(r)²).")
         groups = list(ds.schema.groups)
         c1, c2 = st.columns(2)
         geo_default = "COUNTY" if "COUNTY" in groups else None
-        geo = c1.selectbox("Geography (added to every level)", [None] + groups, index=([None] + groups).index(geo_default),
+        geo = c1.selectbox("Geography (added to every level)", [None] + groups,
+                           index=([None] + groups).index(geo_default),
                            format_func=lambda g: "(none)" if g is None else g, key="tr_geo")
         lv_default = [g for g in groups if g.startswith("NAICS")] or groups[:1]
         levels = c2.multiselect("Levels", [g for g in groups if g != geo], default=[g for g in lv_default if g != geo],
@@ -100,10 +104,12 @@ with tab_top:
         min_top = c4.number_input("Answers with at least … records", min_value=1, value=T.default_min_records(ds),
                                   key="tr_top_min")
         split_s, top_s = T.schemes_for(ds, measures)
-        st.caption("Schemes — splitting: " + "; ".join(f"**{k}** " + ", ".join(f"T({md_escape(m)})={v:,.4g}" for m, v in t.items())
-                                                        for k, t in split_s.items())
-                   + " — top-coding: " + "; ".join(f"**{k}** " + ", ".join(f"c({md_escape(m)})={v:,.4g}" for m, v in t.items())
-                                                   for k, t in top_s.items()))
+        st.caption("Schemes — splitting: "
+                   + "; ".join(f"**{k}** " + ", ".join(f"T({md_escape(m)})={v:,.4g}" for m, v in t.items())
+                               for k, t in split_s.items())
+                   + " — top-coding: "
+                   + "; ".join(f"**{k}** " + ", ".join(f"c({md_escape(m)})={v:,.4g}" for m, v in t.items())
+                               for k, t in top_s.items()))
         if not levels:
             st.info("Choose at least one level.")
         else:
@@ -133,7 +139,8 @@ with tab_fit:
                                  format_func=lambda t: f"{t:.0%}", key="tr_targets")
         gamma = c2.number_input("with probability γ", 0.5, 0.999, 0.95, key="tr_gamma")
         share = c3.number_input("for this share of answers", 0.1, 1.0, 0.95, key="tr_share")
-        min_fit = c4.number_input("with at least … records", min_value=1, value=T.default_min_records(ds), key="tr_fmin")
+        min_fit = c4.number_input("with at least … records", min_value=1, value=T.default_min_records(ds),
+                                  key="tr_fmin")
         if not targets:
             st.info("Choose at least one relative-error goal.")
         else:
@@ -146,10 +153,10 @@ with tab_fit:
                 st.plotly_chart(loss_cdf_figure(curves, title="Smallest policy meeting each goal (per record)",
                                                 base=pol.workload.total_rho, view="cdf"), key="tr_fit_cdf")
                 st.dataframe(table.style.format("{:,.4g}"), hide_index=True)
-                st.caption("Fig. 4 of the paper: with the active thresholds, the budgets each query family needs so that "
-                           f"{share:.0%} of its answers are within the goal with probability {gamma:.0%}; the curves "
-                           "are the per-record losses those budgets imply. The dotted line is the active policy's base "
-                           "loss.")
+                st.caption("Fig. 4 of the paper: with the active thresholds, the budgets each query family needs so "
+                           f"that {share:.0%} of its answers are within the goal with probability {gamma:.0%}; the "
+                           "curves are the per-record losses those budgets imply. The dotted line is the active "
+                           "policy's base loss.")
 
 with tab_solve:
     if review.shows_records("the budgets solved for the goal and the largest thresholds meeting it "
@@ -190,7 +197,7 @@ with tab_clip:
         st.plotly_chart(mse_figure(curves, optima), key="tr_clip_chart")
     for a in alphas:
         name = f"α = {a:g}"
-        st.markdown(f"- {name}: best Δ = {optima[name]:,.0f}, where MSE / E[sum] = "
-                    f"{float(analysis.clipped_pareto_mse_ratio(optima[name], n=int(n), alpha=a, rho=float(rho_c))):,.0f}.")
+        ratio = float(analysis.clipped_pareto_mse_ratio(optima[name], n=int(n), alpha=a, rho=float(rho_c)))
+        st.markdown(f"- {name}: best Δ = {optima[name]:,.0f}, where MSE / E[sum] = {ratio:,.0f}.")
 
 code_expander(snippet_code("tradeoffs", pol))

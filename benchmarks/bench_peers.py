@@ -140,12 +140,15 @@ def tasks() -> list[tuple[str, str, Callable[[dict[str, Any]], Callable[[], Any]
         return run
 
     return [
-        ("clipped sum + Laplace", "prdp_core", lambda d: lambda: BL.clipped_sum_laplace(d["v"], 0.0, U, EPS, rng=rng), ("v",)),
-        ("clipped sum + Laplace", "diffprivlib", lambda d: lambda: dpl_sum(d["v"], epsilon=EPS, bounds=(0.0, U)), ("v",)),
+        ("clipped sum + Laplace", "prdp_core",
+         lambda d: lambda: BL.clipped_sum_laplace(d["v"], 0.0, U, EPS, rng=rng), ("v",)),
+        ("clipped sum + Laplace", "diffprivlib",
+         lambda d: lambda: dpl_sum(d["v"], epsilon=EPS, bounds=(0.0, U)), ("v",)),
         ("clipped sum + Laplace", "OpenDP", lambda d: lambda: odp_lap(d["v"]), ("v",)),
         ("clipped sum + Laplace", "prdp_core secure",
          lambda d: lambda: BL.ClippedSum("v", EPS, upper=U).release(d["table"], secure=True), ("id", "v")),
-        ("clipped sum + Gaussian", "prdp_core", lambda d: lambda: BL.clipped_sum_gaussian(d["v"], 0.0, U, RHO, rng=rng), ("v",)),
+        ("clipped sum + Gaussian", "prdp_core",
+         lambda d: lambda: BL.clipped_sum_gaussian(d["v"], 0.0, U, RHO, rng=rng), ("v",)),
         ("clipped sum + Gaussian", "diffprivlib",
          lambda d: lambda: dpl_gau.randomise(float(np.clip(d["v"], 0.0, U).sum())), ("v",)),
         ("clipped sum + Gaussian", "OpenDP", lambda d: lambda: odp_gau(d["v"]), ("v",)),
@@ -153,7 +156,8 @@ def tasks() -> list[tuple[str, str, Callable[[dict[str, Any]], Callable[[], Any]
          lambda d: lambda: release(d["table"], pol, rng=rng, owner_realized=False), ("id", "v")),
         ("unit-split sum (core: m(r), sum, noise, P(r))", "prdp_core", us_core, ("id", "v")),
         ("policy-loss CDF over records", "prdp_core",
-         lambda d: lambda: preview_policy(d["ds"], pol, pieces=split_counts(d["table"], {"v": T})).record_cdf(), ("id", "v")),
+         lambda d: lambda: preview_policy(d["ds"], pol, pieces=split_counts(d["table"], {"v": T})).record_cdf(),
+         ("id", "v")),
         ("PrDP framework sum (Algorithm 2)", "prdp_core",
          lambda d: lambda: prdp.framework(d["table"], bud, "sum", beta=0.1, rng=rng), ("id", "v")),
     ]

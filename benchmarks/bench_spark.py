@@ -59,8 +59,8 @@ def hand_written(spark, path: str) -> dict:
                             "GROUP BY l"),
         # the domain index ⌈log2(ε/ε̌)⌉ with Spark's own log: not bit-exact, the speed reference
         "domains": lambda b, e: q(f"SELECT d, count(*) FROM (SELECT least(greatest(CAST(ceil(log2(least(greatest({e}, "
-                                  f"{b.eps_min}e0), {b.eps_max}e0) / {b.eps_min}e0)) AS INT), 1), {b.domains().L}) AS d "
-                                  f"FROM {src}) GROUP BY d"),
+                                  f"{b.eps_min}e0), {b.eps_max}e0) / {b.eps_min}e0)) AS INT), 1), {b.domains().L}) "
+                                  f"AS d FROM {src}) GROUP BY d"),
     }
 
 
@@ -119,7 +119,8 @@ def main() -> None:
     report("owner (firm) loss CDF, Lemma 4", lambda: preview_policy(ds, pol).owners.ecdf(), hand["owners"])
     report("PrDP domain counts, 500/ln(PAYANN)² (monotone: exact thresholds, no UDF)",
            lambda: eng.domain_stats(log_budget),
-           lambda: hand["domains"](log_budget, "CASE WHEN PAYANN > 1 THEN 500 / pow(ln(greatest(PAYANN, 1)), 2) ELSE 1e300 END"))
+           lambda: hand["domains"](log_budget, "CASE WHEN PAYANN > 1 THEN 500 / pow(ln(greatest(PAYANN, 1)), 2) "
+                                               "ELSE 1e300 END"))
     two = B.parse_budget("500 / max(log(PAYANN + 2), 1) ** 2 + EMP / 1000", eps_min=0.01, eps_max=100)
     report("PrDP domain counts, 500/ln(PAYANN+2)² + EMP/1000 (two columns: pandas UDF)",
            lambda: eng.domain_stats(two),

@@ -101,7 +101,8 @@ def table(res: dict[tuple[str, str], list[tuple[float, float]]], names: list[str
         lines.append(f"| {query} | {label} | " + " | ".join(vals) + " |")
     lines.append("")
     lines.append("Median time of one release (ms): " + "; ".join(
-        f"{label} ({query}) " + " / ".join(f"{1000 * t:.1f}" for _, t in cells) for (query, label), cells in res.items()))
+        f"{label} ({query}) " + " / ".join(f"{1000 * t:.1f}" for _, t in cells)
+        for (query, label), cells in res.items()))
     return "\n".join(lines)
 
 

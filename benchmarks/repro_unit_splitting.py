@@ -94,7 +94,8 @@ def fig1() -> None:
             rows.append({"α": a, "ρ": rho, "optimal Δ": d,
                          "MSE / E[sum] at optimum": float(analysis.clipped_pareto_mse_ratio(d, n=1000, alpha=a,
                                                                                            rho=rho))})
-    print(md(pd.DataFrame(rows), {"α": "{:g}", "ρ": "{:g}", "optimal Δ": "{:,.0f}", "MSE / E[sum] at optimum": "{:,.1f}"}))
+    print(md(pd.DataFrame(rows), {"α": "{:g}", "ρ": "{:g}", "optimal Δ": "{:,.0f}",
+                                  "MSE / E[sum] at optimum": "{:,.1f}"}))
     print()
 
 

@@ -363,7 +363,8 @@ class StreamlitClient:
         await self.wait_idle()
 
     def _in_sidebar(self, widget_id: str) -> bool:
-        return any(p[:1] == (SIDEBAR,) and getattr(s.element, "id", None) == widget_id for p, s in self.elements.items())
+        return any(p[:1] == (SIDEBAR,) and getattr(s.element, "id", None) == widget_id
+                   for p, s in self.elements.items())
 
     def find(self, kind: str, where: Callable[[Any], bool] = lambda _: True) -> tuple[tuple[int, ...], Any]:
         """The first element of ``kind`` on the page (in the page's order) for which ``where(proto)`` holds."""

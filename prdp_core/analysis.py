@@ -164,7 +164,8 @@ def are_quantile_with_keep(bias: np.ndarray, sigma: np.ndarray, true: np.ndarray
 
 def keep_probabilities(table: Any, policy: SplittingPolicy, sts: list[QueryStats], *,
                        partition_delta: float = 1e-6, pieces: np.ndarray | None = None,
-                       scale: float = 1.0, cells: Mapping[tuple[str, ...], tuple[pd.DataFrame, np.ndarray]] | None = None
+                       scale: float = 1.0,
+                       cells: Mapping[tuple[str, ...], tuple[pd.DataFrame, np.ndarray]] | None = None
                        ) -> list[np.ndarray]:
     """Probability that each cell of each query is published (one array per query of ``sts``).
 

@@ -126,7 +126,8 @@ def solve_budget(table: Any, policy: SplittingPolicy, *, target: float, gamma: f
     need: dict[str, list[np.ndarray]] = {}
     for s, k in _evaluated_cells(sts, min_count):
         q = s.query
-        truth = np.abs(s.true_answer()[k]) if not (q.kind == "sum" and not q.split) else np.abs(_raw_totals(table, s)[k])
+        truth = (np.abs(s.true_answer()[k]) if not (q.kind == "sum" and not q.split)
+                 else np.abs(_raw_totals(table, s)[k]))
         sens = s.sens[k]
         z = _goal_z(goal_quantile_levels(keeps[id(s)][k], gamma, target))
         margin = target * truth
@@ -190,8 +191,8 @@ def largest_thresholds(table: Any, policy: SplittingPolicy, *, target: float, ga
 
     def share_met(a: str, th: dict[str, float]) -> float:
         pol_t = SplittingPolicy(as_thresholds(dict(th)), wl)
-        keeps = _keeps_by_query(table, pol_t, sts, partition_delta, pieces=None if engine else split_counts(table, pol_t.thresholds),
-                                cells=sel_cells)
+        keeps = _keeps_by_query(table, pol_t, sts, partition_delta,
+                                pieces=None if engine else split_counts(table, pol_t.thresholds), cells=sel_cells)
         items = cells[a]
         zs = [_goal_z(goal_quantile_levels(keeps[id(s)][k], gamma, target)) for s, k, _ in items]
         with np.errstate(divide="ignore"):

@@ -135,7 +135,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("config", metavar="STUDY.yaml", help="the study config (YAML, docs/config.md)")
     r.add_argument("--data", metavar="SOURCE", help="use this data instead of the config's data source (a file; "
                                                     "with the duckdb engine also a folder, a glob or "
-                                                    "db.duckdb#table; with spark also an hdfs:// or s3a:// URI); the config's column roles and fixes still apply")
+                                                    "db.duckdb#table; with spark also an hdfs:// or s3a:// URI); the "
+                                                    "config's column roles and fixes still apply")
     r.add_argument("--engine", choices=("memory", "duckdb", "spark", "auto"),
                    help="where the records are kept (overrides data.engine): duckdb for files beyond memory, "
                         "spark for a cluster (docs/cluster.md)")

@@ -370,8 +370,8 @@ class Preparation:
                 )
             self.shifts[m] = -mn
             self.notes.append(f"{shift_text(m, -mn, public=False)}: its minimum is now 0 (sums are on the shifted "
-                              f"scale: subtract n × {-mn:,.15g} to return to the original scale). This shift comes from "
-                              "the smallest record and is itself confidential: for a release, shift by a public "
+                              f"scale: subtract n × {-mn:,.15g} to return to the original scale). This shift comes "
+                              "from the smallest record and is itself confidential: for a release, shift by a public "
                               "constant.")
             return -mn
         return 0.0

@@ -64,8 +64,8 @@ MAX_PREVIEW_CHARS: int = _env("MAX_PREVIEW_CHARS", 200)
 MAX_EXPRESSION_CHARS: int = 2_000
 
 #: Largest work of one expression evaluation: its cost per record (operands, operators and calls count
-#: 1 to 4, a text comparison 40; see ``prdp_core.mechanisms.prdp.expressions``) times the number of records. About 1 s on
-#: an idle 2-core machine; on 20,000,000 records it leaves 100 per record (1e4 / max(v, 1) costs 6).
+#: 1 to 4, a text comparison 40; see ``prdp_core.mechanisms.prdp.expressions``) times the number of records. About
+#: 1 s on an idle 2-core machine; on 20,000,000 records it leaves 100 per record (1e4 / max(v, 1) costs 6).
 MAX_EXPRESSION_COST: int = _env("MAX_EXPRESSION_COST", 2_000_000_000)
 
 #: Records evaluated at once by an expression (a float64 chunk of 512 KB per intermediate result).

@@ -331,7 +331,8 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
                      "knowledge before publishing.</p>")
     if any(r["secure"] for r in seeds):
         parts.append("<p>Releases marked <b>secure</b> used exact samplers with a system random source: they have no "
-                     "seed, and a rerun gives other numbers (the reproduction script reruns them, not bit for bit).</p>")
+                     "seed, and a rerun gives other numbers (the reproduction script reruns them, not bit for "
+                     "bit).</p>")
     parts.append("<p>The study config (reload it in the app's Study page or run <code>prdp run</code>):</p>")
     parts.append(f"<pre>{e(config_text if config_text is not None else st.to_yaml())}</pre>")
     parts.append("<p class='muted'>reproduce.py (written next to this report by <code>prdp run</code>) reruns the "
@@ -381,7 +382,7 @@ def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progre
 
 
 __all__ = ["ConfigError", "DataSource", "OUTPUT_FILES", "REVIEW_TAIL", "SCHEMA_VERSION", "Study", "StudyRun",
-           "budget_table", "conversion_rows", "error_summary", "ledger_dict", "ledger_frame", "ledger_json", "ledger_table",
-           "load_config",
+           "budget_table", "conversion_rows", "error_summary", "ledger_dict", "ledger_frame", "ledger_json",
+           "ledger_table", "load_config",
            "load_data", "parse_config", "render_html", "reproduction_script", "resolve_data_path", "results_frame",
            "review_cdf", "run_study", "safe_data_path", "study_from_dict", "write_outputs"]

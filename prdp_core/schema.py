@@ -138,7 +138,8 @@ def _distinct_counts(df: pd.DataFrame) -> dict[str, int]:
     bad: list[str] = []
     for c in df.columns:
         binary = df[c].dtype == object and next(
-            (type(v).__name__ for v in df[c].dropna().head(1000) if isinstance(v, (bytes, bytearray, memoryview))), None)
+            (type(v).__name__ for v in df[c].dropna().head(1000)
+             if isinstance(v, (bytes, bytearray, memoryview))), None)
         if binary:
             bad.append(f"{str(c)[:60]} ({binary} values)")
             continue

@@ -388,5 +388,5 @@ def _noisy_max(scores: np.ndarray, d_in: int, scale: float, monotonic: bool, eps
     return int(meas([int(x) for x in scores])), loss
 
 
-__all__ = ["BERNOULLI_BITS", "DEFAULT_BITS", "NoisyAnswers", "SECURE_LABEL", "SCORE_SCALE", "SecureSampler", "TEACHING_LABEL",
-           "exact_cell_sums", "grid_for", "mode_label", "to_units", "units_ceil"]
+__all__ = ["BERNOULLI_BITS", "DEFAULT_BITS", "NoisyAnswers", "SECURE_LABEL", "SCORE_SCALE", "SecureSampler",
+           "TEACHING_LABEL", "exact_cell_sums", "grid_for", "mode_label", "to_units", "units_ceil"]

@@ -246,8 +246,9 @@ def level_workload(measures: Sequence[str], levels: Sequence[tuple[str, ...]], b
 
 
 def compare_schemes(table: Any, measures: Sequence[str], levels: Sequence[tuple[str, ...]],
-                    split_schemes: Mapping[str, Mapping[str, float]], topcode_schemes: Mapping[str, Mapping[str, float]],
-                    *, base_rho: float = 1.0, min_count: int = 0) -> pd.DataFrame:
+                    split_schemes: Mapping[str, Mapping[str, float]],
+                    topcode_schemes: Mapping[str, Mapping[str, float]], *, base_rho: float = 1.0,
+                    min_count: int = 0) -> pd.DataFrame:
     """Fig. 3: per-answer median ARE of splitting schemes vs top-coding schemes, by group-by level.
 
     Every scheme answers the same workload (:func:`level_workload`) at the same base loss;

@@ -308,8 +308,9 @@ def local_display(table: pd.DataFrame, n: int, *, per_user: bool = False) -> pd.
     err = "V per user" if per_user else "MSE"
     show = t.rename(columns={"eps": "ε", "eps_template": "ε used (template)", "k": "subset size k",
                              "unused_eps": "ε left unused", "var_multitier": f"{err} multi-tier",
-                             "k_ideal": "ideal k*", "var_ideal": f"{err} ideal", "ratio_multitier": "multi-tier ÷ ideal",
-                             "var_grr": f"{err} GRR", "var_brr": f"{err} BRR", "var_gradual": f"{err} gradual"})
+                             "k_ideal": "ideal k*", "var_ideal": f"{err} ideal",
+                             "ratio_multitier": "multi-tier ÷ ideal", "var_grr": f"{err} GRR", "var_brr": f"{err} BRR",
+                             "var_gradual": f"{err} gradual"})
     show = show.drop(columns=["template"])
     fmt: dict[str, Any] = {f"{err} {c}": "{:.4g}" for c in ("multi-tier", "ideal", "GRR", "BRR", "gradual")}
     fmt.update({"ε": "{:g}", "ε used (template)": "{:.4g}", "ε left unused": "{:.3g}", "multi-tier ÷ ideal": "{:.2f}×"})
@@ -340,8 +341,8 @@ def accuracy_section(cur: dict[str, Any], plan: Any, teaching: bool) -> None:
                   else f"is within ±{r['halfwidth_95']:.4g} of the truth 95% of the time")
             grad = (f"budget splitting would make its error {r['ratio_gradual']:.2f}× larger"
                     if r["ratio_gradual"] > 1.005 else "budget splitting gives the lowest tier the same error")
-            lines.append(f"- **{md_escape(r['tier'])}** (ε = {r['eps']:g}): the answer {hw} — exactly as good as a release made "
-                         f"for this tier alone; {grad}.")
+            lines.append(f"- **{md_escape(r['tier'])}** (ε = {r['eps']:g}): the answer {hw} — exactly as good as a "
+                         f"release made for this tier alone; {grad}.")
         st.markdown("\n".join(lines))
         learn("**Gradual release** (budget splitting) gives tier j the pieces ε_j − ε_{j+1}, …, ε_m and averages them: "
               "collusion is also bounded, but the top tiers lose a lot of accuracy. Independent releases are as "
@@ -364,23 +365,26 @@ def accuracy_section(cur: dict[str, Any], plan: Any, teaching: bool) -> None:
         tt = table.copy()
         for c in ("var_multitier", "var_ideal", "var_grr", "var_brr", "var_gradual"):
             tt[c] = tt[c] * n
-        st.plotly_chart(mch.mse_by_tier_figure(tt, {"multi-tier Subset": "var_multitier", "ideal (independent)": "var_ideal",
+        st.plotly_chart(mch.mse_by_tier_figure(tt, {"multi-tier Subset": "var_multitier",
+                                                    "ideal (independent)": "var_ideal",
                                                     "multi-tier GRR": "var_grr", "multi-tier BRR": "var_brr",
                                                     "gradual": "var_gradual"},
                                                title="Mean squared error of each tier's estimated counts",
-                                               y_label="MSE (users²), log scale" if teaching else "MSE per user, log scale"),
+                                               y_label=("MSE (users²), log scale" if teaching
+                                                        else "MSE per user, log scale")),
                         key="mt_mse_local")
         lines = []
         for _, r in table.iterrows():
             unused = (f"; ε = {r['unused_eps']:.3g} of its budget is left unused" if r["unused_eps"] > 1e-9
                       else "; its whole budget is used")
-            lines.append(f"- **{md_escape(r['tier'])}** (ε = {r['eps']:g}) is served by a template with k = {int(r['k'])} at "
-                         f"ε = {r['eps_template']:.4g}{unused}. Its error is {r['ratio_multitier']:.2f}× that of the "
-                         f"ideal release made only for it (k* = {int(r['k_ideal'])}).")
+            lines.append(f"- **{md_escape(r['tier'])}** (ε = {r['eps']:g}) is served by a template with "
+                         f"k = {int(r['k'])} at ε = {r['eps_template']:.4g}{unused}. Its error is "
+                         f"{r['ratio_multitier']:.2f}× that of the ideal release made only for it "
+                         f"(k* = {int(r['k_ideal'])}).")
         st.markdown("\n".join(lines))
-        learn("**Why not exactly ideal?** The best subset size k depends on ε, and the operations that lower ε can only "
-              "grow k one step at a time, so lower tiers are matched to prepared *templates* at or below their budget. "
-              "The real privacy of a tier is its template's level; the rest of its budget stays unused.")
+        learn("**Why not exactly ideal?** The best subset size k depends on ε, and the operations that lower ε can "
+              "only grow k one step at a time, so lower tiers are matched to prepared *templates* at or below their "
+              "budget. The real privacy of a tier is its template's level; the rest of its budget stays unused.")
 
 
 def plan_section(cur: dict[str, Any], plan: Any) -> None:
@@ -402,8 +406,9 @@ def plan_section(cur: dict[str, Any], plan: Any) -> None:
                         f"3π/2}} has smallest eigenvalue **{dg.min_eigenvalue:.7f}** < 0.\n"
                         f"- **Staircase**, ε = 2.8 → 1: R(5π) = {ex['r5pi']:.5f}; the Bochner matrix at t ∈ {{0, 5π}} "
                         f"has eigenvalue **{sc.min_eigenvalue:.5f}** < 0.")
-            st.plotly_chart(mch.residual_ratio_figure(ex["t"], ex["ratios"], title="Ratio of characteristic functions "
-                                                      "R(t): a valid residual never leaves [−1, 1]"), key="mt_ratio_fig")
+            st.plotly_chart(mch.residual_ratio_figure(ex["t"], ex["ratios"],
+                                                      title="Ratio of characteristic functions R(t): a valid residual "
+                                                            "never leaves [−1, 1]"), key="mt_ratio_fig")
             learn("**Bochner's theorem.** A function is the characteristic function of some noise only if every matrix "
                   "[R(t_a − t_b)] is positive semi-definite. One negative eigenvalue proves that no noise, however "
                   "clever, turns one tier's answer into the other's.")
@@ -413,10 +418,13 @@ def plan_section(cur: dict[str, Any], plan: Any) -> None:
         st.plotly_chart(mch.template_plan_figure(ttab, plan.names, list(plan.eps), list(plan.served)), key="mt_plan")
         unused = plan.eps - plan.served_eps
         st.markdown(f"{len(ttab)} templates; {len(set(plan.served))} of them serve a tier. "
-                    f"Unused budget: " + ", ".join(f"**{md_escape(nm)}** {u:.3g}" for nm, u in zip(plan.names, unused)) + ".")
+                    f"Unused budget: "
+                    + ", ".join(f"**{md_escape(nm)}** {u:.3g}" for nm, u in zip(plan.names, unused)) + ".")
         with st.expander("All templates (operator, subset size, level, keep probability)"):
-            st.dataframe(ttab.style.format({"eps": "{:.4g}", "keep_probability": "{:.4g}"}, na_rep="—"), hide_index=True)
-            st.caption("Rescale keeps the report with the *keep probability* β = (e^ε′−1)(k e^ε+d−k) / ((e^ε−1)(k e^ε′+d−k)). "
+            st.dataframe(ttab.style.format({"eps": "{:.4g}", "keep_probability": "{:.4g}"}, na_rep="—"),
+                         hide_index=True)
+            st.caption("Rescale keeps the report with the *keep probability* "
+                       "β = (e^ε′−1)(k e^ε+d−k) / ((e^ε−1)(k e^ε′+d−k)). "
                        "The paper prints (e^ε′−1)(k e^ε+d−k) / (d(e^ε−e^ε′)), which is β/(1−β): it can exceed 1 and "
                        "otherwise misses the target level. The corrected form is verified by exact enumeration.")
 

@@ -249,8 +249,8 @@ def on_submit() -> None:
         pin = bs.settings()["dataset"]
         if pin and not W.matches_pin(study.data.to_dict(), pin):
             raise StoreError(f"The facilitator pinned the workshop dataset ({W.describe_pin(pin)}); your design is on "
-                             f"{study.data.describe()}.", hint="Press 'Use the workshop dataset', design your policy on "
-                                                              "it, then submit.")
+                             f"{study.data.describe()}.",
+                             hint="Press 'Use the workshop dataset', design your policy on it, then submit.")
         with st.spinner("Computing the policy's summary…"):
             summary = S.summarise(study, state.dataset())
         entry, created = bs.submit(participant=participant(), name=ss.get("board_name", ""),

@@ -206,7 +206,8 @@ def histogram_lab_tab() -> None:
           "heavy-hitter tree's with log d: try d = 512 with n = 50,000.")
     ds = state.dataset()
     st.radio("Records", ["generated", "dataset"], key="hl_source", horizontal=True,
-             format_func={"generated": "Generated binary records", "dataset": f"Active dataset ({md_escape(ds.name)})"}.get)
+             format_func={"generated": "Generated binary records",
+                          "dataset": f"Active dataset ({md_escape(ds.name)})"}.get)
     lab_blocked = False  # a large dataset without a sample: its records stay in the engine
     if ss["hl_source"] == "dataset" and large.is_large():
         smp = large.sample_offer("concepts", "The histogram lab's histograms")
@@ -256,7 +257,8 @@ def histogram_lab_tab() -> None:
     c1.slider("Per-attribute ε0", 0.1, 10.0, step=0.1, key="hl_eps0")
     c2.select_slider("Error target ν (share of n)", [0.002, 0.005, 0.01, 0.02, 0.05, 0.1], key="hl_nu")
     c3.radio("Calibration", ["exact", "lemma28"], key="hl_method",
-             format_func={"exact": "exact accountant", "lemma28": "Lemma 28 (conservative: a looser bound, more noise)"}.get)
+             format_func={"exact": "exact accountant",
+                          "lemma28": "Lemma 28 (conservative: a looser bound, more noise)"}.get)
     c4.radio("Standard histogram at", ["eps0", "record"], key="hl_match",
              format_func={"eps0": "ε = ε0 (same number)", "record": "the same whole-record ε"}.get)
     with guarded():

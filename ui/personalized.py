@@ -308,8 +308,9 @@ def on_run_release() -> None:
         ds = state.dataset()
         spec = build_spec(ds)
         q = query_from_widgets(ss.get("pdp_rel_kind", "count"))
-        m = mechanism(MECHANISM_CHOICES[ss.get("pdp_rel_mech", "Sample (S)")], T_RULES[ss.get("pdp_rel_t", "max Φ (paper's S)")],
-                      float(ss.get("pdp_rel_tc", 0.5)), bool(ss.get("pdp_rel_rescale", False)))
+        m = mechanism(MECHANISM_CHOICES[ss.get("pdp_rel_mech", "Sample (S)")],
+                      T_RULES[ss.get("pdp_rel_t", "max Φ (paper's S)")], float(ss.get("pdp_rel_tc", 0.5)),
+                      bool(ss.get("pdp_rel_rescale", False)))
         rng, seed = state.rng_and_seed()
         memory.guard("release", rows=ds.n, columns=4)  # values, Φ, requested and delivered ε per tuple
         flagged = data_default_params(q.kind if q.column is not None else "count")

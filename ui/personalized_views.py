@@ -64,8 +64,9 @@ def view_delivered(v: View) -> None:
     st.slider("Threshold t for T(t) and S(t)", min_value=lo_t, max_value=hi_t, step=t_slider_step(spec),
               key="pdp_t")
     t = float(ss["pdp_t"])
-    shown = {"Minimum": personalized.Minimum(), f"Threshold t={t:g}": personalized.Threshold(t), f"Sample t={t:g}": personalized.Sample(t),
-             "Sample t=max Φ": personalized.Sample("max"), "PE": personalized.PE(), "Stretching": personalized.Stretching()}
+    shown = {"Minimum": personalized.Minimum(), f"Threshold t={t:g}": personalized.Threshold(t),
+             f"Sample t={t:g}": personalized.Sample(t), "Sample t=max Φ": personalized.Sample("max"),
+             "PE": personalized.PE(), "Stretching": personalized.Stretching()}
     st.plotly_chart(pch.delivered_cdf_figure(spec.eps, personalized.delivered_by_mechanism(spec, shown)), key="pdp_cdf")
     table = personalized.delivered_table(spec, shown)
     st.dataframe(delivered_display(table), hide_index=True)
@@ -92,7 +93,8 @@ def view_delivered(v: View) -> None:
 
 
 def view_threshold_explorer(v: View) -> None:
-    """Error against the threshold t of Sample and Threshold: a data-free proxy curve, or (teaching mode) the oracle curve on the private data."""
+    """Error against the threshold t of Sample and Threshold: a data-free proxy curve, or (teaching mode) the
+    oracle curve on the private data."""
     ss, ds, spec, seed, teaching = st.session_state, v.ds, v.spec, v.seed, v.teaching
     st.subheader("Error against the threshold t (Sample and Threshold)")
     kind = st.selectbox("Query", ["count", "sum", "mean", "median"], key="pdp_tq")
@@ -217,7 +219,8 @@ def view_run_release(v: View) -> None:
         if teaching and rel.truth_included and "true" in rel.answers.columns:
             st.markdown(f"True answer {ans['true']:,.4g} (error {ans['error']:+,.4g}).")
             confidential()
-        st.markdown(f"Promise: {md_escape(rel.extras['promise'])}. Neighbours: {personalized.NEIGHBOUR_TEXT[rel.params['neighbours']]}.")
+        st.markdown(f"Promise: {md_escape(rel.extras['promise'])}. "
+                    f"Neighbours: {personalized.NEIGHBOUR_TEXT[rel.params['neighbours']]}.")
         st.caption(f"Roster: {md_escape(rel.extras.get('roster', ''))}.")
         flagged = [k[:-len('_source')] for k in rel.params if k.endswith("_source") and k != "spec_source"]
         if flagged:
@@ -322,7 +325,8 @@ def view_experiments(v: View) -> None:
     e1, e2 = st.columns(2)
     runs = e1.number_input("Runs (the paper: 1,000)", 20, 5000, 200, 20, key="pdp_exp_runs")
     score = e2.selectbox("Black-box median score", ["changes", "rank"], key="pdp_exp_score",
-                         format_func=lambda s: {"rank": "rank score (tighter)", "changes": "change-count (the paper's)"}[s])
+                         format_func=lambda s: {"rank": "rank score (tighter)",
+                                                "changes": "change-count (the paper's)"}[s])
     if st.button("Run the experiments", key="pdp_exp_go", type="primary"):
         ss["pdp_exp_on"] = True
     if ss.get("pdp_exp_on"):
@@ -341,4 +345,8 @@ def view_experiments(v: View) -> None:
 
 
 #: The page's views, in the order of its *View* radio.
-VIEWS: dict[str, Callable[[View], None]] = {"Delivered ε": view_delivered, "Threshold explorer": view_threshold_explorer, "Compare mechanisms": view_compare, "Run a release": view_run_release, "PE scores": view_pe_scores, "PDP vs PrDP": view_prdp, "Paper experiments": view_experiments}
+VIEWS: dict[str, Callable[[View], None]] = {"Delivered ε": view_delivered,
+                                            "Threshold explorer": view_threshold_explorer,
+                                            "Compare mechanisms": view_compare, "Run a release": view_run_release,
+                                            "PE scores": view_pe_scores, "PDP vs PrDP": view_prdp,
+                                            "Paper experiments": view_experiments}

@@ -474,7 +474,8 @@ def losses_by_group_panel(ds: Dataset, pol: SplittingPolicy, owner_bound: str, o
             confidential()
             st.dataframe(by_group(prev, gsel).sort_values(
                 "max", ascending=False).head(200), hide_index=True)
-        if isinstance(prev, EnginePolicyPreview):  # the records stay in the engine: the largest losses and how many records pay them
+        # the records stay in the engine: the largest losses and how many records pay them
+        if isinstance(prev, EnginePolicyPreview):
             st.markdown("**The largest record losses** (teaching mode only)")
             confidential()
             st.dataframe(top_losses(prev), hide_index=True)

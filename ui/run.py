@@ -185,7 +185,8 @@ def loss_cdfs(rel: Release, ds: Any, pol: SplittingPolicy | None = None
     own = rel.extras.get("private_owner_realized")
     if own is not None and ds.schema.owner_col:
         pol_own = owner_losses(rel.loss, ds.table[ds.schema.owner_col])
-        out["owners"] = {"policy loss (Lemma 4: its records × the sum of their losses)": ecdf(pol_own.to_numpy()), "realized loss": ecdf(own.to_numpy())}
+        out["owners"] = {"policy loss (Lemma 4: its records × the sum of their losses)": ecdf(pol_own.to_numpy()),
+                         "realized loss": ecdf(own.to_numpy())}
     return out
 
 

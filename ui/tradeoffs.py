@@ -167,7 +167,8 @@ def schemes_for(ds: Any, measures: list[str]) -> tuple[dict[str, dict[str, float
         return ({k: {m: v[m] for m in measures} for k, v in TABLE8.items()},
                 {k: {m: v[m] for m in measures} for k, v in TABLE7.items()})
 
-    def grids(stage: Callable[[str], None] | None = None) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
+    def grids(stage: Callable[[str], None] | None = None
+              ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, float]]]:
         if stage is not None:
             stage("order statistics of the measures, in the engine")
         split = {f"p{p:g}": t for p, t in zip((99, 80, 50), sweeps.percentile_grid(_data(ds), measures, (99, 80, 50)))}

@@ -113,8 +113,8 @@ def _submit(args: argparse.Namespace, stdout: IO[str]) -> int:
     store = _store(args.db)
     pin = store.settings()["dataset"]
     if pin and not workshop.matches_pin(study.data.to_dict(), pin):
-        raise StoreError(f"The facilitator pinned the workshop dataset ({workshop.describe_pin(pin)}); this study reads "
-                         f"{study.data.describe()}.", hint="Design the policy on the workshop dataset.")
+        raise StoreError(f"The facilitator pinned the workshop dataset ({workshop.describe_pin(pin)}); this study "
+                         f"reads {study.data.describe()}.", hint="Design the policy on the workshop dataset.")
     ds = load_data(study, args.data)
     summary = summarise(study, ds)
     code = args.participant or new_participant_code()

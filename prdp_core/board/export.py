@@ -44,8 +44,9 @@ def board_html(entries: Iterable[Any], *, review: bool, delta: float, title: str
     first = [True]
     now = datetime.now(tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     parts = [f"<h1>{e(title)}</h1>",
-             f"<p class='muted'>Workshop board of PrDP Explorer: {len(entries)} polic{'y' if len(entries) == 1 else 'ies'}"
-             f", exported {now}. (ε, δ) columns convert zCDP losses at the workshop's δ = {delta:g} "
+             f"<p class='muted'>Workshop board of PrDP Explorer: {len(entries)} "
+             f"polic{'y' if len(entries) == 1 else 'ies'}, exported {now}. (ε, δ) columns convert zCDP losses at the "
+             f"workshop's δ = {delta:g} "
              "(Canonne–Kamath–Steinke); pure-ε losses are shown as they are.</p>"]
     if dataset:
         parts.append(f"<p>Workshop dataset: <b>{e(dataset)}</b>.</p>")

@@ -231,7 +231,8 @@ def _tiers(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any], np.nda
                                  filter=multitier_filter(m), integer=integer)
             plan = mt.plan_central(tiers, m["family"], sensitivity=float(q.sensitivity), delta=m["delta"])
             for _, r in plan.table().iterrows():
-                queries.append(_sigma_row(str(r["tier"]), math.sqrt(float(r["mse_multitier"])), note=f"ε = {r['eps']:g}"))
+                queries.append(_sigma_row(str(r["tier"]), math.sqrt(float(r["mse_multitier"])),
+                                          note=f"ε = {r['eps']:g}"))
         else:
             plan_l = mt.plan_local(tiers, int(m["d"]), variant=m["variant"])
             for _, r in plan_l.table().iterrows():

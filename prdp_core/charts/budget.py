@@ -100,7 +100,8 @@ def domain_figure(table: pd.DataFrame, *, show_counts: bool) -> go.Figure:
         rec = np.asarray(table["records"], dtype=float)
         fig.add_trace(go.Bar(x=x, y=np.where(rec > 0, rec, np.nan), name="records in the domain (true)",
                              marker_color=PALETTE[0], customdata=np.stack([rec, rng_txt], axis=1),
-                             hovertemplate="domain %{x}: %{customdata[0]:,} records<br>%{customdata[1]}<extra></extra>"))
+                             hovertemplate="domain %{x}: %{customdata[0]:,} records<br>%{customdata[1]}"
+                                           "<extra></extra>"))
     if "threshold" in table:
         fig.add_trace(go.Scatter(x=x, y=table["threshold"], mode="lines+markers", name="threshold T_i",
                                  line=dict(color=PALETTE[3]), customdata=rng_txt,

@@ -36,11 +36,13 @@ def coalition_figure(table: pd.DataFrame, *, unit: str = "ε") -> go.Figure:
     fig = go.Figure()
     x = table["coalition"].tolist()
     fig.add_trace(go.Bar(x=x, y=table["independent"].tolist(), name="independent releases",
-                         marker_color=PALETTE[3], hovertemplate="%{x}: " + unit + " = %{y:.4g}<extra>independent</extra>"))
+                         marker_color=PALETTE[3],
+                         hovertemplate="%{x}: " + unit + " = %{y:.4g}<extra>independent</extra>"))
     fig.add_trace(go.Bar(x=x, y=table["gradual"].tolist(), name="gradual (budget split)",
                          marker_color=PALETTE[1], hovertemplate="%{x}: " + unit + " = %{y:.4g}<extra>gradual</extra>"))
     fig.add_trace(go.Bar(x=x, y=table["multitier"].tolist(), name="multi-tier (computed)",
-                         marker_color=PALETTE[0], hovertemplate="%{x}: " + unit + " = %{y:.4g}<extra>multi-tier</extra>"))
+                         marker_color=PALETTE[0],
+                         hovertemplate="%{x}: " + unit + " = %{y:.4g}<extra>multi-tier</extra>"))
     fig.add_trace(go.Scatter(x=x, y=table["guarantee (max)"].tolist(), mode="markers", name="guarantee: max budget",
                              marker=dict(symbol="line-ew-open", size=28, color="#000000", line=dict(width=2))))
     fig.update_layout(barmode="group")

@@ -66,7 +66,8 @@ def threshold_curve_figure(curves: Mapping[str, pd.DataFrame], markers: Mapping[
         if "ci_low" in df and df["ci_low"].notna().any() and (df["ci_high"] > df["ci_low"]).any():
             t = df["t"].to_numpy(float)
             fig.add_trace(go.Scatter(x=np.r_[t, t[::-1]].tolist(),
-                                     y=np.r_[df["ci_high"].to_numpy(float), df["ci_low"].to_numpy(float)[::-1]].tolist(),
+                                     y=np.r_[df["ci_high"].to_numpy(float),
+                                             df["ci_low"].to_numpy(float)[::-1]].tolist(),
                                      fill="toself", line=dict(width=0), fillcolor=colour, opacity=0.15,
                                      name=f"{name} 95% interval", showlegend=False, hoverinfo="skip"))
     for label, at in markers.items():

@@ -170,7 +170,8 @@ def _data(v: Any) -> DataSource:
 
         name = _text(d["sample"], "data.sample", max_len=200)
         if name not in samples.names():
-            raise _err("data.sample", f"unknown sample {_fmt(name)}.", hint=f"Choose one of: {', '.join(samples.names())}.")
+            raise _err("data.sample", f"unknown sample {_fmt(name)}.",
+                       hint=f"Choose one of: {', '.join(samples.names())}.")
         n = None if d.get("n") is None else _int(d["n"], "data.n", lo=1, hi=20_000_000)
         return DataSource(sample=name, n=n, sample_seed=_int(d.get("seed", 0), "data.seed", hi=MAX_SEED),
                           schema=schema, prepare=prepare)

@@ -116,7 +116,8 @@ def _engine_data(study: Study, data: str | os.PathLike | None, kind: str, opts: 
               samples.info(src.sample).schema if src.sample is not None else None)
     if chosen == "spark":
         sp = src.spark
-        options = engines.EngineOptions(master=sp.get("master"), remote=sp.get("remote"), conf=dict(sp.get("conf") or {}))
+        options = engines.EngineOptions(master=sp.get("master"), remote=sp.get("remote"),
+                                        conf=dict(sp.get("conf") or {}))
         return engines.open_dataset(spec, schema=schema, engine="spark", base_dir=base, confine=confine,
                                     options=options, **opts)
     d = default_options()

@@ -6,8 +6,8 @@ the out-of-core :class:`DuckDBEngine` (SQL over Parquet/CSV files, folders, glob
 tables) and the cluster's :class:`SparkEngine` (the same SQL in Spark: files and ``hdfs://``/``s3a://``
 URIs, catalog tables (:class:`CatalogTable`), any ``pyspark.sql.DataFrame``; see docs/cluster.md).
 :func:`available_engines` lists the engines the app offers (Spark only when the administrator
-enabled it: :func:`spark_enabled`). :func:`open_dataset` connects to a source and prepares it into an :class:`EngineDataset`,
-which the mechanisms accept where they accept a :class:`~prdp_core.data.Dataset`::
+enabled it: :func:`spark_enabled`). :func:`open_dataset` connects to a source and prepares it into an
+:class:`EngineDataset`, which the mechanisms accept where they accept a :class:`~prdp_core.data.Dataset`::
 
     from prdp_core import engines
     from prdp_core.mechanisms.unit_splitting import release

@@ -3,8 +3,8 @@
 A :class:`DuckDBEngine` reads a Parquet or CSV file, a folder or glob of them (one schema: files
 whose columns differ are named and refused, never silently aligned), or a table of a DuckDB
 database file, and computes every statistic of :class:`~prdp_core.engines.base.Engine` as SQL
-(:class:`~prdp_core.engines.sql_engine.SQLEngine`, :mod:`prdp_core.engines.sql`). DuckDB works out of core: beyond ``memory_limit`` it spills to
-``temp_directory``; both are set explicitly on every connection (defaults:
+(:class:`~prdp_core.engines.sql_engine.SQLEngine`, :mod:`prdp_core.engines.sql`). DuckDB works out of core:
+beyond ``memory_limit`` it spills to ``temp_directory``; both are set explicitly on every connection (defaults:
 :data:`DEFAULT_MEMORY_LIMIT`, a ``prdp-duckdb`` folder under the system's temporary folder;
 environment ``PRDP_DUCKDB_MEMORY_LIMIT``, ``PRDP_DUCKDB_TEMP_DIR``, ``PRDP_DUCKDB_THREADS``).
 
@@ -332,7 +332,8 @@ class DuckDBEngine(SQLEngine):
             return pa.array(out, type=pa.float64())
 
         fields = {f"c{j}": duckdb.sqltype("VARCHAR" if c in text else "DOUBLE") for j, c in enumerate(cols)}
-        args = ", ".join(f"c{j} := " + (self.d.as_text(self.d.ident(c)) if c in text else self.d.as_double(self.d.ident(c)))
+        args = ", ".join(f"c{j} := " + (self.d.as_text(self.d.ident(c)) if c in text
+                                        else self.d.as_double(self.d.ident(c)))
                          for j, c in enumerate(cols))
         with self._lock:
             self.con.create_function(name, fn, [duckdb.struct_type(fields)], duckdb.sqltype("DOUBLE"), type="arrow",

@@ -450,5 +450,5 @@ def _dense_codes(arr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return inv.astype(np.int64), u
 
 
-__all__ = ["BOUND_STEPS", "MemoryEngine", "bound_bins", "bound_edges", "column_kind", "distinct_max_domain", "distribution_of", "domain_histogram",
-           "measure_values", "sample_positions", "value_bins"]
+__all__ = ["BOUND_STEPS", "MemoryEngine", "bound_bins", "bound_edges", "column_kind", "distinct_max_domain",
+           "distribution_of", "domain_histogram", "measure_values", "sample_positions", "value_bins"]

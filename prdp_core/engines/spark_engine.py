@@ -193,7 +193,8 @@ class SparkEngine(SQLEngine):
         name = _view_name("tab")
         with self._lock:
             with _quiet():
-                self.spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False)).createOrReplaceTempView(name)
+                self.spark.createDataFrame(pa.Table.from_pandas(frame, preserve_index=False)
+                                           ).createOrReplaceTempView(name)
             try:
                 return fn(name)
             finally:
@@ -280,7 +281,8 @@ class SparkEngine(SQLEngine):
         within = " + ".join(f"(CASE WHEN try_element_at(__E, __c * {block} + {j + 1}) < __v THEN 1 ELSE 0 END)"
                             for j in range(block))
         rows = self._exec(f"SELECT __c * {block} + {within} AS __p, count(*) FROM (SELECT {v} AS __v, {arr} AS __E, "
-                          f"{sqlgen.bucket_sql(d, '__v', lasts, side='left')} AS __c FROM {self.relation}) GROUP BY __p")
+                          f"{sqlgen.bucket_sql(d, '__v', lasts, side='left')} AS __c FROM {self.relation}) "
+                          "GROUP BY __p")
         at = np.zeros(xs.size + 1, dtype=np.int64)  # at[p]: values with exactly p of the x's below them
         for p, n in rows:
             at[int(p)] = int(n)

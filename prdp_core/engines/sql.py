@@ -330,7 +330,8 @@ def split_columns(d: Dialect, source: str, thr: Thresholds, kinds: ColumnKinds,
     rel = layer(f"({rel})", [f"{_pieces_sql(d, v[j], j) if j in guarded else f'__k{j}'} AS __c{j}" for j in js])
     one = d.double(1.0)
     joint = f"greatest({one}, {', '.join(f'__c{j}' for j in js)})"
-    cols = [f"{joint} AS __m"] + [f"greatest({one}, __c{measures.index(a)}) AS __m_{i}" for i, a in enumerate(per_measure)]
+    cols = [f"{joint} AS __m"] + [f"greatest({one}, __c{measures.index(a)}) AS __m_{i}"
+                                  for i, a in enumerate(per_measure)]
     return SplitColumns(f"SELECT *, {', '.join(cols)} FROM ({rel})", "__m",
                         {a: f"__m_{i}" for i, a in enumerate(per_measure)})
 

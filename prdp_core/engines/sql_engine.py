@@ -248,7 +248,8 @@ class SQLEngine(ProfileStatistics, Engine):
         """SELECT of each record's histogram key (and ``extra`` expressions), with the key names."""
         kinds = self.column_kinds()
         sc = self._split_sql(thr, measures)
-        cols = [f"{sc.joint} AS {self.d.ident('m')}"] + [f"{sc.per_measure[a]} AS {self.d.ident('m:' + a)}" for a in measures]
+        cols = [f"{sc.joint} AS {self.d.ident('m')}"] + [f"{sc.per_measure[a]} AS {self.d.ident('m:' + a)}"
+                                                         for a in measures]
         cols += [f"{sqlgen.filter_sql(self.d, f, kinds)} AS {self.d.ident(f'in:{i}')}" for i, f in enumerate(filters)]
         for c in by:
             if c not in kinds:
@@ -322,7 +323,8 @@ class SQLEngine(ProfileStatistics, Engine):
         tab["__loss"] = np.asarray(losses, dtype=float)
         on = " AND ".join(f"r.{self.d.ident(n)} IS NOT DISTINCT FROM k.__k{j}" for j, n in enumerate(names))
         hint = self.d.broadcast("k")
-        return (lambda name: f"SELECT {hint + ' ' if hint else ''}r.*, k.__loss FROM ({sel}) r JOIN {name} k ON {on}"), tab
+        return (lambda name: f"SELECT {hint + ' ' if hint else ''}r.*, k.__loss FROM ({sel}) r "
+                             f"JOIN {name} k ON {on}"), tab
 
     def owner_losses(self, key: SplitHistogram, losses: np.ndarray, owner_col: str,
                      method: Literal["lemma4", "lemma5"] = "lemma4") -> LossDistribution:
@@ -537,8 +539,8 @@ class SQLEngine(ProfileStatistics, Engine):
                 hs = np.zeros((L, B))
                 for estimate in (True, False):
                     rows = self._exec(f"SELECT __d, __b, count(*), sum({v}) FROM (SELECT *, "
-                                      f"{sql_budget.value_bin_columns(d, v, bins, '__b', estimate=estimate)} FROM ({base})) "
-                                      "GROUP BY __d, __b")
+                                      f"{sql_budget.value_bin_columns(d, v, bins, '__b', estimate=estimate)} "
+                                      f"FROM ({base})) GROUP BY __d, __b")
                     if all(int(k) >= 0 for _, k, _, _ in rows):
                         break
                 for dom, k, n, s in rows:

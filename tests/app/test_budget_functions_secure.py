@@ -1,4 +1,5 @@
-"""The Budget functions page's secure toggle: exact OpenDP samplers, unseeded, marked beside the answers and in the ledger."""
+"""The Budget functions page's secure toggle: exact OpenDP samplers, unseeded, marked beside the answers and in
+the ledger."""
 
 from __future__ import annotations
 

@@ -97,5 +97,6 @@ def test_a_parquet_upload_with_nested_columns_is_refused_with_a_message(tmp_path
     before = at.session_state["dataset"]
     at.file_uploader(key="upload").set_value(("nested.parquet", path.read_bytes(), "application/octet-stream")).run()
     assert not at.exception, at.exception
-    assert any("Columns of a type the app cannot use: tags (" in str(e.value).replace("\\", "") for e in at.error), texts(at)
+    assert any("Columns of a type the app cannot use: tags (" in str(e.value).replace("\\", "")
+               for e in at.error), texts(at)
     assert at.session_state["dataset"] is before

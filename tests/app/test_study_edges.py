@@ -48,8 +48,9 @@ def test_settings_of_the_splitting_pages_outside_their_widgets_are_left_out():
                "    tr_pcts: [12.0, 90.0]\n    tr_rhos: [0.1, 1.0]\n  run:\n    run_min_records: 0\n"
                "  budget_functions:\n    bf_scale_trials: 100000\n")
     t = texts(at)
-    for bad in ("app.policy_designer.sugg_pct = 10", "app.tradeoffs.tr_gamma = 5", "app.tradeoffs.tr_pcts = [12.0, 90.0]",
-                "app.run.run_min_records = 0", "app.budget_functions.bf_scale_trials = 100000"):
+    for bad in ("app.policy_designer.sugg_pct = 10", "app.tradeoffs.tr_gamma = 5",
+                "app.tradeoffs.tr_pcts = [12.0, 90.0]", "app.run.run_min_records = 0",
+                "app.budget_functions.bf_scale_trials = 100000"):
         assert bad + " is not a value the page offers" in t, bad
     assert "tr_rhos" not in t
     for page in ("policy_designer", "tradeoffs", "run", "budget_functions"):

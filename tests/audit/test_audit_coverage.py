@@ -91,7 +91,8 @@ INVENTORY: dict[str, list[str]] = {
     "personalized.Minimum": [A + "test_personalized_audit.py::test_minimum_and_threshold_median_respect_the_promise",
                              U + "personalized/test_mechanisms.py::test_laplace_noise_scale_with_power",
                              "statdp:personalized.minimum", "statdp:personalized.minimum.median",
-                             U + "personalized/test_secure.py::test_black_box_scores_match_the_seeded_scores_with_sensitivity_one"],
+                             U + "personalized/test_secure.py::"
+                                 "test_black_box_scores_match_the_seeded_scores_with_sensitivity_one"],
     "personalized.Threshold": [A + "test_personalized_audit.py::test_minimum_and_threshold_median_respect_the_promise",
                                "statdp:personalized.threshold", "statdp:personalized.threshold.below"],
     "personalized.Sample": [A + "test_personalized_audit.py::test_sample_count_delivers_exactly_min_phi_t",
@@ -109,35 +110,43 @@ INVENTORY: dict[str, list[str]] = {
     "personalized.Stretching": [A + "test_personalized_audit.py::test_stretching_log_ratio_is_phi_times_value_share",
                                 "statdp:personalized.stretching",
                                 U + "personalized/test_secure.py::test_secure_stretching_caps_each_users_loss"],
-    "personalized.PDPMechanism": [A + "test_personalized_audit.py::test_sample_count_implementation_matches_the_exact_law"],
+    "personalized.PDPMechanism": [A + "test_personalized_audit.py::"
+                                      "test_sample_count_implementation_matches_the_exact_law"],
     "personalized.release": [U + "personalized/test_release.py::test_every_release_delivers_at_most_the_request",
-                             A + "test_personalized_audit.py::test_table_roster_substitution_losses_are_exact_upper_bounds",
+                             A + "test_personalized_audit.py::"
+                                 "test_table_roster_substitution_losses_are_exact_upper_bounds",
                              A + "test_personalized_audit.py::test_table_roster_count_laplace_ratio"],
     "personalized.run_prdp": [U + "personalized/test_reduction.py::test_pdp_data_through_the_prdp_framework",
                               "statdp:prdp.framework.part1"],
     # multi-tier
     "multitier.release_central": [A + "test_multitier_audit.py::test_central_full_coalition_costs_the_top_budget",
                                   A + "test_multitier_audit.py::test_central_marginal_of_a_derived_tier_is_exact",
-                                  U + "multitier/test_central.py::test_continuous_chain_reproduces_every_tier_with_power",
+                                  U + "multitier/test_central.py::"
+                                      "test_continuous_chain_reproduces_every_tier_with_power",
                                   U + "multitier/test_noise_families.py::test_multiscale_noise_is_eps_dp_exactly",
                                   "statdp:multitier.central.geometric", "statdp:multitier.central.laplace",
                                   "statdp:multitier.central.geometric.secure",
-                                  U + "multitier/test_secure.py::test_secure_geometric_chain_reproduces_every_tier_with_power",
+                                  U + "multitier/test_secure.py::"
+                                      "test_secure_geometric_chain_reproduces_every_tier_with_power",
                                   U + "multitier/test_secure.py::test_a_broken_residual_fails_the_audit",
                                   U + "multitier/test_secure.py::test_secure_multiscale_chain_matches_its_pmf"],
     "multitier.release_local": [A + "test_multitier_audit.py::test_every_template_and_served_tier_is_exact",
                                 A + "test_multitier_audit.py::test_coalitions_of_templates_cost_the_top_level",
                                 A + "test_multitier_audit.py::test_grr_and_brr_resampling_chains_are_exact",
-                                A + "test_multitier_audit.py::test_released_counts_on_neighbouring_tables_cost_one_users_level",
+                                A + "test_multitier_audit.py::"
+                                    "test_released_counts_on_neighbouring_tables_cost_one_users_level",
                                 A + "test_multitier_audit.py::test_released_counts_when_one_record_leaves_the_filter",
                                 U + "multitier/test_secure.py::test_secure_generator_binomial_is_exact_with_power",
-                                U + "multitier/test_secure.py::test_secure_generator_multinomial_and_uniform_draws_with_power"],
+                                U + "multitier/test_secure.py::"
+                                    "test_secure_generator_multinomial_and_uniform_draws_with_power"],
     # granular DP
-    "granular.heavy_hitter_histogram": [A + "test_granular_audit.py::test_accountant_bounds_every_output_on_random_data",
+    "granular.heavy_hitter_histogram": [A + "test_granular_audit.py::"
+                                            "test_accountant_bounds_every_output_on_random_data",
                                         A + "test_granular_audit.py::test_whole_histogram_exact_and_paper_failure",
                                         A + "test_granular_audit.py::test_engine_outputs_d8_within_accountant",
                                         A + "test_granular_audit.py::test_worst_output_d8_reaches_accountant",
-                                        U + "granular/test_histogram.py::test_heavy_hitter_counts_are_laplace_4_over_eps"],
+                                        U + "granular/test_histogram.py::"
+                                            "test_heavy_hitter_counts_are_laplace_4_over_eps"],
     "granular.standard_histogram": [A + "test_granular_audit.py::test_second_stage_sensitivity_is_two",
                                     U + "granular/test_histogram.py::test_standard_histogram_noise_dense",
                                     "statdp:granular.standard_histogram"],

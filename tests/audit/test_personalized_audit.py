@@ -198,7 +198,8 @@ def test_minimum_and_threshold_median_respect_the_promise():
         for x in range(n):
             rest = np.delete(np.arange(n), x)
             # Minimum: α from the public spec (the same on both neighbours)
-            r_min = np.abs(np.log(_em_pmf(vals, alpha, 1, 9, "rank")) - np.log(_em_pmf(vals[rest], alpha, 1, 9, "rank")))
+            r_min = np.abs(np.log(_em_pmf(vals, alpha, 1, 9, "rank"))
+                           - np.log(_em_pmf(vals[rest], alpha, 1, 9, "rank")))
             assert r_min.max() <= alpha + 1e-9
             # Threshold: users below t are dropped (ratio exactly 1), the others get at most t
             keep = phi >= t

@@ -40,7 +40,8 @@ def _foreign(urls: list[str], allowed: set[str]) -> list[str]:
     out = []
     for u in urls:
         p = urlparse(u)
-        if p.scheme in ("data", "blob", "about") or (p.scheme in ("http", "https", "ws", "wss") and p.netloc in allowed):
+        if p.scheme in ("data", "blob", "about") or (p.scheme in ("http", "https", "ws", "wss")
+                                                     and p.netloc in allowed):
             continue
         out.append(u)
     return out

@@ -104,8 +104,9 @@ def test_unit_splitting_summary_matches_the_engine(cbp):
 
 def test_per_group_thresholds_give_a_sigma_range(cbp):
     d = dict(SPLIT)
-    d["policy"] = {"thresholds": {"group_column": "STATE", "rows": {"*": {"EMP": 100, "PAYANN": 1e4, "PAYQTR1": 2500},
-                                                                     "CA": {"EMP": 400, "PAYANN": 1e4, "PAYQTR1": 2500}}}}
+    d["policy"] = {"thresholds": {"group_column": "STATE",
+                                  "rows": {"*": {"EMP": 100, "PAYANN": 1e4, "PAYQTR1": 2500},
+                                           "CA": {"EMP": 400, "PAYANN": 1e4, "PAYQTR1": 2500}}}}
     s = B.summarise(parse_config(d), cbp)
     q = s["public"]["queries"][1]
     assert (q["sigma"], q["sigma_max"]) == pytest.approx((100.0, 400.0))

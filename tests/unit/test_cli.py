@@ -38,7 +38,8 @@ workload:
   queries:
     - {kind: count, group_by: [STATE], rho: 0.2}
     - {kind: sum, measure: EMP, group_by: [STATE, NAICS2], rho: 0.3}
-    - {kind: avg, measure: PAYANN, rho: 0.1, rho_count: 0.1, split: false, clamp: 5000, filter: {column: STATE, values: [CA]}}
+    - {kind: avg, measure: PAYANN, rho: 0.1, rho_count: 0.1, split: false, clamp: 5000,
+       filter: {column: STATE, values: [CA]}}
   partition_rho: 0.05
 mechanisms:
   - {kind: unit_splitting}

@@ -36,7 +36,8 @@ def test_a_folder_as_data_file_says_so(tmp_path):
 
 def test_validate_refuses_a_clipping_bound_the_release_cannot_use(tmp_path):
     cfg = tmp_path / "study.yaml"
-    cfg.write_text("version: 1\ndata: {sample: cbp_like, n: 2000, seed: 1}\npolicy:\n  tiers: {public: 0.5, agency: 8}\n"
+    cfg.write_text("version: 1\ndata: {sample: cbp_like, n: 2000, seed: 1}\n"
+                   "policy:\n  tiers: {public: 0.5, agency: 8}\n"
                    "mechanisms:\n  - kind: multitier\n    model: central\n    query: sum\n    measure: EMP\n"
                    "    clip: 1.0e300\n", encoding="utf-8")
     code, _, err = _run(["validate", str(cfg), "--no-data"])

@@ -36,7 +36,8 @@ SPEC = P.spec_from_values(RNG.choice([0.2, 0.5, 1.0], N))
 TIERS = {"public": 0.5, "analyst": 1.0, "agency": 2.0}
 ATTRS = granular.encode_attributes(TABLE, ["c", "d"], {"c": ["0", "1", "2"], "d": ["0", "1"]})
 GRID = CandidateGrid(1.0, 1e4, size=200)
-KEYS: dict[tuple[str, ...], pd.DataFrame] = {("g",): pd.DataFrame({"g": range(4)})}  # public group keys (a secure release takes none from the data)
+# public group keys (a secure release takes none from the data)
+KEYS: dict[tuple[str, ...], pd.DataFrame] = {("g",): pd.DataFrame({"g": range(4)})}
 
 
 def _records(n: int) -> pd.DataFrame:

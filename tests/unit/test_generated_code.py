@@ -261,7 +261,8 @@ def _code_writing_functions() -> set[str]:
 
 def test_every_generator_is_covered():
     found = _code_writing_functions()
-    assert "prdp_core.reproduction.reproduction_script" in found and "prdp_core.snippets._budget_body" in found  # the scan works
+    # the scan works
+    assert "prdp_core.reproduction.reproduction_script" in found and "prdp_core.snippets._budget_body" in found
     missing = found - set(GENERATORS)
     assert not missing, (f"{sorted(missing)} write code: add them to GENERATORS with a hostile-text test "
                          "(user text only through codegen.literal / repr)")

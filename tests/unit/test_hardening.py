@@ -98,17 +98,20 @@ ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
     ("budget functions", "local β", lambda x: prldp.framework(_TAB, _BUD, "sum", beta=x, rng=_rng())),
     ("budget functions", "count ε̌", lambda x: count(_BUD(_TAB), eps_min=x, eps_max=1.0, beta=0.1, rng=_rng())),
     ("personalized", "Φ value", lambda x: personalized.spec_from_values(np.array([x, 1.0]))),
-    ("personalized", "threshold t", lambda x: personalized.release(_TAB.assign(u=range(8)), _SPEC, personalized.PersonalizedQuery("count"),
-                                                         personalized.Threshold(x), rng=_rng())),
+    ("personalized", "threshold t", lambda x: personalized.release(_TAB.assign(u=range(8)), _SPEC,
+                                                                   personalized.PersonalizedQuery("count"),
+                                                                   personalized.Threshold(x), rng=_rng())),
     ("personalized", "sample t", lambda x: personalized.Sample(x).delivered(_SPEC.eps, _SPEC)),
     ("personalized", "query hi", lambda x: personalized.PersonalizedQuery("sum", "v", lo=0, hi=x)),
     ("personalized", "query lo", lambda x: personalized.PersonalizedQuery("median", "v", lo=x, hi=10)),
     ("personalized", "tier share", lambda x: personalized.TierConfig(f_c=x)),
     ("personalized", "tier ε", lambda x: personalized.TierConfig(eps_m=x)),
-    ("personalized", "comparison runs", lambda x: personalized.compare(_TAB.assign(u=range(8)), _SPEC, personalized.PersonalizedQuery("count"),
-                                                             runs=x, rng=_rng())),
+    ("personalized", "comparison runs", lambda x: personalized.compare(_TAB.assign(u=range(8)), _SPEC,
+                                                                       personalized.PersonalizedQuery("count"),
+                                                                       runs=x, rng=_rng())),
     ("personalized", "curve thresholds", lambda x: personalized.threshold_curve(_TAB.assign(u=range(8)), _SPEC,
-                                                                     personalized.PersonalizedQuery("count"), [x], runs=5, rng=_rng())),
+                                                                                personalized.PersonalizedQuery("count"),
+                                                                                [x], runs=5, rng=_rng())),
     ("analyst tiers", "tier ε", lambda x: multitier.plan_central([("a", x), ("b", 0.5)], "laplace")),
     ("analyst tiers", "gaussian δ", lambda x: multitier.plan_central([("a", 1.0)], "gaussian", delta=x)),
     ("analyst tiers", "local d", lambda x: multitier.plan_local([("a", 1.0), ("b", 0.5)], x)),
@@ -407,7 +410,8 @@ def _violations(path: Path) -> list[str]:
             f = node.func
             if isinstance(f, ast.Name) and f.id in _FORBIDDEN_CALLS:
                 out.append(f"{f.id}(…)")
-            if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (f.value.id, f.attr) in _FORBIDDEN_ATTRS:
+            if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                    and (f.value.id, f.attr) in _FORBIDDEN_ATTRS):
                 out.append(f"{f.value.id}.{f.attr}(…)")
             for kw in node.keywords:
                 if kw.arg == "shell" and not (isinstance(kw.value, ast.Constant) and kw.value.value is False):

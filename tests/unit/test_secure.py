@@ -121,8 +121,8 @@ def test_drop_in_noise_and_unseeded_draws():
 
 
 def test_secure_selection_law_and_its_privacy():
-    """(Unseeded: acceptance at p > 1e-6, power far below 1e-4.) OpenDP's report-noisy-max matches its exact law; on monotone neighbouring scores the log-ratio
-    of every outcome is at most ε (and reaches a good part of it)."""
+    """(Unseeded: acceptance at p > 1e-6, power far below 1e-4.) OpenDP's report-noisy-max matches its exact law;
+    on monotone neighbouring scores the log-ratio of every outcome is at most ε (and reaches a good part of it)."""
     eps = 1.0
     scores = np.array([0.0, -1.0, -3.0])
     draws = np.array([S.select(scores, eps, monotonic=True)[0] for _ in range(3_000)])

@@ -292,7 +292,8 @@ def test_personalized_part_on_the_sample_of_a_dataset_held_by_duckdb(ds, in_tmp)
     smp = engines.open_dataset(str(folder / "firms.parquet"), engine="duckdb",
                                schema=held.data.schema).sample(500, seed=3)
     m = held.mechanisms[2]
-    page = pdp_mechanism(m).release(smp.table, held.privacy_spec(smp.table), personalized.PersonalizedQuery(**m["query"]),
-                                    rng=np.random.default_rng(SEED), seed=SEED, reveal=True)
+    page = pdp_mechanism(m).release(smp.table, held.privacy_spec(smp.table),
+                                    personalized.PersonalizedQuery(**m["query"]), rng=np.random.default_rng(SEED),
+                                    seed=SEED, reveal=True)
     assert ns["ds"].n == 500
     _same_estimates(ns["rel"], page)

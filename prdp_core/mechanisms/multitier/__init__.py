@@ -171,6 +171,7 @@ __all__ = [
     "joint_exact", "Variant", "VARIANTS", "Template", "template_chain", "serve", "composite_keep",
     "gradual_local_variance", "utility_bounds", "epoch_counts", "nested_prefix_counts", "iid_subset_counts",
     "subset_counts", "multitier_subset_counts", "grr_chain_counts", "brr_flip_probability", "brr_chain_counts",
-    "debias_subset", "debias_brr", "CoalitionLoss", "coalition_loss", "coalition_table", "geometric_coalition_loss", "SecureGenerator", "SecureTiers", "central_units", "coin_slack", "mixture_slack",
+    "debias_subset", "debias_brr", "CoalitionLoss", "coalition_loss", "coalition_table", "geometric_coalition_loss",
+    "SecureGenerator", "SecureTiers", "central_units", "coin_slack", "mixture_slack",
     "secure_central", "uniform_categories",
 ]

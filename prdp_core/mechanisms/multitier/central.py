@@ -216,8 +216,9 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
     tiers_txt = ", ".join(f"{t.name} ε={t.eps:g}" for t in plan.tiers)
     entries: tuple[LedgerEntry, ...]
     if strategy == "multitier":
-        entries = (LedgerEntry(f"Multi-tier {query} ({tiers_txt}) — all tiers together", f"multitier.central.{fam.name}",
-                               FlatLoss(total, measure), base, seed, secure=smp is not None),)
+        entries = (LedgerEntry(f"Multi-tier {query} ({tiers_txt}) — all tiers together",
+                               f"multitier.central.{fam.name}", FlatLoss(total, measure), base, seed,
+                               secure=smp is not None),)
     elif strategy == "independent":
         entries = tuple(LedgerEntry(f"{query} for {t.name} (independent release)", f"multitier.central.{fam.name}",
                                     FlatLoss(float(b), measure), {**base, "tier": t.name}, seed,

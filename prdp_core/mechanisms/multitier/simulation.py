@@ -279,7 +279,8 @@ def multitier_subset_counts(sizes: Sequence[int] | np.ndarray, keep: Sequence[fl
     return np.cumsum(C, axis=0)[:T] + nested_prefix_counts(start, end, excl, sizes, d, rng=rng)
 
 
-def grr_chain_counts(eps: Sequence[float] | np.ndarray, x_counts: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
+def grr_chain_counts(eps: Sequence[float] | np.ndarray, x_counts: np.ndarray, *,
+                     rng: np.random.Generator) -> np.ndarray:
     """Multi-tier GRR (k = 1 Rescale chain, Xiao et al.'s re-sampling), aggregate counts (m × d), exactly.
 
     With one element per report the aggregate is a Markov chain: each report is kept with
@@ -306,7 +307,8 @@ def brr_flip_probability(eps: float) -> float:
     return 1.0 / (1.0 + math.exp(float(eps) / 2))
 
 
-def brr_chain_counts(eps: Sequence[float] | np.ndarray, x_counts: np.ndarray, *, rng: np.random.Generator) -> np.ndarray:
+def brr_chain_counts(eps: Sequence[float] | np.ndarray, x_counts: np.ndarray, *,
+                     rng: np.random.Generator) -> np.ndarray:
     """Multi-tier BRR (per-bit re-sampling), aggregate bit counts (m × d), exactly.
 
     Bits are independent, so per column the number of ones is a sum of independent two-state

@@ -328,7 +328,8 @@ def _mse_proxy(phi_universe: np.ndarray, ts: Sequence[float], m1: float, m2: flo
         if not (math.isfinite(data) and math.isfinite(nv)):
             raise ParameterError("The error curve overflows: the bounds or the assumed values are too large "
                                  f"(sensitivity {bound:g}, assumed mean {m1:g}).",
-                                 hint="Use public bounds lo and hi of a realistic size (and assumed values within them).")
+                                 hint="Use public bounds lo and hi of a realistic size (and assumed values within "
+                                      "them).")
         rows.append({"t": tt, "rmse": math.sqrt(data + nv), "data_part_mse": data, "noise_var": nv,
                      "method": "closed form (assumed data)"})
     return pd.DataFrame(rows)

@@ -86,7 +86,8 @@ CountNoise = Literal["laplace", "geometric"]
 
 
 def noise_variance(eps: float, sensitivity: float = 1.0, noise: CountNoise = "laplace") -> float:
-    """Variance of the noise of an ε-DP count or sum: 2(Δ/ε)² (Laplace) or 2a/(1 − a)², a = e^{−ε} (geometric, Δ = 1)."""
+    """Variance of the noise of an ε-DP count or sum: 2(Δ/ε)² (Laplace) or 2a/(1 − a)², a = e^{−ε}
+    (geometric, Δ = 1)."""
     e = _check_eps(eps, "ε")
     if noise == "geometric":
         a = math.exp(-e)

@@ -234,6 +234,6 @@ def secure_stretching(values: np.ndarray, phi: np.ndarray, bound: float, ref: fl
     return float(na.estimate[0]), float(na.scale[0]), ratio
 
 
-__all__ = ["SecureResult", "black_box_scores", "output_grid", "pe_scores", "pe_weights", "sample_keep_numerators", "secure_answer",
-           "secure_count", "secure_mean", "secure_pe", "secure_quantile", "secure_sample_keep", "secure_stretching",
-           "secure_sum"]
+__all__ = ["SecureResult", "black_box_scores", "output_grid", "pe_scores", "pe_weights", "sample_keep_numerators",
+           "secure_answer", "secure_count", "secure_mean", "secure_pe", "secure_quantile", "secure_sample_keep",
+           "secure_stretching", "secure_sum"]

@@ -260,4 +260,5 @@ class DistinctCount:
     truth = LaplaceCount.truth
 
 
-BUILTIN: dict[str, Any] = {"count": LaplaceCount(), "sum": AdaptiveClippedSum(), "max": RankMax(), "distinct": DistinctCount()}
+BUILTIN: dict[str, Any] = {"count": LaplaceCount(), "sum": AdaptiveClippedSum(), "max": RankMax(),
+                           "distinct": DistinctCount()}

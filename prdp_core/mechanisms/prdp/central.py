@@ -332,8 +332,8 @@ def _secure_m(p: Prepared, table: Any, ell: int, eps_m: float, beta: float, samp
 
 def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
               rng: np.random.Generator | None = None, reveal: bool = False, seed: int | None = None,
-              secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None, eps_share: float = PAPER_SHARE,
-              beta_share: float = PAPER_SHARE) -> Release:
+              secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None,
+              eps_share: float = PAPER_SHARE, beta_share: float = PAPER_SHARE) -> Release:
     """Algorithm 2 (general PrDP framework, Sec. 6): answer ``query`` under E-PrDP.
 
     Parameters

@@ -140,6 +140,7 @@ def scaling_study(vary: Literal["n", "U", "sigma"], values: Any = None, *,
                 err = simulate(data, bud, "sum", method, beta=beta, trials=trials, absolute=True,
                                rng=np.random.default_rng([seed, k, j, m, 1]))
                 rows.append({"vary": vary, "value": float(x), "budget": name, "method": method,
-                             "abs_error": trimmed_mean(err), "rel_error": trimmed_mean(err) / truth if truth else math.nan,
+                             "abs_error": trimmed_mean(err),
+                             "rel_error": trimmed_mean(err) / truth if truth else math.nan,
                              "n": nn, "U": uu, "sigma": ss})
     return pd.DataFrame(rows)

@@ -199,7 +199,8 @@ def _quote_names(text: str) -> tuple[str, dict[str, str]]:
 
     out = re.sub(r"`([^`]*)`", repl, text)
     if "`" in out:
-        raise ExpressionError("A column name in backticks is not closed.", hint="Write `column name` with two backticks.")
+        raise ExpressionError("A column name in backticks is not closed.",
+                              hint="Write `column name` with two backticks.")
     return out, mapping
 
 

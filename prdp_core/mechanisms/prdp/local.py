@@ -304,7 +304,8 @@ def framework_trials(data: _LocalData, *, beta: float, rng: np.random.Generator,
 
 def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, beta: float,
               rng: np.random.Generator | None = None, threshold: ThresholdRule = "paper", reveal: bool = False,
-              seed: int | None = None, secure: bool = False, sampler: SecureSampler | None = None, noise: Noise | None = None) -> Release:
+              seed: int | None = None, secure: bool = False, sampler: SecureSampler | None = None,
+              noise: Noise | None = None) -> Release:
     """Algorithm 5 (general PrLDP framework) for ``count`` and ``sum`` queries.
 
     Round I: Algorithms 3–4 with E' = E/2 and β/2 give ε_τ = 2^{ℓ−1}ε̌. Round II: parties with
@@ -392,8 +393,9 @@ def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, 
                    extras={"eps_M": budget.eps_min})
 
 
-def simulate(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", method: Literal["count", "framework", "naive"],
-             *, beta: float, trials: int, rng: np.random.Generator, threshold: ThresholdRule = "paper") -> np.ndarray:
+def simulate(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
+             method: Literal["count", "framework", "naive"], *, beta: float, trials: int, rng: np.random.Generator,
+             threshold: ThresholdRule = "paper") -> np.ndarray:
     """Relative errors of ``trials`` runs of a local mechanism (vectorised)."""
     rng = _check_rng(rng)
     b = _check_beta(beta)

@@ -93,7 +93,8 @@ class BudgetPlan:
     def __post_init__(self) -> None:
         object.__setattr__(self, "beta", _check_beta(self.beta))
         if self.algorithm not in ALGORITHMS:
-            raise ParameterError(f"Unknown PrDP algorithm '{self.algorithm}'.", hint=f"Use one of {', '.join(ALGORITHMS)}.")
+            raise ParameterError(f"Unknown PrDP algorithm '{self.algorithm}'.",
+                                 hint=f"Use one of {', '.join(ALGORITHMS)}.")
         if self.model not in ("central", "local"):
             raise ParameterError(f"Unknown PrDP model '{self.model}'.", hint="Use 'central' or 'local'.")
         if self.model == "local" and self.algorithm == "sum_extension":

@@ -71,7 +71,8 @@ class FrameworkQuery:
         return FrameworkQuery("distinct", column)
 
     @staticmethod
-    def custom(name: str, fn: CustomMechanism, truth: Callable[[pd.DataFrame], float] | None = None) -> "FrameworkQuery":
+    def custom(name: str, fn: CustomMechanism,
+               truth: Callable[[pd.DataFrame], float] | None = None) -> "FrameworkQuery":
         return FrameworkQuery("custom", None, fn, truth, name)
 
     def resolved(self, budget: BudgetFunction) -> "FrameworkQuery":
@@ -100,7 +101,8 @@ def as_query(query: "str | FrameworkQuery") -> FrameworkQuery:
     kind, _, col = query.partition(":")
     kind = kind.strip().lower()
     if kind not in ("count", "sum", "max", "distinct"):
-        raise ParameterError(f"Unknown query '{query}'.", hint="Use count, sum, max or distinct (optionally ':column').")
+        raise ParameterError(f"Unknown query '{query}'.",
+                             hint="Use count, sum, max or distinct (optionally ':column').")
     return FrameworkQuery(kind, col.strip() or None)  # type: ignore[arg-type]
 
 

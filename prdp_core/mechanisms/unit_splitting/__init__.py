@@ -48,6 +48,7 @@ from .stats import (
 from .topcoding import policy_for_thresholds, topcode_policy, topcode_workload
 from .workload_release import release
 
-__all__ = ["PartitionSelection", "PublicKeys", "QueryStats", "cell_sensitivity", "engine_workload_stats", "joint_sum_release",
-           "joint_sum_sigmas", "partition_record_delta", "policy_for_thresholds", "policy_loss_of_histogram",
-           "release", "selection_cells", "selection_plan", "topcode_policy", "topcode_workload", "workload_stats"]
+__all__ = ["PartitionSelection", "PublicKeys", "QueryStats", "cell_sensitivity", "engine_workload_stats",
+           "joint_sum_release", "joint_sum_sigmas", "partition_record_delta", "policy_for_thresholds",
+           "policy_loss_of_histogram", "release", "selection_cells", "selection_plan", "topcode_policy",
+           "topcode_workload", "workload_stats"]

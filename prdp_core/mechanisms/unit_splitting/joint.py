@@ -140,7 +140,8 @@ def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any
                 s, contrib, sig[i], smp, pol)
         else:
             est = truth + rng.normal(0.0, 1.0, s.n_cells) * sig[i]  # type: ignore[union-attr]
-        cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(s.n_cells, i, dtype=np.int64), pd.Index(names))}
+        cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(s.n_cells, i, dtype=np.int64),
+                                                                   pd.Index(names))}
         for c in s.keys.columns:
             cols[c] = s.keys[c].array
         cols.update({"estimate": est, "sigma": np.array(sig[i]), "ci_low": est - Z95 * sig[i],

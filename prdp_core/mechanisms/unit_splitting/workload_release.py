@@ -251,7 +251,8 @@ def _answer(i: int, s: QueryStats, query_names: list[str], kept: Mapping[tuple[s
     keep = np.ones(s.n_cells, dtype=bool)
     if q.group_by and q.group_by in kept:
         keep = _key_index(s.keys).isin(kept[q.group_by])
-    cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(int(keep.sum()), i, dtype=np.int64), pd.Index(query_names))}
+    cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(int(keep.sum()), i, dtype=np.int64),
+                                                               pd.Index(query_names))}
     for c in s.keys.columns:
         cols[c] = s.keys[c].array[keep]
     cols.update({"estimate": est[keep], "sigma": sd[keep], "ci_low": (est - Z95 * sd)[keep],

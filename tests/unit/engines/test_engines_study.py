@@ -40,7 +40,8 @@ workload:
   queries:
     - {{kind: count, group_by: [STATE], rho: 0.5}}
     - {{kind: sum, measure: EMP, group_by: [STATE, NAICS2], rho: 0.5}}
-    - {{kind: avg, measure: PAYANN, rho: 0.2, rho_count: 0.1, split: false, clamp: 5000, filter: {{column: STATE, values: [CA, TX]}}}}
+    - {{kind: avg, measure: PAYANN, rho: 0.2, rho_count: 0.1, split: false, clamp: 5000,
+       filter: {{column: STATE, values: [CA, TX]}}}}
 mechanisms:
   - kind: unit_splitting
   - kind: prdp

@@ -1,4 +1,5 @@
-"""Accuracy of the personalized DP mechanisms: Example 1, closed forms and exact pmfs against simulation, design tables."""
+"""Accuracy of the personalized DP mechanisms: Example 1, closed forms and exact pmfs against simulation, design
+tables."""
 
 from __future__ import annotations
 
@@ -117,7 +118,8 @@ def test_compare_and_threshold_curve_tables():
     rng = np.random.default_rng(24)
     tab = pd.DataFrame({"v": rng.integers(0, 30, 500).astype(float)})
     spec = generate_tiers(500, rng=rng)
-    for q in (PersonalizedQuery("count", "v", cutoff=10), PersonalizedQuery("median", "v", hi=40), PersonalizedQuery("sum", "v", hi=40)):
+    for q in (PersonalizedQuery("count", "v", cutoff=10), PersonalizedQuery("median", "v", hi=40),
+              PersonalizedQuery("sum", "v", hi=40)):
         df = compare(tab, spec, q, runs=50, rng=rng)
         assert set(df["mechanism"]) >= {"M", "T", "S", "S-avg"}
         assert ("PE" in set(df["mechanism"])) == (q.kind != "sum")

@@ -136,7 +136,8 @@ def test_black_box_under_a_table_roster_is_recalibrated_for_its_substitution_fac
     for k, run_at in ((2.0, 0.25), (1.0, 0.5)):
         calls = []
         bb = BlackBox("bb", lambda v, e, rng: (calls.append(e), float(v.sum()))[1], substitution=k)
-        rel = Sample(0.5).release(tab, spec, PersonalizedQuery("count", "v", black_box=bb), rng=np.random.default_rng(1))
+        rel = Sample(0.5).release(tab, spec, PersonalizedQuery("count", "v", black_box=bb),
+                                  rng=np.random.default_rng(1))
         assert calls[-1] == pytest.approx(run_at)
         assert rel.params["neighbours"] == "substitution" and rel.params["noise_calibration"] == max(k, 1.0)
         np.testing.assert_allclose(rel.loss, sample_delivered_substitution(spec.eps, 0.5, k))

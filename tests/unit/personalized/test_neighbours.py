@@ -62,9 +62,11 @@ def test_substitution_losses_under_a_table_roster():
     phi = np.array([0.05, 0.1, 0.3, 0.7, 1.0])
     spec = spec_from_values(phi, roster="table")
     public = spec_from_values(phi)
-    cases = {PersonalizedQuery("count"): 1.0, PersonalizedQuery("sum", "v", lo=0, hi=10): 1.0, PersonalizedQuery("sum", "v", lo=-5, hi=10): 1.5,
+    cases = {PersonalizedQuery("count"): 1.0, PersonalizedQuery("sum", "v", lo=0, hi=10): 1.0,
+             PersonalizedQuery("sum", "v", lo=-5, hi=10): 1.5,
              PersonalizedQuery("mean", "v", lo=0, hi=10): 0.5, PersonalizedQuery("median", "v", hi=10): 2.0,
-             PersonalizedQuery("median", "v", hi=10, median_score="changes"): 1.0, PersonalizedQuery("min", "v", hi=10): 1.0}
+             PersonalizedQuery("median", "v", hi=10, median_score="changes"): 1.0,
+             PersonalizedQuery("min", "v", hi=10): 1.0}
     for q, k in cases.items():
         assert substitution_factor(q) == k
         assert noise_calibration(q, spec) == max(k, 1.0) and noise_calibration(q, public) == 1.0

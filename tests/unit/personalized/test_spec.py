@@ -1,4 +1,5 @@
-"""Privacy specifications (Def. 5, Sec. V): generated tiers, columns, labels, and thresholds from the public roster (T11)."""
+"""Privacy specifications (Def. 5, Sec. V): generated tiers, columns, labels, and thresholds from the public roster
+(T11)."""
 
 from __future__ import annotations
 

@@ -77,7 +77,8 @@ def test_clipped_sum_threshold_selection_exact_audit():
     j0, J = _pow2_range(1e12)
     st = AdaptiveClippedSum().stats(values, np.ones(values.size, dtype=np.int16), 1, 1e12)
     n = 40_000
-    _, det = AdaptiveClippedSum(split=0.5).run(st, np.ones(n, dtype=int), np.full(n, 1.4), 0.1, np.random.default_rng(7))
+    _, det = AdaptiveClippedSum(split=0.5).run(st, np.ones(n, dtype=int), np.full(n, 1.4), 0.1,
+                                               np.random.default_rng(7))
     j = np.log2(det["tau"]).astype(int) - j0
     probs = _clip_em_probs(values, 0.7, 2.0, 1e12)
     keep = probs * n > 5

@@ -37,7 +37,8 @@ def test_domain_partition_and_index_invariants():
 
 def test_ceil_log2_is_exact():
     p = np.exp2(np.arange(-60, 61, dtype=float))
-    x = np.concatenate((p, np.nextafter(p, np.inf), np.nextafter(p, 0), np.random.default_rng(1).uniform(1e-9, 1e9, 1000)))
+    x = np.concatenate((p, np.nextafter(p, np.inf), np.nextafter(p, 0),
+                        np.random.default_rng(1).uniform(1e-9, 1e9, 1000)))
     k = ceil_log2(x)
     assert np.all(np.ldexp(1.0, k) >= x) and np.all(np.ldexp(1.0, k - 1) < x)
 

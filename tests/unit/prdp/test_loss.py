@@ -53,7 +53,8 @@ def _runs(budget: BudgetFunction):
     for q in ("count", "sum:BALANCE", "max:BALANCE", "distinct:BRANCH"):
         yield f"framework {q}", framework(TABLE, budget, q, beta=0.1, rng=rng)
         yield f"naive {q}", naive(TABLE, budget, q, beta=0.1, rng=rng)
-    custom = FrameworkQuery.custom("mean EMP", lambda t, eps, beta, g: float(t.EMP.clip(0, 500).sum() / 500 + g.laplace(0, 1 / eps)))
+    custom = FrameworkQuery.custom("mean EMP", lambda t, eps, beta, g: float(t.EMP.clip(0, 500).sum() / 500
+                                                                             + g.laplace(0, 1 / eps)))
     yield "framework custom", framework(TABLE, budget, custom, beta=0.1, rng=rng)
     yield "sum extension", sum_extension(TABLE, budget, column="BALANCE", beta=0.1, rng=rng)
     yield "prldp.count", prldp.count(e, eps_min=budget.eps_min, eps_max=budget.eps_max, beta=0.1, rng=rng)
