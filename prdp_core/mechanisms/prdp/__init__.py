@@ -24,36 +24,36 @@ from __future__ import annotations
 from .answers import BUILTIN, AdaptiveClippedSum, DistinctCount, LaplaceCount, RankMax
 from .assumed import AssumedData, RecordModel
 from .budget import (
-                          DEFAULT_EPS_MAX,
-                          DEFAULT_U,
-                          PRESETS,
-                          BudgetFunction,
-                          budget_from_dict,
-                          constant,
-                          inverse,
-                          log_budget,
-                          parse_budget,
-                          per_group,
-                          preset,
-                          sqrt_budget,
-                          step_table,
-                          value_grid,
+    DEFAULT_EPS_MAX,
+    DEFAULT_U,
+    PRESETS,
+    BudgetFunction,
+    budget_from_dict,
+    constant,
+    inverse,
+    log_budget,
+    parse_budget,
+    per_group,
+    preset,
+    sqrt_budget,
+    step_table,
+    value_grid,
 )
 from .central import PAPER_SHARE, Split, check_share, count, count_of, framework, framework_trials, naive, naive_trials
 from .domains import DomainPartition, ceil_log2
 from .error_law import FAILURE_LEVEL, ErrorLaw
 from .experiments import PAPER_BUDGETS, SCALING_DEFAULTS, Method, normal_balances, scaling_study, simulate, trimmed_mean
 from .expressions import (
-                          ALLOWED_FUNCTIONS,
-                          COST_POWER,
-                          COST_TEXT_COMPARISON,
-                          MAX_CONSTANT_EXPONENT,
-                          MAX_EXPRESSION_DEPTH,
-                          MAX_EXPRESSION_NODES,
-                          Columns,
-                          CompiledExpression,
-                          Evaluator,
-                          compile_expression,
+    ALLOWED_FUNCTIONS,
+    COST_POWER,
+    COST_TEXT_COMPARISON,
+    MAX_CONSTANT_EXPONENT,
+    MAX_EXPRESSION_DEPTH,
+    MAX_EXPRESSION_NODES,
+    Columns,
+    CompiledExpression,
+    Evaluator,
+    compile_expression,
 )
 from .extension import ExtensionStats, extension_stats, extension_trials, sum_extension
 from .forecast import WARN_AT, Forecast, ForecastQuery, Model, forecast

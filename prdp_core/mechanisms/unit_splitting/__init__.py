@@ -38,12 +38,12 @@ threshold sweeps).
 from .joint import joint_sum_release, joint_sum_sigmas
 from .selection import PartitionSelection, partition_record_delta, selection_cells, selection_plan
 from .stats import (
-           PublicKeys,
-           QueryStats,
-           cell_sensitivity,
-           engine_workload_stats,
-           policy_loss_of_histogram,
-           workload_stats,
+    PublicKeys,
+    QueryStats,
+    cell_sensitivity,
+    engine_workload_stats,
+    policy_loss_of_histogram,
+    workload_stats,
 )
 from .topcoding import policy_for_thresholds, topcode_policy, topcode_workload
 from .workload_release import release
