@@ -135,8 +135,9 @@ class RunConfig(Mapping[str, Any]):
     # -- running -------------------------------------------------------------------------
 
     def run(self, study: Study, ds: Any, seed: int, reveal: bool) -> list[Output]:
-        """Run the entry on the dataset ``ds`` with noise from ``default_rng(seed)`` (unseeded when
-        :attr:`secure`); ``reveal`` attaches true answers and per-record losses (teaching mode)."""
+        """Run the entry on the dataset ``ds`` with the noise of :func:`mechanism_noise` (``Noise.teaching(seed)``,
+        or ``Noise.secure()``, unseeded, when :attr:`secure`); ``reveal`` attaches true answers and per-record
+        losses (teaching mode)."""
         raise NotImplementedError
 
     def code(self, study: Study, i: int, table: str) -> list[str]:
