@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -179,6 +180,15 @@ def test_a_study_built_in_code_is_checked_again_before_spark_starts(tmp_path, no
     assert no_spark_start == []
 
 
+def test_the_allow_list_is_the_one_docs_cluster_md_lists():
+    text = (ROOT / "docs" / "cluster.md").read_text(encoding="utf-8")
+    section = text.split("**`data.spark.conf`: tuning settings only**")[1].split("Every other setting")[0]
+    rows = [line.split("|")[1] for line in section.splitlines() if line.startswith("| `spark.")]
+    listed = [name for row in rows for name in re.findall(r"`(spark\.[^`]+)`", row)]
+    assert sorted(listed) == sorted(SS.STUDY_SETTINGS) and len(listed) == len(set(listed))
+    assert f"**allow-list** of {len(SS.STUDY_SETTINGS)} tuning settings" in (ROOT / "docs" / "security.md").read_text()
+
+
 # ---------------------------------------------------------------------------
 # The administrator's settings: PRDP_SPARK_CONF
 # ---------------------------------------------------------------------------
@@ -208,7 +218,7 @@ def test_the_session_applies_the_administrators_settings_under_the_studys(tmp_pa
     given: dict[str, str] = {}
 
     class Builder:
-        def appName(self, name: str) -> Builder:  # noqa: N802 - PySpark's names
+        def appName(self, name: str) -> Builder:
             return self
 
         def master(self, master: str) -> Builder:
@@ -219,7 +229,7 @@ def test_the_session_applies_the_administrators_settings_under_the_studys(tmp_pa
             given[key] = value
             return self
 
-        def getOrCreate(self) -> object:  # noqa: N802
+        def getOrCreate(self) -> object:
             return SimpleNamespace(sparkContext=SimpleNamespace(setLogLevel=lambda level: None))
 
     import pyspark.sql
