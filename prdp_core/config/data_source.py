@@ -5,7 +5,6 @@ confined to the config's folder."""
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -229,8 +228,11 @@ def _data_path(v: Any, engine: str) -> str:
 
 
 def _spark_options(v: Any) -> dict[str, Any]:
-    """``data.spark``: ``master`` or ``remote`` (not both) and ``conf`` (Spark settings: names
-    ``spark.…``, values strings or numbers)."""
+    """``data.spark``: ``master`` or ``remote`` (not both), each only one the server allows, and
+    ``conf``: only the tuning settings a study may give, with values of their kind
+    (:mod:`prdp_core.engines.spark_settings`; everything else is the administrator's, on the server)."""
+    from ..engines.spark_settings import study_server, study_setting
+
     o = _mapping(v, "data.spark", ("master", "remote", "conf"))
     out: dict[str, Any] = {}
     if "master" in o and "remote" in o:
@@ -240,12 +242,12 @@ def _spark_options(v: Any) -> dict[str, Any]:
         if not _SPARK_MASTER.match(m):
             raise _err("data.spark.master", f"must be local[*], local[N], spark://host:port, yarn or k8s://… "
                                             f"(got {_fmt(m)}).")
-        out["master"] = m
+        out["master"] = study_server("data.spark.master", m)
     if "remote" in o:
         r = _text(o["remote"], "data.spark.remote", max_len=320).strip()
         if not _SPARK_REMOTE.match(r):
             raise _err("data.spark.remote", f"must be a Spark Connect address sc://host:port (got {_fmt(r)}).")
-        out["remote"] = r
+        out["remote"] = study_server("data.spark.remote", r)
     if o.get("conf") is not None:
         c = o["conf"]
         if not isinstance(c, Mapping):
@@ -257,12 +259,6 @@ def _spark_options(v: Any) -> dict[str, Any]:
             key = _text(k, "data.spark.conf", max_len=210)
             if not _SPARK_CONF_KEY.match(key):
                 raise _err("data.spark.conf", f"setting names start with 'spark.' (got {_fmt(key)}).")
-            if isinstance(val, bool) or not isinstance(val, (str, int, float)):
-                raise _err(f"data.spark.conf.{key}", f"must be a string or a number (got {_fmt(val)}).")
-            if isinstance(val, str):
-                val = _text(val, f"data.spark.conf.{key}", max_len=1000)
-            elif not math.isfinite(float(val)):
-                raise _err(f"data.spark.conf.{key}", "must be a finite number.")
-            conf[key] = val
+            conf[key] = study_setting(key, val)
         out["conf"] = conf
     return out

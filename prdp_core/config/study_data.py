@@ -115,11 +115,10 @@ def _engine_data(study: Study, data: str | os.PathLike | None, kind: str, opts: 
     schema = (Schema.from_dict(src.schema) if src.schema is not None else
               samples.info(src.sample).schema if src.sample is not None else None)
     if chosen == "spark":
-        sp = src.spark
-        options = engines.EngineOptions(master=sp.get("master"), remote=sp.get("remote"),
-                                        conf=dict(sp.get("conf") or {}))
+        from ..engines.spark_settings import study_options
+
         return engines.open_dataset(spec, schema=schema, engine="spark", base_dir=base, confine=confine,
-                                    options=options, **opts)
+                                    options=study_options(src.spark), **opts)
     d = default_options()
     options = engines.EngineOptions(memory_limit=src.duckdb.get("memory_limit") or d.memory_limit,
                                     temp_directory=d.temp_directory, threads=src.duckdb.get("threads") or d.threads)

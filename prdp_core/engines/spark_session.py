@@ -21,6 +21,7 @@ from urllib.parse import unquote, urlparse
 
 from ..errors import DataError, EngineError, PrdpError, ResourceLimitError
 from .base import ColumnKind, EngineOptions
+from .spark_settings import ENV_MASTER, ENV_REMOTE, admin_conf
 from .sql_engine import _short
 
 #: What to install when PySpark is missing (the package's optional extra).
@@ -30,8 +31,6 @@ JAVA_PACKAGE = "openjdk-17-jre-headless"
 #: Master of a session started without one (options, then ``PRDP_SPARK_MASTER``, then spark-submit's
 #: ``--master``): PySpark's own default.
 DEFAULT_MASTER = "local[*]"
-#: Environment variables by which an administrator enables the Spark source of the app.
-ENV_MASTER, ENV_REMOTE = "PRDP_SPARK_MASTER", "PRDP_SPARK_REMOTE"
 
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 _counter = itertools.count()
@@ -87,7 +86,10 @@ def require_spark(*, remote: bool = False) -> None:
 def spark_session(options: EngineOptions | None = None) -> Any:
     """The Spark session the engine works in: a Spark Connect session for ``options.remote``; the
     running session when ``options`` names no master; else one started with ``options.master``
-    (or the environment's, or ``local[*]``) and ``options.conf``. Raises :class:`EngineError` when
+    (or the environment's, or ``local[*]``) and the administrator's settings (``PRDP_SPARK_CONF``:
+    :func:`~prdp_core.engines.spark_settings.admin_conf`) with ``options.conf`` over them. ``options``
+    are the caller's own: a study's pass :func:`~prdp_core.engines.spark_settings.study_options`
+    first. Raises :class:`EngineError` when
     Spark cannot be started, with what to install or check."""
     opts = options or EngineOptions()
     env = env_options()
@@ -106,7 +108,7 @@ def spark_session(options: EngineOptions | None = None) -> Any:
     elif master:  # else spark-submit's --master, or PySpark's own default (local[*])
         builder = builder.master(master)
     master = master or DEFAULT_MASTER
-    conf = {"spark.ui.showConsoleProgress": "false"}
+    conf = {"spark.ui.showConsoleProgress": "false", **admin_conf()}  # the administrator's, under the caller's
     if not remote and master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
         # Python workers (pandas UDFs) run this interpreter: PySpark reads the variable, not the setting
         os.environ["PYSPARK_PYTHON"] = sys.executable

@@ -20,6 +20,7 @@ from prdp_core.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, main
 from prdp_core.config import ConfigError, parse_config
 from prdp_core.data import Schema
 from prdp_core.engines import spark_engine as SE
+from prdp_core.engines.spark_settings import ENV_ALLOWED
 from prdp_core.errors import DataError, EngineError
 from tests import spark as spark_tests
 from tests.unit.engines.test_engine_analysis import tables  # noqa: F401, F811 - the analysis suite's table (a fixture)
@@ -40,7 +41,8 @@ def _run(argv: list[str]) -> tuple[int, str, str]:
 # ---------------------------------------------------------------------------
 
 
-def test_spark_keys_of_the_config_are_checked(tmp_path):
+def test_spark_keys_of_the_config_are_checked(tmp_path, monkeypatch):
+    monkeypatch.setenv(ENV_ALLOWED, "sc://spark.example:15002")  # a server the administrator allows
     base = {"engine": "spark", "spark": {"master": "local[2]", "conf": {"spark.sql.shuffle.partitions": 8,
                                                                          "spark.executor.memory": "8g"}}}
     d = parse_config({"version": 1, "data": {"path": "x.parquet", **base}}).data
@@ -59,9 +61,10 @@ def test_spark_keys_of_the_config_are_checked(tmp_path):
         ({"path": "x.parquet", "engine": "spark", "spark": {"remote": "http://h:1"}}, "data.spark.remote"),
         ({"path": "x.parquet", "engine": "spark", "spark": {"cores": 4}}, "unknown key"),
         ({"path": "x.parquet", "engine": "spark", "spark": {"conf": {"hadoop.x": "1"}}}, "start with 'spark.'"),
-        ({"path": "x.parquet", "engine": "spark", "spark": {"conf": {"spark.x": [1, 2]}}}, "string or a number"),
-        ({"path": "x.parquet", "engine": "spark", "spark": {"conf": {"spark.x": True}}}, "string or a number"),
-        ({"path": "x.parquet", "engine": "spark", "spark": {"conf": {"spark.x": {"a": 1}}}}, "string or a number"),
+        ({"path": "x.parquet", "engine": "spark", "spark": {"conf": {"spark.x": "1"}}}, "may not give this Spark"),
+        ({"path": "x.parquet", "engine": "spark", "spark": {"conf": {"spark.executor.memory": [1, 2]}}}, "a size"),
+        ({"path": "x.parquet", "engine": "spark", "spark": {"conf": {"spark.executor.cores": True}}}, "whole number"),
+        ({"path": "x.parquet", "engine": "spark", "spark": {"conf": {"spark.executor.memory": {"a": 1}}}}, "a size"),
         ({"path": "x.parquet", "engine": "spark", "spark": {"conf": {f"spark.k{i}": i for i in range(101)}}},
          "at most 100"),
         ({"path": "x.parquet", "engine": "duckdb", "spark": {"master": "local"}}, "spark engine only"),
