@@ -44,6 +44,13 @@ MIN_KEY_CHARS = 16
 _CHAIN_VERSION = "prdp-ledger-chain-1"
 
 
+class TamperedLedger(StoreError):
+    """A stored ledger that does not match its seal: changed in the store after it was written (or sealed with
+    another key). It is refused, never used."""
+
+    title = "Ledger integrity check failed"
+
+
 def key_path(url: str | sa.URL, env: Mapping[str, str] | None = None) -> Path:
     """Where the key file of the store at ``url`` is: beside a SQLite database, else in the workshop folder."""
     from .workshop import workshop_dir
@@ -179,35 +186,33 @@ def seal_rows(key: bytes, ledger_id: int, rows: Sequence[Any], prev: str | None 
     return out
 
 
-def _what(ledger: Any) -> str:
-    return f"The ledger '{ledger.name}'" if ledger.name else "This session's privacy ledger"
-
-
 _HINT = ("It is not used: its totals could be wrong. Restore the database from a backup taken before the change "
          "(docs/security.md, Ledgers that detect tampering).")
 
 
 def verify(key: bytes, ledger: Any, rows: Sequence[Any]) -> str:
-    """Check a ledger's chain and seal: the last entry's hash (the genesis when empty), or a StoreError naming the
-    first entry that does not match (its position and id), or saying which entries are missing from the end or
-    that the seal was changed. ``rows`` are its ``ledger_entries`` rows in order."""
+    """Check a ledger's chain and seal: the last entry's hash (the genesis when empty), or a :class:`TamperedLedger`
+    naming the first entry that does not match (its position and id), or saying which entries are missing from the
+    end or that the seal was changed. ``rows`` are its ``ledger_entries`` rows in order."""
+    what = f"The ledger '{ledger.name}'" if ledger.name else "This session's privacy ledger"
+    changed = f"{what} was changed in the store:"
     seal = Seal.from_json(getattr(ledger, "seal", None))
     if seal is None:
-        raise StoreError(f"{_what(ledger)} was changed in the store: its seal (the head kept with the ledger) was "
-                         f"removed, so its {len(rows)} entries cannot be checked.", hint=_HINT)
-    other_key = StoreError(f"{_what(ledger)} was sealed with another ledger key (key id {seal.key}; this server's "
-                           f"is {key_id(key)}).", hint=f"Set {ENV_LEDGER_KEY} (or the key file {KEY_FILE}) to the "
-                                                       "key it was sealed with; if no one changed the key, treat the "
-                                                       "ledger as changed in the store.")
+        raise TamperedLedger(f"{changed} its seal (the head kept with the ledger) was removed, so its {len(rows)} "
+                             "entries cannot be checked.", hint=_HINT)
+    other_key = TamperedLedger(
+        f"{what} was sealed with another ledger key (key id {seal.key}; this server's is {key_id(key)}).",
+        hint=f"Set {ENV_LEDGER_KEY} (or the key file {KEY_FILE}) to the key it was sealed with; if no one changed the "
+             "key, treat the ledger as changed in the store.")
     prev = genesis(key, ledger.id)
     for i, r in enumerate(rows, 1):
         want = entry_hash(key, ledger.id, i, r, prev)
         if not isinstance(r.hash, str) or not hmac.compare_digest(want, r.hash):
             if seal.key != key_id(key):
                 raise other_key
-            raise StoreError(f"{_what(ledger)} was changed in the store: entry #{i} of {len(rows)} (id {r.uid}) does "
-                             "not match its seal — it, or its place in the order, or an entry before it was edited, "
-                             "removed or inserted.", hint=_HINT)
+            raise TamperedLedger(f"{changed} entry #{i} of {len(rows)} (id {r.uid}) does not match its seal — it, or "
+                                 "its place in the order, or an entry before it was edited, removed or inserted.",
+                                 hint=_HINT)
         prev = r.hash
     good = head(key, ledger, len(rows), prev, upgraded=seal.upgraded, upgraded_at=seal.upgraded_at)
     if hmac.compare_digest(good.head, seal.head) and seal.entries == len(rows):
@@ -216,12 +221,12 @@ def verify(key: bytes, ledger: Any, rows: Sequence[Any]) -> str:
         raise other_key
     if seal.entries > len(rows):
         missing = f"#{len(rows) + 1}" if seal.entries == len(rows) + 1 else f"#{len(rows) + 1}–#{seal.entries}"
-        raise StoreError(f"{_what(ledger)} was changed in the store: entry {missing} (after entry #{len(rows)}"
-                         f"{f', id {rows[-1].uid}' if rows else ''}) was removed — the seal counts {seal.entries} "
-                         f"entries and {len(rows)} are left.", hint=_HINT)
-    raise StoreError(f"{_what(ledger)} was changed in the store: its seal (the head kept with the ledger, over its "
-                     f"{len(rows)} entries and the data it belongs to) does not match.", hint=_HINT)
+        after = f" (after entry #{len(rows)}, id {rows[-1].uid})" if rows else " (the ledger has no entry left)"
+        raise TamperedLedger(f"{changed} entry {missing}{after} was removed — the seal counts {seal.entries} entries "
+                             f"and {len(rows)} are left.", hint=_HINT)
+    raise TamperedLedger(f"{changed} its seal (the head kept with the ledger, over its {len(rows)} entries and the "
+                         "data it belongs to) does not match.", hint=_HINT)
 
 
-__all__ = ["ENV_LEDGER_KEY", "KEY_FILE", "Seal", "entry_hash", "genesis", "head", "key_id", "key_path", "seal_rows",
-           "server_key", "verify"]
+__all__ = ["ENV_LEDGER_KEY", "KEY_FILE", "Seal", "TamperedLedger", "entry_hash", "genesis", "head", "key_id",
+           "key_path", "seal_rows", "server_key", "verify"]

@@ -377,7 +377,7 @@ class LedgerStore:
                                  upgraded_at=None if before is None else before.upgraded_at)
         conn.execute(ledgers.update().where(ledgers.c.id == int(ledger_id)).values(seal=seal.to_json()))
 
-    def _verified(self, conn: Connection, ledger_id: int) -> tuple[Any, list[Any], str]:
+    def _verified(self, conn: Connection, ledger_id: int) -> tuple[Any, Sequence[Any], str]:
         """The ledger's row, its entries' rows in order and its last hash, once its chain and seal are checked
         (StoreError otherwise); (None, [], "") for a ledger the store does not have."""
         led = conn.execute(sa.select(ledgers).where(ledgers.c.id == int(ledger_id))).first()
@@ -385,8 +385,8 @@ class LedgerStore:
                             .order_by(ledger_entries.c.id)).all()
         if led is None:
             if rows:
-                raise StoreError(f"A ledger was removed from the store but {len(rows)} of its entries are left.",
-                                 hint="Restore the database from a backup.")
+                raise ledger_chain.TamperedLedger(f"A ledger was removed from the store but {len(rows)} of its "
+                                                  "entries are left.", hint="Restore the database from a backup.")
             return None, [], ""
         return led, rows, ledger_chain.verify(self.key, led, rows)
 

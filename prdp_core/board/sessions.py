@@ -15,8 +15,8 @@ the database does not give anyone a working address.
 seed; a table of the data folder by name and content hash; a large table by its path or handle; an
 uploaded table by the SHA-256 of its bytes — the bytes themselves stored once per content in the
 uploads folder (mode 0700; file ``<sha256>``, mode 0600, written to a temporary file and renamed;
-both tightened when found looser), with its roles and fixes in the source record. The study config is the app's ``export_state`` (no data
-values). The ledger is a :mod:`.ledgers` ledger, appended entry by entry.
+both tightened when found looser), with its roles and fixes in the source record. The study config
+is the app's ``export_state`` (no data values). The ledger is a :mod:`.ledgers` ledger, appended entry by entry.
 
 **Retention** (:class:`Retention`; applied when the app opens the store and after each new upload,
 :meth:`SessionStore.apply_retention`): an uploaded table that no session has used for
