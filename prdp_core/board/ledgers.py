@@ -1,12 +1,17 @@
 """Privacy ledgers in the workshop store: each app session's ledger and the named ledgers of
 ``prdp run --ledger NAME``, so that losses keep adding up across server restarts and headless runs.
 
-Tables (schema version 3, created by :data:`prdp_core.board.store.MIGRATIONS`)::
+Tables (schema version 3, created by :data:`prdp_core.board.store.MIGRATIONS`; ``seal`` and ``hash``
+added by version 4)::
 
-    ledgers        (id, name UNIQUE NULL, fingerprint, created_at)
+    ledgers        (id, name UNIQUE NULL, fingerprint, created_at, seal)
                    a named ledger (``prdp run --ledger``) or, without a name, an app session's
     ledger_entries (id, ledger_id, uid UNIQUE, entry, fingerprint, origin, largest, total_rho,
-                   total_eps, created_at)
+                   total_eps, created_at, hash)
+
+Every ledger is sealed by a keyed hash chain (:mod:`.ledger_chain`): each read and each append checks
+it first, and a ledger changed in the store is refused (:class:`~.ledger_chain.TamperedLedger`, naming
+the first entry that does not match), never used or appended to.
 
 An entry is a :class:`~prdp_core.accounting.LedgerEntry` as ``to_dict`` writes it (label, mechanism,
 the loss function's public form, params, seed, secure, neighbour notion). ``to_dict`` keeps only a
