@@ -46,6 +46,7 @@ import streamlit as st
 
 from prdp_core.accounting import Ledger, LedgerEntry
 from prdp_core.board import workshop as W
+from prdp_core.board.ledger_chain import TamperedLedger
 from prdp_core.board.ledgers import data_fingerprint, jsonable
 from prdp_core.board.sessions import KEY_PARAM, Retention, SavedSession, SessionStore, new_key, valid_key
 from prdp_core.board.store import canonical_json
@@ -162,6 +163,15 @@ def _restore(given: str) -> None:
             raise DataError(ss.get("durable_problem") or "The session store cannot be opened.")
         saved = sessions.load(given)
         stored = None if saved is None else sessions.ledgers.entries(saved.ledger_id)
+    except TamperedLedger as err:  # refused, never used: nothing is written under its key either
+        ss["durable_readonly"] = True
+        ss["durable_msg"] = {"kind": "error", "notes": [],
+                             "text": f"**Your saved session's privacy ledger was changed on the server**: "
+                                     f"{md_escape(err)} Its data and design are not restored either, and nothing of "
+                                     "this session is saved. Tell the workshop's organiser."}
+        ss["durable_ledger_msg"] = ("**The earlier releases of this session are missing from the ledger below** (its "
+                                    "stored ledger fails its integrity check and is refused). They still count.")
+        return
     except PrdpError as err:  # nothing of this session can be read now: write nothing under its key
         ss["durable_readonly"] = True
         text = (f"**Your saved session could not be read**: {md_escape(err)} Its data, design and privacy ledger are "

@@ -285,20 +285,22 @@ def _ledger_show(args: argparse.Namespace, stdout: IO[str]) -> int:
         known = ", ".join(n for n, _ in store.names()) or "none yet"
         raise StoreError(f"There is no ledger named '{args.name}' in {store.where} (ledgers: {known}).",
                          hint="prdp run STUDY.yaml --ledger NAME creates one.")
-    entries = store.entries(ledger_id)
+    entries = store.entries(ledger_id)  # refused (StoreError naming the first bad entry) when changed in the store
     frame = ledger_frame(entries, review=args.review)
     data = describe_data(store.fingerprint(ledger_id))
+    seal = store.seal(ledger_id)
     last = entries[-1] if entries else None
     if args.format == "json":
         rows = [{k: None if isinstance(v, float) and math.isnan(v) else _json_number(v) for k, v in r.items()}
                 for r in frame.to_dict(orient="records")]
-        doc: dict[str, Any] = {"ledger": args.name, "data": data, "review": bool(args.review), "entries": rows}
+        doc: dict[str, Any] = {"ledger": args.name, "data": data, "review": bool(args.review), "entries": rows,
+                               "verified": True, "sealed by upgrade": seal.upgraded if seal else None}
         if not args.review:
             doc["largest record total (ρ)"] = None if last is None else _json_number(last.total_rho)
             doc["largest record total (ε)"] = None if last is None else _json_number(last.total_eps)
         stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         return EXIT_OK
-    stdout.write(f"Ledger '{args.name}' ({store.where}), data: {data}\n")
+    stdout.write(f"Ledger '{args.name}' ({store.where}), data: {data}\n{_seal_line(seal, len(entries))}\n")
     if frame.empty:
         stdout.write("No release yet.\n")
         return EXIT_OK
@@ -319,6 +321,18 @@ def _ledger_show(args: argparse.Namespace, stdout: IO[str]) -> int:
         stdout.write(f"({len(frame)} release(s); no per-record total: the releases mix neighbour notions, or their "
                      "data is held by an engine, which does not evaluate records one by one)\n")
     return EXIT_OK
+
+
+def _seal_line(seal: Any, n: int) -> str:
+    """What the check of a ledger's seal found (it passed: a changed ledger is refused before this is printed)."""
+    import datetime as dt
+
+    text = f"Seal verified: {n} release(s), none changed, removed or reordered in the store (key id {seal.key})"
+    if seal.upgraded:
+        when = dt.datetime.fromtimestamp(seal.upgraded_at or 0).strftime("%Y-%m-%d %H:%M")
+        text += (f"; releases #1–#{seal.upgraded} were stored before ledgers were sealed and were sealed as found "
+                 f"when the store was upgraded ({when})")
+    return text + "."
 
 
 def run_ledger(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:

@@ -1,12 +1,17 @@
 """Privacy ledgers in the workshop store: each app session's ledger and the named ledgers of
 ``prdp run --ledger NAME``, so that losses keep adding up across server restarts and headless runs.
 
-Tables (schema version 3, created by :data:`prdp_core.board.store.MIGRATIONS`)::
+Tables (schema version 3, created by :data:`prdp_core.board.store.MIGRATIONS`; ``seal`` and ``hash``
+added by version 4)::
 
-    ledgers        (id, name UNIQUE NULL, fingerprint, created_at)
+    ledgers        (id, name UNIQUE NULL, fingerprint, created_at, seal)
                    a named ledger (``prdp run --ledger``) or, without a name, an app session's
     ledger_entries (id, ledger_id, uid UNIQUE, entry, fingerprint, origin, largest, total_rho,
-                   total_eps, created_at)
+                   total_eps, created_at, hash)
+
+Every ledger is sealed by a keyed hash chain (:mod:`.ledger_chain`): each read and each append checks
+it first, and a ledger changed in the store is refused (:class:`~.ledger_chain.TamperedLedger`, naming
+the first entry that does not match), never used or appended to.
 
 An entry is a :class:`~prdp_core.accounting.LedgerEntry` as ``to_dict`` writes it (label, mechanism,
 the loss function's public form, params, seed, secure, neighbour notion). ``to_dict`` keeps only a
@@ -36,6 +41,7 @@ import time
 import zlib
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
@@ -56,6 +62,7 @@ from ..accounting import (
     _plain,
 )
 from ..errors import ConfigError, DataError, ParameterError, StoreError
+from . import ledger_chain
 from .store import BoardStore, canonical_json
 from .workshop import sha256_file
 
@@ -68,13 +75,16 @@ MAX_ENTRY_JSON = 64_000_000
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-def define_tables(md: sa.MetaData) -> tuple[sa.Table, sa.Table]:
-    """The ``ledgers`` and ``ledger_entries`` tables (layout version 3) in ``md``."""
+def define_tables(md: sa.MetaData, *, sealed: bool = True) -> tuple[sa.Table, sa.Table]:
+    """The ``ledgers`` and ``ledger_entries`` tables in ``md``: as layout version 4 has them (``seal`` and ``hash``,
+    :mod:`.ledger_chain`), or as version 3 created them (``sealed=False``)."""
+    chain = [sa.Column("seal", sa.Text, nullable=True)] if sealed else []
     led = sa.Table("ledgers", md,
                    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
                    sa.Column("name", sa.String(100), nullable=True, unique=True),
                    sa.Column("fingerprint", sa.Text, nullable=True),
-                   sa.Column("created_at", sa.Float, nullable=False))
+                   sa.Column("created_at", sa.Float, nullable=False), *chain)
+    chain = [sa.Column("hash", sa.String(64), nullable=True)] if sealed else []
     ent = sa.Table("ledger_entries", md,
                    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
                    sa.Column("ledger_id", sa.Integer, nullable=False, index=True),
@@ -85,12 +95,30 @@ def define_tables(md: sa.MetaData) -> tuple[sa.Table, sa.Table]:
                    sa.Column("largest", sa.Float, nullable=True),
                    sa.Column("total_rho", sa.Float, nullable=True),
                    sa.Column("total_eps", sa.Float, nullable=True),
-                   sa.Column("created_at", sa.Float, nullable=False))
+                   sa.Column("created_at", sa.Float, nullable=False), *chain)
     return led, ent
 
 
 _md = sa.MetaData()
 ledgers, ledger_entries = define_tables(_md)
+
+
+def seal_stored(conn: Connection) -> None:
+    """Layout version 4: add the chain's columns and seal every ledger stored before (once, with the server's key;
+    each seal records how many entries the upgrade sealed and when, and ``prdp ledger show`` says so)."""
+    conn.execute(sa.text("ALTER TABLE ledgers ADD COLUMN seal TEXT"))
+    conn.execute(sa.text("ALTER TABLE ledger_entries ADD COLUMN hash VARCHAR(64)"))
+    key = ledger_chain.server_key(conn.engine.url)
+    now = time.time()
+    for led in conn.execute(sa.select(ledgers).order_by(ledgers.c.id)).all():
+        rows = conn.execute(sa.select(ledger_entries).where(ledger_entries.c.ledger_id == led.id)
+                            .order_by(ledger_entries.c.id)).all()
+        hashes = ledger_chain.seal_rows(key, led.id, rows)
+        for r, h in zip(rows, hashes):
+            conn.execute(ledger_entries.update().where(ledger_entries.c.id == r.id).values(hash=h))
+        last = hashes[-1] if hashes else ledger_chain.genesis(key, led.id)
+        seal = ledger_chain.head(key, led, len(rows), last, upgraded=len(rows), upgraded_at=now)
+        conn.execute(ledgers.update().where(ledgers.c.id == led.id).values(seal=seal.to_json()))
 
 
 # ---------------------------------------------------------------------------
@@ -310,14 +338,24 @@ def _num(v: Any) -> float | None:
 
 
 class LedgerStore:
-    """Ledgers in the workshop store (the database of ``store``)."""
+    """Ledgers in the workshop store (the database of ``store``), each sealed by a keyed hash chain
+    (:mod:`.ledger_chain`): every read and every append checks it first and refuses a ledger changed in the store
+    (StoreError naming the first entry that does not match)."""
 
     def __init__(self, store: BoardStore) -> None:
         self.store = store
+        self._key: bytes | None = None
 
     @property
     def where(self) -> str:
         return self.store.where
+
+    @property
+    def key(self) -> bytes:
+        """The server's ledger key (:func:`.ledger_chain.server_key`), read once."""
+        if self._key is None:
+            self._key = ledger_chain.server_key(self.store.url)
+        return self._key
 
     # -- ledgers -------------------------------------------------------------------------------
 
@@ -326,13 +364,43 @@ class LedgerStore:
         with self.store._tx() as conn:
             return self._insert(conn, name, fingerprint)
 
-    @staticmethod
-    def _insert(conn: Connection, name: str | None, fingerprint: Mapping[str, Any] | None) -> int:
+    def _insert(self, conn: Connection, name: str | None, fingerprint: Mapping[str, Any] | None) -> int:
         fp = None if fingerprint is None else canonical_json(fingerprint)
         key = conn.execute(ledgers.insert().values(name=name, fingerprint=fp, created_at=time.time())
                            ).inserted_primary_key
         assert key is not None
+        self._reseal(conn, int(key[0]), 0, None)
         return int(key[0])
+
+    def _reseal(self, conn: Connection, ledger_id: int, entries: int, last: str | None,
+                before: ledger_chain.Seal | None = None) -> None:
+        """Write the seal of a ledger holding ``entries`` entries whose last hash is ``last`` (None: empty), keeping
+        the upgrade note of its seal ``before``."""
+        row = conn.execute(sa.select(ledgers).where(ledgers.c.id == int(ledger_id))).one()
+        last = ledger_chain.genesis(self.key, ledger_id) if last is None else last
+        seal = ledger_chain.head(self.key, row, entries, last, upgraded=None if before is None else before.upgraded,
+                                 upgraded_at=None if before is None else before.upgraded_at)
+        conn.execute(ledgers.update().where(ledgers.c.id == int(ledger_id)).values(seal=seal.to_json()))
+
+    def _verified(self, conn: Connection, ledger_id: int) -> tuple[Any, Sequence[Any], str]:
+        """The ledger's row, its entries' rows in order and its last hash, once its chain and seal are checked
+        (StoreError otherwise); (None, [], "") for a ledger the store does not have."""
+        led = conn.execute(sa.select(ledgers).where(ledgers.c.id == int(ledger_id))).first()
+        rows = conn.execute(sa.select(ledger_entries).where(ledger_entries.c.ledger_id == int(ledger_id))
+                            .order_by(ledger_entries.c.id)).all()
+        if led is None:
+            if rows:
+                raise ledger_chain.TamperedLedger(f"A ledger was removed from the store but {len(rows)} of its "
+                                                  "entries are left.", hint="Restore the database from a backup.")
+            return None, [], ""
+        return led, rows, ledger_chain.verify(self.key, led, rows)
+
+    def seal(self, ledger_id: int) -> ledger_chain.Seal | None:
+        """The ledger's seal once checked with its entries (StoreError when they do not match); None when there is
+        no such ledger."""
+        with self.store._tx() as conn:
+            led, _, _ = self._verified(conn, ledger_id)
+        return None if led is None else ledger_chain.Seal.from_json(led.seal)
 
     def find(self, name: str) -> int | None:
         """The id of the named ledger, or None."""
@@ -363,7 +431,7 @@ class LedgerStore:
 
     def _named(self, conn: Connection, name: str, fingerprint: Mapping[str, Any], *, new_data: bool,
                create: bool) -> int | None:
-        q = sa.select(ledgers.c.id, ledgers.c.fingerprint).where(ledgers.c.name == valid_name(name))
+        q = sa.select(ledgers.c.id, ledgers.c.fingerprint, ledgers.c.seal).where(ledgers.c.name == valid_name(name))
         if conn.dialect.name == "postgresql":
             q = q.with_for_update()  # concurrent appends to one ledger queue here (SQLite: BEGIN IMMEDIATE)
         row = conn.execute(q).first()
@@ -374,10 +442,14 @@ class LedgerStore:
             values = {"name": name, "fingerprint": canonical_json(fingerprint), "created_at": time.time()}
             if insert is None:
                 return self._insert(conn, name, fingerprint)
-            conn.execute(insert(ledgers).values(**values).on_conflict_do_nothing(index_elements=["name"]))
+            made = conn.execute(insert(ledgers).values(**values).on_conflict_do_nothing(index_elements=["name"])
+                                .returning(ledgers.c.id)).first()
+            if made is not None:
+                self._reseal(conn, int(made[0]), 0, None)
             row = conn.execute(q).first()
             if row is None:
                 raise StoreError(f"The ledger '{name}' could not be created.", hint="Run it again.")
+        _, rows, last = self._verified(conn, int(row.id))
         stored = None if row.fingerprint is None else json.loads(row.fingerprint)
         if stored is not None and not same_data(stored, fingerprint):
             if not new_data:
@@ -390,6 +462,7 @@ class LedgerStore:
             if create:
                 conn.execute(ledgers.update().where(ledgers.c.id == row.id)
                              .values(fingerprint=canonical_json(fingerprint)))
+                self._reseal(conn, int(row.id), len(rows), last, ledger_chain.Seal.from_json(row.seal))
         return int(row.id)
 
     # -- entries -------------------------------------------------------------------------------
@@ -420,9 +493,12 @@ class LedgerStore:
                  if conn.execute(sa.select(ledger_entries.c.id).where(ledger_entries.c.uid == uid)).first() is None]
         if not fresh:
             return 0
+        led_row, rows, last = self._verified(conn, ledger_id)  # never append to a ledger changed in the store
+        if led_row is None:
+            raise StoreError(f"There is no ledger #{ledger_id} in the store.", hint="Start a new session or ledger.")
         stats: list[dict[str, float | None]] = [{} for _ in fresh]
         if table is not None:
-            before = self._entries(conn, ledger_id)
+            before = self._stored(rows)
             led = Ledger([s.entry for s in before] + [e for _, e in fresh])
             here = [same_data(s.fingerprint, fingerprint) for s in before] + [True] * len(fresh)
             tot = led.running_totals(table, on_table=here, others="worst").iloc[len(before):]
@@ -430,23 +506,28 @@ class LedgerStore:
                       "total_eps": _num(r["largest record total (ε)"])} for _, r in tot.iterrows()]
         fp = None if fingerprint is None else canonical_json(fingerprint)
         now = time.time()
-        for (uid, e), st in zip(fresh, stats):
-            conn.execute(ledger_entries.insert().values(ledger_id=ledger_id, uid=str(uid)[:64], entry=pack_entry(e),
-                                                        fingerprint=fp, origin=str(origin)[:300], created_at=now,
-                                                        **st))
+        for seq, ((uid, e), st) in enumerate(zip(fresh, stats), len(rows) + 1):
+            values = {"ledger_id": ledger_id, "uid": str(uid)[:64], "entry": pack_entry(e), "fingerprint": fp,
+                      "origin": str(origin)[:300], "created_at": now, "largest": None, "total_rho": None,
+                      "total_eps": None, **st}
+            last = ledger_chain.entry_hash(self.key, ledger_id, seq, SimpleNamespace(**values), last)
+            conn.execute(ledger_entries.insert().values(**values, hash=last))
+        self._reseal(conn, ledger_id, len(rows) + len(fresh), last, ledger_chain.Seal.from_json(led_row.seal))
         return len(fresh)
 
+    def _entries(self, conn: Connection, ledger_id: int) -> list[StoredEntry]:
+        return self._stored(self._verified(conn, ledger_id)[1])
+
     @staticmethod
-    def _entries(conn: Connection, ledger_id: int) -> list[StoredEntry]:
-        rows = conn.execute(sa.select(ledger_entries).where(ledger_entries.c.ledger_id == int(ledger_id))
-                            .order_by(ledger_entries.c.id)).all()
+    def _stored(rows: Sequence[Any]) -> list[StoredEntry]:
         return [StoredEntry(seq=i, uid=r.uid, entry=unpack_entry(r.entry),
                             fingerprint=None if r.fingerprint is None else json.loads(r.fingerprint),
                             origin=r.origin or "", created_at=float(r.created_at), largest=r.largest,
                             total_rho=r.total_rho, total_eps=r.total_eps) for i, r in enumerate(rows, 1)]
 
     def entries(self, ledger_id: int) -> list[StoredEntry]:
-        """The ledger's entries, oldest first."""
+        """The ledger's entries, oldest first, once its seal is checked (StoreError naming the first entry that
+        does not match when the ledger was changed in the store)."""
         with self.store._tx() as conn:
             return self._entries(conn, ledger_id)
 

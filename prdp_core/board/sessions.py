@@ -14,9 +14,9 @@ the database does not give anyone a working address.
 **What is stored.** The data source as the app's source record (JSON): a sample by name, size and
 seed; a table of the data folder by name and content hash; a large table by its path or handle; an
 uploaded table by the SHA-256 of its bytes — the bytes themselves stored once per content in the
-uploads folder (file ``<sha256>``, mode 0600, written to a temporary file and renamed), with its
-roles and fixes in the source record. The study config is the app's ``export_state`` (no data
-values). The ledger is a :mod:`.ledgers` ledger, appended entry by entry.
+uploads folder (mode 0700; file ``<sha256>``, mode 0600, written to a temporary file and renamed;
+both tightened when found looser), with its roles and fixes in the source record. The study config
+is the app's ``export_state`` (no data values). The ledger is a :mod:`.ledgers` ledger, appended entry by entry.
 
 **Retention** (:class:`Retention`; applied when the app opens the store and after each new upload,
 :meth:`SessionStore.apply_retention`): an uploaded table that no session has used for
@@ -43,6 +43,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import StoreError
+from ..private_files import DIR_MODE, FILE_MODE, tighten
 from .ledgers import LedgerStore, dialect_insert, jsonable
 from .store import BoardStore, canonical_json
 
@@ -196,7 +197,7 @@ class SessionStore:
         found = conn.execute(sa.select(sessions.c.ledger_id).where(sessions.c.key_hash == h)).first()
         if found is not None:
             return int(found[0])
-        ledger_id = LedgerStore._insert(conn, None, None)
+        ledger_id = self.ledgers._insert(conn, None, None)
         row = {"key_hash": h, "ledger_id": ledger_id, "created_at": now, "seen_at": now}
         insert = dialect_insert(conn)
         if insert is not None:
@@ -261,7 +262,8 @@ class SessionStore:
         """Store an uploaded table's bytes once per content; returns their SHA-256. A table new to the server
         starts the retention rule (never deleting this one)."""
         try:
-            self.upload_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            self.upload_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
+            tighten(self.upload_dir, DIR_MODE)
             digest, size, tmp = self._write_temp(data)
         except OSError as err:
             raise StoreError(f"Cannot keep the uploaded table in {self.upload_dir}: {err.strerror or err}.",
@@ -336,12 +338,16 @@ class SessionStore:
         return doomed
 
     def _remove_orphans(self, known: set[str], now: float) -> None:
-        """Tables of the uploads folder no row names and temporary files left by a crash, once a day old.
-        Only names this module writes (``<sha256>``, ``.tmp-…``) are ever considered."""
+        """Tables of the uploads folder no row names and temporary files left by a crash, once a day old; the
+        folder (0700) and the tables kept (0600) tightened when their modes are looser. Only names this module
+        writes (``<sha256>``, ``.tmp-…``) are ever considered."""
         if not self.upload_dir.is_dir():
             return
+        tighten(self.upload_dir, DIR_MODE)
         for p in self.upload_dir.iterdir():
             ours = _SHA.fullmatch(p.name) is not None or p.name.startswith(".tmp-")
+            if ours and p.is_file() and not p.is_symlink():
+                tighten(p, FILE_MODE)
             try:
                 if ours and p.name not in known and p.is_file() and now - p.stat().st_mtime > ORPHAN_SECONDS:
                     p.unlink()

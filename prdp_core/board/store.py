@@ -13,7 +13,8 @@ Tables (schema version :data:`SCHEMA_VERSION`)::
     sessions, uploads                              durable app sessions and their uploaded tables
                                                    (version 3, :mod:`prdp_core.board.sessions`)
     ledgers, ledger_entries                        privacy ledgers of sessions and of ``prdp run --ledger``
-                                                   (version 3, :mod:`prdp_core.board.ledgers`)
+                                                   (version 3, :mod:`prdp_core.board.ledgers`), sealed by a
+                                                   keyed hash chain (version 4, :mod:`.ledger_chain`)
 
 An entry holds the submitted study config (JSON; the schema of docs/config.md, which holds no
 data values) and the summary computed from it (:mod:`prdp_core.board.summary`). ``participant``
@@ -27,7 +28,9 @@ takes its write lock at the start of each transaction (``BEGIN IMMEDIATE``), so 
 instead of failing. Opening a database runs the missing migrations (:data:`MIGRATIONS`) under
 a lock (SQLite's write lock, PostgreSQL's advisory lock), so many processes may open a new
 database at once. Version 3 adds durable sessions, uploaded tables by content hash and
-ledgers (their modules define the tables; the step is here, in order).
+ledgers (their modules define the tables; the step is here, in order); version 4 seals the ledgers.
+A SQLite file (and its WAL files) is created with mode 0600, in a folder created 0700, and tightened to
+0600 when it exists with a looser mode (:mod:`prdp_core.private_files`).
 
 Who may do what is enforced here, not only in the UI: a participant withdraws only entries
 whose participant hash is theirs; the facilitator's actions (pin the dataset, set the board's
@@ -51,9 +54,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import AccessError, PrdpError, StoreError
+from ..private_files import private_sqlite
 
 #: Layout this build writes and reads; older databases are migrated when opened.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 #: Limits of the text a participant types (characters).
 MAX_NAME = 120
@@ -149,8 +153,15 @@ def _to_v3(conn: Connection) -> None:
 
     md = sa.MetaData()
     sessions.define_tables(md)
-    ledgers.define_tables(md)
+    ledgers.define_tables(md, sealed=False)
     md.create_all(conn)
+
+
+def _to_v4(conn: Connection) -> None:
+    """Version 4: each ledger entry's hash and each ledger's seal; the ledgers stored before are sealed once."""
+    from .ledgers import seal_stored
+
+    seal_stored(conn)
 
 
 def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int:
@@ -161,7 +172,7 @@ def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int
 
 
 #: Every migration step in order; step i takes a database from version i to i + 1.
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_to_v1, _to_v2, _to_v3)
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -329,10 +340,11 @@ class BoardStore:
                 raise StoreError("The board needs a SQLite file, not an in-memory database.",
                                  hint="Use sqlite:///path/to/board.sqlite.")
             try:
-                Path(db).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                Path(db).expanduser().parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             except OSError as err:
                 raise StoreError(f"Cannot create the folder of the board database {db}: {err.strerror or err}.",
                                  hint="Choose a writable workshop folder (PRDP_WORKSHOP_DIR).") from None
+            private_sqlite(Path(db).expanduser())  # it holds per-record losses: 0600, its journal files too
             kwargs["connect_args"] = {"timeout": SQLITE_BUSY_SECONDS}
         else:
             kwargs["pool_pre_ping"] = True

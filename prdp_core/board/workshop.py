@@ -12,6 +12,8 @@ Environment (set by ``prdp app`` from its options, or by hand):
                             (default ``<data folder>/uploads``; :mod:`.sessions`)
 ``PRDP_UPLOAD_RETENTION_DAYS``, ``PRDP_UPLOAD_MAX_GB``
                             how long and how much of them is kept (default 30 days, 10 GB)
+``PRDP_LEDGER_KEY``         the key that seals stored ledgers (default: the file ``ledger.key``
+                            beside a SQLite database, or in the workshop folder; :mod:`.ledger_chain`)
 ==========================  ==================================================================
 
 The pinned workshop dataset is a sample (``{"sample": name, "n": …, "seed": …}``) or a file

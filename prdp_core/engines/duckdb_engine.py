@@ -5,8 +5,9 @@ whose columns differ are named and refused, never silently aligned), or a table 
 database file, and computes every statistic of :class:`~prdp_core.engines.base.Engine` as SQL
 (:class:`~prdp_core.engines.sql_engine.SQLEngine`, :mod:`prdp_core.engines.sql`). DuckDB works out of core:
 beyond ``memory_limit`` it spills to ``temp_directory``; both are set explicitly on every connection (defaults:
-:data:`DEFAULT_MEMORY_LIMIT`, a ``prdp-duckdb`` folder under the system's temporary folder;
-environment ``PRDP_DUCKDB_MEMORY_LIMIT``, ``PRDP_DUCKDB_TEMP_DIR``, ``PRDP_DUCKDB_THREADS``).
+:data:`DEFAULT_MEMORY_LIMIT`, a ``prdp-duckdb`` folder under the system's temporary folder, created with mode
+0700 or tightened to it, since spilled rows are the data; environment ``PRDP_DUCKDB_MEMORY_LIMIT``,
+``PRDP_DUCKDB_TEMP_DIR``, ``PRDP_DUCKDB_THREADS``).
 
 Budget functions whose SQL would not give numpy's bits (``log``, ``exp``, ``**``) are evaluated by
 the numpy kernel of :mod:`prdp_core.mechanisms.prdp.budget` itself, inside DuckDB, batch by batch (a vectorised
@@ -29,7 +30,8 @@ from typing import Any, Iterator, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, ParameterError, ResourceLimitError
+from ..errors import DataError, ParameterError, ResourceLimitError, StoreError
+from ..private_files import private_dir
 from . import sql as sqlgen
 from . import sql_budget
 from .base import ColumnKind, EngineOptions
@@ -183,6 +185,10 @@ class DuckDBEngine(SQLEngine):
         opts = options or default_options()
         config: dict[str, Any] = {"memory_limit": opts.memory_limit or DEFAULT_MEMORY_LIMIT}
         temp = str(opts.temp_directory or default_options().temp_directory)  # the default always names a folder
+        try:
+            private_dir(temp)  # spilled rows are the data: the folder is the server user's only (0700)
+        except StoreError as err:
+            raise ParameterError(f"DuckDB's temporary folder: {err.message}", hint=err.hint) from None
         config["temp_directory"] = str(temp)
         if opts.threads:
             config["threads"] = int(opts.threads)

@@ -137,6 +137,31 @@ def test_a_store_that_cannot_be_read_writes_nothing_under_the_key(monkeypatch, t
     assert len(back.session_state["ledger"]) == 2 and back.session_state["dataset"].name == "shop.csv"
 
 
+def test_a_ledger_changed_in_the_store_is_refused_on_restore_and_nothing_is_written_under_the_key():
+    import json
+
+    from prdp_core.board import ledgers as L
+
+    first = _designed_session()
+    key = first.query_params[S.KEY_PARAM]
+    eng = BoardStore(f"sqlite:///{Path(os.environ['PRDP_WORKSHOP_DIR']) / 'board.sqlite'}").engine
+    with eng.begin() as conn:  # the second release's sum query: ρ lowered to 10⁻⁶ in the store
+        row = conn.execute(sa.select(L.ledger_entries).order_by(L.ledger_entries.c.id)).all()[1]
+        d = json.loads(row.entry)
+        for q in d["loss"]["workload"]["queries"]:
+            q["rho"] = 1e-6
+        conn.execute(L.ledger_entries.update().where(L.ledger_entries.c.id == row.id).values(entry=json.dumps(d)))
+        n = conn.execute(sa.select(sa.func.count()).select_from(L.ledger_entries)).scalar()
+    again = _reopen(key)
+    assert "Your saved session's privacy ledger was changed on the server" in again.first_texts
+    assert "entry #2 of 2" in again.first_texts and "Restore the database from a backup" in again.first_texts
+    assert "The earlier releases of this session are missing from the ledger below" in texts(again)
+    assert len(again.session_state["ledger"]) == 0  # the edited ledger is never used
+    _release(again, 1)
+    with eng.begin() as conn:  # nothing was appended under the key
+        assert conn.execute(sa.select(sa.func.count()).select_from(L.ledger_entries)).scalar() == n
+
+
 def test_a_store_that_cannot_be_opened_never_stops_the_app(monkeypatch, tmp_path):
     blocker = tmp_path / "blocker"
     blocker.write_text("x")

@@ -116,6 +116,27 @@ def test_a_ledger_refuses_other_data_before_anything_is_released(workshop):
     assert "other.csv" in text and "Unbounded" in text
 
 
+def test_a_run_refuses_a_ledger_whose_entry_was_deleted_in_the_store_before_anything_is_released(workshop):
+    import sqlalchemy as sa
+
+    from prdp_core.board import ledgers as L
+    from prdp_core.board import workshop as W
+
+    study = _file_study(workshop)
+    for out in ("o1", "o2"):
+        assert cli("run", str(study), "--out", str(workshop / out), "-q", "--ledger", "firms")[0] == EXIT_OK
+    first = _stored("firms")[0]
+    eng = sa.create_engine(W.board_url())
+    with eng.begin() as conn:  # the first release removed from the store by hand
+        conn.execute(L.ledger_entries.delete().where(L.ledger_entries.c.uid == first.uid))
+    eng.dispose()
+    code, out, err = cli("run", str(study), "--out", str(workshop / "o3"), "-q", "--ledger", "firms")
+    assert code == EXIT_ERROR and "The ledger 'firms' was changed in the store: entry #1 of 1" in err
+    assert not (workshop / "o3").exists()  # refused before the run: nothing was released or written
+    code, out, err = cli("ledger", "show", "firms")
+    assert code == EXIT_ERROR and out == "" and "entry #1 of 1" in err
+
+
 def test_show_in_review_mode_prints_no_statistic_of_the_records(workshop):
     study = _file_study(workshop)
     cli("run", str(study), "--out", str(workshop / "o1"), "-q", "--ledger", "firms")

@@ -67,7 +67,7 @@ def _make_v2(url: str) -> None:
 def test_a_version_2_database_is_migrated_and_keeps_its_entries(url, tmp_path):
     _make_v2(url)
     bs = BoardStore(url)
-    assert bs.migrated_from == 2 and bs.version() == B.SCHEMA_VERSION == 3
+    assert bs.migrated_from == 2 and bs.version() == B.SCHEMA_VERSION == 4
     assert {"sessions", "uploads", "ledgers", "ledger_entries"} <= set(sa.inspect(bs.engine).get_table_names())
     (old,) = bs.entries()
     assert (old.name, old.rationale) == ("From v2", "kept")
@@ -76,7 +76,7 @@ def test_a_version_2_database_is_migrated_and_keeps_its_entries(url, tmp_path):
     ss.save(key, source={"kind": "sample", "name": "cbp_like"}, config={"version": 1})
     assert ss.load(key).source == {"kind": "sample", "name": "cbp_like"}
     bs.dispose()
-    assert BoardStore(url).migrated_from == 3  # nothing to do the second time
+    assert BoardStore(url).migrated_from == 4  # nothing to do the second time
 
 
 # ---------------------------------------------------------------------------
@@ -245,6 +245,8 @@ def test_a_damaged_entry_is_a_store_error(sessions):
         d["loss"]["n"] = 11  # the packed values no longer match their count
         conn.execute(L.ledger_entries.update().values(entry=json.dumps(d)))
     with pytest.raises(StoreError, match="damaged"):
+        L.unpack_entry(json.dumps(d))
+    with pytest.raises(StoreError, match=r"changed in the store: entry #1 of 1 \(id x\)"):  # its seal refuses it first
         sessions.ledgers.entries(lid)
 
 
