@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import IO, Any, Sequence
 
@@ -107,12 +108,11 @@ class TextProgress:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse with the documented usage exit code (2), no traceback and a terminal-safe message (it
-    quotes the arguments given)."""
+    """argparse with the documented usage exit code (2) and no traceback."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.print_usage(sys.stderr)
-        self.exit(EXIT_USAGE, f"prdp: error: {escape(message)}\n")
+        self.exit(EXIT_USAGE, f"prdp: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -323,12 +323,14 @@ def _cmd_run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
 def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
     """Entry point of the ``prdp`` console script; returns the exit code (see the module docstring).
-    Everything the commands print goes through :func:`prdp_core.terminal.safe`."""
+    Everything it prints, argparse's help and usage errors included, goes through
+    :func:`prdp_core.terminal.safe`."""
     stdout = safe(stdout if stdout is not None else sys.stdout)
     stderr = safe(stderr if stderr is not None else sys.stderr)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        with redirect_stdout(stdout), redirect_stderr(stderr):  # argparse writes to sys.stdout / sys.stderr
+            args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
     try:

@@ -47,8 +47,12 @@ def _epsilon(text: str) -> float:
 def _percentile(text: str) -> float:
     from .dp_quantile import level_units
 
-    level_units(text)
-    return float(text)
+    try:
+        pct = float(text)
+    except ValueError:
+        raise ParameterError(f"A percentile must be a number (got {text!r}).") from None
+    level_units(pct)
+    return pct
 
 
 def _whole(text: str, what: str, lo: int, hi: int) -> int:
