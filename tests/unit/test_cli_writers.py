@@ -178,3 +178,35 @@ def test_suggest_refuses_bad_ranges_and_outputs_before_charging(board, tmp_path,
                          "--out", str(new), "--ledger", "L", "--db", db)
     assert code == cli.EXIT_USAGE and "symbolic links (new.yaml)" in err
     assert keep.read_text(encoding="utf-8") == "keep me" and LedgerStore(BoardStore(db)).find("L") is None
+
+
+# ---------------------------------------------------------------------------
+# DuckDB's spill folder in the shared temporary folder
+# ---------------------------------------------------------------------------
+
+
+def test_duckdb_never_spills_into_a_planted_or_open_temporary_folder(tmp_path, monkeypatch):
+    import os
+    import tempfile
+
+    import pandas as pd
+
+    from prdp_core.engines.duckdb_engine import DuckDBEngine
+    from prdp_core.errors import ParameterError
+
+    monkeypatch.delenv("PRDP_DUCKDB_TEMP_DIR", raising=False)
+    shared = tmp_path / "tmp"  # stands for /tmp, which every user of the machine can write
+    shared.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    pd.DataFrame({"v": [1.0, 2.0]}).to_parquet(tmp_path / "t.parquet")
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    for name in ("prdp-duckdb", f"prdp-duckdb-{os.getuid()}"):  # planted before the first run
+        (shared / name).symlink_to(theirs)
+    with pytest.raises(ParameterError, match="symbolic link, a file or another user's folder"):
+        DuckDBEngine.open(str(tmp_path / "t.parquet"))
+    (shared / f"prdp-duckdb-{os.getuid()}").unlink()
+    (shared / f"prdp-duckdb-{os.getuid()}").mkdir(mode=0o777)
+    os.chmod(shared / f"prdp-duckdb-{os.getuid()}", 0o777)
+    assert DuckDBEngine.open(str(tmp_path / "t.parquet")).n_rows() == 2
+    assert os.stat(shared / f"prdp-duckdb-{os.getuid()}").st_mode & 0o777 == 0o700  # tightened
