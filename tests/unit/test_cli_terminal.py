@@ -96,3 +96,19 @@ def test_errors_usage_messages_and_progress_are_escaped(tmp_path):
     bar(1, 2, f"output: {NAME}")
     bar(2, 2, "done")
     assert "output: \\x1b]0;pwned" in _clean(stream.getvalue())
+
+
+def test_suggest_run_summaries_and_ledger_show_print_a_measure_name_as_text(tmp_path):
+    (tmp_path / "t.csv").write_text(f"id,{NAME},STATE\n1,5,A\n2,7,B\n3,9,A\n4,2,B\n", encoding="utf-8")
+    _study(tmp_path / "s.yaml", "t.csv", NAME)
+    db = f"sqlite:///{tmp_path}/ledgers.sqlite"
+    code, out, err = _prdp("suggest", "thresholds", str(tmp_path / "s.yaml"), "--range", f"{NAME}=1:100",
+                           "--epsilon", "1", "--out", str(tmp_path / "new.yaml"), "--ledger", "L", "--db", db)
+    assert code == cli.EXIT_OK and "T(\\x1b]0;pwned\\x07EMP\\x1b[2J) = " in _clean(out + err)
+    code, out, err = _prdp("run", str(tmp_path / "new.yaml"), "--out", str(tmp_path / f"o{CLEAR}"), "--ledger", "L",
+                           "--db", db)
+    assert code == cli.EXIT_OK and "written to " in _clean(out) and "o\\x1b[2J" in out and _clean(err)
+    code, out, err = _prdp("ledger", "show", "L", "--db", db)
+    assert code == cli.EXIT_OK and "(\\x1b]0;pwn" in _clean(out + err), out  # the label, cut at 40
+    code, out, err = _prdp("ledger", "show", "L", "--db", db, "--format", "json")
+    assert code == cli.EXIT_OK and NAME in json.loads(_clean(out))["entries"][0]["release"]
