@@ -6,8 +6,8 @@
              [--ledger NAME [--ledger-new-data] [--db URL]]
     prdp validate study.yaml [--data SOURCE] [--engine ...] [--no-data]
     prdp samples
-    prdp samples write NAME --rows N --out FILE.parquet [--seed S]
-    prdp board submit STUDY.yaml --name NAME | list | export --out DIR   (the workshop board)
+    prdp samples write NAME --rows N --out FILE.parquet [--seed S] [--force]
+    prdp board submit STUDY.yaml --name NAME | list | export --out DIR [--force]   (the workshop board)
     prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL]
     prdp ledger show NAME [--db URL] [--format table|json] [--review] | list   (named ledgers)
     prdp suggest thresholds STUDY.yaml --range M=LO:HI [...] --epsilon E --out NEW.yaml [--ledger NAME]
@@ -26,11 +26,13 @@ Exit codes (scripts can rely on them):
 ====  ==========================================================================
 
 Progress of long runs is written to stderr as a plain-text bar (one line per step when
-stderr is not a terminal); results go to files, a one-line summary to stdout.
+stderr is not a terminal); results go to files, a one-line summary to stdout. Everything
+printed is terminal-safe: control characters in user text (names, column names, labels) are
+written as visible escapes such as ``\x1b`` (:mod:`prdp_core.terminal`).
 
-``run`` never writes through a symbolic link and overwrites only files it wrote itself
-(listed with their SHA-256 in DIR/.prdp-outputs.json) unless ``--force`` is given; see
-:mod:`prdp_core.outputs`.
+No command writes through a symbolic link (``run``, ``board export``, ``suggest``, ``samples
+write``), and each overwrites only files prdp wrote itself (listed with their SHA-256 in the
+folder's .prdp-outputs.json) unless ``--force`` is given; see :mod:`prdp_core.outputs`.
 """
 
 from __future__ import annotations
@@ -38,10 +40,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import IO, Any, Sequence
 
 from .errors import ConfigError, DataError, OutputError, ParameterError, PrdpError, ResourceLimitError, SchemaError
+from .terminal import escape, safe
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -69,10 +73,13 @@ def exit_code(err: BaseException) -> int:
 
 class TextProgress:
     """A plain-text progress bar on a stream (stderr): redrawn in place on a terminal, one line
-    per step otherwise (logs, CI). No dependency beyond the standard library."""
+    per step otherwise (logs, CI). No dependency beyond the standard library. The step's text is
+    escaped (:func:`prdp_core.terminal.escape`); the bar's own carriage returns go to the stream
+    underneath a :class:`~prdp_core.terminal.SafeStream`."""
 
     def __init__(self, stream: IO[str] | None = None, width: int = 24, enabled: bool = True) -> None:
-        self.stream = stream if stream is not None else sys.stderr
+        stream = stream if stream is not None else sys.stderr
+        self.stream: IO[str] = getattr(stream, "raw", stream)
         self.width = width
         self.enabled = enabled
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
@@ -84,7 +91,7 @@ class TextProgress:
         total = max(int(total), 1)
         filled = int(round(self.width * min(done, total) / total))
         bar = "#" * filled + "-" * (self.width - filled)
-        line = f"[{bar}] {done}/{total} {what}"
+        line = f"[{bar}] {done}/{total} {escape(what)}"
         if self.tty:
             self.stream.write("\r" + line.ljust(self.width + 60))
             self._open = done < total
@@ -175,6 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--rows", required=True, metavar="N", help="number of records, e.g. 1e8")
     w.add_argument("--out", required=True, metavar="FILE", help="the file to write (.parquet or .csv)")
     w.add_argument("--seed", type=int, default=0, help="seed of the draw (default 0)")
+    w.add_argument("--force", action="store_true", help="replace FILE (or a symbolic link, never followed) if prdp "
+                                                         "did not write it")
     w.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     from .board.cli import add_parsers
     from .suggest_cli import add_parser as add_suggest_parser
@@ -225,15 +234,15 @@ def _cmd_samples_write(args: argparse.Namespace, stdout: IO[str], stderr: IO[str
 
     rows = _rows(args.rows)
     out = Path(args.out)
-    if out.is_dir() or out.is_symlink():  # never written through a link
-        stderr.write(f"prdp: error: --out {out} must name a file (not a folder or a symbolic link).\n")
+    if out.is_dir() and not out.is_symlink():  # a link is refused (or, with --force, replaced) by the writer
+        stderr.write(f"prdp: error: --out {out} must name a file, not a folder.\n")
         return EXIT_USAGE
-    if not out.resolve().parent.is_dir():
+    if not out.absolute().parent.is_dir():
         stderr.write(f"prdp: error: the folder of --out {out} does not exist (or is a file).\n")
         return EXIT_USAGE
     bar = TextProgress(stderr, enabled=not args.quiet)
     try:
-        write_sample(args.name, out, rows=rows, seed=args.seed, progress=bar)
+        write_sample(args.name, out, rows=rows, seed=args.seed, progress=bar, force=args.force)
     except OSError as err:
         bar.close()
         stderr.write(f"prdp: error: cannot write {out}: {err.strerror or err}.\n")
@@ -313,12 +322,15 @@ def _cmd_run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
 
 def main(argv: Sequence[str] | None = None, *, stdout: IO[str] | None = None, stderr: IO[str] | None = None) -> int:
-    """Entry point of the ``prdp`` console script; returns the exit code (see the module docstring)."""
-    stdout = stdout if stdout is not None else sys.stdout
-    stderr = stderr if stderr is not None else sys.stderr
+    """Entry point of the ``prdp`` console script; returns the exit code (see the module docstring).
+    Everything it prints, argparse's help and usage errors included, goes through
+    :func:`prdp_core.terminal.safe`."""
+    stdout = safe(stdout if stdout is not None else sys.stdout)
+    stderr = safe(stderr if stderr is not None else sys.stderr)
     parser = build_parser()
     try:
-        args = parser.parse_args(argv)
+        with redirect_stdout(stdout), redirect_stderr(stderr):  # argparse writes to sys.stdout / sys.stderr
+            args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return int(exc.code or 0) if isinstance(exc.code, int) else EXIT_USAGE
     try:

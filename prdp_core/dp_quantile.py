@@ -50,6 +50,10 @@ from .secure import SecureSampler, mode_label
 LEVEL_DENOMINATOR = 10_000
 #: Largest number of candidates of a grid (the selection's cost grows with ln K; the scores are K numbers).
 MAX_CANDIDATES = 100_000
+#: Largest ε of a private quantile (the app's input allows the same). At ε = 100 the exponential noise is
+#: 2Δ/ε ≤ 0.02 records of rank: the draw is already the best candidate, and a larger ε would only record
+#: a weaker guarantee (and ρ = ε²/2 overflows beyond ε ≈ 10¹⁵⁴).
+MAX_EPSILON = 100.0
 
 Spacing = Literal["log", "linear"]
 
@@ -73,6 +77,9 @@ class CandidateGrid:
         lo, hi = float(self.lo), float(self.hi)
         if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
             raise ParameterError(f"A candidate range needs finite bounds with lo < hi (got {self.lo!r}, {self.hi!r}).")
+        if not math.isfinite(hi - lo):
+            raise ParameterError(f"The candidate range from {lo:g} to {hi:g} is too wide: its width is not a finite "
+                                 "number.", hint="Narrow the range (or, for a wide positive range, use log spacing).")
         if self.spacing not in ("log", "linear"):
             raise ParameterError(f"A candidate grid's spacing is 'log' or 'linear' (got {self.spacing!r}).")
         if self.spacing == "log" and lo <= 0:
@@ -193,16 +200,21 @@ def rank_error_bound(pct: float, epsilon: float, size: int, beta: float = 0.05) 
     if not (0 < beta < 1):
         raise ParameterError(f"β must be strictly between 0 and 1 (got {beta!r}).")
     alpha = level_units(pct) / LEVEL_DENOMINATOR
-    return 2.0 * max(alpha, 1.0 - alpha) * (math.log(size) + math.log(1.0 / beta)) / _epsilon(epsilon)
+    return 2.0 * max(alpha, 1.0 - alpha) * (math.log(size) + math.log(1.0 / beta)) / check_epsilon(epsilon)
 
 
-def _epsilon(epsilon: float) -> float:
+def check_epsilon(epsilon: Any) -> float:
+    """ε of a private quantile as a float: finite, > 0 and at most :data:`MAX_EPSILON`; else ParameterError."""
     try:
         e = float(epsilon)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise ParameterError(f"ε must be a number (got {epsilon!r}).") from None
     if not (math.isfinite(e) and e > 0):
         raise ParameterError(f"ε must be a positive finite number (got {epsilon!r}).")
+    if e > MAX_EPSILON:
+        raise ParameterError(f"ε must be at most {MAX_EPSILON:g} (got {e:g}).",
+                             hint=f"At ε = {MAX_EPSILON:g} the private quantile is already the best candidate; a "
+                                  "larger ε buys no accuracy and records a weaker guarantee.")
     return e
 
 
@@ -219,7 +231,7 @@ def dp_quantile(data: Any, column: str, pct: float, *, grid: CandidateGrid, epsi
     """
     nz = resolve(noise, rng=rng, seed=seed, secure=secure)
     secure, rng, seed = nz.secure, nz.rng, nz.seed
-    e = _epsilon(epsilon)
+    e = check_epsilon(epsilon)
     cands = grid.values()
     n, above = _counts(data, column, cands)
     sens = score_sensitivity(pct)
@@ -284,7 +296,7 @@ def dp_percentile_thresholds(data: Any, measures: Sequence[str], pct: float | Ma
     if missing:
         raise ParameterError(f"No candidate range for {', '.join(missing)}.",
                              hint="Type a public range (lo, hi) for each measure.")
-    each = _epsilon(epsilon) / len(ms)
+    each = check_epsilon(epsilon) / len(ms)
     nz = resolve(noise, seed=seed, secure=secure)
     if not nz.secure and nz.rng is None:
         nz = Noise.from_rng(np.random.default_rng(seed))
@@ -293,6 +305,6 @@ def dp_percentile_thresholds(data: Any, measures: Sequence[str], pct: float | Ma
     return PrivateThresholds(qs, suggestion_entry(qs))
 
 
-__all__ = ["CandidateGrid", "DPQuantile", "LEVEL_DENOMINATOR", "MAX_CANDIDATES", "PrivateThresholds",
-           "dp_percentile_thresholds", "dp_quantile", "level_units", "quantile_scores", "rank_error_bound",
-           "score_sensitivity", "select_index", "suggestion_entry"]
+__all__ = ["CandidateGrid", "DPQuantile", "LEVEL_DENOMINATOR", "MAX_CANDIDATES", "MAX_EPSILON", "PrivateThresholds",
+           "check_epsilon", "dp_percentile_thresholds", "dp_quantile", "level_units", "quantile_scores",
+           "rank_error_bound", "score_sensitivity", "select_index", "suggestion_entry"]

@@ -1,7 +1,11 @@
 """Writing output files into a folder without following links or replacing files prdp did not write.
 
-``prdp run --out DIR`` (:func:`prdp_core.report.write_outputs`) writes a fixed set of file names
-into DIR, which may be a shared folder. A file there with one of those names may be someone's own
+Every file prdp writes for its user goes through this module: ``prdp run --out DIR``
+(:func:`prdp_core.report.write_outputs`), ``prdp board export --out DIR``
+(:func:`prdp_core.board.export.write_board`), ``prdp suggest thresholds --out FILE`` and ``prdp
+samples write --out FILE`` (:func:`prdp_core.samples.write_sample`, streamed through
+:func:`new_file`), and the reproduction script's ``results.csv``. They write known file names
+into a folder that may be shared. A file there with one of those names may be someone's own
 work, and a symbolic link with one of those names (``report.html → ../notes.txt``) would make a
 plain write overwrite its target. So:
 
@@ -14,8 +18,8 @@ plain write overwrite its target. So:
   name already taken is overwritten only when it is a regular file the manifest lists with its
   current content (prdp's own earlier output). Anything else — a file prdp did not write or one
   edited since, a symbolic link, a folder — is refused with :class:`~prdp_core.errors.OutputError`
-  naming it, unless ``force=True`` (``prdp run --force``), which replaces files and links (still
-  never following a link) but never a folder.
+  naming it, unless ``force=True`` (``--force`` of each command), which replaces files and links
+  (still never following a link) but never a folder.
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ import hashlib
 import json
 import os
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
 from .errors import OutputError
 
@@ -107,26 +113,35 @@ def check_folder(out: str | os.PathLike, names: Iterable[str], *, force: bool = 
                                "replace them (a link is replaced, never followed).")
 
 
-def _replace(out: Path, name: str, data: bytes) -> Path:
-    """Write ``data`` to a fresh temporary file in ``out`` and rename it over ``name``."""
-    target = out / name
+def _temporary(out: Path, name: str) -> tuple[int, Path]:
+    """A new temporary file in ``out`` for ``name``, created exclusively (never through a link): (fd, path)."""
     for attempt in range(100):
         tmp = out / f".{name}.{os.getpid()}.{attempt}.tmp"
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666)
-            break
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o666), tmp
         except FileExistsError:
             continue
-    else:
-        raise OutputError(f"Cannot create a temporary file in {out}.")
+    raise OutputError(f"Cannot create a temporary file in {out}.")
+
+
+def _replace(out: Path, name: str, data: bytes) -> Path:
+    """Write ``data`` to a fresh temporary file in ``out`` and rename it over ``name``."""
+    fd, tmp = _temporary(out, name)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, target)  # replaces a link or file at target; never follows it
+        os.replace(tmp, out / name)  # replaces a link or file at the name; never follows it
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    return target
+    return out / name
+
+
+def _record(out: Path, digests: Mapping[str, str]) -> None:
+    """Add ``digests`` (name → SHA-256) to the manifest of ``out``."""
+    manifest = {**_manifest(out), **digests}
+    body = {"written_by": "prdp (PrDP Explorer)", "files": dict(sorted(manifest.items()))}
+    _replace(out, MANIFEST, (json.dumps(body, indent=2) + "\n").encode("utf-8"))
 
 
 def write_files(out: str | os.PathLike, files: Mapping[str, bytes], *, force: bool = False) -> dict[str, Path]:
@@ -137,14 +152,36 @@ def write_files(out: str | os.PathLike, files: Mapping[str, bytes], *, force: bo
     out = Path(out)
     check_folder(out, files, force=force)
     out.mkdir(parents=True, exist_ok=True)
-    manifest = _manifest(out)
-    written = {}
-    for name, data in files.items():
-        written[name] = _replace(out, name, data)
-        manifest[name] = _digest(data)
-    body = {"written_by": "prdp run (PrDP Explorer)", "files": dict(sorted(manifest.items()))}
-    _replace(out, MANIFEST, (json.dumps(body, indent=2) + "\n").encode("utf-8"))
+    written = {name: _replace(out, name, data) for name, data in files.items()}
+    _record(out, {name: _digest(data) for name, data in files.items()})
     return written
 
 
-__all__ = ["MANIFEST", "check_folder", "folder_problem", "write_files"]
+@contextmanager
+def new_file(path: str | os.PathLike, *, force: bool = False) -> Iterator[BinaryIO]:
+    """A binary file object to stream one output file into, written by the rules above.
+
+    ``path``'s folder is checked first (:func:`check_folder`, :class:`OutputError`); the content goes to
+    a temporary file created exclusively in that folder, which replaces ``path`` (never following a
+    link) only when the ``with`` block ends without an error, and is then recorded in the manifest.
+    An error in the block leaves ``path`` as it was and removes the temporary file."""
+    target = Path(path)
+    out, name = target.parent, target.name
+    check_folder(out, [name], force=force)
+    out.mkdir(parents=True, exist_ok=True)
+    fd, tmp = _temporary(out, name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            yield f  # a writer may close f itself
+        sha = hashlib.sha256()
+        with os.fdopen(os.open(tmp, os.O_RDONLY | _NOFOLLOW), "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                sha.update(block)
+        os.replace(tmp, target)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _record(out, {name: sha.hexdigest()})
+
+
+__all__ = ["MANIFEST", "check_folder", "folder_problem", "new_file", "write_files"]

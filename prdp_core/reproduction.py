@@ -150,6 +150,7 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
          "import prdp_core",
          "from prdp_core.report import results_frame",
          "from prdp_core.export import to_csv_bytes",
+         "from prdp_core.outputs import write_files",
          ""]
     L += mechanism_imports(study)
     L += ["", f"TITLE, MODE, SEED = {_py(study.title or '(untitled)')}, {_py(study.mode)}, {int(study.seed)}"]
@@ -162,7 +163,7 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
         L += ["", f"# --- mechanism {i + 1} ---"]
         L += mechanism_code(study, i, m, table=table)
     L += ["",
-          "OUT.mkdir(parents=True, exist_ok=True)",
-          "(OUT / 'results.csv').write_bytes(to_csv_bytes(results_frame(releases, teaching=REVEAL)))",
+          "# never through a symbolic link, never over a results.csv that prdp did not write",
+          "write_files(OUT, {'results.csv': to_csv_bytes(results_frame(releases, teaching=REVEAL))})",
           "print(f'{len(releases)} release(s) written to {OUT / \"results.csv\"}')", ""]
     return "\n".join(L)

@@ -465,7 +465,8 @@ MAX_WRITE_ROWS = 1_000_000_000
 
 
 def write_sample(name: str, path: str | os.PathLike, *, rows: int, seed: int = 0,
-                 chunk_rows: int = WRITE_CHUNK_ROWS, progress: Callable[[int, int, str], None] | None = None) -> Path:
+                 chunk_rows: int = WRITE_CHUNK_ROWS, progress: Callable[[int, int, str], None] | None = None,
+                 force: bool = False) -> Path:
     """Write ``rows`` records of a synthetic sample to a Parquet (or CSV) file, chunk by chunk.
 
     Never holds the table: each chunk of ``chunk_rows`` records is an independent draw of the
@@ -473,8 +474,12 @@ def write_sample(name: str, path: str | os.PathLike, *, rows: int, seed: int = 0
     seed=seed)``), appended with pyarrow's writers. Record ids continue across chunks and are
     zero-padded to one width, so the id column stays sorted; owners (a CBP-like firm) belong to one
     chunk. For benchmarks and tests of the engines: ``prdp samples write cbp_like --rows 1e8 --out
-    cbp.parquet``."""
+    cbp.parquet``. The file is written as every output of prdp (:func:`prdp_core.outputs.new_file`):
+    never through a symbolic link, over an existing file only if prdp wrote it (or ``force``), and
+    in place only once complete."""
     import pyarrow as pa
+
+    from .outputs import new_file
 
     meta = info(name)
     if meta.generator is None:
@@ -496,40 +501,41 @@ def write_sample(name: str, path: str | os.PathLike, *, rows: int, seed: int = 0
     writer: Any = None
     done, owners_so_far = 0, 0
     say = progress or (lambda *_: None)
-    try:
-        while done < rows:
-            k = min(chunk, rows - done)
-            part = done // chunk
-            df = meta.generator(k, int(seed) if part == 0 else (int(seed) * 1_000_003 + part) % 2**63)
-            if part == 0:  # keep the generator's zero padding unless more digits are needed
-                width = max([width] + [len(str(df[c].iloc[0])) - len(str(df[c].iloc[0]).rstrip("0123456789"))
-                                       for c in (ids, owner) if c is not None and c in df.columns and len(df)])
-            if ids is not None and ids in df.columns:
-                df[ids] = _renumber(df[ids], done, width)
-            if owner is not None and owner in df.columns:
-                nums = _id_numbers(df[owner])
-                df[owner] = _renumber(df[owner], owners_so_far, width, nums)
-                owners_so_far += int(nums.max()) if len(nums) else 0
-            table = pa.Table.from_pandas(df, preserve_index=False)
-            if writer is None:
-                writer = _table_writer(out, kind, table.schema)
-            writer.write_table(table)
-            done += k
-            say(done, rows, f"rows written to {out.name}")
-    finally:
-        if writer is not None:
-            writer.close()
+    with new_file(out, force=force) as sink:
+        try:
+            while done < rows:
+                k = min(chunk, rows - done)
+                part = done // chunk
+                df = meta.generator(k, int(seed) if part == 0 else (int(seed) * 1_000_003 + part) % 2**63)
+                if part == 0:  # keep the generator's zero padding unless more digits are needed
+                    width = max([width] + [len(str(df[c].iloc[0])) - len(str(df[c].iloc[0]).rstrip("0123456789"))
+                                           for c in (ids, owner) if c is not None and c in df.columns and len(df)])
+                if ids is not None and ids in df.columns:
+                    df[ids] = _renumber(df[ids], done, width)
+                if owner is not None and owner in df.columns:
+                    nums = _id_numbers(df[owner])
+                    df[owner] = _renumber(df[owner], owners_so_far, width, nums)
+                    owners_so_far += int(nums.max()) if len(nums) else 0
+                table = pa.Table.from_pandas(df, preserve_index=False)
+                if writer is None:
+                    writer = _table_writer(sink, kind, table.schema)
+                writer.write_table(table)
+                done += k
+                say(done, rows, f"rows written to {out.name}")
+        finally:
+            if writer is not None:
+                writer.close()
     return out
 
 
-def _table_writer(out: Path, kind: str, schema: Any) -> Any:
+def _table_writer(sink: Any, kind: str, schema: Any) -> Any:
     if kind == ".csv":
         import pyarrow.csv as pacsv
 
-        return pacsv.CSVWriter(str(out), schema)
+        return pacsv.CSVWriter(sink, schema)
     import pyarrow.parquet as pq
 
-    return pq.ParquetWriter(str(out), schema)
+    return pq.ParquetWriter(sink, schema)
 
 
 def _id_numbers(col: pd.Series) -> np.ndarray:

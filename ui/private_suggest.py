@@ -16,6 +16,7 @@ from typing import Any
 import streamlit as st
 
 from prdp_core.dp_quantile import (
+    MAX_EPSILON,
     CandidateGrid,
     DPQuantile,
     dp_percentile_thresholds,
@@ -93,7 +94,7 @@ def thresholds_panel(measures: Sequence[str], apply: Callable[[Any, str], None],
                 "your ledger: the thresholds it gives are public once released.")
     c1, c2 = st.columns(2)
     c1.slider("Percentile", 50.0, 99.9, 97.0, 0.1, key="psugg_pct")
-    c2.number_input("Privacy cost ε (all measures)", min_value=1e-4, max_value=100.0, value=0.1, format="%.4g",
+    c2.number_input("Privacy cost ε (all measures)", min_value=1e-4, max_value=MAX_EPSILON, value=0.1, format="%.4g",
                     key="psugg_eps")
     _range_inputs("psugg", measures)
     if state.teaching():
@@ -124,7 +125,7 @@ def bound_panel(key: str, column: str, apply: Callable[[DPQuantile], None], *, p
     ss = st.session_state
     c1, c2 = st.columns(2)
     c1.number_input("Percentile", 50.0, 99.99, pct, 0.5, key=f"{key}_pct")
-    c2.number_input("Privacy cost ε", min_value=1e-4, max_value=100.0, value=0.1, format="%.4g", key=f"{key}_eps")
+    c2.number_input("Privacy cost ε", min_value=1e-4, max_value=MAX_EPSILON, value=0.1, format="%.4g", key=f"{key}_eps")
     _range_inputs(key, [column])
     _cost_caption(float(ss[f"{key}_eps"]), float(ss[f"{key}_pct"]), 1)
 

@@ -4,7 +4,7 @@
 
     prdp board submit STUDY.yaml --name NAME [--rationale TEXT] [--policy PART] [--db URL]
     prdp board list [--db URL] [--format table|json|csv] [--review] [--board ID]
-    prdp board export --out DIR [--db URL] [--review] [--board ID]
+    prdp board export --out DIR [--force] [--db URL] [--review] [--board ID]
     prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL]
     prdp ledger show NAME [--db URL] [--format table|json] [--review]
     prdp ledger list [--db URL]
@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import DataError, PrdpError, StoreError
+from ..terminal import json_text
 from . import workshop
 
 EXIT_OK = 0
@@ -64,8 +65,12 @@ def add_parsers(sub: Any, codes: str, parser_class: type) -> None:
     ex = bs.add_parser("export", help="write board.csv, board.html and each entry's study config",
                        epilog=epilog, formatter_class=fmt,
                        description="Write the board into DIR: board.csv (formula-safe), board.html (self-contained, "
-                                   "opens offline) and entry-<id>.yaml (each policy's study config).")
-    ex.add_argument("--out", metavar="DIR", required=True, help="output folder (created if missing)")
+                                   "opens offline) and entry-<id>.yaml (each policy's study config). Files are never "
+                                   "written through a symbolic link; a file of these names that prdp did not write "
+                                   "in DIR (see DIR/.prdp-outputs.json) is not overwritten without --force.")
+    ex.add_argument("--out", metavar="DIR", required=True, help="output folder (created if missing; not a link)")
+    ex.add_argument("--force", action="store_true", help="replace files (and symbolic links, never followed) that "
+                                                         "prdp did not write in DIR")
     ex.add_argument("--review", action="store_true", help="public columns only, whatever the board's mode")
     ex.add_argument("--board", type=int, metavar="ID", help="an archived board (default: the open one)")
     ex.add_argument("--db", metavar="URL", help=db_help)
@@ -145,7 +150,7 @@ def _list(args: argparse.Namespace, stdout: IO[str]) -> int:
         return EXIT_OK
     frame = board_frame(entries, review=review, delta=delta)
     if args.format == "json":
-        stdout.write(json.dumps(json.loads(frame.to_json(orient="records")), indent=2, ensure_ascii=False) + "\n")
+        stdout.write(json_text(json.loads(frame.to_json(orient="records"))) + "\n")
         return EXIT_OK
     if frame.empty:
         stdout.write(f"The board on {store.where} has no entries.\n")
@@ -166,12 +171,10 @@ def _export(args: argparse.Namespace, stdout: IO[str]) -> int:
     settings = store.settings()
     entries = store.entries(args.board)
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise StoreError(f"--out {out} is a file, not a folder.", hint="Choose a folder (it is created if missing).")
     review = _review(args, settings)
     try:
         files = write_board(entries, out, review=review, delta=float(settings["delta"]),
-                            dataset=workshop.describe_pin(settings["dataset"]))
+                            dataset=workshop.describe_pin(settings["dataset"]), force=args.force)
     except OSError as err:
         raise StoreError(f"Cannot write the board to {out}: {err.strerror or err}.",
                          hint="Choose another --out folder.") from None
@@ -298,7 +301,7 @@ def _ledger_show(args: argparse.Namespace, stdout: IO[str]) -> int:
         if not args.review:
             doc["largest record total (ρ)"] = None if last is None else _json_number(last.total_rho)
             doc["largest record total (ε)"] = None if last is None else _json_number(last.total_eps)
-        stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        stdout.write(json_text(doc) + "\n")
         return EXIT_OK
     stdout.write(f"Ledger '{args.name}' ({store.where}), data: {data}\n{_seal_line(seal, len(entries))}\n")
     if frame.empty:

@@ -8,7 +8,9 @@ the table, the public policy functions of the unit-splitting policies, and — i
 only — the loss CDFs over records and owners and the privacy-vs-accuracy scatter with its
 Pareto front; then each entry's rationale and study config. In review mode the report holds
 only public quantities: no statistic of the records. :func:`write_board` writes both, plus
-each entry's study config as YAML (``prdp run`` reruns it), into one folder.
+each entry's study config as YAML (``prdp run`` reruns it), into one folder, by the rules of every
+output of prdp (:mod:`prdp_core.outputs`: never through a symbolic link, never over a file prdp did
+not write unless ``force``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Iterable
 
 from ..config import parse_config
 from ..export import to_csv_bytes
+from ..outputs import check_folder, write_files
 from ..report import _CSS, _fig_html, _table
 from . import summary
 
@@ -107,20 +110,18 @@ def board_html(entries: Iterable[Any], *, review: bool, delta: float, title: str
 
 
 def write_board(entries: Iterable[Any], out_dir: str | Path, *, review: bool, delta: float,
-                title: str = "Workshop board", dataset: str | None = None) -> dict[str, Path]:
+                title: str = "Workshop board", dataset: str | None = None, force: bool = False) -> dict[str, Path]:
     """Write board.csv, board.html and entry-<id>.yaml (each entry's study config) into ``out_dir``
-    (created if missing); returns name → path."""
+    (created if missing) with :func:`prdp_core.outputs.write_files`; returns name → path.
+
+    Raises :class:`~prdp_core.errors.OutputError` before writing anything when ``out_dir`` is a link or
+    a file, or holds a link or a file prdp did not write under one of these names (unless ``force``)."""
     entries = list(entries)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    names = ["board.csv", "board.html", *(f"entry-{en.id}.yaml" for en in entries)]
+    check_folder(out_dir, names, force=force)  # before the (possibly long) rendering
     files: dict[str, bytes] = {"board.csv": board_csv(entries, review=review, delta=delta),
                                "board.html": board_html(entries, review=review, delta=delta, title=title,
                                                         dataset=dataset).encode("utf-8")}
     for en in entries:
         files[f"entry-{en.id}.yaml"] = _config_yaml(en).encode("utf-8")
-    written = {}
-    for name, data in files.items():
-        (out / name).write_bytes(data)
-        written[name] = out / name
-    return written
-
+    return write_files(out_dir, files, force=force)

@@ -5,9 +5,9 @@ whose columns differ are named and refused, never silently aligned), or a table 
 database file, and computes every statistic of :class:`~prdp_core.engines.base.Engine` as SQL
 (:class:`~prdp_core.engines.sql_engine.SQLEngine`, :mod:`prdp_core.engines.sql`). DuckDB works out of core:
 beyond ``memory_limit`` it spills to ``temp_directory``; both are set explicitly on every connection (defaults:
-:data:`DEFAULT_MEMORY_LIMIT`, a ``prdp-duckdb`` folder under the system's temporary folder, created with mode
-0700 or tightened to it, since spilled rows are the data; environment ``PRDP_DUCKDB_MEMORY_LIMIT``,
-``PRDP_DUCKDB_TEMP_DIR``, ``PRDP_DUCKDB_THREADS``).
+:data:`DEFAULT_MEMORY_LIMIT`, a private ``prdp-duckdb-<uid>`` folder under the system's temporary folder,
+:func:`spill_folder`; environment ``PRDP_DUCKDB_MEMORY_LIMIT``, ``PRDP_DUCKDB_TEMP_DIR``,
+``PRDP_DUCKDB_THREADS``).
 
 Budget functions whose SQL would not give numpy's bits (``log``, ``exp``, ``**``) are evaluated by
 the numpy kernel of :mod:`prdp_core.mechanisms.prdp.budget` itself, inside DuckDB, batch by batch (a vectorised
@@ -20,6 +20,7 @@ from __future__ import annotations
 import glob as _glob
 import itertools
 import os
+import stat
 import tempfile
 import threading
 from contextlib import contextmanager
@@ -132,12 +133,32 @@ def resolve_source(spec: str | os.PathLike, *, base_dir: str | os.PathLike | Non
 
 def default_options() -> EngineOptions:
     """DuckDB settings from the environment (``PRDP_DUCKDB_MEMORY_LIMIT``, ``PRDP_DUCKDB_TEMP_DIR``,
-    ``PRDP_DUCKDB_THREADS``) or the defaults."""
+    ``PRDP_DUCKDB_THREADS``) or the defaults (no temporary folder: :func:`spill_folder` when opened)."""
     threads = os.environ.get("PRDP_DUCKDB_THREADS")
     return EngineOptions(memory_limit=os.environ.get("PRDP_DUCKDB_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT,
-                         temp_directory=os.environ.get("PRDP_DUCKDB_TEMP_DIR")
-                         or str(Path(tempfile.gettempdir()) / "prdp-duckdb"),
+                         temp_directory=os.environ.get("PRDP_DUCKDB_TEMP_DIR") or None,
                          threads=int(threads) if threads else None)
+
+
+def spill_folder() -> str:
+    """The default folder DuckDB spills records to: ``prdp-duckdb-<uid>`` under the system's temporary
+    folder, created 0700. The temporary folder is shared by every user of the machine, so one that
+    exists must be a folder of this user (not a symbolic link, not someone else's planted folder), and
+    is tightened to 0700; else ParameterError (spilled records would be readable by its owner)."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    path = Path(tempfile.gettempdir()) / ("prdp-duckdb" if uid is None else f"prdp-duckdb-{uid}")
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or (uid is not None and info.st_uid != uid):
+        raise ParameterError(f"The DuckDB engine's temporary folder {path} is a symbolic link, a file or another "
+                             "user's folder: prdp does not spill records there.",
+                             hint="Remove it, or set PRDP_DUCKDB_TEMP_DIR to a folder only you can read.")
+    if info.st_mode & 0o077:
+        os.chmod(path, 0o700)
+    return str(path)
 
 
 def _kind_of_type(t: str) -> ColumnKind:
@@ -184,12 +205,14 @@ class DuckDBEngine(SQLEngine):
         src = source if isinstance(source, Source) else resolve_source(source, base_dir=base_dir)
         opts = options or default_options()
         config: dict[str, Any] = {"memory_limit": opts.memory_limit or DEFAULT_MEMORY_LIMIT}
-        temp = str(opts.temp_directory or default_options().temp_directory)  # the default always names a folder
-        try:
-            private_dir(temp)  # spilled rows are the data: the folder is the server user's only (0700)
-        except StoreError as err:
-            raise ParameterError(f"DuckDB's temporary folder: {err.message}", hint=err.hint) from None
-        config["temp_directory"] = str(temp)
+        chosen = opts.temp_directory or default_options().temp_directory  # the administrator's folder, if any
+        temp = str(chosen) if chosen else spill_folder()
+        if chosen:
+            try:
+                private_dir(temp)  # spilled rows are the data: the folder is the server user's only (0700)
+            except StoreError as err:
+                raise ParameterError(f"DuckDB's temporary folder: {err.message}", hint=err.hint) from None
+        config["temp_directory"] = temp
         if opts.threads:
             config["threads"] = int(opts.threads)
         try:

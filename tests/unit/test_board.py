@@ -422,11 +422,11 @@ def test_board_commands_submit_list_and_export(tmp_path, monkeypatch):
     code, out, _ = _prdp("board", "list", "--format", "csv")
     assert pd.read_csv(io.StringIO(out))["name"].tolist() == ["Conservative"]
     code, out, _ = _prdp("board", "export", "--out", str(tmp_path / "exp"))
-    assert code == 0 and sorted(p.name for p in (tmp_path / "exp").iterdir()) == ["board.csv", "board.html",
-                                                                                  "entry-1.yaml"]
+    assert code == 0 and sorted(p.name for p in (tmp_path / "exp").iterdir()) == [".prdp-outputs.json", "board.csv",
+                                                                                  "board.html", "entry-1.yaml"]
     (tmp_path / "afile").write_text("x")
     code, _, err = _prdp("board", "export", "--out", str(tmp_path / "afile"))
-    assert code == 5 and "is a file" in err
+    assert code == 2 and "is a file" in err
 
 
 def test_board_submit_refusals(tmp_path, monkeypatch):
