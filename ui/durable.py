@@ -269,14 +269,16 @@ def _restore(given: str) -> None:
 
 def _foreign(given: str) -> None:
     """The URL's key belongs to another browser: nothing of its session is shown here, and this session gets a
-    key of its own (so that nothing done here reaches the other browser's session)."""
+    key of its own (so that nothing done here reaches the other browser's session); the design in the address
+    (``policy``, :mod:`ui.links`) is not loaded either: it is that session's, not a shared link."""
     ss = st.session_state
     ss["durable_key"] = new_key()
     ss["durable_foreign"] = given
+    ss["link_checked"] = True  # the design the address carries is that session's too: not loaded
     ss["durable_msg"] = {"kind": "foreign", "notes": [],
                          "text": "**This address belongs to another browser**, so its session is not opened here: "
-                                 "its data, design and privacy ledger stay with the browser that created it. This "
-                                 "is a new session with its own address."}
+                                 "its data, design (also the one in the address) and privacy ledger stay with the "
+                                 "browser that created it. This is a new session with its own address."}
     ss["durable_ledger_msg"] = ("**This ledger is new**: the address you opened belongs to another browser, and "
                                 "the releases of its session are not here.")
 
