@@ -40,7 +40,11 @@ ledger); ``durable_problem`` (why something is not being saved, shown on every p
 ``durable_readonly`` (the stored session could not be read); ``durable_saved`` (hash of the last
 saved source and config); ``durable_seen``; ``durable_ledger_id``; ``ledger_uids`` and ``ledger_fps``
 (per ledger entry: its id in the store and the data it ran on); ``ledger_stored`` (how many entries,
-from the first, are in the store).
+from the first, are in the store); ``durable_browser`` (this browser's secret) and ``durable_browser_new``
+(it was made in this session: the page stores it in the cookie); ``durable_foreign`` (the key of another
+browser's address this session was opened with), ``durable_transfer_code`` and ``durable_transfer_error`` (the
+code typed under that message, and why it did not open the session); ``durable_code`` (the transfer code this
+session made, and when it expires).
 """
 
 from __future__ import annotations
@@ -508,7 +512,8 @@ def ledger_notice() -> None:
 
 @st.fragment(run_every=HEARTBEAT_SECONDS)
 def sidebar_note() -> None:
-    """The sidebar's line on durability (the address reopens the session, so it is to be kept private), rerun
+    """The sidebar's line on durability (the address reopens the session in this browser) and the transfer code
+    panel (:func:`_transfer_panel`), rerun
     every :data:`HEARTBEAT_SECONDS` on its own. That periodic rerun marks the session alive for the retention rule
     and, above all, makes the browser rerun the whole page as soon as it reconnects to a restarted server, with
     its address: the new session restores the saved one without waiting for the participant's next action (and

@@ -11,11 +11,13 @@ import secrets
 from pathlib import Path
 
 import sqlalchemy as sa
+from streamlit.testing.v1 import AppTest
 
+from prdp_core.board import links
 from prdp_core.board import sessions as S
 from prdp_core.board.store import BoardStore
 
-from .conftest import open_page, texts, upload
+from .conftest import ROOT, open_page, texts, upload
 from .test_durable import _csv, _designed_session, _reopen
 
 FOREIGN = "This address belongs to another browser"
@@ -146,3 +148,16 @@ def test_a_session_saved_before_browsers_were_bound_goes_to_the_first_browser_th
     assert _stored_binding(key) == S.browser_hash(first)
     one_browser.cookie = _secret()
     assert FOREIGN in _reopen(key, page="data").first_texts
+
+
+def test_the_design_in_another_browsers_address_is_not_loaded_either(one_browser):
+    owner = _designed_session()
+    address = {k: owner.query_params[k] for k in (S.KEY_PARAM, links.PARAM)}  # the whole address bar
+    one_browser.cookie = _secret()
+    other = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for k, v in address.items():
+        other.query_params[k] = v
+    other.run()
+    assert not other.exception, other.exception
+    assert FOREIGN in texts(other) and "shop.csv" not in texts(other) and "link_msg" not in other.session_state
+    assert "thr_sales" not in other.session_state and other.query_params[S.KEY_PARAM] != address[S.KEY_PARAM]
