@@ -12,7 +12,8 @@ never carry the key (:func:`ui.links.share_url`).
 **The browser.** A key opens its session only in the browser that created it. Each browser holds a
 secret of its own (192 bits) in the cookie :data:`COOKIE`, read when a session starts
 (``st.context.cookies``); a browser without one is given a new one, which a small script in the page
-stores as that cookie (:func:`_remember_browser`: Streamlit cannot set cookies itself). The store
+stores as that cookie (:func:`_remember_browser`, which also renews the cookie of a browser in use:
+Streamlit cannot set cookies itself). The store
 binds every session to the SHA-256 of its browser's secret when the session is created, and opens or
 writes it only for that browser (:meth:`prdp_core.board.sessions.SessionStore.admit`). An address
 opened in another browser is not restored: the page says "This address belongs to another browser",
@@ -40,11 +41,10 @@ ledger); ``durable_problem`` (why something is not being saved, shown on every p
 ``durable_readonly`` (the stored session could not be read); ``durable_saved`` (hash of the last
 saved source and config); ``durable_seen``; ``durable_ledger_id``; ``ledger_uids`` and ``ledger_fps``
 (per ledger entry: its id in the store and the data it ran on); ``ledger_stored`` (how many entries,
-from the first, are in the store); ``durable_browser`` (this browser's secret) and ``durable_browser_new``
-(it was made in this session: the page stores it in the cookie); ``durable_foreign`` (the key of another
-browser's address this session was opened with), ``durable_transfer_code`` and ``durable_transfer_error`` (the
-code typed under that message, and why it did not open the session); ``durable_code`` (the transfer code this
-session made, and when it expires).
+from the first, are in the store); ``durable_browser`` (this browser's secret: from its cookie, or new);
+``durable_foreign`` (the key of another browser's address this session was opened with), ``durable_transfer_code``
+and ``durable_transfer_error`` (the code typed under that message, and why it did not open the session);
+``durable_code`` (the transfer code this session made, and when it expires).
 """
 
 from __future__ import annotations
@@ -131,11 +131,12 @@ def _browser() -> str:
     return browser_hash(st.session_state["durable_browser"])
 
 
-#: Stores the browser secret as the cookie :data:`COOKIE` unless the browser already holds one (another tab
-#: of a new browser may have been first), then hides its own (empty) element.
+#: Stores the browser secret as the cookie :data:`COOKIE` (or renews its expiry) unless the browser holds another
+#: one (another tab of a new browser may have been first), then hides its own (empty) element.
 _REMEMBER_JS = """<script>(() => {{
   const name = "{name}", held = document.cookie.split("; ").find((c) => c.startsWith(name + "="));
-  if (!held || !/^[A-Za-z0-9_-]{{32,86}}$/.test(held.slice(name.length + 1))) {{
+  const old = held ? held.slice(name.length + 1) : "";
+  if (old === "{value}" || !/^[A-Za-z0-9_-]{{32,86}}$/.test(old)) {{
     document.cookie = name + "={value}; path=/; max-age={age}; samesite=strict"
       + (location.protocol === "https:" ? "; secure" : "");
   }}
@@ -145,8 +146,9 @@ _REMEMBER_JS = """<script>(() => {{
 
 
 def _remember_browser(secret: str) -> None:
-    """Have the browser keep ``secret`` (a new browser's secret, :func:`start`) in its cookie, on every run of the
-    session (so the script surely ran once; it changes nothing the second time)."""
+    """Have the browser keep ``secret`` in its cookie: a new browser's secret is stored, a known one's expiry
+    renewed (a browser in use keeps it). On every run of the session, so that the script surely ran once; the
+    browser runs it again only when the page's element is new."""
     assert valid_key(secret)  # URL-safe letters only: nothing in it can leave the script's string
     st.sidebar.html(_REMEMBER_JS.format(name=COOKIE, value=secret, age=COOKIE_DAYS * 86_400),
                     unsafe_allow_javascript=True)
@@ -202,11 +204,8 @@ def start() -> None:
     in the URL (page changes drop query parameters)."""
     ss = st.session_state
     if "durable_browser" not in ss:
-        held = browser_cookie()
-        ss["durable_browser"] = held or new_browser_secret()
-        ss["durable_browser_new"] = held is None
-    if ss.get("durable_browser_new"):
-        _remember_browser(ss["durable_browser"])
+        ss["durable_browser"] = browser_cookie() or new_browser_secret()
+    _remember_browser(ss["durable_browser"])
     if "durable_key" not in ss:
         given = st.query_params.get(KEY_PARAM)
         ss["durable_key"] = given if valid_key(given) else new_key()
@@ -306,10 +305,10 @@ def _take_over() -> None:
     except PrdpError as err:
         ss["durable_transfer_error"] = md_escape(err)
         return
-    keep = {k: ss[k] for k in ("durable_browser", "durable_browser_new")}
+    browser = ss["durable_browser"]
     for k in list(ss.keys()):
         del ss[k]
-    ss.update(keep)
+    ss["durable_browser"] = browser
     st.query_params[KEY_PARAM] = given
 
 

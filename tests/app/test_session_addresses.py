@@ -96,7 +96,8 @@ def test_a_new_browser_is_given_a_secret_that_its_cookie_keeps(one_browser):
     one_browser.cookie = secret  # the browser sends its cookie back on a reload: the session is restored
     again = _reopen(key, page="data")
     assert FOREIGN not in again.first_texts and again.query_params[S.KEY_PARAM] == key
-    assert not [h for h in again.get("html") if "prdp_browser" in h.proto.body]  # a browser that has one keeps it
+    (renew,) = [h.proto.body for h in again.get("html") if "prdp_browser" in h.proto.body]
+    assert f'"={secret}; path=/' in renew  # a browser that has a secret keeps it (its cookie's expiry renewed)
 
 
 def test_the_owner_moves_the_session_to_a_new_browser_with_a_one_time_code(one_browser):
