@@ -147,6 +147,7 @@ def _after_restart(page, browser, key: str, before: float) -> None:
         wait_idle(page)
         code = sidebar.locator('[data-testid="stCode"]').first.inner_text().strip()
         assert re.fullmatch(r"[A-Z2-9]{5}-[A-Z2-9]{5}", code), code
+        shot(page, "durable-04-transfer-code")
         other.get_by_text("It is my session, from my other browser or device").click()
         other.get_by_label("Transfer code").fill(code)
         other.get_by_role("button", name="Open my session here").click()
@@ -156,6 +157,6 @@ def _after_restart(page, browser, key: str, before: float) -> None:
         assert parse_qs(urlparse(other.url).query)["s"][0] == key
         _nav(other, "Run")
         assert _totals(other) == (3, after)
-        shot(other, "durable-04-transferred")
+        shot(other, "durable-05-transferred")
     finally:
         other.context.close()
