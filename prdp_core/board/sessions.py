@@ -88,8 +88,9 @@ def _binding_columns() -> list[sa.Column]:
             sa.Column("transfer_tries", sa.Integer, nullable=True)]
 
 
-def define_tables(md: sa.MetaData, *, with_binding: bool = True) -> tuple[sa.Table, sa.Table]:
-    """The ``sessions`` and ``uploads`` tables in ``md`` (layout version 3 without the browser binding)."""
+def define_tables(md: sa.MetaData, *, with_binding: bool = False) -> tuple[sa.Table, sa.Table]:
+    """The ``sessions`` and ``uploads`` tables in ``md``: as layout version 3 created them, or with the browser
+    binding of version 4 (:func:`add_binding`)."""
     extra = _binding_columns() if with_binding else []
     ses = sa.Table("sessions", md,
                    sa.Column("key_hash", sa.String(64), primary_key=True),
@@ -110,7 +111,7 @@ def define_tables(md: sa.MetaData, *, with_binding: bool = True) -> tuple[sa.Tab
 
 
 _md = sa.MetaData()
-sessions, uploads = define_tables(_md)
+sessions, uploads = define_tables(_md, with_binding=True)
 
 
 def add_binding(conn: Connection) -> None:
@@ -265,9 +266,9 @@ class SessionStore:
                 raise AccessError("This session now belongs to another browser (it was moved there with a transfer "
                                   "code), so nothing of it is saved from here.",
                                   hint="Reload the page to start a new session in this browser.")
-            return int(found.ledger_id)
+            return int(found[0])
         ledger_id = LedgerStore._insert(conn, None, None)
-        row = {"key_hash": h, "ledger_id": ledger_id, "created_at": now, "seen_at": now, "browser_hash": browser}
+        row = {"key_hash": h, "ledger_id": ledger_id, "created_at": now, "seen_at": now}
         insert = dialect_insert(conn)
         if insert is not None:
             conn.execute(insert(sessions).values(**row).on_conflict_do_nothing(index_elements=["key_hash"]))
@@ -275,8 +276,8 @@ class SessionStore:
             conn.execute(sessions.insert().values(**row))
         found = conn.execute(sa.select(sessions.c.ledger_id, sessions.c.browser_hash)
                              .where(sessions.c.key_hash == h)).one()
-        if browser is not None and not self._claim(conn, h, found.browser_hash, browser):
-            raise AccessError("This address belongs to another browser.")  # created by another one at this instant
+        if browser is not None and not self._claim(conn, h, found.browser_hash, browser):  # bound now, unless
+            raise AccessError("This address belongs to another browser.")  # another browser created it at once
         return int(found.ledger_id)
 
     @staticmethod

@@ -11,8 +11,7 @@ Tables (schema version :data:`SCHEMA_VERSION`)::
               config, summary, created_at)
     settings (key, value, updated_at)              the facilitator's choices (pinned dataset, mode, δ)
     sessions, uploads                              durable app sessions and their uploaded tables
-                                                   (version 3; bound to a browser: version 4,
-                                                   :mod:`prdp_core.board.sessions`)
+                                                   (version 3, :mod:`prdp_core.board.sessions`)
     ledgers, ledger_entries                        privacy ledgers of sessions and of ``prdp run --ledger``
                                                    (version 3, :mod:`prdp_core.board.ledgers`)
 
@@ -28,8 +27,7 @@ takes its write lock at the start of each transaction (``BEGIN IMMEDIATE``), so 
 instead of failing. Opening a database runs the missing migrations (:data:`MIGRATIONS`) under
 a lock (SQLite's write lock, PostgreSQL's advisory lock), so many processes may open a new
 database at once. Version 3 adds durable sessions, uploaded tables by content hash and
-ledgers (their modules define the tables; the step is here, in order); version 4 binds each
-session to the browser that created it.
+ledgers (their modules define the tables; the step is here, in order).
 
 Who may do what is enforced here, not only in the UI: a participant withdraws only entries
 whose participant hash is theirs; the facilitator's actions (pin the dataset, set the board's
@@ -150,16 +148,15 @@ def _to_v3(conn: Connection) -> None:
     from . import ledgers, sessions
 
     md = sa.MetaData()
-    sessions.define_tables(md, with_binding=False)
+    sessions.define_tables(md)
     ledgers.define_tables(md)
     md.create_all(conn)
 
 
 def _to_v4(conn: Connection) -> None:
-    """Version 4: each durable session is bound to the browser that created it, and can be moved by a code."""
-    from . import sessions
-
-    sessions.add_binding(conn)
+    """Version 4: each durable session is bound to its browser (:func:`.sessions.add_binding`)."""
+    from .sessions import add_binding
+    add_binding(conn)
 
 
 def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int:
