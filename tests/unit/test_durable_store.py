@@ -94,7 +94,7 @@ def test_a_version_3_session_is_kept_unbound_and_goes_to_the_first_browser_that_
                      {"h": S.key_hash(key), "l": lid})
     eng.dispose()
     bs = BoardStore(url)
-    assert bs.migrated_from == 3 and bs.version() == 4
+    assert bs.migrated_from == 3 and bs.version() == B.SCHEMA_VERSION
     ss = S.SessionStore(bs, tmp_path / "up")
     got = ss.load(key)
     assert got.source == {"kind": "sample"} and got.browser_hash is None
@@ -102,6 +102,36 @@ def test_a_version_3_session_is_kept_unbound_and_goes_to_the_first_browser_that_
     assert ss.admit(key, first) and not ss.admit(key, second) and ss.admit(key, first)
     assert ss.load(key).browser_hash == first
     bs.dispose()
+
+
+# ---------------------------------------------------------------------------
+# Sessions
+# ---------------------------------------------------------------------------
+
+
+def test_keys_are_long_random_and_stored_hashed(sessions, url):
+    keys = {S.new_key() for _ in range(200)}
+    assert len(keys) == 200 and all(S.valid_key(k) and len(k) == 32 for k in keys)  # 32 × 6 = 192 bits
+    assert not S.valid_key("short") and not S.valid_key("x" * 31) and not S.valid_key("a/b" * 20)
+    key = keys.pop()
+    sessions.save(key, source={"kind": "sample", "name": "cbp_like", "n": None, "seed": 0},
+                  config={"version": 1, "seed": 3})
+    with sessions.store.engine.connect() as conn:
+        dump = json.dumps([list(map(str, r)) for r in conn.execute(sa.text("SELECT * FROM sessions")).all()])
+    assert key not in dump and S.key_hash(key) in dump
+    got = sessions.load(key)
+    assert got.config == {"version": 1, "seed": 3} and got.source["name"] == "cbp_like"
+    assert sessions.load(S.new_key()) is None and sessions.load("not a key") is None
+
+
+def test_a_session_keeps_one_ledger_and_later_saves_replace_its_design(sessions):
+    key = S.new_key()
+    lid = sessions.ledger_id(key)
+    assert sessions.ledger_id(key) == lid  # the same ledger every time
+    sessions.save(key, source={"kind": "sample", "name": "a"}, config={"v": 1})
+    sessions.save(key, source={"kind": "sample", "name": "b"}, config={"v": 2})
+    got = sessions.load(key)
+    assert (got.ledger_id, got.source["name"], got.config) == (lid, "b", {"v": 2})
 
 
 def test_a_session_opens_and_takes_writes_only_in_its_own_browser(sessions):
@@ -166,36 +196,6 @@ def test_wrong_transfer_codes_void_the_code(sessions):
             sessions.transfer(key, bad, b)
     with pytest.raises(AccessError):
         sessions.transfer("not a key", code, b)
-
-
-# ---------------------------------------------------------------------------
-# Sessions
-# ---------------------------------------------------------------------------
-
-
-def test_keys_are_long_random_and_stored_hashed(sessions, url):
-    keys = {S.new_key() for _ in range(200)}
-    assert len(keys) == 200 and all(S.valid_key(k) and len(k) == 32 for k in keys)  # 32 × 6 = 192 bits
-    assert not S.valid_key("short") and not S.valid_key("x" * 31) and not S.valid_key("a/b" * 20)
-    key = keys.pop()
-    sessions.save(key, source={"kind": "sample", "name": "cbp_like", "n": None, "seed": 0},
-                  config={"version": 1, "seed": 3})
-    with sessions.store.engine.connect() as conn:
-        dump = json.dumps([list(map(str, r)) for r in conn.execute(sa.text("SELECT * FROM sessions")).all()])
-    assert key not in dump and S.key_hash(key) in dump
-    got = sessions.load(key)
-    assert got.config == {"version": 1, "seed": 3} and got.source["name"] == "cbp_like"
-    assert sessions.load(S.new_key()) is None and sessions.load("not a key") is None
-
-
-def test_a_session_keeps_one_ledger_and_later_saves_replace_its_design(sessions):
-    key = S.new_key()
-    lid = sessions.ledger_id(key)
-    assert sessions.ledger_id(key) == lid  # the same ledger every time
-    sessions.save(key, source={"kind": "sample", "name": "a"}, config={"v": 1})
-    sessions.save(key, source={"kind": "sample", "name": "b"}, config={"v": 2})
-    got = sessions.load(key)
-    assert (got.ledger_id, got.source["name"], got.config) == (lid, "b", {"v": 2})
 
 
 def test_an_uploaded_table_is_stored_once_by_content_hash(sessions):
