@@ -6,15 +6,24 @@ server restart or a reconnect.
 its first run and kept on every page. A new Streamlit session whose URL carries a key the store
 knows restores that session on its first run (:func:`start`): the privacy ledger first — every
 earlier release, whatever else fails —, then the data source and, through the Study import
-(:func:`ui.study.import_state`), the policy and every page's settings. The key is a bearer secret:
-whoever has the address opens the session's table, design and ledger. Links for sharing a design
-never carry it (:func:`ui.links.share_url`); the sidebar and the Board page say so.
+(:func:`ui.study.import_state`), the policy and every page's settings. Links for sharing a design
+never carry the key (:func:`ui.links.share_url`).
 
-*Why the URL and not a cookie.* Streamlit can read cookies (``st.context.cookies``) but not set
-them: that needs a script in the page, which the app does not run. A cookie is also shared by
-every tab of a browser (two sessions in two tabs would take each other's place) and stays on a
-shared workshop laptop for the next person, while an address moves with its owner (a bookmark,
-another machine after a crash). The price is that the address is a secret.
+**The browser.** A key opens its session only in the browser that created it. Each browser holds a
+secret of its own (192 bits) in the cookie :data:`COOKIE`, read when a session starts
+(``st.context.cookies``); a browser without one is given a new one, which a small script in the page
+stores as that cookie (:func:`_remember_browser`, which also renews the cookie of a browser in use:
+Streamlit cannot set cookies itself). The store
+binds every session to the SHA-256 of its browser's secret when the session is created, and opens or
+writes it only for that browser (:meth:`prdp_core.board.sessions.SessionStore.admit`). An address
+opened in another browser is not restored: the page says "This address belongs to another browser",
+the session there is a new one with its own key (so nothing done there reaches the planted key's
+session), and the owner can move their session to this browser with a one-time transfer code made in
+the browser it belongs to (:func:`_transfer_panel`, :func:`_foreign_choice`). The tabs of one browser
+share the secret and keep a key each in their address. What this protects against: an address
+planted in, copied to or seen from another browser. What not: anyone who can run script in the
+owner's browser or read its cookies (the cookie cannot be HttpOnly, as a script sets it), or who uses
+the owner's browser itself (a shared laptop: its history holds the address and it holds the cookie).
 
 **Writes.** A ledger entry is stored when the release is recorded (:func:`record`, from
 :func:`ui.state.record_release`) and any entry not stored yet is retried after every run
@@ -32,7 +41,10 @@ ledger); ``durable_problem`` (why something is not being saved, shown on every p
 ``durable_readonly`` (the stored session could not be read); ``durable_saved`` (hash of the last
 saved source and config); ``durable_seen``; ``durable_ledger_id``; ``ledger_uids`` and ``ledger_fps``
 (per ledger entry: its id in the store and the data it ran on); ``ledger_stored`` (how many entries,
-from the first, are in the store).
+from the first, are in the store); ``durable_browser`` (this browser's secret: from its cookie, or new);
+``durable_foreign`` (the key of another browser's address this session was opened with), ``durable_transfer_code``
+and ``durable_transfer_error`` (the code typed under that message, and why it did not open the session);
+``durable_code`` (the transfer code this session made, and when it expires).
 """
 
 from __future__ import annotations
@@ -48,9 +60,19 @@ from prdp_core.accounting import Ledger, LedgerEntry
 from prdp_core.board import workshop as W
 from prdp_core.board.ledger_chain import TamperedLedger
 from prdp_core.board.ledgers import data_fingerprint, jsonable
-from prdp_core.board.sessions import KEY_PARAM, Retention, SavedSession, SessionStore, new_key, valid_key
+from prdp_core.board.sessions import (
+    KEY_PARAM,
+    TRANSFER_SECONDS,
+    Retention,
+    SavedSession,
+    SessionStore,
+    browser_hash,
+    new_browser_secret,
+    new_key,
+    valid_key,
+)
 from prdp_core.board.store import canonical_json
-from prdp_core.errors import DataError, PrdpError
+from prdp_core.errors import AccessError, DataError, PrdpError
 
 from . import state
 from .common import md_escape
@@ -59,6 +81,10 @@ from .common import md_escape
 TOUCH_SECONDS = 600
 #: Seconds between two reruns of the sidebar's durability note (:func:`sidebar_note`).
 HEARTBEAT_SECONDS = 120
+
+#: The cookie that holds this browser's secret, and how long the browser keeps it (days; browsers cap at 400).
+COOKIE = "prdp_browser"
+COOKIE_DAYS = 400
 
 #: How to make a stored data source active again, by its ``kind`` (samples and files are built in; a data
 #: source added later registers here: its record holds a path or handle, never rows).
@@ -92,6 +118,41 @@ def _problem(text: str) -> None:
 def key() -> str | None:
     """This session's key (None before :func:`start`)."""
     return st.session_state.get("durable_key")
+
+
+def browser_cookie() -> str | None:
+    """The browser secret this session's browser sent (the cookie :data:`COOKIE`), or None when it sent none
+    or one of another form."""
+    held = st.context.cookies.get(COOKIE)
+    return held if valid_key(held) else None
+
+
+def _browser() -> str:
+    """The SHA-256 of this session's browser secret (what the store binds its sessions to)."""
+    return browser_hash(st.session_state["durable_browser"])
+
+
+#: Stores the browser secret as the cookie :data:`COOKIE` (or renews its expiry) unless the browser holds another
+#: one (another tab of a new browser may have been first), then hides its own (empty) element.
+_REMEMBER_JS = """<script>(() => {{
+  const name = "{name}", held = document.cookie.split("; ").find((c) => c.startsWith(name + "="));
+  const old = held ? held.slice(name.length + 1) : "";
+  if (old === "{value}" || !/^[A-Za-z0-9_-]{{32,86}}$/.test(old)) {{
+    document.cookie = name + "={value}; path=/; max-age={age}; samesite=strict"
+      + (location.protocol === "https:" ? "; secure" : "");
+  }}
+  const box = document.currentScript && document.currentScript.closest('[data-testid="stElementContainer"]');
+  if (box) box.style.display = "none";
+}})();</script>"""
+
+
+def _remember_browser(secret: str) -> None:
+    """Have the browser keep ``secret`` in its cookie: a new browser's secret is stored, a known one's expiry
+    renewed (a browser in use keeps it). On every run of the session, so that the script surely ran once; the
+    browser runs it again only when the page's element is new."""
+    assert valid_key(secret)  # URL-safe letters only: nothing in it can leave the script's string
+    st.sidebar.html(_REMEMBER_JS.format(name=COOKIE, value=secret, age=COOKIE_DAYS * 86_400),
+                    unsafe_allow_javascript=True)
 
 
 # ---------------------------------------------------------------------------
@@ -139,9 +200,13 @@ def _align() -> None:
 
 
 def start() -> None:
-    """Every run, before the pages: on a session's first run read the URL's key and restore its stored session;
-    then keep the key in the URL (page changes drop query parameters)."""
+    """Every run, before the pages: on a session's first run read the browser's secret (a new browser gets one)
+    and the URL's key, and restore the key's stored session when it belongs to this browser; then keep the key
+    in the URL (page changes drop query parameters)."""
     ss = st.session_state
+    if "durable_browser" not in ss:
+        ss["durable_browser"] = browser_cookie() or new_browser_secret()
+    _remember_browser(ss["durable_browser"])
     if "durable_key" not in ss:
         given = st.query_params.get(KEY_PARAM)
         ss["durable_key"] = given if valid_key(given) else new_key()
@@ -162,7 +227,8 @@ def _restore(given: str) -> None:
         if sessions is None:
             raise DataError(ss.get("durable_problem") or "The session store cannot be opened.")
         saved = sessions.load(given)
-        stored = None if saved is None else sessions.ledgers.entries(saved.ledger_id)
+        foreign = saved is not None and not sessions.admit(given, _browser())
+        stored = None if saved is None or foreign else sessions.ledgers.entries(saved.ledger_id)
     except TamperedLedger as err:  # refused, never used: nothing is written under its key either
         ss["durable_readonly"] = True
         ss["durable_msg"] = {"kind": "error", "notes": [],
@@ -180,6 +246,9 @@ def _restore(given: str) -> None:
         ss["durable_msg"] = {"kind": "error", "text": text, "notes": []}
         ss["durable_ledger_msg"] = ("**The earlier releases of this session are missing from the ledger below** "
                                     "(the saved session could not be read). They still count.")
+        return
+    if foreign:
+        _foreign(given)
         return
     if saved is None or stored is None:
         ss["durable_key"] = new_key()  # the old address may name a session of another store: left alone
@@ -209,6 +278,66 @@ def _restore(given: str) -> None:
     ss["durable_msg"] = {"kind": "success", "notes": [md_escape(n) for n in notes],
                          "text": f"Restored your saved session: **{md_escape(state.dataset().name)}**, your design and "
                                  f"your privacy ledger ({releases})."}
+
+
+def _foreign(given: str) -> None:
+    """The URL's key belongs to another browser: nothing of its session is shown here, and this session gets a
+    key of its own (so that nothing done here reaches the other browser's session); the design in the address
+    (``policy``, :mod:`ui.links`) is not loaded either: it is that session's, not a shared link."""
+    ss = st.session_state
+    ss["durable_key"] = new_key()
+    ss["durable_foreign"] = given
+    ss["link_checked"] = True  # the design the address carries is that session's too: not loaded
+    ss["durable_msg"] = {"kind": "foreign", "notes": [],
+                         "text": "**This address belongs to another browser**, so its session is not opened here: "
+                                 "its data, design (also the one in the address) and privacy ledger stay with the "
+                                 "browser that created it. This is a new session with its own address."}
+    ss["durable_ledger_msg"] = ("**This ledger is new**: the address you opened belongs to another browser, and "
+                                "the releases of its session are not here.")
+
+
+def _start_new() -> None:
+    """The choice "Start a new session": the session already is a new one; the message goes."""
+    for k in ("durable_foreign", "durable_msg", "durable_ledger_msg", "durable_transfer_error"):
+        st.session_state.pop(k, None)
+
+
+def _take_over() -> None:
+    """The choice "Open my session here" with a transfer code: bind the address's session to this browser, then
+    start this session again from that address (its first run restores it, as for a reconnect)."""
+    ss = st.session_state
+    given, code = ss.get("durable_foreign"), ss.get("durable_transfer_code", "")
+    sessions = store()
+    try:
+        if sessions is None or not given:
+            raise DataError(ss.get("durable_problem") or "The session store cannot be opened.")
+        sessions.transfer(given, code, _browser())
+    except PrdpError as err:
+        ss["durable_transfer_error"] = md_escape(err)
+        return
+    browser = ss["durable_browser"]
+    for k in list(ss.keys()):
+        del ss[k]
+    ss["durable_browser"] = browser
+    st.query_params[KEY_PARAM] = given
+
+
+def _foreign_choice(text: str) -> None:
+    """The message of an address of another browser, with its choices: a new session (this one), or the owner's
+    transfer code."""
+    ss = st.session_state
+    st.error(text, icon=":material/no_accounts:")
+    st.button("Start a new session", key="durable_start_new", on_click=_start_new, type="primary")
+    with st.expander("It is my session, from my other browser or device"):
+        st.markdown("In the browser this session belongs to, open the sidebar's **Open this session in another "
+                    f"browser** and make a transfer code; type it here within {TRANSFER_SECONDS // 60} minutes. "
+                    "The session then belongs to this browser only. Type only a code you made yourself: someone "
+                    "else's code would open their session, with their data and design, in your browser.")
+        with st.form("durable_transfer", border=False):
+            st.text_input("Transfer code", key="durable_transfer_code", max_chars=20, placeholder="ABCDE-FGHJK")
+            st.form_submit_button("Open my session here", on_click=_take_over)
+        if ss.get("durable_transfer_error"):
+            st.error(ss["durable_transfer_error"])
 
 
 def _restore_design(sessions: SessionStore, saved: SavedSession) -> list[str]:
@@ -283,9 +412,10 @@ def record(entries: tuple[LedgerEntry, ...] | list[LedgerEntry]) -> None:
 
 
 def _ledger_id(sessions: SessionStore) -> int:
+    """The session's ledger in the store (the session created, bound to this browser, if new); AccessError when
+    the session belongs to another browser (moved there with a transfer code)."""
     ss = st.session_state
-    if ss.get("durable_ledger_id") is None:
-        ss["durable_ledger_id"] = sessions.ledger_id(ss["durable_key"])
+    ss["durable_ledger_id"] = sessions.ledger_id(ss["durable_key"], browser=_browser())
     return int(ss["durable_ledger_id"])
 
 
@@ -299,16 +429,21 @@ def _sync_ledger(sessions: SessionStore) -> None:
     _align()
     done = int(ss.get("ledger_stored", 0))
     try:
-        lid = _ledger_id(sessions)
+        lid = ss.get("durable_ledger_id")
+        if lid is None or done < len(led.entries):
+            lid = _ledger_id(sessions)
         for i in range(done, len(led.entries)):
             sessions.ledgers.append(lid, [(ss["ledger_uids"][i], led.entries[i])], fingerprint=ss["ledger_fps"][i],
                                     origin="app session")
             ss["ledger_stored"] = i + 1
         if sessions.ledgers.count(lid) > len(led.entries):
+            _ledger_id(sessions)  # still this browser's session before its ledger is read
             stored = sessions.ledgers.entries(lid)
             ss["ledger"] = Ledger([s.entry for s in stored])
             ss["ledger_uids"], ss["ledger_fps"] = [s.uid for s in stored], [s.fingerprint for s in stored]
             ss["ledger_stored"] = len(stored)
+    except AccessError as err:
+        _problem(f"**Nothing of this session is saved any more**: {md_escape(err)}")
     except PrdpError as err:
         _problem(f"**{len(led.entries) - int(ss.get('ledger_stored', 0))} release(s) of your ledger are not saved "
                  f"yet**: {md_escape(err)} They are retried after every action; a server restart before then would "
@@ -338,11 +473,13 @@ def save(config: Mapping[str, Any] | None) -> None:
     now = time.time()
     try:
         if ss.get("durable_saved") != digest:
-            sessions.save(ss["durable_key"], source=src, config=config)
+            sessions.save(ss["durable_key"], source=src, config=config, browser=_browser())
             ss["durable_saved"], ss["durable_seen"] = digest, now
         elif now - float(ss.get("durable_seen", 0)) > TOUCH_SECONDS:
             sessions.touch(ss["durable_key"])
             ss["durable_seen"] = now
+    except AccessError as err:
+        _problem(f"**Nothing of this session is saved any more**: {md_escape(err)}")
     except PrdpError as err:
         _problem(f"**Your design is not saved on the server**: {md_escape(err)} It is retried after every action.")
 
@@ -361,6 +498,8 @@ def show_message(page: str) -> None:
         ss.setdefault("durable_page", page)
         if ss["durable_page"] != page:
             ss.pop("durable_msg", None)
+        elif m["kind"] == "foreign":
+            _foreign_choice(m["text"])
         else:
             (st.success if m["kind"] == "success" else st.error)(m["text"])
             for note in m.get("notes", []):
@@ -382,7 +521,8 @@ def ledger_notice() -> None:
 
 @st.fragment(run_every=HEARTBEAT_SECONDS)
 def sidebar_note() -> None:
-    """The sidebar's line on durability (the address reopens the session, so it is to be kept private), rerun
+    """The sidebar's line on durability (the address reopens the session in this browser) and the transfer code
+    panel (:func:`_transfer_panel`), rerun
     every :data:`HEARTBEAT_SECONDS` on its own. That periodic rerun marks the session alive for the retention rule
     and, above all, makes the browser rerun the whole page as soon as it reconnects to a restarted server, with
     its address: the new session restores the saved one without waiting for the participant's next action (and
@@ -392,8 +532,9 @@ def sidebar_note() -> None:
         st.caption(":material/cloud_off: This session is not (entirely) saved: see the message on the page.")
         return
     st.caption(":material/bookmark: Your work is saved on this server: the address in your browser's address bar "
-               "reopens it after a restart. Keep that address to yourself — it opens your data and ledger. To share "
-               "a design, use the link on the Board page.")
+               "reopens it in this browser after a restart (another browser needs a transfer code). To share a "
+               "design, use the link on the Board page.")
+    _transfer_panel()
     if ss.get("durable_key") and time.time() - float(ss.get("durable_seen", 0)) > TOUCH_SECONDS:
         sessions = store()
         try:
@@ -402,6 +543,29 @@ def sidebar_note() -> None:
                 ss["durable_seen"] = time.time()
         except PrdpError:
             pass  # the next save says what is wrong
+
+
+def _transfer_panel() -> None:
+    """In the sidebar: make a one-time code that moves this session to another browser or device."""
+    ss = st.session_state
+    with st.expander("Open this session in another browser", icon=":material/devices:"):
+        st.caption(f"Open this page's address in the other browser and type this code there, within "
+                   f"{TRANSFER_SECONDS // 60} minutes. It works once; then the session belongs to that browser "
+                   "only, and this one saves nothing more of it.")
+        if st.button("Make a transfer code", key="durable_make_code"):
+            sessions = store()
+            try:
+                if sessions is None:
+                    raise DataError(ss.get("durable_problem") or "The session store cannot be opened.")
+                ss["durable_code"] = sessions.new_transfer_code(ss["durable_key"], _browser())
+            except PrdpError as err:
+                ss["durable_code"] = None
+                st.error(md_escape(err))
+        made = ss.get("durable_code")
+        if made and made[1] > time.time():
+            code, until = made
+            st.code(f"{code[:5]}-{code[5:]}", language=None)
+            st.caption(f"Valid for {max(1, round((until - time.time()) / 60))} more minute(s), once.")
 
 
 __all__ = ["RESTORERS", "entry_fingerprints", "fingerprint", "keep_upload", "key", "ledger_notice", "record", "save",

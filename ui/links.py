@@ -129,6 +129,6 @@ def share_box() -> None:
     else:
         st.code(url, language=None, wrap_lines=True)
     st.caption(":material/key: Copy this link, **not the address bar**: the address bar also holds your session key "
-               "(`s=…`), which reopens your own session — your table, design and privacy ledger — for whoever has "
-               "it. "
+               "(`s=…`), which reopens your own session — your table, design and privacy ledger — in your browser "
+               "(another browser opening it gets nothing of it). "
                "This link carries the design only (no data values, no view settings, no mode).")

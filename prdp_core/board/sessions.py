@@ -1,15 +1,26 @@
 """Durable app sessions in the workshop store: what a browser session needs to come back after a
 server restart or a reconnect — its data source, its study config and its privacy ledger.
 
-Tables (schema version 3, created by :data:`prdp_core.board.store.MIGRATIONS`)::
+Tables (schema version 5, created by :data:`prdp_core.board.store.MIGRATIONS`)::
 
-    sessions (key_hash, ledger_id, source, upload_sha, config, created_at, seen_at, saved_at)
+    sessions (key_hash, ledger_id, source, upload_sha, config, created_at, seen_at, saved_at,
+              browser_hash, transfer_hash, transfer_until, transfer_tries)      (the last four: version 5)
     uploads  (sha256, filename, size, created_at, used_at)
 
 **The key.** A session is named by a random key (:func:`new_key`: 192 bits, URL-safe) that the app
-keeps in its URL (query parameter ``s``). It is a bearer secret: whoever has it restores the
-session's table, design and ledger. The store keeps its SHA-256 only (:func:`key_hash`), so reading
-the database does not give anyone a working address.
+keeps in its URL (query parameter ``s``). The store keeps its SHA-256 only (:func:`key_hash`), so
+reading the database does not give anyone a working address.
+
+**The browser it belongs to.** A key alone does not open a session: each session is bound to the
+secret of the browser that created it (:func:`new_browser_secret`, kept by the browser in a cookie;
+the store keeps its SHA-256, :func:`browser_hash`). :meth:`SessionStore.admit` opens a session only
+for its own browser, and every write (:meth:`SessionStore.save`, :meth:`SessionStore.ledger_id`)
+checks the binding, so an address planted in another browser neither shows that browser the
+session nor receives what that browser does. A session stored before version 5 has no binding: the
+first browser that opens or writes it takes it. The owner moves a session to another browser with
+a transfer code (:meth:`SessionStore.new_transfer_code`, :meth:`SessionStore.transfer`): made by the
+bound browser, kept hashed, valid :data:`TRANSFER_SECONDS` and for :data:`TRANSFER_TRIES` wrong
+tries, used once; the browser that enters it becomes the session's only browser.
 
 **What is stored.** The data source as the app's source record (JSON): a sample by name, size and
 seed; a table of the data folder by name and content hash; a large table by its path or handle; an
@@ -29,6 +40,7 @@ deleted restores its ledger and says that its table is gone.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
@@ -42,7 +54,7 @@ from typing import IO, Any, Mapping
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..errors import StoreError
+from ..errors import AccessError, StoreError
 from ..private_files import DIR_MODE, FILE_MODE, tighten
 from .ledgers import LedgerStore, dialect_insert, jsonable
 from .store import BoardStore, canonical_json
@@ -61,9 +73,26 @@ ENV_MAX_GB = "PRDP_UPLOAD_MAX_GB"
 ORPHAN_SECONDS = 86_400
 _SHA = re.compile(r"[0-9a-f]{64}")
 
+#: Seconds a transfer code stays valid, and how many wrong codes void it.
+TRANSFER_SECONDS = 600
+TRANSFER_TRIES = 5
+#: Letters of a transfer code (no 0/O, 1/I/L) and its length: 10 of 31 letters, about 49 bits.
+TRANSFER_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+TRANSFER_LENGTH = 10
 
-def define_tables(md: sa.MetaData) -> tuple[sa.Table, sa.Table]:
-    """The ``sessions`` and ``uploads`` tables (layout version 3) in ``md``."""
+
+def _binding_columns() -> list[sa.Column]:
+    """The columns version 5 adds to ``sessions``: the browser's hash and the pending transfer code."""
+    return [sa.Column("browser_hash", sa.String(64), nullable=True),
+            sa.Column("transfer_hash", sa.String(64), nullable=True),
+            sa.Column("transfer_until", sa.Float, nullable=True),
+            sa.Column("transfer_tries", sa.Integer, nullable=True)]
+
+
+def define_tables(md: sa.MetaData, *, with_binding: bool = False) -> tuple[sa.Table, sa.Table]:
+    """The ``sessions`` and ``uploads`` tables in ``md``: as layout version 3 created them, or with the browser
+    binding of version 5 (:func:`add_binding`)."""
+    extra = _binding_columns() if with_binding else []
     ses = sa.Table("sessions", md,
                    sa.Column("key_hash", sa.String(64), primary_key=True),
                    sa.Column("ledger_id", sa.Integer, nullable=False),
@@ -72,7 +101,7 @@ def define_tables(md: sa.MetaData) -> tuple[sa.Table, sa.Table]:
                    sa.Column("config", sa.Text, nullable=True),
                    sa.Column("created_at", sa.Float, nullable=False),
                    sa.Column("seen_at", sa.Float, nullable=False),
-                   sa.Column("saved_at", sa.Float, nullable=True))
+                   sa.Column("saved_at", sa.Float, nullable=True), *extra)
     up = sa.Table("uploads", md,
                   sa.Column("sha256", sa.String(64), primary_key=True),
                   sa.Column("filename", sa.String(300), nullable=False),
@@ -83,7 +112,14 @@ def define_tables(md: sa.MetaData) -> tuple[sa.Table, sa.Table]:
 
 
 _md = sa.MetaData()
-sessions, uploads = define_tables(_md)
+sessions, uploads = define_tables(_md, with_binding=True)
+
+
+def add_binding(conn: Connection) -> None:
+    """Migration step to version 5: the browser binding and transfer code columns of ``sessions``."""
+    for col in _binding_columns():
+        kind = col.type.compile(dialect=conn.dialect)
+        conn.execute(sa.text(f"ALTER TABLE sessions ADD COLUMN {col.name} {kind}"))
 
 
 def new_key() -> str:
@@ -99,6 +135,33 @@ def valid_key(text: Any) -> bool:
 def key_hash(key: str) -> str:
     """What the store keeps of a session key (SHA-256, hex)."""
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
+
+
+def new_browser_secret() -> str:
+    """A new browser secret (192 random bits, URL-safe; the same form as a key, :func:`valid_key`)."""
+    return secrets.token_urlsafe(24)
+
+
+def browser_hash(secret: str) -> str:
+    """What the store keeps of a browser secret (SHA-256, hex)."""
+    return hashlib.sha256(b"browser:" + secret.encode("utf-8")).hexdigest()
+
+
+def _code_hash(code: str) -> str:
+    return hashlib.sha256(b"transfer:" + code.encode("utf-8")).hexdigest()
+
+
+def normal_code(text: Any) -> str | None:
+    """A transfer code as typed (any case, spaces and dashes) in its stored form, or None if it cannot be one."""
+    if not isinstance(text, str):
+        return None
+    code = re.sub(r"[\s-]", "", text).upper()
+    ok = len(code) == TRANSFER_LENGTH and all(c in TRANSFER_ALPHABET for c in code)
+    return code if ok else None
+
+
+def _same(stored: str | None, given: str) -> bool:
+    return stored is not None and hmac.compare_digest(stored, given)
 
 
 def _positive(env: Mapping[str, str], name: str, default: float) -> float:
@@ -150,6 +213,7 @@ class SavedSession:
     created_at: float
     seen_at: float
     saved_at: float | None
+    browser_hash: str | None = None
 
 
 class SessionStore:
@@ -183,19 +247,26 @@ class SessionStore:
                              hint="Its ledger is kept; start from a new session.") from None
         return SavedSession(source=source, config=config, ledger_id=int(row.ledger_id),
                             created_at=float(row.created_at), seen_at=float(row.seen_at),
-                            saved_at=None if row.saved_at is None else float(row.saved_at))
+                            saved_at=None if row.saved_at is None else float(row.saved_at),
+                            browser_hash=row.browser_hash)
 
-    def ledger_id(self, key: str) -> int:
-        """The ledger of the session ``key``, the session (and its ledger) created if the store has none."""
+    def ledger_id(self, key: str, *, browser: str | None = None) -> int:
+        """The ledger of the session ``key``, the session (and its ledger) created if the store has none, bound
+        to the browser whose hash is ``browser``; AccessError when the session belongs to another browser."""
         with self.store._tx() as conn:
-            return self._ensure(conn, key, time.time())
+            return self._ensure(conn, key, time.time(), browser)
 
-    def _ensure(self, conn: Connection, key: str, now: float) -> int:
+    def _ensure(self, conn: Connection, key: str, now: float, browser: str | None = None) -> int:
         if not valid_key(key):
             raise StoreError("That is not a session key.")
         h = key_hash(key)
-        found = conn.execute(sa.select(sessions.c.ledger_id).where(sessions.c.key_hash == h)).first()
+        found = conn.execute(sa.select(sessions.c.ledger_id, sessions.c.browser_hash)
+                             .where(sessions.c.key_hash == h)).first()
         if found is not None:
+            if browser is not None and not self._claim(conn, h, found.browser_hash, browser):
+                raise AccessError("This session now belongs to another browser (it was moved there with a transfer "
+                                  "code), so nothing of it is saved from here.",
+                                  hint="Reload the page to start a new session in this browser.")
             return int(found[0])
         ledger_id = self.ledgers._insert(conn, None, None)
         row = {"key_hash": h, "ledger_id": ledger_id, "created_at": now, "seen_at": now}
@@ -204,18 +275,90 @@ class SessionStore:
             conn.execute(insert(sessions).values(**row).on_conflict_do_nothing(index_elements=["key_hash"]))
         else:
             conn.execute(sessions.insert().values(**row))
-        return int(conn.execute(sa.select(sessions.c.ledger_id).where(sessions.c.key_hash == h)).scalar_one())
+        found = conn.execute(sa.select(sessions.c.ledger_id, sessions.c.browser_hash)
+                             .where(sessions.c.key_hash == h)).one()
+        if browser is not None and not self._claim(conn, h, found.browser_hash, browser):  # bound now, unless
+            raise AccessError("This address belongs to another browser.")  # another browser created it at once
+        return int(found.ledger_id)
 
-    def save(self, key: str, *, source: Mapping[str, Any], config: Mapping[str, Any] | None) -> None:
-        """Store the session's data source record and study config (the session is created if new) and
-        mark its uploaded table, if any, as used now."""
+    @staticmethod
+    def _claim(conn: Connection, h: str, bound: str | None, browser: str) -> bool:
+        """Whether the session of key hash ``h``, bound to ``bound``, belongs to ``browser``; a session without
+        a binding (stored before version 5) is bound to ``browser`` now, unless another browser just took it."""
+        if bound is not None:
+            return _same(bound, browser)
+        done = conn.execute(sessions.update().where(sessions.c.key_hash == h, sessions.c.browser_hash.is_(None))
+                            .values(browser_hash=browser))
+        return done.rowcount == 1
+
+    def admit(self, key: str, browser: str) -> bool:
+        """Whether the browser whose hash is ``browser`` may open the stored session ``key``: it is the browser
+        the session is bound to (a session without a binding is bound to it now). False also when the store has
+        no such session."""
+        if not valid_key(key):
+            return False
+        h = key_hash(key)
+        with self.store._tx() as conn:
+            row = conn.execute(sa.select(sessions.c.browser_hash).where(sessions.c.key_hash == h)).first()
+            return row is not None and self._claim(conn, h, row.browser_hash, browser)
+
+    def new_transfer_code(self, key: str, browser: str, *, now: float | None = None) -> tuple[str, float]:
+        """A one-time code that moves the session ``key`` to another browser, made by the browser it belongs to
+        (hash ``browser``; AccessError for any other); returns the code and the time it expires. A new code
+        replaces the previous one."""
+        now = time.time() if now is None else now
+        code = "".join(secrets.choice(TRANSFER_ALPHABET) for _ in range(TRANSFER_LENGTH))
+        until = now + TRANSFER_SECONDS
+        with self.store._tx() as conn:
+            self._ensure(conn, key, now, browser)
+            conn.execute(sessions.update().where(sessions.c.key_hash == key_hash(key))
+                         .values(transfer_hash=_code_hash(code), transfer_until=until, transfer_tries=0))
+        return code, until
+
+    def transfer(self, key: str, code: str, browser: str, *, now: float | None = None) -> None:
+        """Bind the session ``key`` to the browser whose hash is ``browser``, given the session's transfer code
+        (:meth:`new_transfer_code`): valid once, before it expires and within :data:`TRANSFER_TRIES` wrong tries.
+        The browser it was bound to loses it. AccessError (saying what to do) when the code does not move it."""
+        now = time.time() if now is None else now
+        wrong = AccessError("This transfer code does not open this address: it is mistyped, used already, or "
+                            f"older than {TRANSFER_SECONDS // 60} minutes.",
+                            hint="Make a new code in the browser this session belongs to (sidebar: \"Open this "
+                                 "session in another browser\") and type it here.")
+        given = normal_code(code)
+        if not valid_key(key) or given is None:
+            raise wrong
+        h = key_hash(key)
+        with self.store._tx() as conn:
+            row = conn.execute(sa.select(sessions.c.transfer_hash, sessions.c.transfer_until,
+                                         sessions.c.transfer_tries).where(sessions.c.key_hash == h)).first()
+            if row is None or row.transfer_hash is None:
+                raise wrong
+            live = float(row.transfer_until or 0) >= now and int(row.transfer_tries or 0) < TRANSFER_TRIES
+            if live and _same(row.transfer_hash, _code_hash(given)):
+                moved = conn.execute(sessions.update().where(sessions.c.key_hash == h,
+                                                             sessions.c.transfer_hash == row.transfer_hash)
+                                     .values(browser_hash=browser, transfer_hash=None, transfer_until=None,
+                                             transfer_tries=None))
+                if moved.rowcount == 1:
+                    return
+            tries = int(row.transfer_tries or 0) + 1
+            void = not live or tries >= TRANSFER_TRIES
+            conn.execute(sessions.update().where(sessions.c.key_hash == h).values(
+                transfer_tries=tries, **({"transfer_hash": None, "transfer_until": None} if void else {})))
+        raise wrong
+
+    def save(self, key: str, *, source: Mapping[str, Any], config: Mapping[str, Any] | None,
+             browser: str | None = None) -> None:
+        """Store the session's data source record and study config (the session is created if new, bound to the
+        browser whose hash is ``browser``; AccessError when it belongs to another) and mark its uploaded table, if
+        any, as used now."""
         src, cfg = canonical_json(jsonable(dict(source))), None if config is None else canonical_json(jsonable(config))
         if len(src) + len(cfg or "") > MAX_CONFIG_JSON:
             raise StoreError("This session's design is too large to be saved.", hint="Export it as a study file.")
         sha = source.get("upload")
         now = time.time()
         with self.store._tx() as conn:
-            self._ensure(conn, key, now)
+            self._ensure(conn, key, now, browser)
             conn.execute(sessions.update().where(sessions.c.key_hash == key_hash(key))
                          .values(source=src, config=cfg, upload_sha=sha if isinstance(sha, str) else None,
                                  saved_at=now, seen_at=now))
@@ -360,5 +503,6 @@ class SessionStore:
             return int(conn.execute(sa.select(sa.func.coalesce(sa.func.sum(uploads.c.size), 0))).scalar() or 0)
 
 
-__all__ = ["KEY_PARAM", "Retention", "SavedSession", "SessionStore", "define_tables", "key_hash", "new_key",
+__all__ = ["KEY_PARAM", "TRANSFER_SECONDS", "TRANSFER_TRIES", "Retention", "SavedSession", "SessionStore",
+           "add_binding", "browser_hash", "define_tables", "key_hash", "new_browser_secret", "new_key", "normal_code",
            "valid_key"]

@@ -27,10 +27,10 @@ stored once and concurrent ones are all kept. SQLite runs in WAL mode with a bus
 takes its write lock at the start of each transaction (``BEGIN IMMEDIATE``), so writers queue
 instead of failing. Opening a database runs the missing migrations (:data:`MIGRATIONS`) under
 a lock (SQLite's write lock, PostgreSQL's advisory lock), so many processes may open a new
-database at once. Version 3 adds durable sessions, uploaded tables by content hash and
-ledgers (their modules define the tables; the step is here, in order); version 4 seals the ledgers.
-A SQLite file (and its WAL files) is created with mode 0600, in a folder created 0700, and tightened to
-0600 when it exists with a looser mode (:mod:`prdp_core.private_files`).
+database at once. Version 3 adds durable sessions, uploaded tables by content hash and ledgers (their
+modules define the tables; the step is here, in order); version 4 seals the ledgers; version 5 binds
+sessions to their browser. A SQLite file (and its WAL files) is created 0600, in a folder created 0700,
+and tightened when looser (:mod:`prdp_core.private_files`).
 
 Who may do what is enforced here, not only in the UI: a participant withdraws only entries
 whose participant hash is theirs; the facilitator's actions (pin the dataset, set the board's
@@ -57,7 +57,7 @@ from ..errors import AccessError, PrdpError, StoreError
 from ..private_files import private_sqlite
 
 #: Layout this build writes and reads; older databases are migrated when opened.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 #: Limits of the text a participant types (characters).
 MAX_NAME = 120
@@ -160,8 +160,13 @@ def _to_v3(conn: Connection) -> None:
 def _to_v4(conn: Connection) -> None:
     """Version 4: each ledger entry's hash and each ledger's seal; the ledgers stored before are sealed once."""
     from .ledgers import seal_stored
-
     seal_stored(conn)
+
+
+def _to_v5(conn: Connection) -> None:
+    """Version 5: each durable session is bound to its browser (:func:`.sessions.add_binding`)."""
+    from .sessions import add_binding
+    add_binding(conn)
 
 
 def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int:
@@ -172,7 +177,7 @@ def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int
 
 
 #: Every migration step in order; step i takes a database from version i to i + 1.
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4)
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 

@@ -19,6 +19,28 @@ def _own_workshop_folder(monkeypatch, tmp_path):
         monkeypatch.delenv(var, raising=False)
 
 
+class Browser:
+    """The browser the AppTest sessions of a test come from: the secret its cookie holds (None: a browser that
+    holds none yet, as on its first visit). AppTest sends no cookies, so :func:`one_browser` hands this one to
+    ``ui.durable.browser_cookie``; set :attr:`cookie` to switch browsers."""
+
+    def __init__(self, cookie: str | None) -> None:
+        self.cookie = cookie
+
+
+@pytest.fixture
+def one_browser(monkeypatch) -> Browser:
+    """Every AppTest session of the test comes from one browser (the same cookie), as a reload or a reconnect
+    does; a test switches to another browser by setting the returned :class:`Browser`'s cookie."""
+    import secrets
+
+    from ui import durable
+
+    b = Browser(secrets.token_urlsafe(24))  # as prdp_core.board.sessions.new_browser_secret
+    monkeypatch.setattr(durable, "browser_cookie", lambda: b.cookie, raising=False)
+    return b
+
+
 def open_page(page: str, *, timeout: float = 120) -> AppTest:
     """Run app.py (default sample loaded), then switch to ``app_pages/<page>.py``."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)

@@ -17,6 +17,8 @@ from prdp_core.board.store import BoardStore
 
 from .conftest import ROOT, open_page, texts, upload
 
+pytestmark = pytest.mark.usefixtures("one_browser")  # every session of a test from one browser, unless it says
+
 
 def _csv(n: int = 300) -> bytes:
     rows = "".join(f"{i},{(i * 37) % 1000 + 1},{'AB'[i % 2]}\n" for i in range(n))

@@ -250,7 +250,7 @@ def test_engine_work_is_not_refused_by_the_records_number(at, monkeypatch):
     assert "engine's work on a large table" in str(at.session_state["run_error"])
 
 
-def test_a_session_on_a_large_dataset_is_restored_by_its_path_with_its_ledger(at, folder):
+def test_a_session_on_a_large_dataset_is_restored_by_its_path_with_its_ledger(one_browser, at, folder):
     from prdp_core.board import sessions as S
 
     from .test_durable import _reopen

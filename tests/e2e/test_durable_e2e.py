@@ -2,7 +2,8 @@
 release twice, kill the server (SIGKILL, as a crash) and start it again on the same port with the same
 workshop folder; the browser reconnects with the same address and finds the same table, policy and two
 ledger rows, and a third release adds to the restored totals. The share link never carries the session
-key, and opening the address bar's URL in a fresh browser restores the whole session.
+key; the address bar's URL opened in a fresh browser opens nothing of the session until the owner's one-time
+transfer code moves the whole session there.
 
 (The browser reruns the page by itself on reconnecting because the sidebar holds a periodic fragment,
 ui.durable.sidebar_note; without one, Streamlit waits for the next action.)"""
@@ -133,13 +134,29 @@ def _after_restart(page, browser, key: str, before: float) -> None:
     assert n == 3 and after == pytest.approx(1.5 * before, rel=1e-3)
     shot(page, "durable-03-third-release")
 
-    # the address bar's URL opened in a fresh browser restores the whole session (the key is a secret)
+    # the address bar's URL opened in a fresh browser opens nothing of the session (issue 28) until the owner's
+    # transfer code, made in this browser, moves the whole session there
     other = new_page(browser)
     try:
         other.goto(page.url)
+        other.get_by_text("This address belongs to another browser").wait_for()
+        wait_idle(other)
+        sidebar = page.locator('[data-testid="stSidebar"]')
+        sidebar.get_by_text("Open this session in another browser").click()
+        sidebar.get_by_role("button", name="Make a transfer code").click()
+        wait_idle(page)
+        code = sidebar.locator('[data-testid="stCode"]').first.inner_text().strip()
+        assert re.fullmatch(r"[A-Z2-9]{5}-[A-Z2-9]{5}", code), code
+        shot(page, "durable-04-transfer-code")
+        other.get_by_text("It is my session, from my other browser or device").click()
+        other.get_by_label("Transfer code").fill(code)
+        other.get_by_role("button", name="Open my session here").click()
         other.get_by_text("Restored your saved session").wait_for()
         wait_idle(other)
         other.get_by_text(re.compile(r"your privacy ledger \(3 earlier releases\)")).wait_for()
+        assert parse_qs(urlparse(other.url).query)["s"][0] == key
+        _nav(other, "Run")
         assert _totals(other) == (3, after)
+        shot(other, "durable-05-transferred")
     finally:
         other.context.close()

@@ -1,7 +1,8 @@
-"""Durable sessions and ledgers in the workshop store (layout version 3), on SQLite and on a real
-PostgreSQL server (tests/postgres.py): the migration of a version-2 database, sessions by hashed key,
-uploaded tables stored once by content hash and their retention rule, ledgers whose restored per-record
-totals equal the original's, named ledgers tied to their data, concurrent appends."""
+"""Durable sessions and ledgers in the workshop store (layout version 5), on SQLite and on a real
+PostgreSQL server (tests/postgres.py): the migration of a version-2 and a version-3 database, sessions by
+hashed key and bound to their browser (transfer codes), uploaded tables stored once by content hash and
+their retention rule, ledgers whose restored per-record totals equal the original's, named ledgers tied to
+their data, concurrent appends."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from prdp_core.board import ledgers as L
 from prdp_core.board import sessions as S
 from prdp_core.board import store as B
 from prdp_core.board.store import BoardStore
-from prdp_core.errors import StoreError
+from prdp_core.errors import AccessError, StoreError
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
 from tests.postgres import postgres_server  # noqa: F401 - fixture
@@ -67,7 +68,7 @@ def _make_v2(url: str) -> None:
 def test_a_version_2_database_is_migrated_and_keeps_its_entries(url, tmp_path):
     _make_v2(url)
     bs = BoardStore(url)
-    assert bs.migrated_from == 2 and bs.version() == B.SCHEMA_VERSION == 4
+    assert bs.migrated_from == 2 and bs.version() == B.SCHEMA_VERSION == 5
     assert {"sessions", "uploads", "ledgers", "ledger_entries"} <= set(sa.inspect(bs.engine).get_table_names())
     (old,) = bs.entries()
     assert (old.name, old.rationale) == ("From v2", "kept")
@@ -76,7 +77,31 @@ def test_a_version_2_database_is_migrated_and_keeps_its_entries(url, tmp_path):
     ss.save(key, source={"kind": "sample", "name": "cbp_like"}, config={"version": 1})
     assert ss.load(key).source == {"kind": "sample", "name": "cbp_like"}
     bs.dispose()
-    assert BoardStore(url).migrated_from == 4  # nothing to do the second time
+    assert BoardStore(url).migrated_from == 5  # nothing to do the second time
+
+
+def test_a_version_3_session_is_kept_unbound_and_goes_to_the_first_browser_that_opens_it(url, tmp_path):
+    _make_v2(url)
+    eng = sa.create_engine(url)
+    key = S.new_key()
+    with eng.begin() as conn:  # step 3 as version 3 wrote it, and a session saved then
+        B.MIGRATIONS[2](conn)
+        conn.execute(sa.text("UPDATE schema_version SET version = 3"))
+        conn.execute(sa.text("INSERT INTO ledgers (name, fingerprint, created_at) VALUES (NULL, NULL, 1.0)"))
+        lid = conn.execute(sa.text("SELECT MAX(id) FROM ledgers")).scalar()
+        conn.execute(sa.text("INSERT INTO sessions (key_hash, ledger_id, source, config, created_at, seen_at) "
+                             "VALUES (:h, :l, '{\"kind\": \"sample\"}', '{}', 1.0, 1.0)"),
+                     {"h": S.key_hash(key), "l": lid})
+    eng.dispose()
+    bs = BoardStore(url)
+    assert bs.migrated_from == 3 and bs.version() == B.SCHEMA_VERSION
+    ss = S.SessionStore(bs, tmp_path / "up")
+    got = ss.load(key)
+    assert got.source == {"kind": "sample"} and got.browser_hash is None
+    first, second = S.browser_hash(S.new_browser_secret()), S.browser_hash(S.new_browser_secret())
+    assert ss.admit(key, first) and not ss.admit(key, second) and ss.admit(key, first)
+    assert ss.load(key).browser_hash == first
+    bs.dispose()
 
 
 # ---------------------------------------------------------------------------
@@ -107,6 +132,70 @@ def test_a_session_keeps_one_ledger_and_later_saves_replace_its_design(sessions)
     sessions.save(key, source={"kind": "sample", "name": "b"}, config={"v": 2})
     got = sessions.load(key)
     assert (got.ledger_id, got.source["name"], got.config) == (lid, "b", {"v": 2})
+
+
+def test_a_session_opens_and_takes_writes_only_in_its_own_browser(sessions):
+    mine, other = S.new_browser_secret(), S.new_browser_secret()
+    assert S.valid_key(mine) and mine != other and S.browser_hash(mine) != S.browser_hash(other)
+    a, b = S.browser_hash(mine), S.browser_hash(other)
+    key = S.new_key()
+    sessions.save(key, source={"kind": "sample", "name": "a"}, config={"v": 1}, browser=a)
+    assert sessions.load(key).browser_hash == a and mine not in repr(sessions.load(key))  # the hash only
+    assert sessions.admit(key, a) and not sessions.admit(key, b)
+    assert not sessions.admit(S.new_key(), a) and not sessions.admit("not a key", a)
+    with pytest.raises(AccessError, match="belongs to another browser"):
+        sessions.save(key, source={"kind": "file", "upload": "0" * 64}, config={"v": 2}, browser=b)
+    with pytest.raises(AccessError, match="belongs to another browser"):
+        sessions.ledger_id(key, browser=b)
+    with pytest.raises(AccessError):
+        sessions.new_transfer_code(key, b)  # only the session's browser makes its codes
+    assert sessions.load(key).config == {"v": 1}  # nothing of the other browser was written
+    lid = sessions.ledger_id(key, browser=a)
+    other_key = S.new_key()  # a new session is bound to the browser that creates it, by its ledger too
+    assert sessions.ledger_id(other_key, browser=b) != lid and sessions.admit(other_key, b)
+    assert not sessions.admit(other_key, a)
+
+
+def test_a_transfer_code_moves_the_session_once_before_it_expires(sessions):
+    a, b, c = (S.browser_hash(S.new_browser_secret()) for _ in range(3))
+    key = S.new_key()
+    sessions.save(key, source={"kind": "sample"}, config={}, browser=a)
+    code, until = sessions.new_transfer_code(key, a, now=1000.0)
+    assert until == 1000.0 + S.TRANSFER_SECONDS and S.normal_code(code) == code and len(code) == 10
+    with sessions.store.engine.connect() as conn:
+        dump = repr(conn.execute(sa.text("SELECT * FROM sessions")).all())
+    assert code not in dump  # kept hashed
+    with pytest.raises(AccessError, match="does not open this address"):
+        sessions.transfer(key, code, b, now=until + 1)  # expired (and now void)
+    with pytest.raises(AccessError):
+        sessions.transfer(key, code, b, now=1001.0)
+    code, _ = sessions.new_transfer_code(key, a, now=2000.0)
+    typed = f" {code[:5].lower()}-{code[5:]} "
+    sessions.transfer(key, typed, b, now=2001.0)
+    assert sessions.admit(key, b) and not sessions.admit(key, a)  # the old browser lost it
+    with pytest.raises(AccessError):
+        sessions.transfer(key, code, c, now=2002.0)  # used once
+    with pytest.raises(AccessError):
+        sessions.save(key, source={"kind": "sample"}, config={"v": 9}, browser=a)
+
+
+def test_wrong_transfer_codes_void_the_code(sessions):
+    a, b = S.browser_hash(S.new_browser_secret()), S.browser_hash(S.new_browser_secret())
+    key = S.new_key()
+    sessions.save(key, source={"kind": "sample"}, config={}, browser=a)
+    code, _ = sessions.new_transfer_code(key, a)
+    wrong = "".join("A" if ch != "A" else "B" for ch in code)
+    for _ in range(S.TRANSFER_TRIES):
+        with pytest.raises(AccessError):
+            sessions.transfer(key, wrong, b)
+    with pytest.raises(AccessError):
+        sessions.transfer(key, code, b)  # the right code after too many wrong ones
+    assert sessions.admit(key, a) and not sessions.admit(key, b)
+    for bad in ("", "ABCDE", "0OIL1-ABCDE", None, "A" * 40):
+        with pytest.raises(AccessError):
+            sessions.transfer(key, bad, b)
+    with pytest.raises(AccessError):
+        sessions.transfer("not a key", code, b)
 
 
 def test_an_uploaded_table_is_stored_once_by_content_hash(sessions):
