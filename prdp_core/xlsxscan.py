@@ -49,12 +49,18 @@ _HINT = "Open it in a spreadsheet program and save it again as .xlsx, or save th
 
 _PAD = 16  # zero bytes after a piece: windows of up to 16 bytes may start at any of its positions
 _REF_WIDTH = 10  # the longest usual reference: three letters and seven digits (XFD1048576)
-_FIRST_SET_BIT = np.array([(x & -x).bit_length() - 1 if x else 8 for x in range(256)], dtype=np.intp)
 _IS_WS = np.zeros(256, dtype=bool)
 _IS_WS[[ord(ch) for ch in " \t\r\n"]] = True
 _NAME_END = _IS_WS.copy()
 _NAME_END[[ord("/"), ord(">")]] = True
 _LT, _GT, _EQ, _COLON, _DQ, _SQ = (ord(ch) for ch in "<>=:\"'")
+_MASKS = np.arange(1 << _PAD)
+#: Of a 16-bit mask: the index of its lowest set bit (16 if none), and its number of trailing ones.
+_LOWEST_SET = np.where(_MASKS > 0, np.log2(np.maximum(_MASKS & -_MASKS, 1)).astype(np.intp), _PAD)
+_TRAILING_ONES = _LOWEST_SET[~_MASKS & 0xFFFF]
+_FIRST_SET_BIT = _LOWEST_SET[:256]
+#: A namespace declaration that may bind a prefix to the sheet's namespace (the scan then reads prefixes).
+_PREFIX_DECLARATION = re.compile(rb"xmlns:[^\s=]+\s*=\s*([\"'])([^\"']*)\1")
 
 
 def _data_error(part: str, what: str) -> DataError:
@@ -75,6 +81,7 @@ class _Counts:
     last_col: int = 0
     dimension: bool = False  # a <dimension> tag came before the sheet's data
     sheet_data: bool = False
+    prefixed: bool = False  # a prefix may name the sheet's namespace (<x:c): local names are looked up
     row_no: int = 0  # the number of the last row tag seen
     col_no: int = 0  # the column of the last cell tag seen in the current row
     errors: list[str] = field(default_factory=list)
@@ -86,24 +93,25 @@ def _after(sorted_pos: np.ndarray, at: np.ndarray, fallback: int) -> np.ndarray:
     return np.append(sorted_pos, fallback)[k]
 
 
+def _bits(mask: np.ndarray) -> np.ndarray:
+    """The rows of a boolean matrix of 8 or 16 columns as integers (column 0: bit 0)."""
+    packed = np.packbits(mask.reshape(-1), bitorder="little")
+    return packed if mask.shape[1] == 8 else packed.view("<u2")
+
+
 def _references(a: np.ndarray, win: np.ndarray, quote: np.ndarray, letters: bool) -> tuple[np.ndarray, np.ndarray]:
     """The column (``letters``) or row numbers of the attribute values opened by the quotes at
     ``quote``, and which values are usual (``B7``: one to three capital letters then one to seven
     digits; a row: one to seven digits)."""
-    span = np.arange(_REF_WIDTH + 1)
-    m = win[quote + 1, :_REF_WIDTH + 1]
-    closing = m == a[quote][:, None]
-    width = np.where(closing.any(axis=1), closing.argmax(axis=1), _REF_WIDTH + 1)
-    inside = span < width[:, None]
-    upper = ((m - 65) < 26) & inside  # uint8 arithmetic: bytes below "A" wrap to large values
-    digit = ((m - 48) < 10) & inside
-    n_letters = upper.sum(axis=1) if letters else np.zeros(len(quote), dtype=np.intp)
-    n_digits = digit.sum(axis=1)
-    first_digit = np.where(n_digits > 0, digit.argmax(axis=1), width)
-    usual = ((width <= _REF_WIDTH) & (n_letters + n_digits == width) & (first_digit == n_letters)
-             & (n_digits >= 1) & (n_digits <= 7))
+    m = win[quote + 1]
+    upper, digit = _bits((m - 65) < 26), _bits((m - 48) < 10)  # uint8: bytes below "A" or "0" wrap around
+    width = _LOWEST_SET[_bits(m == a[quote][:, None])]  # the closing quote
+    n_letters = _TRAILING_ONES[upper]
+    n_digits = width - n_letters
+    usual = ((width <= _REF_WIDTH) & (_TRAILING_ONES[upper | digit] >= width)
+             & (n_digits >= 1) & (n_digits <= 7) & (n_letters <= (3 if letters else 0)))
     if letters:
-        usual &= n_letters <= 3
+        usual &= n_letters >= 1
         col = m[:, :3].astype(np.int64) - 64
         values = np.select([n_letters == 1, n_letters == 2], [col[:, 0], col[:, 0] * 26 + col[:, 1]],
                            col[:, 0] * 676 + col[:, 1] * 26 + col[:, 2])
@@ -133,7 +141,7 @@ def _names(a: np.ndarray, win: np.ndarray, n: int, starts: np.ndarray) -> tuple[
     offset = 2
     while todo.size and offset < 4 * _PAD:  # names are short: look 8 bytes at a time
         at = starts[todo] + offset
-        first = _FIRST_SET_BIT[np.packbits(_NAME_END[win[at, :8]], axis=1, bitorder="little")[:, 0]]
+        first = _FIRST_SET_BIT[_bits(_NAME_END[win[at, :8]])]
         found = first < 8
         name_end[todo[found]] = at[found] + first[found]
         todo, offset = todo[~found], offset + 8
@@ -164,13 +172,24 @@ def _scan_piece(buf: bytes, c: _Counts) -> None:
     c.elements += int(starts.size)
     if starts.size == 0:
         return
-    local, length = _names(a, win, n, starts)
+    if not c.prefixed:
+        c.prefixed = any(b"&" in m.group(2) or b"spreadsheetml" in m.group(2)
+                         for m in _PREFIX_DECLARATION.finditer(buf))
+    if c.prefixed:
+        local, length = _names(a, win, n, starts)
 
-    def named(name: bytes) -> np.ndarray:
-        hit = length == len(name)
-        at = np.flatnonzero(hit)
-        hit[at] = (win[local[at], :len(name)] == np.frombuffer(name, dtype=np.uint8)).all(axis=1)
-        return hit
+        def named(name: bytes) -> np.ndarray:
+            hit = length == len(name)
+            at = np.flatnonzero(hit)
+            hit[at] = (win[local[at], :len(name)] == np.frombuffer(name, dtype=np.uint8)).all(axis=1)
+            return hit
+    else:  # no prefix can name the sheet's namespace: its tags are <c, <row…
+
+        def named(name: bytes) -> np.ndarray:
+            hit = _NAME_END[a[starts + 1 + len(name)]]
+            for i, ch in enumerate(name):
+                hit &= a[starts + 1 + i] == ch
+            return hit
 
     if c.kind == "strings":
         c.strings += int(named(b"si").sum())
@@ -190,6 +209,11 @@ def _scan_piece(buf: bytes, c: _Counts) -> None:
         return
     tag_is_row = is_row[keep]
     tag_end = _after(np.flatnonzero(a[:n] == _GT), tags, n)
+    quotes = np.flatnonzero((a[:n] == _DQ) | (a[:n] == _SQ))
+    if ((np.searchsorted(quotes, tag_end) - np.searchsorted(quotes, tags)) % 2).any():
+        c.errors.append("has a cell or row tag with a '>' inside an attribute, which spreadsheet programs never "
+                        "write")
+        return
     if b"'" in buf:
         dq, sq = np.flatnonzero(a[:n] == _DQ), np.flatnonzero(a[:n] == _SQ)
         both = (np.searchsorted(dq, tag_end) > np.searchsorted(dq, tags)) & (

@@ -121,6 +121,17 @@ def xlsx_empty_cells_no_dimension() -> bytes:
     return xlsx_empty_cells(dimension=None)
 
 
+def xlsx_table(rows: int = 200_000) -> bytes:
+    """An ordinary table as a spreadsheet program writes it (the baseline of the hostile ones): a
+    dimension, ``r`` on every row and cell, ids, a measure, a region from a shared-strings table and a
+    year (200,000 rows: about 3 MB, 25 MB of XML)."""
+    table = (f'<row r="{r}" spans="1:4"><c r="A{r}"><v>{r - 1}</v></c><c r="B{r}"><v>{(r * 7919) % 10007 / 8:g}'
+             f'</v></c><c r="C{r}" t="s"><v>{r % 4}</v></c><c r="D{r}"><v>{2000 + r % 24}</v></c></row>'
+             for r in range(2, rows + 2))
+    regions = (f"<si><t>{name}</t></si>" for name in ("north", "south", "east", "west"))
+    return workbook((table, f"A1:D{rows + 1}"), strings=regions, header="id,emp,region,year", level=6)
+
+
 def xlsx_bomb(rows: int = 40_000) -> bytes:
     """A zip bomb: ``rows`` identical rows, each padded with 10,000 spaces (legal between XML elements),
     no declared dimension. 40,000 rows: a file of about 480 KB expanding to about 400 MB."""

@@ -140,6 +140,7 @@ def test_a_sheet_declaring_a_larger_dimension_than_it_holds_loads():
     ('<row r="2"><c r="&#88;FD2"/></row>', "not of the form B7"),
     ('<row r="1e6"><c><v>1</v></c></row>', "not of the form B7"),
     ("<row r=\"2\"><c r='A2' t=\"n\"/></row>", "both kinds of quotes"),
+    ('<row r="2"><c t="a>b" r="XFD2"/></row>', "inside an attribute"),
 ])
 def test_sheet_xml_the_scan_cannot_count_exactly_is_refused(sheet, fragment, no_parsers):
     msg = _refused(H.xlsx([sheet]), "odd.xlsx", DataError)
