@@ -209,12 +209,13 @@ def _scan_piece(buf: bytes, c: _Counts) -> None:
         return
     tag_is_row = is_row[keep]
     tag_end = _after(np.flatnonzero(a[:n] == _GT), tags, n)
-    quotes = np.flatnonzero((a[:n] == _DQ) | (a[:n] == _SQ))
+    apostrophes = b"'" in buf
+    quotes = np.flatnonzero(((a[:n] == _DQ) | (a[:n] == _SQ)) if apostrophes else (a[:n] == _DQ))
     if ((np.searchsorted(quotes, tag_end) - np.searchsorted(quotes, tags)) % 2).any():
         c.errors.append("has a cell or row tag with a '>' inside an attribute, which spreadsheet programs never "
                         "write")
         return
-    if b"'" in buf:
+    if apostrophes:
         dq, sq = np.flatnonzero(a[:n] == _DQ), np.flatnonzero(a[:n] == _SQ)
         both = (np.searchsorted(dq, tag_end) > np.searchsorted(dq, tags)) & (
             np.searchsorted(sq, tag_end) > np.searchsorted(sq, tags))
