@@ -10,14 +10,17 @@ is the next row, a cell without ``r`` the next column. It counts
   reader builds from them — the last row × the last column, as a dimension would declare it — against
   ``MAX_XLSX_CELLS``;
 * the entries (``<si>``) of the shared-strings table, against ``MAX_XLSX_CELLS`` too;
-* every XML element of these parts, against ``_ELEMENTS_PER_CELL`` × ``MAX_XLSX_CELLS`` (a real
-  sheet has two or three per cell).
+* every XML element of these parts, against ``_ELEMENTS_PER_CELL`` × ``MAX_XLSX_CELLS`` (a cell
+  has one to three: ``<c>``, its value ``<v>`` or formula ``<f>``, an inline string's ``<is><t>``;
+  the reader spends about as long on any other element, so a sheet of elements that are not cells
+  costs it no more than a sheet at the cell limit).
 
 It stops at the first piece past a limit and raises :class:`~prdp_core.errors.ResourceLimitError`.
 What the scan cannot count exactly is refused as a :class:`~prdp_core.errors.DataError` that spreadsheet
 programs never write: a document type declaration (whose entities would add elements the scan does
 not see), a part not in UTF-8 or another encoding that keeps ASCII's bytes, a ``r`` reference not of
-the form ``B7`` (row: ``7``), a cell or row tag mixing both quote characters.
+the form ``B7`` (row: ``7``), a cell or row tag mixing both quote characters or holding ``>`` inside
+an attribute value.
 
 The parts scanned are those the reader parses in full when it opens the file or reads the table:
 the shared strings, the first worksheet (the table) and, for their elements only, the other
@@ -41,7 +44,7 @@ from .errors import DataError, ResourceLimitError
 #: Bytes inflated and scanned at once.
 _PIECE = 1 << 20
 #: XML elements allowed per cell of the cell limit in a scanned part.
-_ELEMENTS_PER_CELL = 5
+_ELEMENTS_PER_CELL = 3
 #: Encodings in which every ASCII character is the same single byte (the scan reads bytes).
 _ASCII_ENCODINGS = {"utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin-1", "latin1", "windows-1252",
                     "cp1252"}
@@ -59,7 +62,9 @@ _MASKS = np.arange(1 << _PAD)
 _LOWEST_SET = np.where(_MASKS > 0, np.log2(np.maximum(_MASKS & -_MASKS, 1)).astype(np.intp), _PAD)
 _TRAILING_ONES = _LOWEST_SET[~_MASKS & 0xFFFF]
 _FIRST_SET_BIT = _LOWEST_SET[:256]
-#: A namespace declaration that may bind a prefix to the sheet's namespace (the scan then reads prefixes).
+#: The namespace of a sheet's elements, and a declaration that may bind a prefix to it (the value is
+#: compared after the XML parser expands references: one holding "&" may name it too).
+_MAIN_NAMESPACE = b"http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _PREFIX_DECLARATION = re.compile(rb"xmlns:[^\s=]+\s*=\s*([\"'])([^\"']*)\1")
 
 
@@ -173,7 +178,7 @@ def _scan_piece(buf: bytes, c: _Counts) -> None:
     if starts.size == 0:
         return
     if not c.prefixed:
-        c.prefixed = any(b"&" in m.group(2) or b"spreadsheetml" in m.group(2)
+        c.prefixed = any(b"&" in m.group(2) or m.group(2) == _MAIN_NAMESPACE
                          for m in _PREFIX_DECLARATION.finditer(buf))
     if c.prefixed:
         local, length = _names(a, win, n, starts)
@@ -279,33 +284,32 @@ def _check_encoding(head: bytes, part: str) -> None:
         raise _data_error(part, f"is encoded in {found.group(1).decode()[:30]}, not UTF-8")
 
 
-def _refusal(c: _Counts) -> Exception | None:
-    """The error for counts past a limit (or an unusual part), else None."""
+def _raise_past_limits(c: _Counts) -> None:
+    """Raise the error for counts past a limit, or for XML the scan could not count."""
     if c.errors:
-        return _data_error(c.part, c.errors[0])
+        raise _data_error(c.part, c.errors[0])
     cap = limits.MAX_XLSX_CELLS
     hint = "Save the table as CSV or Parquet (read faster, and larger tables are accepted)."
     what = "shared-strings table" if c.kind == "strings" else f"sheet '{c.part[:80]}'"
     if c.strings > cap:
-        return ResourceLimitError(f"The Excel file's shared-strings table holds more than {cap:,} strings, over the "
+        raise ResourceLimitError(f"The Excel file's shared-strings table holds more than {cap:,} strings, over the "
                                   f"limit of {cap:,} cells of an .xlsx sheet.", hint=hint)
     if c.cells > cap:
-        return ResourceLimitError(f"The Excel file's sheet '{c.part[:80]}' stores more than {cap:,} cells (empty ones "
+        raise ResourceLimitError(f"The Excel file's sheet '{c.part[:80]}' stores more than {cap:,} cells (empty ones "
                                   f"included), over the limit of {cap:,} cells of an .xlsx sheet.", hint=hint)
     if c.rows > cap:
-        return ResourceLimitError(f"The Excel file's sheet '{c.part[:80]}' stores more than {cap:,} rows, over the "
+        raise ResourceLimitError(f"The Excel file's sheet '{c.part[:80]}' stores more than {cap:,} rows, over the "
                                   f"limit of {cap:,} cells of an .xlsx sheet.", hint=hint)
     grid = c.last_row * max(c.last_col, 1)
     if grid > cap:
-        return ResourceLimitError(
+        raise ResourceLimitError(
             f"The Excel file's sheet '{c.part[:80]}' spans {c.last_row:,} rows × {max(c.last_col, 1):,} columns = "
             f"{grid:,} cells (whatever its declared dimension says), over the limit of {cap:,} cells of an .xlsx "
             "sheet.", hint=hint)
     if c.elements > _ELEMENTS_PER_CELL * cap:
-        return ResourceLimitError(
+        raise ResourceLimitError(
             f"The Excel file's {what} holds more than {_ELEMENTS_PER_CELL * cap:,} XML elements "
             f"({_ELEMENTS_PER_CELL} per cell of the limit of {cap:,} cells of an .xlsx sheet).", hint=hint)
-    return None
 
 
 def scan_part(zf: zipfile.ZipFile, part: str, kind: str) -> _Counts:
@@ -326,16 +330,13 @@ def scan_part(zf: zipfile.ZipFile, part: str, kind: str) -> _Counts:
             if cut > 0:
                 _scan_piece(bytes(tail[:cut]), c)
                 del tail[:cut]
-                error = _refusal(c)
-                if error is not None:
-                    raise error
                 if kind == "sheet" and c.dimension:
                     return c
+                _raise_past_limits(c)
             piece = src.read(_PIECE)
     _scan_piece(bytes(tail), c)
-    error = _refusal(c)
-    if error is not None:
-        raise error
+    if not (kind == "sheet" and c.dimension):
+        _raise_past_limits(c)
     return c
 
 
