@@ -8,7 +8,7 @@ is the next row, a cell without ``r`` the next column. It counts
 
 * the stored cells (empty ones ``<c r="A1"/>`` included) and the rows of the sheet, and the grid the
   reader builds from them — the last row × the last column, as a dimension would declare it — against
-  ``MAX_XLSX_CELLS``;
+  ``MAX_XLSX_CELLS``, and its last row against ``MAX_ROWS`` (and a header row);
 * the entries (``<si>``) of the shared-strings table, against ``MAX_XLSX_CELLS`` too;
 * every XML element of these parts, against ``_ELEMENTS_PER_CELL`` × ``MAX_XLSX_CELLS`` (a cell
   has one to three: ``<c>``, its value ``<v>`` or formula ``<f>``, an inline string's ``<is><t>``;
@@ -297,6 +297,10 @@ def _raise_past_limits(c: _Counts) -> None:
     if c.cells > cap:
         raise ResourceLimitError(f"The Excel file's sheet '{c.part[:80]}' stores more than {cap:,} cells (empty ones "
                                   f"included), over the limit of {cap:,} cells of an .xlsx sheet.", hint=hint)
+    if c.last_row > limits.MAX_ROWS + 1:  # the header row and MAX_ROWS rows of data
+        raise ResourceLimitError(f"The Excel file's sheet '{c.part[:80]}' reaches row {c.last_row:,}, over the "
+                                 f"{limits.MAX_ROWS:,} row limit (and a header row).",
+                                 hint="Sample the rows before uploading.")
     if c.rows > cap:
         raise ResourceLimitError(f"The Excel file's sheet '{c.part[:80]}' stores more than {cap:,} rows, over the "
                                   f"limit of {cap:,} cells of an .xlsx sheet.", hint=hint)

@@ -241,7 +241,13 @@ def test_xlsx_row_limit_stops_the_reader(monkeypatch):
     seen = _spy(monkeypatch, "read_excel")
     monkeypatch.setattr(limits, "MAX_ROWS", 5)
     msg = _refused(H.xlsx_rows(50), "many.xlsx")
-    assert "row limit" in msg and seen["nrows"] == 6
+    assert "reaches row 51, over the 5 row limit" in msg and not seen  # counted before the reader runs
+    monkeypatch.setattr(xlsxscan, "check_xlsx_content", lambda data: None)
+    msg = _refused(H.xlsx_rows(50), "many.xlsx")
+    assert "row limit" in msg and seen["nrows"] == 6  # the reader stops one row past the limit too
+    monkeypatch.undo()
+    monkeypatch.setattr(limits, "MAX_ROWS", 5)
+    assert prdp_core.load_table(H.xlsx_rows(5), filename="five.xlsx").shape == (5, 2)
 
 
 def test_a_long_xlsx_cell_is_refused():
