@@ -247,11 +247,11 @@ def _read_excel(data: bytes) -> pd.DataFrame:
     size, compression ratios) and what its sheets and shared strings hold (cells, rows, grid, strings,
     whatever the declared dimension says); the reader stops one row past the row limit."""
     filelimits.check_xlsx_archive(data)
-    xlsxscan.check_xlsx_content(data)
     import openpyxl
 
     book = None
     try:
+        xlsxscan.check_xlsx_content(data)
         book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
         if not book.worksheets:
             raise DataError("The Excel file has no worksheet.", hint="Put the table on the first sheet.")

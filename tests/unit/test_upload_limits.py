@@ -147,6 +147,15 @@ def test_sheet_xml_the_scan_cannot_count_exactly_is_refused(sheet, fragment, no_
     assert fragment in msg and "save it again" in msg
 
 
+def test_a_corrupt_sheet_is_an_unreadable_file_for_the_scan_too(no_parsers):
+    data = bytearray(H.xlsx(f'<row r="{r}"><c r="A{r}"><v>{r}</v></c></row>' for r in range(2, 3000)))
+    info = zipfile.ZipFile(io.BytesIO(bytes(data))).getinfo("xl/worksheets/sheet1.xml")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra) + 200
+    data[start:start + 40] = bytes(b ^ 0x5A for b in data[start:start + 40])
+    msg = _refused(bytes(data), "bad.xlsx", DataError)
+    assert "The Excel file could not be read" in msg and "parser must not run" not in msg  # said by the scan
+
+
 def test_a_sheet_in_utf16_is_refused(no_parsers):
     buf = io.BytesIO()
     with zipfile.ZipFile(io.BytesIO(H.xlsx(["<row><c><v>1</v></c></row>"]))) as src, \
