@@ -1,8 +1,9 @@
-"""Builders of the hostile upload files of issue 15, shared by the tests and benchmarks/bench_hostile.py.
+"""Builders of the hostile upload files of issues 15 and 28, shared by the tests and benchmarks/bench_hostile.py.
 
 Each returns the file's bytes. The .xlsx builders write a minimal but valid workbook (content
-types, relationships, workbook, one sheet) with Python's zipfile, streaming the sheet so that a
-file expanding to hundreds of megabytes is built without holding them.
+types, relationships, workbook, sheets, optionally a shared-strings table) with Python's zipfile,
+streaming each sheet so that a file expanding to hundreds of megabytes is built without holding
+them; ``xlsx_table`` is an ordinary workbook to compare the hostile ones with.
 """
 
 from __future__ import annotations
