@@ -1,11 +1,12 @@
-"""Hostile inputs (issue 15): time and extra peak memory of each, refused or completed.
+"""Hostile inputs (issues 15 and 28): time and extra peak memory of each, refused or completed.
 
 Target: each hostile upload and budget expression is refused (or completes) within 2 s and 300 MB
 of extra resident memory on 10⁶ records. Every case runs in a fresh process: the input is built
 first, then the peak resident set size is reset (Linux ``/proc/self/clear_refs``) and the load
 or evaluation is timed; "extra peak" is the peak minus the resident size before it.
 
-Run: .venv/bin/python benchmarks/bench_hostile.py
+Run: .venv/bin/python benchmarks/bench_hostile.py (``--xlsx-baseline``: an ordinary .xlsx with and
+without the content scan)
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ N = 1_000_000
 CASES: dict[str, tuple[str, tuple]] = {
     "xlsx zip bomb (480 KB, 400 MB unpacked)": ("upload", ("xlsx_bomb", "bomb.xlsx")),
     "xlsx of 5,000,001 rows (600 KB)": ("upload", ("xlsx_rows", "rows.xlsx")),
+    "xlsx, dimension A1:B2 but 5,850,000 stored empty cells (14 MB, 91 MB unpacked)": (
+        "upload", ("xlsx_empty_cells", "empty.xlsx")),
+    "xlsx, no dimension, 5,850,000 stored empty cells (14 MB, 91 MB unpacked)": (
+        "upload", ("xlsx_empty_cells_no_dimension", "empty.xlsx")),
     "CSV, header quoted across two lines + 10⁶ columns (9.9 MB)": ("upload", ("csv_quoted_header_wide", "w.csv")),
     "Parquet with list, struct, map and binary columns": ("upload", ("parquet_nested", "n.parquet")),
     "CSV with one 150 MB cell": ("upload", ("csv_single_cell", "c.csv")),
@@ -91,12 +96,52 @@ def run_case(name: str) -> dict:
     return {"outcome": outcome, "seconds": seconds, "extra_mb": _status("VmHWM") - before}
 
 
+def xlsx_baseline(repeats: int = 3) -> None:
+    """Print the CPU time of loading an ordinary 200,000-row .xlsx (tests/hostile_files.py ``xlsx_table``)
+    with and without the content scan of ``prdp_core.xlsxscan``, and of the scan alone (best of ``repeats``)."""
+    import prdp_core
+    from prdp_core import xlsxscan
+    from tests import hostile_files
+
+    data = hostile_files.xlsx_table()
+
+    def best(fn) -> float:
+        times = []
+        for _ in range(repeats):
+            start = time.process_time()
+            fn()
+            times.append(time.process_time() - start)
+        return min(times)
+
+    def load() -> None:
+        prdp_core.load_table(data, filename="table.xlsx")
+
+    with_scan = best(load)
+    scan = best(lambda: xlsxscan.check_xlsx_content(data))
+    original = xlsxscan.check_xlsx_content
+    xlsxscan.check_xlsx_content = lambda data: None
+    try:
+        without = best(load)
+    finally:
+        xlsxscan.check_xlsx_content = original
+    print(f"Machine: {machine()}\n")
+    print(f"Ordinary .xlsx, 200,000 rows × 4 columns ({len(data) / 2**20:,.1f} MB), CPU time, best of {repeats}:\n")
+    print("| load without the scan | load with the scan | the scan alone |")
+    print("|---|---|---|")
+    print(f"| {without:,.2f} s | {with_scan:,.2f} s | {scan:,.2f} s |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--case", help="run one case in this process and print its JSON result")
+    ap.add_argument("--xlsx-baseline", action="store_true",
+                    help="time an ordinary 200,000-row .xlsx with and without the content scan")
     args = ap.parse_args()
     if args.case:
         print(json.dumps(run_case(args.case)))
+        return
+    if args.xlsx_baseline:
+        xlsx_baseline()
         return
     print(f"Machine: {machine()}\n")
     print("| input | outcome | time | extra peak RSS | target (2 s, 300 MB) |")

@@ -15,10 +15,11 @@ the engine cannot use), and costs a small, bounded amount of memory:
   character); a file with more than 100,000 such quotes is read with the csv module instead,
   in bounded pieces. The row limit is applied by the parser, which stops one row after it
   (see :func:`prdp_core.data.load_table`).
-* **Excel** (:func:`check_xlsx_archive`, :func:`check_xlsx_sheet`): the total uncompressed size
-  and the compression ratio of every part come from the zip directory (Python's zip reader
-  never inflates a part beyond its declared size), and the sheet's declared dimension gives
-  its number of cells, all before a cell is parsed.
+* **Excel** (:func:`check_xlsx_archive`): the number of parts, their total uncompressed size and
+  the compression ratio of every part come from the zip directory (Python's zip reader never
+  inflates a part beyond its declared size), before a part is inflated. What the sheet holds —
+  cells, rows, shared strings, whatever its declared dimension says — is counted next, by
+  :mod:`prdp_core.xlsxscan`.
 * **Parquet** (:func:`check_parquet_metadata`): rows and columns from the footer, column types
   from the schema (lists, structs, maps, binary… are refused by name before any data is read).
   The longest text value of a decoded Parquet or .xlsx table is checked by
@@ -390,22 +391,6 @@ def check_xlsx_archive(data: bytes) -> None:
                 f"The part '{i.filename[:80]}' of the Excel file is compressed {ratio:,.0f} times, over the limit of "
                 f"{limits.MAX_XLSX_RATIO:,} (a compression ratio this high is the mark of a zip bomb).",
                 hint="Save the table as CSV or Parquet.")
-
-
-def check_xlsx_sheet(sheet: Any) -> None:
-    """Refuse a sheet whose declared dimension (``<dimension ref="A1:D5000001"/>``, read by openpyxl's
-    read-only mode from the start of the sheet) holds more than ``MAX_XLSX_CELLS`` cells. A sheet that
-    declares no dimension, or a false one, is still bounded by the uncompressed size limit and by the
-    row limit, which the reader applies while it reads."""
-    rows, cols = getattr(sheet, "max_row", None), getattr(sheet, "max_column", None)
-    if not rows or not cols:
-        return
-    cells = int(rows) * int(cols)
-    if cells > limits.MAX_XLSX_CELLS:
-        raise ResourceLimitError(
-            f"The first sheet spans {int(rows):,} rows × {int(cols):,} columns = {cells:,} cells, over the limit of "
-            f"{limits.MAX_XLSX_CELLS:,} cells of an .xlsx sheet.",
-            hint="Save the table as CSV or Parquet (read faster, and larger tables are accepted).")
 
 
 # ---------------------------------------------------------------------------

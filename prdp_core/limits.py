@@ -51,7 +51,8 @@ MAX_XLSX_UNCOMPRESSED_MB: int = _env("MAX_XLSX_UNCOMPRESSED_MB", 100)
 #: Largest compression ratio of a part of an .xlsx file over 1 MB uncompressed (a zip bomb's is ~1000).
 MAX_XLSX_RATIO: int = _env("MAX_XLSX_RATIO", 100)
 
-#: Largest number of cells (rows x columns, from the sheet's dimension) of an .xlsx sheet.
+#: Largest number of cells of an .xlsx sheet: stored cells, rows, and last row x last column, counted from what the
+#: sheet holds (not its declared dimension); also the entries of its shared-strings table (``prdp_core.xlsxscan``).
 MAX_XLSX_CELLS: int = _env("MAX_XLSX_CELLS", 2_000_000)
 
 #: Largest number of parts (files in the zip) of an .xlsx file; a workbook has a few dozen.

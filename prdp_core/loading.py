@@ -18,7 +18,7 @@ from typing import IO
 
 import pandas as pd
 
-from . import filelimits, limits
+from . import filelimits, limits, xlsxscan
 from .errors import DataError, PrdpError, ResourceLimitError
 
 #: File types the loader reads, by extension.
@@ -244,16 +244,17 @@ def _read_parquet(data: bytes) -> pd.DataFrame:
 
 def _read_excel(data: bytes) -> pd.DataFrame:
     """Read the first sheet of an .xlsx file after checking its zip directory (parts, uncompressed
-    size, compression ratios) and its declared dimension; the reader stops one row past the row limit."""
+    size, compression ratios) and what its sheets and shared strings hold (cells, rows, grid, strings,
+    whatever the declared dimension says); the reader stops one row past the row limit."""
     filelimits.check_xlsx_archive(data)
     import openpyxl
 
     book = None
     try:
+        xlsxscan.check_xlsx_content(data)
         book = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False)
         if not book.worksheets:
             raise DataError("The Excel file has no worksheet.", hint="Put the table on the first sheet.")
-        filelimits.check_xlsx_sheet(book.worksheets[0])
         df = pd.read_excel(book, sheet_name=0, engine="openpyxl", nrows=limits.MAX_ROWS + 1)
     except PrdpError:
         raise

@@ -1,8 +1,9 @@
-"""Builders of the hostile upload files of issue 15, shared by the tests and benchmarks/bench_hostile.py.
+"""Builders of the hostile upload files of issues 15 and 28, shared by the tests and benchmarks/bench_hostile.py.
 
 Each returns the file's bytes. The .xlsx builders write a minimal but valid workbook (content
-types, relationships, workbook, one sheet) with Python's zipfile, streaming the sheet so that a
-file expanding to hundreds of megabytes is built without holding them.
+types, relationships, workbook, sheets, optionally a shared-strings table) with Python's zipfile,
+streaming each sheet so that a file expanding to hundreds of megabytes is built without holding
+them; ``xlsx_table`` is an ordinary workbook to compare the hostile ones with.
 """
 
 from __future__ import annotations
@@ -14,50 +15,122 @@ from collections.abc import Iterable
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-_MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 _REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _PKG = "http://schemas.openxmlformats.org/package/2006/relationships"
-_PARTS = {
-    "[Content_Types].xml": (
-        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
-        '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
-        '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
-        '<Default Extension="xml" ContentType="application/xml"/>'
-        '<Override PartName="/xl/workbook.xml" '
-        'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>'
-        '<Override PartName="/xl/worksheets/sheet1.xml" '
-        'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"/></Types>'),
-    "_rels/.rels": (
-        f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{_PKG}"><Relationship Id="rId1" '
-        f'Type="{_REL}/officeDocument" Target="xl/workbook.xml"/></Relationships>'),
-    "xl/workbook.xml": (
-        f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{_MAIN}" xmlns:r="{_REL}"><sheets>'
-        '<sheet name="Sheet1" sheetId="1" r:id="rId1"/></sheets></workbook>'),
-    "xl/_rels/workbook.xml.rels": (
-        f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{_PKG}"><Relationship Id="rId1" '
-        f'Type="{_REL}/worksheet" Target="worksheets/sheet1.xml"/></Relationships>'),
-}
+_SHEET_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.worksheet+xml"
+_STRINGS_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
+
+
+def _parts(sheets: int, strings: bool) -> dict[str, str]:
+    """Content types, relationships and workbook of a workbook of ``sheets`` sheets (and a shared-strings table)."""
+    overrides = "".join(f'<Override PartName="/xl/worksheets/sheet{i}.xml" ContentType="{_SHEET_TYPE}"/>'
+                        for i in range(1, sheets + 1))
+    if strings:
+        overrides += f'<Override PartName="/xl/sharedStrings.xml" ContentType="{_STRINGS_TYPE}"/>'
+    rels = "".join(f'<Relationship Id="rId{i}" Type="{_REL}/worksheet" Target="worksheets/sheet{i}.xml"/>'
+                   for i in range(1, sheets + 1))
+    if strings:
+        rels += f'<Relationship Id="rId{sheets + 1}" Type="{_REL}/sharedStrings" Target="sharedStrings.xml"/>'
+    names = "".join(f'<sheet name="Sheet{i}" sheetId="{i}" r:id="rId{i}"/>' for i in range(1, sheets + 1))
+    return {
+        "[Content_Types].xml": (
+            '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+            '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/xl/workbook.xml" '
+            f'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml"/>{overrides}'
+            '</Types>'),
+        "_rels/.rels": (
+            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{_PKG}"><Relationship Id="rId1" '
+            f'Type="{_REL}/officeDocument" Target="xl/workbook.xml"/></Relationships>'),
+        "xl/workbook.xml": (
+            f'<?xml version="1.0" encoding="UTF-8"?><workbook xmlns="{MAIN}" xmlns:r="{_REL}"><sheets>{names}'
+            '</sheets></workbook>'),
+        "xl/_rels/workbook.xml.rels": (
+            f'<?xml version="1.0" encoding="UTF-8"?><Relationships xmlns="{_PKG}">{rels}</Relationships>'),
+    }
+
+
+def _stream(zf: zipfile.ZipFile, name: str, head: str, items: Iterable[str], foot: str) -> None:
+    """Write the part ``name``: ``head``, the items (written 100,000 at a time), ``foot``."""
+    with zf.open(name, "w", force_zip64=True) as part:
+        part.write(head.encode())
+        batch: list[str] = []
+        for item in items:
+            batch.append(item)
+            if len(batch) >= 100_000:
+                part.write("".join(batch).encode())
+                batch.clear()
+        part.write(("".join(batch) + foot).encode())
+
+
+def _sheet_head(dimension: str | None, header: str | None) -> str:
+    dim = f'<dimension ref="{dimension}"/>' if dimension else ""
+    cells = "".join(f'<c t="inlineStr"><is><t>{h}</t></is></c>' for h in header.split(",")) if header else ""
+    return (f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{MAIN}">{dim}<sheetData>'
+            + (f"<row>{cells}</row>" if header else ""))
+
+
+def workbook(*sheets: tuple[Iterable[str], str | None], strings: Iterable[str] | None = None,
+             header: str = "id,emp", level: int = 9) -> bytes:
+    """A workbook of the given sheets, each ``(rows, dimension)``: a header row of inline strings, then
+    the given ``<row>`` elements; with ``strings``, a shared-strings table of these ``<si>`` entries.
+    ``level``: the deflate level (9 takes minutes on some repetitive sheets; 1 is fast)."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=level) as zf:
+        for name, text in _parts(len(sheets), strings is not None).items():
+            zf.writestr(name, text)
+        for i, (rows, dimension) in enumerate(sheets, start=1):
+            _stream(zf, f"xl/worksheets/sheet{i}.xml", _sheet_head(dimension, header), rows,
+                    "</sheetData></worksheet>")
+        if strings is not None:
+            _stream(zf, "xl/sharedStrings.xml", f'<?xml version="1.0" encoding="UTF-8"?><sst xmlns="{MAIN}">',
+                    strings, "</sst>")
+    return buf.getvalue()
 
 
 def xlsx(rows: Iterable[str], *, dimension: str | None = None, header: str = "id,emp") -> bytes:
     """A one-sheet workbook: a header row of inline strings, then the given ``<row>`` elements."""
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        for name, text in _PARTS.items():
-            zf.writestr(name, text)
-        with zf.open("xl/worksheets/sheet1.xml", "w", force_zip64=True) as sheet:
-            dim = f'<dimension ref="{dimension}"/>' if dimension else ""
-            cells = "".join(f'<c t="inlineStr"><is><t>{h}</t></is></c>' for h in header.split(","))
-            sheet.write(f'<?xml version="1.0" encoding="UTF-8"?><worksheet xmlns="{_MAIN}">{dim}<sheetData>'
-                        f"<row>{cells}</row>".encode())
-            batch: list[str] = []
-            for r in rows:
-                batch.append(r)
-                if len(batch) >= 100_000:
-                    sheet.write("".join(batch).encode())
-                    batch.clear()
-            sheet.write(("".join(batch) + "</sheetData></worksheet>").encode())
-    return buf.getvalue()
+    return workbook((rows, dimension), header=header)
+
+
+def column_name(i: int) -> str:
+    """The letters of column ``i`` (1: A, 27: AA, 16,384: XFD)."""
+    name = ""
+    while i:
+        i, rest = divmod(i - 1, 26)
+        name = chr(65 + rest) + name
+    return name
+
+
+def empty_cell_rows(rows: int, columns: int) -> Iterable[str]:
+    """``rows`` rows (from row 2) of ``columns`` stored empty cells each, ``<c r="A2"/>``."""
+    template = '<row r="#">' + "".join(f'<c r="{column_name(i)}#"/>' for i in range(1, columns + 1)) + "</row>"
+    return (template.replace("#", str(r)) for r in range(2, rows + 2))
+
+
+def xlsx_empty_cells(rows: int = 225_000, columns: int = 26, dimension: str | None = "A1:B2") -> bytes:
+    """A sheet declaring the dimension ``dimension`` (None: none) but storing ``rows`` × ``columns``
+    empty cells (225,000 × 26: 5.85 M cells, about 14 MB, 91 MB of XML)."""
+    return workbook((empty_cell_rows(rows, columns), dimension), level=1)
+
+
+def xlsx_empty_cells_no_dimension() -> bytes:
+    """:func:`xlsx_empty_cells` with no dimension declared."""
+    return xlsx_empty_cells(dimension=None)
+
+
+def xlsx_table(rows: int = 200_000) -> bytes:
+    """An ordinary table as a spreadsheet program writes it (the baseline of the hostile ones): a
+    dimension, ``r`` on every row and cell, ids, a measure, a region from a shared-strings table and a
+    year (200,000 rows: 4 MB, 30 MB of XML)."""
+    table = (f'<row r="{r}" spans="1:4"><c r="A{r}"><v>{r - 1}</v></c><c r="B{r}"><v>{(r * 7919) % 10007 / 8:g}'
+             f'</v></c><c r="C{r}" t="s"><v>{r % 4}</v></c><c r="D{r}"><v>{2000 + r % 24}</v></c></row>'
+             for r in range(2, rows + 2))
+    regions = (f"<si><t>{name}</t></si>" for name in ("north", "south", "east", "west"))
+    return workbook((table, f"A1:D{rows + 1}"), strings=regions, header="id,emp,region,year", level=6)
 
 
 def xlsx_bomb(rows: int = 40_000) -> bytes:

@@ -10,7 +10,9 @@ times are measured in benchmarks/README.md ("Hostile inputs").
 from __future__ import annotations
 
 import io
+import time
 import tracemalloc
+import zipfile
 
 import numpy as np
 import openpyxl
@@ -22,7 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prdp_core
-from prdp_core import filelimits, limits
+from prdp_core import filelimits, limits, xlsxscan
 from prdp_core.cli import EXIT_DATA, main
 from prdp_core.data import guess_schema, preview
 from prdp_core.errors import DataError, ResourceLimitError
@@ -80,12 +82,143 @@ def test_a_5m_row_xlsx_is_refused_before_parsing(rows_5m, no_parsers):
     assert "uncompressed size" in _refused(rows_5m, "rows.xlsx")
 
 
-def test_the_declared_dimension_of_a_sheet_is_checked_before_its_cells_are_read(rows_5m, monkeypatch):
+def test_the_cells_of_a_sheet_are_counted_before_they_are_parsed(rows_5m, monkeypatch, no_parsers):
     monkeypatch.setattr(limits, "MAX_XLSX_UNCOMPRESSED_MB", 10_000)
     monkeypatch.setattr(limits, "MAX_XLSX_RATIO", 10_000)
-    monkeypatch.setattr(pd, "read_excel", _never)  # openpyxl reads the dimension from the sheet's first bytes
     msg = _refused(rows_5m, "rows.xlsx")
-    assert "5,000,001 rows × 2 columns = 10,000,002 cells" in msg and f"{limits.MAX_XLSX_CELLS:,} cells" in msg
+    assert f"stores more than {limits.MAX_XLSX_CELLS:,} cells" in msg and f"{limits.MAX_XLSX_CELLS:,} cells" in msg
+
+
+@pytest.mark.parametrize("builder", [H.xlsx_empty_cells, H.xlsx_empty_cells_no_dimension],
+                         ids=["false dimension A1:B2", "no dimension"])
+def test_millions_of_stored_empty_cells_are_refused_whatever_the_dimension_says(builder, no_parsers):
+    data = builder()  # 5.85 M cells <c r="A2"/>, 91 MB of XML: under the size and ratio limits
+    start = time.process_time()
+    msg = _refused(data, "empty.xlsx")
+    assert time.process_time() - start < 30  # about 1 s (benchmarks/README.md); the reader took minutes
+    assert f"stores more than {limits.MAX_XLSX_CELLS:,} cells (empty ones included)" in msg
+    assert f"limit of {limits.MAX_XLSX_CELLS:,} cells of an .xlsx sheet" in msg
+
+
+def test_the_grid_of_a_sheet_counts_its_last_column_and_row(no_parsers, monkeypatch):
+    far_column = H.xlsx((f'<row r="{r}"><c r="A{r}"><v>1</v></c><c r="XFD{r}"/></row>' for r in range(2, 200)),
+                        dimension="A1:B2")
+    msg = _refused(far_column, "wide.xlsx")
+    assert "spans 199 rows × 16,384 columns = 3,260,416 cells" in msg and "declared dimension" in msg
+    far_row = H.xlsx(['<row r="1048576"><c r="A1048576"><v>1</v></c><c r="B1048576"><v>2</v></c></row>'])
+    assert "spans 1,048,576 rows × 2 columns" in _refused(far_row, "tall.xlsx")
+    monkeypatch.setattr(limits, "MAX_XLSX_CELLS", 10_000)
+    # Without r, cells and rows are numbered in order: one wide row and 20 short ones, 641 cells stored.
+    no_refs = H.xlsx(["<row>" + "<c/>" * 600 + "<c><v>1</v></c></row>"] + ["<row><c><v>1</v></c></row>"] * 20)
+    assert "spans 22 rows × 601 columns = 13,222 cells" in _refused(no_refs, "plain.xlsx")
+
+
+def test_a_huge_shared_strings_table_is_refused_before_it_is_read(no_parsers):
+    strings = (f"<si><t>{i}</t></si>" for i in range(limits.MAX_XLSX_CELLS + 1))
+    data = H.workbook((['<row><c t="s"><v>0</v></c><c><v>1</v></c></row>'], "A1:B2"), strings=strings)
+    msg = _refused(data, "strings.xlsx")
+    assert f"shared-strings table holds more than {limits.MAX_XLSX_CELLS:,} strings" in msg
+
+
+def test_only_the_sheet_read_and_sheets_read_to_find_their_size_count(monkeypatch):
+    monkeypatch.setattr(limits, "MAX_XLSX_CELLS", 1_000)
+    table = (['<row><c><v>1</v></c><c><v>2</v></c></row>'], None)
+    big = list(H.empty_cell_rows(400, 10))  # 4,000 cells, 4,400 elements
+    with_dimension = H.workbook(table, (big, "A1:J401"))
+    assert prdp_core.load_table(with_dimension, filename="two.xlsx").shape == (1, 2)
+    assert "holds more than 3,000 XML elements" in _refused(H.workbook(table, (big * 2, None)), "two.xlsx")
+    assert "stores more than 1,000 cells" in _refused(H.workbook((big, None), table), "two.xlsx")
+
+
+def test_a_sheet_declaring_a_larger_dimension_than_it_holds_loads():
+    data = H.xlsx(['<row r="2"><c r="A2"><v>1</v></c><c r="B2"><v>2</v></c></row>'], dimension="A1:Z5000000")
+    assert prdp_core.load_table(data, filename="small.xlsx").to_dict("list") == {"id": [1], "emp": [2]}
+
+
+@pytest.mark.parametrize(("sheet", "fragment"), [
+    ('<!DOCTYPE w [<!ENTITY c "<c/><c/>">]><row>&c;&c;</row>', "document type"),
+    ('<row r="2"><c r="&#88;FD2"/></row>', "not of the form B7"),
+    ('<row r="1e6"><c><v>1</v></c></row>', "not of the form B7"),
+    ("<row r=\"2\"><c r='A2' t=\"n\"/></row>", "both kinds of quotes"),
+    ('<row r="2"><c t="a>b" r="XFD2"/></row>', "inside an attribute"),
+])
+def test_sheet_xml_the_scan_cannot_count_exactly_is_refused(sheet, fragment, no_parsers):
+    msg = _refused(H.xlsx([sheet]), "odd.xlsx", DataError)
+    assert fragment in msg and "save it again" in msg
+
+
+def test_a_corrupt_sheet_is_an_unreadable_file_for_the_scan_too(no_parsers):
+    data = bytearray(H.xlsx(f'<row r="{r}"><c r="A{r}"><v>{r}</v></c></row>' for r in range(2, 3000)))
+    info = zipfile.ZipFile(io.BytesIO(bytes(data))).getinfo("xl/worksheets/sheet1.xml")
+    start = info.header_offset + 30 + len(info.filename) + len(info.extra) + 200
+    data[start:start + 40] = bytes(b ^ 0x5A for b in data[start:start + 40])
+    msg = _refused(bytes(data), "bad.xlsx", DataError)
+    assert "The Excel file could not be read" in msg and "parser must not run" not in msg  # said by the scan
+
+
+def test_a_sheet_in_utf16_is_refused(no_parsers):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(H.xlsx(["<row><c><v>1</v></c></row>"]))) as src, \
+            zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as out:
+        for name in src.namelist():
+            text = src.read(name)
+            if name == "xl/worksheets/sheet1.xml":
+                text = text.decode().replace('encoding="UTF-8"', 'encoding="UTF-16"').encode("utf-16")
+            out.writestr(name, text)
+    assert "not encoded in UTF-8" in _refused(buf.getvalue(), "utf16.xlsx", DataError)
+
+
+_PREFIX = st.sampled_from(["", "x:"])
+_SPACE = st.sampled_from(["", " ", "\n "])
+
+
+@st.composite
+def _sheets(draw) -> tuple[str, str]:
+    """A sheet's XML with rows and cells with and without r, prefixes and spaces around "="; and its prefix."""
+    prefix = draw(_PREFIX)
+    rows = []
+    for _ in range(draw(st.integers(0, 6))):
+        attr = ""
+        if draw(st.booleans()):
+            attr = f' r{draw(_SPACE)}={draw(_SPACE)}"{draw(st.integers(1, 40))}"'
+        cells = []
+        for _ in range(draw(st.integers(0, 5))):
+            ref = ""
+            if draw(st.booleans()):
+                ref = f' r="{H.column_name(draw(st.integers(1, 800)))}{draw(st.integers(1, 40))}"'
+            body = draw(st.sampled_from(["", "<{p}v>3</{p}v>", '<{p}is><{p}t>a r="ZZ9" &lt;c</{p}t></{p}is>']))
+            cells.append(f"<{prefix}c{ref}>{body.format(p=prefix)}</{prefix}c>" if body else f"<{prefix}c{ref}/>")
+        rows.append(f"<{prefix}row{attr}>{''.join(cells)}</{prefix}row>")
+    return "".join(rows), prefix
+
+
+@settings(max_examples=200, deadline=None)
+@given(sheet=_sheets(), piece=st.sampled_from([1 << 20, 7, 64]), escaped=st.booleans())
+def test_the_scan_counts_and_numbers_as_the_reader_does(sheet, piece, escaped):
+    from openpyxl.worksheet._reader import WorkSheetParser
+
+    rows, prefix = sheet
+    namespace = H.MAIN.replace(":", "&#58;", 1) if escaped else H.MAIN  # the parser expands &#58; to ":"
+    ns = f' xmlns:x="{namespace}"' if prefix else ""
+    xml = (f'<?xml version="1.0" encoding="UTF-8"?><{prefix}worksheet xmlns="{H.MAIN}"{ns}><{prefix}sheetData>'
+           f"{rows}</{prefix}sheetData></{prefix}worksheet>").encode()
+    last_row = last_col = cells = n_rows = 0
+    for index, row in WorkSheetParser(io.BytesIO(xml), []).parse():
+        n_rows += 1
+        last_row = max(last_row, index)
+        cells += len(row)
+        last_col = max([last_col] + [cell["column"] for cell in row])
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("s.xml", xml)
+    original = xlsxscan._PIECE
+    xlsxscan._PIECE = piece  # small pieces cut the sheet between tags
+    try:
+        with zipfile.ZipFile(buf) as zf:
+            counts = xlsxscan.scan_part(zf, "s.xml", "table")
+    finally:
+        xlsxscan._PIECE = original
+    assert (counts.cells, counts.rows, counts.last_row, counts.last_col) == (cells, n_rows, last_row, last_col)
 
 
 def test_a_highly_compressed_xlsx_part_is_refused_by_its_ratio(no_parsers):
@@ -117,7 +250,13 @@ def test_xlsx_row_limit_stops_the_reader(monkeypatch):
     seen = _spy(monkeypatch, "read_excel")
     monkeypatch.setattr(limits, "MAX_ROWS", 5)
     msg = _refused(H.xlsx_rows(50), "many.xlsx")
-    assert "row limit" in msg and seen["nrows"] == 6
+    assert "reaches row 51, over the 5 row limit" in msg and not seen  # counted before the reader runs
+    monkeypatch.setattr(xlsxscan, "check_xlsx_content", lambda data: None)
+    msg = _refused(H.xlsx_rows(50), "many.xlsx")
+    assert "row limit" in msg and seen["nrows"] == 6  # the reader stops one row past the limit too
+    monkeypatch.undo()
+    monkeypatch.setattr(limits, "MAX_ROWS", 5)
+    assert prdp_core.load_table(H.xlsx_rows(5), filename="five.xlsx").shape == (5, 2)
 
 
 def test_a_long_xlsx_cell_is_refused():
