@@ -18,6 +18,7 @@ from streamlit.testing.v1.element_tree import AlertBase, Expander, HeadingBase, 
 
 from ui.common import md_escape
 
+from ..hostile_markdown import plant_board, planted, study
 from .conftest import open_page, upload, visible
 
 HOST = "127.0.0.1:8999"
@@ -40,6 +41,9 @@ UNSAFE = [re.compile(p) for p in (
 
 PAGES = ["data", "policy_designer", "budget_functions", "personalized", "tradeoffs", "run", "analyst_tiers",
          "study", "concepts"]
+#: The buttons of each page that release (their results name the study's labels, tiers and groups).
+RELEASES = {"run": ("run_go",), "analyst_tiers": ("mt_release_btn",),
+            "budget_functions": ("bf_run",)}
 
 
 def _csv() -> bytes:
@@ -127,3 +131,35 @@ def test_escaped_text_reads_as_the_original():
         assert visible(esc) == text, (text, esc)
         assert not any(p.search(esc) for p in UNSAFE), esc
     assert md_escape("line one\nline two") == "line one line two"
+
+
+def test_planted_study_and_board_text_is_escaped_on_every_page(monkeypatch, tmp_path):
+    """A study (title, labels, tier names, filter values) loaded with its table, another participant's board
+    entries (name, rationale, dataset; an archived board's title) and this session's own entry: every page,
+    the releases and the facilitator's tools show them escaped."""
+    monkeypatch.setenv("PRDP_FACILITATOR_KEY", "key")
+    workshop = tmp_path / "workshop"
+    workshop.mkdir(exist_ok=True)
+    plant_board(workshop / "board.sqlite", HOST, "key")
+    config, table = study(HOST)
+    at = open_page("study")
+    at.text_area(key="study_paste").input(config)
+    at.file_uploader(key="study_data_upload").set_value((planted(HOST, "file") + ".csv", table, "text/csv"))
+    at.button(key="study_load_paste").click().run()
+    assert at.session_state["dataset"].schema.measures == (planted(HOST, "measure"),), _check(at, "study")
+    seen = ""
+    for mode in ("teaching", "review"):
+        at.session_state["mode"] = mode
+        for page in [*PAGES, "board"]:
+            at.switch_page(f"app_pages/{page}.py").run()
+            for key in RELEASES.get(page, ()):
+                at.button(key=key).click().run()
+            if page == "board" and mode == "teaching":
+                at.text_input(key="board_name").input(planted(HOST, "my-name"))
+                at.text_input(key="board_rationale").input(planted(HOST, "my-why"))
+                at.button(key="board_submit").click().run()
+                at.text_input(key="board_key_input").input("key")
+                at.button(key="board_unlock").click().run()
+            seen += _check(at, f"{page} ({mode})")
+    for kind in ("tier", "entry-name", "board-title", "my-name", "file", "value", "measure"):
+        assert md_escape(planted(HOST, kind)) in seen, kind  # each kind is on a page, escaped
