@@ -143,9 +143,11 @@ def test_planted_study_and_board_text_is_escaped_on_every_page(monkeypatch, tmp_
     plant_board(workshop / "board.sqlite", HOST, "key")
     config, table = study(HOST)
     at = open_page("study")
-    at.text_area(key="study_paste").input(config)
+    at.file_uploader(key="study_upload").set_value((planted(HOST, "config") + ".yaml", config.encode(), "text/yaml"))
     at.file_uploader(key="study_data_upload").set_value((planted(HOST, "file") + ".csv", table, "text/csv"))
-    at.button(key="study_load_paste").click().run()
+    at.button(key="study_load").click().run()
+    loaded = _check(at, "study")
+    assert md_escape(planted(HOST, "config") + ".yaml") in loaded, loaded
     assert at.session_state["dataset"].schema.measures == (planted(HOST, "measure"),), _check(at, "study")
     seen = ""
     for mode in ("teaching", "review"):
@@ -163,3 +165,27 @@ def test_planted_study_and_board_text_is_escaped_on_every_page(monkeypatch, tmp_
             seen += _check(at, f"{page} ({mode})")
     for kind in ("tier", "entry-name", "board-title", "my-name", "file", "value", "measure"):
         assert md_escape(planted(HOST, kind)) in seen, kind  # each kind is on a page, escaped
+
+
+def test_planted_names_of_a_large_table_are_escaped_in_its_progress(monkeypatch, tmp_path):
+    """A table of the data folder read in place: the progress of each statistic (which may name its group
+    column) shows it escaped."""
+    import pandas as pd
+
+    owner, group = planted(HOST, "owner"), planted(HOST, "group")
+    pd.DataFrame({"id": [f"r{i}" for i in range(400)], owner: [f"o{i // 3}" for i in range(400)],
+                  group: [planted(HOST, "value") if i % 2 else "plain" for i in range(400)],
+                  "EMP": [1.0 + (i * 37) % 300 for i in range(400)]}).to_parquet(tmp_path / "t.parquet")
+    monkeypatch.setenv("PRDP_DATA_DIR", str(tmp_path))
+    at = open_page("data")
+    at.selectbox(key="large_file").set_value("t.parquet").run()
+    at.button(key="large_connect_go").click().run()
+    rid = at.session_state["raw"]["id"]
+    at.selectbox(key=f"map_owner_{rid}").set_value(owner).run()
+    at.button(key=f"apply_{rid}").click().run()
+    assert at.session_state["dataset"].schema.owner_col == owner, _check(at, "data")
+    at.switch_page("app_pages/policy_designer.py").run()
+    at.session_state["policy_by_group_open"] = True  # Losses by group, opened: counted by group in the engine
+    at.run()
+    seen = _check(at, "policy_designer")
+    assert md_escape(group) in seen

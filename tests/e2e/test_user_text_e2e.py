@@ -100,17 +100,16 @@ def test_no_page_fetches_an_address_planted_in_user_text(browser, workshop_serve
         page.get_by_role("heading", name="Data", exact=True).wait_for()
         wait_idle(page)
 
-        # load the study and its table (file name, column names and group values hostile)
+        # load the study and its table (file names, column names and group values planted)
         _nav(page, "Study")
         page.get_by_role("tab", name=re.compile("Load a study")).click()
         page.locator(".st-key-study_data_upload input[type=file]").set_input_files(
             {"name": planted(host, "file") + ".csv", "mimeType": "text/csv", "buffer": table})
         wait_idle(page)
-        page.get_by_text("… or paste a config").click()
-        page.locator(".st-key-study_paste textarea").fill(config)
-        page.locator(".st-key-study_paste textarea").press("Control+Enter")
+        page.locator(".st-key-study_upload input[type=file]").set_input_files(
+            {"name": planted(host, "config") + ".yaml", "mimeType": "text/yaml", "buffer": config.encode()})
         wait_idle(page)
-        page.get_by_role("button", name="Load the pasted config").click()
+        page.get_by_role("button", name="Load this study").click()
         wait_idle(page, timeout=120_000)
         page.get_by_text("Loaded the study from").first.wait_for()
 
