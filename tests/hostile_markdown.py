@@ -3,7 +3,8 @@
 Each planted value holds a Markdown image ``![kind](http://HOST/kind.png)`` and an HTML
 ``<img src=http://HOST/kind-html.png>``, so the address a browser would fetch names the kind of text that
 leaked. :func:`study` builds a study config and its table in which every name and label is such a value;
-:func:`plant_board` puts another participant's entries on a board (one on an archived board).
+:func:`plant_board` puts another participant's entries on a board (one on an archived board);
+:func:`report_html` and :func:`board_html` are the HTML exports of both.
 """
 
 from __future__ import annotations
@@ -74,3 +75,27 @@ def plant_board(database: Path, host: str, facilitator_key: str) -> None:
                 store.archive(key=facilitator_key)
     finally:
         store.dispose()
+
+
+def report_html(folder: Path, host: str) -> str:
+    """The HTML report of :func:`study` run in ``folder``."""
+    from prdp_core import report as R
+
+    config, table = study(host)
+    (folder / "table.csv").write_bytes(table)
+    (folder / "study.yaml").write_text(config, encoding="utf-8")
+    return R.render_html(R.run_study(R.load_config(folder / "study.yaml")), config_text=config)
+
+
+def board_html(folder: Path, host: str, *, review: bool = False) -> str:
+    """The board's HTML export of the entries :func:`plant_board` puts on a board in ``folder``."""
+    from prdp_core.board import export as X
+    from prdp_core.board.store import BoardStore
+
+    plant_board(folder / "board.sqlite", host, "key")
+    store = BoardStore(f"sqlite:///{folder / 'board.sqlite'}", facilitator_key="key")
+    try:
+        entries = store.entries()
+    finally:
+        store.dispose()
+    return X.board_html(entries, review=review, delta=1e-6, dataset=planted(host, "entry-dataset"))

@@ -18,7 +18,7 @@ from typing import Iterator
 
 import pytest
 
-from ..hostile_markdown import plant_board, planted, study
+from ..hostile_markdown import board_html, plant_board, planted, report_html, study
 from .conftest import FACILITATOR_KEY, ROOT, new_page, shot, wait_idle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("e2e")]
@@ -142,3 +142,22 @@ def test_no_page_fetches_an_address_planted_in_user_text(browser, workshop_serve
         page.context.close()
     assert not seen, f"the browser fetched planted addresses: {sorted(set(seen))}"
 
+
+
+def test_exports_opened_in_a_browser_fetch_no_planted_address(browser, listener, tmp_path):
+    """The study's HTML report and the board's HTML export, opened from files as a reviewer would, with
+    every planted text in them: the listener receives no request."""
+    host, seen = listener
+    seen.clear()
+    pages = {"report.html": report_html(tmp_path, host), "board.html": board_html(tmp_path, host)}
+    page = new_page(browser)
+    try:
+        for name, text in pages.items():
+            (tmp_path / name).write_text(text, encoding="utf-8")
+            page.goto((tmp_path / name).as_uri())
+            page.locator(".js-plotly-plot").first.wait_for()
+            page.get_by_text(planted(host, "entry-name" if name == "board.html" else "title")).first.wait_for()
+            page.wait_for_timeout(1000)
+    finally:
+        page.context.close()
+    assert not seen, f"the browser fetched planted addresses: {sorted(set(seen))}"
