@@ -4,7 +4,7 @@ A table whose file name, column names and group values are hostile Markdown/HTML
 planted host, ``<img>``, ``javascript:`` links, bold, math, Streamlit's ``:material/…:`` and
 ``:red[…]`` directives) is uploaded and every page is visited in teaching and review mode. Every text
 Streamlit renders as Markdown — markdown, captions, alerts, headings, widget labels and help, radio
-options, expander and tab labels, metric labels — is scanned: the hostile text must arrive escaped
+options, expander, status and tab labels, metric labels, toasts — is scanned: the hostile text must arrive escaped
 (ui.common.md_escape), and it must arrive (the escaped column name is on the page).
 """
 
@@ -14,7 +14,18 @@ import json
 import re
 
 import pytest
-from streamlit.testing.v1.element_tree import AlertBase, Expander, HeadingBase, Markdown, Metric, Radio, Tab, Widget
+from streamlit.testing.v1.element_tree import (
+    AlertBase,
+    Expander,
+    HeadingBase,
+    Markdown,
+    Metric,
+    Radio,
+    Status,
+    Tab,
+    Toast,
+    Widget,
+)
 
 from ui.common import md_escape
 
@@ -57,7 +68,7 @@ def rendered_markdown(at) -> list[str]:
     out: list[str] = []
     for tree in (at.main, at.sidebar):
         for node in tree:
-            if isinstance(node, (Markdown, AlertBase, HeadingBase)):
+            if isinstance(node, (Markdown, AlertBase, HeadingBase, Toast)):
                 out.append(node.proto.body)
             elif isinstance(node, Metric):
                 out += [node.proto.label, node.proto.help]
@@ -65,7 +76,7 @@ def rendered_markdown(at) -> list[str]:
                 out += [getattr(node.proto, "label", ""), getattr(node.proto, "help", "")]
                 if isinstance(node, Radio):
                     out += list(node.proto.options)
-            elif isinstance(node, (Expander, Tab)):
+            elif isinstance(node, (Expander, Status, Tab)):
                 out.append(node.proto.label)
     return [t for t in out if t]
 
