@@ -200,3 +200,7 @@ def test_planted_names_of_a_large_table_are_escaped_in_its_progress(monkeypatch,
     at.run()
     seen = _check(at, "policy_designer")
     assert md_escape(group) in seen
+    at.switch_page("app_pages/study.py").run()
+    at.button(key="study_build").click().run()  # the run's progress names each mechanism (its label)
+    seen = _check(at, "study")
+    assert "running" in seen, seen
