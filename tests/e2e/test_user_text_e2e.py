@@ -2,11 +2,13 @@
 kind of user text holds a Markdown image and an HTML ``<img>`` pointing at a listener on 127.0.0.1, and the
 listener must receive no request.
 
-The planted text: the uploaded table's file name, column names (id, owner, measure, group) and group values; a
-study's title, query and mechanism labels, tier names, personalized labels and filter values (loaded on the Study
-page with that table); a board entry's name and rationale submitted in the browser, another participant's entry
-(name, rationale, dataset) and an archived board's title. Every page registered in app.py is visited, the Run
-page releases, and the Board page is opened with the facilitator's tools unlocked.
+The planted text (tests/hostile_markdown.py): the file names, column names (id, owner, measure, group) and group
+values of a table, uploaded on the Data page (its Column roles view) and with a study on the Study page; the
+study's title, query and mechanism labels, tier names, personalized labels and filter values; a board entry's
+name and rationale submitted in the browser, another participant's entries (name, rationale, dataset) and an
+archived board's title. Every page registered in app.py is visited (releases run, every tab and expander
+opened, the Board page's list of entries and facilitator tools opened). The study report and the board's HTML
+export, opened from files, are checked the same way.
 """
 
 from __future__ import annotations
@@ -118,6 +120,11 @@ def test_no_page_fetches_an_address_planted_in_user_text(browser, workshop_serve
             for key in RELEASES.get(title, ()):
                 page.locator(f".st-key-{key} button").click()
                 wait_idle(page, timeout=120_000)
+            if title == "Data":  # the same table uploaded here: its Column roles view (not made active)
+                page.locator(".st-key-upload input[type=file]").set_input_files(
+                    {"name": planted(host, "upload") + ".csv", "mimeType": "text/csv", "buffer": table})
+                wait_idle(page, timeout=120_000)
+                page.get_by_role("button", name="Use this table").wait_for()
             if title == "Board":
                 _type(page, "board_name", planted(host, "my-name"))
                 _type(page, "board_rationale", planted(host, "my-why"))
