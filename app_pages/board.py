@@ -12,7 +12,7 @@ from prdp_core.charts.board import board_cdf_figure, public_functions_figure, tr
 from prdp_core.errors import PrdpError
 from ui import board as ub
 from ui import links, options, state
-from ui.common import confidential, download_button, learn, show_error
+from ui.common import confidential, download_button, learn, md_escape, show_error
 
 st.title("Board")
 st.caption("Every participant's policy for the same table, side by side: submit yours with a name and a reason, "
@@ -39,11 +39,12 @@ ub.message()
 # --- the workshop dataset -----------------------------------------------------------------
 if pin:
     if ub.uses_pin(pin):
-        st.caption(f":material/push_pin: Workshop dataset: **{ub.md(W.describe_pin(pin))}** (your active dataset).")
+        st.caption(f":material/push_pin: Workshop dataset: **{md_escape(W.describe_pin(pin))}** (your active dataset).")
     else:
         c1, c2 = st.columns([3, 1])
-        c1.info(f"The facilitator pinned the workshop dataset: **{ub.md(W.describe_pin(pin))}**. Your active dataset "
-                f"is **{ub.md(state.dataset().name)}**: switch to design and submit on the same records as everyone.")
+        c1.info(f"The facilitator pinned the workshop dataset: **{md_escape(W.describe_pin(pin))}**. Your active "
+                f"dataset is **{md_escape(state.dataset().name)}**: switch to design and submit on the same records "
+                "as everyone.")
         c2.button("Use the workshop dataset", key="board_use_pin", type="primary", on_click=ub.on_use_workshop_dataset)
 
 # --- submit ---------------------------------------------------------------------------------
@@ -60,8 +61,8 @@ else:
     c3.selectbox("Policy", parts, key="board_part", format_func=lambda p: ub.PART_LABELS[p])
     st.button("Submit to the board", key="board_submit", type="primary", icon=":material/send:",
               on_click=ub.on_submit)
-    st.caption(f"Submitted on your active dataset, **{ub.md(state.dataset().name)}**. Submitting the same policy again "
-               "under the same name adds nothing.")
+    st.caption(f"Submitted on your active dataset, **{md_escape(state.dataset().name)}**. Submitting the same policy "
+               "again under the same name adds nothing.")
 
 # --- the board --------------------------------------------------------------------------------
 st.subheader(f"The board ({len(entries)} polic{'y' if len(entries) == 1 else 'ies'})")
@@ -94,8 +95,8 @@ else:
     c3.button("Withdraw", key="board_withdraw", icon=":material/delete:", on_click=ub.on_withdraw,
               help="Only your own entries.")
     picked = next(e for e in entries if e.id == st.session_state["board_pick"])
-    with st.expander(f"Each answer's error: {names[picked.id]}", icon=":material/query_stats:"):
-        st.caption(str(picked.summary.get("public", {}).get("policy", "")))
+    with st.expander(f"Each answer's error: {md_escape(names[picked.id])}", icon=":material/query_stats:"):
+        st.caption(md_escape(picked.summary.get("public", {}).get("policy", "")))
         queries = S.query_table(picked, review=review)
         if queries.empty:
             st.caption("No per-answer figures for this policy.")
@@ -124,7 +125,7 @@ def charts() -> None:
         if len(pts):
             ch2.plotly_chart(tradeoff_figure(pts, delta=delta), key="board_tradeoff")
             front = ", ".join(f"#{i} {n}" for i, n in zip(pts.loc[pts["pareto"], "#"], pts.loc[pts["pareto"], "name"]))
-            ch2.caption(f"On the Pareto front (no policy is better on both): {ub.md(front)}.")
+            ch2.caption(f"On the Pareto front (no policy is better on both): {md_escape(front)}.")
     if policies and measures:
         m = st.selectbox("Public policy functions of", measures, key="board_fn_measure")
         st.plotly_chart(public_functions_figure(policies, m), key="board_public_fn")
@@ -165,7 +166,7 @@ with st.expander("Facilitator", icon=":material/admin_panel_settings:", expanded
         elif kind == "file":
             files = W.data_files(W.data_dir())
             c2.selectbox("File", files, key="board_pin_file")
-            c3.caption(f"Data folder: {ub.md(W.data_dir())} ({len(files)} table(s)).")
+            c3.caption(f"Data folder: {md_escape(W.data_dir())} ({len(files)} table(s)).")
         st.button("Pin", key="board_pin", on_click=ub.on_pin)
         st.markdown("**Board settings**")
         c1, c2, c3 = st.columns([2, 2, 1])
@@ -185,7 +186,7 @@ with st.expander("Facilitator", icon=":material/admin_panel_settings:", expanded
         c2.button("Clear the board", key="board_clear", on_click=ub.on_clear)
         archived = [b for b in bs.boards() if b.archived_at is not None]
         if archived:
-            st.caption("Archived boards (prdp board list --board ID): " + ub.md(", ".join(
+            st.caption("Archived boards (prdp board list --board ID): " + md_escape(", ".join(
                 f"#{b.id} {b.title} ({b.entries})" for b in archived)))
         st.markdown("**Export**")
         st.button("Build the export", key="board_build_export", on_click=ub.on_export, args=(review,),

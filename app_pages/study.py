@@ -17,8 +17,9 @@ from ui.common import code_expander, confidential, download_button, learn, md_es
 
 
 def _progress_line(status: DeltaGenerator, i: int, n: int, text: str) -> None:
-    """Step i of n of a study run on a large dataset, written into its status box."""
-    status.write(f":material/progress_activity: {i + 1}/{n + 1}: {text}")
+    """Step i of n of a study run on a large dataset, written into its status box (``text`` may name a
+    mechanism's label)."""
+    status.write(f":material/progress_activity: {i + 1}/{n + 1}: {md_escape(text)}")
 
 
 st.title("Study")

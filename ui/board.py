@@ -16,7 +16,6 @@ engine, and each table of the data folder loaded once for every session.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any, Mapping
 
 import streamlit as st
@@ -30,6 +29,7 @@ from prdp_core.errors import AccessError, DataError, PrdpError, StoreError
 
 from . import state
 from . import study as ustudy
+from .common import md_escape
 
 PART_LABELS = {"thresholds": "Splitting thresholds (Policy designer)", "budget": "Budget function",
                "specification": "Personalized DP specification", "tiers": "Analyst tiers"}
@@ -105,14 +105,6 @@ def mine(entries: list[Entry]) -> set[int]:
     return {e.id for e in entries if e.owned_by(code)}
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
-
-
-def md(text: object) -> str:
-    """A participant's (or a file's) text as literal Markdown: no links, images, emphasis or icons."""
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
-
-
 def _msg(kind: str, text: str) -> None:
     st.session_state["board_msg"] = {"kind": kind, "text": text}
 
@@ -125,7 +117,7 @@ def message() -> None:
 
 
 def _fail(err: PrdpError) -> None:
-    _msg("error", f"**{err.title}.** {md(err)}")  # messages may quote names, files or a link's values
+    _msg("error", f"**{err.title}.** {md_escape(err)}")  # messages may quote names, files or a link's values
 
 
 # ---------------------------------------------------------------------------
@@ -149,7 +141,7 @@ def on_use_workshop_dataset() -> None:
         if not pin:
             raise DataError("No workshop dataset is pinned.")
         use_pinned(pin)
-        _msg("success", f"The workshop dataset is active: {md(state.dataset().describe())}.")
+        _msg("success", f"The workshop dataset is active: {md_escape(state.dataset().describe())}.")
     except PrdpError as err:
         _fail(err)
 
@@ -260,9 +252,9 @@ def on_submit() -> None:
         _fail(err)
         return
     if created:
-        _msg("success", f"Submitted **#{entry.id} {md(entry.name)}** ({entry.kind}) to the board.")
+        _msg("success", f"Submitted **#{entry.id} {md_escape(entry.name)}** ({entry.kind}) to the board.")
     else:
-        _msg("info", f"This policy is already on the board as **#{entry.id} {md(entry.name)}**.")
+        _msg("info", f"This policy is already on the board as **#{entry.id} {md_escape(entry.name)}**.")
 
 
 def _picked() -> int | None:
@@ -297,8 +289,9 @@ def on_load() -> None:
         return
     page = {"thresholds": "Policy designer", "budget": "Budget functions", "specification": "Personalized DP",
             "tiers": "Analyst tiers"}.get(entry.summary.get("part", ""), "Study")
-    extra = "".join(f" {n}" for n in notes)
-    _msg("success", f"Loaded **#{entry.id} {md(entry.name)}** into your session: open the **{page}** page.{extra}")
+    extra = "".join(f" {md_escape(n)}" for n in notes)
+    _msg("success", f"Loaded **#{entry.id} {md_escape(entry.name)}** into your session: open the **{page}** "
+                    f"page.{extra}")
 
 
 # ---------------------------------------------------------------------------
@@ -362,7 +355,8 @@ def on_pin() -> None:
             workshop_file(pin["file"])  # it loads and passes the checks before everyone is sent to it
         bs.pin_dataset(pin, key=key)
 
-    _facilitator(act, f"Workshop dataset: {md(W.describe_pin(pin))}." if pin else "No workshop dataset is pinned.")
+    _facilitator(act, f"Workshop dataset: {md_escape(W.describe_pin(pin))}." if pin
+                 else "No workshop dataset is pinned.")
 
 
 def on_settings() -> None:

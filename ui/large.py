@@ -183,7 +183,8 @@ def stats(kind: str, key: Any, label_: str, work: Callable[[Callable[[str], None
     """A statistic of a large dataset, computed once per session and dataset token.
 
     The first call runs ``work(stage)`` inside ``st.status(label_)`` (``stage(text)`` names the stage
-    being run, shown in the status and its list) and keeps the result; later calls return it at once.
+    being run, shown in the status and its list as plain text: it may name columns) and keeps the result;
+    later calls return it at once. ``label_`` is Markdown: user text in it goes through ``md_escape``.
     Results belong to a dataset token (``token``, default the active dataset's; a table being connected
     uses its own): the results of the :data:`MAX_TOKENS` most recent tokens are kept.
     A PrdpError leaves the status in its error state and propagates (nothing is kept)."""
@@ -195,6 +196,7 @@ def stats(kind: str, key: Any, label_: str, work: Callable[[Callable[[str], None
     start = time.monotonic()
     with st.status(label_, expanded=False) as box:
         def stage(text: str) -> None:
+            text = md_escape(text)
             box.update(label=f"{label_} — {text}")
             box.write(f":material/progress_activity: {text}")
 

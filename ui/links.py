@@ -24,6 +24,7 @@ from prdp_core.board import links
 from prdp_core.errors import PrdpError, ResourceLimitError
 
 from . import study as ustudy
+from .common import md_escape
 
 
 def restore() -> None:
@@ -41,12 +42,12 @@ def restore() -> None:
         study = links.decode(text)
         notes = board.load_design(study.to_dict())
     except PrdpError as err:  # a link is anyone's text: its values are shown, never rendered
-        ss["link_msg"] = {"kind": "error", "text": f"**The link's design was not loaded.** {board.md(err)}",
+        ss["link_msg"] = {"kind": "error", "text": f"**The link's design was not loaded.** {md_escape(err)}",
                           "notes": []}
         return
-    ss["link_msg"] = {"kind": "success", "notes": [board.md(n) for n in notes],
+    ss["link_msg"] = {"kind": "success", "notes": [md_escape(n) for n in notes],
                       "text": f"Loaded the design this link carries ({', '.join(study.policy) or 'no policy'} on "
-                              f"{board.md(study.data.describe())}). Your mode and privacy ledger are your own."}
+                              f"{md_escape(study.data.describe())}). Your mode and privacy ledger are your own."}
 
 
 def show_message(page: str) -> None:

@@ -748,7 +748,7 @@ def on_import(kind: str) -> None:
     except PrdpError as err:
         ss["study_msg"] = {"kind": "error", "text": f"**{err.title}.** {md_escape(err)}", "notes": []}
         return
-    ss["study_msg"] = {"kind": "success", "text": f"Loaded the study from {source}: dataset "
+    ss["study_msg"] = {"kind": "success", "text": f"Loaded the study from {md_escape(source)}: dataset "
                        f"**{md_escape(state.active_dataset().name)}**, {ss.get('mode')} mode, seed {ss.get('seed')}.",
                        "notes": notes}
     ss.pop("study_outputs", None)

@@ -4,7 +4,7 @@ A table whose file name, column names and group values are hostile Markdown/HTML
 planted host, ``<img>``, ``javascript:`` links, bold, math, Streamlit's ``:material/…:`` and
 ``:red[…]`` directives) is uploaded and every page is visited in teaching and review mode. Every text
 Streamlit renders as Markdown — markdown, captions, alerts, headings, widget labels and help, radio
-options, expander and tab labels, metric labels — is scanned: the hostile text must arrive escaped
+options, expander, status and tab labels, metric labels, toasts — is scanned: the hostile text must arrive escaped
 (ui.common.md_escape), and it must arrive (the escaped column name is on the page).
 """
 
@@ -14,10 +14,22 @@ import json
 import re
 
 import pytest
-from streamlit.testing.v1.element_tree import AlertBase, Expander, HeadingBase, Markdown, Metric, Radio, Tab, Widget
+from streamlit.testing.v1.element_tree import (
+    AlertBase,
+    Expander,
+    HeadingBase,
+    Markdown,
+    Metric,
+    Radio,
+    Status,
+    Tab,
+    Toast,
+    Widget,
+)
 
 from ui.common import md_escape
 
+from ..hostile_markdown import plant_board, planted, study
 from .conftest import open_page, upload, visible
 
 HOST = "127.0.0.1:8999"
@@ -40,6 +52,9 @@ UNSAFE = [re.compile(p) for p in (
 
 PAGES = ["data", "policy_designer", "budget_functions", "personalized", "tradeoffs", "run", "analyst_tiers",
          "study", "concepts"]
+#: The buttons of each page that release (their results name the study's labels, tiers and groups).
+RELEASES = {"run": ("run_go",), "analyst_tiers": ("mt_release_btn",),
+            "budget_functions": ("bf_run",)}
 
 
 def _csv() -> bytes:
@@ -53,7 +68,7 @@ def rendered_markdown(at) -> list[str]:
     out: list[str] = []
     for tree in (at.main, at.sidebar):
         for node in tree:
-            if isinstance(node, (Markdown, AlertBase, HeadingBase)):
+            if isinstance(node, (Markdown, AlertBase, HeadingBase, Toast)):
                 out.append(node.proto.body)
             elif isinstance(node, Metric):
                 out += [node.proto.label, node.proto.help]
@@ -61,7 +76,7 @@ def rendered_markdown(at) -> list[str]:
                 out += [getattr(node.proto, "label", ""), getattr(node.proto, "help", "")]
                 if isinstance(node, Radio):
                     out += list(node.proto.options)
-            elif isinstance(node, (Expander, Tab)):
+            elif isinstance(node, (Expander, Status, Tab)):
                 out.append(node.proto.label)
     return [t for t in out if t]
 
@@ -127,3 +142,65 @@ def test_escaped_text_reads_as_the_original():
         assert visible(esc) == text, (text, esc)
         assert not any(p.search(esc) for p in UNSAFE), esc
     assert md_escape("line one\nline two") == "line one line two"
+
+
+def test_planted_study_and_board_text_is_escaped_on_every_page(monkeypatch, tmp_path):
+    """A study (title, labels, tier names, filter values) loaded with its table, another participant's board
+    entries (name, rationale, dataset; an archived board's title) and this session's own entry: every page,
+    the releases and the facilitator's tools show them escaped."""
+    monkeypatch.setenv("PRDP_FACILITATOR_KEY", "key")
+    workshop = tmp_path / "workshop"
+    workshop.mkdir(exist_ok=True)
+    plant_board(workshop / "board.sqlite", HOST, "key")
+    config, table = study(HOST)
+    at = open_page("study")
+    at.file_uploader(key="study_upload").set_value((planted(HOST, "config") + ".yaml", config.encode(), "text/yaml"))
+    at.file_uploader(key="study_data_upload").set_value((planted(HOST, "file") + ".csv", table, "text/csv"))
+    at.button(key="study_load").click().run()
+    loaded = _check(at, "study")
+    assert md_escape(planted(HOST, "config") + ".yaml") in loaded, loaded
+    assert at.session_state["dataset"].schema.measures == (planted(HOST, "measure"),), _check(at, "study")
+    seen = ""
+    for mode in ("teaching", "review"):
+        at.session_state["mode"] = mode
+        for page in [*PAGES, "board"]:
+            at.switch_page(f"app_pages/{page}.py").run()
+            for key in RELEASES.get(page, ()):
+                at.button(key=key).click().run()
+            if page == "board" and mode == "teaching":
+                at.text_input(key="board_name").input(planted(HOST, "my-name"))
+                at.text_input(key="board_rationale").input(planted(HOST, "my-why"))
+                at.button(key="board_submit").click().run()
+                at.text_input(key="board_key_input").input("key")
+                at.button(key="board_unlock").click().run()
+            seen += _check(at, f"{page} ({mode})")
+    for kind in ("tier", "entry-name", "board-title", "my-name", "file", "value", "measure"):
+        assert md_escape(planted(HOST, kind)) in seen, kind  # each kind is on a page, escaped
+
+
+def test_planted_names_of_a_large_table_are_escaped_in_its_progress(monkeypatch, tmp_path):
+    """A table of the data folder read in place: the progress of each statistic (which may name its group
+    column) shows it escaped."""
+    import pandas as pd
+
+    owner, group = planted(HOST, "owner"), planted(HOST, "group")
+    pd.DataFrame({"id": [f"r{i}" for i in range(400)], owner: [f"o{i // 3}" for i in range(400)],
+                  group: [planted(HOST, "value") if i % 2 else "plain" for i in range(400)],
+                  "EMP": [1.0 + (i * 37) % 300 for i in range(400)]}).to_parquet(tmp_path / "t.parquet")
+    monkeypatch.setenv("PRDP_DATA_DIR", str(tmp_path))
+    at = open_page("data")
+    at.selectbox(key="large_file").set_value("t.parquet").run()
+    at.button(key="large_connect_go").click().run()
+    rid = at.session_state["raw"]["id"]
+    at.selectbox(key=f"map_owner_{rid}").set_value(owner).run()
+    at.button(key=f"apply_{rid}").click().run()
+    assert at.session_state["dataset"].schema.owner_col == owner, _check(at, "data")
+    at.switch_page("app_pages/policy_designer.py").run()
+    at.session_state["policy_by_group_open"] = True  # Losses by group, opened: counted by group in the engine
+    at.run()
+    seen = _check(at, "policy_designer")
+    assert md_escape(group) in seen
+    at.switch_page("app_pages/study.py").run()
+    at.button(key="study_build").click().run()  # the run's progress names each mechanism (its label)
+    seen = _check(at, "study")
+    assert "running" in seen, seen

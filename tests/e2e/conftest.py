@@ -50,9 +50,9 @@ FACILITATOR_KEY = "e2e facilitator key"
 
 
 @pytest.fixture(scope="module")
-def workshop_url(tmp_path_factory) -> Iterator[str]:
+def workshop_server(tmp_path_factory) -> Iterator[tuple[str, Path]]:
     """A workshop server started as a facilitator would: ``prdp app`` from another folder, with its
-    own workshop folder (board database, data folder) and a facilitator key."""
+    own workshop folder (board database, data folder) and a facilitator key; yields its URL and folder."""
     _require_browser()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     home = tmp_path_factory.mktemp("workshop-server")
@@ -60,7 +60,13 @@ def workshop_url(tmp_path_factory) -> Iterator[str]:
     env = _clean_env(PRDP_WORKSHOP_DIR=str(home), PRDP_FACILITATOR_KEY=FACILITATOR_KEY)
     with open(ARTIFACTS / "workshop-server.log", "w") as log, \
             app_server(log, env=env, command=prdp_app_command(home / "data"), cwd=home) as (url, _proc):
-        yield url
+        yield url, home
+
+
+@pytest.fixture(scope="module")
+def workshop_url(workshop_server) -> str:
+    """The URL of :func:`workshop_server`."""
+    return workshop_server[0]
 
 
 @pytest.fixture(scope="session")
