@@ -8,6 +8,7 @@ import streamlit as st
 
 import prdp_core
 from prdp_core import charts
+from prdp_core.config import MAX_SHIFT
 from prdp_core.data import GENERATED_ID, MISSING_GROUP, TableCheck
 from prdp_core.errors import PrdpError
 from ui import data as udata
@@ -178,8 +179,9 @@ with roles_tab:
                            "record. It must be at least minus the smallest value, so that no value stays negative.")
                 cols_sh = st.columns(max(1, len(chk.negative)))
                 for i, c in enumerate(chk.negative):
-                    cols_sh[i].number_input(f"Public constant added to {md_escape(c)}", min_value=0.0, value=None,
-                                            format="%g", placeholder="e.g. 1000", key=udata.shift_key(rid, c))
+                    cols_sh[i].number_input(f"Public constant added to {md_escape(c)}", min_value=0.0,
+                                            max_value=MAX_SHIFT, value=None, format="%g", placeholder="e.g. 1000",
+                                            key=udata.shift_key(rid, c))
                     if show_counts:
                         mn = next(mi.minimum for mi in chk.measures if mi.column == c)
                         cols_sh[i].caption(f":material/lock: Smallest {md_escape(c)} in this table: {mn:,.15g} "

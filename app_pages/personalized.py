@@ -141,12 +141,9 @@ st.checkbox("The values are whole numbers (declared, public): median and min ans
                  "integers to non-integers. Values are rounded to the nearest integer before the mechanism.")
 from_data = upd.data_default_params()
 if from_data:
-    what = " and ".join({"hi": f"the upper bound hi = {ss['pdp_hi']:g}",
-                         "cutoff": f"the count cut-off {ss['pdp_cutoff']:g}"}[n] for n in from_data)
-    st.warning(f"**{what[0].upper() + what[1:]} {'was' if len(from_data) == 1 else 'were'} computed from the "
-               "confidential data** (the column's 99th percentile, rounded up): a design default, not a public "
-               "value. A real release must set its bounds from public knowledge. Releases run with it are marked "
-               "in their parameters and in the ledger.", icon=":material/lock:")
+    st.warning(f"Design defaults, not public values: {upd.data_default_text(from_data)}. A real release must set "
+               "its bounds from public knowledge. Releases run with them are marked in their parameters and in the "
+               "ledger.", icon=":material/lock:")
 else:
     st.caption("Bounds and cut-off as set by you: keep them independent of the data for a real release.")
 with st.expander("Suggest hi privately (a DP percentile, charged to your ledger)", icon=":material/lock:"):

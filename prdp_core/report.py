@@ -315,6 +315,8 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
                 parts.append(_fig_html(answers_ci_figure(g, title=f"{label}: {q} (largest 60 answers)"), first))
         else:
             parts.append(_fig_html(answers_ci_figure(a, title=f"{label}: released answers"), first))
+        if rel.extras.get("bias"):  # a mechanism whose answer is biased says by how much (expected_bias column)
+            parts.append(f"<div class='banner teaching'>{e(label)}: {e(rel.extras['bias'])}</div>")
         parts.append(_table(a.drop(columns=["label"]), max_rows=30))
 
     # ledger and parameters

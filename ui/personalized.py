@@ -31,17 +31,6 @@ MECHANISM_CHOICES = {
 T_RULES = {"max Φ (paper's S)": "max", "mean Φ (paper's S-avg)": "mean", "custom": "custom"}
 
 
-def nice_ceil(x: float) -> float:
-    """The next 1–2–5 × 10^k at or above x (for default public bounds)."""
-    if not math.isfinite(x) or x <= 0:
-        return 1.0
-    k = math.floor(math.log10(x))
-    for m in (1, 2, 5, 10):
-        if m * 10**k >= x:
-            return float(m * 10**k)
-    return float(10 ** (k + 1))
-
-
 def proxy_bound(query: personalized.PersonalizedQuery, spec: personalized.PrivacySpec) -> float:
     """The sum sensitivity the releases use: max(|lo|, |hi|), times the substitution calibration when
     the roster comes from the table (hi − lo for lo < 0 < hi)."""
@@ -54,16 +43,28 @@ def assumed_default(query: personalized.PersonalizedQuery) -> float:
 
 
 def set_query_defaults(column: str) -> None:
-    """Default public bounds and count cut-off for ``column``: hi = the 99th percentile rounded up
-    to 1–2–5 × 10^k, cut-off 10 (or 1 for small values). Design defaults only: they are computed
-    from the confidential data, so they are remembered (``pdp_data_defaults``) and every release
-    that still uses them says so (:func:`data_default_params`)."""
+    """Default public bounds and count cut-off for ``column``, each by its rule of
+    :data:`~prdp_core.mechanisms.personalized.DESIGN_DEFAULTS` (hi: the 99th percentile rounded up to 1–2–5 × 10^k;
+    cut-off: a fixed 10, or 1 for small values), lo = 0. Design defaults only: they depend on the confidential data,
+    so they are remembered (``pdp_data_defaults``) and every release that still uses them says so
+    (:func:`data_default_params`)."""
     ss = st.session_state
     p99 = float(state.profile().measures[column].p99)
-    ss["pdp_hi"] = nice_ceil(p99)
+    for name, rule in personalized.DESIGN_DEFAULTS.items():
+        ss[f"pdp_{name}"] = rule.value(p99)
     ss["pdp_lo"] = 0.0
-    ss["pdp_cutoff"] = 10.0 if p99 > 10 else 1.0
-    ss["pdp_data_defaults"] = {"column": column, "hi": ss["pdp_hi"], "cutoff": ss["pdp_cutoff"]}
+    ss["pdp_data_defaults"] = {"column": column, **{n: ss[f"pdp_{n}"] for n in personalized.DESIGN_DEFAULTS}}
+
+
+def data_default_text(names: list[str]) -> str:
+    """Markdown naming each parameter still at its design default, with its value and where it comes from (the
+    same :data:`~prdp_core.mechanisms.personalized.DESIGN_DEFAULTS` rule that set it)."""
+    ss = st.session_state
+    parts = []
+    for n in names:
+        d = personalized.DESIGN_DEFAULTS[n]
+        parts.append(f"**{d.label.format(float(ss[f'pdp_{n}']))}** is {d.describe()}")
+    return "; ".join(parts)
 
 
 def adopt_private_hi(q: Any) -> None:

@@ -26,6 +26,7 @@ from .personalized import (
     cached_experiment,
     compare_display,
     data_default_params,
+    data_default_text,
     delivered_display,
     fmt,
     on_run_release,
@@ -219,14 +220,18 @@ def view_run_release(v: View) -> None:
         if teaching and rel.truth_included and "true" in rel.answers.columns:
             st.markdown(f"True answer {ans['true']:,.4g} (error {ans['error']:+,.4g}).")
             confidential()
+        if rel.extras.get("bias"):
+            st.warning(rel.extras["bias"], icon=":material/trending_down:")
         st.markdown(f"Promise: {md_escape(rel.extras['promise'])}. "
                     f"Neighbours: {personalized.NEIGHBOUR_TEXT[rel.params['neighbours']]}.")
         st.caption(f"Roster: {md_escape(rel.extras.get('roster', ''))}.")
         flagged = [k[:-len('_source')] for k in rel.params if k.endswith("_source") and k != "spec_source"]
         if flagged:
             verb = "is a design default" if len(flagged) == 1 else "are design defaults"
-            st.caption(f":material/lock: {' and '.join(flagged)} of this release {verb} computed from the "
-                       "confidential data — marked as such in the ledger.")
+            origins = "; ".join(f"{n}: {personalized.DESIGN_DEFAULTS[n].origin}" for n in flagged
+                                if n in personalized.DESIGN_DEFAULTS)
+            st.caption(f":material/lock: {' and '.join(flagged)} of this release {verb}, depending on the "
+                       f"confidential data ({origins}) — marked as such in the ledger.")
         if teaching and rel.loss is not None:
             prof = rel.loss_profile("delivered ε")
             st.markdown(f"Delivered ε: median {prof.quantile(0.5):.3g}, largest {rel.loss.max():.3g}; "
@@ -293,9 +298,9 @@ def view_prdp(v: View) -> None:
         st.markdown(f"Budget function: `E(r) = {red.expression}`, ε̌ = {red.eps_min:.3g}, ε̂ = {red.eps_max:.3g}.")
         kind = st.selectbox("Query", ["count", "sum"], key="pdp_prdp_kind")
         q = query_from_widgets(kind)
-        if "hi" in data_default_params(kind) or "cutoff" in data_default_params(kind):
-            st.caption(":material/lock: The query's domain bound U = hi (or the cut-off) is still the design default "
-                       "computed from the confidential data.")
+        if data_default_params(kind):
+            st.caption(f":material/lock: Still at a design default (U = hi for PrDP): "
+                       f"{data_default_text(data_default_params(kind))}.")
         run_key = prdp_run_key(q, c_val, e_lo, e_hi, seed, teaching)
         if st.button("Run PDP and PrDP side by side", key="pdp_prdp_go", type="primary"):
             out = personalized.compare_with_prdp(ds.table, spec, q, c=c_val, rng=rng, reveal=teaching, eps_min=e_lo,

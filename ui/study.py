@@ -37,6 +37,7 @@ from prdp_core.config import (
     data_columns,
     group_values,
     parse_config,
+    prepare_section,
 )
 from prdp_core.data import Dataset, Schema, load_table, prepare_dataset
 from prdp_core.errors import ConfigError, DataError, PrdpError
@@ -208,7 +209,7 @@ def _data_section() -> dict[str, Any]:
         d["schema"] = {"id": s.get("id_col"), "measures": list(s.get("measures") or ()),
                        "groups": list(s.get("groups") or ()), "owner": s.get("owner_col")}
     if src.get("options"):
-        d["prepare"] = dict(src["options"])
+        d["prepare"] = prepare_section(src["options"])
     return d
 
 

@@ -27,7 +27,7 @@ study, parsed and written back) and :mod:`.study_data` (the study's table loaded
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .data_source import DataSource, safe_data_path
+from .data_source import DataSource, parse_prepare, prepare_section, safe_data_path
 from .keys import (
     BUDGET_PRESETS,
     DATA_ENGINES,
@@ -35,6 +35,7 @@ from .keys import (
     MAX_CONFIG_DEPTH,
     MAX_QUOTED_CHARS,
     MAX_SEED,
+    MAX_SHIFT,
     MECHANISM_KINDS,
     MODES,
     MT_FAMILIES,
@@ -53,8 +54,10 @@ from .study_data import data_columns, group_values, load_data, resolve_data_path
 from .yaml_reader import _read_yaml, _StrictLoader
 
 __all__ = ["APP_PAGES", "BUDGET_PRESETS", "ConfigError", "DATA_ENGINES", "DataSource", "MAX_CONFIG_BYTES",
-           "MAX_CONFIG_DEPTH", "MAX_QUOTED_CHARS", "MAX_SEED", "MECHANISM_KINDS", "MODES", "MT_FAMILIES", "MT_OPS",
+           "MAX_CONFIG_DEPTH", "MAX_QUOTED_CHARS", "MAX_SEED", "MAX_SHIFT", "MECHANISM_KINDS", "MODES", "MT_FAMILIES",
+           "MT_OPS",
            "PDP_MECHANISMS", "PDP_QUERIES", "PRDP_ALGORITHMS", "PRDP_QUERIES", "PREPARE_OPTIONS", "RECORD_ALGORITHMS",
            "SCHEMA_VERSION", "Study", "TOP_KEYS", "_StrictLoader", "_read_yaml", "build_budget", "data_columns",
-           "group_values", "load_config", "load_data", "parse_config", "resolve_data_path", "safe_data_path",
+           "group_values", "load_config", "load_data", "parse_config", "parse_prepare", "prepare_section",
+           "resolve_data_path", "safe_data_path",
            "study_from_dict"]

@@ -19,6 +19,7 @@ from .keys import (
     _SPARK_TABLE,
     DATA_ENGINES,
     MAX_SEED,
+    MAX_SHIFT,
     PREPARE_OPTIONS,
 )
 
@@ -121,8 +122,47 @@ class DataSource:
             d["schema"] = {"id": s.get("id_col"), "measures": list(s.get("measures") or ()),
                            "groups": list(s.get("groups") or ()), "owner": s.get("owner_col")}
         if self.prepare:
-            d["prepare"] = {k: dict(v) if isinstance(v, Mapping) else v for k, v in self.prepare.items()}
+            d["prepare"] = prepare_section(self.prepare)
         return d
+
+
+def prepare_section(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``data.prepare`` section for the options of :func:`prdp_core.data.prepare_dataset` (as the Data page
+    and a parsed config hold them): every option that is not its default, in the order of
+    :data:`~prdp_core.config.keys.PREPARE_OPTIONS`, and ``shift_by`` as measure → constant.
+    :func:`parse_prepare` reads it back to the same options."""
+    out: dict[str, Any] = {k: options[k] for k, values in PREPARE_OPTIONS.items()
+                           if options.get(k) not in (None, values[0])}
+    if options.get("shift_by"):
+        out["shift_by"] = {str(m): float(c) for m, c in options["shift_by"].items()}
+    return out
+
+
+def parse_prepare(v: Any) -> dict[str, Any]:
+    """``data.prepare``: the options of :func:`prdp_core.data.prepare_dataset` it chooses (defaults left out, so
+    ``{}`` is the default preparation); ConfigError naming the key for anything else."""
+    prepare: dict[str, Any] = {}
+    if v is None:
+        return prepare
+    p = _mapping(v, "data.prepare", (*PREPARE_OPTIONS, "shift_by"))
+    for k, val in p.items():
+        if k == "shift_by":
+            continue
+        val = _choice(val, f"data.prepare.{k}", PREPARE_OPTIONS[k])
+        if val != PREPARE_OPTIONS[k][0]:
+            prepare[k] = val
+    if p.get("shift_by") is not None:
+        shifts = p["shift_by"]
+        if not isinstance(shifts, Mapping):
+            raise _err("data.prepare.shift_by", f"must map measure names to constants (got {_fmt(shifts)}).")
+        if prepare.get("negative") != "shift":
+            raise _err("data.prepare.shift_by", "applies only with 'negative: shift'.",
+                       hint="Add 'negative: shift' to data.prepare, or remove shift_by.")
+        given = {_text(m, "data.prepare.shift_by", max_len=500):
+                 _number(c, f"data.prepare.shift_by.{_name(m)}", nonneg=True, hi=MAX_SHIFT) for m, c in shifts.items()}
+        if given:  # no constant is the same preparation as no shift_by
+            prepare["shift_by"] = given
+    return prepare
 
 
 def _data(v: Any) -> DataSource:
@@ -140,26 +180,7 @@ def _data(v: Any) -> DataSource:
                   "measures": measures, "groups": _names(s.get("groups") or [], "data.schema.groups"),
                   "owner_col": None if s.get("owner") is None else _text(s["owner"], "data.schema.owner",
                                                                           max_len=500)}
-    prepare: dict[str, Any] = {}
-    if "prepare" in d and d["prepare"] is not None:
-        p = _mapping(d["prepare"], "data.prepare", (*PREPARE_OPTIONS, "shift_by"))
-        for k, val in p.items():
-            if k == "shift_by":
-                continue
-            val = _choice(val, f"data.prepare.{k}", PREPARE_OPTIONS[k])
-            if val != "error":
-                prepare[k] = val
-        if p.get("shift_by") is not None:
-            shifts = p["shift_by"]
-            if not isinstance(shifts, Mapping):
-                raise _err("data.prepare.shift_by", f"must map measure names to constants (got {_fmt(shifts)}).")
-            if prepare.get("negative") != "shift":
-                raise _err("data.prepare.shift_by", "applies only with 'negative: shift'.",
-                           hint="Add 'negative: shift' to data.prepare, or remove shift_by.")
-            prepare["shift_by"] = {
-                _text(m, "data.prepare.shift_by", max_len=500):
-                    _number(c, f"data.prepare.shift_by.{_name(m)}", nonneg=True, hi=1e15)
-                for m, c in shifts.items()}
+    prepare = parse_prepare(d.get("prepare"))
     if "sample" in d:
         from .. import samples
 

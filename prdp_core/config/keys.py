@@ -21,8 +21,13 @@ MAX_QUOTED_CHARS = 80
 
 MODES = ("teaching", "review")
 MECHANISM_KINDS = ("unit_splitting", "prdp", "personalized", "multitier", "granular")
+#: ``data.prepare``: each option of :func:`prdp_core.data.prepare_dataset` and its values, the default first
+#: (a default is never written: ``{}`` prepares as the defaults do).
 PREPARE_OPTIONS = {"non_numeric": ("error", "missing"), "missing": ("error", "drop"),
-                   "negative": ("error", "shift"), "duplicate_ids": ("error", "regenerate")}
+                   "negative": ("error", "shift"), "duplicate_ids": ("error", "regenerate"),
+                   "missing_groups": ("keep", "label")}
+#: Largest public constant ``data.prepare.shift_by`` adds to a measure (the Data page's input stops there too).
+MAX_SHIFT = 1e15
 BUDGET_PRESETS = ("inverse", "log", "sqrt", "constant")
 PRDP_QUERIES = ("count", "sum", "max", "distinct")
 PRDP_ALGORITHMS = ("count", "framework", "sum_extension", "naive")

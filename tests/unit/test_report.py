@@ -148,3 +148,15 @@ def test_results_are_seeded(outputs):
     a = R.results_frame(run.releases, teaching=False)
     b = R.results_frame(again.releases, teaching=False)
     pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_samples_bias_is_stated_where_its_answers_are_shown(outputs):
+    """The personalized release (Sample, the default) answers a sum on the tuples it keeps: the report and the
+    results say by how much it is biased low, in both modes (a public number: Φ over the roster)."""
+    for mode in ("teaching", "review"):
+        _, run, files = outputs[mode]
+        (rel,) = [r for _, _, r in run.releases if r.mechanism == "personalized.sample"]
+        share = 1 + rel.params["expected_bias"]
+        assert 0 < share < 1
+        assert f"Biased low: on average its sum is about {share:.0%} of the true one" in files["report.html"]
+        assert "expected_bias" in files["results.csv"].splitlines()[0].split(",")

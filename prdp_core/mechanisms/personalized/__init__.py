@@ -65,6 +65,7 @@ from .blackbox import (
     min_scores,
     noise_variance,
 )
+from .defaults import CUTOFF_DEFAULT, CUTOFF_SMALL, DESIGN_DEFAULTS, DesignDefault, nice_ceil
 from .experiments import ExperimentConfig, paper_experiment
 from .mechanisms import PE, Answer, Minimum, PDPMechanism, Sample, Stretching, Threshold, paper_mechanisms
 from .neighbours import (
@@ -146,6 +147,7 @@ __all__ = [
     "d_median", "d_median_pieces", "d_min", "d_min_pieces", "k_smallest_prefix_sums", "pe_distribution",
     "pe_draw", "Answer", "Minimum", "paper_mechanisms", "PDPMechanism", "PE", "Sample", "Stretching",
     "Threshold", "DATA_DEFAULT_NOTE", "DESIGN_DEFAULT_PARAMS", "flag_design_defaults", "release",
+    "CUTOFF_DEFAULT", "CUTOFF_SMALL", "DESIGN_DEFAULTS", "DesignDefault", "nice_ceil",
     "require_public_bounds", "PersonalizedPlan", "compare",
     "count_mse_proxy", "delivered_by_mechanism", "delivered_table", "evaluate", "exact_mse", "example1_errors",
     "linear_moments", "neighbour_table", "PE_EXAMPLE", "pe_profile", "pi_curves", "simulate_answers",

@@ -131,6 +131,27 @@ class PDPMechanism:
         """The per-user loss in words, for a black box costing k·ε (recalibrated to min(k, 1)·ε)."""
         raise NotImplementedError
 
+    def expected_share(self, spec: PrivacySpec, query: PersonalizedQuery) -> float | None:
+        """The share of the true count or sum this mechanism's answer holds on average when it answers on a subset
+        of the tuples without rescaling: a public number (the specification Φ over the roster), exact when the
+        values are independent of Φ. None for an answer not biased this way, or a query it is not stated for."""
+        return None
+
+    def _bias_reason(self, spec: PrivacySpec) -> tuple[str, str]:
+        """Why the answer holds only :meth:`expected_share` of the truth, and what that share is (the mechanisms
+        that have one say)."""
+        raise NotImplementedError
+
+    def bias_note(self, spec: PrivacySpec, query: PersonalizedQuery) -> str | None:
+        """The bias of this mechanism's answer to ``query`` in words, quantified (None when it has none stated)."""
+        share = self.expected_share(spec, query)
+        if share is None or share >= 1.0:
+            return None
+        why, what = self._bias_reason(spec)
+        return (f"Biased low: on average its {query.kind} is about {share:.0%} of the true one "
+                f"({(share - 1) * 100:+.0f}%)".replace("-", "−") + f". {why}; {share:.0%} is {what}, exact when the "
+                "values are independent of Φ. More records do not shrink this bias; the noise does not cause it.")
+
     def release(self, table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, *,
                 rng: np.random.Generator | None = None, seed: int | None = None, reveal: bool = False,
                 label: str | None = None, secure: bool = False, sampler: SecureSampler | None = None,
@@ -227,6 +248,15 @@ class Threshold(PDPMechanism):
     def params(self, spec):
         return {"t": spec.threshold(self.t), "t_rule": str(self.t), "noise": self.noise}
 
+    def expected_share(self, spec, query):
+        if query.kind not in ("count", "sum") or not spec.n_users:
+            return None
+        return float(np.mean(np.asarray(spec.eps) >= spec.threshold(self.t)))
+
+    def _bias_reason(self, spec):
+        return (f"Threshold drops the tuples of users with Φ < t = {spec.threshold(self.t):.4g} and does not rescale "
+                "(the paper's T)", "the roster's share of users with Φ ≥ t")
+
 
 @dataclass(frozen=True)
 class Sample(PDPMechanism):
@@ -279,6 +309,18 @@ class Sample(PDPMechanism):
     def rescale_factor(self, spec: PrivacySpec) -> float:
         """Mean π over the public universe U (the expected share of tuples kept)."""
         return float(sample_probability(spec.eps, spec.threshold(self.t)).mean())
+
+    def expected_share(self, spec, query):
+        if self.rescale or query.kind not in ("count", "sum") or not spec.n_users:
+            return None
+        return self.rescale_factor(spec)
+
+    def _bias_reason(self, spec):
+        return (f"Sample keeps each tuple with probability π = (e^Φ − 1)/(e^t − 1), t = {spec.threshold(self.t):.4g}, "
+                "and does not rescale (the paper's S), so its expected answer is Σ π over the counted tuples (the "
+                "bias Σ (π − 1) of the paper's Example 1)",
+                f"the mean π over the public roster, {self.rescale_factor(spec):.3g} (the option to rescale divides "
+                "by it)")
 
     def delivered(self, phi, spec):
         return sample_delivered(phi, spec.threshold(self.t))

@@ -18,6 +18,7 @@ from ...errors import PolicyError
 from ...noise_source import Noise, resolve
 from ...release import Release
 from ...secure import SecureSampler
+from .defaults import DESIGN_DEFAULTS
 from .neighbours import noise_calibration, substitution_factor
 from .query import PersonalizedQuery
 from .spec import ROSTER_TEXT, PrivacySpec
@@ -85,12 +86,17 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
     row: dict[str, Any] = {"query": query.describe(), "estimate": ans.estimate}
     if ans.scale is not None:
         row["scale"] = ans.scale
+    bias = mechanism.bias_note(spec, query)
+    if bias is not None:  # public: Φ over the roster (the same in review mode)
+        row["expected_bias"] = float(mechanism.expected_share(spec, query) or 0.0) - 1.0
     if reveal:
         truth = query.truth(raw)
         row.update({"true": truth, "error": ans.estimate - truth, "abs_error": abs(ans.estimate - truth)})
     params = {"mechanism": mechanism.label(spec), "query": query.kind, "column": query.column,
               "cutoff": query.cutoff, "lo": query.lo, "hi": query.hi, "integer": bool(query.integer),
               "neighbours": notion.name, "roster": spec.roster, "spec_source": spec.source, **mechanism.params(spec)}
+    if bias is not None:
+        params["expected_bias"] = row["expected_bias"]
     if query.black_box is not None:
         params["black_box"] = query.black_box.name
         params["black_box_substitution"] = float(query.black_box.substitution)
@@ -112,6 +118,8 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
                               "mode": nz.label}
     if ans.eps_used is not None:
         extras["eps_used"] = ans.eps_used
+    if bias is not None:
+        extras["bias"] = bias
     if reveal:
         extras.update({f"private_{k}": v for k, v in ans.private.items()})
     return Release(mechanism=f"personalized.{mechanism.name}", answers=pd.DataFrame([row]), measure="eps",
@@ -119,12 +127,12 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
                    truth_included=reveal, extras=extras, secure=smp is not None)
 
 
-#: What a release records about a query parameter left at a design default computed from the data.
-DATA_DEFAULT_NOTE = ("data: the column's 99th percentile (a design default computed from the confidential data; not "
-                     "a public value — a real release must set it from public knowledge)")
+#: What a release records about the upper bound hi left at its design default (each parameter's note is its
+#: :meth:`~.defaults.DesignDefault.note`).
+DATA_DEFAULT_NOTE = DESIGN_DEFAULTS["hi"].note()
 
 #: Query parameters whose design default may come from the data.
-DESIGN_DEFAULT_PARAMS = ("hi", "cutoff")
+DESIGN_DEFAULT_PARAMS = tuple(DESIGN_DEFAULTS)
 
 
 def require_public_bounds(names: Iterable[str]) -> None:
@@ -133,8 +141,8 @@ def require_public_bounds(names: Iterable[str]) -> None:
     or the output range, so it leaks through the release itself. Raises :class:`PolicyError` naming them."""
     flagged = [n for n in names if n in DESIGN_DEFAULT_PARAMS]
     if flagged:
-        raise PolicyError(f"A secure release cannot use query parameters computed from the confidential data: "
-                          f"{', '.join(flagged)} (the column's 99th percentile).",
+        raise PolicyError("A secure release cannot use query parameters computed from the confidential data: "
+                          + "; ".join(f"{n} ({DESIGN_DEFAULTS[n].origin})" for n in flagged) + ".",
                           hint="Type a public value (fixed from public knowledge), or adopt a private (DP) "
                                "suggestion charged to the ledger.")
 
@@ -146,6 +154,6 @@ def flag_design_defaults(rel: Release, names: Iterable[str]) -> Release:
     names = [n for n in names if n in DESIGN_DEFAULT_PARAMS]
     if not names:
         return rel
-    extra = {f"{n}_source": DATA_DEFAULT_NOTE for n in names}
+    extra = {f"{n}_source": DESIGN_DEFAULTS[n].note() for n in names}
     entries = tuple(replace(e, params={**e.params, **extra}) for e in rel.entries)
     return replace(rel, params={**rel.params, **extra}, entries=entries)

@@ -29,8 +29,8 @@ def _public_names(module: str) -> set[str]:
 
 
 def test_the_package_holds_the_concept_modules_of_the_layout():
-    assert MODULES == sorted(["spec", "query", "ranges", "blackbox", "sample", "neighbours", "pe", "mechanisms",
-                              "release", "accuracy", "experiments", "reduction", "secure"])
+    assert MODULES == sorted(["spec", "query", "defaults", "ranges", "blackbox", "sample", "neighbours", "pe",
+                              "mechanisms", "release", "accuracy", "experiments", "reduction", "secure"])
 
 
 @pytest.mark.parametrize("module", MODULES + ["__init__"])
