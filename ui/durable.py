@@ -196,6 +196,8 @@ def _restore(given: str) -> None:
     ss["ledger_stored"] = len(stored)
     ss["durable_ledger_id"] = saved.ledger_id
     releases = f"{len(stored)} earlier release{'' if len(stored) == 1 else 's'}"
+    if saved.config is not None and saved.config.get("mode") == "review":
+        ss["mode"] = "review"  # kept even when the data or design below cannot be restored (ui.mode)
     try:
         notes = _restore_design(sessions, saved)
     except PrdpError as err:
