@@ -67,8 +67,9 @@ with tab_export:
 
 with tab_import:
     st.markdown("Load a study config: every page takes its settings, the data source is loaded, pages the config "
-                "does not mention return to their defaults. The privacy ledger of this session is kept. A config "
-                "that does not validate changes nothing.")
+                "does not mention return to their defaults. The privacy ledger of this session is kept, and so is "
+                "review mode (a config in teaching mode does not leave it). A config that does not validate "
+                "changes nothing.")
     c1, c2 = st.columns(2)
     c1.file_uploader("Study config (YAML)", type=["yaml", "yml"], key="study_upload")
     c2.file_uploader("Its data file (only for a study that reads a file)", key="study_data_upload",

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from prdp_core.board.ledgers import data_fingerprint
 from prdp_core.charts import concepts as charts
 from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
@@ -180,9 +181,22 @@ def on_run() -> None:
         st.session_state["hl_error"] = f"**{err.title}.** {md_escape(err)}"
         st.session_state.pop("hl_ran", None)
         return
-    state.record_release(res.heavy)
-    state.record_release(res.standard)
+    data = generated_data(params, seed)
+    state.record_release(res.heavy, data=data)
+    state.record_release(res.standard, data=data)
     st.session_state["hl_ran"] = (_items(params), seed, teaching, _data_key(params))
+
+
+def generated_data(params: dict[str, Any], seed: int) -> dict[str, Any] | None:
+    """The fingerprint of a lab run's generated records (:func:`prdp_core.board.ledgers.data_fingerprint`: their
+    generator's settings and seed), whose ledger its releases are charged to — never the active table's; None
+    for a run on the active dataset."""
+    if params.get("hl_source") != "generated":
+        return None
+    ident = {"generated": "histogram lab", "n": int(params["hl_n"]), "d": int(params["hl_d"]),
+             "patterns": int(params["hl_patterns"]), "heavy_share": float(params["hl_heavy"]), "seed": int(seed)}
+    return data_fingerprint(ident, name=f"generated records of the histogram lab (n = {ident['n']:,}, "
+                                        f"d = {ident['d']}, seed {ident['seed']})")
 
 
 def _data_key(params: dict[str, Any]) -> str | None:

@@ -179,19 +179,20 @@ def fingerprint(source: Mapping[str, Any] | None = None) -> dict[str, Any]:
 def entry_fingerprints() -> list[dict[str, Any] | None]:
     """The data each entry of the session ledger ran on (entries recorded before this module knew them: the
     active data)."""
-    _align()
+    align()
     return list(st.session_state["ledger_fps"])
 
 
-def _align() -> None:
-    """Give every ledger entry a store id and its data (entries added without :func:`record`: the active data)."""
+def align(data: Mapping[str, Any] | None = None, last: int = 0) -> None:
+    """Give every ledger entry a store id and its data: the ``last`` entries ran on ``data`` (a fingerprint),
+    others added without :func:`record` on the active data."""
     ss = st.session_state
     n = len(state.ledger().entries)
     uids, fps = ss.setdefault("ledger_uids", []), ss.setdefault("ledger_fps", [])
     while len(uids) < n:
         uids.append(uuid.uuid4().hex)
     while len(fps) < n:
-        fps.append(fingerprint())
+        fps.append(dict(data) if data is not None and len(fps) >= n - last else fingerprint())
 
 
 # ---------------------------------------------------------------------------
@@ -265,6 +266,8 @@ def _restore(given: str) -> None:
     ss["ledger_stored"] = len(stored)
     ss["durable_ledger_id"] = saved.ledger_id
     releases = f"{len(stored)} earlier release{'' if len(stored) == 1 else 's'}"
+    if saved.config is not None and saved.config.get("mode") == "review":
+        ss["mode"] = "review"  # kept even when the data or design below cannot be restored (ui.mode)
     try:
         notes = _restore_design(sessions, saved)
     except PrdpError as err:
@@ -402,10 +405,11 @@ def _table_unsaved() -> bool:
     return src.get("kind") == "file" and not src.get("upload") and not src.get("shared")
 
 
-def record(entries: tuple[LedgerEntry, ...] | list[LedgerEntry]) -> None:
-    """A release was added to the session ledger: store its entries now (a failure is retried after the run)."""
+def record(entries: tuple[LedgerEntry, ...] | list[LedgerEntry], data: Mapping[str, Any] | None = None) -> None:
+    """A release was added to the session ledger (its ``entries`` last): give them the data they ran on (``data``, a
+    fingerprint; default: the active data) and store them now (a failure is retried after the run)."""
     if entries:
-        _align()
+        align(data, len(entries))
         sessions = store()
         if sessions is not None:
             _sync_ledger(sessions)
@@ -426,7 +430,7 @@ def _sync_ledger(sessions: SessionStore) -> None:
     if ss.get("durable_readonly") or not ss.get("durable_key"):
         return
     led = state.ledger()
-    _align()
+    align()
     done = int(ss.get("ledger_stored", 0))
     try:
         lid = ss.get("durable_ledger_id")
@@ -568,5 +572,5 @@ def _transfer_panel() -> None:
             st.caption(f"Valid for {max(1, round((until - time.time()) / 60))} more minute(s), once.")
 
 
-__all__ = ["RESTORERS", "entry_fingerprints", "fingerprint", "keep_upload", "key", "ledger_notice", "record", "save",
-           "show_message", "sidebar_note", "source_record", "start", "store"]
+__all__ = ["RESTORERS", "align", "entry_fingerprints", "fingerprint", "keep_upload", "key", "ledger_notice", "record",
+           "save", "show_message", "sidebar_note", "source_record", "start", "store"]

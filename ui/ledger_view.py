@@ -3,8 +3,9 @@ add up to, release after release (sequential composition), and whether the ledge
 whole ledger (:func:`ui.durable.ledger_notice`).
 
 Only releases that ran on the active table's records count in its totals (a session's ledger spans
-the datasets it used: releases on unrelated data do not add to these records' losses); the others
-are named. The largest per-record total is a statistic of the records: teaching mode only.
+the datasets it used: releases on unrelated data — another table, a sample, the records the histogram lab
+generates — do not add to these records' losses); the others are counted and their data named. The
+largest per-record total is a statistic of the records: teaching mode only.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from prdp_core.board.ledgers import same_data
 from prdp_core.errors import PrdpError
 
 from . import durable, review, state
+from .common import md_escape
 
 
 @st.cache_data(show_spinner=False, max_entries=16, scope="session")
@@ -44,7 +46,8 @@ def totals() -> None:
     if not len(led):
         return
     mine = durable.fingerprint()
-    here = tuple(same_data(fp, mine) for fp in durable.entry_fingerprints())
+    fps = durable.entry_fingerprints()
+    here = tuple(same_data(fp, mine) for fp in fps)
     uids = tuple(st.session_state.get("ledger_uids", ()))
     try:
         table = state.dataset().table
@@ -54,7 +57,9 @@ def totals() -> None:
     on_it = sum(here)
     others = len(here) - on_it
     if others:
-        st.caption(f"{others} release(s) of this session ran on other data and are not in the totals below.")
+        names = sorted({str((fp or {}).get("name") or "unknown data") for fp, h in zip(fps, here) if not h})
+        st.caption(f"{others} release(s) of this session ran on other data and are not in the totals below: "
+                   f"{md_escape('; '.join(names))}.")
     if not on_it:
         return
     last = tot.iloc[-1]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from . import durable, review, state
+from . import durable, mode, review, state
 from .common import md_escape
 
 
@@ -29,11 +29,14 @@ def render() -> None:
         st.markdown("### Active policy")
         st.markdown(policy if policy else "_none yet: design one on the Policy designer page_")
         st.markdown("### Mode")
-        st.radio("Mode", list(state.MODES), format_func=state.MODES.get, key="mode", label_visibility="collapsed",
+        st.radio("Mode", list(state.MODES), format_func=state.MODES.get, key=mode.KEY, label_visibility="collapsed",
+                 on_change=mode.on_choice,
                  help="Teaching: runs are seeded and show true values and errors — for teaching and review only, "
                       "never for a real release. Review: every statistic of the records is hidden (per-record "
                       "losses, true answers, errors, record counts, profiles, rows); the public policy "
-                      "function, budgets and noisy answers stay.")
+                      "function, budgets and noisy answers stay. Leaving review mode asks for a confirmation; "
+                      "loading a study, a link or a board entry never leaves it.")
+        mode.confirmation()
         if st.session_state["mode"] == "teaching":
             st.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                             help="Seeded runs are reproducible; they are for teaching and review only.")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 import streamlit as st
 
@@ -206,12 +206,17 @@ def ledger() -> "Ledger":
     return st.session_state["ledger"]
 
 
-def record_release(release: "Release", sample: dict[str, Any] | None = None) -> None:
+def record_release(release: "Release", sample: dict[str, Any] | None = None,
+                   data: Mapping[str, Any] | None = None) -> None:
     """Add a release's ledger entries to the session ledger; a release made on a sample of a large table
     (the page's, or ``sample``: the rows asked for, the table ``of`` and the seed) says so in its label and
     parameters (``data_sample``), and stores them (:mod:`ui.durable`): the ledger outlives a server restart.
     The rows asked for are a public choice; the table's record count is not written (a sample asking for
-    more rows than the table has is the whole table)."""
+    more rows than the table has is the whole table).
+
+    ``data`` is the fingerprint of the records the release ran on
+    (:func:`prdp_core.board.ledgers.data_fingerprint`) when they are not the active table's — generated
+    records: the release is charged to their ledger, never to the active table's (default: the active data)."""
     smp = sample if sample is not None else page_sample()
     entries = release.entries
     if smp:
@@ -220,13 +225,14 @@ def record_release(release: "Release", sample: dict[str, Any] | None = None) -> 
         note = f" [uniform sample ({smp['rows']:,} rows asked) of {smp['of']}, seed {smp['seed']}]"
         entries = tuple(replace(e, label=e.label + note, params={**e.params, "data_sample": {
             "rows_asked": smp["rows"], "table": smp["of"], "seed": smp["seed"]}}) for e in entries)
-    record_entries(entries)
+    record_entries(entries, data=data)
 
 
-def record_entries(entries: "tuple[LedgerEntry, ...]") -> None:
+def record_entries(entries: "tuple[LedgerEntry, ...]", data: Mapping[str, Any] | None = None) -> None:
     """Add ledger entries to the session ledger and store them (:mod:`ui.durable`): releases, and adopted
-    private suggestions (:mod:`ui.private_suggest`)."""
-    ledger().extend(entries)
+    private suggestions (:mod:`ui.private_suggest`); ``data`` as in :func:`record_release`."""
     from . import durable
 
-    durable.record(entries)
+    durable.align()  # earlier entries keep the data they ran on
+    ledger().extend(entries)
+    durable.record(entries, data=data)

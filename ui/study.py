@@ -7,8 +7,10 @@ editors with the mechanism each page runs, and — under ``app`` — the view se
 page (sweeps, toggles, calculators). :func:`import_state` does the reverse: it validates the
 whole config and loads its data *before* touching the session, so a bad config leaves the
 session as it was. The session's privacy ledger is never changed by an import (it records
-what this session released). :func:`page_study` builds one page's part of such a config with the same
-builders: the study its "Reproduce in Python" code is written from (:mod:`ui.reproduce`).
+what this session released), nor is its review mode (:mod:`ui.mode`: a review session stays in review
+whatever the config's mode, and the import's notes say so). :func:`page_study` builds one page's part
+of such a config with the same builders: the study its "Reproduce in Python" code is written from
+(:mod:`ui.reproduce`).
 
 Each page declares the session-state keys it owns — view settings, engine keys, rules of imported values,
 editor tables, results — in its ui module (``STATE``, a :class:`ui.page_state.PageState`); this module loops
@@ -54,6 +56,7 @@ from . import (
     state,
     tradeoffs,
 )
+from . import mode as umode
 from .common import md_escape
 from .concepts import DECLARED_PREFIX, DECLARED_SETTINGS
 from .page_state import PageState
@@ -776,7 +779,10 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     new_ds, new_src = _dataset_for(study, data_bytes, data_name)
     ds = new_ds if new_ds is not None else state.active_dataset()
     study.check_against(ds)
-    up: dict[str, Any] = {"mode": study.mode, "seed": int(study.seed)}
+    kept_mode, mode_note = umode.imported(study.mode)  # an import never leaves review mode
+    up: dict[str, Any] = {"mode": kept_mode, "seed": int(study.seed)}
+    if mode_note:
+        notes.append(mode_note)
     pop: set[str] = set(RESULT_KEYS)
     if "thresholds" in study.policy and study.workload is not None:
         _policy_updates(study, ds, up, pop)

@@ -70,8 +70,9 @@ def _frame(at: AppTest) -> pd.DataFrame:
     return next(d.value for d in at.dataframe)
 
 
-def _other_entry(workshop: Path, name: str, thresholds: dict, token: str = "someone-else") -> int:
-    cfg = parse_config({"version": 1, "seed": 0, "data": SMALL, "policy": {"thresholds": thresholds},
+def _other_entry(workshop: Path, name: str, thresholds: dict, token: str = "someone-else",
+                 mode: str = "review") -> int:
+    cfg = parse_config({"version": 1, "mode": mode, "seed": 0, "data": SMALL, "policy": {"thresholds": thresholds},
                         "workload": {"queries": [{"kind": "count", "group_by": ["STATE"], "rho": 0.5},
                                                  {"kind": "sum", "measure": "EMP", "group_by": ["STATE"],
                                                   "rho": 0.5}]},
@@ -162,6 +163,20 @@ def test_load_another_participants_policy_keeps_the_other_pages(workshop):
     assert "bf_mode" in at.session_state  # the budget function was kept
     at.switch_page("app_pages/policy_designer.py").run()
     assert not at.exception and at.session_state["policy"].thresholds.as_dict()["*"]["PAYANN"] == 3000
+
+
+def test_loading_a_teaching_entry_keeps_a_review_session_in_review(workshop):
+    at = _designer()
+    at.sidebar.radio(key="mode").set_value("review").run()
+    other = _other_entry(workshop, "Theirs", {"EMP": 30, "PAYANN": 3000, "PAYQTR1": 800}, mode="teaching")
+    assert _store(workshop).entries()[0].config["mode"] == "teaching"
+    _board(at)
+    at.selectbox(key="board_pick").set_value(other)
+    at.button(key="board_load").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["thr_EMP"] == 30 and at.session_state["mode"] == "review"
+    at.switch_page("app_pages/policy_designer.py").run()
+    assert "Hidden in review mode" in texts(at)
 
 
 def test_other_policy_kinds_can_be_submitted(workshop):
@@ -268,6 +283,18 @@ def test_the_url_carries_the_design_and_a_new_session_restores_it():
     assert fresh.session_state["policy"].thresholds.as_dict()["*"]["EMP"] == 42.0
     assert fresh.session_state["thr_EMP"] == 42.0
     assert fresh.session_state["mode"] == "teaching"  # a link never sets its reader's mode
+
+
+def test_a_link_opened_in_a_review_session_keeps_review_mode():
+    design = {"version": 1, "mode": "teaching", "seed": 0, "data": SMALL, "policy": {"thresholds": {"EMP": 42}},
+              "workload": {"queries": [{"kind": "count", "group_by": ["STATE"], "rho": 0.5}]},
+              "mechanisms": [{"kind": "unit_splitting"}]}
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.session_state["mode"] = "review"
+    at.query_params["policy"] = links.encode(design)
+    at.run()
+    assert not at.exception, at.exception
+    assert at.session_state["thr_EMP"] == 42 and at.session_state["mode"] == "review"
 
 
 @pytest.mark.parametrize("text, message", [

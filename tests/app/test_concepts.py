@@ -6,7 +6,7 @@ import pytest
 
 from prdp_core import interpret
 
-from .conftest import open_page, texts
+from .conftest import open_page, texts, upload
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +99,38 @@ def test_histogram_lab_generated_and_ledger():
     at.slider(key="hl_eps0").set_value(2.0)
     _run(at)
     assert "press **Run both histograms**" in texts(at)
+
+
+def test_histogram_lab_runs_on_generated_records_are_charged_to_their_own_data_not_the_active_table():
+    rows = "".join(f"{i},{(i * 37) % 1000 + 1},{'AB'[i % 2]}\n" for i in range(300))
+    at = upload(open_page("data"), "shop.csv", ("id,sales,region\n" + rows).encode())
+    at.switch_page("app_pages/concepts.py").run()
+    at.slider(key="hl_d").set_value(16)
+    at.number_input(key="hl_n").set_value(5_000)
+    at.button(key="hl_run").click()
+    _run(at)
+    assert len(at.session_state["ledger"]) == 2
+    fps = at.session_state["ledger_fps"]
+    assert [fp["identity"] for fp in fps] == [{"generated": "histogram lab", "n": 5000, "d": 16, "patterns": 20,
+                                               "heavy_share": 0.5, "seed": 0}] * 2
+    assert "generated records of the histogram lab" in fps[0]["name"]
+    at.switch_page("app_pages/run.py").run()
+    t = texts(at)
+    assert ("2 release(s) of this session ran on other data and are not in the totals below: generated records "
+            "of the histogram lab (n = 5,000, d = 16, seed 0).") in t
+    assert "most exposed record" not in t  # nothing is charged to shop.csv
+    at.button(key="run_go").click().run()
+    one = at.session_state["ledger"].entries[-1].loss(at.session_state["dataset"].table)
+    assert f"the most exposed record has lost **ρ = {one.max():.4g}**" in texts(at)  # the release on shop.csv only
+    # the lab on the active table's records is charged to that table
+    at.switch_page("app_pages/concepts.py").run()
+    at.radio(key="hl_source").set_value("dataset")
+    _run(at)
+    at.multiselect(key="hl_columns").set_value(["sales"])
+    at.button(key="hl_run").click()
+    _run(at)
+    at.switch_page("app_pages/run.py").run()
+    assert "Totals on this table** over its 3 release(s)" in texts(at)
 
 
 def test_histogram_lab_on_active_dataset_teaching_and_review():

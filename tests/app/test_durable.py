@@ -205,6 +205,18 @@ def test_review_mode_shows_public_totals_only():
     assert "most exposed record" not in t and "Hidden in review mode:** the largest total loss of a record" in t
 
 
+def test_a_review_session_is_restored_in_review_even_when_its_table_is_gone():
+    first = _designed_session()
+    first.sidebar.radio(key="mode").set_value("review").run()
+    key = first.query_params[S.KEY_PARAM]
+    assert _reopen(key).session_state["mode"] == "review"
+    uploads = Path(os.environ["PRDP_WORKSHOP_DIR"]) / "data" / "uploads"
+    (uploads / first.session_state["dataset_source"]["upload"]).unlink()
+    again = _reopen(key)
+    assert "but not your data and design" in again.first_texts
+    assert again.session_state["mode"] == again.sidebar.radio(key="mode").value == "review"
+
+
 def test_stored_rows_hold_no_session_key_and_the_uploaded_bytes_once():
     a = _designed_session()
     b = upload(open_page("data"), "same.csv", _csv())  # another session, the same bytes

@@ -63,4 +63,5 @@ def test_settings_of_the_splitting_pages_outside_their_widgets_are_left_out():
     # the imported setting waits in the session and shows in teaching mode
     assert "Hidden in review mode:** threshold suggestions" in texts(at)
     at.sidebar.radio(key="mode").set_value("teaching").run()
+    at.sidebar.button(key="mode_confirm_teaching").click().run()  # leaving review mode is confirmed
     assert at.number_input(key="sugg_share").value == 98

@@ -107,8 +107,9 @@ def shot(page, name: str) -> Path:
 
 
 def wait_idle(page, timeout: float = 60_000) -> None:
-    """Wait until Streamlit has finished the current run: no 'Running' status widget and no
-    skeleton placeholders left (elements still being drawn)."""
+    """Wait until Streamlit has finished the current run (:data:`IDLE_JS`: the app root's script run
+    state is ``notRunning`` and no skeleton placeholders are left). The first pause lets a click's rerun
+    request reach the server, whose answer moves the state to ``running``."""
     page.wait_for_timeout(300)
     page.wait_for_function(IDLE_JS, timeout=timeout)
     page.wait_for_timeout(300)

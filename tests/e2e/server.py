@@ -24,10 +24,19 @@ CHROMIUM = os.environ.get("PRDP_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
-#: JavaScript that is true once Streamlit has finished the current run: no "Running" status widget
-#: and no skeleton placeholders left (elements still being drawn).
-IDLE_JS = ("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')"
-           " && !document.querySelector('[data-testid=\"stSkeleton\"]')")
+#: JavaScript that is true once Streamlit has finished the current run: the app root's script run state
+#: (the ``data-test-script-state`` attribute Streamlit's frontend sets on ``[data-testid="stApp"]``:
+#: ``initial`` before the first run, then ``running``, ``rerunRequested``, ``stopRequested``,
+#: ``notRunning`` or ``compilationError``) says no run is under way or asked for, the page is connected
+#: to its server, and no skeleton placeholders are left (elements still being drawn).
+IDLE_JS = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app) return false;
+  const state = app.getAttribute('data-test-script-state');
+  return (state === 'notRunning' || state === 'compilationError')
+    && app.getAttribute('data-test-connection-state') === 'CONNECTED'
+    && !document.querySelector('[data-testid="stSkeleton"]');
+}"""
 
 #: JavaScript giving a fingerprint of the data of the Plotly chart matched by a CSS selector (``%s``): its
 #: traces' x and y, which Streamlit sends base64-encoded, so the fingerprint changes whenever the curve does.

@@ -188,6 +188,8 @@ def test_review_mode_shows_no_statistic_of_the_records_on_any_page(page, app_url
     frames.clear()
     _sidebar(page).get_by_text("Teaching (seeded, shows true values)").click()
     wait_idle(page)
+    _sidebar(page).get_by_role("button", name="Switch to teaching").click()  # leaving review mode is confirmed
+    wait_idle(page)
     _nav(page, "Policy designer")
     page.get_by_text("Largest record loss", exact=True).wait_for()
     shown = _scan(page, secrets, "teaching")

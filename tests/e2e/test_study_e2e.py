@@ -70,6 +70,8 @@ def test_study_download_report_and_config_then_reload(page, app_url, tmp_path):
     assert sidebar.get_by_text("5,000 records").count() == 0  # review mode: no record count
     sidebar.get_by_text("Teaching (seeded, shows true values)").click()
     wait_idle(page)
+    sidebar.get_by_role("button", name="Switch to teaching").click()  # leaving review mode is confirmed
+    wait_idle(page)
     sidebar.get_by_text("5,000 records").wait_for()  # the config's sample size
     sidebar.get_by_text("Review (true values hidden)").click()
     wait_idle(page)
