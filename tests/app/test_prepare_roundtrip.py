@@ -9,6 +9,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlparse
 
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from prdp_core.board import links
@@ -17,6 +18,8 @@ from prdp_core.config import parse_config
 from prdp_core.data import MISSING_GROUP
 
 from .conftest import ROOT, open_page, texts
+
+pytestmark = pytest.mark.usefixtures("one_browser")  # a restart reopens the session in the browser that saved it
 
 
 def _csv(n: int = 60) -> bytes:
