@@ -229,7 +229,10 @@ def _policy_out(p: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _workload_out(w: Mapping[str, Any]) -> dict[str, Any]:
-    return {"queries": [dict(q) for q in w["queries"]], "partition_rho": w["partition_rho"], "joint": w["joint"]}
+    out = {"queries": [dict(q) for q in w["queries"]], "partition_rho": w["partition_rho"], "joint": w["joint"]}
+    if w.get("group_keys"):
+        out["group_keys"] = {c: list(v) for c, v in w["group_keys"].items()}
+    return out
 
 
 def _report(v: Any) -> dict[str, Any]:
