@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import keysets
 from .distribution import LossDistribution
 from .engines import Aggregate, is_engine_data
 from .errors import ParameterError, PolicyError
@@ -178,7 +179,8 @@ def keep_probabilities(table: Any, policy: SplittingPolicy, sts: list[QueryStats
     counts: a design aid.
     """
     wl = policy.workload
-    sets, ps = selection_plan((s.query.group_by for s in sts), wl.partition_rho * scale, partition_delta)
+    sets, ps = selection_plan((s.query.group_by for s in sts), wl.partition_rho * scale, partition_delta,
+                             keysets.listed(wl))
     if ps is None:
         return [np.ones(s.n_cells) for s in sts]
     keep = {gb: ps.keep_probability(p) for gb, p in _selection_pieces(table, policy, sets, pieces, cells).items()}

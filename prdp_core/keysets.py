@@ -89,6 +89,11 @@ def covers(group_by: tuple[str, ...], keys: GroupKeys) -> bool:
     return bool(group_by) and all(c in listed for c in group_by)
 
 
+def listed(workload: Any) -> tuple[tuple[str, ...], ...]:
+    """The group-bys of a workload's queries whose cells its key lists give (each once)."""
+    return tuple(dict.fromkeys(q.group_by for q in workload.queries if covers(q.group_by, workload.group_keys)))
+
+
 def n_cells(group_by: tuple[str, ...], keys: GroupKeys) -> int:
     """Cells of a listed group-by: the product of its columns' list lengths."""
     listed = dict(keys)
@@ -185,5 +190,5 @@ def filters(group_by: tuple[str, ...], cells: pd.DataFrame) -> tuple[Any, ...] |
     return tuple(Filter(c, tuple(v.item() if hasattr(v, "item") else v for v in d)) for c, d in zip(group_by, distinct))
 
 
-__all__ = ["KEYS_SOURCE", "GroupKeys", "as_mapping", "check_cells", "covers", "filters", "key_frame", "match",
+__all__ = ["KEYS_SOURCE", "GroupKeys", "as_mapping", "check_cells", "covers", "filters", "key_frame", "listed", "match",
            "n_cells", "normalize", "public_keys"]

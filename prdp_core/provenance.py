@@ -131,5 +131,5 @@ def stamp_answers(answers: pd.DataFrame, *, teaching: bool, secure: bool, seed: 
     return out
 
 
-__all__ = ["DATA_DERIVED_COLUMN", "KEYS_FROM_DATA", "KEYS_LISTED", "TYPED", "check_sources", "data_derived", "data_source",
-           "is_data_derived", "private_source", "require_public_thresholds", "stamp_answers"]
+__all__ = ["DATA_DERIVED_COLUMN", "KEYS_FROM_DATA", "KEYS_LISTED", "TYPED", "check_sources", "data_derived",
+           "data_source", "is_data_derived", "private_source", "require_public_thresholds", "stamp_answers"]

@@ -169,7 +169,7 @@ class Workload:
 
     ``group_keys`` are public key lists (column → its listed values, :mod:`prdp_core.keysets`): a
     group-by whose columns are all listed is answered on the product of their lists. Given as a
-    mapping; kept as (column, values) pairs."""
+    mapping; kept as (column, values) pairs, for the columns some query groups by."""
 
     queries: tuple[Query, ...]
     partition_rho: float = 0.0
@@ -180,7 +180,9 @@ class Workload:
         object.__setattr__(self, "queries", tuple(self.queries))
         if not math.isfinite(self.partition_rho) or self.partition_rho < 0:
             raise PolicyError("The partition-selection budget must be a non-negative number.")
-        object.__setattr__(self, "group_keys", keysets.normalize(self.group_keys))
+        grouped = {c for q in self.queries for c in q.group_by}  # lists of columns no query groups by are dropped
+        object.__setattr__(self, "group_keys", tuple((c, v) for c, v in keysets.normalize(self.group_keys)
+                                                     if c in grouped))
         for q in self.queries:
             keysets.check_cells(q.group_by, self.group_keys)
 

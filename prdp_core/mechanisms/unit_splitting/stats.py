@@ -10,8 +10,8 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from ...codes import GroupCells as _Factorizer
 from ... import keysets
+from ...codes import GroupCells as _Factorizer
 from ...engines import Aggregate, CellTable, EngineDataset, SplitHistogram
 from ...engines.memory import column_kind
 from ...errors import PolicyError

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ... import keysets
 from ...accounting import LedgerEntry
 from ...codes import GroupCells as _Factorizer
 from ...codes import OwnerCells as _OwnerCells
@@ -19,7 +20,6 @@ from ...distribution import LossDistribution
 from ...engines import EngineDataset, RealizedTerm, is_engine_data
 from ...errors import PolicyError
 from ...noise_source import Noise, resolve
-from ... import keysets
 from ...provenance import KEYS_FROM_DATA, KEYS_LISTED, require_public_thresholds
 from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, to_units
