@@ -5,7 +5,6 @@ released (absent cells as noisy zeros), kept by the Policy designer, exported an
 from __future__ import annotations
 
 from prdp_core.config import parse_config
-from prdp_core.provenance import KEYS_LISTED
 
 from .conftest import open_page, texts
 
@@ -22,13 +21,18 @@ def _secure_review_refusal():
     return at
 
 
-def test_the_refusal_offers_the_key_lists_and_goes_once_partition_selection_is_set():
+def test_the_refusal_offers_the_key_lists_the_app_and_the_config_have():
     at = _secure_review_refusal()
     errors = "\n".join(e.value for e in at.error)
     assert REFUSAL in errors
     # the message names what the app and the config offer: the editor on this page and workload.group_keys
     assert "Public group keys" in errors and "workload.group_keys" in errors
     assert any(e.label == "Public group keys" for e in at.expander)
+
+
+def test_the_refusal_goes_once_partition_selection_is_set():
+    at = _secure_review_refusal()
+    assert REFUSAL in "\n".join(e.value for e in at.error)
     at.switch_page("app_pages/policy_designer.py")
     at.run()
     at.number_input(key="policy_partition_rho").set_value(0.1).run()
@@ -56,7 +60,7 @@ def test_listed_keys_make_the_secure_release_and_survive_the_designer_and_the_ex
     at.button(key="run_go").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     rel = at.session_state["run_release"]
-    assert rel.secure and rel.params["keys"] == KEYS_LISTED and rel.params["group_keys_source"] == "typed"
+    assert rel.secure and rel.params["keys"] == "public (a listed key set)" and rel.params["group_keys_source"] == "typed"
     for q in rel.answers["query"].unique():
         assert list(rel.answers.loc[rel.answers["query"] == q, col]) == ["01001", "01003", "NOT-A-KEY"]
     entry = at.session_state["ledger"].entries[-1]
