@@ -41,7 +41,7 @@ def parse_values(text: str) -> list[str]:
 
 def _kinds() -> dict[str, str]:
     ds = state.dataset()
-    return ds.engine.column_kinds() if is_engine_data(ds) else table_kinds(ds.table)
+    return dict(ds.engine.column_kinds()) if is_engine_data(ds) else table_kinds(ds.table)
 
 
 def _adopt(lists: dict[str, list[Any]]) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from prdp_core.config import parse_config
 
-from .conftest import open_page, texts
+from .conftest import open_page
 
 REFUSAL = "cannot take its group keys from the data"
 
@@ -60,7 +60,8 @@ def test_listed_keys_make_the_secure_release_and_survive_the_designer_and_the_ex
     at.button(key="run_go").click().run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     rel = at.session_state["run_release"]
-    assert rel.secure and rel.params["keys"] == "public (a listed key set)" and rel.params["group_keys_source"] == "typed"
+    assert rel.secure and rel.params["keys"] == "public (a listed key set)"
+    assert rel.params["group_keys_source"] == "typed"
     for q in rel.answers["query"].unique():
         assert list(rel.answers.loc[rel.answers["query"] == q, col]) == ["01001", "01003", "NOT-A-KEY"]
     entry = at.session_state["ledger"].entries[-1]

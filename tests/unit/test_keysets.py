@@ -125,7 +125,8 @@ def test_config_key_is_read_written_back_and_checked():
     bad = {"STATE: [NV, MD, ZZ], NAICS2: ['44', '99']": "COUNTY: ['01001']",
            "NAICS2: ['44', '99']}": "NAICS2: []}", "STATE: [NV, MD, ZZ]": "STATE: NV"}
     messages = ["workload.group_keys.COUNTY: no query groups by 'COUNTY'",
-                "workload.group_keys.NAICS2: must be a non-empty list", "workload.group_keys.STATE: must be a non-empty"]
+                "workload.group_keys.NAICS2: must be a non-empty list",
+                "workload.group_keys.STATE: must be a non-empty"]
     for (old, new), msg in zip(bad.items(), messages):
         with pytest.raises(ConfigError, match=msg):
             parse_config(STUDY.replace(old, new))
