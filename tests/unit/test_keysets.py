@@ -136,6 +136,41 @@ def test_config_key_is_read_written_back_and_checked():
                                    + ", ".join(map(str, range(1000))) + "]}"))
 
 
+def test_validate_names_a_listed_value_of_the_wrong_type(tmp_path):
+    from prdp_core.samples import generate_cbp_like
+
+    generate_cbp_like(300, 0).assign(ZONE=lambda t: t.index % 4).to_csv(tmp_path / "d.csv", index=False)
+    source = "{path: d.csv, schema: {id: ESTAB_ID, measures: [EMP, PAYANN], groups: [ZONE, STATE, NAICS2]}}"
+    study = parse_config(STUDY.replace("{sample: cbp_like, n: 2000, seed: 0}", source)
+                         .replace("group_by: [STATE], rho", "group_by: [ZONE], rho")
+                         .replace("group_keys: {", "group_keys: {ZONE: [0, north], "), base_dir=str(tmp_path))
+    from prdp_core.runner import load_data
+
+    with pytest.raises(ConfigError, match="workload.group_keys: The key list of 'ZONE' holds 'north', but 'ZONE' is a "
+                                          "numeric column"):
+        study.check_against(load_data(study))
+
+
+def test_error_analysis_of_listed_cells_is_the_same_on_an_engine(tmp_path):
+    from prdp_core import analysis, engines
+    from prdp_core.data import Schema, prepare_dataset
+
+    rng = np.random.default_rng(0)
+    t = pd.DataFrame({"id": np.arange(3000), "g": rng.choice(list("abc"), 3000),
+                      "v": np.floor(rng.pareto(1.1, 3000) * 10)})
+    schema = Schema(id_col="id", measures=("v",), groups=("g",))
+    t.to_parquet(tmp_path / "t.parquet")
+    wl = Workload((Query("count", rho=0.5, group_by=("g",)),
+                   Query("sum", "v", rho=0.5, split=False, clamp=50.0, group_by=("g",))),
+                  group_keys={"g": ["a", "b", "zz"]})
+    pol = SplittingPolicy(as_thresholds({"v": 20.0}), wl)
+    ref = analysis.workload_errors(prepare_dataset(t, schema).table, pol)
+    got = analysis.workload_errors(engines.open_dataset(str(tmp_path / "t.parquet"), engine="duckdb", schema=schema),
+                                   pol)
+    assert len(ref) == 4  # listed cells with records (zz has none; c is not listed)
+    pd.testing.assert_frame_equal(ref, got)
+
+
 def test_cli_run_with_key_lists_is_reproduced_bit_for_bit_and_secure_runs(tmp_path, capsys):
     cfg = tmp_path / "s.yaml"
     cfg.write_text(STUDY)

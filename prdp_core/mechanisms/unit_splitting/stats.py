@@ -206,7 +206,7 @@ def engine_workload_stats(data: EngineDataset, policy: SplittingPolicy, public_k
     for gb in sel:
         need(gb, Aggregate("pieces|all", "pieces"))
     tables = {gb: eng.cell_aggregates(gb, list(aggs.values()), thr) for gb, aggs in plans.items()}
-    listed = {gb: _listed_table(tables[gb], public_keys[gb], kinds) for gb in tables if gb in public_keys}
+    listed = {gb: on_cells(tables[gb], public_keys[gb], kinds) for gb in tables if gb in public_keys}
     out = []
     for q, (cnt, pcs, tot) in zip(policy.workload.queries, names):
         t = listed.get(q.group_by, tables[q.group_by])
@@ -215,7 +215,7 @@ def engine_workload_stats(data: EngineDataset, policy: SplittingPolicy, public_k
     return out, {gb: (tables[gb].keys, tables[gb].values["pieces|all"]) for gb in sel}
 
 
-def _listed_table(t: CellTable, cells: pd.DataFrame, kinds: Mapping[str, str]) -> CellTable:
+def on_cells(t: CellTable, cells: pd.DataFrame, kinds: Mapping[str, str]) -> CellTable:
     """An engine's cell table (the cells present) on a public key list: listed cells in the list's order,
     those absent from the data with zeros, unlisted ones dropped (each value copied, never re-summed)."""
     k = cells[list(t.group_by)].drop_duplicates().reset_index(drop=True)
