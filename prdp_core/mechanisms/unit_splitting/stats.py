@@ -79,7 +79,9 @@ def cell_sensitivity(q: Query, policy: SplittingPolicy, keys: pd.DataFrame) -> n
         for i, g in enumerate(keys[thr.group_col].to_numpy()):
             r = rows.get(g, default)
             if r is None:
-                raise PolicyError(f"No thresholds for {thr.group_col} = {g!r}.")
+                raise PolicyError(f"No thresholds for {thr.group_col} = {g!r}.",
+                                  hint="Add a thresholds row for it or a '*' row for every other group (a listed "
+                                       "key with no row needs one too), or remove it from the key list.")
             out[i] = float(r[a])  # type: ignore[index]
         return out
     return np.full(n_cells, max(float(r[a]) for r in rows.values()))  # type: ignore[index]
