@@ -91,7 +91,7 @@ with right:
 def _make_policy() -> SplittingPolicy:
     wl = workload_from_frame(wl_frame)
     wl = Workload(wl.queries, partition_rho=float(st.session_state["policy_partition_rho"]),
-                  joint=bool(st.session_state["policy_joint"]))
+                  joint=bool(st.session_state["policy_joint"]), group_keys=pstate.group_keys())
     thr = thr_make()
     pol = SplittingPolicy(thr, wl, threshold_source=pstate.threshold_sources(thr))
     pstate.validate(pol)

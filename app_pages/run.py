@@ -10,6 +10,7 @@ from prdp_core.errors import PrdpError
 from prdp_core.export import to_csv_bytes
 from prdp_core.provenance import data_derived
 from prdp_core.secure import mode_label
+from ui import group_keys as gkeys
 from ui import ledger_view, review, state
 from ui import policy_designer as pstate
 from ui import run as rstate
@@ -34,8 +35,7 @@ if from_data:
                + ". Teaching runs may use them (the ledger and the answers CSV say so); a **secure release in "
                  "review mode refuses them**. Type public values in below, or on the Policy designer page.",
                icon=":material/lock:")
-    with st.expander("Type public thresholds", icon=":material/edit:",
-                     expanded=st.session_state.get("run_error") is not None):
+    with st.expander("Type public thresholds", icon=":material/edit:", expanded=rstate.run_error() is not None):
         if single:
             st.caption("Values fixed from public knowledge (published statistics, a documented bound, public or "
                        "synthetic data) — not read off these records. They replace the flagged thresholds.")
@@ -63,11 +63,14 @@ if pol.workload.partition_rho > 0:
     c1.number_input("Partition-selection δ", min_value=1e-12, max_value=0.1, value=1e-6, format="%.0e",
                     key="run_ps_delta", help="Threshold τ = 1 + σ·Φ⁻¹(1 − δ): a cell with a single one-piece "
                                              "record appears with probability ≤ δ.")
-    c1.caption("Group keys are found by partition selection on split data.")
+    c1.caption("Group keys are found by partition selection on split data"
+               + (" (group-bys with public key lists excepted)." if pol.workload.group_keys else "."))
+elif gkeys.needed(pol):
+    c1.caption("Group keys: the cells present in the data are treated as **public**. A secure release refuses keys "
+               "taken from the data: list them under **Public group keys** below, or set a partition-selection ρ "
+               "on the Policy designer page.")
 else:
-    c1.caption("Group keys: the cells present in the data are treated as **public** (a real release needs a public "
-               "key list, or partition selection — set its ρ on the Policy designer page). A secure release "
-               "refuses keys taken from the data.")
+    c1.caption("Group keys: the public key lists below" if pol.workload.group_keys else "No group-by.")
 min_records = c2.number_input("Evaluate answers with at least … records", min_value=1, value=1, step=1,
                               key="run_min_records", help="The paper evaluates CBP cells with ≥ 100 establishments.")
 c3.toggle("Secure release", key="run_secure",
@@ -75,8 +78,10 @@ c3.toggle("Secure release", key="run_secure",
                "grid; unseeded, so not reproducible. Off: a seeded teaching run (numpy's generator).")
 c3.button("Run release", type="primary", key="run_go", on_click=rstate.on_run, args=("run_ps_delta",))
 rstate.run_pending()  # a large dataset's release: made here, with progress
-if st.session_state.get("run_error") is not None:
-    show_error(st.session_state["run_error"])
+run_err = rstate.run_error()  # only while it is about the current policy, queries and secure toggle
+if run_err is not None:
+    show_error(run_err)
+gkeys.editor(pol, expanded=bool(st.session_state.get("run_secure")) and gkeys.needed(pol))
 
 rel = rstate.current_release()
 if rel is None:

@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import keysets
 from .distribution import LossDistribution
 from .engines import Aggregate, is_engine_data
 from .errors import ParameterError, PolicyError
@@ -44,6 +45,7 @@ from .mechanisms.unit_splitting import (
     selection_plan,
     workload_stats,
 )
+from .mechanisms.unit_splitting.stats import on_cells
 from .splitting import split_counts
 from .workload import Query, SplittingPolicy
 
@@ -178,7 +180,8 @@ def keep_probabilities(table: Any, policy: SplittingPolicy, sts: list[QueryStats
     counts: a design aid.
     """
     wl = policy.workload
-    sets, ps = selection_plan((s.query.group_by for s in sts), wl.partition_rho * scale, partition_delta)
+    sets, ps = selection_plan((s.query.group_by for s in sts), wl.partition_rho * scale, partition_delta,
+                             keysets.listed(wl))
     if ps is None:
         return [np.ones(s.n_cells) for s in sts]
     keep = {gb: ps.keep_probability(p) for gb, p in _selection_pieces(table, policy, sets, pieces, cells).items()}
@@ -281,7 +284,10 @@ def _raw_totals(table: Any, s: QueryStats) -> np.ndarray:
     if s.cell_of is None:  # statistics of an engine: the sums are computed there, over the same cells
         q = s.query
         agg = Aggregate("raw", "sum", q.measure, None, q.filter)
-        return table.engine.cell_aggregates(q.group_by, [agg]).values["raw"]
+        t = table.engine.cell_aggregates(q.group_by, [agg])
+        if len(t.keys) != s.n_cells or not t.keys.equals(s.keys):  # a public key list: its cells
+            t = on_cells(t, s.keys, table.engine.column_kinds())
+        return t.values["raw"]
     inside = s.cell_of >= 0
     v = table[s.query.measure].to_numpy(dtype="float64")[inside]
     return np.bincount(s.cell_of[inside], weights=v, minlength=s.n_cells)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from . import keysets
 from .analysis import _evaluated_cells, _family, _min_records, _raw_totals, _z, keep_probabilities, table_stats
 from .engines import is_engine_data
 from .errors import ParameterError, PolicyError
@@ -54,7 +55,7 @@ class BudgetSolution:
 
         wl = self.policy.workload
         qs = tuple(replace(q, rho=up(q.rho), rho_count=up(q.rho_count)) for q in wl.queries)
-        return replace(self.policy, workload=Workload(qs, wl.partition_rho, wl.joint))
+        return replace(self.policy, workload=Workload(qs, wl.partition_rho, wl.joint, wl.group_keys))
 
     def describe(self) -> str:
         fams = ", ".join(f"{f}: ρ = {r:.4g}" for f, r in self.rho_by_family.items())
@@ -146,7 +147,7 @@ def solve_budget(table: Any, policy: SplittingPolicy, *, target: float, gamma: f
             new_q.append(replace(q, rho=rho_fam[f]))
         else:
             new_q.append(q)
-    pol = replace(policy, workload=Workload(tuple(new_q), policy.workload.partition_rho, policy.workload.joint))
+    pol = replace(policy, workload=replace(policy.workload, queries=tuple(new_q)))
     return BudgetSolution(target, gamma, share, rho_fam, pol)
 
 
@@ -182,9 +183,10 @@ def largest_thresholds(table: Any, policy: SplittingPolicy, *, target: float, ga
 
     blind = {a: float(np.quantile(caps_of(v, None), 1.0 - share, method="lower")) for a, v in cells.items() if v}
     wl = policy.workload
-    if selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta)[1] is None:
+    listed = keysets.listed(wl)
+    if selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta, listed)[1] is None:
         return blind
-    sel_sets, _ = selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta)
+    sel_sets, _ = selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta, listed)
     engine = is_engine_data(table)  # an engine counts each candidate's pieces itself
     sel_cells = None if engine else {gb: selection_cells(table, gb) for gb in sel_sets}
     current = {**dict(policy.thresholds.rows[0][1]), **blind}

@@ -79,6 +79,11 @@ MAX_SPLIT_ROWS: int = 20_000_000
 MAX_SWEEP_POINTS: int = 100_000
 
 
+#: Largest number of cells a public key list may give one group-by (the product of its columns' lists): each
+#: listed cell is answered, present in the data or not, so the list sets how many answers a release draws.
+MAX_KEY_CELLS: int = 1_000_000
+
+
 #: Largest number of noisy answers one secure release draws. Exact samplers (OpenDP) take about
 #: 20 µs per answer, so this keeps a secure release under about half a minute.
 MAX_SECURE_ANSWERS: int = 1_000_000

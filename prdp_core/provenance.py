@@ -40,6 +40,9 @@ TYPED = "typed"
 #: What ``Release.params["keys"]`` says when the group keys are the cells present in the data.
 KEYS_FROM_DATA = "public (the cells present in the data)"
 
+#: What ``Release.params["keys"]`` says when every group-by's cells come from a public key list.
+KEYS_LISTED = "public (a listed key set)"
+
 #: Column of :func:`stamp_answers` and of the ledger summary listing data-derived parameters.
 DATA_DERIVED_COLUMN = "data-derived parameters"
 
@@ -128,5 +131,5 @@ def stamp_answers(answers: pd.DataFrame, *, teaching: bool, secure: bool, seed: 
     return out
 
 
-__all__ = ["DATA_DERIVED_COLUMN", "KEYS_FROM_DATA", "TYPED", "check_sources", "data_derived", "data_source",
-           "is_data_derived", "private_source", "require_public_thresholds", "stamp_answers"]
+__all__ = ["DATA_DERIVED_COLUMN", "KEYS_FROM_DATA", "KEYS_LISTED", "TYPED", "check_sources", "data_derived",
+           "data_source", "is_data_derived", "private_source", "require_public_thresholds", "stamp_answers"]

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import limits
+from . import keysets, limits
 from .analysis import (
     Z_MEDIAN,
     _evaluated_cells,
@@ -114,7 +114,8 @@ def sweep(table: Any, policy: SplittingPolicy, thresholds: Sequence[Mapping[str,
     # cells (COUNT: 1; SUM on split data with single-row thresholds: T(a)) has ARE = c·Δ/√(2ρ_q)/|S|
     # with Δ common to the family, so its quantiles are those of the pooled 1/(√(2ρ_q)|S|), rescaled.
     pooled: dict[str, tuple[np.ndarray, float, str | None]] = {}
-    sel_sets, sel = selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta)
+    sel_sets, sel = selection_plan((s.query.group_by for s in sts), wl.partition_rho, partition_delta,
+                                   keysets.listed(wl))
     selecting = sel is not None
     sel_cells = {gb: selection_cells(table, gb) for gb in sel_sets} if selecting and not is_engine_data(table) else {}
     if policy.thresholds.group_col is None and not selecting:

@@ -35,6 +35,7 @@ from typing import Any, Callable, ClassVar, Literal, Mapping
 import numpy as np
 import pandas as pd
 
+from . import keysets
 from .accounting import LossFunction, register_loss
 from .errors import ConfigError, ParameterError, PolicyError
 from .loss_profile import Measure
@@ -164,16 +165,26 @@ class Query:
 
 @dataclass(frozen=True)
 class Workload:
-    """Queries plus the optional partition-selection step; see the module docstring."""
+    """Queries plus the optional partition-selection step; see the module docstring.
+
+    ``group_keys`` are public key lists (column → its listed values, :mod:`prdp_core.keysets`): a
+    group-by whose columns are all listed is answered on the product of their lists. Given as a
+    mapping; kept as (column, values) pairs, for the columns some query groups by."""
 
     queries: tuple[Query, ...]
     partition_rho: float = 0.0
     joint: bool = True
+    group_keys: Any = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "queries", tuple(self.queries))
         if not math.isfinite(self.partition_rho) or self.partition_rho < 0:
             raise PolicyError("The partition-selection budget must be a non-negative number.")
+        grouped = {c for q in self.queries for c in q.group_by}  # lists of columns no query groups by are dropped
+        object.__setattr__(self, "group_keys", tuple((c, v) for c, v in keysets.normalize(self.group_keys)
+                                                     if c in grouped))
+        for q in self.queries:
+            keysets.check_cells(q.group_by, self.group_keys)
 
     def split_measures(self) -> tuple[str, ...]:
         """The measures whose own split counts the per-record losses depend on (each once, in query order):
@@ -234,13 +245,16 @@ class Workload:
         return self.split_rho > 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"queries": [q.to_dict() for q in self.queries], "partition_rho": float(self.partition_rho),
-                "joint": bool(self.joint)}
+        d: dict[str, Any] = {"queries": [q.to_dict() for q in self.queries], "partition_rho": float(self.partition_rho),
+                             "joint": bool(self.joint)}
+        if self.group_keys:
+            d["group_keys"] = keysets.as_mapping(self.group_keys)
+        return d
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Workload":
         return cls(tuple(Query.from_dict(q) for q in d.get("queries", [])), float(d.get("partition_rho", 0.0)),
-                   bool(d.get("joint", True)))
+                   bool(d.get("joint", True)), d.get("group_keys") or ())
 
     def subset(self, indices: Any) -> "Workload":
         """The workload restricted to the queries at ``indices`` (positions, in workload order), with the

@@ -200,6 +200,13 @@ def flagged_text(pol: SplittingPolicy) -> str:
                                for m, how in flagged_thresholds(pol).items()))
 
 
+def group_keys() -> dict[str, list[Any]]:
+    """The active workload's public key lists (set on the Run page, or by an imported study): kept when the
+    Policy designer rebuilds the workload from its editors."""
+    pol = st.session_state.get("policy")
+    return {c: list(v) for c, v in pol.workload.group_keys} if pol is not None else {}
+
+
 def policy_key(pol: SplittingPolicy) -> str:
     return json.dumps(pol.to_dict(), sort_keys=True, default=str)
 

@@ -89,7 +89,7 @@ def _release(partition_delta_key: str) -> None:
                       stats_=None if state.is_large() else stats_for(pol),
                       secure=secure, allow_data_derived=state.teaching())
     except PrdpError as err:
-        ss["run_error"] = err
+        fail(err)
         return
     ss.pop("run_error", None)
     ss["run_release"] = rel
@@ -97,6 +97,34 @@ def _release(partition_delta_key: str) -> None:
     ss["run_policy"] = pol  # the policy released (only the chosen queries)
     ss["run_policy_of"] = active_key  # the active policy it came from
     state.record_release(rel)
+
+
+#: Session key of what the Run page's error was about (:func:`settings_key`).
+ERROR_FOR = "run_error_for"
+
+
+def settings_key() -> str:
+    """What a release depends on besides the data: the active policy, the queries chosen, secure or not."""
+    ss = st.session_state
+    pol = ss.get("policy")
+    return jsonable([None if pol is None else pstate.policy_key(pol), ss.get("run_queries"),
+                     bool(ss.get("run_secure", False))])
+
+
+def fail(err: PrdpError) -> None:
+    """Keep ``err`` as the Run page's error, with the settings it is about."""
+    st.session_state["run_error"] = err
+    st.session_state[ERROR_FOR] = settings_key()
+
+
+def run_error() -> PrdpError | None:
+    """The Run page's error while it is still about the current settings; dropped once the policy, the
+    queries chosen or the secure toggle changed (a partition-selection ρ set, key lists given)."""
+    ss = st.session_state
+    if ss.get("run_error") is not None and ss.get(ERROR_FOR) != settings_key():
+        ss.pop("run_error", None)
+        ss.pop(ERROR_FOR, None)
+    return ss.get("run_error")
 
 
 def on_type_public(measures: list[str]) -> None:
@@ -111,7 +139,7 @@ def on_type_public(measures: list[str]) -> None:
         pstate.validate(new)
         pstate.check_preview(new)
     except PrdpError as err:
-        ss["run_error"] = err
+        fail(err)
         return
     pstate.confirm_public(measures)
     pstate.adopt_policy(new)
@@ -195,7 +223,7 @@ def jsonable(obj: Any) -> str:
 
 
 __all__ = ["analysis", "answers_export", "answers_for_display", "cached_stats", "current_release", "error_summary",
-           "loss_cdfs", "on_run", "on_type_public", "run_pending", "stats_for"]
+           "fail", "loss_cdfs", "on_run", "on_type_public", "run_error", "run_pending", "settings_key", "stats_for"]
 
 
 #: The Run page's session state (:class:`ui.page_state.PageState`).
@@ -204,5 +232,5 @@ STATE = PageState(
     settings=("run_min_records", "run_query"),
     engine=("run_ps_delta", "run_secure"),
     rules={"run_min_records": ("range", 1, 10**12, True)},
-    results=("run_release", "run_token", "run_error"),
+    results=("run_release", "run_token", "run_error", ERROR_FOR),
 )

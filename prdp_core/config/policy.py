@@ -69,7 +69,7 @@ def _workload(v: Any) -> dict[str, Any]:
                      filter=Filter.from_dict(n["filter"]) if "filter" in n else None, clamp=n.get("clamp"),
                      rho_count=n.get("rho_count", 0.0), label=n.get("label", ""))
 
-    d = _mapping(v, "workload", ("queries", "partition_rho", "joint"), required=("queries",))
+    d = _mapping(v, "workload", ("queries", "partition_rho", "joint", "group_keys"), required=("queries",))
     qs = d["queries"]
     if not isinstance(qs, list) or not qs:
         raise _err("workload.queries", "must be a non-empty list of queries.")
@@ -107,7 +107,29 @@ def _workload(v: Any) -> dict[str, Any]:
                "partition_rho": _number(d.get("partition_rho", 0.0), "workload.partition_rho", nonneg=True),
                "joint": _bool(d.get("joint", True), "workload.joint")}
     _wrap("workload", lambda: Workload((), norm_wl["partition_rho"], norm_wl["joint"]))
+    if d.get("group_keys") is not None:
+        norm_wl["group_keys"] = _group_keys(d["group_keys"], out)
+        _wrap("workload.group_keys", lambda: Workload(tuple(query_of(q) for q in out),
+                                                      group_keys=norm_wl["group_keys"]))
     return norm_wl
+
+
+def _group_keys(v: Any, queries: list[dict[str, Any]]) -> dict[str, list[Any]]:
+    """``workload.group_keys``: group-by column → its public list of values (:mod:`prdp_core.keysets`)."""
+    path = "workload.group_keys"
+    if not isinstance(v, Mapping) or not v:
+        raise _err(path, "must map group-by columns to lists of their public values, e.g. {STATE: ['01', '02']}.")
+    grouped = {c for q in queries for c in q.get("group_by", ())}
+    out: dict[str, list[Any]] = {}
+    for col, vals in v.items():
+        key = f"{path}.{_name(col)}"
+        col = _text(col, key, max_len=500)
+        if col not in grouped:
+            raise _err(key, f"no query groups by {_fmt(col)}.", hint="List keys of the workload's group-by columns.")
+        if not isinstance(vals, list) or not vals:
+            raise _err(key, "must be a non-empty list of values, e.g. ['01', '02'].")
+        out[col] = [_scalar(x, f"{key}[{i}]") for i, x in enumerate(vals)]
+    return out
 
 
 def _budget(v: Any) -> dict[str, Any]:

@@ -163,7 +163,9 @@ class Study:
                 if "filter" in q:
                     need(q["filter"]["column"], f"{p}.filter.column")
         if t is not None and self.workload is not None:
-            _wrap("policy", lambda: self.validate_policy(ds))
+            pol = _wrap("policy", lambda: self.validate_policy(ds))
+            if self.workload.get("group_keys"):  # listed values compared in each column's type (numbers)
+                _wrap("workload.group_keys", lambda: _listed_cells(pol, ds))
         if "budget" in self.policy:
             b = self.budget_function()
             _wrap("policy.budget", lambda: b.check_columns(data_columns(ds)))
@@ -214,6 +216,14 @@ class Study:
         return head + yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True, width=100)
 
 
+def _listed_cells(policy: Any, ds: Any) -> Any:
+    """The public cells of the workload's key lists on ``ds`` (PolicyError for a value of the wrong type)."""
+    from ..mechanisms.unit_splitting.stats import listed_keys, table_kinds
+
+    kinds = ds.engine.column_kinds() if getattr(ds, "engine", None) is not None else table_kinds(ds.table)
+    return listed_keys(policy, kinds)
+
+
 def _policy_out(p: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k in ("thresholds", "threshold_source", "budget", "specification", "tiers"):
@@ -229,7 +239,10 @@ def _policy_out(p: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _workload_out(w: Mapping[str, Any]) -> dict[str, Any]:
-    return {"queries": [dict(q) for q in w["queries"]], "partition_rho": w["partition_rho"], "joint": w["joint"]}
+    out = {"queries": [dict(q) for q in w["queries"]], "partition_rho": w["partition_rho"], "joint": w["joint"]}
+    if w.get("group_keys"):
+        out["group_keys"] = {c: list(v) for c, v in w["group_keys"].items()}
+    return out
 
 
 def _report(v: Any) -> dict[str, Any]:

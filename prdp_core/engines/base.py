@@ -123,7 +123,8 @@ class RealizedTerm:
     cell: ``sigma`` for every cell, or per value of the thresholds' group column ``by``
     (``sigma_by``, a group-by key of the query). An AVG adds ``extra`` (its count part's ρ) for a
     record and, for an owner, (records of the owner in the cell)²/(2·``extra_sigma``²). Owners sum
-    Δ within each cell of ``group_by`` before squaring."""
+    Δ within each cell of ``group_by`` before squaring. ``keys``: the filters of a public key list (one per
+    column, :func:`prdp_core.keysets.filters`) — a record outside a listed cell is in no cell and adds 0."""
 
     group_by: tuple[str, ...]
     filter: Filter | None
@@ -134,6 +135,11 @@ class RealizedTerm:
     sigma_by: tuple[tuple[Any, float], ...] = ()
     extra: float = 0.0
     extra_sigma: float | None = None
+    keys: tuple[Filter, ...] = ()
+
+    def scope(self) -> tuple[Filter, ...]:
+        """Every filter a record must pass to be in a cell of the term: its query's and its key list's."""
+        return ((self.filter,) if self.filter is not None else ()) + tuple(self.keys)
 
 
 @dataclass(frozen=True)

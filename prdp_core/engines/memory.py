@@ -329,10 +329,12 @@ class MemoryEngine(Engine):
         layouts: dict[tuple, _Layout] = {}  # kept alive: OwnerCells caches pairs by the cells' identity
         for term in terms:
             keys, all_cells = cells.all_cells(term.group_by)
-            lk = (term.group_by, term.filter)
+            lk = (term.group_by, term.scope())
             if lk not in layouts:
-                layouts[lk] = _Layout(all_cells if term.filter is None else
-                                      np.where(term.filter.mask(t), all_cells, -1), len(keys))
+                inside_scope = np.ones(len(t), dtype=bool)
+                for f in lk[1]:
+                    inside_scope &= f.mask(t)
+                layouts[lk] = _Layout(np.where(inside_scope, all_cells, -1) if lk[1] else all_cells, len(keys))
             layout = layouts[lk]
             cell_of = layout.cell_of
             inside = cell_of >= 0

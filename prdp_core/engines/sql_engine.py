@@ -365,11 +365,12 @@ class SQLEngine(ProfileStatistics, Engine):
         rec_terms = []
         owner_parts: dict[tuple[str, ...], list[tuple[RealizedTerm, str, str]]] = {}
         for term in terms:
-            inside = sqlgen.filter_sql(d, term.filter, kinds) if term.filter is not None else "true"
+            scope = term.scope()
+            inside = " AND ".join(sqlgen.filter_sql(d, f, kinds) for f in scope) if scope else "true"
             delta = self._delta(term)
             c = _c_sql(d, term, kinds)
             value = f"(({delta} * {delta}) / {c})"
-            rec_terms.append(value if term.filter is None else f"(CASE WHEN {inside} THEN {value} ELSE 0 END)")
+            rec_terms.append(value if not scope else f"(CASE WHEN {inside} THEN {value} ELSE 0 END)")
             if term.extra:
                 rec_terms.append(f"(CASE WHEN {inside} THEN {d.double(term.extra)} ELSE 0 END)")
             owner_parts.setdefault(term.group_by, []).append((term, inside, delta))

@@ -13,8 +13,10 @@ Per-record zCDP paper, Secs. 5.2–6. A :class:`~prdp_core.workload.SplittingPol
 * **SUM before splitting** (top-coding, the Table 7 baseline) — values clamped at c,
   sensitivity c, σ = c/√(2ρ_q); biased, every record pays ρ_q.
 * **AVG** — noisy SUM / noisy COUNT DISTINCT (post-processing), the count with ``rho_count``.
-* **Group keys** — either treated as public (the cells present in the data are declared
-  public: fine for teaching, a real release needs a public key list) or found by **partition
+* **Group keys** — given by **public key lists** (``workload.group_keys``, :mod:`prdp_core.keysets`:
+  exactly the product of the lists, unlisted records dropped, absent cells answered as noisy
+  zeros; a secure release accepts them), treated as public (the cells present in the data are
+  declared public: fine for teaching, refused by a secure release) or found by **partition
   selection on split data** (Gaussian thresholding): a cell is kept when its number of split
   rows plus N(0, σ_ps²) exceeds τ = 1 + σ_ps·Φ⁻¹(1 − δ_ps), σ_ps = 1/√(2ρ_ps). Its noisy counts
   cost ρ_ps·m(r)²; in addition the appearance of a cell is an (approximate) event: a record

@@ -10,8 +10,10 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from ... import keysets
 from ...codes import GroupCells as _Factorizer
-from ...engines import Aggregate, EngineDataset, SplitHistogram
+from ...engines import Aggregate, CellTable, EngineDataset, SplitHistogram
+from ...engines.memory import column_kind
 from ...errors import PolicyError
 from ...splitting import DEFAULT_KEY, split_counts
 from ...workload import Query, SplittingPolicy, joint_policy_loss, summed_policy_loss
@@ -77,7 +79,9 @@ def cell_sensitivity(q: Query, policy: SplittingPolicy, keys: pd.DataFrame) -> n
         for i, g in enumerate(keys[thr.group_col].to_numpy()):
             r = rows.get(g, default)
             if r is None:
-                raise PolicyError(f"No thresholds for {thr.group_col} = {g!r}.")
+                raise PolicyError(f"No thresholds for {thr.group_col} = {g!r}.",
+                                  hint="Add a thresholds row for it or a '*' row for every other group (a listed "
+                                       "key with no row needs one too), or remove it from the key list.")
             out[i] = float(r[a])  # type: ignore[index]
         return out
     return np.full(n_cells, max(float(r[a]) for r in rows.values()))  # type: ignore[index]
@@ -86,9 +90,10 @@ def cell_sensitivity(q: Query, policy: SplittingPolicy, keys: pd.DataFrame) -> n
 PublicKeys = Mapping[tuple[str, ...], pd.DataFrame]
 
 
-def _public_cells(table: pd.DataFrame, group_by: tuple[str, ...], keys: pd.DataFrame
+def _public_cells(table: pd.DataFrame, group_by: tuple[str, ...], keys: pd.DataFrame, kinds: Mapping[str, str]
                   ) -> tuple[pd.DataFrame, np.ndarray]:
-    """Cells from a public key list: each record's row in it (−1 when its key is not listed)."""
+    """Cells from a public key list: each record's row in it (−1 when its key is not listed), values
+    compared by the column's type (:func:`prdp_core.keysets.match`)."""
     missing = [c for c in group_by if c not in keys.columns]
     if missing:
         raise PolicyError(f"The public key list for {', '.join(group_by)} lacks the column(s) "
@@ -96,11 +101,20 @@ def _public_cells(table: pd.DataFrame, group_by: tuple[str, ...], keys: pd.DataF
     k = keys[list(group_by)].drop_duplicates().reset_index(drop=True)
     if len(k) == 0:
         raise PolicyError(f"The public key list for {', '.join(group_by)} is empty.")
-    if len(group_by) == 1:
-        idx = pd.Index(k[group_by[0]]).get_indexer(table[group_by[0]])
-    else:
-        idx = pd.MultiIndex.from_frame(k).get_indexer(pd.MultiIndex.from_frame(table[list(group_by)]))
-    return k, np.asarray(idx, dtype=np.int64)
+    return k, keysets.match(table, group_by, k, kinds)
+
+
+def table_kinds(table: pd.DataFrame) -> dict[str, str]:
+    """Each column's kind (``number``, ``text``, ``bool``, ``other``): how listed keys are compared."""
+    return {str(c): column_kind(table[c]) for c in table.columns}
+
+
+def listed_keys(policy: SplittingPolicy, kinds: Mapping[str, str], public_keys: PublicKeys | None = None
+                ) -> PublicKeys:
+    """The public cells of the workload's group-bys: ``public_keys`` given by the caller, then those of the
+    workload's key lists (``workload.group_keys``)."""
+    wl = policy.workload
+    return keysets.public_keys((q.group_by for q in wl.queries), wl.group_keys, kinds, public_keys)
 
 
 def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndarray | None = None,
@@ -114,6 +128,8 @@ def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndar
     ``factorizer`` shares the factorised group keys with the caller (a release's partition selection).
     """
     policy.validate(table)
+    kinds = table_kinds(table)
+    public_keys = listed_keys(policy, kinds, public_keys)
     m = split_counts(table, policy.thresholds) if pieces is None else np.asarray(pieces)
     mf = m.astype("float64")
     fact = factorizer if factorizer is not None else _Factorizer(table)
@@ -126,7 +142,7 @@ def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndar
     for q in policy.workload.queries:
         if q.group_by not in cells:
             if public_keys and q.group_by in public_keys:
-                cells[q.group_by] = _public_cells(table, q.group_by, public_keys[q.group_by])
+                cells[q.group_by] = _public_cells(table, q.group_by, public_keys[q.group_by], kinds)
             else:
                 cells[q.group_by] = fact.all_cells(q.group_by)
         keys, all_cells = cells[q.group_by]
@@ -164,9 +180,13 @@ def engine_workload_stats(data: EngineDataset, policy: SplittingPolicy, public_k
     records (partition selection). Cells and their order are those of :func:`workload_stats`."""
     eng = data.engine
     eng.validate_policy(policy, data.schema.measures)
-    if public_keys:
-        raise PolicyError("A public key list is not available for tables held by an engine yet.",
-                          hint="Use partition selection, or release a sample held in memory with the list.")
+    kinds = eng.column_kinds()
+    public_keys = listed_keys(policy, kinds, public_keys)
+    for gb, cells in public_keys.items():
+        if keysets.filters(gb, cells) is None:
+            raise PolicyError(f"On a table held by an engine, the public keys of {', '.join(gb)} must be the product "
+                              "of one list per column.", hint="Give them as workload.group_keys (one list per "
+                                                              "column), or release a table held in memory.")
     thr = policy.thresholds
     plans: dict[tuple[str, ...], dict[str, Aggregate]] = {}
 
@@ -188,12 +208,27 @@ def engine_workload_stats(data: EngineDataset, policy: SplittingPolicy, public_k
     for gb in sel:
         need(gb, Aggregate("pieces|all", "pieces"))
     tables = {gb: eng.cell_aggregates(gb, list(aggs.values()), thr) for gb, aggs in plans.items()}
+    listed = {gb: on_cells(tables[gb], public_keys[gb], kinds) for gb in tables if gb in public_keys}
     out = []
     for q, (cnt, pcs, tot) in zip(policy.workload.queries, names):
-        t = tables[q.group_by]
+        t = listed.get(q.group_by, tables[q.group_by])
         out.append(QueryStats(q, t.keys, None, t.values[cnt], None if tot is None else t.values[tot],  # type: ignore[arg-type]
                               cell_sensitivity(q, policy, t.keys), t.values[pcs]))
     return out, {gb: (tables[gb].keys, tables[gb].values["pieces|all"]) for gb in sel}
+
+
+def on_cells(t: CellTable, cells: pd.DataFrame, kinds: Mapping[str, str]) -> CellTable:
+    """An engine's cell table (the cells present) on a public key list: listed cells in the list's order,
+    those absent from the data with zeros, unlisted ones dropped (each value copied, never re-summed)."""
+    k = cells[list(t.group_by)].drop_duplicates().reset_index(drop=True)
+    row = keysets.match(t.keys, t.group_by, k, kinds)
+    inside = row >= 0
+    values = {}
+    for name, v in t.values.items():
+        out = np.zeros(len(k), dtype=v.dtype)
+        np.add.at(out, row[inside], v[inside])
+        values[name] = out
+    return CellTable(t.group_by, k, values)
 
 
 def policy_loss_of_histogram(policy: SplittingPolicy, hist: SplitHistogram, *, summed: bool = False) -> np.ndarray:

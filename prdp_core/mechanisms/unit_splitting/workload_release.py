@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from ... import keysets
 from ...accounting import LedgerEntry
 from ...codes import GroupCells as _Factorizer
 from ...codes import OwnerCells as _OwnerCells
@@ -19,13 +20,22 @@ from ...distribution import LossDistribution
 from ...engines import EngineDataset, RealizedTerm, is_engine_data
 from ...errors import PolicyError
 from ...noise_source import Noise, resolve
-from ...provenance import KEYS_FROM_DATA, require_public_thresholds
+from ...provenance import KEYS_FROM_DATA, KEYS_LISTED, require_public_thresholds
 from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, to_units
 from ...splitting import split_counts
 from ...workload import Query, SplittingPolicy, joint_policy_loss
 from .selection import PartitionSelection, _select_cells, partition_record_delta, selection_cells, selection_plan
-from .stats import PublicKeys, QueryStats, _key_index, engine_workload_stats, policy_loss_of_histogram, workload_stats
+from .stats import (
+    PublicKeys,
+    QueryStats,
+    _key_index,
+    engine_workload_stats,
+    listed_keys,
+    policy_loss_of_histogram,
+    table_kinds,
+    workload_stats,
+)
 
 Z95 = float(stats.norm.ppf(0.975))
 
@@ -91,6 +101,9 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     if smp is not None and not allow_data_derived:  # a real release takes no threshold computed from the data
         require_public_thresholds(policy.threshold_sources())
+    kinds = data.engine.column_kinds() if is_engine_data(data) else \
+        table_kinds(data.table if isinstance(data, Dataset) else data)
+    public_keys = listed_keys(policy, kinds, public_keys)
     _check_key_source(policy, smp, public_keys)
     if is_engine_data(data):
         return _release_on_engine(data, policy, rng=rng, smp=smp, reveal=reveal, seed=seed,
@@ -179,7 +192,7 @@ def _release_on_engine(data: EngineDataset, policy: SplittingPolicy, *, rng: Any
     for i, s in enumerate(sts):
         frame, sig, sig_c, _, _ = _answer(i, s, query_names, kept, rng, smp, policy, reveal, None)
         frames.append(frame)
-        terms.append(_realized_term(s, policy, sig, sig_c))
+        terms.append(_realized_term(s, policy, sig, sig_c, (public_keys or {}).get(s.query.group_by)))
     thr = policy.thresholds
     filters = tuple(dict.fromkeys(q.filter for q in wl.queries if q.filter is not None))
     own_measures = wl.split_measures()
@@ -201,9 +214,10 @@ def _release_on_engine(data: EngineDataset, policy: SplittingPolicy, *, rng: Any
                    seed=seed, reveal=reveal)
 
 
-def _realized_term(s: QueryStats, policy: SplittingPolicy, sig: np.ndarray, sig_c: np.ndarray | None
-                   ) -> RealizedTerm:
-    """What a record of query s adds to its realized loss: Δ(r)²/(2σ²) with its cell's σ."""
+def _realized_term(s: QueryStats, policy: SplittingPolicy, sig: np.ndarray, sig_c: np.ndarray | None,
+                   cells: pd.DataFrame | None = None) -> RealizedTerm:
+    """What a record of query s adds to its realized loss: Δ(r)²/(2σ²) with its cell's σ; with a public
+    key list (``cells``), only a record in a listed cell."""
     q = s.query
     by = policy.thresholds.group_col
     sigma_by: tuple[tuple[Any, float], ...] = ()
@@ -214,17 +228,25 @@ def _realized_term(s: QueryStats, policy: SplittingPolicy, sig: np.ndarray, sig_
     clamp = None if (q.kind == "count" or q.split) else float(q.clamp)  # type: ignore[arg-type]
     return RealizedTerm(q.group_by, q.filter, measure, clamp, float(sig.max()) if s.n_cells else 1.0,
                         by if sigma_by else None, sigma_by, q.rho_count if q.kind == "avg" else 0.0,
-                        float(sig_c[0]) if (q.kind == "avg" and sig_c is not None and len(sig_c)) else None)
+                        float(sig_c[0]) if (q.kind == "avg" and sig_c is not None and len(sig_c)) else None,
+                        keysets.filters(q.group_by, cells) or () if cells is not None else ())
 
 
 def _check_key_source(policy: SplittingPolicy, smp: SecureSampler | None, public_keys: PublicKeys | None) -> None:
     wl = policy.workload
     unlisted = [q.group_by for q in wl.queries if q.group_by and not (public_keys and q.group_by in public_keys)]
     if smp is not None and wl.partition_rho <= 0 and unlisted:
+        cols = ", ".join(dict.fromkeys(c for gb in unlisted for c in gb if c not in dict(wl.group_keys)))
         raise PolicyError(
             "A secure release cannot take its group keys from the data: which cells exist would reveal "
-            "records.", hint="Set a partition-selection ρ on the Policy designer page (keys are then chosen "
-                             "privately), give a public list of keys, or release without group-by.")
+            f"records (no public key list for {cols}).", hint=KEY_LIST_HINT)
+
+
+#: How to give a secure release its group keys (the refusal above; the Run page shows it too).
+KEY_LIST_HINT = ("List the public keys of each group-by column — 'Public group keys' on the Run page, or "
+                 "workload.group_keys in the study config (cells not listed are dropped, listed cells absent from "
+                 "the data are released as noisy zeros) — or set a partition-selection ρ on the Policy designer "
+                 "page (keys are then chosen privately), or release without group-by.")
 
 
 def _answer(i: int, s: QueryStats, query_names: list[str], kept: Mapping[tuple[str, ...], pd.Index], rng: Any,
@@ -277,11 +299,12 @@ def _finish(policy: SplittingPolicy, frames: list[pd.DataFrame], loss: np.ndarra
     unlisted = [q.group_by for q in policy.workload.queries
                 if q.group_by and not (public_keys and q.group_by in public_keys)]
     key_source = "partition selection" if ps else KEYS_FROM_DATA if unlisted else \
-        "public (a listed key set)" if public_keys else "none (no group-by)"
+        KEYS_LISTED if public_keys else "none (no group-by)"
     params: dict[str, Any] = {"policy": policy.to_dict(), "partition_delta": partition_delta if ps else None,
                               "keys": key_source}
     if public_keys:
         params["public_keys"] = {",".join(k): int(len(v)) for k, v in public_keys.items()}
+        params["group_keys_source"] = keysets.KEYS_SOURCE  # public lists, typed in: not read from the data
     if ps is not None:
         params["partition_selection"] = {
             "selections": len(kept), "rho_each": ps.rho, "sigma": ps.sigma, "tau": ps.tau,

@@ -286,6 +286,14 @@ POLICIES = {
         as_thresholds({"v": 20.0, "w": 80.0, "t": 1.0}),
         Workload((Query("sum", "v", rho=0.5), Query("avg", "w", rho=0.4, rho_count=0.1, filter=Filter("h", (3,))),
                   Query("count", rho=0.3, group_by=("h",))), partition_rho=0.2)),
+    # unlisted cells dropped (h = 1, 3, 4; g = b, c, dé), listed cells absent from the data answered (g = zz,
+    # h = 9), a numeric column listed with a number typed as text ("0"), per-group thresholds
+    "public key lists, per-group thresholds, filters": SplittingPolicy(
+        as_thresholds({"a": {"v": 5.0, "w": 20.0, "t": 0.3}, "*": {"v": 10.0, "w": 37.5, "t": 0.1}}, group_col="g"),
+        Workload((Query("count", rho=0.5, group_by=("g", "h")),
+                  Query("avg", "v", rho=0.5, rho_count=0.2, group_by=("g",), filter=Filter("h", (1, 2))),
+                  Query("sum", "w", rho=0.3, split=False, clamp=100.0, group_by=("h",))),
+                 group_keys={"g": ["a", "e'f", "zz", "*"], "h": ["0", 2, 5, 9]})),
 }
 
 
