@@ -108,7 +108,7 @@ with roles_tab:
     large.connect_pending()  # "Connect" on the Large dataset view: the engine is opened here, with progress
     if st.session_state.get("raw") is None and state.source().get("kind") == "sample":
         src = state.source()
-        udata.raw_from_sample(src["name"], src.get("n"), int(src.get("seed", 0)), admitted=True)
+        udata.raw_from_sample(src["name"], src.get("n"), int(src.get("seed", 0)))
     if st.session_state.get("raw") is None and large.is_large():
         with guarded():
             large.raw_from_source(state.source())

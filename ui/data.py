@@ -63,11 +63,11 @@ def _error_text(err: PrdpError) -> str:
     return f"**{err.title}.** {md_escape(err)}"
 
 
-def raw_from_sample(name: str, n: int | None, seed: int, *, admitted: bool = False) -> None:
-    """Put a sample's raw table (with its documented schema) behind the role editor (``admitted``: the active
-    dataset's, see :func:`ui.state.sample_frame`)."""
+def raw_from_sample(name: str, n: int | None, seed: int) -> None:
+    """Put the raw table (with its documented schema) of the active sample — admitted by the memory guard when
+    it became active — behind the role editor."""
     st.session_state["raw"] = {
-        "df": state.sample_frame(name, n, seed, admitted=admitted), "name": name,
+        "df": state.sample_frame(name, n, seed, admitted=True), "name": name,
         "schema": prdp_core.samples.info(name).schema,
         "source": {"kind": "sample", "name": name, "n": n, "seed": seed}, "id": uuid.uuid4().hex[:8],
     }

@@ -87,8 +87,8 @@ def sample_dataset(name: str, n: int | None, seed: int) -> Dataset:
 def sample_frame(name: str, n: int | None, seed: int, *, admitted: bool = False) -> pd.DataFrame:
     """Sample ``name``'s table before preparation (the Data page's role editor, a study's own roles), after
     the same guard and with the same cache choice as :func:`sample_dataset`; not to be changed in place.
-    ``admitted``: the table of the active dataset, which passed the guard when it became active (or is the
-    start-up sample), shown again: not asked again."""
+    ``admitted``: the table of the active sample, which passed the guard when it became active (or is the
+    start-up sample): not asked again (a refusal then would leave a dataset without its table)."""
     if not admitted:
         memory.guard_table(sample=name, n=n)
     if shared_sample(name, n):
