@@ -90,7 +90,8 @@ async def scenario(url: str, args: argparse.Namespace, sampler: RssSampler) -> d
         raise RuntimeError(f"the oversize link was not refused as expected; the page says:\n{text[:2000]}")
     out["link_seconds"] = said_at(client, "link's design was not loaded") - t0
     out["link_run_seconds"] = elapsed
-    out["link_growth"] = sampler.peak_mb(t_mark) - before
+    peak = sampler.peak_mb(t_mark)  # nan when the run was shorter than one sampling interval
+    out["link_growth"] = max(sampler.rss_mb(), peak if peak == peak else 0.0) - before
     await client.close()
 
     gate = asyncio.Semaphore(args.open_at_once)
