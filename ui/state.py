@@ -61,11 +61,10 @@ def _shared_frame(name: str, n: int | None, seed: int) -> pd.DataFrame:
 
 
 @st.cache_resource(show_spinner="Generating sample…", max_entries=1, scope="session")
-def _session_sample(name: str, n: int | None, seed: int) -> tuple[pd.DataFrame, Dataset]:
-    """A large sample for this session only: its table (for the Data page's role editor, which does not
-    change it) and the dataset prepared from it, generated once; dropped when the session disconnects."""
-    df = prdp_core.samples.load(name, n=n, seed=seed)
-    return df, prepare_dataset(df, prdp_core.samples.info(name).schema, name=name)
+def _session_frame(name: str, n: int | None, seed: int) -> pd.DataFrame:
+    """A large sample's table for this session only, generated once (the Data page's role editor and the
+    datasets prepared from it do not change it); dropped when the session's browser disconnects."""
+    return prdp_core.samples.load(name, n=n, seed=seed)
 
 
 def shared_sample(name: str, n: int | None) -> bool:
@@ -81,7 +80,7 @@ def sample_dataset(name: str, n: int | None, seed: int) -> Dataset:
     memory.guard_table(sample=name, n=n)
     if shared_sample(name, n):
         return cached_sample(name, n, seed)
-    return _session_sample(name, n, seed)[1]
+    return prepare_dataset(_session_frame(name, n, seed), prdp_core.samples.info(name).schema, name=name)
 
 
 def sample_frame(name: str, n: int | None, seed: int, *, admitted: bool = False) -> pd.DataFrame:
@@ -93,7 +92,7 @@ def sample_frame(name: str, n: int | None, seed: int, *, admitted: bool = False)
         memory.guard_table(sample=name, n=n)
     if shared_sample(name, n):
         return _shared_frame(name, n, seed)
-    return _session_sample(name, n, seed)[0]
+    return _session_frame(name, n, seed)
 
 
 @st.cache_data(show_spinner="Profiling measures…", max_entries=8, scope="session")
