@@ -21,6 +21,7 @@ FAVICON = Path(__file__).resolve().parent / "assets" / "favicon.svg"
 
 st.set_page_config(page_title="PrDP Explorer", page_icon=str(FAVICON), layout="wide")
 
+memory.use_system_heap()  # Arrow's memory (pandas' text columns) is returned when a session ends
 state.init_state()
 durable.start()  # the session key in the URL; a known key restores its saved session (data, design, ledger)
 links.restore()  # a session opened from a shared link starts with the link's design

@@ -168,15 +168,16 @@ class StreamlitClient:
     # -------------------------------------------------------------------------------------------------
     # Connection
 
-    async def connect(self) -> None:
-        """Open the websocket and run the app's default page (as a browser opening the address does)."""
+    async def connect(self, query_string: str = "") -> None:
+        """Open the websocket and run the app's default page (as a browser opening the address does; with
+        ``query_string``, the address's parameters, e.g. a share link's ``policy=…``)."""
         from websockets.asyncio.client import connect
 
         ws_url = "ws" + self.url.removeprefix("http") + STREAM_PATH
         self._ws = await asyncio.wait_for(
             connect(ws_url, subprotocols=["streamlit"], max_size=None, compression=None), self.timeout)
         self._reader = asyncio.create_task(self._read())
-        await self.rerun(page_hash="", query_string="")
+        await self.rerun(page_hash="", query_string=query_string)
 
     async def close(self) -> None:
         for task in self._timers.values():

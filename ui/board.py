@@ -152,7 +152,7 @@ def use_pinned(pin: Mapping[str, Any]) -> None:
 
     if "sample" in pin:
         n, seed = pin.get("n"), int(pin.get("seed", 0) or 0)
-        state.set_dataset(state.cached_sample(pin["sample"], n, seed),
+        state.set_dataset(state.sample_dataset(pin["sample"], n, seed),  # asks the memory guard first
                           {"kind": "sample", "name": pin["sample"], "n": n, "seed": seed})
         udata.raw_from_sample(pin["sample"], n, seed)
         return

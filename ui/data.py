@@ -10,10 +10,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 import prdp_core
+from prdp_core import memory
 from prdp_core.data import (
     Schema,
     TableCheck,
@@ -27,7 +27,7 @@ from prdp_core.data import (
 )
 from prdp_core.errors import DataError, PrdpError
 
-from . import memory, review, state
+from . import review, state
 from .common import md_escape
 from .page_state import PageState
 
@@ -40,11 +40,6 @@ LARGE_TAB = ":material/database: Large dataset"
 ROLES_TAB = ":material/view_column: Column roles"
 TABS = (PROFILE_TAB, SAMPLES_TAB, UPLOAD_TAB, LARGE_TAB, ROLES_TAB)
 TAB_KEY = "data_tab"
-
-
-@st.cache_data(show_spinner=False, max_entries=4, ttl=state.PUBLIC_CACHE_TTL_S)
-def _sample_frame(name: str, n: int | None, seed: int) -> pd.DataFrame:
-    return prdp_core.samples.load(name, n=n, seed=seed)
 
 
 def _msg(kind: str, text: str, where: str) -> None:
@@ -69,9 +64,11 @@ def _error_text(err: PrdpError) -> str:
 
 
 def raw_from_sample(name: str, n: int | None, seed: int) -> None:
-    """Put a sample's raw table (with its documented schema) behind the role editor."""
+    """Put the raw table (with its documented schema) of the active sample — admitted by the memory guard when
+    it became active — behind the role editor."""
     st.session_state["raw"] = {
-        "df": _sample_frame(name, n, seed), "name": name, "schema": prdp_core.samples.info(name).schema,
+        "df": state.sample_frame(name, n, seed, admitted=True), "name": name,
+        "schema": prdp_core.samples.info(name).schema,
         "source": {"kind": "sample", "name": name, "n": n, "seed": seed}, "id": uuid.uuid4().hex[:8],
     }
 
@@ -93,11 +90,7 @@ def on_load_sample() -> None:
     n_arg = sample_size_arg(name, int(ss.get(f"sample_n_{name}", 0) or 0))
     seed = int(ss.get("sample_seed", 0))
     try:
-        meta = prdp_core.samples.info(name)
-        # model: records × columns of the sample (a real sample of all rows: its size is not known before reading)
-        memory.guard("sample", rows=n_arg or meta.default_n or 0,
-                     columns=len(meta.schema.measures) + len(meta.schema.groups) + 2)
-        ds = state.cached_sample(name, n_arg, seed)
+        ds = state.sample_dataset(name, n_arg, seed)  # asks the memory guard first
     except PrdpError as err:
         _msg("error", _error_text(err), "samples")
         return
@@ -117,9 +110,9 @@ def on_upload() -> None:
     if up is None:
         return
     try:
-        memory.guard("load", rows=up.size, columns=1)  # model: bytes of the file
+        memory.guard_table(file_bytes=up.size)
         df = load_table(up, filename=up.name)
-        memory.guard("prepare", rows=len(df), columns=df.shape[1])
+        memory.guard_table(rows=len(df), columns=df.shape[1])
         schema = guess_schema(df)  # refuses columns that can play no role (lists, records, binary)
         if not schema.measures and not numeric_columns(df):
             validate_schema(df, schema)  # no column can be a measure: refused with that message
@@ -191,7 +184,7 @@ def on_apply(rid: str) -> None:
     opts = fix_options(rid, schema)
     try:
         if not raw.get("large"):
-            memory.guard("prepare", rows=len(raw["df"]), columns=raw["df"].shape[1])
+            memory.guard_table(rows=len(raw["df"]), columns=raw["df"].shape[1])
         if opts.get("negative") == "shift":
             untyped = [c for c in check_raw(raw, schema).negative if c not in opts.get("shift_by", {})]
             if untyped:

@@ -56,6 +56,7 @@ from typing import IO, Any, Callable, Mapping
 
 import streamlit as st
 
+from prdp_core import memory
 from prdp_core.accounting import Ledger, LedgerEntry
 from prdp_core.board import workshop as W
 from prdp_core.board.ledger_chain import TamperedLedger
@@ -356,6 +357,9 @@ def _restore_design(sessions: SessionStore, saved: SavedSession) -> list[str]:
     notes: list[str] = []
     kind = src.get("kind")
     if kind == "file" and src.get("upload"):
+        kept = sessions.upload_path(str(src["upload"]))
+        if kept is not None:  # the memory guard of every route into a table, before reading
+            memory.guard_table(file_bytes=kept.stat().st_size)
         data_bytes = sessions.read_upload(str(src["upload"]))
         if data_bytes is None:
             raise DataError(f"the table '{src.get('filename')}' is no longer on the server "

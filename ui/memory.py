@@ -13,6 +13,8 @@
   its state (datasets, releases, widget values) and gives the freed heap back to the operating
   system (:func:`prdp_core.memory.release_free_memory`). Session-scoped caches (everything
   computed from a session's dataset) are dropped by Streamlit itself at the disconnect.
+* :func:`use_system_heap` (called by app.py before anything else) puts Arrow's allocations (pandas' text
+  columns) on the system heap, so that the release above returns them too.
 * :func:`freeze_loaded` (called by app.py after every run) keeps Streamlit's garbage collection after each
   run cheap: that full collection (``runner.postScriptGC``) examined every object of the server — the
   imported libraries' hundreds of thousands of them, alive until the server stops — and took most of a
@@ -65,6 +67,13 @@ def guard(step: str, rows: float | None = None, columns: float | None = None) ->
         rows = ds.n if rows is None else rows
         columns = dataset_columns(ds) if columns is None else columns
     return memory.check(step, rows, columns)
+
+
+def use_system_heap() -> None:
+    """Before the run's first table (called by app.py on every run; only the first changes anything): Arrow
+    allocates on the system heap, whose freed pages an ended session's release returns
+    (:func:`prdp_core.memory.arrow_on_system_heap`)."""
+    memory.arrow_on_system_heap()
 
 
 class _SessionHandle:

@@ -20,10 +20,12 @@ import hashlib
 import uuid
 from typing import TYPE_CHECKING, Any, Mapping
 
+import pandas as pd
 import streamlit as st
 
 import prdp_core
-from prdp_core.data import Dataset
+from prdp_core import memory
+from prdp_core.data import Dataset, prepare_dataset
 from prdp_core.profile import DatasetProfile, profile_dataset
 
 if TYPE_CHECKING:
@@ -37,14 +39,60 @@ DEFAULT_SAMPLE = "cbp_like"
 #: data). Everything computed from a session's dataset is cached per session (``scope="session"``) and
 #: dropped when the session's browser disconnects.
 PUBLIC_CACHE_TTL_S = 3600
+#: Largest sample (records) kept in the server-wide caches: every sample's default size (a 200,000-record
+#: CBP-like sample is about 27 MB as a table, as much again prepared). A larger sample is generated for the
+#: session that asks for it and cached in that session only (:func:`sample_dataset`), so that what it holds
+#: is released when the session ends instead of staying on the server for :data:`PUBLIC_CACHE_TTL_S`.
+SHARED_SAMPLE_MAX_ROWS = 200_000
 MODES = {"teaching": "Teaching (seeded, shows true values)", "review": "Review (true values hidden)"}
 
 
 @st.cache_resource(show_spinner="Generating sample…", max_entries=4, ttl=PUBLIC_CACHE_TTL_S)
 def cached_sample(name: str, n: int | None, seed: int) -> Dataset:
-    """A sample dataset, generated once per (name, size, seed) for the whole server: every session
-    shares the same object (a resource cache hands out no copies), which nothing mutates."""
+    """A small sample dataset (at most :data:`SHARED_SAMPLE_MAX_ROWS` records), generated once per (name,
+    size, seed) for the whole server: every session shares the same object (a resource cache hands out no
+    copies), which nothing mutates. Pages ask :func:`sample_dataset`, which guards and chooses the cache."""
     return prdp_core.samples.load_dataset(name, n=n, seed=seed)
+
+
+@st.cache_data(show_spinner=False, max_entries=4, ttl=PUBLIC_CACHE_TTL_S)
+def _shared_frame(name: str, n: int | None, seed: int) -> pd.DataFrame:
+    return prdp_core.samples.load(name, n=n, seed=seed)
+
+
+@st.cache_resource(show_spinner="Generating sample…", max_entries=1, scope="session")
+def _session_frame(name: str, n: int | None, seed: int) -> pd.DataFrame:
+    """A large sample's table for this session only, generated once (the Data page's role editor and the
+    datasets prepared from it do not change it); dropped when the session's browser disconnects."""
+    return prdp_core.samples.load(name, n=n, seed=seed)
+
+
+def shared_sample(name: str, n: int | None) -> bool:
+    """Whether sample ``name`` of ``n`` records is small enough for the server-wide caches."""
+    return memory.sample_size(name, n)[0] <= SHARED_SAMPLE_MAX_ROWS
+
+
+def sample_dataset(name: str, n: int | None, seed: int) -> Dataset:
+    """Sample ``name`` (``n`` records, None: its default size; ``seed``) as a dataset, for every route that
+    makes a sample active (Data page, study import, share link, board, session restore). Asks the memory
+    guard first (:func:`prdp_core.memory.guard_table`: ResourceLimitError, nothing generated); a small
+    sample comes from the server-wide cache, a large one is this session's own."""
+    memory.guard_table(sample=name, n=n)
+    if shared_sample(name, n):
+        return cached_sample(name, n, seed)
+    return prepare_dataset(_session_frame(name, n, seed), prdp_core.samples.info(name).schema, name=name)
+
+
+def sample_frame(name: str, n: int | None, seed: int, *, admitted: bool = False) -> pd.DataFrame:
+    """Sample ``name``'s table before preparation (the Data page's role editor, a study's own roles), after
+    the same guard and with the same cache choice as :func:`sample_dataset`; not to be changed in place.
+    ``admitted``: the table of the active sample, which passed the guard when it became active (or is the
+    start-up sample): not asked again (a refusal then would leave a dataset without its table)."""
+    if not admitted:
+        memory.guard_table(sample=name, n=n)
+    if shared_sample(name, n):
+        return _shared_frame(name, n, seed)
+    return _session_frame(name, n, seed)
 
 
 @st.cache_data(show_spinner="Profiling measures…", max_entries=8, scope="session")

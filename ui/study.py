@@ -31,6 +31,7 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
+from prdp_core import memory
 from prdp_core.config import (
     PRDP_ALGORITHMS,
     RECORD_ALGORITHMS,
@@ -49,7 +50,6 @@ from . import (
     budget_functions,
     concepts,
     data,
-    memory,
     personalized,
     policy_designer,
     run,
@@ -532,11 +532,11 @@ def _dataset_for(study: Study, data_bytes: bytes | None, data_name: str | None
         except PrdpError as err:
             raise type(err)(f"data.path: {err.message}", hint=err.hint or "Put the table in the server's data "
                                                                              f"folder ({large.folder()}).") from None
-    if src.sample is not None:
+    if src.sample is not None:  # the sample (or its table) comes through the memory guard
         source: dict[str, Any] = {"kind": "sample", "name": src.sample, "n": src.n, "seed": src.sample_seed}
         if src.schema is None and not opts:
-            return state.cached_sample(src.sample, src.n, src.sample_seed), source
-        df = prdp_core.samples.load(src.sample, n=src.n, seed=src.sample_seed)
+            return state.sample_dataset(src.sample, src.n, src.sample_seed), source
+        df = state.sample_frame(src.sample, src.n, src.sample_seed)
         schema = Schema.from_dict(src.schema) if src.schema else prdp_core.samples.info(src.sample).schema
         ds = prepare_dataset(df, schema, name=src.sample, **opts)
         return ds, {**source, "schema": schema.to_dict(), "options": opts}
@@ -544,7 +544,9 @@ def _dataset_for(study: Study, data_bytes: bytes | None, data_name: str | None
         raise DataError(f"data.path: this study reads the file '{src.path}'. Upload it with the config, or make it "
                         "the active dataset on the Data page first.", hint="The current session is unchanged.")
     name = data_name or src.path or "data.csv"
+    memory.guard_table(file_bytes=len(data_bytes))
     df = load_table(data_bytes, filename=name)
+    memory.guard_table(rows=len(df), columns=df.shape[1])
     schema = Schema.from_dict(src.schema) if src.schema else prdp_core.guess_schema(df)
     ds = prepare_dataset(df, schema, name=name, **opts)
     return ds, {"kind": "file", "filename": name, "schema": schema.to_dict(), "options": opts}
@@ -746,7 +748,7 @@ def on_import(kind: str) -> None:
             source = "the pasted config"
         data = ss.get("study_data_upload")
         if data is not None:
-            memory.guard("load", rows=data.size, columns=1)  # model: bytes of the file
+            memory.guard_table(file_bytes=data.size)
         notes = import_state(text, data_bytes=None if data is None else data.getvalue(),
                              data_name=None if data is None else data.name)
     except PrdpError as err:

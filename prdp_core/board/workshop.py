@@ -31,6 +31,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from .. import memory
 from ..config import safe_data_path
 from ..data import SUPPORTED_EXTENSIONS, Dataset, guess_schema, load_table, prepare_dataset
 from ..errors import DataError, PrdpError
@@ -245,8 +246,10 @@ def load_file(folder: str | os.PathLike, name: str) -> WorkshopFile:
     """Load a data-folder table with guessed roles; a table that needs decisions (missing or
     negative values, duplicate ids) is refused with the checker's message, so the facilitator
     fixes the file before pinning it."""
-    path, _, _ = file_stamp(folder, name)
+    path, size, _ = file_stamp(folder, name)
+    memory.guard_table(file_bytes=size)  # the memory guard of every route into a table
     df = load_table(path, filename=name)  # size, row and column limits as for an upload
+    memory.guard_table(rows=len(df), columns=df.shape[1])
     ds = prepare_dataset(df, guess_schema(df), name=name)
     return WorkshopFile(name=name, raw=df, dataset=ds, sha256=sha256_file(path))
 

@@ -55,9 +55,10 @@ def load_data(study: Study, data: str | os.PathLike | None = None, *, engine: st
     ``engine`` (default: ``data.engine``) other than ``memory`` gives an
     :class:`~prdp_core.engines.EngineDataset` when the source goes to DuckDB (``auto``: beyond
     the upload size, or a folder, glob or database table): the records stay in the engine.
-    Raises DataError / SchemaError for data problems.
+    Raises DataError / SchemaError for data problems, and ResourceLimitError (before the sample is generated or
+    the file read) when :func:`prdp_core.memory.guard_table` refuses it.
     """
-    from .. import samples
+    from .. import memory, samples
     from ..data import Schema, guess_schema, load_table, prepare_dataset
 
     src = study.data
@@ -76,7 +77,9 @@ def load_data(study: Study, data: str | os.PathLike | None = None, *, engine: st
                                                                          "Parquet or Excel).")
         if not path.is_file():
             raise DataError(f"No data file at {path}.", hint="Check the path.")
+        memory.guard_table(file_bytes=path.stat().st_size)  # the memory guard of every route into a table
         df = load_table(path)
+        memory.guard_table(rows=len(df), columns=df.shape[1])
         if src.schema is not None:
             schema = Schema.from_dict(src.schema)
         elif src.sample is not None:
@@ -84,6 +87,7 @@ def load_data(study: Study, data: str | os.PathLike | None = None, *, engine: st
         else:
             schema = guess_schema(df)
         return prepare_dataset(df, schema, name=path.name, **opts)
+    memory.guard_table(sample=src.sample or "", n=src.n)
     if src.schema is None and not opts:
         return samples.load_dataset(src.sample or "", n=src.n, seed=src.sample_seed)
     df = samples.load(src.sample or "", n=src.n, seed=src.sample_seed)

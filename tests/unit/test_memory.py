@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -103,7 +104,9 @@ def test_every_guarded_step_has_a_model():
     for path in [*ROOT.glob("ui/*.py"), *ROOT.glob("app_pages/*.py")]:
         used |= set(re.findall(r"guard\(\"([a-z_]+)\"", path.read_text()))
     assert used and used <= set(memory.STEPS)
-    assert {"load", "prepare", "sample", "preview", "release", "sweep", "simulation", "report"} <= used
+    assert {"preview", "release", "sweep", "simulation", "report"} <= used
+    # a table enters through the one route guard (its load, prepare and sample models), never a step of its own
+    assert not used & {"load", "prepare", "sample"}
 
 
 def _firms(n: int) -> pd.DataFrame:
@@ -160,3 +163,85 @@ def test_engine_work_is_bounded_by_the_engine_limit_not_by_the_records(monkeypat
     with pytest.raises(ResourceLimitError) as err:
         memory.check_engine("2GB", rss_reader=lambda: 1_500.0)
     assert "engine's work on a large table" in str(err.value) and memory.SERVER_ENV in str(err.value)
+
+
+def test_the_route_guard_models_a_sample_by_its_records_and_columns_before_it_is_generated(monkeypatch):
+    """The share link of the finding (cbp_like, 10⁷ records) and the Study page's 5·10⁶ are refused by the model
+    the Data page uses (records × (measures + groups + id + owner)), before any generation; the default size
+    passes; a real sample read whole is modelled by its file; a file by its bytes, a read table by its cells."""
+    assert memory.sample_size("cbp_like", None) == (100_000, 12)
+    assert memory.sample_size("cbp_like", 10_000_000) == (10_000_000, 12)
+    generated = []
+    monkeypatch.setattr(prdp_core.samples, "load", lambda *a, **k: generated.append(a) or pd.DataFrame())
+    for n in (10_000_000, 5_000_000):
+        with pytest.raises(ResourceLimitError) as err:
+            memory.guard_table(sample="cbp_like", n=n)
+        est = memory.estimate_mb("sample", n, 12)
+        assert f"about {est:,.0f} MB" in str(err.value) and memory.SESSION_ENV in str(err.value)
+        assert "Ask for fewer records" in err.value.hint
+    assert not generated
+    assert memory.guard_table(sample="cbp_like") == pytest.approx(memory.estimate_mb("sample", 100_000, 12))
+    size = (prdp_core.samples.sample_dir() / "real_world_cities.csv").stat().st_size
+    assert memory.guard_table(sample="world_cities") == pytest.approx(memory.estimate_mb("load", size))
+    assert memory.guard_table(file_bytes=2**20) == pytest.approx(memory.estimate_mb("load", 2**20))
+    assert memory.guard_table(rows=1000, columns=5) == pytest.approx(memory.estimate_mb("prepare", 1000, 5))
+    with pytest.raises(ResourceLimitError, match="server is short of memory"):
+        memory.guard_table(file_bytes=2**20, rss_reader=lambda: 1e12)
+    with pytest.raises(TypeError):
+        memory.guard_table()
+    with pytest.raises(prdp_core.errors.ParameterError, match="Unknown sample"):
+        memory.guard_table(sample="nope")
+
+
+def test_the_data_folder_and_the_cli_ask_the_route_guard(monkeypatch, tmp_path):
+    """The workshop's data-folder tables and every CLI command's data (prdp_core.config.load_data) ask the guard
+    before reading or generating; `prdp run` and `prdp validate` refuse an oversize sample with exit 4."""
+    from prdp_core.board import workshop as W
+    from prdp_core.cli import EXIT_DATA, main
+
+    generated = []
+    monkeypatch.setattr(prdp_core.samples, "load", lambda *a, **k: generated.append(a) or pd.DataFrame())
+    cfg = tmp_path / "big.yaml"
+    cfg.write_text("version: 1\ndata: {sample: cbp_like, n: 10000000}\nmechanisms: [{kind: prdp, query: count}]\n"
+                   "policy: {budget: {preset: constant, eps: 1}}\n")
+    for command in ("run", "validate"):
+        args = [command, str(cfg)] + (["--out", str(tmp_path / "o")] if command == "run" else [])
+        out, err = io.StringIO(), io.StringIO()
+        assert main(args, stdout=out, stderr=err) == EXIT_DATA, err.getvalue()
+        assert "per-session memory budget" in err.getvalue() and memory.SESSION_ENV in err.getvalue()
+    assert not generated and not (tmp_path / "o").exists()
+    asked = []
+
+    def refuse(**kw):
+        asked.append(kw)
+        raise ResourceLimitError("Planted refusal.")
+
+    monkeypatch.setattr(memory, "guard_table", refuse)
+    (tmp_path / "firms.csv").write_text("id,emp\n1,5\n2,7\n")
+    with pytest.raises(ResourceLimitError, match="Planted"):
+        W.load_file(tmp_path, "firms.csv")
+    cfg.write_text("version: 1\ndata: {path: firms.csv}\n")
+    from prdp_core.config import load_config, load_data
+
+    with pytest.raises(ResourceLimitError, match="Planted"):
+        load_data(load_config(cfg))
+    assert asked == [{"file_bytes": (tmp_path / "firms.csv").stat().st_size}] * 2
+
+
+def test_release_free_memory_returns_the_pages_arrows_pool_kept():
+    """pandas' text columns live in Arrow's memory pool, whose allocator keeps freed pages: an ended session's
+    tables stayed resident after malloc_trim alone; release_free_memory returns them too."""
+    import gc
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    memory.release_free_memory()
+    before = memory.server_rss_mb()
+    text = pd.Series(pc.cast(pa.array(np.arange(4_000_000) * 7919), pa.string()), dtype="str")
+    held = memory.server_rss_mb()
+    assert held - before > 40 and pa.total_allocated_bytes() > 40 * 2**20
+    del text
+    gc.collect()
+    memory.release_free_memory()
+    assert memory.server_rss_mb() - before < 0.25 * (held - before)
