@@ -61,6 +61,31 @@ def is_data_derived(source: Any) -> bool:
     return isinstance(source, str) and source.strip().lower().startswith("data")
 
 
+def is_private(source: Any) -> bool:
+    """True when ``source`` says the value was released by a private suggestion charged to the ledger."""
+    return isinstance(source, str) and source.strip().lower().startswith("private")
+
+
+def source_detail(source: str) -> str:
+    """What a source says after its kind: ``"data: p99 (rounded)"`` → ``"p99 (rounded)"``."""
+    return source.split(":", 1)[-1].strip()
+
+
+#: Policy parts of a study config whose parameters carry sources, and the policy key holding them: a design
+#: that replaces the part replaces its sources too (a link, a board entry), never keeps the reader's.
+PART_SOURCES = {"thresholds": "threshold_source"}
+
+
+def with_part_sources(current: Mapping[str, Any], design: Mapping[str, Any]) -> dict[str, Any]:
+    """The policy section ``current`` with the parts of ``design`` put in: a part of ``design`` brings its sources
+    (:data:`PART_SOURCES`) — none when it has none, i.e. typed — instead of keeping those of the part it replaces."""
+    out = {**current, **design}
+    for part, key in PART_SOURCES.items():
+        if part in design and key not in design:
+            out.pop(key, None)
+    return out
+
+
 def check_sources(sources: Mapping[Any, Any] | None, *, what: str = "threshold_source") -> dict[str, str]:
     """Normalise a parameter → source mapping (names and sources as text; ``"typed"`` entries dropped,
     since a parameter without a source is typed in). Raises :class:`PolicyError` for anything else
@@ -111,8 +136,8 @@ def require_public_thresholds(sources: Mapping[str, str]) -> None:
         f"A secure release cannot use splitting thresholds computed from the confidential data: {listed}. "
         "A threshold sets the noise of every sum, so one read off the records leaks through the release itself.",
         hint="Type public values in (fixed from public knowledge, or public or synthetic data) — on the Run page, "
-             "'Type public thresholds', or by editing them on the Policy designer page. Private (DP) threshold "
-             "suggestions are not available yet.")
+             "'Type public thresholds', or by editing them on the Policy designer page — or adopt a private (DP) "
+             "suggestion charged to the ledger (Policy designer, 'Suggest thresholds').")
 
 
 def stamp_answers(answers: pd.DataFrame, *, teaching: bool, secure: bool, seed: int | None,
@@ -128,5 +153,6 @@ def stamp_answers(answers: pd.DataFrame, *, teaching: bool, secure: bool, seed: 
     return out
 
 
-__all__ = ["DATA_DERIVED_COLUMN", "KEYS_FROM_DATA", "TYPED", "check_sources", "data_derived", "data_source",
-           "is_data_derived", "private_source", "require_public_thresholds", "stamp_answers"]
+__all__ = ["DATA_DERIVED_COLUMN", "KEYS_FROM_DATA", "PART_SOURCES", "TYPED", "check_sources", "data_derived",
+           "data_source", "is_data_derived", "is_private", "private_source", "require_public_thresholds",
+           "source_detail", "stamp_answers", "with_part_sources"]

@@ -1,0 +1,136 @@
+"""Where each threshold came from — typed, computed from the data, or a private suggestion charged to the ledger —
+follows the value: through the sidebar, the study export and import, a share link and a restored session. A private
+threshold is used as released (the value its ledger entry records), never silently rounded."""
+
+from __future__ import annotations
+
+import yaml
+from streamlit.testing.v1 import AppTest
+
+from .conftest import ROOT, open_page, texts, upload
+
+# balances 1 … 500 and amounts 1 … 1,000: the page's default thresholds are their 99th percentiles, rounded
+CSV = ("acct,balance,amount\n" + "".join(f"a{i},{i},{2 * i}\n" for i in range(1, 501))).encode()
+
+
+def _sidebar(at: AppTest) -> str:
+    return "\n".join(str(m.value) for m in at.sidebar.markdown)
+
+
+def _designer() -> AppTest:
+    at = open_page("data")
+    upload(at, "accounts.csv", CSV)
+    at.switch_page("app_pages/policy_designer.py")
+    at.run()
+    assert not at.exception, at.exception
+    assert "computed from the data: T(amount), T(balance)" in _sidebar(at)  # the p99 defaults
+    return at
+
+
+def _adopt_private(at: AppTest) -> dict[str, float]:
+    """Draw and adopt private thresholds (p97, ε = 0.1 over the default public range); returns the released
+    values, as the ledger entry records them."""
+    at.button(key="psugg_apply").click().run()
+    assert not at.exception, at.exception
+    entry = at.session_state["ledger"].entries[-1]
+    return {q["column"]: q["value"] for q in entry.params["quantiles"]}
+
+
+def _study_yaml(at: AppTest) -> str:
+    at.switch_page("app_pages/study.py")
+    at.run()
+    assert not at.exception, at.exception
+    return next(c.value for c in at.code if c.value.startswith("# PrDP Explorer study"))
+
+
+def _load_study(text: str) -> AppTest:
+    fresh = open_page("study")
+    fresh.file_uploader(key="study_data_upload").set_value(("accounts.csv", CSV, "text/csv"))
+    fresh.text_area(key="study_paste").set_value(text).run()
+    fresh.button(key="study_load_paste").click().run()
+    assert not fresh.exception, fresh.exception
+    assert "Loaded the study" in texts(fresh), texts(fresh)
+    return fresh
+
+
+def _assert_private(at: AppTest, released: dict[str, float]) -> None:
+    """The active policy uses the released values, labelled private (never "computed from the data")."""
+    pol = at.session_state["policy"]
+    assert pol.thresholds.as_dict()["*"] == released
+    sources = pol.threshold_sources()
+    assert set(sources) == set(released) and all(s.startswith("private: DP p97") for s in sources.values())
+    side = _sidebar(at)
+    assert "computed from the data" not in side
+    assert "private suggestion, charged to the ledger: T(amount) (DP p97" in side, side
+
+
+def test_adopted_private_thresholds_are_labelled_private_and_used_as_released():
+    at = _designer()
+    released = _adopt_private(at)
+    assert any(v != round(v) for v in released.values())  # candidates of a log grid: not round numbers
+    _assert_private(at, released)
+    # the page says so under each editor, and the message names the values the policy holds
+    assert "private suggestion, charged to the ledger (DP p97" in texts(at)
+    assert "computed from the data" not in texts(at)
+    msg = next(s.value for s in at.success if "Adopted private thresholds" in s.value)
+    for m, v in released.items():
+        assert at.number_input(key=f"thr_{m}").value == v
+        assert f"T({m}) = {v:,.6g}" in msg.replace("\\", "")
+    # the study config holds the released values and their source
+    cfg = yaml.safe_load(_study_yaml(at))
+    assert cfg["policy"]["thresholds"] == released
+    assert all(s.startswith("private: DP p97") for s in cfg["policy"]["threshold_source"].values())
+
+
+def test_private_thresholds_stay_private_after_a_study_import():
+    at = _designer()
+    released = _adopt_private(at)
+    fresh = _load_study(_study_yaml(at))
+    _assert_private(fresh, released)
+    fresh.switch_page("app_pages/policy_designer.py")
+    fresh.run()
+    assert "computed from the data" not in texts(fresh)
+    assert "private suggestion, charged to the ledger (DP p97" in texts(fresh)
+
+
+def _link(at: AppTest) -> str:
+    text = at.query_params["policy"]
+    return text[0] if isinstance(text, list) else text
+
+
+def _open_link(text: str, monkeypatch, tmp_path) -> AppTest:
+    """A new session (another person) opening ``text``, on a server whose data folder has accounts.csv."""
+    folder = tmp_path / "data"
+    folder.mkdir()
+    (folder / "accounts.csv").write_bytes(CSV)
+    monkeypatch.setenv("PRDP_DATA_DIR", str(folder))
+    b = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    b.query_params["policy"] = text
+    b.run()
+    assert not b.exception, b.exception
+    assert "Loaded the design this link carries" in texts(b), texts(b)
+    b.switch_page("app_pages/policy_designer.py").run()
+    assert not b.exception, b.exception
+    return b
+
+
+def test_a_link_of_typed_thresholds_opens_them_as_typed(monkeypatch, tmp_path):
+    a = _designer()
+    a.number_input(key="thr_balance").set_value(100.0).run()
+    a.number_input(key="thr_amount").set_value(6.0).run()
+    assert a.session_state["policy"].threshold_sources() == {}
+    b = _open_link(_link(a), monkeypatch, tmp_path)
+    pol = b.session_state["policy"]
+    assert pol.thresholds.as_dict()["*"] == {"balance": 100.0, "amount": 6.0}
+    assert pol.threshold_sources() == {}
+    assert "computed from the data" not in texts(b) and "Computed from the confidential data" not in texts(b)
+    assert "computed from the data" not in _sidebar(b)
+
+
+def test_a_link_carries_private_thresholds_as_private(monkeypatch, tmp_path):
+    a = _designer()
+    released = _adopt_private(a)
+    b = _open_link(_link(a), monkeypatch, tmp_path)
+    _assert_private(b, released)
+    assert "private suggestion, charged to the ledger (DP p97" in texts(b)
+    assert len(b.session_state["ledger"]) == 0  # the reader's own ledger: the suggestion was charged to A's
