@@ -124,6 +124,41 @@ def data_derived(params: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def param_sources(value: Any, path: str, names: tuple[str, ...]) -> dict[str, str]:
+    """A mechanism's ``param_source`` in a study config: parameter (one of ``names``) → ``"private: …"``, the
+    private suggestion (charged to the ledger when adopted) that released its value. Raises
+    :class:`~prdp_core.errors.ConfigError` for anything else (a value computed from the data is said by
+    ``design_defaults``; a typed value needs no source)."""
+    from .errors import ConfigError
+
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path}: must map parameters to their source, e.g. {{{names[0]}: 'private: DP p99, "
+                          "ε = 0.1'}.")
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if k not in names:
+            raise ConfigError(f"{path}.{k}: not a parameter with a source here.", hint=f"Use: {', '.join(names)}.")
+        if not is_private(v) or len(str(v)) > 200:
+            raise ConfigError(f"{path}.{k}: must say which private suggestion released it, e.g. 'private: DP p99, "
+                              "ε = 0.1'.")
+        out[str(k)] = str(v).strip()
+    return out
+
+
+def mark_sources(release: Any, sources: Mapping[str, str]) -> Any:
+    """``release`` (a :class:`~prdp_core.release.Release`) with ``<parameter>_source`` in its params and its
+    ledger entries' params for each of ``sources`` (e.g. ``hi_source: "private: DP p99, ε = 0.1"``)."""
+    from dataclasses import replace
+
+    if not sources:
+        return release
+    extra = {f"{k}_source": v for k, v in sources.items()}
+    entries = tuple(replace(e, params={**e.params, **extra}) for e in release.entries)
+    return replace(release, params={**release.params, **extra}, entries=entries)
+
+
 def require_public_thresholds(sources: Mapping[str, str]) -> None:
     """Refuse thresholds computed from the confidential data (a secure release that is not a teaching run).
 
@@ -154,5 +189,5 @@ def stamp_answers(answers: pd.DataFrame, *, teaching: bool, secure: bool, seed: 
 
 
 __all__ = ["DATA_DERIVED_COLUMN", "KEYS_FROM_DATA", "PART_SOURCES", "TYPED", "check_sources", "data_derived",
-           "data_source", "is_data_derived", "is_private", "private_source", "require_public_thresholds",
-           "source_detail", "stamp_answers", "with_part_sources"]
+           "data_source", "is_data_derived", "is_private", "mark_sources", "param_sources", "private_source",
+           "require_public_thresholds", "source_detail", "stamp_answers", "with_part_sources"]

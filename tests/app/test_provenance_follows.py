@@ -4,6 +4,8 @@ threshold is used as released (the value its ledger entry records), never silent
 
 from __future__ import annotations
 
+import math
+
 import yaml
 from streamlit.testing.v1 import AppTest
 
@@ -55,13 +57,13 @@ def _load_study(text: str) -> AppTest:
 
 def _assert_private(at: AppTest, released: dict[str, float]) -> None:
     """The active policy uses the released values, labelled private (never "computed from the data")."""
+    side = _sidebar(at)
+    assert "computed from the data" not in side, side
+    assert "private suggestion, charged to the ledger: T(amount) (DP p97" in side, side
     pol = at.session_state["policy"]
     assert pol.thresholds.as_dict()["*"] == released
     sources = pol.threshold_sources()
     assert set(sources) == set(released) and all(s.startswith("private: DP p97") for s in sources.values())
-    side = _sidebar(at)
-    assert "computed from the data" not in side
-    assert "private suggestion, charged to the ledger: T(amount) (DP p97" in side, side
 
 
 def test_adopted_private_thresholds_are_labelled_private_and_used_as_released():
@@ -134,3 +136,76 @@ def test_a_link_carries_private_thresholds_as_private(monkeypatch, tmp_path):
     _assert_private(b, released)
     assert "private suggestion, charged to the ledger (DP p97" in texts(b)
     assert len(b.session_state["ledger"]) == 0  # the reader's own ledger: the suggestion was charged to A's
+
+
+def _import_yaml(text: str) -> AppTest:
+    """A fresh session loading a study config on the default sample (no file to upload)."""
+    fresh = open_page("study")
+    fresh.text_area(key="study_paste").set_value(text).run()
+    fresh.button(key="study_load_paste").click().run()
+    assert not fresh.exception, fresh.exception
+    assert "Loaded the study" in texts(fresh), texts(fresh)
+    return fresh
+
+
+def _pdp_release(at: AppTest) -> dict:
+    at.switch_page("app_pages/personalized.py")
+    at.run()
+    at.radio(key="pdp_view").set_value("Run a release").run()
+    at.selectbox(key="pdp_rel_kind").set_value("sum").run()
+    at.button(key="pdp_run").click().run()
+    assert not at.exception, at.exception
+    return dict(at.session_state["pdp_last_release"].params)
+
+
+def test_a_private_upper_bound_stays_private_in_the_release_the_ledger_and_a_study_round_trip():
+    at = open_page("personalized")
+    col = at.session_state["pdp_value"]
+    at.number_input(key=f"pdp_psugg_hi_{col}").set_value(1e7)
+    at.button(key="pdp_psugg_apply").click().run()
+    assert not at.exception, at.exception
+    hi = at.session_state["pdp_hi"]
+    assert hi == at.session_state["ledger"].entries[-1].params["quantiles"][0]["value"]  # used as released
+    params = _pdp_release(at)
+    assert params["hi_source"].startswith("private: DP p99") and "hi" not in " ".join(
+        e for e in at.session_state["ledger"].summary()["data-derived parameters"] if e)
+    assert at.session_state["ledger"].entries[-1].params["hi_source"] == params["hi_source"]
+    assert "released by a private suggestion, charged to the ledger" in texts(at)
+    cfg = yaml.safe_load(_study_yaml(at))
+    pdp = next(m for m in cfg["mechanisms"] if m["kind"] == "personalized")
+    assert pdp["param_source"] == {"hi": params["hi_source"]} and pdp["query"]["hi"] == hi
+    fresh = _import_yaml(yaml.safe_dump(cfg, allow_unicode=True))
+    assert fresh.session_state["pdp_hi"] == hi
+    again = _pdp_release(fresh)
+    assert again["hi_source"] == params["hi_source"]
+    # a value typed over it is typed: no source
+    fresh.number_input(key="pdp_hi").set_value(5000.0).run()
+    fresh.button(key="pdp_run").click().run()
+    assert "hi_source" not in fresh.session_state["pdp_last_release"].params
+
+
+def test_a_private_clipping_bound_stays_private_in_the_release_and_a_study_round_trip():
+    at = open_page("analyst_tiers")
+    at.radio(key="mt_query").set_value("sum").run()
+    col = at.session_state["mt_measure"]
+    at.number_input(key=f"mt_psugg_hi_{col}").set_value(1e7)
+    at.button(key="mt_psugg_apply").click().run()
+    assert not at.exception, at.exception
+    clip = at.session_state["mt_clip"]
+    released = at.session_state["ledger"].entries[-1].params["quantiles"][0]["value"]
+    assert clip == max(1, math.ceil(released))  # rounded up (integer noise), said beside the released value:
+    assert f"{released:,.6g}" in texts(at) and "used as U = " in texts(at)
+    at.button(key="mt_release_btn").click().run()
+    assert not at.exception, at.exception
+    src = at.session_state["mt_release"]["release"].params["clip_source"]
+    assert src.startswith("private: DP p99") and at.session_state["ledger"].entries[-1].params["clip_source"] == src
+    assert clip == released or f"(released {released:,.6g}, rounded up to {clip:,.0f})" in src
+    cfg = yaml.safe_load(_study_yaml(at))
+    mt = next(m for m in cfg["mechanisms"] if m["kind"] == "multitier")
+    assert mt["param_source"] == {"clip": src} and mt["clip"] == clip
+    fresh = _import_yaml(yaml.safe_dump(cfg, allow_unicode=True))
+    fresh.switch_page("app_pages/analyst_tiers.py")
+    fresh.run()
+    fresh.button(key="mt_release_btn").click().run()
+    assert not fresh.exception, fresh.exception
+    assert fresh.session_state["mt_release"]["release"].params["clip_source"] == src
