@@ -9,6 +9,8 @@ import math
 import yaml
 from streamlit.testing.v1 import AppTest
 
+from prdp_core.board import sessions as S
+
 from .conftest import ROOT, open_page, texts, upload
 
 # balances 1 … 500 and amounts 1 … 1,000: the page's default thresholds are their 99th percentiles, rounded
@@ -209,3 +211,18 @@ def test_a_private_clipping_bound_stays_private_in_the_release_and_a_study_round
     fresh.button(key="mt_release_btn").click().run()
     assert not fresh.exception, fresh.exception
     assert fresh.session_state["mt_release"]["release"].params["clip_source"] == src
+
+
+def test_private_thresholds_stay_private_when_the_session_is_restored(one_browser):
+    at = _designer()
+    released = _adopt_private(at)
+    key = at.query_params[S.KEY_PARAM]
+    again = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)  # a reconnect after a restart
+    again.query_params[S.KEY_PARAM] = key
+    again.run()
+    assert not again.exception, again.exception
+    again.switch_page("app_pages/policy_designer.py").run()
+    assert not again.exception, again.exception
+    assert again.session_state["dataset"].name == "accounts.csv"
+    _assert_private(again, released)
+    assert "private suggestion, charged to the ledger (DP p97" in texts(again)
