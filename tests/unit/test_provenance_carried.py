@@ -78,3 +78,17 @@ def test_the_local_model_takes_no_param_source():
     local = {"kind": "multitier", "model": "local", "measure": "EMP", "param_source": {"clip": PRIVATE}}
     with pytest.raises(ConfigError, match=r"param_source"):
         parse_config(_study(local, MT_POLICY))
+
+
+def test_the_report_and_the_exported_config_name_private_thresholds(tmp_path):
+    from prdp_core.report import write_outputs
+
+    study = parse_config({"version": 1, "mode": "teaching", "data": {"sample": "cbp_like", "n": 400},
+                          "policy": {"thresholds": {"EMP": 138.721}, "threshold_source": {"EMP": PRIVATE}},
+                          "workload": WORKLOAD, "mechanisms": [{"kind": "unit_splitting"}]})
+    files = write_outputs(run_study(study), tmp_path / "out")
+    html = files["report.html"].read_text(encoding="utf-8")
+    assert "Private suggestions." in html and "T(EMP) (DP p99, ε = 0.1)" in html
+    assert "Computed from the data." not in html
+    again = parse_config(files["study.yaml"].read_text(encoding="utf-8"))
+    assert again.policy["threshold_source"] == {"EMP": PRIVATE} and again.policy["thresholds"] == {"EMP": 138.721}
