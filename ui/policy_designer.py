@@ -8,9 +8,10 @@ Keys in ``st.session_state``:
 * ``policy_compare`` – saved policy-loss CDFs overlaid for comparison;
 * ``policy_summary`` – the one-line description shown in the sidebar;
 * ``policy_thr_sources`` – thresholds the page wrote from the confidential data (the 99th-percentile
-  defaults, percentile and loss-cap suggestions, or an imported ``threshold_source``): measure →
-  ``{"values": [...], "source": "data: …"}``. A threshold still at one of those values is flagged
-  as computed from the data; typing another value (or confirming it as public) makes it "typed".
+  defaults, percentile and loss-cap suggestions, or an imported ``threshold_source``) or from a private
+  suggestion: measure → ``{"values": [...], "source": "data: …" or "private: …"}``. A threshold still at
+  one of those values keeps that source (labelled computed from the data, or private suggestion); typing
+  another value (or confirming it as public) makes it "typed".
 """
 
 from __future__ import annotations
