@@ -226,3 +226,22 @@ def test_private_thresholds_stay_private_when_the_session_is_restored(one_browse
     assert again.session_state["dataset"].name == "accounts.csv"
     _assert_private(again, released)
     assert "private suggestion, charged to the ledger (DP p97" in texts(again)
+
+
+def test_a_board_entry_of_private_thresholds_loads_as_private(monkeypatch, tmp_path):
+    monkeypatch.setenv("PRDP_WORKSHOP_DIR", str(tmp_path / "workshop"))
+    a = _designer()
+    released = _adopt_private(a)
+    a.switch_page("app_pages/board.py").run()
+    a.text_input(key="board_name").input("Private")
+    a.button(key="board_submit").click().run()
+    assert not a.exception, a.exception
+    assert "Submitted **#1 Private**" in a.success[0].value
+    b = _designer()  # another participant, same table, its p99 defaults computed from the data
+    b.switch_page("app_pages/board.py").run()
+    b.selectbox(key="board_pick").set_value(1)
+    b.button(key="board_load").click().run()
+    assert not b.exception, b.exception
+    assert "Loaded **#1 Private** into your session" in b.success[0].value
+    b.switch_page("app_pages/policy_designer.py").run()
+    _assert_private(b, released)
