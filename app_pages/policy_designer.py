@@ -42,9 +42,9 @@ with left:
             col = cols[i % len(cols)]
             col.number_input(f"T({md_escape(m)})", min_value=0.0, step=None, format="%g", key=f"thr_{m}",
                              help=f"Largest piece a record's {md_escape(m)} is cut into.")
-            how = pstate.source_of(m, st.session_state[f"thr_{m}"])
+            how = pstate.source_caption(m, st.session_state[f"thr_{m}"])
             if how:
-                col.caption(f":material/lock: computed from the data ({md_escape(how)})")
+                col.caption(how)
         thr_make = lambda: as_thresholds({m: st.session_state[f"thr_{m}"] for m in measures})  # noqa: E731
     else:
         gcol = st.selectbox("Group column", groups, key="policy_group_col")

@@ -64,6 +64,31 @@ def is_data_derived(source: Any) -> bool:
     return isinstance(source, str) and source.strip().lower().startswith("data")
 
 
+def is_private(source: Any) -> bool:
+    """True when ``source`` says the value was released by a private suggestion charged to the ledger."""
+    return isinstance(source, str) and source.strip().lower().startswith("private")
+
+
+def source_detail(source: str) -> str:
+    """What a source says after its kind: ``"data: p99 (rounded)"`` → ``"p99 (rounded)"``."""
+    return source.split(":", 1)[-1].strip()
+
+
+#: Policy parts of a study config whose parameters carry sources, and the policy key holding them: a design
+#: that replaces the part replaces its sources too (a link, a board entry), never keeps the reader's.
+PART_SOURCES = {"thresholds": "threshold_source"}
+
+
+def with_part_sources(current: Mapping[str, Any], design: Mapping[str, Any]) -> dict[str, Any]:
+    """The policy section ``current`` with the parts of ``design`` put in: a part of ``design`` brings its sources
+    (:data:`PART_SOURCES`) — none when it has none, i.e. typed — instead of keeping those of the part it replaces."""
+    out = {**current, **design}
+    for part, key in PART_SOURCES.items():
+        if part in design and key not in design:
+            out.pop(key, None)
+    return out
+
+
 def check_sources(sources: Mapping[Any, Any] | None, *, what: str = "threshold_source") -> dict[str, str]:
     """Normalise a parameter → source mapping (names and sources as text; ``"typed"`` entries dropped,
     since a parameter without a source is typed in). Raises :class:`PolicyError` for anything else
@@ -102,6 +127,41 @@ def data_derived(params: Mapping[str, Any]) -> list[str]:
     return out
 
 
+def param_sources(value: Any, path: str, names: tuple[str, ...]) -> dict[str, str]:
+    """A mechanism's ``param_source`` in a study config: parameter (one of ``names``) → ``"private: …"``, the
+    private suggestion (charged to the ledger when adopted) that released its value. Raises
+    :class:`~prdp_core.errors.ConfigError` for anything else (a value computed from the data is said by
+    ``design_defaults``; a typed value needs no source)."""
+    from .errors import ConfigError
+
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{path}: must map parameters to their source, e.g. {{{names[0]}: 'private: DP p99, "
+                          "ε = 0.1'}.")
+    out: dict[str, str] = {}
+    for k, v in value.items():
+        if k not in names:
+            raise ConfigError(f"{path}.{k}: not a parameter with a source here.", hint=f"Use: {', '.join(names)}.")
+        if not is_private(v) or len(str(v)) > 200:
+            raise ConfigError(f"{path}.{k}: must say which private suggestion released it, e.g. 'private: DP p99, "
+                              "ε = 0.1'.")
+        out[str(k)] = str(v).strip()
+    return out
+
+
+def mark_sources(release: Any, sources: Mapping[str, str]) -> Any:
+    """``release`` (a :class:`~prdp_core.release.Release`) with ``<parameter>_source`` in its params and its
+    ledger entries' params for each of ``sources`` (e.g. ``hi_source: "private: DP p99, ε = 0.1"``)."""
+    from dataclasses import replace
+
+    if not sources:
+        return release
+    extra = {f"{k}_source": v for k, v in sources.items()}
+    entries = tuple(replace(e, params={**e.params, **extra}) for e in release.entries)
+    return replace(release, params={**release.params, **extra}, entries=entries)
+
+
 def require_public_thresholds(sources: Mapping[str, str]) -> None:
     """Refuse thresholds computed from the confidential data (a secure release that is not a teaching run).
 
@@ -114,8 +174,8 @@ def require_public_thresholds(sources: Mapping[str, str]) -> None:
         f"A secure release cannot use splitting thresholds computed from the confidential data: {listed}. "
         "A threshold sets the noise of every sum, so one read off the records leaks through the release itself.",
         hint="Type public values in (fixed from public knowledge, or public or synthetic data) — on the Run page, "
-             "'Type public thresholds', or by editing them on the Policy designer page. Private (DP) threshold "
-             "suggestions are not available yet.")
+             "'Type public thresholds', or by editing them on the Policy designer page — or adopt a private (DP) "
+             "suggestion charged to the ledger (Policy designer, 'Suggest thresholds').")
 
 
 def stamp_answers(answers: pd.DataFrame, *, teaching: bool, secure: bool, seed: int | None,
@@ -131,5 +191,6 @@ def stamp_answers(answers: pd.DataFrame, *, teaching: bool, secure: bool, seed: 
     return out
 
 
-__all__ = ["DATA_DERIVED_COLUMN", "KEYS_FROM_DATA", "KEYS_LISTED", "TYPED", "check_sources", "data_derived",
-           "data_source", "is_data_derived", "private_source", "require_public_thresholds", "stamp_answers"]
+__all__ = ["DATA_DERIVED_COLUMN", "KEYS_FROM_DATA", "KEYS_LISTED", "PART_SOURCES", "TYPED", "check_sources",
+           "data_derived", "data_source", "is_data_derived", "is_private", "mark_sources", "param_sources",
+           "private_source", "require_public_thresholds", "source_detail", "stamp_answers", "with_part_sources"]

@@ -51,7 +51,7 @@ from .config import (
     study_from_dict,
 )
 from .export import to_csv_bytes
-from .provenance import DATA_DERIVED_COLUMN, data_derived, is_data_derived
+from .provenance import DATA_DERIVED_COLUMN, data_derived, is_data_derived, is_private, source_detail
 from .reproduction import reproduction_script
 from .runner import StudyRun, run_study
 from .runs import held_by_engine
@@ -209,6 +209,11 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
                          + ": design aids computed from the confidential records, not public facts. A real release "
                          "must fix its thresholds from public knowledge (a secure release in review mode refuses "
                          "these).</div>")
+        private = {m: source_detail(s) for m, s in pol.threshold_sources().items() if is_private(s)}
+        if private:
+            parts.append("<p><b>Private suggestions.</b> " + e(", ".join(f"T({m}) ({s})" for m, s in private.items()))
+                         + ": released by a differentially private suggestion charged to the ledger, used as "
+                         "released (public once released).</p>")
         for meas in pol.thresholds.measures[:4]:
             thr_rows = pol.thresholds.rows[:6]
             t_min = min(dict(r)[meas] for _, r in thr_rows if meas in dict(r))

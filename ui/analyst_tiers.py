@@ -15,9 +15,10 @@ from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import granular
 from prdp_core.mechanisms import multitier as mt
+from prdp_core.provenance import mark_sources
 from prdp_core.secure import mode_label
 
-from . import memory, state
+from . import memory, private_suggest, state
 from .common import confidential, learn, md_escape, mode_notice
 from .page_state import PageState
 
@@ -225,10 +226,26 @@ def current_plan_and_data(ds: Dataset, tiers: tuple[mt.Tier, ...]) -> dict[str, 
     return {"model": "local", "codes": codes, "labels": labels, "plan": local_plan, "filter": f}
 
 
-def adopt_private_clip(q: Any) -> None:
+def adopt_private_clip(q: Any) -> str | None:
     """Callback of the private clipping bound (:func:`ui.private_suggest.bound_panel`): U = the DP percentile
-    drawn (a :class:`~prdp_core.dp_quantile.DPQuantile`, charged to the ledger), at least 1 (the input's floor)."""
-    st.session_state["mt_clip"] = max(1.0, float(q.value))
+    drawn (a :class:`~prdp_core.dp_quantile.DPQuantile`, charged to the ledger), rounded up to an integer of at
+    least 1 (the integer noise families need one; the input's floor) — shown as rounded, the released value beside
+    it, in the message and in the source the release and the ledger carry. Returns that note (None: used as is)."""
+    released = float(q.value)
+    clip = float(max(1, math.ceil(released)))  # post-processing of the released value: it costs nothing
+    st.session_state["mt_clip"] = clip
+    rounded = "" if clip == released else f" (released {released:,.6g}, rounded up to {clip:,.0f})"
+    private_suggest.remember("mt_clip", q.column, clip, q.source() + rounded)
+    return f"U = {clip:,.0f} (rounded up: the integer noise families need an integer bound)" if rounded else None
+
+
+def private_params() -> dict[str, str]:
+    """The release's parameters a private suggestion released (the clipping bound of a sum): name → source."""
+    ss = st.session_state
+    if ss.get("mt_model", "central") != "central" or ss.get("mt_query") != "sum":
+        return {}
+    src = private_suggest.private_source("mt_clip", ss.get("mt_measure"))
+    return {"clip": src} if src else {}
 
 
 def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
@@ -250,7 +267,8 @@ def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
             q = cur["query"]
             if secure:
                 mode["contributions"] = q.contributions
-            rel = mt.release_central(cur["plan"], q.value, reveal=teaching, records=q.mask, query=q.label, **mode)
+            rel = mark_sources(mt.release_central(cur["plan"], q.value, reveal=teaching, records=q.mask, query=q.label,
+                                                  **mode), private_params())
         else:
             rel = mt.release_local(cur["plan"], cur["codes"], reveal=teaching, labels=cur["labels"], **mode)
         ss["mt_release"] = {"key": settings_key(tiers), "release": rel}

@@ -16,6 +16,7 @@ engine, and each table of the data folder loaded once for every session.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any, Mapping
 
 import streamlit as st
@@ -26,6 +27,7 @@ from prdp_core.board.store import BoardStore, Entry, new_participant_code
 from prdp_core.config import parse_config
 from prdp_core.data import Schema, prepare_dataset
 from prdp_core.errors import AccessError, DataError, PrdpError, StoreError
+from prdp_core.provenance import with_part_sources
 
 from . import state
 from . import study as ustudy
@@ -169,8 +171,11 @@ def _use_file(f: W.WorkshopFile, schema: Mapping[str, Any] | None = None,
         ds = _prepared(f.sha256, json.dumps(dict(schema or src["schema"]), sort_keys=True),
                        json.dumps(dict(options or {}), sort_keys=True), f)
         src.update(schema=ds.schema.to_dict(), options=dict(options or {}))
+    # the roles of the file's columns: an id generated from the row number is no column of it (as for an upload)
+    roles = ds.schema if ds.schema.id_col in set(map(str, f.raw.columns)) else replace(ds.schema, id_col=None)
+    src["schema"] = roles.to_dict()
     state.set_dataset(ds, src)
-    st.session_state["raw"] = {"df": f.raw, "name": f.name, "schema": ds.schema,
+    st.session_state["raw"] = {"df": f.raw, "name": f.name, "schema": roles,
                                "source": {"kind": "file", "filename": f.name, "shared": f.sha256},
                                "id": uuid.uuid4().hex[:8]}
 
@@ -209,7 +214,8 @@ def load_design(config: Mapping[str, Any]) -> list[str]:
     if not same:
         return ustudy.import_state(cfg)
     merged = dict(current)
-    merged["policy"] = {**current.get("policy", {}), **cfg.get("policy", {})}
+    # the design's parts come with their sources: typed thresholds never take the reader's "computed from the data"
+    merged["policy"] = with_part_sources(current.get("policy", {}), cfg.get("policy", {}))
     if "thresholds" in cfg.get("policy", {}):
         merged["workload"] = cfg.get("workload")
     kinds = {m["kind"] for m in cfg.get("mechanisms", [])}

@@ -13,8 +13,9 @@ import streamlit as st
 from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import personalized
+from prdp_core.provenance import mark_sources
 
-from . import memory, state
+from . import memory, private_suggest, state
 from .page_state import PageState
 
 EACH_RECORD = "(each record is its own user)"
@@ -67,10 +68,18 @@ def data_default_text(names: list[str]) -> str:
     return "; ".join(parts)
 
 
-def adopt_private_hi(q: Any) -> None:
+def adopt_private_hi(q: Any) -> str | None:
     """Callback of the private bound (:func:`ui.private_suggest.bound_panel`): hi = the DP percentile drawn
     (a :class:`~prdp_core.dp_quantile.DPQuantile`, charged to the ledger), no longer a data default."""
     st.session_state["pdp_hi"] = float(q.value)
+    private_suggest.remember("pdp_hi", q.column, float(q.value), q.source())
+    return None  # used as released
+
+
+def private_params(kind: str | None = None) -> dict[str, str]:
+    """The query parameters a private suggestion released (``hi`` of a value query): name → ``"private: …"``."""
+    src = private_suggest.private_source("pdp_hi", st.session_state.get("pdp_value"))
+    return {"hi": src} if src and kind != "count" else {}
 
 
 #: Results and editors that belong to one dataset: dropped when the dataset changes.
@@ -321,7 +330,7 @@ def on_run_release() -> None:
             rel = m.release(ds.table, spec, q, rng=None, reveal=state.teaching(), secure=True)
         else:
             rel = m.release(ds.table, spec, q, rng=rng, seed=seed, reveal=state.teaching())
-        rel = personalized.flag_design_defaults(rel, flagged)
+        rel = mark_sources(personalized.flag_design_defaults(rel, flagged), private_params(q.kind))
         state.record_release(rel)
         ss["pdp_last_release"] = rel
     except PrdpError as err:

@@ -13,6 +13,7 @@ from prdp_core.charts import personalized as pch
 from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms import personalized
+from prdp_core.provenance import is_data_derived, is_private, source_detail
 from prdp_core.secure import mode_label
 
 from . import state
@@ -225,7 +226,13 @@ def view_run_release(v: View) -> None:
         st.markdown(f"Promise: {md_escape(rel.extras['promise'])}. "
                     f"Neighbours: {personalized.NEIGHBOUR_TEXT[rel.params['neighbours']]}.")
         st.caption(f"Roster: {md_escape(rel.extras.get('roster', ''))}.")
-        flagged = [k[:-len('_source')] for k in rel.params if k.endswith("_source") and k != "spec_source"]
+        flagged = [k[:-len('_source')] for k, v in rel.params.items()
+                   if k.endswith("_source") and k != "spec_source" and is_data_derived(v)]
+        private = [f"{k[:-len('_source')]} ({md_escape(source_detail(v))})" for k, v in rel.params.items()
+                   if k.endswith("_source") and is_private(v)]
+        if private:
+            st.caption(f":material/verified: {', '.join(private)}: released by a private suggestion, charged to "
+                       "the ledger.")
         if flagged:
             verb = "is a design default" if len(flagged) == 1 else "are design defaults"
             origins = "; ".join(f"{n}: {personalized.DESIGN_DEFAULTS[n].origin}" for n in flagged

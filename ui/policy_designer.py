@@ -8,9 +8,10 @@ Keys in ``st.session_state``:
 * ``policy_compare`` – saved policy-loss CDFs overlaid for comparison;
 * ``policy_summary`` – the one-line description shown in the sidebar;
 * ``policy_thr_sources`` – thresholds the page wrote from the confidential data (the 99th-percentile
-  defaults, percentile and loss-cap suggestions, or an imported ``threshold_source``): measure →
-  ``{"values": [...], "source": "data: …"}``. A threshold still at one of those values is flagged
-  as computed from the data; typing another value (or confirming it as public) makes it "typed".
+  defaults, percentile and loss-cap suggestions, or an imported ``threshold_source``) or from a private
+  suggestion: measure → ``{"values": [...], "source": "data: …" or "private: …"}``. A threshold still at
+  one of those values keeps that source (labelled computed from the data, or private suggestion); typing
+  another value (or confirming it as public) makes it "typed".
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from prdp_core.engines import is_engine_data
 from prdp_core.errors import PrdpError
 from prdp_core.loss_profile import LossProfile
 from prdp_core.preview import EnginePolicyPreview, PolicyPreview, preview_policy
-from prdp_core.provenance import data_source, is_data_derived
+from prdp_core.provenance import data_source, is_data_derived, is_private, source_detail
 from prdp_core.samples import CBP_SPLIT_SCHEMES
 from prdp_core.splitting import (
     Thresholds,
@@ -59,6 +60,9 @@ def _round2(x: float) -> float:
 
 #: Session key of the thresholds computed from the data (see the module docstring).
 SOURCES_KEY = "policy_thr_sources"
+
+#: How the sidebar and the editors name a threshold released by a private suggestion.
+PRIVATE_LABEL = "private suggestion, charged to the ledger"
 
 #: Source of the starting thresholds of a table other than the CBP-like sample.
 DEFAULT_SOURCE = data_source("p99 (rounded)")
@@ -136,12 +140,14 @@ def set_policy(pol: SplittingPolicy) -> None:
     pol = replace(pol, threshold_source=threshold_sources(pol.thresholds))
     st.session_state["policy"] = pol
     wl = pol.workload
-    from_data = pol.threshold_sources()
+    sources = pol.threshold_sources()
+    from_data = [f"T({m})" for m, s in sources.items() if is_data_derived(s)]
+    private = [f"T({m}) ({source_detail(s)})" for m, s in sources.items() if is_private(s)]
     st.session_state["policy_summary"] = (
         f"**Unit splitting** (per-record zCDP)  \nbase loss {wl.total_rho:.3g}ρ, "
         f"{wl.split_rho:.3g}ρ·m(r)² on split data  \n{md_escape(pol.thresholds.describe())}"
-        + (f"  \n:material/lock: computed from the data: {md_escape(', '.join(f'T({m})' for m in from_data))}"
-           if from_data else ""))
+        + (f"  \n:material/lock: computed from the data: {md_escape(', '.join(from_data))}" if from_data else "")
+        + (f"  \n:material/verified: {PRIVATE_LABEL}: {md_escape(', '.join(private))}" if private else ""))
 
 
 def mark_from_data(values: Mapping[str, float], source: str) -> None:
@@ -178,18 +184,22 @@ def confirm_public(measures: Iterable[str] | None = None) -> None:
         set_policy(ss["policy"])
 
 
-def source_of(measure: str, value: float) -> str | None:
-    """How the threshold ``value`` of ``measure`` was computed from the data (``"p99 (rounded)"``), or
-    None when it was typed in."""
+def source_caption(measure: str, value: float) -> str | None:
+    """The caption under a threshold editor saying where ``value`` came from: computed from the data, or a private
+    suggestion charged to the ledger (the released value itself); None for a typed value."""
     f = (st.session_state.get(SOURCES_KEY) or {}).get(measure)
-    if f and value in f["values"] and is_data_derived(f["source"]):
-        return f["source"].split(":", 1)[-1].strip()
+    if not f or value not in f["values"]:
+        return None
+    if is_data_derived(f["source"]):
+        return f":material/lock: computed from the data ({md_escape(source_detail(f['source']))})"
+    if is_private(f["source"]):
+        return f":material/verified: {PRIVATE_LABEL} ({md_escape(source_detail(f['source']))})"
     return None
 
 
 def flagged_thresholds(pol: SplittingPolicy) -> dict[str, str]:
     """The active policy's thresholds computed from the data: measure → how (``"p99 (rounded)"``)."""
-    return {m: s.split(":", 1)[-1].strip() for m, s in pol.threshold_sources().items() if is_data_derived(s)}
+    return {m: source_detail(s) for m, s in pol.threshold_sources().items() if is_data_derived(s)}
 
 
 def flagged_text(pol: SplittingPolicy) -> str:
@@ -352,10 +362,11 @@ def _round_up(x: float, digits: int = 3) -> float:
 
 
 def apply_suggestion(thr: Thresholds, source: str) -> None:
-    """Callback target: write suggested (single-row) thresholds into the editors, rounded up, flagged as
-    computed from the data (``source``, e.g. ``"data: p97.5"``)."""
+    """Callback target: write suggested (single-row) thresholds into the editors, flagged with ``source``. One
+    computed from the data (``"data: p97.5"``) is rounded up to three significant digits; a private one
+    (``"private: …"``) is written as released — the value the ledger entry records — never rounded."""
     ss = st.session_state
-    vals = {m: _round_up(float(t)) for m, t in thr.as_dict()["*"].items()}
+    vals = {m: float(t) if is_private(source) else _round_up(float(t)) for m, t in thr.as_dict()["*"].items()}
     for m, t in vals.items():
         ss[f"thr_{m}"] = t
     mark_from_data(vals, source)

@@ -30,6 +30,27 @@ from prdp_core.splitting import as_thresholds
 from . import state
 from .common import md_escape, show_error
 
+#: Session key of the parameters a private bound set: widget key → ``{"column", "value", "source"}``.
+PRIVATE_KEY = "private_params"
+
+
+def remember(key: str, column: str, value: float, source: str) -> None:
+    """Remember that the parameter held by the widget ``key`` was set to ``value`` by a private suggestion on
+    ``column`` (``source``: ``"private: …"``), so the release, the ledger and the study say so until it is retyped."""
+    ss = st.session_state
+    ss[PRIVATE_KEY] = {**(ss.get(PRIVATE_KEY) or {}), key: {"column": column, "value": float(value), "source": source}}
+
+
+def private_source(key: str, column: Any) -> str | None:
+    """The source of the parameter held by the widget ``key`` when it is still the value a private suggestion on
+    ``column`` set (:func:`remember`); None when it was typed in since (or was never private)."""
+    ss = st.session_state
+    p = (ss.get(PRIVATE_KEY) or {}).get(key)
+    if p and p["column"] == column and ss.get(key) is not None and float(ss[key]) == p["value"]:
+        return str(p["source"])
+    return None
+
+
 #: Public default range of the candidates (a wide log grid costs only ln K in accuracy).
 DEFAULT_LO, DEFAULT_HI, DEFAULT_SIZE = 1.0, 1e9, 1000
 
@@ -112,16 +133,17 @@ def thresholds_panel(measures: Sequence[str], apply: Callable[[Any, str], None],
         apply(as_thresholds(sug.thresholds), sug.quantiles[0].source())
         return sug.entry, (f"Adopted private thresholds ({md_escape(sug.entry.label)}): "
                            + ", ".join(f"T({md_escape(m)}) = {v:,.6g}" for m, v in sug.thresholds.items())
-                           + f"; ε = {sug.epsilon:.4g} added to your ledger.")
+                           + f", used as released; ε = {sug.epsilon:.4g} added to your ledger.")
 
     st.button("Draw and adopt private thresholds", key="psugg_apply", on_click=_adopt, args=("psugg", draw),
               disabled=disabled, help="Draws once and charges the ledger: drawing again costs again.")
     _outcome("psugg")
 
 
-def bound_panel(key: str, column: str, apply: Callable[[DPQuantile], None], *, pct: float = 99.0) -> None:
+def bound_panel(key: str, column: str, apply: Callable[[DPQuantile], str | None], *, pct: float = 99.0) -> None:
     """A private upper bound of ``column`` (the personalized queries' ``hi``): a DP ``pct``-th percentile over a
-    typed range, charged to the ledger; ``apply(quantile)`` writes it (source ``private: …``)."""
+    typed range, charged to the ledger; ``apply(quantile)`` writes it (source ``private: …``) and returns how it
+    was post-processed (e.g. rounded), said beside the released value, or None when it is used as released."""
     ss = st.session_state
     c1, c2 = st.columns(2)
     c1.number_input("Percentile", 50.0, 99.99, pct, 0.5, key=f"{key}_pct")
@@ -135,14 +157,16 @@ def bound_panel(key: str, column: str, apply: Callable[[DPQuantile], None], *, p
         q = dp_quantile(state.dataset(), column, float(ss[f"{key}_pct"]), grid=_grid(key, column),
                         epsilon=float(ss[f"{key}_eps"]), secure=secure, rng=None if secure else rng,
                         seed=None if secure else seed)
-        apply(q)
+        used = apply(q)
         return suggestion_entry([q], what=f"upper bound of {column}"), (
             f"Adopted a private upper bound of {md_escape(column)}: {q.value:,.6g} (DP p{q.pct:g}, "
-            f"ε = {q.epsilon:.4g} added to your ledger).")
+            f"ε = {q.epsilon:.4g} added to your ledger)" + (f"; used as {md_escape(used)}." if used else ", used as "
+                                                            "released."))
 
     st.button("Draw and adopt a private bound", key=f"{key}_apply", on_click=_adopt, args=(key, draw),
               help="Draws once and charges the ledger: drawing again costs again.")
     _outcome(key)
 
 
-__all__ = ["DEFAULT_HI", "DEFAULT_LO", "DEFAULT_SIZE", "bound_panel", "thresholds_panel"]
+__all__ = ["DEFAULT_HI", "DEFAULT_LO", "DEFAULT_SIZE", "PRIVATE_KEY", "bound_panel", "private_source", "remember",
+           "thresholds_panel"]

@@ -141,7 +141,9 @@ def set_dataset(ds: Any, source: dict[str, Any]) -> None:
     ss["dataset_token"] = dataset_token(ds, source)
     if old is not None and old != ss["dataset_token"]:
         from .policy_designer import ensure_policy
+        from .private_suggest import PRIVATE_KEY
 
+        ss.pop(PRIVATE_KEY, None)  # bounds a private suggestion released on the previous table are not this one's
         ensure_policy()
 
 

@@ -52,6 +52,7 @@ from . import (
     data,
     personalized,
     policy_designer,
+    private_suggest,
     run,
     state,
     tradeoffs,
@@ -294,13 +295,13 @@ def _pdp_mechanism(ss: Any, seed: int) -> dict[str, Any]:
     short = MECHANISM_CHOICES.get(ss.get("pdp_rel_mech", "Sample (S)"), "S")
     rule = T_RULES.get(ss.get("pdp_rel_t", "max Φ (paper's S)"), "max")
     t: Any = float(ss.get("pdp_rel_tc", 0.5)) if rule == "custom" else rule
-    from .personalized import data_default_params
+    from .personalized import data_default_params, private_params
 
     hi = ss.get("pdp_hi")
     kind = ss.get("pdp_rel_kind", "count")
-    flagged = data_default_params(kind)
+    flagged, private = data_default_params(kind), private_params(kind)
     return {"kind": "personalized", "mechanism": _PDP_SHORT[short], "t": t,
-            **({"design_defaults": flagged} if flagged else {}),
+            **({"design_defaults": flagged} if flagged else {}), **({"param_source": private} if private else {}),
             "rescale": bool(ss.get("pdp_rel_rescale", False)),
             "query": {"kind": kind, "column": ss.get("pdp_value"),
                       "cutoff": float(ss.get("pdp_cutoff", 1.0)), "lo": float(ss.get("pdp_lo", 0.0)),
@@ -346,6 +347,8 @@ def _mt_mechanism(ss: Any, seed: int) -> dict[str, Any]:
         m.update(query=g("mt_query"), family=g("mt_family"), delta=float(g("mt_delta")))
         if m["query"] == "sum":
             m.update(measure=g("mt_measure"), clip=float(g("mt_clip")))
+            if analyst_tiers.private_params():  # a clipping bound a private suggestion released says so
+                m["param_source"] = analyst_tiers.private_params()
     else:
         m.update(measure=g("mt_local_measure"), d=int(g("mt_d")), scale=g("mt_scale"), top=float(g("mt_top")),
                  variant=g("mt_variant"))
@@ -677,6 +680,9 @@ def _spec_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str], 
         if q.get("hi") is not None:
             up["pdp_hi"] = float(q["hi"])
         dd = m.get("design_defaults") or []
+        if m.get("param_source") and q.get("column") and q.get("hi") is not None:  # a private hi stays private
+            up[private_suggest.PRIVATE_KEY]["pdp_hi"] = {"column": q["column"], "value": float(q["hi"]),
+                                                         "source": m["param_source"]["hi"]}
         if dd and q.get("column"):  # values the exporting session had computed from the data stay flagged
             up["pdp_data_defaults"] = {"column": q["column"],
                                        "hi": float(q["hi"]) if "hi" in dd and q.get("hi") is not None else None,
@@ -705,6 +711,9 @@ def _tier_updates(study: Study, ds: Dataset, up: dict[str, Any], pop: set[str]) 
         up.update(mt_query=m["query"], mt_family=m["family"], mt_delta=float(m["delta"]))
         if m["query"] == "sum":
             up.update(mt_measure=m["measure"], mt_clip=float(m["clip"]))
+            if m.get("param_source"):  # a private clipping bound stays private
+                up[private_suggest.PRIVATE_KEY]["mt_clip"] = {"column": m["measure"], "value": float(m["clip"]),
+                                                              "source": m["param_source"]["clip"]}
     else:
         up.update(mt_local_measure=m["measure"], mt_d=int(m["d"]), mt_scale=m["scale"],
                   mt_top=float(m.get("top", 1e6)), mt_variant=m["variant"])
@@ -786,6 +795,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
     if mode_note:
         notes.append(mode_note)
     pop: set[str] = set(RESULT_KEYS)
+    up[private_suggest.PRIVATE_KEY] = {}  # the config says which parameters a private suggestion released
     if "thresholds" in study.policy and study.workload is not None:
         _policy_updates(study, ds, up, pop)
     for m in study.mechanisms:

@@ -35,6 +35,7 @@ from ..config import MAX_SEED, Study, parse_config
 from ..data import Dataset
 from ..errors import ConfigError
 from ..loss_profile import LossProfile, ecdf, format_loss, owner_losses
+from ..provenance import PART_SOURCES
 
 #: Policy parts of a study config: part → (kind shown on the board, mechanism kind, loss unit).
 PARTS: dict[str, tuple[str, str, str]] = {
@@ -75,7 +76,8 @@ def restrict(study: Study, part: str | None = None) -> Study:
     if part not in parts:
         raise ConfigError(f"policy.{part}: the study has no such policy.", hint=f"It has: {', '.join(parts)}.")
     d = study.to_dict()
-    d["policy"] = {part: d["policy"][part]}
+    src = PART_SOURCES.get(part)  # where the part's parameters came from (typed, data, private) goes with it
+    d["policy"] = {k: d["policy"][k] for k in (part, src) if k in d["policy"]}
     if part != "thresholds":
         d.pop("workload", None)
     mech = PARTS[part][1]

@@ -7,12 +7,13 @@ tiers learning no more than its top tier.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Mapping, cast
 
 from ..codegen import literal
 from ..config.fields import _choice, _err, _int, _mapping, _number, _scalar, _text
 from ..config.keys import MT_FAMILIES, MT_OPS
+from ..provenance import mark_sources, param_sources
 from .base import (
     BudgetRow,
     ColumnCheck,
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
     from ..release import Release
 
 #: Keys of the central model and of the local model (each refused in the other).
-CENTRAL_KEYS = ("query", "clip", "family", "delta")
-LOCAL_KEYS = ("d", "scale", "top", "variant")
+CENTRAL_KEYS: tuple[str, ...] = ("query", "clip", "family", "delta", "param_source")
+LOCAL_KEYS: tuple[str, ...] = ("d", "scale", "top", "variant")
 
 
 def multitier_filter(m: Mapping[str, Any]) -> Any:
@@ -56,13 +57,15 @@ class MultitierRun(RunConfig):
     correlated so that any coalition pays only its top tier's ε (pure DP, or (ε, δ) for Gaussian noise).
 
     Central model: ``query`` (count or sum of ``measure`` clipped at ``clip``, the sensitivity),
-    ``family`` (the noise), ``delta`` (Gaussian only); local model: each user reports ``measure``
+    ``family`` (the noise), ``delta`` (Gaussian only), ``param_source`` (``clip: "private: DP p99, ε = 0.1"`` when a
+    private suggestion released the clipping bound; said in the release's params as ``clip_source``); local
+    model: each user reports ``measure``
     cut into ``d`` public bins (``scale``, up to ``top``) through the ``variant`` of the Subset
     mechanism. ``filter`` restricts the records read (a public condition)."""
 
     kind: ClassVar[str] = "multitier"
     KEYS: ClassVar[tuple[str, ...]] = ("model", "query", "measure", "clip", "family", "delta", "filter", "d",
-                                       "scale", "top", "variant")
+                                       "scale", "top", "variant", "param_source")
     IMPORTS: ClassVar[tuple[str, ...]] = ("from prdp_core.mechanisms import multitier as mt",)
 
     model: str = "central"
@@ -72,6 +75,7 @@ class MultitierRun(RunConfig):
     query: str = "count"
     family: str = "geometric"
     clip: float | None = None  # sums only
+    param_source: Mapping[str, str] = field(default_factory=dict)  # clip: "private: …" when privately suggested
     delta: float = 1e-6
     # the local model's keys
     d: int = 16
@@ -98,6 +102,7 @@ class MultitierRun(RunConfig):
                 from ..mechanisms.multitier.noise_families import MAX_SENSITIVITY
 
                 out["clip"] = _number(d.get("clip", 100.0), f"{path}.clip", positive=True, hi=MAX_SENSITIVITY)
+                out["param_source"] = param_sources(d.get("param_source"), f"{path}.param_source", ("clip",))
             out["delta"] = _number(d.get("delta", 1e-6), f"{path}.delta", positive=True, hi=0.1)
             wrong = LOCAL_KEYS
         else:
@@ -124,6 +129,8 @@ class MultitierRun(RunConfig):
         out.update(query=self.query, family=self.family)
         if self.measure is not None:
             out.update(measure=self.measure, clip=self.clip)
+        if self.param_source:
+            out["param_source"] = dict(self.param_source)
         out["delta"] = self.delta
         return out
 
@@ -149,7 +156,7 @@ class MultitierRun(RunConfig):
             if self.secure:
                 mode["contributions"] = q.contributions
             rel = mt.release_central(plan, q.value, reveal=reveal, records=q.mask, query=q.label, **mode)
-            return [("", rel)]
+            return [("", mark_sources(rel, self.param_source))]
         codes, labels = mt.local_categories(ds.table, cast(str, self.measure), self.d, scale=self.scale, top=self.top,
                                             filter=f)
         local_plan = mt.plan_local(tiers, len(labels), variant=self.variant)

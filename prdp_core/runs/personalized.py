@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 from ..codegen import literal
 from ..config.fields import _bool, _choice, _err, _mapping, _number, _text, _wrap
 from ..config.keys import PDP_MECHANISMS, PDP_QUERIES
+from ..provenance import mark_sources, param_sources
 from .base import ColumnCheck, Output, ParseContext, RunConfig, mechanism_noise, needs_records, noise_lines, register
 
 if TYPE_CHECKING:
@@ -64,16 +65,19 @@ class PersonalizedRun(RunConfig):
     Sample at ``t`` — users below t are sampled with probability (e^Φ − 1)/(e^t − 1), ``max``/``mean``
     of Φ or a number; PE; Stretching); ``rescale`` scales a sampled answer back up; ``query``: what is
     asked and its public bounds; ``design_defaults``: the query bounds (hi, cutoff) that were computed
-    from the data — a design aid that leaks, flagged in the outputs and refused in a secure review run."""
+    from the data — a design aid that leaks, flagged in the outputs and refused in a secure review run;
+    ``param_source``: the bounds released by a private suggestion (``hi: "private: DP p99, ε = 0.1"``), said in
+    the release's params (``hi_source``)."""
 
     kind: ClassVar[str] = "personalized"
-    KEYS: ClassVar[tuple[str, ...]] = ("mechanism", "t", "rescale", "query", "design_defaults")
+    KEYS: ClassVar[tuple[str, ...]] = ("mechanism", "t", "rescale", "query", "design_defaults", "param_source")
     IMPORTS: ClassVar[tuple[str, ...]] = ("from prdp_core.mechanisms import personalized",)
 
     mechanism: str = "sample"
     t: str | float = "max"
     rescale: bool = False
     design_defaults: tuple[str, ...] = ()
+    param_source: Mapping[str, str] = field(default_factory=dict)
     query: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -90,6 +94,7 @@ class PersonalizedRun(RunConfig):
             raise _err(f"{path}.design_defaults", "must list the query parameters whose value is a design default "
                        "computed from the data: hi and/or cutoff.", hint="e.g. design_defaults: [hi]")
         out["design_defaults"] = tuple(sorted(set(dd)))
+        out["param_source"] = param_sources(d.get("param_source"), f"{path}.param_source", ("hi", "cutoff"))
         out["query"] = _query(d.get("query"), f"{path}.query")
         return out
 
@@ -97,6 +102,8 @@ class PersonalizedRun(RunConfig):
         out: dict[str, Any] = {"mechanism": self.mechanism, "t": self.t, "rescale": self.rescale}
         if self.design_defaults:
             out["design_defaults"] = list(self.design_defaults)
+        if self.param_source:
+            out["param_source"] = dict(self.param_source)
         out["query"] = dict(self.query)
         return out
 
@@ -113,7 +120,7 @@ class PersonalizedRun(RunConfig):
         if self.secure and not reveal:  # review mode: bounds computed from the data are refused (teaching: flagged)
             personalized.require_public_bounds(self.design_defaults)
         rel = pdp_mechanism(self).release(ds.table, spec, q, noise=mechanism_noise(self.secure, seed), reveal=reveal)
-        return [("", personalized.flag_design_defaults(rel, self.design_defaults))]
+        return [("", mark_sources(personalized.flag_design_defaults(rel, self.design_defaults), self.param_source))]
 
     def code(self, study: Study, i: int, table: str) -> list[str]:
         seed, label = self.noise_seed(study.seed, i), self.release_label(i)

@@ -164,9 +164,9 @@ OLD_MESSAGES = [
     ({"kind": "prdp", "measure": "EMP"}, "mechanisms[0].measure: unknown key. Allowed here: kind, label, seed, model, "
                                          "query, column, beta, threshold, algorithms, secure."),
     ({"kind": "multitier", "column": "EMP"}, "mechanisms[0].column: unknown key. Allowed here: kind, label, seed, "
-     "model, query, measure, clip, family, delta, filter, d, scale, top, variant, secure."),
+     "model, query, measure, clip, family, delta, filter, d, scale, top, variant, param_source, secure."),
     ({"kind": "personalized", "column": "EMP"}, "mechanisms[0].column: unknown key. Allowed here: kind, label, seed, "
-     "mechanism, t, rescale, query, design_defaults, secure."),
+     "mechanism, t, rescale, query, design_defaults, param_source, secure."),
     ({"kind": "granular", "column": "EMP"}, "mechanisms[0].column: unknown key. Allowed here: kind, label, seed, "
      "histogram, attributes, categories, eps, nu, method, threshold, secure."),
     ({"kind": "granular"}, "mechanisms[0].attributes: is required."),
