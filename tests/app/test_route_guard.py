@@ -21,6 +21,8 @@ from prdp_core.errors import ResourceLimitError
 
 from .conftest import ROOT, open_page, texts, upload
 
+pytestmark = pytest.mark.usefixtures("one_browser")  # a restored session is reopened in the browser that saved it
+
 KEY = "facilitator passphrase"
 #: The design of the finding: a share link naming cbp_like with ten million records.
 HUGE = {"sample": "cbp_like", "n": 10_000_000}
