@@ -3,6 +3,8 @@ calls, the release callback, the accuracy and plan sections."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import math
 from typing import Any
 
@@ -250,11 +252,12 @@ def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
             q = cur["query"]
             if secure:
                 mode["contributions"] = q.contributions
-            rel = mt.release_central(cur["plan"], q.value, reveal=teaching, records=q.mask, query=q.label, **mode)
+            make = partial(mt.release_central, cur["plan"], q.value, reveal=teaching, records=q.mask, query=q.label,
+                           **mode)
         else:
-            rel = mt.release_local(cur["plan"], cur["codes"], reveal=teaching, labels=cur["labels"], **mode)
+            make = partial(mt.release_local, cur["plan"], cur["codes"], reveal=teaching, labels=cur["labels"], **mode)
+        rel = state.release("analyst_tiers", make)
         ss["mt_release"] = {"key": settings_key(tiers), "release": rel}
-        state.record_release(rel)
     except PrdpError as err:
         ss["mt_release_error"] = err
 
