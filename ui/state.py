@@ -231,14 +231,14 @@ def recorder(sample: dict[str, Any] | None = None, data: Mapping[str, Any] | Non
 
 def release(part: str, make: Callable[[], T], *, label: str | None = None, add: bool = False,
             sample: dict[str, Any] | None = None, data: Mapping[str, Any] | None = None,
-            entries: Callable[[T], Any] | None = None) -> T:
+            entries: Callable[[T], Any] | None = None, keep: bool = True) -> T:
     """Make a release of page ``part`` as a recorded release of the session (:func:`recorder`): ``make()`` draws the
     noise, its ledger entries are recorded before it is returned (a refusal records nothing). A release on the
     session's data (not on generated records, ``data``) is kept, under ``label``, as the part's last recorded
     release — or added to the part's releases of the same click (``add``) — which the Study page's report renders
-    (:func:`recorded`)."""
+    (:func:`recorded`); ``keep=False`` for what is not a release of a study's mechanism (a comparison table)."""
     out = recorder(sample, data).release(make, label=label or part, entries=entries)
-    if data is None:
+    if data is None and keep:
         keep_recorded(part, [(label, out)], add=add)
     return out
 

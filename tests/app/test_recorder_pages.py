@@ -16,6 +16,8 @@ CSV = ("acct,balance\n" + "".join(f"a{i},{i}\n" for i in range(1, 501))).encode(
 ROUTES = [("run", ["run_go"], "run_secure"), ("personalized", ["pdp_run"], "pdp_secure"),
           ("analyst_tiers", ["mt_release_btn"], "mt_secure"), ("budget_functions", ["bf_run"], "bf_secure"),
           ("concepts", ["hl_run"], None)]
+#: Pages whose releases are not mechanisms of a study (the lab's histograms).
+UNREPORTED = ("concepts",)
 
 
 def _click(at, key: str) -> None:
@@ -50,11 +52,28 @@ def test_a_page_draws_noise_only_inside_releases_recorded_in_the_session_ledger(
     at.switch_page("app_pages/study.py").run()  # the report renders what was recorded: no draw, no charge
     seen = draws.count
     built = [b for b in at.get("button") if b.proto.id.endswith("study_build")]
-    assert (page == "concepts") == (not built or built[0].proto.label != "Build the report")
-    if page != "concepts":  # the lab's releases are not mechanisms of a study
+    assert (page in UNREPORTED) == (not built or built[0].proto.label != "Build the report")
+    if page not in UNREPORTED:
         _click(at, "study_build")
         _click(at, "study_build")
         assert draws.count == seen and len(at.session_state["ledger"]) == charged
+
+
+#: Other routes that draw noise on the records: (page, the radio choice that shows the button, the button).
+OTHER_ROUTES = [("personalized", ("pdp_view", "PDP vs PrDP"), "pdp_prdp_go"), ("policy_designer", None, "psugg_apply"),
+                ("personalized", ("pdp_view", "Run a release"), "pdp_psugg_apply"),
+                ("analyst_tiers", ("mt_query", "sum"), "mt_psugg_apply")]
+
+
+@pytest.mark.parametrize(("page", "view", "key"), OTHER_ROUTES, ids=[r[2] for r in OTHER_ROUTES])
+def test_comparisons_and_private_suggestions_draw_inside_recorded_releases(monkeypatch, page, view, key):
+    draws = watch(monkeypatch)
+    at = open_page(page)
+    if view is not None:
+        at.radio(key=view[0]).set_value(view[1]).run()
+    _click(at, key)
+    assert draws.count > 0 and not draws.outside, "\n".join(draws.outside)
+    assert draws.ledgers == {id(at.session_state["ledger"])} and len(at.session_state["ledger"]) > 0
 
 
 def test_the_study_report_run_draws_inside_releases_recorded_in_the_session_ledger(monkeypatch):
