@@ -97,12 +97,13 @@ with tab_report:
         run, missing = ustudy_report.recorded_run(study)
         st.markdown("The report renders the releases recorded in this session's ledger — the numbers the pages "
                     "showed — and adds the results table and the reproduction script. Building it releases nothing.")
-        note = st.empty()
+        status_note = st.empty()
         if missing:
-            note.caption(f"No recorded release yet of: {md_escape(', '.join(missing))} (run them on their pages).")
+            status_note.caption(f"No recorded release yet of: {md_escape(', '.join(missing))} (run them on their "
+                                "pages).")
         if not run.releases:
-            note.info("No release of this study's mechanisms is recorded on the active dataset yet. Run them on their "
-                    "pages, or run them all now: each release is charged to the session ledger.")
+            status_note.info("No release of this study's mechanisms is recorded on the active dataset yet. Run them on "
+                             "their pages, or run them all now: each release is charged to the session ledger.")
         label = "Build the report" if run.releases else "Run the study's mechanisms and build the report"
         if st.button(label, key="study_build", type="primary", icon=":material/summarize:"):
             try:
@@ -112,12 +113,13 @@ with tab_report:
                     box = (st.status(f"Running the study on {review.count(state.dataset().n, 'records', hidden='the')}",
                                      expanded=True) if on_engine else st.spinner("Running the study…"))
                     with box as status:
-                        run = ustudy_report.run_and_record(study, partial(_progress_line, status) if status is not None else None)
+                        say = partial(_progress_line, status) if status is not None else None
+                        run = ustudy_report.run_and_record(study, say)
                         if status is not None:
                             status.update(label="Released and recorded", state="complete", expanded=False)
-                    note.empty()
+                    status_note.empty()
                 ss["study_outputs"] = {
-                    "key": (state.token(), yaml_text),
+                    "key": (state.token(), yaml_text, ustudy_report.release_ids(run)),
                     "html": R.render_html(run, config_text=yaml_text).encode("utf-8"),
                     "results": to_csv_bytes(R.results_frame(run.releases, teaching=run.teaching)),
                     "budget": R.budget_table(run), "script": R.reproduction_script(study).encode("utf-8"),
@@ -125,7 +127,7 @@ with tab_report:
             except PrdpError as err:
                 show_error(err)
         out = ss.get("study_outputs")
-        if out is not None and out["key"] == (state.token(), yaml_text):
+        if out is not None and out["key"] == (state.token(), yaml_text, ustudy_report.release_ids(run)):
             st.success(f"Report built: {out['releases']} release(s), {out['mode']} mode.")
             st.caption(md_escape(out["how"]))
             if out["mode"] == "teaching":
@@ -145,7 +147,7 @@ with tab_report:
             download_button("Reproduction script (Python)", out["script"], where=d3, file_name="reproduce.py",
                             mime="text/x-python", key="study_dl_script")
         elif out is not None:
-            st.caption("The study changed since the last report: build it again.")
+            st.caption("The study or its recorded releases changed since the last report: build it again.")
     led = state.ledger()
     st.subheader("This session's privacy ledger")
     ledger_view.notice()

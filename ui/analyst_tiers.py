@@ -3,9 +3,8 @@ calls, the release callback, the accuracy and plan sections."""
 
 from __future__ import annotations
 
-from functools import partial
-
 import math
+from functools import partial
 from typing import Any
 
 import numpy as np

@@ -3,9 +3,8 @@ calls (domains, runs, scaling study) and the run callback."""
 
 from __future__ import annotations
 
-from functools import partial
-
 import json
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -349,7 +348,8 @@ def on_run() -> None:
     teaching = state.teaching()
     large_ds = is_engine_data(ds)
     smp = _sample() if large_ds else None
-    rows, releases, skipped = [], [], []
+    rows, skipped = [], []
+    releases: list[tuple[str, Any]] = []
     try:
         mechanisms = _mechanisms(model, ss["bf_query"])
         # model: records × (the requested and delivered loss of each mechanism, and the value read); a large

@@ -3,9 +3,8 @@ number from :mod:`prdp_core.mechanisms.personalized` through the helpers of :mod
 
 from __future__ import annotations
 
-from functools import partial
-
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np

@@ -248,8 +248,8 @@ def keep_recorded(part: str, releases: list[tuple[str | None, Any]], add: bool =
     them to those of the same click, ``add``)."""
     kept = dict(st.session_state.get(RECORDED_KEY) or {})
     earlier = kept.get(part) if add else None
-    same = earlier is not None and earlier["token"] == active_token()
-    kept[part] = {"token": active_token(), "releases": [*(earlier["releases"] if same else []), *releases]}
+    before = earlier["releases"] if earlier is not None and earlier["token"] == active_token() else []
+    kept[part] = {"token": active_token(), "releases": [*before, *releases]}
     st.session_state[RECORDED_KEY] = kept
 
 

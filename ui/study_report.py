@@ -37,6 +37,11 @@ def recorded_run(study: Study) -> tuple[StudyRun, list[str]]:
     return StudyRun(study=study, dataset=state.active_dataset(), releases=releases, ledger=led), missing
 
 
+def release_ids(run: StudyRun) -> tuple[int, ...]:
+    """Which recorded releases a report renders (a report of other releases is out of date)."""
+    return tuple(id(rel) for _, _, rel in run.releases)
+
+
 def run_and_record(study: Study, progress: R.Progress | None = None) -> StudyRun:
     """Run every mechanism of the study once as recorded releases of the session (charged to its ledger) and keep
     them as their pages' recorded releases."""
