@@ -15,7 +15,7 @@ CSV = ("acct,balance\n" + "".join(f"a{i},{i}\n" for i in range(1, 501))).encode(
 #: (page, the buttons that release, the secure toggle of the page)
 ROUTES = [("run", ["run_go"], "run_secure"), ("personalized", ["pdp_run"], "pdp_secure"),
           ("analyst_tiers", ["mt_release_btn"], "mt_secure"), ("budget_functions", ["bf_run"], "bf_secure"),
-          ("concepts", ["hl_run"], None)]
+          ("concepts", ["hl_run"], "hl_secure")]
 #: Pages whose releases are not mechanisms of a study (the lab's histograms).
 UNREPORTED = ("concepts",)
 
@@ -25,12 +25,14 @@ def _click(at, key: str) -> None:
     assert not at.exception, at.exception
 
 
-@pytest.mark.parametrize("secure", [False, True])
-@pytest.mark.parametrize(("page", "buttons", "toggle"), ROUTES, ids=[r[0] for r in ROUTES])
+#: Every route, seeded and secure.
+CASES = [(*r, secure) for r in ROUTES for secure in (False, True)]
+
+
+@pytest.mark.parametrize(("page", "buttons", "toggle", "secure"), CASES,
+                         ids=[f"{c[0]}-{'secure' if c[3] else 'seeded'}" for c in CASES])
 def test_a_page_draws_noise_only_inside_releases_recorded_in_the_session_ledger(monkeypatch, page, buttons, toggle,
                                                                               secure):
-    if secure and toggle is None:
-        pytest.skip("the page has no secure toggle")
     draws = watch(monkeypatch)
     if page == "run" and secure:  # the sample's group keys come from its data: a secure release refuses them
         at = open_page("data")
@@ -40,6 +42,8 @@ def test_a_page_draws_noise_only_inside_releases_recorded_in_the_session_ledger(
         at = open_page(page)
     if page == "personalized":
         at.radio(key="pdp_view").set_value("Run a release").run()
+    if page == "concepts" and secure:  # the sample's attributes, declared categories (generated records: seeded)
+        at.radio(key="hl_source").set_value("dataset").run()
     if secure:
         at.toggle(key=toggle).set_value(True).run()
     for key in buttons:
