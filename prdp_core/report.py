@@ -160,11 +160,24 @@ pre{background:#f7f7f7;padding:.8rem;border-radius:6px;overflow-x:auto;font-size
 """
 
 
+def _modes(releases: list[tuple[str, Any, Release]]) -> tuple[list[str], list[int]]:
+    """The labels of the secure releases and the seeds of the seeded ones."""
+    secure = [label for label, _, rel in releases if rel.secure]
+    return secure, sorted({int(rel.seed) for _, _, rel in releases if not rel.secure and rel.seed is not None})
+
+
+def mode_summary(releases: list[tuple[str, Any, Release]]) -> str:
+    """:func:`mode_text` in a few words (the command line's summary): "2 secure (unseeded), seeds 4, 5"."""
+    secure, seeds = _modes(releases)
+    parts = ([f"{len(secure)} secure (unseeded)"] if secure else []) + (
+        [f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"] if seeds else [])
+    return ", ".join(parts) or "no release"
+
+
 def mode_text(releases: list[tuple[str, Any, Release]]) -> str:
     """How the releases were made, read from the recorded releases themselves (never from the study's
     settings): secure (unseeded), seeded with their seeds, or which are which."""
-    secure = [label for label, _, rel in releases if rel.secure]
-    seeds = sorted({int(rel.seed) for _, _, rel in releases if not rel.secure and rel.seed is not None})
+    secure, seeds = _modes(releases)
     seeded = (f"Seeded run (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}): reproducible and "
               "meant for teaching and review, never for a real release.")
     if secure and len(secure) == len(releases):

@@ -12,7 +12,7 @@ from prdp_core.errors import ParameterError
 from prdp_core.recorder import Recorder, recording
 
 from ..samplers import watch
-from .test_cli import ALL_KINDS, cli
+from .test_cli import ALL_KINDS, ROOT, cli
 
 
 def test_a_release_is_in_the_ledger_before_it_is_returned_and_a_refusal_records_nothing():
@@ -78,3 +78,18 @@ def test_the_watch_sees_a_release_made_outside_a_recorder(monkeypatch, secure):
     how = {"secure": True} if secure else {"seed": 3}
     release(ds, study.validate_policy(ds), reveal=True, **how)
     assert draws.outside and draws.outside[0].split(" ")[0].startswith("SecureSampler" if secure else "Generator")
+
+
+def test_prdp_run_says_how_its_recorded_releases_were_made(tmp_path):
+    """A secure study's summary line names no seed; a seeded one names the seeds its releases used."""
+    base = (ROOT / "examples" / "cbp_unit_splitting.yaml").read_text().replace("n: 20000", "n: 3000")
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(base.replace("    partition_delta: 1.0e-6", "    partition_delta: 1.0e-6\n    secure: true"))
+    code, out, err = cli("run", str(cfg), "--out", str(tmp_path / "o"), "-q")
+    assert code == 0, err
+    assert "1 secure (unseeded)" in out and "seed" not in out.replace("unseeded", "")
+    cfg.write_text(base)
+    code, out, err = cli("run", str(cfg), "--out", str(tmp_path / "p"), "-q")
+    assert code == 0, err
+    seed = parse_config(base).mechanism_seed(0)
+    assert f"seed {seed})" in out and "secure" not in out
