@@ -239,24 +239,28 @@ def release(part: str, make: Callable[[], T], *, label: str | None = None, add: 
     (:func:`recorded`); ``keep=False`` for what is not a release of a study's mechanism (a comparison table)."""
     out = recorder(sample, data).release(make, label=label or part, entries=entries)
     if data is None and keep:
-        keep_recorded(part, [(label, out)], add=add)
+        from .study_report import part_settings
+
+        keep_recorded(part, [(label, out)], part_settings(part), add=add)
     return out
 
 
-def keep_recorded(part: str, releases: list[tuple[str | None, Any]], add: bool = False) -> None:
-    """Keep ``releases``, just recorded on the active dataset, as page ``part``'s last recorded releases (or add
-    them to those of the same click, ``add``)."""
+def keep_recorded(part: str, releases: list[tuple[str | None, Any]], settings: str | None, add: bool = False) -> None:
+    """Keep ``releases``, just recorded on the active dataset with the page's ``settings``
+    (:func:`ui.study_report.part_settings`), as page ``part``'s last recorded releases (or add them to those of
+    the same click, ``add``)."""
     kept = dict(st.session_state.get(RECORDED_KEY) or {})
     earlier = kept.get(part) if add else None
     before = earlier["releases"] if earlier is not None and earlier["token"] == active_token() else []
-    kept[part] = {"token": active_token(), "releases": [*before, *releases]}
+    kept[part] = {"token": active_token(), "releases": [*before, *releases], "settings": settings}
     st.session_state[RECORDED_KEY] = kept
 
 
-def recorded(part: str) -> list[tuple[str | None, Any]]:
-    """The releases page ``part`` last recorded on the active dataset (:func:`release`): (label, release) pairs."""
+def recorded(part: str) -> tuple[list[tuple[str | None, Any]], str | None]:
+    """The releases page ``part`` last recorded on the active dataset (:func:`release`) — (label, release) pairs —
+    and the page's settings they were made with."""
     rec = (st.session_state.get(RECORDED_KEY) or {}).get(part)
-    return list(rec["releases"]) if rec and rec["token"] == active_token() else []
+    return (list(rec["releases"]), rec.get("settings")) if rec and rec["token"] == active_token() else ([], None)
 
 
 def _record_release_entries(entries: "tuple[LedgerEntry, ...]", sample: dict[str, Any] | None = None,

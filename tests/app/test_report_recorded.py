@@ -64,3 +64,16 @@ def test_without_a_recorded_release_the_report_runs_once_and_records_it():
     second = _build(at)
     assert len(at.session_state["ledger"]) == charged and first["results"] == second["results"]
     assert "Seeded run (seed 0)" in first["html"].decode()
+
+
+def test_a_release_of_settings_changed_since_is_not_rendered_as_the_study():
+    at, _ = _secure_review_release()
+    at.toggle(key="run_secure").set_value(False).run()  # the study now says seeded: the secure release is not its
+    at.switch_page("app_pages/study.py").run()
+    assert not at.exception, at.exception
+    assert "No release of this study's mechanisms is recorded" in texts(at)
+    at.switch_page("app_pages/run.py").run()
+    at.toggle(key="run_secure").set_value(True).run()
+    at.switch_page("app_pages/study.py").run()
+    assert "No release of this study's mechanisms is recorded" not in texts(at)
+    assert at.button(key="study_build").proto.label == "Build the report"
