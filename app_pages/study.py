@@ -13,7 +13,8 @@ from prdp_core.export import to_csv_bytes
 from ui import ledger_view, review, state
 from ui import memory as umem
 from ui import study as ustudy
-from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
+from ui import study_report as ustudy_report
+from ui.common import code_expander, confidential, download_button, learn, md_escape, show_error
 
 
 def _progress_line(status: DeltaGenerator, i: int, n: int, text: str) -> None:
@@ -93,35 +94,42 @@ with tab_report:
     elif not study.mechanisms:
         st.info("The study has no mechanism yet: design a policy (Policy designer) or visit a Policies / Release page.")
     else:
-        st.markdown("Runs every mechanism of the study on the active dataset with the session seed — the same numbers "
-                    "the pages show — and builds the report, the results table and the reproduction script.")
-        if st.button("Build the report", key="study_build", type="primary", icon=":material/summarize:"):
+        run, missing = ustudy_report.recorded_run(study)
+        st.markdown("The report renders the releases recorded in this session's ledger — the numbers the pages "
+                    "showed — and adds the results table and the reproduction script. Building it releases nothing.")
+        status_note = st.empty()
+        if missing:
+            status_note.caption(f"No recorded release yet of: {md_escape(', '.join(missing))} (run them on their "
+                                "pages).")
+        if not run.releases:
+            status_note.info("No release of this study's mechanisms is recorded on the active dataset yet. Run them on "
+                             "their pages, or run them all now: each release is charged to the session ledger.")
+        label = "Build the report" if run.releases else "Run the study's mechanisms and build the report"
+        if st.button(label, key="study_build", type="primary", icon=":material/summarize:"):
             try:
-                umem.guard("report", columns=umem.dataset_columns(state.dataset()) * len(study.mechanisms))
-                # a large dataset: each mechanism's statistics in the engine, with progress
-                on_engine = state.is_large()
-                box = (st.status(f"Running the study on {review.count(state.dataset().n, 'records', hidden='the')}",
-                                 expanded=True) if on_engine
-                       else st.spinner("Running the study and building the report…"))
-                with box as status:
-                    say: R.Progress | None = None  # a small dataset's spinner: no progress lines
-                    if status is not None:
-                        say = partial(_progress_line, status)
-                    run = R.run_study(study, dataset=state.dataset(), progress=say)
-                    ss["study_outputs"] = {
-                        "key": (state.token(), yaml_text),
-                        "html": R.render_html(run, config_text=yaml_text).encode("utf-8"),
-                        "results": to_csv_bytes(R.results_frame(run.releases, teaching=run.teaching)),
-                        "budget": R.budget_table(run), "script": R.reproduction_script(study).encode("utf-8"),
-                        "releases": len(run.releases), "mode": study.mode}
-                    if status is not None:
-                        status.update(label="Report built", state="complete", expanded=False)
+                if not run.releases:
+                    umem.guard("report", columns=umem.dataset_columns(state.dataset()) * len(study.mechanisms))
+                    on_engine = state.is_large()  # a large dataset: each mechanism's statistics in the engine
+                    box = (st.status(f"Running the study on {review.count(state.dataset().n, 'records', hidden='the')}",
+                                     expanded=True) if on_engine else st.spinner("Running the study…"))
+                    with box as status:
+                        say = partial(_progress_line, status) if status is not None else None
+                        run = ustudy_report.run_and_record(study, say)
+                        if status is not None:
+                            status.update(label="Released and recorded", state="complete", expanded=False)
+                    status_note.empty()
+                ss["study_outputs"] = {
+                    "key": (state.token(), yaml_text, ustudy_report.release_ids(run)),
+                    "html": R.render_html(run, config_text=yaml_text).encode("utf-8"),
+                    "results": to_csv_bytes(R.results_frame(run.releases, teaching=run.teaching)),
+                    "budget": R.budget_table(run), "script": R.reproduction_script(study).encode("utf-8"),
+                    "releases": len(run.releases), "mode": study.mode, "how": R.mode_text(run.releases)}
             except PrdpError as err:
                 show_error(err)
         out = ss.get("study_outputs")
-        if out is not None and out["key"] == (state.token(), yaml_text):
+        if out is not None and out["key"] == (state.token(), yaml_text, ustudy_report.release_ids(run)):
             st.success(f"Report built: {out['releases']} release(s), {out['mode']} mode.")
-            seeded_notice(study.seed)
+            st.caption(md_escape(out["how"]))
             if out["mode"] == "teaching":
                 confidential("Teaching mode: the report and results hold true values and per-record loss "
                              "distributions. Switch to review mode (sidebar) for a report you can share.")
@@ -139,7 +147,7 @@ with tab_report:
             download_button("Reproduction script (Python)", out["script"], where=d3, file_name="reproduce.py",
                             mime="text/x-python", key="study_dl_script")
         elif out is not None:
-            st.caption("The study changed since the last report: build it again.")
+            st.caption("The study or its recorded releases changed since the last report: build it again.")
     led = state.ledger()
     st.subheader("This session's privacy ledger")
     ledger_view.notice()

@@ -52,9 +52,11 @@ from .config import (
 )
 from .export import to_csv_bytes
 from .provenance import DATA_DERIVED_COLUMN, data_derived, is_data_derived, is_private, source_detail
+from .release import Release
 from .reproduction import reproduction_script
 from .runner import StudyRun, run_study
 from .runs import held_by_engine
+from .secure import mode_label
 from .study_tables import (
     _answers,
     _policy,
@@ -158,6 +160,33 @@ pre{background:#f7f7f7;padding:.8rem;border-radius:6px;overflow-x:auto;font-size
 """
 
 
+def _modes(releases: list[tuple[str, Any, Release]]) -> tuple[list[str], list[int]]:
+    """The labels of the secure releases and the seeds of the seeded ones."""
+    secure = [label for label, _, rel in releases if rel.secure]
+    return secure, sorted({int(rel.seed) for _, _, rel in releases if not rel.secure and rel.seed is not None})
+
+
+def mode_summary(releases: list[tuple[str, Any, Release]]) -> str:
+    """:func:`mode_text` in a few words (the command line's summary): "2 secure (unseeded), seeds 4, 5"."""
+    secure, seeds = _modes(releases)
+    parts = ([f"{len(secure)} secure (unseeded)"] if secure else []) + (
+        [f"seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"] if seeds else [])
+    return ", ".join(parts) or "no release"
+
+
+def mode_text(releases: list[tuple[str, Any, Release]]) -> str:
+    """How the releases were made, read from the recorded releases themselves (never from the study's
+    settings): secure (unseeded), seeded with their seeds, or which are which."""
+    secure, seeds = _modes(releases)
+    seeded = (f"Seeded run (seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}): reproducible and "
+              "meant for teaching and review, never for a real release.")
+    if secure and len(secure) == len(releases):
+        return f"Secure release{'s' if len(secure) > 1 else ''}: {mode_label(True)}; not reproducible."
+    if secure:
+        return f"Secure releases ({mode_label(True)}): {', '.join(secure)}. The others: {seeded}"
+    return seeded if seeds else "No release."
+
+
 def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
     """The study report as one self-contained HTML page (Plotly inlined; no network needed).
 
@@ -174,8 +203,7 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
     title = st.report.get("title") or st.title or "PrDP Explorer study"
     parts.append(f"<h1>{e(title)}</h1>")
     parts.append("<p class='muted'>Study report of PrDP Explorer (config schema version "
-                 f"{SCHEMA_VERSION}). Seed {st.seed}: seeded runs are reproducible and meant for teaching and "
-                 "review, never for a real release.</p>")
+                 f"{SCHEMA_VERSION}). {e(mode_text(run.releases))}</p>")
     if teaching:
         parts.append("<div class='banner teaching'><b>Teaching mode.</b> This report shows true values, errors and "
                      "per-record loss distributions computed from the real records: it is <b>confidential</b> and "

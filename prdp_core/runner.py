@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Callable
 
@@ -23,6 +24,7 @@ from .config import (
 from .data import Dataset
 from .engines.spark_engine import is_uri
 from .errors import PrdpError
+from .recorder import Recorder
 from .release import Release
 from .runs import RunConfig
 
@@ -47,13 +49,17 @@ class StudyRun:
 
 
 def run_study(study: Study, data: str | os.PathLike | None = None, *, dataset: Dataset | None = None,
-              progress: Progress | None = None) -> StudyRun:
+              progress: Progress | None = None, recorder: Recorder | None = None) -> StudyRun:
     """Load the study's data and run each of its mechanisms with its seed.
 
     ``data`` replaces the config's data file (the config's column roles still apply);
     ``dataset`` skips loading altogether (the app passes its active dataset). Mechanism i
     draws its noise from ``numpy.random.default_rng(study.mechanism_seed(i))``: seeded runs
     are for teaching and review only. True answers are attached in teaching mode only.
+
+    Each mechanism runs as a recorded release (:meth:`prdp_core.recorder.Recorder.release`) of ``recorder``
+    (the app passes the session's) or, by default, of a recorder of the run's own ledger; ``run.ledger``
+    holds the entries of this run's releases either way.
     Raises ConfigError (the study does not fit the data), DataError/SchemaError (data
     problems) or another PrdpError.
     """
@@ -69,17 +75,19 @@ def run_study(study: Study, data: str | os.PathLike | None = None, *, dataset: D
     study.check_against(ds)
     run = StudyRun(study=study, dataset=ds, data_file=data_file)
     reveal = study.mode == "teaching"
+    rec = recorder if recorder is not None else Recorder(run.ledger)
     for i, m in enumerate(study.mechanisms):
         label = study.mechanism_label(i)
         say(i + 1, total, f"running {label}")
         try:
-            outs = m.run(study, ds, study.mechanism_seed(i), reveal)
+            outs = rec.release(partial(m.run, study, ds, study.mechanism_seed(i), reveal), label=label)
         except ConfigError:
             raise
         except PrdpError as err:
             raise type(err)(f"mechanisms[{i}] ({m.kind}): {err.message}", hint=err.hint) from None
         for sub, rel in outs:
             run.releases.append((f"{label}: {sub}" if sub else label, m, rel))
-            run.ledger.extend(rel.entries)
+            if recorder is not None:  # recorded in the given ledger; the run's own ledger lists them too
+                run.ledger.extend(rel.entries)
     say(total, total, "done")
     return run

@@ -4,7 +4,8 @@ calls, the release callback, the accuracy and plan sections."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from functools import partial
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import granular
 from prdp_core.mechanisms import multitier as mt
 from prdp_core.provenance import mark_sources
+from prdp_core.release import Release
 from prdp_core.secure import mode_label
 
 from . import memory, private_suggest, state
@@ -248,6 +250,11 @@ def private_params() -> dict[str, str]:
     return {"clip": src} if src else {}
 
 
+def _marked(central: Callable[[], Release]) -> Release:
+    """A central release with its private clipping bound's source in its params and ledger entries."""
+    return mark_sources(central(), private_params())
+
+
 def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
     """Release every tier (seeded, or secure when the page's toggle is on; true values only in teaching mode): store
     the result and add it to the session ledger."""
@@ -267,12 +274,12 @@ def on_release(tier_rows: tuple[tuple[str, float], ...]) -> None:
             q = cur["query"]
             if secure:
                 mode["contributions"] = q.contributions
-            rel = mark_sources(mt.release_central(cur["plan"], q.value, reveal=teaching, records=q.mask, query=q.label,
-                                                  **mode), private_params())
+            make = partial(_marked, partial(mt.release_central, cur["plan"], q.value, reveal=teaching,
+                                            records=q.mask, query=q.label, **mode))
         else:
-            rel = mt.release_local(cur["plan"], cur["codes"], reveal=teaching, labels=cur["labels"], **mode)
+            make = partial(mt.release_local, cur["plan"], cur["codes"], reveal=teaching, labels=cur["labels"], **mode)
+        rel = state.release("analyst_tiers", make)
         ss["mt_release"] = {"key": settings_key(tiers), "release": rel}
-        state.record_release(rel)
     except PrdpError as err:
         ss["mt_release_error"] = err
 

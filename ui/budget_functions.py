@@ -4,6 +4,7 @@ calls (domains, runs, scaling study) and the run callback."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -347,7 +348,8 @@ def on_run() -> None:
     teaching = state.teaching()
     large_ds = is_engine_data(ds)
     smp = _sample() if large_ds else None
-    rows, releases, skipped = [], [], []
+    rows, skipped = [], []
+    releases: list[tuple[str, Any]] = []
     try:
         mechanisms = _mechanisms(model, ss["bf_query"])
         # model: records × (the requested and delivered loss of each mechanism, and the value read); a large
@@ -362,11 +364,12 @@ def on_run() -> None:
                 skipped.append(label)
                 continue
             data = smp.table if (large_ds and records) else (ds if large_ds else ds.table)  # type: ignore[union-attr]
-            rel = fn(data, b, q, how, ss.get("bf_threshold", "paper"), teaching)
             if large_ds and records:
                 label = f"{label} [sample of {_sample_choice()[0]:,} rows asked]"  # type: ignore[index]
+            rel = state.release("budget_functions", partial(fn, data, b, q, how, ss.get("bf_threshold", "paper"),
+                                                            teaching), label=label, add=bool(releases),
+                                sample=_sample_note(smp) if (large_ds and records) else None)
             releases.append((label, rel))
-            state.record_release(rel, sample=_sample_note(smp) if (large_ds and records) else None)
     except PrdpError as e:
         ss["bf_run_error"] = str(e)
         ss["bf_result"] = None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -160,10 +161,7 @@ def current_result() -> LabResult | None:
     if (params != _items(lab_params()) or seed != state.rng_and_seed()[1] or teaching != state.teaching()
             or data != _data_key(dict(params))):
         return None
-    try:
-        return run_lab(state.token(), params, seed, teaching, state.dataset())
-    except PrdpError:
-        return None
+    return st.session_state.get("hl_result")  # the recorded release: never drawn again to be shown
 
 
 def on_run() -> None:
@@ -175,15 +173,16 @@ def on_run() -> None:
         return
     _, seed = state.rng_and_seed()
     teaching = state.teaching()
+    data = generated_data(params, seed)
     try:
-        res = run_lab(state.token(), _items(params), seed, teaching, state.dataset())
+        res = state.release("concepts", partial(run_lab, state.token(), _items(params), seed, teaching,
+                                                state.dataset()),
+                            data=data, entries=lambda r: (*r.heavy.entries, *r.standard.entries))
     except PrdpError as err:
         st.session_state["hl_error"] = f"**{err.title}.** {md_escape(err)}"
         st.session_state.pop("hl_ran", None)
         return
-    data = generated_data(params, seed)
-    state.record_release(res.heavy, data=data)
-    state.record_release(res.standard, data=data)
+    st.session_state["hl_result"] = res
     st.session_state["hl_ran"] = (_items(params), seed, teaching, _data_key(params))
 
 

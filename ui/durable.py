@@ -26,7 +26,7 @@ owner's browser or read its cookies (the cookie cannot be HttpOnly, as a script 
 the owner's browser itself (a shared laptop: its history holds the address and it holds the cookie).
 
 **Writes.** A ledger entry is stored when the release is recorded (:func:`record`, from
-:func:`ui.state.record_release`) and any entry not stored yet is retried after every run
+:func:`ui.state.release`, the session's recorder) and any entry not stored yet is retried after every run
 (:func:`save`); the data source and the study config are written after every run in which they
 changed. An uploaded table is stored once by content hash when it is used (:func:`keep_upload`).
 A store that cannot be reached never stops the app: the pages say what is not saved.

@@ -327,11 +327,11 @@ def on_run_release() -> None:
         if ss.get("pdp_secure"):  # exact OpenDP samplers, unseeded (the rng is not used)
             if not state.teaching():  # review mode: bounds computed from the data are refused
                 personalized.require_public_bounds(flagged)
-            rel = m.release(ds.table, spec, q, rng=None, reveal=state.teaching(), secure=True)
+            how: dict[str, Any] = {"rng": None, "secure": True}
         else:
-            rel = m.release(ds.table, spec, q, rng=rng, seed=seed, reveal=state.teaching())
-        rel = mark_sources(personalized.flag_design_defaults(rel, flagged), private_params(q.kind))
-        state.record_release(rel)
+            how = {"rng": rng, "seed": seed}
+        rel = state.release("personalized", lambda: mark_sources(personalized.flag_design_defaults(
+            m.release(ds.table, spec, q, reveal=state.teaching(), **how), flagged), private_params(q.kind)))
         ss["pdp_last_release"] = rel
     except PrdpError as err:
         ss["pdp_release_error"] = err

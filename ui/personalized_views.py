@@ -4,6 +4,7 @@ number from :mod:`prdp_core.mechanisms.personalized` through the helpers of :mod
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable
 
 import numpy as np
@@ -310,8 +311,10 @@ def view_prdp(v: View) -> None:
                        f"{data_default_text(data_default_params(kind))}.")
         run_key = prdp_run_key(q, c_val, e_lo, e_hi, seed, teaching)
         if st.button("Run PDP and PrDP side by side", key="pdp_prdp_go", type="primary"):
-            out = personalized.compare_with_prdp(ds.table, spec, q, c=c_val, rng=rng, reveal=teaching, eps_min=e_lo,
-                                      eps_max=e_hi)
+            made: list[Any] = []  # every release of the comparison: each is charged to the session ledger
+            out = state.release("personalized_compare", partial(
+                personalized.compare_with_prdp, ds.table, spec, q, c=c_val, rng=rng, reveal=teaching, eps_min=e_lo,
+                eps_max=e_hi, made=made), entries=lambda _: [e for r in made for e in r.entries], keep=False)
             ss["pdp_prdp_result"] = {"key": run_key, "table": out}
         stored = ss.get("pdp_prdp_result")
         if isinstance(stored, dict) and stored.get("key") == run_key:

@@ -88,11 +88,11 @@ def _range_inputs(prefix: str, columns: Sequence[str]) -> None:
 
 def _adopt(key: str, draw: Callable[[], tuple[Any, str]]) -> None:
     """Callback body of both panels: ``draw()`` draws and applies a suggestion and returns (its ledger entry,
-    the message); the entry is charged to the session ledger, the message or the error kept under ``key``."""
+    the message), as a recorded release (:func:`ui.state.recorder`): the entry is charged to the session ledger,
+    the message or the error kept under ``key``."""
     ss = st.session_state
     try:
-        entry, done = draw()
-        state.record_entries((entry,))
+        _, done = state.recorder().release(draw, label="private suggestion", entries=lambda out: (out[0],))
         ss[f"{key}_done"] = done
         ss.pop(f"{key}_error", None)
     except PrdpError as err:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -84,10 +85,11 @@ def _release(partition_delta_key: str) -> None:
         memory.guard("release")  # records × (measures + groups + 3); a large table: the engine's memory limit
         # review mode: a secure release refuses thresholds computed from the data (teaching runs may use them)
         secure = bool(ss.get("run_secure", False))  # a secure release is unseeded
-        rel = release(state.dataset(), pol, rng=rng, reveal=True, seed=None if secure else seed,
-                      partition_delta=float(ss.get(partition_delta_key, 1e-6)),
-                      stats_=None if state.is_large() else stats_for(pol),
-                      secure=secure, allow_data_derived=state.teaching())
+        stats = None if state.is_large() else stats_for(pol)
+        rel = state.release("run", partial(release, state.dataset(), pol, rng=rng, reveal=True,
+                                           seed=None if secure else seed,
+                                           partition_delta=float(ss.get(partition_delta_key, 1e-6)), stats_=stats,
+                                           secure=secure, allow_data_derived=state.teaching()))
     except PrdpError as err:
         fail(err)
         return
@@ -96,7 +98,6 @@ def _release(partition_delta_key: str) -> None:
     ss["run_token"] = state.token()
     ss["run_policy"] = pol  # the policy released (only the chosen queries)
     ss["run_policy_of"] = active_key  # the active policy it came from
-    state.record_release(rel)
 
 
 #: Session key of what the Run page's error was about (:func:`settings_key`).

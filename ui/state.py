@@ -11,14 +11,16 @@ Keys (all in ``st.session_state``):
 * ``mode`` – ``"teaching"`` (seeded runs, true values shown) or ``"review"``;
 * ``learn`` – whether short explanations are shown on every page;
 * ``seed`` – the seed of teaching-mode runs;
-* ``ledger`` – the session's :class:`prdp_core.accounting.Ledger` (every release run).
+* ``ledger`` – the session's :class:`prdp_core.accounting.Ledger` (every release run);
+* ``recorded_releases`` – each page part's last recorded release (:func:`release`), rendered by the report.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import TYPE_CHECKING, Any, Mapping
+from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
 
 import pandas as pd
 import streamlit as st
@@ -32,7 +34,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from prdp_core.accounting import Ledger, LedgerEntry
-    from prdp_core.release import Release
+    from prdp_core.recorder import Recorder
 
 DEFAULT_SAMPLE = "cbp_like"
 #: Lifetime (s) of server-wide cache entries of public computations (samples, simulations on synthetic
@@ -209,7 +211,7 @@ def is_large() -> bool:
 
 def use_sample(sample: Dataset, page: str, rows: int, seed: int) -> None:
     """On ``page`` (for this run and its callbacks), work on ``sample``, a uniform sample of the active large
-    dataset: :func:`dataset` and :func:`token` return it, and releases recorded by :func:`record_release` are
+    dataset: :func:`dataset` and :func:`token` return it, and releases recorded by :func:`release` are
     labelled with it."""
     h = hashlib.sha1(repr((active_token(), rows, seed)).encode()).hexdigest()[:16]
     st.session_state[PAGE_SAMPLE_KEY] = {"dataset": sample, "token": h, "page": page, "rows": int(rows),
@@ -256,19 +258,66 @@ def ledger() -> "Ledger":
     return st.session_state["ledger"]
 
 
-def record_release(release: "Release", sample: dict[str, Any] | None = None,
-                   data: Mapping[str, Any] | None = None) -> None:
-    """Add a release's ledger entries to the session ledger; a release made on a sample of a large table
-    (the page's, or ``sample``: the rows asked for, the table ``of`` and the seed) says so in its label and
-    parameters (``data_sample``), and stores them (:mod:`ui.durable`): the ledger outlives a server restart.
-    The rows asked for are a public choice; the table's record count is not written (a sample asking for
-    more rows than the table has is the whole table).
+#: Session key: page part → its last recorded release (:func:`release`), what the Study page's report renders.
+RECORDED_KEY = "recorded_releases"
 
-    ``data`` is the fingerprint of the records the release ran on
+T = TypeVar("T")
+
+
+def recorder(sample: dict[str, Any] | None = None, data: Mapping[str, Any] | None = None) -> "Recorder":
+    """The session's recorder (:class:`prdp_core.recorder.Recorder`): its releases are recorded in the session
+    ledger and stored (:mod:`ui.durable`), the ledger outliving a server restart. A release made on a sample of
+    a large table (the page's, or ``sample``: the rows asked for, the table ``of`` and the seed) says so in its
+    entries' labels and parameters (``data_sample``). The rows asked for are a public choice; the table's record
+    count is not written (a sample asking for more rows than the table has is the whole table).
+
+    ``data`` is the fingerprint of the records the release runs on
     (:func:`prdp_core.board.ledgers.data_fingerprint`) when they are not the active table's — generated
     records: the release is charged to their ledger, never to the active table's (default: the active data)."""
+    from prdp_core.recorder import Recorder
+
+    return Recorder(ledger(), write=partial(_record_release_entries, sample=sample, data=data))
+
+
+def release(part: str, make: Callable[[], T], *, label: str | None = None, add: bool = False,
+            sample: dict[str, Any] | None = None, data: Mapping[str, Any] | None = None,
+            entries: Callable[[T], Any] | None = None, keep: bool = True) -> T:
+    """Make a release of page ``part`` as a recorded release of the session (:func:`recorder`): ``make()`` draws the
+    noise, its ledger entries are recorded before it is returned (a refusal records nothing). A release on the
+    session's data (not on generated records, ``data``) is kept, under ``label``, as the part's last recorded
+    release — or added to the part's releases of the same click (``add``) — which the Study page's report renders
+    (:func:`recorded`); ``keep=False`` for what is not a release of a study's mechanism (a comparison table)."""
+    out = recorder(sample, data).release(make, label=label or part, entries=entries)
+    if data is None and keep:
+        from .study_report import part_settings
+
+        keep_recorded(part, [(label, out)], part_settings(part), add=add)
+    return out
+
+
+def keep_recorded(part: str, releases: list[tuple[str | None, Any]], settings: str | None, add: bool = False) -> None:
+    """Keep ``releases``, just recorded on the active dataset with the page's ``settings``
+    (:func:`ui.study_report.part_settings`), as page ``part``'s last recorded releases (or add them to those of
+    the same click, ``add``)."""
+    kept = dict(st.session_state.get(RECORDED_KEY) or {})
+    earlier = kept.get(part) if add else None
+    before = earlier["releases"] if earlier is not None and earlier["token"] == active_token() else []
+    kept[part] = {"token": active_token(), "releases": [*before, *releases], "settings": settings}
+    st.session_state[RECORDED_KEY] = kept
+
+
+def recorded(part: str) -> tuple[list[tuple[str | None, Any]], str | None]:
+    """The releases page ``part`` last recorded on the active dataset (:func:`release`) — (label, release) pairs —
+    and the page's settings they were made with."""
+    rec = (st.session_state.get(RECORDED_KEY) or {}).get(part)
+    return (list(rec["releases"]), rec.get("settings")) if rec and rec["token"] == active_token() else ([], None)
+
+
+def _record_release_entries(entries: "tuple[LedgerEntry, ...]", sample: dict[str, Any] | None = None,
+                            data: Mapping[str, Any] | None = None) -> None:
+    """Record a release's entries (:func:`recorder`): labelled with the page's sample (or ``sample``), charged to
+    ``data``'s ledger."""
     smp = sample if sample is not None else page_sample()
-    entries = release.entries
     if smp:
         from dataclasses import replace
 
@@ -280,7 +329,7 @@ def record_release(release: "Release", sample: dict[str, Any] | None = None,
 
 def record_entries(entries: "tuple[LedgerEntry, ...]", data: Mapping[str, Any] | None = None) -> None:
     """Add ledger entries to the session ledger and store them (:mod:`ui.durable`): releases, and adopted
-    private suggestions (:mod:`ui.private_suggest`); ``data`` as in :func:`record_release`."""
+    private suggestions (:mod:`ui.private_suggest`); ``data`` as in :func:`recorder`."""
     from . import durable
 
     durable.align()  # earlier entries keep the data they ran on

@@ -132,7 +132,8 @@ def run_prdp(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, *
 
 def compare_with_prdp(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, *, c: float = 1.0,
                       beta: float = 0.1, rng: np.random.Generator, reveal: bool = False,
-                      runs: int = 1, eps_min: float | None = None, eps_max: float | None = None) -> pd.DataFrame:
+                      runs: int = 1, eps_min: float | None = None, eps_max: float | None = None,
+                      made: list[Release] | None = None) -> pd.DataFrame:
     """The same users and query under PDP (Minimum, Sample with t = max and mean Φ, PE/Stretching)
     and under PrDP (the framework with E(r) = c·v_bud and public ε̌, ε̂), one seeded run each (or
     the RMSE over ``runs`` runs when ``reveal``).
@@ -140,7 +141,8 @@ def compare_with_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Personalize
     Columns: mechanism, model, estimate (first run), are the users' choices public, the
     neighbour notion (PDP: substitution when the roster was read from the table), the largest
     delivered ε and whether every tuple got at most its request; with ``reveal`` also the true
-    answer, the error and the RMSE.
+    answer, the error and the RMSE. Every release made is appended to ``made`` (the app records them all in its
+    ledger: each is a release on the records).
     """
     if query.kind not in ("count", "sum"):
         raise ParameterError("The PDP vs PrDP comparison covers count and sum.")
@@ -151,10 +153,12 @@ def compare_with_prdp(table: pd.DataFrame, spec: PrivacySpec, query: Personalize
     R = max(1, int(runs)) if reveal else 1
     for m in pdp_mechs.values():
         rels = [m.release(table, spec, query, rng=rng, reveal=reveal) for _ in range(R)]
+        (made if made is not None else []).extend(rels)
         rows.append(_compare_row(f"PDP · {m.label(spec)}", "PDP", rels, truth, "public (published)",
                                  m.neighbours_for(spec).name, reveal))
     rels = [run_prdp(table, spec, query, c=c, beta=beta, rng=rng, reveal=reveal, eps_min=eps_min, eps_max=eps_max)
             for _ in range(R)]
+    (made if made is not None else []).extend(rels)
     rows.append(_compare_row(f"PrDP framework · E(r) = {c:g}·v_bud", "PrDP", rels, truth, "private", AddRemove.name,
                              reveal))
     return pd.DataFrame(rows)

@@ -1,0 +1,95 @@
+"""One recorder: noise on confidential data is drawn only inside a recorded release, which is in the ledger
+before it is returned; the report and its outputs render recorded releases and draw nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from prdp_core import report as R
+from prdp_core.accounting import Ledger
+from prdp_core.config import parse_config
+from prdp_core.errors import ParameterError
+from prdp_core.recorder import Recorder, recording
+
+from ..samplers import watch
+from .test_cli import ALL_KINDS, ROOT, cli
+
+
+def test_a_release_is_in_the_ledger_before_it_is_returned_and_a_refusal_records_nothing():
+    from prdp_core.accounting import FlatLoss, LedgerEntry
+
+    led = Ledger()
+    rec = Recorder(led)
+    entry = LedgerEntry("count", "*", FlatLoss(0.5))
+    seen: list[object] = []
+
+    def make() -> LedgerEntry:
+        seen.append(recording())
+        return entry
+
+    assert rec.release(make, label="count") is entry and led.entries == [entry]
+    assert seen == [(rec, "count")] and recording() is None
+
+    def refuse() -> None:
+        raise ParameterError("no")
+
+    with pytest.raises(ParameterError):
+        rec.release(refuse)
+    assert led.entries == [entry] and recording() is None
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_every_draw_of_a_study_run_is_inside_a_recorded_release_and_the_report_draws_none(monkeypatch, secure):
+    text = ALL_KINDS
+    if secure:  # every mechanism secure (unseeded); pe's own seed dropped
+        text = text.replace(", seed: 77}", "}").replace("  - {kind: unit_splitting}",
+                                                         "  - {kind: unit_splitting, secure: true}")
+        text = text.replace("  - {kind: prdp, query: count}", "  - {kind: prdp, query: count, secure: true}")
+    draws = watch(monkeypatch)
+    run = R.run_study(parse_config(text))
+    assert draws.count > 0 and not draws.outside, draws.outside
+    assert draws.ledgers == {id(run.ledger)}
+    assert len(run.ledger) == sum(len(rel.entries) for _, _, rel in run.releases)
+    seen = draws.count
+    R.render_html(run)
+    R.results_frame(run.releases, teaching=run.teaching)
+    R.budget_table(run)
+    assert draws.count == seen  # outputs render the recorded releases
+
+
+def test_prdp_run_draws_only_inside_recorded_releases(monkeypatch, tmp_path):
+    cfg = tmp_path / "study.yaml"
+    cfg.write_text(ALL_KINDS)
+    draws = watch(monkeypatch)
+    code, _, err = cli("run", str(cfg), "--out", str(tmp_path / "o"), "-q")
+    assert code == 0, err
+    assert draws.count > 0 and not draws.outside, draws.outside
+    assert len(draws.ledgers) == 1  # one run, one ledger: every mechanism released once
+
+
+@pytest.mark.parametrize("secure", [False, True])
+def test_the_watch_sees_a_release_made_outside_a_recorder(monkeypatch, secure):
+    """The wrapped samplers catch noise drawn by a mechanism called directly (so the tests above can fail)."""
+    from prdp_core.mechanisms.unit_splitting import release
+
+    study = parse_config(ALL_KINDS)
+    ds = R.load_data(study)
+    draws = watch(monkeypatch)
+    how = {"secure": True} if secure else {"seed": 3}
+    release(ds, study.validate_policy(ds), reveal=True, **how)
+    assert draws.outside and draws.outside[0].split(" ")[0].startswith("SecureSampler" if secure else "Generator")
+
+
+def test_prdp_run_says_how_its_recorded_releases_were_made(tmp_path):
+    """A secure study's summary line names no seed; a seeded one names the seeds its releases used."""
+    base = (ROOT / "examples" / "cbp_unit_splitting.yaml").read_text().replace("n: 20000", "n: 3000")
+    cfg = tmp_path / "s.yaml"
+    cfg.write_text(base.replace("    partition_delta: 1.0e-6", "    partition_delta: 1.0e-6\n    secure: true"))
+    code, out, err = cli("run", str(cfg), "--out", str(tmp_path / "o"), "-q")
+    assert code == 0, err
+    assert "1 secure (unseeded)" in out and "seed" not in out.replace("unseeded", "")
+    cfg.write_text(base)
+    code, out, err = cli("run", str(cfg), "--out", str(tmp_path / "p"), "-q")
+    assert code == 0, err
+    seed = parse_config(base).mechanism_seed(0)
+    assert f"seed {seed})" in out and "secure" not in out
