@@ -1,0 +1,249 @@
+"""The review boundary: every output of a study leaves through :func:`produce`, which applies the mode.
+
+Review mode shows what a policy and its releases make public and nothing computed from the records
+(docs/security.md): no true value, no record count, no per-record or per-owner loss, distribution,
+quantile or share. Each output kind — the HTML report, every CSV/JSON/YAML file, the reproduction script,
+the board's entry and report, a share link, the "Reproduce in Python" snippets, the line ``prdp run``
+prints, a session's ledger exports — is registered in :data:`REGISTRY` with the function that builds it,
+and is made by :func:`produce` only:
+
+* in teaching mode the builder gets its subject as it is;
+* in review mode the builder gets a *review view* (:func:`review_view`): a study run whose study says
+  ``mode: review`` and whose releases went through :meth:`~prdp_core.release.Release.for_review` (no
+  truths, no per-record losses), so that a builder cannot show what it was never handed; the builder
+  is told the mode and leaves out the statistics of the records it could still compute (counts, the
+  loss distributions of a policy preview).
+
+A builder takes one subject, named by :attr:`Output.takes`: a :class:`~prdp_core.runner.StudyRun`
+(``"run"``), its ledger (``"ledger"``) or its study (``"study"``); :func:`subject_of` picks it from a
+run. ``prdp run`` (:func:`prdp_core.report.write_outputs`) and the Study page produce their files here;
+``tests/unit/test_review_boundary.py`` plants a record in a table and scans every registered output in
+both modes, so an output added to the registry is scanned without further work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Literal
+
+from .accounting import Ledger
+from .config import Study
+from .errors import ParameterError
+from .runner import StudyRun
+
+#: The subject a builder takes: a study run, its ledger or its study.
+Takes = Literal["run", "ledger", "study"]
+
+
+@dataclass(frozen=True)
+class Output:
+    """One registered output: its ``name`` (a file name, or a description of a screen or terminal output),
+    its ``kind`` (``study file``, ``session export``, ``board``, ``link``, ``snippet``, ``cli``), the subject
+    it takes and its builder ``build(subject, teaching, **context) -> str | bytes``."""
+
+    name: str
+    kind: str
+    takes: Takes
+    build: Callable[..., str | bytes]
+    description: str
+
+
+#: Every output prdp writes, downloads or prints from a study, by name.
+REGISTRY: dict[str, Output] = {}
+
+
+def register(name: str, kind: str, takes: Takes, description: str) -> Callable[[Callable[..., Any]],
+                                                                               Callable[..., Any]]:
+    """Decorator: register ``build`` as the builder of the output ``name``."""
+    def deco(build: Callable[..., Any]) -> Callable[..., Any]:
+        if name in REGISTRY:
+            raise ValueError(f"The output {name!r} is registered twice.")
+        REGISTRY[name] = Output(name, kind, takes, build, description)
+        return build
+    return deco
+
+
+def review_view(run: StudyRun) -> StudyRun:
+    """The run as review mode may use it: its study in review mode, every release without truths or
+    per-record losses (:meth:`Release.for_review`); the dataset (for the policy's public function and
+    the schema) and the ledger (public forms) are kept."""
+    study = replace(run.study, mode="review")
+    return StudyRun(study=study, dataset=run.dataset, data_file=run.data_file, ledger=run.ledger,
+                    releases=[(label, m, rel.for_review()) for label, m, rel in run.releases])
+
+
+def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study:
+    """The subject of kind ``takes`` of a study run."""
+    return {"run": run, "ledger": run.ledger, "study": run.study}[takes]
+
+
+def produce(name: str, subject: StudyRun | Ledger | Study, *, teaching: bool, **context: Any) -> bytes:
+    """The output ``name`` of ``subject`` in the given mode, as bytes (text is UTF-8): the one way out.
+
+    ``teaching`` is the mode of the session or command (a review-mode study run is produced in review
+    whatever is asked). ``context``: what the builder needs besides its subject (e.g. the config text of
+    a report). Raises :class:`ParameterError` for an unknown output or a subject of the wrong kind."""
+    out = REGISTRY.get(name)
+    if out is None:
+        raise ParameterError(f"No output named {name!r}.", hint=f"Outputs: {', '.join(sorted(REGISTRY))}.")
+    want = {"run": StudyRun, "ledger": Ledger, "study": Study}[out.takes]
+    if not isinstance(subject, want):
+        raise ParameterError(f"The output {name!r} is made from a {out.takes}, not a {type(subject).__name__}.")
+    if isinstance(subject, StudyRun):
+        teaching = teaching and subject.teaching
+        if not teaching:
+            subject = review_view(subject)
+    elif isinstance(subject, Study) and not teaching:
+        subject = replace(subject, mode="review")
+    data = out.build(subject, teaching, **context)
+    return data if isinstance(data, bytes) else data.encode("utf-8")
+
+
+def names(kind: str | None = None) -> list[str]:
+    """The registered outputs (of one ``kind``), in registration order."""
+    return [n for n, o in REGISTRY.items() if kind is None or o.kind == kind]
+
+
+# ---------------------------------------------------------------------------
+# The outputs of a study run (prdp run --out DIR, the Study page's report tab)
+# ---------------------------------------------------------------------------
+
+
+@register("results.csv", "study file", "run", "every released answer (truth columns in teaching mode only)")
+def _results(run: StudyRun, teaching: bool) -> bytes:
+    from .export import to_csv_bytes
+    from .study_tables import results_frame
+
+    return to_csv_bytes(results_frame(run.releases, teaching=teaching))
+
+
+@register("budget.csv", "study file", "run", "the budget table, adopted private suggestions included")
+def _budget(run: StudyRun, teaching: bool) -> bytes:
+    from .export import to_csv_bytes
+    from .study_tables import budget_table
+
+    return to_csv_bytes(budget_table(run))
+
+
+@register("ledger.csv", "study file", "run", "the run's ledger (public forms)")
+def _ledger_csv(run: StudyRun, teaching: bool) -> bytes:
+    from .export import to_csv_bytes
+    from .study_tables import ledger_frame
+
+    return to_csv_bytes(ledger_frame(run))
+
+
+@register("ledger.json", "study file", "run", "the run's ledger as data (no record count in review mode)")
+def _ledger_json(run: StudyRun, teaching: bool) -> str:
+    import json
+
+    from .study_tables import ledger_dict
+
+    return json.dumps(ledger_dict(run), indent=2, default=str, ensure_ascii=False) + "\n"
+
+
+@register("study.yaml", "study file", "run", "the normalised study config")
+def _study_yaml(run: StudyRun, teaching: bool, *, config_text: str | None = None) -> str:
+    return config_text if config_text is not None else run.study.to_yaml()
+
+
+@register("report.html", "study file", "run", "the HTML report")
+def _report(run: StudyRun, teaching: bool, *, config_text: str | None = None) -> str:
+    from .report import render_html
+
+    return render_html(run, config_text=config_text)
+
+
+@register("reproduce.py", "study file", "run", "the reproduction script")
+def _reproduce(run: StudyRun, teaching: bool, *, data_file: str | None = None) -> str:
+    from .reproduction import reproduction_script
+
+    return reproduction_script(run.study, data_file=data_file if data_file is not None else run.data_file)
+
+
+@register("prdp run (terminal)", "cli", "run", "what prdp run prints when it has written its outputs")
+def _cli_run(run: StudyRun, teaching: bool, *, config: str = "study.yaml", out: str = "study-results",
+             files: tuple[str, ...] = ()) -> str:
+    written = ", ".join(sorted(files)) or "(nothing)"
+    return (f"{len(run.releases)} release(s) of {config} ({'teaching' if teaching else 'review'} mode, seed "
+            f"{run.study.seed}) written to {out}: {written}\n")
+
+
+# ---------------------------------------------------------------------------
+# A session's ledger (the Study page's downloads)
+# ---------------------------------------------------------------------------
+
+
+@register("session ledger (JSON)", "session export", "ledger", "a session's ledger as JSON")
+def _session_ledger_json(ledger: Ledger, teaching: bool) -> str:
+    from .study_tables import ledger_json
+
+    return ledger_json(ledger, teaching=teaching)
+
+
+@register("session ledger (CSV)", "session export", "ledger", "a session's ledger as a table")
+def _session_ledger_csv(ledger: Ledger, teaching: bool) -> bytes:
+    from .export import to_csv_bytes
+    from .study_tables import public_ledger_table
+
+    return to_csv_bytes(public_ledger_table(ledger, teaching=teaching))
+
+
+# ---------------------------------------------------------------------------
+# The board, share links and snippets
+# ---------------------------------------------------------------------------
+
+
+def _board_entries(run: StudyRun) -> list[Any]:
+    """The board entries of the run's policies, one per policy part, as the Board page submits them."""
+    import time
+
+    from .board import summary as S
+    from .board.store import Entry
+
+    out = []
+    for i, part in enumerate(S.policy_parts(run.study)):
+        study = S.restrict(run.study, part)
+        summ = S.summarise(study, run.dataset)
+        out.append(Entry(id=i + 1, board_id=1, submission_id=f"-{i}", participant="-", name=part, rationale="",
+                         kind=summ["kind"], dataset=summ["dataset"], config=study.to_dict(), summary=summ,
+                         created_at=time.time()))
+    return out
+
+
+@register("board entry (CSV)", "board", "run", "board entries as the board's table shows and exports them")
+def _board_csv(run: StudyRun, teaching: bool, *, delta: float = 1e-6) -> bytes:
+    from .board.export import board_csv
+
+    return board_csv(_board_entries(run), review=not teaching, delta=delta)
+
+
+@register("board report (HTML)", "board", "run", "board entries in the board's HTML report")
+def _board_html(run: StudyRun, teaching: bool, *, delta: float = 1e-6) -> str:
+    from .board.export import board_html
+
+    return board_html(_board_entries(run), review=not teaching, delta=delta)
+
+
+@register("share link", "link", "study", "the policy parameter of a share link (the design only)")
+def _share_link(study: Study, teaching: bool) -> str:
+    from .board import links
+
+    return links.encode(study.to_dict())
+
+
+@register("snippets", "snippet", "study", "every 'Reproduce in Python' snippet the study allows")
+def _snippets(study: Study, teaching: bool) -> str:
+    from .errors import ConfigError
+    from .snippets import PARTS, snippet
+
+    out = []
+    for part in PARTS:
+        try:
+            out.append(snippet(study, part))
+        except ConfigError:  # a part whose policy section or mechanism the study lacks: no snippet
+            continue
+    return "\n".join(out)
+
+
+__all__ = ["Output", "REGISTRY", "names", "produce", "register", "review_view", "subject_of"]
