@@ -141,7 +141,9 @@ def on_use_workshop_dataset() -> None:
         if not pin:
             raise DataError("No workshop dataset is pinned.")
         use_pinned(pin)
-        _msg("success", f"The workshop dataset is active: {md_escape(state.dataset().describe())}.")
+        from .data import describe  # no record count in review mode
+
+        _msg("success", f"The workshop dataset is active: {md_escape(describe(state.dataset()))}.")
     except PrdpError as err:
         _fail(err)
 
