@@ -334,6 +334,6 @@ def dp_percentile_thresholds(data: Any, measures: Sequence[str], pct: float | Ma
     return PrivateThresholds(qs, suggestion_entry(qs))
 
 
-__all__ = ["CandidateGrid", "adopted_suggestions", "DPQuantile", "LEVEL_DENOMINATOR", "MAX_CANDIDATES", "MAX_EPSILON", "PrivateThresholds",
-           "check_epsilon", "dp_percentile_thresholds", "dp_quantile", "level_units", "quantile_scores",
-           "rank_error_bound", "score_sensitivity", "select_index", "suggestion_entry"]
+__all__ = ["CandidateGrid", "DPQuantile", "LEVEL_DENOMINATOR", "MAX_CANDIDATES", "MAX_EPSILON", "PrivateThresholds",
+           "adopted_suggestions", "check_epsilon", "dp_percentile_thresholds", "dp_quantile", "level_units",
+           "quantile_scores", "rank_error_bound", "score_sensitivity", "select_index", "suggestion_entry"]

@@ -30,7 +30,6 @@ Seeded runs are for teaching and review; a real release needs the secure mode.
 from __future__ import annotations
 
 import html
-import json
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -50,7 +49,6 @@ from .config import (
     safe_data_path,
     study_from_dict,
 )
-from .export import to_csv_bytes
 from .provenance import DATA_DERIVED_COLUMN, data_derived, is_data_derived
 from .reproduction import reproduction_script
 from .review_boundary import names, produce

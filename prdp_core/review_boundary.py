@@ -74,7 +74,9 @@ def review_view(run: StudyRun) -> StudyRun:
 
 def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study:
     """The subject of kind ``takes`` of a study run."""
-    return {"run": run, "ledger": run.ledger, "study": run.study}[takes]
+    if takes == "ledger":
+        return run.ledger
+    return run.study if takes == "study" else run
 
 
 def produce(name: str, subject: StudyRun | Ledger | Study, *, teaching: bool, **context: Any) -> bytes:
