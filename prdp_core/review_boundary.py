@@ -200,13 +200,13 @@ def _board_entries(run: StudyRun) -> list[Any]:
     """The board entries of the run's policies, one per policy part, as the Board page submits them."""
     import time
 
-    from .board import summary as S
+    from .board import summary
     from .board.store import Entry
 
     out = []
-    for i, part in enumerate(S.policy_parts(run.study)):
-        study = S.restrict(run.study, part)
-        summ = S.summarise(study, run.dataset)
+    for i, part in enumerate(summary.policy_parts(run.study)):
+        study = summary.restrict(run.study, part)
+        summ = summary.summarise(study, run.dataset)
         out.append(Entry(id=i + 1, board_id=1, submission_id=f"-{i}", participant="-", name=part, rationale="",
                          kind=summ["kind"], dataset=summ["dataset"], config=study.to_dict(), summary=summ,
                          created_at=time.time()))
