@@ -15,8 +15,10 @@ and is made by :func:`produce` only:
   loss distributions of a policy preview).
 
 A builder takes one subject, named by :attr:`Output.takes`: a :class:`~prdp_core.runner.StudyRun`
-(``"run"``), its ledger (``"ledger"``) or its study (``"study"``); :func:`subject_of` picks it from a
-run. ``prdp run`` (:func:`prdp_core.report.write_outputs`) and the Study page produce their files here;
+(``"run"``), its ledger (``"ledger"``), its study (``"study"``) or board entries (``"entries"``, whose
+review view drops the ``records`` section of each summary); :func:`subject_of` picks it from a run.
+``prdp run`` (:func:`prdp_core.report.write_outputs`), ``prdp board export`` and ``list --format csv``
+(:func:`prdp_core.board.export.write_board`), the Study page and the Board page produce their files here;
 ``tests/unit/test_review_boundary.py`` plants a record in a table and scans every registered output in
 both modes, so an output added to the registry is scanned without further work.
 """
@@ -31,8 +33,8 @@ from .config import Study
 from .errors import ParameterError
 from .runner import StudyRun
 
-#: The subject a builder takes: a study run, its ledger or its study.
-Takes = Literal["run", "ledger", "study"]
+#: The subject a builder takes: a study run, its ledger, its study or board entries (a list).
+Takes = Literal["run", "ledger", "study", "entries"]
 
 
 @dataclass(frozen=True)
@@ -72,14 +74,16 @@ def review_view(run: StudyRun) -> StudyRun:
                     releases=[(label, m, rel.for_review()) for label, m, rel in run.releases])
 
 
-def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study:
-    """The subject of kind ``takes`` of a study run."""
+def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study | list[Any]:
+    """The subject of kind ``takes`` of a study run (``entries``: :func:`board_entries`)."""
+    if takes == "entries":
+        return board_entries(run)
     if takes == "ledger":
         return run.ledger
     return run.study if takes == "study" else run
 
 
-def produce(name: str, subject: StudyRun | Ledger | Study, *, teaching: bool, **context: Any) -> bytes:
+def produce(name: str, subject: StudyRun | Ledger | Study | list[Any], *, teaching: bool, **context: Any) -> bytes:
     """The output ``name`` of ``subject`` in the given mode, as bytes (text is UTF-8): the one way out.
 
     ``teaching`` is the mode of the session or command (a review-mode study run is produced in review
@@ -88,7 +92,7 @@ def produce(name: str, subject: StudyRun | Ledger | Study, *, teaching: bool, **
     out = REGISTRY.get(name)
     if out is None:
         raise ParameterError(f"No output named {name!r}.", hint=f"Outputs: {', '.join(sorted(REGISTRY))}.")
-    want = {"run": StudyRun, "ledger": Ledger, "study": Study}[out.takes]
+    want = {"run": StudyRun, "ledger": Ledger, "study": Study, "entries": list}[out.takes]
     if not isinstance(subject, want):
         raise ParameterError(f"The output {name!r} is made from a {out.takes}, not a {type(subject).__name__}.")
     if isinstance(subject, StudyRun):
@@ -97,6 +101,8 @@ def produce(name: str, subject: StudyRun | Ledger | Study, *, teaching: bool, **
             subject = review_view(subject)
     elif isinstance(subject, Study) and not teaching:
         subject = replace(subject, mode="review")
+    elif isinstance(subject, list) and not teaching:
+        subject = review_entries(subject)
     data = out.build(subject, teaching, **context)
     return data if isinstance(data, bytes) else data.encode("utf-8")
 
@@ -196,8 +202,9 @@ def _session_ledger_csv(ledger: Ledger, teaching: bool) -> bytes:
 # ---------------------------------------------------------------------------
 
 
-def _board_entries(run: StudyRun) -> list[Any]:
-    """The board entries of the run's policies, one per policy part, as the Board page submits them."""
+def board_entries(run: StudyRun) -> list[Any]:
+    """The board entries of the run's policies, one per policy part, as the Board page submits them (the
+    subject ``"entries"`` of a run)."""
     import time
 
     from .board import summary
@@ -213,18 +220,32 @@ def _board_entries(run: StudyRun) -> list[Any]:
     return out
 
 
-@register("board entry (CSV)", "board", "run", "board entries as the board's table shows and exports them")
-def _board_csv(run: StudyRun, teaching: bool, *, delta: float = 1e-6) -> bytes:
+def review_entries(entries: list[Any]) -> list[Any]:
+    """Board entries as review mode may use them: without the ``records`` section of their summaries (the
+    statistics of the records: loss quantiles, CDFs, shares, errors)."""
+    return [replace(en, summary={k: v for k, v in en.summary.items() if k != "records"}) for en in entries]
+
+
+@register("board.csv", "board", "entries", "the board's table (Board page, prdp board list/export)")
+def _board_csv(entries: list[Any], teaching: bool, *, delta: float = 1e-6) -> bytes:
     from .board.export import board_csv
 
-    return board_csv(_board_entries(run), review=not teaching, delta=delta)
+    return board_csv(entries, review=not teaching, delta=delta)
 
 
-@register("board report (HTML)", "board", "run", "board entries in the board's HTML report")
-def _board_html(run: StudyRun, teaching: bool, *, delta: float = 1e-6) -> str:
+@register("board.html", "board", "entries", "the board's HTML report (Board page, prdp board export)")
+def _board_html(entries: list[Any], teaching: bool, *, delta: float = 1e-6, title: str = "Workshop board",
+                dataset: str | None = None) -> str:
     from .board.export import board_html
 
-    return board_html(_board_entries(run), review=not teaching, delta=delta)
+    return board_html(entries, review=not teaching, delta=delta, title=title, dataset=dataset)
+
+
+@register("entry.yaml", "board", "entries", "the study configs of board entries (prdp board export)")
+def _entry_yaml(entries: list[Any], teaching: bool) -> str:
+    from .config import parse_config
+
+    return "".join(parse_config(en.config).to_yaml() for en in entries)
 
 
 @register("share link", "link", "study", "the policy parameter of a share link (the design only)")
@@ -248,4 +269,5 @@ def _snippets(study: Study, teaching: bool) -> str:
     return "\n".join(out)
 
 
-__all__ = ["Output", "REGISTRY", "names", "produce", "register", "review_view", "subject_of"]
+__all__ = ["Output", "REGISTRY", "board_entries", "names", "produce", "register", "review_entries", "review_view",
+           "subject_of"]

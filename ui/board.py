@@ -393,7 +393,7 @@ def on_remove() -> None:
 
 def on_export(review: bool) -> None:
     """Callback: build the board's CSV and HTML report (the board's mode decides what they hold)."""
-    from prdp_core.board.export import board_csv, board_html
+    from prdp_core.review_boundary import produce
 
     try:
         bs = store()
@@ -403,8 +403,8 @@ def on_export(review: bool) -> None:
         entries = bs.entries()
         delta = float(settings["delta"])
         st.session_state["board_export"] = {
-            "csv": board_csv(entries, review=review, delta=delta),
-            "html": board_html(entries, review=review, delta=delta, dataset=W.describe_pin(settings["dataset"]))
-            .encode("utf-8"), "review": review, "n": len(entries)}
+            "csv": produce("board.csv", entries, teaching=not review, delta=delta),
+            "html": produce("board.html", entries, teaching=not review, delta=delta,
+                            dataset=W.describe_pin(settings["dataset"])), "review": review, "n": len(entries)}
     except PrdpError as err:
         _fail(err)

@@ -138,7 +138,7 @@ def _review(args: argparse.Namespace, settings: dict[str, Any]) -> bool:
 
 
 def _list(args: argparse.Namespace, stdout: IO[str]) -> int:
-    from .export import board_csv
+    from ..review_boundary import produce
     from .summary import board_frame
 
     store = _store(args.db)
@@ -146,7 +146,7 @@ def _list(args: argparse.Namespace, stdout: IO[str]) -> int:
     entries = store.entries(args.board)
     review, delta = _review(args, settings), float(settings["delta"])
     if args.format == "csv":
-        stdout.write(board_csv(entries, review=review, delta=delta).decode("utf-8"))
+        stdout.write(produce("board.csv", entries, teaching=not review, delta=delta).decode("utf-8"))
         return EXIT_OK
     frame = board_frame(entries, review=review, delta=delta)
     if args.format == "json":

@@ -109,7 +109,7 @@ def test_the_scan_finds_the_planted_record_in_teaching_mode(produced):
             seen.setdefault(what, set()).add(name)
     assert {"value", "loss", "row count", "loss distribution"} <= set(seen), seen
     assert {"results.csv", "report.html"} <= seen["value"]
-    assert {"report.html", "board entry (CSV)"} <= seen["loss"] & seen["loss distribution"]
+    assert {"report.html", "board.csv"} <= seen["loss"] & seen["loss distribution"]
     assert {"report.html", "ledger.json", "session ledger (JSON)"} <= seen["row count"]
 
 
