@@ -255,15 +255,17 @@ def _share_link(study: Study, teaching: bool) -> str:
     return links.encode(study.to_dict())
 
 
-@register("snippets", "snippet", "study", "every 'Reproduce in Python' snippet the study allows")
-def _snippets(study: Study, teaching: bool) -> str:
+@register("snippets", "snippet", "study", "the 'Reproduce in Python' code of a page (every page's without part=)")
+def _snippets(study: Study, teaching: bool, *, part: str | None = None, **options: Any) -> str:
     from .errors import ConfigError
     from .snippets import PARTS, snippet
 
+    if part is not None:  # one page's code (options: data_dir, sample, owner_method)
+        return snippet(study, part, **options)
     out = []
-    for part in PARTS:
+    for each in PARTS:
         try:
-            out.append(snippet(study, part))
+            out.append(snippet(study, each, **options))
         except ConfigError:  # a part whose policy section or mechanism the study lacks: no snippet
             continue
     return "\n".join(out)
