@@ -15,8 +15,9 @@ and is made by :func:`produce` only:
   loss distributions of a policy preview).
 
 A builder takes one subject, named by :attr:`Output.takes`: a :class:`~prdp_core.runner.StudyRun`
-(``"run"``), its ledger (``"ledger"``), its study (``"study"``) or board entries (``"entries"``, whose
-review view drops the ``records`` section of each summary); :func:`subject_of` picks it from a run.
+(``"run"``), its ledger (``"ledger"``), its study (``"study"``), board entries (``"entries"``, whose
+review view drops the ``records`` section of each summary) or one release (``"release"``, the Run page's:
+its review view is :meth:`Release.for_review`); :func:`subject_of` picks it from a run.
 ``prdp run`` (:func:`prdp_core.report.write_outputs`), ``prdp board export`` and ``list --format csv``
 (:func:`prdp_core.board.export.write_board`), the Study page and the Board page produce their files here;
 ``tests/unit/test_review_boundary.py`` plants a record in a table and scans every registered output in
@@ -31,10 +32,11 @@ from typing import Any, Callable, Literal
 from .accounting import Ledger
 from .config import Study
 from .errors import ParameterError
+from .release import Release
 from .runner import StudyRun
 
 #: The subject a builder takes: a study run, its ledger, its study or board entries (a list).
-Takes = Literal["run", "ledger", "study", "entries"]
+Takes = Literal["run", "ledger", "study", "entries", "release"]
 
 
 @dataclass(frozen=True)
@@ -74,16 +76,19 @@ def review_view(run: StudyRun) -> StudyRun:
                     releases=[(label, m, rel.for_review()) for label, m, rel in run.releases])
 
 
-def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study | list[Any]:
-    """The subject of kind ``takes`` of a study run (``entries``: :func:`board_entries`)."""
+def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study | list[Any] | Release:
+    """The subject of kind ``takes`` of a study run (``entries``: :func:`board_entries`; ``release``: its first)."""
     if takes == "entries":
         return board_entries(run)
+    if takes == "release":
+        return run.releases[0][2]
     if takes == "ledger":
         return run.ledger
     return run.study if takes == "study" else run
 
 
-def produce(name: str, subject: StudyRun | Ledger | Study | list[Any], *, teaching: bool, **context: Any) -> bytes:
+def produce(name: str, subject: StudyRun | Ledger | Study | list[Any] | Release, *, teaching: bool,
+            **context: Any) -> bytes:
     """The output ``name`` of ``subject`` in the given mode, as bytes (text is UTF-8): the one way out.
 
     ``teaching`` is the mode of the session or command (a review-mode study run is produced in review
@@ -92,7 +97,7 @@ def produce(name: str, subject: StudyRun | Ledger | Study | list[Any], *, teachi
     out = REGISTRY.get(name)
     if out is None:
         raise ParameterError(f"No output named {name!r}.", hint=f"Outputs: {', '.join(sorted(REGISTRY))}.")
-    want = {"run": StudyRun, "ledger": Ledger, "study": Study, "entries": list}[out.takes]
+    want = {"run": StudyRun, "ledger": Ledger, "study": Study, "entries": list, "release": Release}[out.takes]
     if not isinstance(subject, want):
         raise ParameterError(f"The output {name!r} is made from a {out.takes}, not a {type(subject).__name__}.")
     if isinstance(subject, StudyRun):
@@ -103,6 +108,8 @@ def produce(name: str, subject: StudyRun | Ledger | Study | list[Any], *, teachi
         subject = replace(subject, mode="review")
     elif isinstance(subject, list) and not teaching:
         subject = review_entries(subject)
+    elif isinstance(subject, Release) and not teaching:
+        subject = subject.for_review()
     data = out.build(subject, teaching, **context)
     return data if isinstance(data, bytes) else data.encode("utf-8")
 
@@ -175,6 +182,14 @@ def _cli_run(run: StudyRun, teaching: bool, *, config: str = "study.yaml", out: 
     written = ", ".join(sorted(files)) or "(nothing)"
     return (f"{len(run.releases)} release(s) of {config} ({'teaching' if teaching else 'review'} mode, seed "
             f"{run.study.seed}) written to {out}: {written}\n")
+
+
+@register("answers.csv", "release", "release", "one release's answers (the Run page's download)")
+def _answers_csv(rel: Release, teaching: bool) -> bytes:
+    from .export import to_csv_bytes
+    from .study_tables import answers_export
+
+    return to_csv_bytes(answers_export(rel, teaching))
 
 
 # ---------------------------------------------------------------------------

@@ -26,6 +26,28 @@ def _answers(rel: Release, teaching: bool) -> pd.DataFrame:
     return a
 
 
+def labelled_answers(rel: Release, teaching: bool) -> pd.DataFrame:
+    """One release's answers as the Run page shows and exports them: truth columns only when ``teaching``
+    (review mode reads :meth:`Release.for_review`), the group keys joined into one readable ``label``."""
+    a = _answers(rel, teaching)
+    key_cols = [c for c in a.columns if c not in ("query", "estimate", "sigma", "ci_low", "ci_high", "true",
+                                                  "n_records", "error", "rel_error")]
+    lab = pd.Series([""] * len(a), index=a.index, dtype=object)
+    for c in key_cols:
+        v = a[c].astype(object)
+        present = v.notna()
+        lab[present] = lab[present] + np.where(lab[present] == "", "", " | ") + v[present].astype(str)
+    a.insert(1, "label", lab.replace("", "all records"))
+    return a.drop(columns=key_cols)
+
+
+def answers_export(rel: Release, teaching: bool) -> pd.DataFrame:
+    """One release's answers download: :func:`labelled_answers` plus the app mode, secure marker, seed and
+    data-derived parameters (:func:`prdp_core.provenance.stamp_answers`)."""
+    return stamp_answers(labelled_answers(rel, teaching), teaching=teaching, secure=rel.secure, seed=rel.seed,
+                         derived=data_derived(rel.params))
+
+
 def results_frame(releases: Iterable[tuple[str, Any, Release]] | Iterable[tuple[str, Release]], *,
                   teaching: bool) -> pd.DataFrame:
     """Every released answer, one row each, with the release label and mechanism first.

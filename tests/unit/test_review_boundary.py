@@ -108,7 +108,7 @@ def test_the_scan_finds_the_planted_record_in_teaching_mode(produced):
         for what in leaks(text):
             seen.setdefault(what, set()).add(name)
     assert {"value", "loss", "row count", "loss distribution"} <= set(seen), seen
-    assert {"results.csv", "report.html"} <= seen["value"]
+    assert {"results.csv", "report.html", "answers.csv"} <= seen["value"]
     assert {"report.html", "board.csv"} <= seen["loss"] & seen["loss distribution"]
     assert {"report.html", "ledger.json", "session ledger (JSON)"} <= seen["row count"]
 
@@ -116,7 +116,7 @@ def test_the_scan_finds_the_planted_record_in_teaching_mode(produced):
 def test_the_registry_covers_every_file_of_prdp_run_and_the_other_outputs():
     assert set(B.names("study file")) == set(R.OUTPUT_FILES)
     kinds = {o.kind for o in B.REGISTRY.values()}
-    assert {"study file", "session export", "board", "link", "snippet", "cli"} <= kinds
+    assert {"study file", "release", "session export", "board", "link", "snippet", "cli"} <= kinds
     with pytest.raises(ParameterError, match="No output named"):
         B.produce("nothing.csv", B.Ledger(), teaching=False)
 
