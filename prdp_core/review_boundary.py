@@ -4,8 +4,8 @@ Review mode shows what a policy and its releases make public and nothing compute
 (docs/security.md): no true value, no record count, no per-record or per-owner loss, distribution,
 quantile or share. Each output kind — the HTML report, every CSV/JSON/YAML file, the reproduction script,
 the Run page's answers, the board's table, report and entry configs, a share link, the "Reproduce in
-Python" snippets, the line ``prdp run`` prints, a session's ledger exports — is registered in :data:`REGISTRY` with the function that builds it,
-and is made by :func:`produce` only:
+Python" snippets, the line ``prdp run`` prints, a session's ledger exports — is registered in
+:data:`REGISTRY` with the function that builds it, and is made by :func:`produce` only:
 
 * in teaching mode the builder gets its subject as it is;
 * in review mode the builder gets a *review view* (:func:`review_view`): a study run whose study says
@@ -19,8 +19,8 @@ A builder takes one subject, named by :attr:`Output.takes`: a :class:`~prdp_core
 review view drops the ``records`` section of each summary) or one release (``"release"``, the Run page's:
 its review view is :meth:`Release.for_review`); :func:`subject_of` picks it from a run.
 ``prdp run`` (:func:`prdp_core.report.write_outputs`), ``prdp board export`` and ``list --format csv``
-(:func:`prdp_core.board.export.write_board`), the Run, Study and Board pages and every page's snippet produce their outputs here;
-``tests/unit/test_review_boundary.py`` plants a record in a table and scans every registered output in
+(:func:`prdp_core.board.export.write_board`), the Run, Study and Board pages and every page's snippet
+produce their outputs here; ``tests/unit/test_review_boundary.py`` plants a record in a table and scans every registered output in
 both modes, so an output added to the registry is scanned without further work.
 """
 
