@@ -20,8 +20,8 @@ review view drops the ``records`` section of each summary) or one release (``"re
 its review view is :meth:`Release.for_review`); :func:`subject_of` picks it from a run.
 ``prdp run`` (:func:`prdp_core.report.write_outputs`), ``prdp board export`` and ``list --format csv``
 (:func:`prdp_core.board.export.write_board`), the Run, Study and Board pages and every page's snippet
-produce their outputs here; ``tests/unit/test_review_boundary.py`` plants a record in a table and scans every registered output in
-both modes, so an output added to the registry is scanned without further work.
+produce their outputs here. ``tests/unit/test_review_boundary.py`` plants a record in a table and scans
+every registered output in both modes, so an output added to the registry is scanned without further work.
 """
 
 from __future__ import annotations
