@@ -263,6 +263,14 @@ def _entry_yaml(entries: list[Any], teaching: bool) -> str:
     return "".join(parse_config(en.config).to_yaml() for en in entries)
 
 
+@register("prdp board list (terminal)", "cli", "entries", "what prdp board list prints (table or JSON)")
+def _board_list(entries: list[Any], teaching: bool, *, delta: float = 1e-6, fmt: str = "table",
+                where: str = "") -> str:
+    from .board.cli import list_text
+
+    return list_text(entries, review=not teaching, delta=delta, fmt=fmt, where=where)
+
+
 @register("share link", "link", "study", "the policy parameter of a share link (the design only)")
 def _share_link(study: Study, teaching: bool) -> str:
     from .board import links
