@@ -122,12 +122,20 @@ def public_ledger_table(ledger: Ledger, *, teaching: bool) -> pd.DataFrame:
     """:func:`ledger_table`, and in review mode without the *base loss* of a data-dependent entry (a
     per-record loss without public form: its smallest loss is that of the records actually present)."""
     s = ledger_table(ledger, teaching=teaching)
-    if not teaching and len(s):
-        from .accounting import RecordLoss
+    return s if teaching else without_data_dependent_minima(s, ledger)
 
-        data_dep = [isinstance(e.loss, RecordLoss) for e in ledger.entries]
-        s.loc[data_dep, "base loss"] = np.nan
-    return s
+
+def without_data_dependent_minima(frame: pd.DataFrame, ledger: Ledger) -> pd.DataFrame:
+    """A ledger table (one row per entry of ``ledger``) as review mode shows it: the *base loss* of a
+    data-dependent entry (a per-record loss without public form, :class:`~prdp_core.accounting.RecordLoss`)
+    left blank — its smallest loss is that of the records actually present."""
+    from .accounting import RecordLoss
+
+    out = frame.copy()
+    if len(out) and "base loss" in out.columns:
+        data_dep = pd.Series([isinstance(e.loss, RecordLoss) for e in ledger.entries], index=out.index)
+        out["base loss"] = out["base loss"].astype(float).where(~data_dep)
+    return out
 
 
 def ledger_table(ledger: Ledger, *, teaching: bool) -> pd.DataFrame:
