@@ -16,8 +16,9 @@ Python" snippets, the line ``prdp run`` prints, a session's ledger exports — i
 
 A builder takes one subject, named by :attr:`Output.takes`: a :class:`~prdp_core.runner.StudyRun`
 (``"run"``), its ledger (``"ledger"``), its study (``"study"``), board entries (``"entries"``, whose
-review view drops the ``records`` section of each summary) or one release (``"release"``, the Run page's:
-its review view is :meth:`Release.for_review`); :func:`subject_of` picks it from a run.
+review view drops the ``records`` section of each summary), one release (``"release"``, the Run page's:
+its review view is :meth:`Release.for_review`) or a study config (``"config"``, a mapping: a share
+link's); :func:`subject_of` picks it from a run.
 ``prdp run`` (:func:`prdp_core.report.write_outputs`), ``prdp board export`` and ``list --format csv``
 (:func:`prdp_core.board.export.write_board`), the Run, Study and Board pages and every page's snippet
 produce their outputs here. ``tests/unit/test_review_boundary.py`` plants a record in a table and scans
@@ -26,7 +27,8 @@ every registered output in both modes, so an output added to the registry is sca
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Literal
 
 from .accounting import Ledger
@@ -35,8 +37,9 @@ from .errors import ParameterError
 from .release import Release
 from .runner import StudyRun
 
-#: The subject a builder takes: a study run, its ledger, its study or board entries (a list).
-Takes = Literal["run", "ledger", "study", "entries", "release"]
+#: The subject a builder takes: a study run, its ledger, its study, board entries (a list), one release or a
+#: study config (a mapping, as a session exports its design).
+Takes = Literal["run", "ledger", "study", "entries", "release", "config"]
 
 
 @dataclass(frozen=True)
@@ -50,21 +53,30 @@ class Output:
     takes: Takes
     build: Callable[..., str | bytes]
     description: str
+    #: What a reader of the output sees, as text (a share link's parameter is compressed: its JSON).
+    read: Callable[[bytes], str] = field(default=lambda data: data.decode("utf-8"))
 
 
 #: Every output prdp writes, downloads or prints from a study, by name.
 REGISTRY: dict[str, Output] = {}
 
 
-def register(name: str, kind: str, takes: Takes, description: str) -> Callable[[Callable[..., Any]],
-                                                                               Callable[..., Any]]:
-    """Decorator: register ``build`` as the builder of the output ``name``."""
+def register(name: str, kind: str, takes: Takes, description: str, *, read: Callable[[bytes], str] | None = None
+             ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: register ``build`` as the builder of the output ``name`` (``read``: how its bytes read as
+    text, when they are not UTF-8 text)."""
     def deco(build: Callable[..., Any]) -> Callable[..., Any]:
         if name in REGISTRY:
             raise ValueError(f"The output {name!r} is registered twice.")
-        REGISTRY[name] = Output(name, kind, takes, build, description)
+        out = Output(name, kind, takes, build, description)
+        REGISTRY[name] = out if read is None else replace(out, read=read)
         return build
     return deco
+
+
+def readable(name: str, data: bytes) -> str:
+    """The output ``name``'s bytes as a reader sees them (text; a share link's design as JSON)."""
+    return REGISTRY[name].read(data)
 
 
 def review_view(run: StudyRun) -> StudyRun:
@@ -76,19 +88,21 @@ def review_view(run: StudyRun) -> StudyRun:
                     releases=[(label, m, rel.for_review()) for label, m, rel in run.releases])
 
 
-def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study | list[Any] | Release:
+def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study | list[Any] | Release | dict[str, Any]:
     """The subject of kind ``takes`` of a study run (``entries``: :func:`board_entries`; ``release``: its first)."""
     if takes == "entries":
         return board_entries(run)
     if takes == "release":
         return run.releases[0][2]
+    if takes == "config":
+        return run.study.to_dict()
     if takes == "ledger":
         return run.ledger
     return run.study if takes == "study" else run
 
 
-def produce(name: str, subject: StudyRun | Ledger | Study | list[Any] | Release, *, teaching: bool,
-            **context: Any) -> bytes:
+def produce(name: str, subject: StudyRun | Ledger | Study | list[Any] | Release | Mapping[str, Any], *,
+            teaching: bool, **context: Any) -> bytes:
     """The output ``name`` of ``subject`` in the given mode, as bytes (text is UTF-8): the one way out.
 
     ``teaching`` is the mode of the session or command (a review-mode study run is produced in review
@@ -97,7 +111,8 @@ def produce(name: str, subject: StudyRun | Ledger | Study | list[Any] | Release,
     out = REGISTRY.get(name)
     if out is None:
         raise ParameterError(f"No output named {name!r}.", hint=f"Outputs: {', '.join(sorted(REGISTRY))}.")
-    want = {"run": StudyRun, "ledger": Ledger, "study": Study, "entries": list, "release": Release}[out.takes]
+    want = {"run": StudyRun, "ledger": Ledger, "study": Study, "entries": list, "release": Release,
+            "config": Mapping}[out.takes]
     if not isinstance(subject, want):
         raise ParameterError(f"The output {name!r} is made from a {out.takes}, not a {type(subject).__name__}.")
     if isinstance(subject, StudyRun):
@@ -110,6 +125,8 @@ def produce(name: str, subject: StudyRun | Ledger | Study | list[Any] | Release,
         subject = review_entries(subject)
     elif isinstance(subject, Release) and not teaching:
         subject = subject.for_review()
+    elif isinstance(subject, Mapping) and not teaching:
+        subject = {**subject, "mode": "review"}
     data = out.build(subject, teaching, **context)
     return data if isinstance(data, bytes) else data.encode("utf-8")
 
@@ -271,11 +288,21 @@ def _board_list(entries: list[Any], teaching: bool, *, delta: float = 1e-6, fmt:
     return list_text(entries, review=not teaching, delta=delta, fmt=fmt, where=where)
 
 
-@register("share link", "link", "study", "the policy parameter of a share link (the design only)")
-def _share_link(study: Study, teaching: bool) -> str:
+def _link_json(data: bytes) -> str:
+    """The design a share link's parameter carries, as JSON text (base64url of zlib-compressed JSON)."""
+    import base64
+    import zlib
+
+    text = data.decode("ascii")
+    return zlib.decompress(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))).decode("utf-8")
+
+
+@register("share link", "link", "config", "the policy parameter of a share link and of the address bar (the "
+          "design only)", read=_link_json)
+def _share_link(config: Mapping[str, Any], teaching: bool) -> str:
     from .board import links
 
-    return links.encode(study.to_dict())
+    return links.encode(config)
 
 
 @register("snippets", "snippet", "study", "the 'Reproduce in Python' code of a page (every page's without part=)")
@@ -294,5 +321,5 @@ def _snippets(study: Study, teaching: bool, *, part: str | None = None, **option
     return "\n".join(out)
 
 
-__all__ = ["Output", "REGISTRY", "board_entries", "names", "produce", "register", "review_entries", "review_view",
-           "subject_of"]
+__all__ = ["Output", "REGISTRY", "board_entries", "names", "produce", "readable", "register", "review_entries",
+           "review_view", "subject_of"]

@@ -217,8 +217,9 @@ def _registry_outputs(tmp_path, csv: str, mode: str) -> dict[str, str]:
         "policy": {"thresholds": dict(pol.thresholds.rows[0][1])},
         "workload": {"queries": queries}, "mechanisms": [{"kind": "unit_splitting"}]}, base_dir=tmp_path)
     run = report.run_study(study)
-    return {name: boundary.produce(name, boundary.subject_of(run, out.takes), teaching=mode == "teaching")
-            .decode("utf-8") for name, out in boundary.REGISTRY.items()}
+    return {name: boundary.readable(name, boundary.produce(name, boundary.subject_of(run, out.takes),
+                                                           teaching=mode == "teaching"))
+            for name, out in boundary.REGISTRY.items()}
 
 
 def test_every_registered_output_of_the_planted_table_hides_it_in_review_mode(tmp_path):

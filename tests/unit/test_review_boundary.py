@@ -90,8 +90,8 @@ def produced(tmp_path_factory):
     for mode in ("teaching", "review"):
         folder = planted_folder(tmp_path_factory.mktemp(mode), mode)
         run = R.run_study(R.load_config(folder / "study.yaml"))
-        out[mode] = {name: B.produce(name, B.subject_of(run, o.takes), teaching=mode == "teaching")
-                     .decode("utf-8") for name, o in B.REGISTRY.items()}
+        out[mode] = {name: B.readable(name, B.produce(name, B.subject_of(run, o.takes), teaching=mode == "teaching"))
+                     for name, o in B.REGISTRY.items()}
     return out
 
 
@@ -111,6 +111,7 @@ def test_the_scan_finds_the_planted_record_in_teaching_mode(produced):
     assert {"results.csv", "report.html", "answers.csv"} <= seen["value"]
     assert {"report.html", "board.csv"} <= seen["loss"] & seen["loss distribution"]
     assert {"report.html", "ledger.json", "session ledger (JSON)"} <= seen["row count"]
+    assert '"thresholds"' in produced["teaching"]["share link"]  # a link is scanned as the design it carries
 
 
 def test_the_registry_covers_every_file_of_prdp_run_and_the_other_outputs():
