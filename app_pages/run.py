@@ -7,8 +7,8 @@ import streamlit as st
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.charts.tradeoffs import answers_figure
 from prdp_core.errors import PrdpError
-from prdp_core.export import to_csv_bytes
 from prdp_core.provenance import data_derived
+from prdp_core.review_boundary import produce
 from prdp_core.secure import mode_label
 from ui import group_keys as gkeys
 from ui import ledger_view, review, state
@@ -122,7 +122,7 @@ else:
     if derived:
         st.caption(":material/lock: Parameters of this release computed from the confidential data: "
                    + md_escape("; ".join(derived)) + " (also in the ledger and the CSV).")
-    download_button("Download answers (CSV)", to_csv_bytes(rstate.answers_export(rel, teaching)),
+    download_button("Download answers (CSV)", produce("answers.csv", rel, teaching=teaching),
                     file_name="prdp_answers.csv", mime="text/csv", key="run_download")
 
     st.subheader("Policy loss and realized loss")

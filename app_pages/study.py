@@ -9,7 +9,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from prdp_core import report as R
 from prdp_core.errors import PrdpError
-from prdp_core.export import to_csv_bytes
+from prdp_core.review_boundary import produce
 from ui import ledger_view, review, state
 from ui import memory as umem
 from ui import study as ustudy
@@ -120,9 +120,10 @@ with tab_report:
                     status_note.empty()
                 ss["study_outputs"] = {
                     "key": (state.token(), yaml_text, ustudy_report.release_ids(run)),
-                    "html": R.render_html(run, config_text=yaml_text).encode("utf-8"),
-                    "results": to_csv_bytes(R.results_frame(run.releases, teaching=run.teaching)),
-                    "budget": R.budget_table(run), "script": R.reproduction_script(study).encode("utf-8"),
+                    "html": produce("report.html", run, teaching=teaching, config_text=yaml_text),
+                    "results": produce("results.csv", run, teaching=teaching),
+                    "budget": R.budget_table(run), "budget_csv": produce("budget.csv", run, teaching=teaching),
+                    "script": produce("reproduce.py", run, teaching=teaching),
                     "releases": len(run.releases), "mode": study.mode, "how": R.mode_text(run.releases)}
             except PrdpError as err:
                 show_error(err)
@@ -137,7 +138,7 @@ with tab_report:
                 st.caption(":material/visibility_off: Review mode: no true value and no per-record loss in the "
                            "report or the results.")
             st.dataframe(out["budget"], hide_index=True)
-            download_button("Budget table (CSV)", to_csv_bytes(out["budget"]), file_name="prdp_budget.csv",
+            download_button("Budget table (CSV)", out["budget_csv"], file_name="prdp_budget.csv",
                             mime="text/csv", key="study_dl_budget")
             d1, d2, d3 = st.columns(3)
             download_button("Report (HTML)", out["html"], where=d1, file_name="prdp_report.html", mime="text/html",
@@ -154,12 +155,10 @@ with tab_report:
     if len(led):
         st.dataframe(review.ledger_summary(led), hide_index=True)
         ledger_view.totals()
-        download_button("Ledger (JSON)", R.ledger_json(led, teaching=teaching),
-                           file_name="prdp_ledger.json", mime="application/json", key="study_dl_ledger")
-        ledger_csv = review.ledger_summary(led, R.ledger_table(led, teaching=teaching))
-        download_button("Ledger (CSV)", to_csv_bytes(ledger_csv),
-                           file_name="prdp_ledger.csv", mime="text/csv",
-                           key="study_dl_ledger_csv")
+        download_button("Ledger (JSON)", produce("session ledger (JSON)", led, teaching=teaching),
+                        file_name="prdp_ledger.json", mime="application/json", key="study_dl_ledger")
+        download_button("Ledger (CSV)", produce("session ledger (CSV)", led, teaching=teaching),
+                        file_name="prdp_ledger.csv", mime="text/csv", key="study_dl_ledger_csv")
     else:
         st.caption("No release yet in this session.")
 

@@ -283,7 +283,8 @@ def _cmd_validate(args: argparse.Namespace, stdout: IO[str]) -> int:
 def _cmd_run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     from .config import load_config
     from .outputs import check_folder
-    from .report import OUTPUT_FILES, mode_summary, run_study, write_outputs
+    from .report import OUTPUT_FILES, run_study, write_outputs
+    from .review_boundary import produce
 
     if (args.db or args.ledger_new_data) and not args.ledger:
         stderr.write("prdp: error: --db and --ledger-new-data go with --ledger NAME.\n")
@@ -314,8 +315,8 @@ def _cmd_run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
             return EXIT_USAGE
     finally:
         bar.close()
-    stdout.write(f"{len(run.releases)} release(s) of {args.config} ({study.mode} mode; "
-                 f"{mode_summary(run.releases)}) written to {out}: {', '.join(sorted(files))}\n")
+    stdout.write(produce("prdp run (terminal)", run, teaching=run.teaching, config=str(args.config), out=str(out),
+                         files=tuple(files)).decode("utf-8"))
     if ledger is not None:
         stdout.write(ledger.summary_line() + "\n")
     return EXIT_OK

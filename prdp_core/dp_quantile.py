@@ -31,6 +31,7 @@ generator.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -278,6 +279,34 @@ def suggestion_entry(quantiles: Sequence[DPQuantile], what: str = "splitting thr
         seed=None if secure else quantiles[0].seed, secure=secure)
 
 
+#: The cost a private source names: ``ε = 0.1`` in ``"private: DP p97, ε = 0.1"``.
+_SOURCE_EPSILON = re.compile(r"ε\s*=\s*(?P<eps>[0-9.eE+-]+)")
+
+
+def adopted_suggestions(threshold_source: Mapping[str, Any] | None) -> list[LedgerEntry]:
+    """The ledger entries of the private suggestions a policy adopted, read back from its
+    ``threshold_source`` (``"private: DP p97, ε = 0.1"`` per measure, as :meth:`DPQuantile.source` writes it).
+
+    One flat pure-ε entry per adopted threshold, charged to every record: a study report's budget table
+    and ledger list what was spent on its public parameters, not only on its releases. A private source
+    written by hand is charged too when its text names its ε (``ε = …``), else
+    refused (:class:`ParameterError`): a cost that cannot be read cannot be reported."""
+    out: list[LedgerEntry] = []
+    for column, src in (threshold_source or {}).items():
+        text = str(src).strip()
+        if not text.startswith("private:"):
+            continue
+        m = _SOURCE_EPSILON.search(text)
+        if m is None:
+            raise ParameterError(f"threshold_source.{column} ({text!r}) is private but names no ε.",
+                                 hint="Write it as 'private: DP p97, ε = 0.1' (prdp suggest thresholds does).")
+        eps = check_epsilon(m.group("eps"))
+        out.append(LedgerEntry(label=f"Private threshold T({column}) ({text[len('private:'):].strip()})",
+                               mechanism="dp_quantile", loss=FlatLoss(eps, "eps"),
+                               params={"what": "splitting threshold", "column": str(column), "source": text}))
+    return out
+
+
 def dp_percentile_thresholds(data: Any, measures: Sequence[str], pct: float | Mapping[str, float], *,
                              grids: Mapping[str, CandidateGrid], epsilon: float, secure: bool = False,
                              seed: int | None = None, noise: Noise | None = None) -> PrivateThresholds:
@@ -306,5 +335,5 @@ def dp_percentile_thresholds(data: Any, measures: Sequence[str], pct: float | Ma
 
 
 __all__ = ["CandidateGrid", "DPQuantile", "LEVEL_DENOMINATOR", "MAX_CANDIDATES", "MAX_EPSILON", "PrivateThresholds",
-           "check_epsilon", "dp_percentile_thresholds", "dp_quantile", "level_units", "quantile_scores",
-           "rank_error_bound", "score_sensitivity", "select_index", "suggestion_entry"]
+           "adopted_suggestions", "check_epsilon", "dp_percentile_thresholds", "dp_quantile", "level_units",
+           "quantile_scores", "rank_error_bound", "score_sensitivity", "select_index", "suggestion_entry"]

@@ -17,8 +17,8 @@ page use it):
   teaching mode); :func:`budget_table` — the SafeTab-style budget table (release × group ×
   ρ or ε); :func:`conversion_rows` — (ε, δ) equivalents.
 * :func:`render_html` — a self-contained HTML report (Plotly inlined: viewing it needs no
-  network). In review mode it holds no true value and no per-record loss: answers come from
-  :meth:`Release.for_review`, and loss CDFs stop before the last ``REVIEW_TAIL`` records.
+  network). In review mode it holds no true value, record count or per-record loss: answers come from
+  :meth:`Release.for_review`, and no loss distribution is drawn.
 * :func:`reproduction_script` — a short Python file that reruns the study with ``prdp_core``
   and writes the same results CSV, bit for bit.
 * :func:`write_outputs` — results.csv, ledger.csv, ledger.json, report.html, reproduce.py and
@@ -30,7 +30,6 @@ Seeded runs are for teaching and review; a real release needs the secure mode.
 from __future__ import annotations
 
 import html
-import json
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -50,10 +49,10 @@ from .config import (
     safe_data_path,
     study_from_dict,
 )
-from .export import to_csv_bytes
 from .provenance import DATA_DERIVED_COLUMN, data_derived, is_data_derived, is_private, source_detail
 from .release import Release
 from .reproduction import reproduction_script
+from .review_boundary import names, produce
 from .runner import StudyRun, run_study
 from .runs import held_by_engine
 from .secure import mode_label
@@ -190,9 +189,10 @@ def mode_text(releases: list[tuple[str, Any, Release]]) -> str:
 def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
     """The study report as one self-contained HTML page (Plotly inlined; no network needed).
 
-    Teaching mode adds true values, errors and full loss CDFs. Review mode leaves out every
-    true value and per-record loss (answers from :meth:`Release.for_review`; CDFs cut before
-    the last :data:`REVIEW_TAIL` records; no record count)."""
+    Teaching mode adds true values, errors and the loss CDFs of the records and owners. Review mode
+    leaves out every true value, record count and per-record or per-owner loss (answers from
+    :meth:`Release.for_review`; no loss distribution, quantile or share). Callers go through
+    :func:`prdp_core.review_boundary.produce`, which hands a review-mode run already stripped."""
     from .charts.policy import loss_cdf_figure, public_function_figure
     from .charts.report import answers_ci_figure, delivered_cdf_figure
 
@@ -209,9 +209,9 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
                      "per-record loss distributions computed from the real records: it is <b>confidential</b> and "
                      "for the policy designer only.</div>")
     else:
-        parts.append("<div class='banner review'><b>Review mode.</b> No true value and no per-record loss is in "
-                     f"this report: answers are the released (noisy) ones, and loss distributions stop before the "
-                     f"last {REVIEW_TAIL} records.</div>")
+        parts.append("<div class='banner review'><b>Review mode.</b> No true value, no record count and no "
+                     "per-record or per-owner loss (no distribution, quantile or share) is in this report: answers "
+                     "are the released (noisy) ones.</div>")
 
     # data
     parts.append("<h2>Data</h2>")
@@ -222,8 +222,11 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
     parts.append("<ul>" + f"<li>record id: {e(str(sch.id_col))}</li><li>measures: {e(', '.join(sch.measures))}</li>"
                  + f"<li>groups: {e(', '.join(sch.groups) or '(none)')}</li>"
                  + f"<li>owner: {e(str(sch.owner_col or '(none)'))}</li></ul>")
-    for note in ds.notes:
+    for note in ds.notes if teaching else ():
         parts.append(f"<p class='muted'>{e(note)}</p>")
+    if ds.notes and not teaching:  # they count fixed rows and may quote a record's value (a shift −min)
+        parts.append("<p class='muted'>The preparation notes (counts of the rows fixed, shifts taken from the "
+                     "records) are hidden in review mode.</p>")
 
     # policy
     parts.append("<h2>Policy</h2>")
@@ -270,8 +273,9 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
         spec = st.privacy_spec(ds.table)
         s = st.policy["specification"]
         how = "generated tiers (paper Sec. V)" if "tiers" in s else f"column '{s['column']}'"
-        parts.append(f"<p><b>Personalized DP specification Φ</b> ({e(how)}; public under PDP): min Φ "
-                     f"{spec.min_eps:.4g}, mean {spec.mean_eps:.4g}, max {spec.max_eps:.4g}.</p>")
+        spread = (f": min Φ {spec.min_eps:.4g}, mean {spec.mean_eps:.4g}, max {spec.max_eps:.4g}" if teaching
+                  else "")  # statistics of the records' budgets: teaching only
+        parts.append(f"<p><b>Personalized DP specification Φ</b> ({e(how)}; public under PDP){spread}.</p>")
         tt = spec.tier_table()
         if not teaching:
             tt = tt.drop(columns=[c for c in tt.columns if c in ("users",)])
@@ -292,24 +296,23 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
 
     # CDFs
     parts.append("<h2>Policy-loss distributions</h2>")
-    cut = "" if teaching else f" (cut before the last {REVIEW_TAIL} records)"
-    if pol is not None:
+    if not teaching:  # statistics of the records: none in review, not even a cut distribution
+        parts.append("<p class='muted'>Hidden in review mode: the distributions of per-record and per-owner losses, "
+                     "their quantiles and shares are statistics of the records. The public policy function above "
+                     "says what a record with given values pays.</p>")
+    if pol is not None and teaching:
         from .preview import preview_policy
 
         prev = preview_policy(ds, pol)
-        x, y = prev.record_cdf()
-        if not teaching:
-            x, y = review_cdf(x, y, ds.n)
-        series = {"records": (x, y)}
+        series = {"records": prev.record_cdf()}
         if prev.owners is not None:
             series[f"owners ({ds.schema.owner_col}, Lemma 4)"] = _cdf(prev.owners, teaching)
-        parts.append(_fig_html(loss_cdf_figure(series, title="Policy-loss CDF, unit splitting" + cut,
+        parts.append(_fig_html(loss_cdf_figure(series, title="Policy-loss CDF, unit splitting",
                                                base=pol.workload.total_rho, view="zoom"), first))
-        parts.append(_fig_html(loss_cdf_figure(series, title="Share of records paying more than x" + cut,
+        parts.append(_fig_html(loss_cdf_figure(series, title="Share of records paying more than x",
                                                base=pol.workload.total_rho, view="tail"), first))
-        if teaching:
-            parts.append(f"<p>{e(prev.records.plain_language())}</p>")
-    for label, m, rel in run.releases:
+        parts.append(f"<p>{e(prev.records.plain_language())}</p>")
+    for label, m, rel in run.releases if teaching else ():
         if m.LOSS_FROM_POLICY or (rel.loss is None and rel.loss_distribution is None):  # policy CDFs: above
             continue
         unit = "ρ" if rel.measure == "rho" else "ε"
@@ -318,7 +321,7 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
             series["requested"] = _cdf(rel.requested, teaching)
         elif rel.extras.get("private_requested_distribution") is not None:
             series["requested (by domain)"] = _cdf(rel.extras["private_requested_distribution"], teaching)
-        parts.append(_fig_html(delivered_cdf_figure(series, title=f"{label}: per-record loss CDF{cut}", unit=unit),
+        parts.append(_fig_html(delivered_cdf_figure(series, title=f"{label}: per-record loss CDF", unit=unit),
                                first))
 
     # conversions
@@ -382,8 +385,8 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
 # Writing everything
 # ---------------------------------------------------------------------------
 
-OUTPUT_FILES = ("results.csv", "ledger.csv", "ledger.json", "budget.csv", "report.html", "reproduce.py",
-                "study.yaml")
+#: The files ``prdp run`` writes: the review boundary's ``study file`` outputs.
+OUTPUT_FILES = tuple(names("study file"))
 
 
 def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progress | None = None,
@@ -391,8 +394,9 @@ def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progre
     """Write the study's outputs into ``out_dir`` (created if needed); returns name → path.
 
     results.csv (every answer), budget.csv (the budget table), ledger.csv / ledger.json (the
-    ledger, public forms), report.html, reproduce.py and study.yaml (the normalised config).
-    CSVs are formula-safe (:func:`prdp_core.export.to_csv_bytes`). Files are written as
+    ledger, public forms), report.html, reproduce.py and study.yaml (the normalised config), each made by
+    :func:`prdp_core.review_boundary.produce` in the study's mode (:data:`OUTPUT_FILES`: its ``study file``
+    outputs). CSVs are formula-safe (:func:`prdp_core.export.to_csv_bytes`). Files are written as
     :func:`prdp_core.outputs.write_files` does: never through a symbolic link, and over an
     existing file only if prdp wrote it there (its manifest) — else :class:`OutputError`,
     unless ``force``."""
@@ -400,19 +404,15 @@ def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progre
 
     say = progress or (lambda *_: None)
     files: dict[str, bytes] = {}
-    say(0, 3, "writing tables")
-    files["results.csv"] = to_csv_bytes(results_frame(run.releases, teaching=run.teaching))
-    files["budget.csv"] = to_csv_bytes(budget_table(run))
-    files["ledger.csv"] = to_csv_bytes(ledger_frame(run))
-    files["ledger.json"] = (json.dumps(ledger_dict(run), indent=2, default=str, ensure_ascii=False) + "\n").encode()
     yaml_text = run.study.to_yaml()
-    files["study.yaml"] = yaml_text.encode("utf-8")
-    say(1, 3, "writing the report")
-    files["report.html"] = render_html(run, config_text=yaml_text).encode("utf-8")
-    say(2, 3, "writing the reproduction script")
-    files["reproduce.py"] = reproduction_script(run.study, data_file=run.data_file).encode("utf-8")
+    context: dict[str, dict[str, Any]] = {"study.yaml": {"config_text": yaml_text},
+                                          "report.html": {"config_text": yaml_text}}
+    study_files = names("study file")
+    for i, name in enumerate(study_files):  # every file through the review boundary, in the run's mode
+        say(i, len(study_files), f"writing {name}")
+        files[name] = produce(name, run, teaching=run.teaching, **context.get(name, {}))
     written = write_files(out_dir, files, force=force)
-    say(3, 3, "done")
+    say(len(study_files), len(study_files), "done")
     return written
 
 

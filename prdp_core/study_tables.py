@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
-from .accounting import Ledger, _plain, conversion_table, zcdp_to_approx_dp
+from .accounting import Ledger, LedgerEntry, _plain, conversion_table, zcdp_to_approx_dp
 from .provenance import DATA_DERIVED_COLUMN, data_derived, stamp_answers
 from .release import Release
 from .runner import StudyRun
@@ -24,6 +24,28 @@ def _answers(rel: Release, teaching: bool) -> pd.DataFrame:
         if isinstance(a[c].dtype, pd.CategoricalDtype):
             a[c] = a[c].astype(object)
     return a
+
+
+def labelled_answers(rel: Release, teaching: bool) -> pd.DataFrame:
+    """One release's answers as the Run page shows and exports them: truth columns only when ``teaching``
+    (review mode reads :meth:`Release.for_review`), the group keys joined into one readable ``label``."""
+    a = _answers(rel, teaching)
+    key_cols = [c for c in a.columns if c not in ("query", "estimate", "sigma", "ci_low", "ci_high", "true",
+                                                  "n_records", "error", "rel_error")]
+    lab = pd.Series([""] * len(a), index=a.index, dtype=object)
+    for c in key_cols:
+        v = a[c].astype(object)
+        present = v.notna()
+        lab[present] = lab[present] + np.where(lab[present] == "", "", " | ") + v[present].astype(str)
+    a.insert(1, "label", lab.replace("", "all records"))
+    return a.drop(columns=key_cols)
+
+
+def answers_export(rel: Release, teaching: bool) -> pd.DataFrame:
+    """One release's answers download: :func:`labelled_answers` plus the app mode, secure marker, seed and
+    data-derived parameters (:func:`prdp_core.provenance.stamp_answers`)."""
+    return stamp_answers(labelled_answers(rel, teaching), teaching=teaching, secure=rel.secure, seed=rel.seed,
+                         derived=data_derived(rel.params))
 
 
 def results_frame(releases: Iterable[tuple[str, Any, Release]] | Iterable[tuple[str, Release]], *,
@@ -52,13 +74,33 @@ def _rho_of(value: float, measure: str) -> float:
     return value if measure == "rho" else value * value / 2.0
 
 
+def adopted_entries(run: StudyRun) -> list[LedgerEntry]:
+    """The ledger entries of the private suggestions the study's policy adopted (its ``threshold_source``
+    ``private: …``; :func:`prdp_core.dp_quantile.adopted_suggestions`): charged when they were drawn, listed
+    with the run's releases in its budget table and ledger."""
+    from .dp_quantile import adopted_suggestions
+
+    return adopted_suggestions(run.study.policy.get("threshold_source"))
+
+
+def charged_ledger(run: StudyRun) -> Ledger:
+    """What the study charged: its adopted private suggestions, then its releases (``run.ledger``)."""
+    return Ledger().extend(adopted_entries(run)).extend(run.ledger.entries)
+
+
 def budget_table(run: StudyRun) -> pd.DataFrame:
     """The budget table, SafeTab style: one row per release × query × group level (or tier),
     with its budget in its own unit (ρ for zCDP, ε for pure DP), how a record is charged, and
     the ρ equivalent (ε²/2 for pure ε) so rows can be compared and added, and the release's parameters
-    computed from the confidential data (empty when all were typed in). Only public forms: no
+    computed from the confidential data (empty when all were typed in). Adopted private suggestions of
+    public parameters come first, one row each (:func:`adopted_entries`). Only public forms: no
     per-record number."""
     rows: list[dict[str, Any]] = []
+    for entry in adopted_entries(run):
+        eps = entry.loss.supremum()
+        rows.append({"release": entry.label, "query": "private suggestion (dp_quantile)", "group level": "(all)",
+                     "unit": "ε (pure DP)", "budget": eps, "charged to a record": entry.loss.describe(),
+                     "ρ equivalent": _rho_of(eps, "eps"), DATA_DERIVED_COLUMN: ""})
     for label, m, rel in run.releases:  # each kind says how its releases are charged (RunConfig.budget_rows)
         derived = "; ".join(data_derived(rel.params))
         for query, group, measure, budget, charged in m.budget_rows(run.study, rel):
@@ -71,15 +113,29 @@ def budget_table(run: StudyRun) -> pd.DataFrame:
 
 
 def ledger_frame(run: StudyRun) -> pd.DataFrame:
-    """One row per ledger entry (public forms only; data-dependent minima left out in review), with the
-    app mode the run was made in."""
-    s = ledger_table(run.ledger, teaching=run.teaching)
-    if not run.teaching and len(s):
-        from .accounting import RecordLoss
+    """One row per ledger entry of :func:`charged_ledger` (public forms only; data-dependent minima left out
+    in review), with the app mode the run was made in."""
+    return public_ledger_table(charged_ledger(run), teaching=run.teaching)
 
-        data_dep = [isinstance(e.loss, RecordLoss) for e in run.ledger.entries]
-        s.loc[data_dep, "base loss"] = np.nan
-    return s
+
+def public_ledger_table(ledger: Ledger, *, teaching: bool) -> pd.DataFrame:
+    """:func:`ledger_table`, and in review mode without the *base loss* of a data-dependent entry (a
+    per-record loss without public form: its smallest loss is that of the records actually present)."""
+    s = ledger_table(ledger, teaching=teaching)
+    return s if teaching else without_data_dependent_minima(s, ledger)
+
+
+def without_data_dependent_minima(frame: pd.DataFrame, ledger: Ledger) -> pd.DataFrame:
+    """A ledger table (one row per entry of ``ledger``) as review mode shows it: the *base loss* of a
+    data-dependent entry (a per-record loss without public form, :class:`~prdp_core.accounting.RecordLoss`)
+    left blank — its smallest loss is that of the records actually present."""
+    from .accounting import RecordLoss
+
+    out = frame.copy()
+    if len(out) and "base loss" in out.columns:
+        data_dep = pd.Series([isinstance(e.loss, RecordLoss) for e in ledger.entries], index=out.index)
+        out["base loss"] = out["base loss"].astype(float).where(~data_dep)
+    return out
 
 
 def ledger_table(ledger: Ledger, *, teaching: bool) -> pd.DataFrame:
@@ -102,9 +158,9 @@ def _scrub(obj: Any) -> Any:
 
 
 def ledger_dict(run: StudyRun) -> dict[str, Any]:
-    """The ledger as JSON-ready data (data-dependent losses as summaries, never their values;
-    in review mode without record counts)."""
-    d = _plain(run.ledger.to_dict())
+    """The ledger as JSON-ready data (:func:`charged_ledger`: data-dependent losses as summaries, never their
+    values; in review mode without record counts)."""
+    d = _plain(charged_ledger(run).to_dict())
     return d if run.teaching else _scrub(d)
 
 

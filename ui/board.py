@@ -143,7 +143,9 @@ def on_use_workshop_dataset() -> None:
         if not pin:
             raise DataError("No workshop dataset is pinned.")
         use_pinned(pin)
-        _msg("success", f"The workshop dataset is active: {md_escape(state.dataset().describe())}.")
+        from .data import describe  # no record count in review mode
+
+        _msg("success", f"The workshop dataset is active: {md_escape(describe(state.dataset()))}.")
     except PrdpError as err:
         _fail(err)
 
@@ -397,7 +399,7 @@ def on_remove() -> None:
 
 def on_export(review: bool) -> None:
     """Callback: build the board's CSV and HTML report (the board's mode decides what they hold)."""
-    from prdp_core.board.export import board_csv, board_html
+    from prdp_core.review_boundary import produce
 
     try:
         bs = store()
@@ -407,8 +409,8 @@ def on_export(review: bool) -> None:
         entries = bs.entries()
         delta = float(settings["delta"])
         st.session_state["board_export"] = {
-            "csv": board_csv(entries, review=review, delta=delta),
-            "html": board_html(entries, review=review, delta=delta, dataset=W.describe_pin(settings["dataset"]))
-            .encode("utf-8"), "review": review, "n": len(entries)}
+            "csv": produce("board.csv", entries, teaching=not review, delta=delta),
+            "html": produce("board.html", entries, teaching=not review, delta=delta,
+                            dataset=W.describe_pin(settings["dataset"])), "review": review, "n": len(entries)}
     except PrdpError as err:
         _fail(err)

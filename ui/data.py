@@ -42,7 +42,13 @@ TABS = (PROFILE_TAB, SAMPLES_TAB, UPLOAD_TAB, LARGE_TAB, ROLES_TAB)
 TAB_KEY = "data_tab"
 
 
+#: Where a message names the active dataset: filled in when the message is shown, in the mode of that moment
+#: (a message written in teaching mode and shown after a switch to review holds no record count).
+DATASET = "\x00dataset\x00"
+
+
 def _msg(kind: str, text: str, where: str) -> None:
+    """Keep ``text`` for the page to show (``DATASET`` in it stands for the active dataset's description)."""
     st.session_state["data_msg"] = {"kind": kind, "text": text, "where": where}
 
 
@@ -50,13 +56,16 @@ def message(where: str) -> None:
     """Show the pending message addressed to one part of the page."""
     m = st.session_state.get("data_msg")
     if m and m["where"] == where:
+        text = m["text"]
+        if DATASET in text:
+            text = text.replace(DATASET, md_escape(describe(state.active_dataset())))
         if m["kind"] == "error":
-            st.error(m["text"])
+            st.error(text)
             st.caption(f"The active dataset is still **{md_escape(state.active_dataset().name)}**.")
         elif m["kind"] == "info":
-            st.info(m["text"])
+            st.info(text)
         else:
-            st.success(m["text"])
+            st.success(text)
 
 
 def _error_text(err: PrdpError) -> str:
@@ -96,7 +105,7 @@ def on_load_sample() -> None:
         return
     state.set_dataset(ds, {"kind": "sample", "name": name, "n": n_arg, "seed": seed})
     raw_from_sample(name, n_arg, seed)
-    _msg("success", f"Loaded {md_escape(describe(ds))}.", "samples")
+    _msg("success", f"Loaded {DATASET}.", "samples")
 
 
 def on_upload() -> None:
@@ -209,7 +218,7 @@ def on_apply(rid: str) -> None:
     state.set_dataset(ds, {**raw["source"], "schema": schema.to_dict(), "options": opts, **kept})
     raw["pending"] = False
     ss[TAB_KEY] = PROFILE_TAB
-    _msg("success", f"Active dataset: {md_escape(describe(ds))}.", "profile")
+    _msg("success", f"Active dataset: {DATASET}.", "profile")
 
 
 def describe(ds: Any) -> str:

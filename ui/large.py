@@ -387,9 +387,9 @@ def apply_pending() -> None:
     _store(tok)[("profile", _key(()))] = prof  # the new dataset's profile, computed above
     state.set_dataset(ds, src)
     raw["pending"] = False
-    from .data import describe
+    from .data import DATASET
 
-    _msg("success", f"Active dataset: {md_escape(describe(ds))}. Its records stay in the file; every page computes "
+    _msg("success", f"Active dataset: {DATASET}. Its records stay in the file; every page computes "
                     "its statistics in the engine.", "profile")
 
 

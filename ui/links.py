@@ -22,7 +22,9 @@ import streamlit as st
 
 from prdp_core.board import links
 from prdp_core.errors import PrdpError, ResourceLimitError
+from prdp_core.review_boundary import produce
 
+from . import state
 from . import study as ustudy
 from .common import md_escape
 
@@ -79,7 +81,7 @@ def sync() -> dict[str, Any] | None:
             del params[links.PARAM]
         return cfg
     try:
-        text = links.encode(cfg)
+        text = produce("share link", cfg, teaching=state.teaching()).decode("ascii")
         ss.pop("link_too_large", None)
     except ResourceLimitError:
         ss["link_too_large"] = True  # the Board page says so; the URL keeps no stale design
@@ -101,7 +103,7 @@ def share_url(here: str = "") -> str | None:
         cfg = ustudy.export_state()
         if not cfg.get("policy"):
             return None
-        text = links.encode(cfg)
+        text = produce("share link", cfg, teaching=state.teaching()).decode("ascii")
     except ResourceLimitError:
         st.session_state["link_too_large"] = True
         return None

@@ -1,12 +1,13 @@
 """The "Reproduce in Python" code of every page: the page's part of the study config
-(:func:`ui.study.page_study`) written by the one generator, :func:`prdp_core.snippets.snippet`."""
+(:func:`ui.study.page_study`) written by the one generator, :func:`prdp_core.snippets.snippet`, through the
+review boundary (:func:`prdp_core.review_boundary.produce`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from prdp_core.errors import PrdpError
-from prdp_core.snippets import snippet
+from prdp_core.review_boundary import produce
 
 from . import large, state
 
@@ -32,4 +33,5 @@ def snippet_code(part: str, pol: Any = None, owner_method: str = "lemma4") -> st
         data_dir = str(large.folder())
         if part in _RECORD_PARTS or (part == "budget" and study.mechanisms[0]["model"] == "local"):
             sample = large.sample_choice(SNIPPET_PAGES[part]) or (100_000, 0)
-    return snippet(study, part, data_dir=data_dir, sample=sample, owner_method=owner_method)
+    return produce("snippets", study, teaching=state.teaching(), part=part, data_dir=data_dir, sample=sample,
+                   owner_method=owner_method).decode("utf-8")

@@ -55,8 +55,7 @@ def ledger_summary(ledger: Ledger, frame: pd.DataFrame | None = None) -> pd.Data
     """The ledger's table as shown and exported (``frame``: ``ledger.summary()`` or an export of it). In review
     mode a data-dependent entry (a per-record loss without public form, e.g. the PrDP framework's or a
     personalized release's) has no *base loss*: its smallest loss is that of the records actually present."""
-    out = ledger.summary() if frame is None else frame.copy()
-    if not state.teaching() and "base loss" in out.columns:
-        data_dependent = [e.loss.kind == "record" for e in ledger.entries]
-        out["base loss"] = out["base loss"].astype(float).where(~pd.Series(data_dependent, index=out.index))
-    return out
+    from prdp_core.study_tables import without_data_dependent_minima
+
+    out = ledger.summary() if frame is None else frame
+    return out if state.teaching() else without_data_dependent_minima(out, ledger)

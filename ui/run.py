@@ -11,11 +11,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from prdp_core import analysis
+from prdp_core import analysis, study_tables
 from prdp_core.data import Dataset
 from prdp_core.errors import PrdpError
 from prdp_core.mechanisms.unit_splitting import QueryStats, release, workload_stats
-from prdp_core.provenance import data_derived, stamp_answers
 from prdp_core.release import Release
 from prdp_core.splitting import as_thresholds
 from prdp_core.workload import SplittingPolicy
@@ -149,9 +148,9 @@ def on_type_public(measures: list[str]) -> None:
 
 def answers_export(rel: Release, teaching: bool) -> pd.DataFrame:
     """The answers download: the table as shown plus the app mode, secure marker, seed and data-derived
-    parameters (:func:`prdp_core.provenance.stamp_answers`)."""
-    return stamp_answers(answers_for_display(rel, teaching), teaching=teaching, secure=rel.secure, seed=rel.seed,
-                         derived=data_derived(rel.params))
+    parameters (:func:`prdp_core.study_tables.answers_export`; the page's download goes through the review
+    boundary, output ``answers.csv``)."""
+    return study_tables.answers_export(rel, teaching)
 
 
 def current_release() -> Release | None:
@@ -169,18 +168,9 @@ def release_policy(active: SplittingPolicy) -> tuple[SplittingPolicy, bool]:
 
 
 def answers_for_display(rel: Release, teaching: bool) -> pd.DataFrame:
-    """The answers table as shown: truth columns only in teaching mode; a readable label column."""
-    a = rel.answers if teaching else rel.for_review().answers
-    a = a.copy()
-    key_cols = [c for c in a.columns if c not in ("query", "estimate", "sigma", "ci_low", "ci_high", "true",
-                                                  "n_records", "error", "rel_error")]
-    lab = pd.Series([""] * len(a), index=a.index, dtype=object)
-    for c in key_cols:
-        v = a[c].astype(object)
-        present = v.notna()
-        lab[present] = lab[present] + np.where(lab[present] == "", "", " | ") + v[present].astype(str)
-    a.insert(1, "label", lab.replace("", "all records"))
-    return a.drop(columns=key_cols)
+    """The answers table as shown: truth columns only in teaching mode; a readable label column
+    (:func:`prdp_core.study_tables.labelled_answers`)."""
+    return study_tables.labelled_answers(rel, teaching)
 
 
 def error_summary(rel: Release, min_records: int) -> pd.DataFrame:

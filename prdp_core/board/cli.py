@@ -138,30 +138,33 @@ def _review(args: argparse.Namespace, settings: dict[str, Any]) -> bool:
 
 
 def _list(args: argparse.Namespace, stdout: IO[str]) -> int:
-    from .export import board_csv
-    from .summary import board_frame
+    from ..review_boundary import produce
 
     store = _store(args.db)
     settings = store.settings()
     entries = store.entries(args.board)
     review, delta = _review(args, settings), float(settings["delta"])
-    if args.format == "csv":
-        stdout.write(board_csv(entries, review=review, delta=delta).decode("utf-8"))
-        return EXIT_OK
+    name = "board.csv" if args.format == "csv" else "prdp board list (terminal)"
+    context = {} if args.format == "csv" else {"fmt": args.format, "where": str(store.where)}
+    stdout.write(produce(name, entries, teaching=not review, delta=delta, **context).decode("utf-8"))
+    return EXIT_OK
+
+
+def list_text(entries: list[Any], *, review: bool, delta: float, fmt: str = "table", where: str = "") -> str:
+    """What ``prdp board list`` prints (``fmt``: ``table`` or ``json``); review mode: public columns only."""
+    from .summary import board_frame
+
     frame = board_frame(entries, review=review, delta=delta)
-    if args.format == "json":
-        stdout.write(json_text(json.loads(frame.to_json(orient="records"))) + "\n")
-        return EXIT_OK
+    if fmt == "json":
+        return json_text(json.loads(frame.to_json(orient="records"))) + "\n"
     if frame.empty:
-        stdout.write(f"The board on {store.where} has no entries.\n")
-        return EXIT_OK
+        return f"The board on {where} has no entries.\n"
     cols = ["#", "name", "kind", "base loss", "ε at δ, base"]
     cols += [] if review else ["p99 record loss", "ε at δ, p99 record", "median rel. error"]
     cols += ["submitted"]
-    stdout.write(frame[cols].to_string(index=False, max_colwidth=40, float_format=lambda v: f"{v:.4g}") + "\n")
-    stdout.write(f"({len(frame)} polic{'y' if len(frame) == 1 else 'ies'}, {'review' if review else 'teaching'} mode, "
-                 f"δ = {delta:g}; prdp board list --format csv for every column)\n")
-    return EXIT_OK
+    return (frame[cols].to_string(index=False, max_colwidth=40, float_format=lambda v: f"{v:.4g}") + "\n"
+            + f"({len(frame)} polic{'y' if len(frame) == 1 else 'ies'}, {'review' if review else 'teaching'} mode, "
+            f"δ = {delta:g}; prdp board list --format csv for every column)\n")
 
 
 def _export(args: argparse.Namespace, stdout: IO[str]) -> int:

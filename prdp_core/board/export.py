@@ -119,9 +119,11 @@ def write_board(entries: Iterable[Any], out_dir: str | Path, *, review: bool, de
     entries = list(entries)
     names = ["board.csv", "board.html", *(f"entry-{en.id}.yaml" for en in entries)]
     check_folder(out_dir, names, force=force)  # before the (possibly long) rendering
-    files: dict[str, bytes] = {"board.csv": board_csv(entries, review=review, delta=delta),
-                               "board.html": board_html(entries, review=review, delta=delta, title=title,
-                                                        dataset=dataset).encode("utf-8")}
+    from ..review_boundary import produce  # every file through the review boundary, in the board's mode
+
+    files: dict[str, bytes] = {"board.csv": produce("board.csv", entries, teaching=not review, delta=delta),
+                               "board.html": produce("board.html", entries, teaching=not review, delta=delta,
+                                                     title=title, dataset=dataset)}
     for en in entries:
-        files[f"entry-{en.id}.yaml"] = _config_yaml(en).encode("utf-8")
+        files[f"entry-{en.id}.yaml"] = produce("entry.yaml", [en], teaching=not review)
     return write_files(out_dir, files, force=force)

@@ -198,6 +198,52 @@ def test_review_mode_shows_no_statistic_of_the_records_on_any_page(page, app_url
     assert secrets["bytes"][1] in b"".join(frames)  # and the frames carry it
 
 
+def _registry_outputs(tmp_path, csv: str, mode: str) -> dict[str, str]:
+    """Every output of the review boundary's registry, made from the planted table with the policy and roles
+    the app gives it (its default policy on the guessed roles) in ``mode``: name → text."""
+    from prdp_core import report
+    from prdp_core import review_boundary as boundary
+
+    df = pd.read_csv(io.StringIO(csv))
+    schema = guess_schema(df)
+    pol = default_policy(prepare_dataset(df, schema, name="planted.csv"))
+    (tmp_path / "planted.csv").write_text(csv, encoding="utf-8")
+    queries = [{k: v for k, v in q.to_dict().items() if v not in (None, "", 0.0)}
+               for q in pol.workload.queries]
+    study = report.study_from_dict({
+        "version": 1, "mode": mode, "seed": 0,
+        "data": {"path": "planted.csv", "schema": {"measures": list(schema.measures), "groups": list(schema.groups),
+                                                   "owner": schema.owner_col}},
+        "policy": {"thresholds": dict(pol.thresholds.rows[0][1])},
+        "workload": {"queries": queries}, "mechanisms": [{"kind": "unit_splitting"}]}, base_dir=tmp_path)
+    run = report.run_study(study)
+    return {name: boundary.readable(name, boundary.produce(name, boundary.subject_of(run, out.takes),
+                                                           teaching=mode == "teaching"))
+            for name, out in boundary.REGISTRY.items()}
+
+
+def test_every_registered_output_of_the_planted_table_hides_it_in_review_mode(tmp_path):
+    """The pages' scan above, over every output of ``prdp_core.review_boundary.REGISTRY`` (report, CSV/JSON/YAML
+    files, the ledger exports, board entries, the share link, snippets, prdp run's line): an output added to
+    the registry is scanned without a change here. No browser: the outputs are bytes."""
+    csv = _planted_csv()
+    secrets = _secrets(csv)
+
+    def scan(files: dict[str, str]) -> list[str]:  # whole numbers only: "570,195" is not in "[…,570,195,…]"
+        found = [f"{name}: {s!r}" for name, text in files.items() for s in secrets["text"] + secrets["json"]
+                 if re.search(rf"(?<![\d.,]){re.escape(s)}(?!\d|[.,]\d)", text)]
+        return found + [f"{name}: /{r}/" for name, text in files.items() for r in secrets["regex"]
+                        if re.search(r, text)]
+
+    for mode in ("review", "teaching"):
+        (tmp_path / mode).mkdir()
+    leaks = scan(_registry_outputs(tmp_path / "review", csv, "review"))
+    assert not leaks, leaks
+    shown = scan(_registry_outputs(tmp_path / "teaching", csv, "teaching"))  # the scan finds what it looks for
+    assert f"report.html: {secrets['text'][3]!r}" in shown, shown  # the largest loss, under the records' CDF
+    assert f"report.html: {secrets['text'][-1]!r}" in shown, shown  # the row count
+
+
 def _sidebar_policy(page):
     return _sidebar(page).locator('[data-testid="stMarkdown"]').filter(has_text="Unit splitting")
 

@@ -1,0 +1,131 @@
+"""The review boundary (issue 29): every registered output, made from a table with a planted record, holds in
+review mode neither the record's value, nor its loss, nor the row count, nor any loss distribution — and in
+teaching mode the same scan finds them (so it can fail). ``tests/unit/test_cli_review_report.py`` checks what
+``prdp run`` writes in review mode."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from prdp_core import report as R
+from prdp_core import review_boundary as B
+from prdp_core.errors import ParameterError
+
+PLANTED = 987654321.5  # the planted record's EMP: alone in its group, far above every other value
+PLANTED_ID = "PLANTED-ID-7731"
+PLANT_GROUP = "R_PLANT"
+N = 4391  # the row count: a true answer (COUNT(*)) in review mode
+LOSS = 0.25 + 0.5 * math.ceil(PLANTED / 100) ** 2  # its policy loss P(r) at T(EMP) = 100
+
+#: Texts that only a loss distribution (of records or owners), its quantiles or shares carry.
+DISTRIBUTION_MARKERS = ("Policy-loss CDF", "paying more than", "per-record loss CDF", "p99 record loss",
+                        "share above base", "record loss CDF", "owner_cdf", "share_above_base")
+
+STUDY = """
+version: 1
+title: planted
+mode: {mode}
+seed: 4
+data:
+  path: table.csv
+  schema: {{id: id, measures: [EMP, PAY], groups: [region], owner: firm}}
+policy:
+  thresholds: {{EMP: 100, PAY: 1000}}
+  threshold_source: {{PAY: "private: DP p97, ε = 0.25"}}
+  budget: {{preset: inverse, column: EMP, alpha: 1000, eps_max: 20, U: 1.0e+10}}
+workload:
+  queries:
+    - {{kind: count, group_by: [region], rho: 0.25}}
+    - {{kind: sum, measure: EMP, group_by: [region], rho: 0.5}}
+mechanisms:
+  - {{kind: unit_splitting}}
+  - {{kind: prdp, query: sum, column: EMP}}
+"""
+
+
+def planted_folder(folder: Path, mode: str) -> Path:
+    """A loaded table of N records, one planted (its own group, a distinctive id), and its study."""
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"id": [f"E{i}" for i in range(N)], "firm": [f"F{i // 3}" for i in range(N)],
+                       "region": [f"R{i % 4}" for i in range(N)],
+                       "EMP": rng.integers(1, 60, N).astype(float), "PAY": rng.integers(10, 900, N).astype(float)})
+    df.loc[7, ["id", "region", "EMP"]] = [PLANTED_ID, PLANT_GROUP, PLANTED]
+    df.to_csv(folder / "table.csv", index=False)
+    (folder / "study.yaml").write_text(STUDY.format(mode=mode), encoding="utf-8")
+    return folder
+
+
+def spellings(v: float, *, exact: bool = False) -> set[str]:
+    """How a number may be written in an output (at least 5 characters). ``exact``: only to its last digit —
+    a noisy answer of a group holding the record alone is public and near the value, never equal to it."""
+    out = {repr(v), f"{v:,.1f}", f"{v:.1f}", f"{v:,.2f}", f"{v:.2f}", f"{v:.10g}"}
+    if not exact:
+        out |= {f"{v:.6g}", f"{v:,.6g}", f"{v:g}", f"{v:.4g}", f"{v:,.4g}", f"{v:,.0f}", f"{v:.0f}"}
+    return {s for s in out if len(s) >= 5}
+
+
+_COUNT = re.compile(r"(?<![\d.,])4,?391(?!\d|[.,]\d)")  # the row count as a whole number
+
+
+def leaks(text: str) -> dict[str, list[str]]:
+    """What of the planted record and the table's statistics ``text`` holds."""
+    found = {"value": sorted(s for s in spellings(PLANTED, exact=True) if s in text),
+             "id": [PLANTED_ID] if PLANTED_ID in text else [],
+             "loss": sorted(s for s in spellings(LOSS) if s in text),
+             "row count": _COUNT.findall(text),
+             "loss distribution": [m for m in DISTRIBUTION_MARKERS if m in text]}
+    return {k: v for k, v in found.items() if v}
+
+
+@pytest.fixture(scope="module")
+def produced(tmp_path_factory):
+    """Every registered output, in teaching and in review mode: mode → name → text."""
+    out: dict[str, dict[str, str]] = {}
+    for mode in ("teaching", "review"):
+        folder = planted_folder(tmp_path_factory.mktemp(mode), mode)
+        run = R.run_study(R.load_config(folder / "study.yaml"))
+        out[mode] = {name: B.readable(name, B.produce(name, B.subject_of(run, o.takes), teaching=mode == "teaching"))
+                     for name, o in B.REGISTRY.items()}
+    return out
+
+
+def test_every_registered_output_hides_the_planted_record_in_review_mode(produced):
+    found = {name: hit for name, text in produced["review"].items() if (hit := leaks(text))}
+    assert not found, found
+
+
+def test_the_scan_finds_the_planted_record_in_teaching_mode(produced):
+    """Positive control: in teaching mode the outputs show the value (a true group sum: the record is alone in its
+    group), its loss, the row count and the loss distributions — the scan above would see them."""
+    seen: dict[str, set[str]] = {}
+    for name, text in produced["teaching"].items():
+        for what in leaks(text):
+            seen.setdefault(what, set()).add(name)
+    assert {"value", "loss", "row count", "loss distribution"} <= set(seen), seen
+    assert {"results.csv", "report.html", "answers.csv"} <= seen["value"]
+    assert {"report.html", "board.csv"} <= seen["loss"] & seen["loss distribution"]
+    assert {"report.html", "ledger.json", "session ledger (JSON)"} <= seen["row count"]
+    assert '"thresholds"' in produced["teaching"]["share link"]  # a link is scanned as the design it carries
+
+
+def test_the_registry_covers_every_file_of_prdp_run_and_the_other_outputs():
+    assert set(B.names("study file")) == set(R.OUTPUT_FILES)
+    kinds = {o.kind for o in B.REGISTRY.values()}
+    assert {"study file", "release", "session export", "board", "link", "snippet", "cli"} <= kinds
+    with pytest.raises(ParameterError, match="No output named"):
+        B.produce("nothing.csv", B.Ledger(), teaching=False)
+
+
+def test_a_private_source_without_its_cost_is_refused():
+    from prdp_core.dp_quantile import adopted_suggestions
+
+    (entry,) = adopted_suggestions({"EMP": "private: DP p97, ε = 0.1", "PAY": "typed"})
+    assert entry.loss.supremum() == pytest.approx(0.1)
+    with pytest.raises(ParameterError, match="names no ε"):
+        adopted_suggestions({"EMP": "private: by hand"})
