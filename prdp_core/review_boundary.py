@@ -17,8 +17,10 @@ Python" snippets, the line ``prdp run`` prints, a session's ledger exports — i
 A builder takes one subject, named by :attr:`Output.takes`: a :class:`~prdp_core.runner.StudyRun`
 (``"run"``), its ledger (``"ledger"``), its study (``"study"``), board entries (``"entries"``, whose
 review view drops the ``records`` section of each summary), one release (``"release"``, the Run page's:
-its review view is :meth:`Release.for_review`) or a study config (``"config"``, a mapping: a share
-link's); :func:`subject_of` picks it from a run.
+its review view is :meth:`Release.for_review`), a study config (``"config"``, a mapping: a share
+link's) or a named ledger (``"named ledger"``, :class:`~prdp_core.board.ledgers.NamedLedger`: ``prdp ledger
+show`` and ``prdp run --ledger``'s; its review view drops the statistics of the records); :func:`subject_of`
+picks it from a run.
 ``prdp run`` (:func:`prdp_core.report.write_outputs`), ``prdp board export`` and ``list --format csv``
 (:func:`prdp_core.board.export.write_board`), the Run, Study and Board pages and every page's snippet
 produce their outputs here. ``tests/unit/test_review_boundary.py`` plants a record in a table and scans
@@ -39,7 +41,7 @@ from .runner import StudyRun
 
 #: The subject a builder takes: a study run, its ledger, its study, board entries (a list), one release or a
 #: study config (a mapping, as a session exports its design).
-Takes = Literal["run", "ledger", "study", "entries", "release", "config"]
+Takes = Literal["run", "ledger", "study", "entries", "release", "config", "named ledger"]
 
 
 @dataclass(frozen=True)
@@ -88,8 +90,9 @@ def review_view(run: StudyRun) -> StudyRun:
                     releases=[(label, m, rel.for_review()) for label, m, rel in run.releases])
 
 
-def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study | list[Any] | Release | dict[str, Any]:
-    """The subject of kind ``takes`` of a study run (``entries``: :func:`board_entries`; ``release``: its first)."""
+def subject_of(run: StudyRun, takes: Takes) -> Any:
+    """The subject of kind ``takes`` of a study run (``entries``: :func:`board_entries`; ``release``: its first;
+    ``named ledger``: its ledger as a named ledger stores it, with the statistics of its records)."""
     if takes == "entries":
         return board_entries(run)
     if takes == "release":
@@ -98,11 +101,24 @@ def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study | list[
         return run.study.to_dict()
     if takes == "ledger":
         return run.ledger
+    if takes == "named ledger":  # as prdp run --ledger stores it, with its table's statistics
+        from .board.ledgers import NamedLedger
+
+        return NamedLedger.of_run("planted", run.ledger, _table_or_none(run))
     return run.study if takes == "study" else run
 
 
-def produce(name: str, subject: StudyRun | Ledger | Study | list[Any] | Release | Mapping[str, Any], *,
-            teaching: bool, **context: Any) -> bytes:
+def _table_or_none(run: StudyRun) -> Any:
+    """The run's records, or None when an engine holds them."""
+    from .errors import DataError
+
+    try:
+        return run.dataset.table
+    except (DataError, AttributeError):
+        return None
+
+
+def produce(name: str, subject: Any, *, teaching: bool, **context: Any) -> bytes:
     """The output ``name`` of ``subject`` in the given mode, as bytes (text is UTF-8): the one way out.
 
     ``teaching`` is the mode of the session or command (a review-mode study run is produced in review
@@ -112,7 +128,7 @@ def produce(name: str, subject: StudyRun | Ledger | Study | list[Any] | Release 
     if out is None:
         raise ParameterError(f"No output named {name!r}.", hint=f"Outputs: {', '.join(sorted(REGISTRY))}.")
     want = {"run": StudyRun, "ledger": Ledger, "study": Study, "entries": list, "release": Release,
-            "config": Mapping}[out.takes]
+            "config": Mapping}.get(out.takes) or _late_type(out.takes)
     if not isinstance(subject, want):
         raise ParameterError(f"The output {name!r} is made from a {out.takes}, not a {type(subject).__name__}.")
     if isinstance(subject, StudyRun):
@@ -127,8 +143,17 @@ def produce(name: str, subject: StudyRun | Ledger | Study | list[Any] | Release 
         subject = subject.for_review()
     elif isinstance(subject, Mapping) and not teaching:
         subject = {**subject, "mode": "review"}
+    elif hasattr(subject, "for_review") and not teaching:  # a named ledger: its records' statistics dropped
+        subject = subject.for_review()
     data = out.build(subject, teaching, **context)
     return data if isinstance(data, bytes) else data.encode("utf-8")
+
+
+def _late_type(takes: str) -> type:
+    """The type of a subject whose module is imported only when it is used (a named ledger's: the store's)."""
+    from .board.ledgers import NamedLedger
+
+    return {"named ledger": NamedLedger}[takes]
 
 
 def names(kind: str | None = None) -> list[str]:
@@ -229,6 +254,22 @@ def _session_ledger_csv(ledger: Ledger, teaching: bool) -> bytes:
     from .study_tables import public_ledger_table
 
     return to_csv_bytes(public_ledger_table(ledger, teaching=teaching))
+
+
+@register("prdp ledger show (terminal)", "cli", "named ledger", "what prdp ledger show prints (table or JSON; "
+          "--review: public forms only)")
+def _ledger_show(led: Any, teaching: bool, *, fmt: str = "table") -> str:
+    from .board.cli import ledger_show_text
+
+    return ledger_show_text(led, review=not teaching, fmt=fmt)
+
+
+@register("prdp run --ledger (terminal)", "cli", "named ledger", "the line prdp run --ledger (and prdp suggest "
+          "thresholds --ledger) adds")
+def _run_ledger_line(led: Any, teaching: bool) -> str:
+    from .board.cli import run_ledger_line
+
+    return run_ledger_line(led, teaching=teaching) + "\n"
 
 
 # ---------------------------------------------------------------------------

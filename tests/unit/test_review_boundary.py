@@ -114,6 +114,19 @@ def test_the_scan_finds_the_planted_record_in_teaching_mode(produced):
     assert '"thresholds"' in produced["teaching"]["share link"]  # a link is scanned as the design it carries
 
 
+def test_the_named_ledger_outputs_show_the_planted_loss_in_teaching_mode_only(produced, tmp_path):
+    """``prdp ledger show`` (table and JSON) and the line ``prdp run --ledger`` adds go through the boundary: the
+    planted record's loss (the largest record loss of its release, the largest total) in teaching mode only."""
+    assert {"prdp ledger show (terminal)", "prdp run --ledger (terminal)"} <= set(B.names("cli"))
+    for name in ("prdp ledger show (terminal)", "prdp run --ledger (terminal)"):
+        assert "loss" in leaks(produced["teaching"][name]), name
+        assert not leaks(produced["review"][name]), name
+    led = B.subject_of(R.run_study(R.load_config(planted_folder(tmp_path, "teaching") / "study.yaml")), "named ledger")
+    shown = B.produce("prdp ledger show (terminal)", led, teaching=True, fmt="json").decode("utf-8")
+    assert "loss" in leaks(shown) and not leaks(B.produce("prdp ledger show (terminal)", led, teaching=False,
+                                                          fmt="json").decode("utf-8"))
+
+
 def test_the_registry_covers_every_file_of_prdp_run_and_the_other_outputs():
     assert set(B.names("study file")) == set(R.OUTPUT_FILES)
     kinds = {o.kind for o in B.REGISTRY.values()}
