@@ -18,9 +18,10 @@ A builder takes one subject, named by :attr:`Output.takes`: a :class:`~prdp_core
 (``"run"``), its ledger (``"ledger"``), its study (``"study"``), board entries (``"entries"``, whose
 review view drops the ``records`` section of each summary), one release (``"release"``, the Run page's:
 its review view is :meth:`Release.for_review`), a study config (``"config"``, a mapping: a share
-link's) or a named ledger (``"named ledger"``, :class:`~prdp_core.board.ledgers.NamedLedger`: ``prdp ledger
-show`` and ``prdp run --ledger``'s; its review view drops the statistics of the records); :func:`subject_of`
-picks it from a run.
+link's), a named ledger (``"named ledger"``, :class:`~prdp_core.board.ledgers.NamedLedger`: ``prdp ledger
+show`` and ``prdp run --ledger``'s; its review view drops the statistics of the records) or a private
+suggestion (``"suggestion"``, :class:`~prdp_core.dp_quantile.PrivateThresholds`: ``prdp suggest thresholds``';
+released values, the same in both modes); :func:`subject_of` picks it from a run.
 ``prdp run`` (:func:`prdp_core.report.write_outputs`), ``prdp board export`` and ``list --format csv``
 (:func:`prdp_core.board.export.write_board`), the Run, Study and Board pages and every page's snippet
 produce their outputs here. ``tests/unit/test_review_boundary.py`` plants a record in a table and scans
@@ -41,7 +42,7 @@ from .runner import StudyRun
 
 #: The subject a builder takes: a study run, its ledger, its study, board entries (a list), one release or a
 #: study config (a mapping, as a session exports its design).
-Takes = Literal["run", "ledger", "study", "entries", "release", "config", "named ledger"]
+Takes = Literal["run", "ledger", "study", "entries", "release", "config", "named ledger", "suggestion"]
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,12 @@ def subject_of(run: StudyRun, takes: Takes) -> Any:
         from .board.ledgers import NamedLedger
 
         return NamedLedger.of_run("planted", run.ledger, _table_or_none(run))
+    if takes == "suggestion":  # as prdp suggest thresholds draws it: a DP p97 of each measure on a public grid
+        from .dp_quantile import CandidateGrid, dp_percentile_thresholds
+
+        measures = list(run.dataset.schema.measures)
+        return dp_percentile_thresholds(run.dataset, measures, 97, grids={m: CandidateGrid(1, 1e6) for m in measures},
+                                        epsilon=0.25, seed=run.study.seed)
     return run.study if takes == "study" else run
 
 
@@ -152,8 +159,9 @@ def produce(name: str, subject: Any, *, teaching: bool, **context: Any) -> bytes
 def _late_type(takes: str) -> type:
     """The type of a subject whose module is imported only when it is used (a named ledger's: the store's)."""
     from .board.ledgers import NamedLedger
+    from .dp_quantile import PrivateThresholds
 
-    return {"named ledger": NamedLedger}[takes]
+    return {"named ledger": NamedLedger, "suggestion": PrivateThresholds}[takes]
 
 
 def names(kind: str | None = None) -> list[str]:
@@ -270,6 +278,14 @@ def _run_ledger_line(led: Any, teaching: bool) -> str:
     from .board.cli import run_ledger_line
 
     return run_ledger_line(led, teaching=teaching) + "\n"
+
+
+@register("prdp suggest thresholds (terminal)", "cli", "suggestion", "what prdp suggest thresholds prints (private "
+          "suggestions, public in both modes)")
+def _suggest(sug: Any, teaching: bool, *, out: str = "suggested.yaml") -> str:
+    from .suggest_cli import suggestion_text
+
+    return suggestion_text(sug, out)
 
 
 # ---------------------------------------------------------------------------

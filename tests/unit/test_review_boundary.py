@@ -114,6 +114,15 @@ def test_the_scan_finds_the_planted_record_in_teaching_mode(produced):
     assert '"thresholds"' in produced["teaching"]["share link"]  # a link is scanned as the design it carries
 
 
+def test_prdp_suggest_thresholds_prints_through_the_boundary(produced):
+    """What ``prdp suggest thresholds`` prints is registered (and so scanned above): released DP quantiles, their
+    cost and public grid — the same in both modes, never the planted value or the row count."""
+    assert "prdp suggest thresholds (terminal)" in B.names("cli")
+    for mode in ("teaching", "review"):
+        text = produced[mode]["prdp suggest thresholds (terminal)"]
+        assert "T(EMP) = " in text and "DP p97" in text and not leaks(text), text
+
+
 def test_the_named_ledger_outputs_show_the_planted_loss_in_teaching_mode_only(produced, tmp_path):
     """``prdp ledger show`` (table and JSON) and the line ``prdp run --ledger`` adds go through the boundary: the
     planted record's loss (the largest record loss of its release, the largest total) in teaching mode only."""
