@@ -4,7 +4,8 @@ Review mode shows what a policy and its releases make public and nothing compute
 (docs/security.md): no true value, no record count, no per-record or per-owner loss, distribution,
 quantile or share. Each output kind — the HTML report, every CSV/JSON/YAML file, the reproduction script,
 the Run page's answers, the board's table, report and entry configs, a share link, the "Reproduce in
-Python" snippets, the line ``prdp run`` prints, a session's ledger exports — is registered in
+Python" snippets, the lines ``prdp run``, ``prdp ledger show`` and ``prdp suggest thresholds`` print, a
+session's ledger exports and study config — is registered in
 :data:`REGISTRY` with the function that builds it, and is made by :func:`produce` only:
 
 * in teaching mode the builder gets its subject as it is;
@@ -286,6 +287,12 @@ def _suggest(sug: Any, teaching: bool, *, out: str = "suggested.yaml") -> str:
     from .suggest_cli import suggestion_text
 
     return suggestion_text(sug, out)
+
+
+@register("study config (YAML)", "session export", "study", "the Study page's study-config download and preview (the "
+          "design; review mode: mode: review)")
+def _study_config(study: Study, teaching: bool) -> str:
+    return study.to_yaml()
 
 
 # ---------------------------------------------------------------------------

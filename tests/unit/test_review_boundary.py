@@ -123,6 +123,14 @@ def test_prdp_suggest_thresholds_prints_through_the_boundary(produced):
         assert "T(EMP) = " in text and "DP p97" in text and not leaks(text), text
 
 
+def test_the_study_config_download_is_registered_and_says_its_mode(produced):
+    """The Study page's study-config download (and its preview) is produced here, so it is scanned above; review
+    mode writes ``mode: review`` into it."""
+    assert "study config (YAML)" in B.names("session export")
+    assert "mode: review" in produced["review"]["study config (YAML)"]
+    assert "mode: teaching" in produced["teaching"]["study config (YAML)"]
+
+
 def test_the_named_ledger_outputs_show_the_planted_loss_in_teaching_mode_only(produced, tmp_path):
     """``prdp ledger show`` (table and JSON) and the line ``prdp run --ledger`` adds go through the boundary: the
     planted record's loss (the largest record loss of its release, the largest total) in teaching mode only."""
