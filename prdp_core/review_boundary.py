@@ -339,6 +339,28 @@ def _board_html(entries: list[Any], teaching: bool, *, delta: float = 1e-6, titl
     return board_html(entries, review=not teaching, delta=delta, title=title, dataset=dataset)
 
 
+@register("board table (screen)", "board", "entries", "the board's table as the Board page shows it (read back with "
+          ":func:`screen_frame`)")
+def _board_table(entries: list[Any], teaching: bool, *, delta: float = 1e-6, mine: set[int] | None = None) -> str:
+    import json
+
+    from .board.summary import board_frame
+
+    frame = board_frame(entries, review=not teaching, delta=delta, mine=mine)
+    return json.dumps(frame.to_dict(orient="split", index=False), ensure_ascii=False, default=str)
+
+
+def screen_frame(data: bytes) -> Any:
+    """A table produced for the screen (a ``board table (screen)``), as the DataFrame a page shows: columns and
+    rows as built, ±∞ and NaN kept."""
+    import json
+
+    import pandas as pd
+
+    doc = json.loads(data.decode("utf-8"))
+    return pd.DataFrame(doc["data"], columns=doc["columns"])
+
+
 @register("entry.yaml", "board", "entries", "the study configs of board entries (prdp board export)")
 def _entry_yaml(entries: list[Any], teaching: bool) -> str:
     from .config import parse_config
@@ -388,4 +410,4 @@ def _snippets(study: Study, teaching: bool, *, part: str | None = None, **option
 
 
 __all__ = ["Output", "REGISTRY", "board_entries", "names", "produce", "readable", "register", "review_entries",
-           "review_view", "subject_of"]
+           "review_view", "screen_frame", "subject_of"]

@@ -131,6 +131,22 @@ def test_the_study_config_download_is_registered_and_says_its_mode(produced):
     assert "mode: teaching" in produced["teaching"]["study config (YAML)"]
 
 
+def test_the_board_table_on_screen_is_produced_through_the_boundary(produced, tmp_path):
+    """The Board page's table is produced here (and scanned above): the planted record's loss and the loss
+    distribution columns in teaching mode only; read back, it is the board's table as built."""
+    from prdp_core.board.summary import board_frame
+
+    assert "board table (screen)" in B.names("board")
+    assert {"loss", "loss distribution"} <= set(leaks(produced["teaching"]["board table (screen)"]))
+    assert not leaks(produced["review"]["board table (screen)"])
+    entries = B.subject_of(R.run_study(R.load_config(planted_folder(tmp_path, "teaching") / "study.yaml")), "entries")
+    for teaching in (True, False):
+        shown = B.screen_frame(B.produce("board table (screen)", entries, teaching=teaching, delta=1e-6, mine={1}))
+        built = board_frame(entries if teaching else B.review_entries(entries), review=not teaching, delta=1e-6,
+                            mine={1})
+        pd.testing.assert_frame_equal(shown, built)
+
+
 def test_the_named_ledger_outputs_show_the_planted_loss_in_teaching_mode_only(produced, tmp_path):
     """``prdp ledger show`` (table and JSON) and the line ``prdp run --ledger`` adds go through the boundary: the
     planted record's loss (the largest record loss of its release, the largest total) in teaching mode only."""
