@@ -107,12 +107,13 @@ def subject_of(run: StudyRun, takes: Takes) -> Any:
         from .board.ledgers import NamedLedger
 
         return NamedLedger.of_run("planted", run.ledger, _table_or_none(run))
-    if takes == "suggestion":  # as prdp suggest thresholds draws it: a DP p97 of each measure on a public grid
-        from .dp_quantile import CandidateGrid, dp_percentile_thresholds
+    if takes == "suggestion":  # a DP p97 of each measure on a public grid, as released (nothing is drawn here)
+        from .dp_quantile import CandidateGrid, DPQuantile, PrivateThresholds, suggestion_entry
 
-        measures = list(run.dataset.schema.measures)
-        return dp_percentile_thresholds(run.dataset, measures, 97, grids={m: CandidateGrid(1, 1e6) for m in measures},
-                                        epsilon=0.25, seed=run.study.seed)
+        grid = CandidateGrid(1, 1e6)
+        qs = tuple(DPQuantile(m, 97, float(grid.values()[i * 97 % grid.size]), 0.25 / len(run.dataset.schema.measures),
+                              grid) for i, m in enumerate(run.dataset.schema.measures))
+        return PrivateThresholds(qs, suggestion_entry(qs))
     return run.study if takes == "study" else run
 
 
