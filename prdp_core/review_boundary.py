@@ -41,8 +41,8 @@ from .errors import ParameterError
 from .release import Release
 from .runner import StudyRun
 
-#: The subject a builder takes: a study run, its ledger, its study, board entries (a list), one release or a
-#: study config (a mapping, as a session exports its design).
+#: The subject a builder takes: a study run, its ledger, its study, board entries (a list), one release, a
+#: study config (a mapping, as a session exports its design), a named ledger of the store or a private suggestion.
 Takes = Literal["run", "ledger", "study", "entries", "release", "config", "named ledger", "suggestion"]
 
 
@@ -136,11 +136,13 @@ def produce(name: str, subject: Any, *, teaching: bool, **context: Any) -> bytes
     out = REGISTRY.get(name)
     if out is None:
         raise ParameterError(f"No output named {name!r}.", hint=f"Outputs: {', '.join(sorted(REGISTRY))}.")
-    want = {"run": StudyRun, "ledger": Ledger, "study": Study, "entries": list, "release": Release,
-            "config": Mapping}.get(out.takes) or _late_type(out.takes)
+    want: Any = {"run": StudyRun, "ledger": Ledger, "study": Study, "entries": list, "release": Release,
+                 "config": Mapping}.get(out.takes) or _late_type(out.takes)
     if not isinstance(subject, want):
         raise ParameterError(f"The output {name!r} is made from a {out.takes}, not a {type(subject).__name__}.")
-    if isinstance(subject, StudyRun):
+    if out.takes == "named ledger" and not teaching:  # its records' statistics dropped
+        subject = subject.for_review()
+    elif isinstance(subject, StudyRun):
         teaching = teaching and subject.teaching
         if not teaching:
             subject = review_view(subject)
@@ -152,8 +154,6 @@ def produce(name: str, subject: Any, *, teaching: bool, **context: Any) -> bytes
         subject = subject.for_review()
     elif isinstance(subject, Mapping) and not teaching:
         subject = {**subject, "mode": "review"}
-    elif hasattr(subject, "for_review") and not teaching:  # a named ledger: its records' statistics dropped
-        subject = subject.for_review()
     data = out.build(subject, teaching, **context)
     return data if isinstance(data, bytes) else data.encode("utf-8")
 
@@ -247,7 +247,7 @@ def _answers_csv(rel: Release, teaching: bool) -> bytes:
 
 
 # ---------------------------------------------------------------------------
-# A session's ledger (the Study page's downloads)
+# A session's ledger and study config (the Study page's downloads)
 # ---------------------------------------------------------------------------
 
 
@@ -264,6 +264,17 @@ def _session_ledger_csv(ledger: Ledger, teaching: bool) -> bytes:
     from .study_tables import public_ledger_table
 
     return to_csv_bytes(public_ledger_table(ledger, teaching=teaching))
+
+
+@register("study config (YAML)", "session export", "study", "the Study page's study-config download and preview (the "
+          "design; review mode: mode: review)")
+def _study_config(study: Study, teaching: bool) -> str:
+    return study.to_yaml()
+
+
+# ---------------------------------------------------------------------------
+# Named ledgers and private suggestions (prdp ledger show, prdp run --ledger, prdp suggest thresholds)
+# ---------------------------------------------------------------------------
 
 
 @register("prdp ledger show (terminal)", "cli", "named ledger", "what prdp ledger show prints (table or JSON; "
@@ -288,12 +299,6 @@ def _suggest(sug: Any, teaching: bool, *, out: str = "suggested.yaml") -> str:
     from .suggest_cli import suggestion_text
 
     return suggestion_text(sug, out)
-
-
-@register("study config (YAML)", "session export", "study", "the Study page's study-config download and preview (the "
-          "design; review mode: mode: review)")
-def _study_config(study: Study, teaching: bool) -> str:
-    return study.to_yaml()
 
 
 # ---------------------------------------------------------------------------
