@@ -10,6 +10,7 @@ from prdp_core.board import summary as S
 from prdp_core.board import workshop as W
 from prdp_core.charts.board import board_cdf_figure, public_functions_figure, tradeoff_figure
 from prdp_core.errors import PrdpError
+from prdp_core.review_boundary import produce, screen_frame
 from ui import board as ub
 from ui import links, options, state
 from ui.common import confidential, download_button, learn, md_escape, show_error
@@ -76,7 +77,7 @@ if not entries:
     st.caption("No policy on the board yet.")
 else:
     own = ub.mine(entries)
-    frame = S.board_frame(entries, review=review, delta=delta, mine=own)
+    frame = screen_frame(produce("board table (screen)", entries, teaching=not review, delta=delta, mine=own))
     fmt = {"ε at δ, base": "{:.4g}", "ε at δ, p99 record": "{:.4g}", "share above base": "{:.2%}",
            "median rel. error": "{:.2%}"}
     st.dataframe(frame.style.format({k: v for k, v in fmt.items() if k in frame.columns}, na_rep="–"),

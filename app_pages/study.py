@@ -39,7 +39,7 @@ study = None
 yaml_text = ""
 try:
     study = ustudy.export_study()
-    yaml_text = study.to_yaml()
+    yaml_text = produce("study config (YAML)", study, teaching=state.teaching()).decode("utf-8")
 except PrdpError as err:
     with tab_export:
         show_error(err)

@@ -4,7 +4,8 @@ Review mode shows what a policy and its releases make public and nothing compute
 (docs/security.md): no true value, no record count, no per-record or per-owner loss, distribution,
 quantile or share. Each output kind — the HTML report, every CSV/JSON/YAML file, the reproduction script,
 the Run page's answers, the board's table, report and entry configs, a share link, the "Reproduce in
-Python" snippets, the line ``prdp run`` prints, a session's ledger exports — is registered in
+Python" snippets, the lines ``prdp run``, ``prdp ledger show`` and ``prdp suggest thresholds`` print, a
+session's ledger exports and study config — is registered in
 :data:`REGISTRY` with the function that builds it, and is made by :func:`produce` only:
 
 * in teaching mode the builder gets its subject as it is;
@@ -17,8 +18,11 @@ Python" snippets, the line ``prdp run`` prints, a session's ledger exports — i
 A builder takes one subject, named by :attr:`Output.takes`: a :class:`~prdp_core.runner.StudyRun`
 (``"run"``), its ledger (``"ledger"``), its study (``"study"``), board entries (``"entries"``, whose
 review view drops the ``records`` section of each summary), one release (``"release"``, the Run page's:
-its review view is :meth:`Release.for_review`) or a study config (``"config"``, a mapping: a share
-link's); :func:`subject_of` picks it from a run.
+its review view is :meth:`Release.for_review`), a study config (``"config"``, a mapping: a share
+link's), a named ledger (``"named ledger"``, :class:`~prdp_core.board.ledgers.NamedLedger`: ``prdp ledger
+show`` and ``prdp run --ledger``'s; its review view drops the statistics of the records) or a private
+suggestion (``"suggestion"``, :class:`~prdp_core.dp_quantile.PrivateThresholds`: ``prdp suggest thresholds``';
+released values, the same in both modes); :func:`subject_of` picks it from a run.
 ``prdp run`` (:func:`prdp_core.report.write_outputs`), ``prdp board export`` and ``list --format csv``
 (:func:`prdp_core.board.export.write_board`), the Run, Study and Board pages and every page's snippet
 produce their outputs here. ``tests/unit/test_review_boundary.py`` plants a record in a table and scans
@@ -37,9 +41,9 @@ from .errors import ParameterError
 from .release import Release
 from .runner import StudyRun
 
-#: The subject a builder takes: a study run, its ledger, its study, board entries (a list), one release or a
-#: study config (a mapping, as a session exports its design).
-Takes = Literal["run", "ledger", "study", "entries", "release", "config"]
+#: The subject a builder takes: a study run, its ledger, its study, board entries (a list), one release, a
+#: study config (a mapping, as a session exports its design), a named ledger of the store or a private suggestion.
+Takes = Literal["run", "ledger", "study", "entries", "release", "config", "named ledger", "suggestion"]
 
 
 @dataclass(frozen=True)
@@ -88,8 +92,9 @@ def review_view(run: StudyRun) -> StudyRun:
                     releases=[(label, m, rel.for_review()) for label, m, rel in run.releases])
 
 
-def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study | list[Any] | Release | dict[str, Any]:
-    """The subject of kind ``takes`` of a study run (``entries``: :func:`board_entries`; ``release``: its first)."""
+def subject_of(run: StudyRun, takes: Takes) -> Any:
+    """The subject of kind ``takes`` of a study run (``entries``: :func:`board_entries`; ``release``: its first;
+    ``named ledger``: its ledger as a named ledger stores it, with the statistics of its records)."""
     if takes == "entries":
         return board_entries(run)
     if takes == "release":
@@ -98,11 +103,31 @@ def subject_of(run: StudyRun, takes: Takes) -> StudyRun | Ledger | Study | list[
         return run.study.to_dict()
     if takes == "ledger":
         return run.ledger
+    if takes == "named ledger":  # as prdp run --ledger stores it, with its table's statistics
+        from .board.ledgers import NamedLedger
+
+        return NamedLedger.of_run("planted", run.ledger, _table_or_none(run))
+    if takes == "suggestion":  # a DP p97 of each measure on a public grid, as released (nothing is drawn here)
+        from .dp_quantile import CandidateGrid, DPQuantile, PrivateThresholds, suggestion_entry
+
+        grid = CandidateGrid(1, 1e6)
+        qs = tuple(DPQuantile(m, 97, float(grid.values()[i * 97 % grid.size]), 0.25 / len(run.dataset.schema.measures),
+                              grid) for i, m in enumerate(run.dataset.schema.measures))
+        return PrivateThresholds(qs, suggestion_entry(qs))
     return run.study if takes == "study" else run
 
 
-def produce(name: str, subject: StudyRun | Ledger | Study | list[Any] | Release | Mapping[str, Any], *,
-            teaching: bool, **context: Any) -> bytes:
+def _table_or_none(run: StudyRun) -> Any:
+    """The run's records, or None when an engine holds them."""
+    from .errors import DataError
+
+    try:
+        return run.dataset.table
+    except (DataError, AttributeError):
+        return None
+
+
+def produce(name: str, subject: Any, *, teaching: bool, **context: Any) -> bytes:
     """The output ``name`` of ``subject`` in the given mode, as bytes (text is UTF-8): the one way out.
 
     ``teaching`` is the mode of the session or command (a review-mode study run is produced in review
@@ -111,11 +136,13 @@ def produce(name: str, subject: StudyRun | Ledger | Study | list[Any] | Release 
     out = REGISTRY.get(name)
     if out is None:
         raise ParameterError(f"No output named {name!r}.", hint=f"Outputs: {', '.join(sorted(REGISTRY))}.")
-    want = {"run": StudyRun, "ledger": Ledger, "study": Study, "entries": list, "release": Release,
-            "config": Mapping}[out.takes]
+    want: Any = {"run": StudyRun, "ledger": Ledger, "study": Study, "entries": list, "release": Release,
+                 "config": Mapping}.get(out.takes) or _late_type(out.takes)
     if not isinstance(subject, want):
         raise ParameterError(f"The output {name!r} is made from a {out.takes}, not a {type(subject).__name__}.")
-    if isinstance(subject, StudyRun):
+    if out.takes == "named ledger" and not teaching:  # its records' statistics dropped
+        subject = subject.for_review()
+    elif isinstance(subject, StudyRun):
         teaching = teaching and subject.teaching
         if not teaching:
             subject = review_view(subject)
@@ -129,6 +156,14 @@ def produce(name: str, subject: StudyRun | Ledger | Study | list[Any] | Release 
         subject = {**subject, "mode": "review"}
     data = out.build(subject, teaching, **context)
     return data if isinstance(data, bytes) else data.encode("utf-8")
+
+
+def _late_type(takes: str) -> type:
+    """The type of a subject whose module is imported only when it is used (a named ledger's: the store's)."""
+    from .board.ledgers import NamedLedger
+    from .dp_quantile import PrivateThresholds
+
+    return {"named ledger": NamedLedger, "suggestion": PrivateThresholds}[takes]
 
 
 def names(kind: str | None = None) -> list[str]:
@@ -212,7 +247,7 @@ def _answers_csv(rel: Release, teaching: bool) -> bytes:
 
 
 # ---------------------------------------------------------------------------
-# A session's ledger (the Study page's downloads)
+# A session's ledger and study config (the Study page's downloads)
 # ---------------------------------------------------------------------------
 
 
@@ -229,6 +264,41 @@ def _session_ledger_csv(ledger: Ledger, teaching: bool) -> bytes:
     from .study_tables import public_ledger_table
 
     return to_csv_bytes(public_ledger_table(ledger, teaching=teaching))
+
+
+@register("study config (YAML)", "session export", "study", "the Study page's study-config download and preview (the "
+          "design; review mode: mode: review)")
+def _study_config(study: Study, teaching: bool) -> str:
+    return study.to_yaml()
+
+
+# ---------------------------------------------------------------------------
+# Named ledgers and private suggestions (prdp ledger show, prdp run --ledger, prdp suggest thresholds)
+# ---------------------------------------------------------------------------
+
+
+@register("prdp ledger show (terminal)", "cli", "named ledger", "what prdp ledger show prints (table or JSON; "
+          "--review: public forms only)")
+def _ledger_show(led: Any, teaching: bool, *, fmt: str = "table") -> str:
+    from .board.cli import ledger_show_text
+
+    return ledger_show_text(led, review=not teaching, fmt=fmt)
+
+
+@register("prdp run --ledger (terminal)", "cli", "named ledger", "the line prdp run --ledger (and prdp suggest "
+          "thresholds --ledger) adds")
+def _run_ledger_line(led: Any, teaching: bool) -> str:
+    from .board.cli import run_ledger_line
+
+    return run_ledger_line(led, teaching=teaching) + "\n"
+
+
+@register("prdp suggest thresholds (terminal)", "cli", "suggestion", "what prdp suggest thresholds prints (private "
+          "suggestions, public in both modes)")
+def _suggest(sug: Any, teaching: bool, *, out: str = "suggested.yaml") -> str:
+    from .suggest_cli import suggestion_text
+
+    return suggestion_text(sug, out)
 
 
 # ---------------------------------------------------------------------------
@@ -273,6 +343,28 @@ def _board_html(entries: list[Any], teaching: bool, *, delta: float = 1e-6, titl
     from .board.export import board_html
 
     return board_html(entries, review=not teaching, delta=delta, title=title, dataset=dataset)
+
+
+@register("board table (screen)", "board", "entries", "the board's table as the Board page shows it (read back with "
+          ":func:`screen_frame`)")
+def _board_table(entries: list[Any], teaching: bool, *, delta: float = 1e-6, mine: set[int] | None = None) -> str:
+    import json
+
+    from .board.summary import board_frame
+
+    frame = board_frame(entries, review=not teaching, delta=delta, mine=mine)
+    return json.dumps(frame.to_dict(orient="split", index=False), ensure_ascii=False, default=str)
+
+
+def screen_frame(data: bytes) -> Any:
+    """A table produced for the screen (a ``board table (screen)``), as the DataFrame a page shows: columns and
+    rows as built, ±∞ and NaN kept."""
+    import json
+
+    import pandas as pd
+
+    doc = json.loads(data.decode("utf-8"))
+    return pd.DataFrame(doc["data"], columns=doc["columns"])
 
 
 @register("entry.yaml", "board", "entries", "the study configs of board entries (prdp board export)")
@@ -324,4 +416,4 @@ def _snippets(study: Study, teaching: bool, *, part: str | None = None, **option
 
 
 __all__ = ["Output", "REGISTRY", "board_entries", "names", "produce", "readable", "register", "review_entries",
-           "review_view", "subject_of"]
+           "review_view", "screen_frame", "subject_of"]

@@ -140,6 +140,7 @@ def run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     from .config import load_config, load_data, parse_config
     from .dp_quantile import dp_percentile_thresholds
     from .outputs import check_folder, write_files
+    from .review_boundary import produce
 
     if (args.db or args.ledger_new_data) and not args.ledger:
         raise ConfigError("--db and --ledger-new-data go with --ledger NAME.")
@@ -178,12 +179,8 @@ def run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     if ledger is not None:  # recorded before the file is written: a drawn suggestion is never left out
         ledger.append_entries([sug.entry], ds, origin=f"prdp suggest thresholds {Path(args.config).name}")
     write_files(folder, {out.name: text.encode("utf-8")}, force=args.force)
-    for q in sug.quantiles:
-        stdout.write(f"T({q.column}) = {q.value:,.6g}  (DP p{q.pct:g}, ε = {q.epsilon:.4g}; {q.grid.describe()}; rank "
-                     f"error within {q.rank_error_bound(0.05):,.0f} records of the best candidate's with "
-                     "probability 95%)\n")
-    cost = f"cost ε = {sug.epsilon:.4g} (ρ = {sug.epsilon ** 2 / 2:.4g}) for every record"
-    stdout.write(f"{cost}; {sug.entry.label}; written to {out}\n")
+    stdout.write(produce("prdp suggest thresholds (terminal)", sug, teaching=study.mode == "teaching", out=str(out))
+                 .decode("utf-8"))
     if ledger is not None:
         stdout.write(ledger.summary_line() + "\n")
     else:
@@ -191,4 +188,15 @@ def run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     return EXIT_OK
 
 
-__all__ = ["add_parser", "parse_range", "run"]
+def suggestion_text(sug: Any, out: str) -> str:
+    """What ``prdp suggest thresholds`` prints of the suggestion ``sug`` (a
+    :class:`~prdp_core.dp_quantile.PrivateThresholds`, public: released values, their cost and the public grid)
+    written to ``out``."""
+    lines = [f"T({q.column}) = {q.value:,.6g}  (DP p{q.pct:g}, ε = {q.epsilon:.4g}; {q.grid.describe()}; rank "
+             f"error within {q.rank_error_bound(0.05):,.0f} records of the best candidate's with probability 95%)\n"
+             for q in sug.quantiles]
+    cost = f"cost ε = {sug.epsilon:.4g} (ρ = {sug.epsilon ** 2 / 2:.4g}) for every record"
+    return "".join(lines) + f"{cost}; {sug.entry.label}; written to {out}\n"
+
+
+__all__ = ["add_parser", "parse_range", "run", "suggestion_text"]

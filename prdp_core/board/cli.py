@@ -236,15 +236,27 @@ class RunLedger:
         self.added, self.last = len(items), (stored[-1] if stored else None)
 
     def summary_line(self) -> str:
-        """What the run added, for stdout (the largest per-record total only for a teaching study)."""
-        n = len(self.store.entries(self.store.find(self.name) or 0))
-        entries = f"{self.added} entr{'y' if self.added == 1 else 'ies'}"
-        text = f"ledger '{self.name}' on {self.store.where}: {entries} added, {n} in all"
-        if self.teaching and self.last is not None and self.last.total_rho is not None:
-            text += f"; largest per-record total so far ρ = {self.last.total_rho:.6g}"
-            if self.last.total_eps is not None:
-                text += f" (ε = {self.last.total_eps:.6g})"
-        return text + f" (prdp ledger show {self.name})"
+        """What the run added, for stdout, through the review boundary (the largest per-record total only for a
+        teaching study)."""
+        from ..review_boundary import produce
+        from .ledgers import NamedLedger
+
+        entries = self.store.entries(self.store.find(self.name) or 0)
+        led = NamedLedger(self.name, str(self.store.where), "", entries, added=self.added)
+        return produce("prdp run --ledger (terminal)", led, teaching=self.teaching).decode("utf-8").rstrip("\n")
+
+
+def run_ledger_line(led: Any, *, teaching: bool) -> str:
+    """The line ``prdp run --ledger`` adds: what the run added to the named ledger ``led`` (a
+    :class:`~.ledgers.NamedLedger`) and, in teaching mode, the largest per-record total so far."""
+    last = led.entries[-1] if led.entries else None
+    entries = f"{led.added} entr{'y' if led.added == 1 else 'ies'}"
+    text = f"ledger '{led.name}' on {led.where}: {entries} added, {len(led.entries)} in all"
+    if teaching and last is not None and last.total_rho is not None:
+        text += f"; largest per-record total so far ρ = {last.total_rho:.6g}"
+        if last.total_eps is not None:
+            text += f" (ε = {last.total_eps:.6g})"
+    return text + f" (prdp ledger show {led.name})"
 
 
 def ledger_frame(entries: list[Any], *, review: bool) -> Any:
@@ -283,7 +295,8 @@ def _json_number(v: Any) -> Any:
 
 
 def _ledger_show(args: argparse.Namespace, stdout: IO[str]) -> int:
-    from .ledgers import LedgerStore, describe_data
+    from ..review_boundary import produce
+    from .ledgers import LedgerStore, NamedLedger, describe_data
 
     store = LedgerStore(_store(args.db))
     ledger_id = store.find(args.name)
@@ -292,47 +305,56 @@ def _ledger_show(args: argparse.Namespace, stdout: IO[str]) -> int:
         raise StoreError(f"There is no ledger named '{args.name}' in {store.where} (ledgers: {known}).",
                          hint="prdp run STUDY.yaml --ledger NAME creates one.")
     entries = store.entries(ledger_id)  # refused (StoreError naming the first bad entry) when changed in the store
-    frame = ledger_frame(entries, review=args.review)
-    data = describe_data(store.fingerprint(ledger_id))
-    seal = store.seal(ledger_id)
+    led = NamedLedger(args.name, str(store.where), describe_data(store.fingerprint(ledger_id)), entries,
+                      seal=store.seal(ledger_id))
+    stdout.write(produce("prdp ledger show (terminal)", led, teaching=not args.review, fmt=args.format)
+                 .decode("utf-8"))
+    return EXIT_OK
+
+
+def ledger_show_text(led: Any, *, review: bool, fmt: str = "table") -> str:
+    """What ``prdp ledger show`` prints of the named ledger ``led`` (a :class:`~.ledgers.NamedLedger`; ``fmt``:
+    ``table`` or ``json``); review mode: public forms only."""
+    entries = led.entries
+    frame = ledger_frame(entries, review=review)
     last = entries[-1] if entries else None
-    if args.format == "json":
+    if fmt == "json":
         rows = [{k: None if isinstance(v, float) and math.isnan(v) else _json_number(v) for k, v in r.items()}
                 for r in frame.to_dict(orient="records")]
-        doc: dict[str, Any] = {"ledger": args.name, "data": data, "review": bool(args.review), "entries": rows,
-                               "verified": True, "sealed by upgrade": seal.upgraded if seal else None}
-        if not args.review:
+        doc: dict[str, Any] = {"ledger": led.name, "data": led.data, "review": bool(review), "entries": rows,
+                               "verified": True, "sealed by upgrade": led.seal.upgraded if led.seal else None}
+        if not review:
             doc["largest record total (ρ)"] = None if last is None else _json_number(last.total_rho)
             doc["largest record total (ε)"] = None if last is None else _json_number(last.total_eps)
-        stdout.write(json_text(doc) + "\n")
-        return EXIT_OK
-    stdout.write(f"Ledger '{args.name}' ({store.where}), data: {data}\n{_seal_line(seal, len(entries))}\n")
+        return json_text(doc) + "\n"
+    out = [f"Ledger '{led.name}' ({led.where}), data: {led.data}\n{_seal_line(led.seal, len(entries))}\n"]
     if frame.empty:
-        stdout.write("No release yet.\n")
-        return EXIT_OK
+        return out[0] + "No release yet.\n"
     cols = ["#", "recorded", "release", "measure", "mode", "worst case"]
-    cols += [] if args.review else ["largest record loss", "largest record total (ρ)", "largest record total (ε)"]
-    stdout.write(frame[cols].to_string(index=False, max_colwidth=40, na_rep="-",
-                                       float_format=lambda v: f"{v:.6g}") + "\n")
-    if args.review:
-        stdout.write(f"({len(frame)} release(s); review: statistics of the records left out)\n")
+    cols += [] if review else ["largest record loss", "largest record total (ρ)", "largest record total (ε)"]
+    out.append(frame[cols].to_string(index=False, max_colwidth=40, na_rep="-",
+                                     float_format=lambda v: f"{v:.6g}") + "\n")
+    if review:
+        out.append(f"({len(frame)} release(s); review: statistics of the records left out)\n")
     elif last is not None and last.total_rho is not None:
         eps = "" if last.total_eps is None else f", ε = {last.total_eps:.6g}"
-        stdout.write(f"Cumulative: the most exposed record has lost ρ = {last.total_rho:.6g}{eps} over "
-                     f"{len(frame)} release(s) (sequential composition; confidential: a statistic of the records).\n")
+        out.append(f"Cumulative: the most exposed record has lost ρ = {last.total_rho:.6g}{eps} over "
+                   f"{len(frame)} release(s) (sequential composition; confidential: a statistic of the records).\n")
         if math.isinf(last.total_rho):
-            stdout.write("Unbounded: a release on other data counts at its worst case for every record, and that "
-                         "worst case has no finite bound (a splitting policy's).\n")
+            out.append("Unbounded: a release on other data counts at its worst case for every record, and that "
+                       "worst case has no finite bound (a splitting policy's).\n")
     else:
-        stdout.write(f"({len(frame)} release(s); no per-record total: the releases mix neighbour notions, or their "
-                     "data is held by an engine, which does not evaluate records one by one)\n")
-    return EXIT_OK
+        out.append(f"({len(frame)} release(s); no per-record total: the releases mix neighbour notions, or their "
+                   "data is held by an engine, which does not evaluate records one by one)\n")
+    return "".join(out)
 
 
 def _seal_line(seal: Any, n: int) -> str:
     """What the check of a ledger's seal found (it passed: a changed ledger is refused before this is printed)."""
     import datetime as dt
 
+    if seal is None:  # a ledger not read from a store (the review boundary's scan)
+        return f"Not stored: {n} release(s), no seal."
     text = f"Seal verified: {n} release(s), none changed, removed or reordered in the store (key id {seal.key})"
     if seal.upgraded:
         when = dt.datetime.fromtimestamp(seal.upgraded_at or 0).strftime("%Y-%m-%d %H:%M")

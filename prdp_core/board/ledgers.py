@@ -337,6 +337,43 @@ def _num(v: Any) -> float | None:
     return None if v is None or math.isnan(float(v)) else float(v)
 
 
+def record_stats(led: Ledger, table: pd.DataFrame, here: Sequence[bool], start: int) -> list[dict[str, float | None]]:
+    """The statistics a stored entry keeps, for the entries of ``led`` from ``start`` on: the largest loss of a
+    record in it and the largest per-record total so far (``here[i]``: entry i ran on ``table``'s records)."""
+    tot = led.running_totals(table, on_table=here, others="worst").iloc[start:]
+    return [{"largest": _num(r["largest record loss"]), "total_rho": _num(r["largest record total (ρ)"]),
+             "total_eps": _num(r["largest record total (ε)"])} for _, r in tot.iterrows()]
+
+
+@dataclass(frozen=True)
+class NamedLedger:
+    """A named ledger as ``prdp ledger show`` and ``prdp run --ledger`` print it (the review boundary's subject
+    ``"named ledger"``): its ``name``, the store's ``where``, its ``data`` (described), ``seal``, stored
+    ``entries`` and how many the last append ``added``."""
+
+    name: str
+    where: str
+    data: str
+    entries: list[StoredEntry]
+    seal: Any = None
+    added: int = 0
+
+    def for_review(self) -> NamedLedger:
+        """Without the statistics of the records (largest record loss and totals): public forms only."""
+        return replace(self, entries=[replace(s, largest=None, total_rho=None, total_eps=None) for s in self.entries])
+
+    @classmethod
+    def of_run(cls, name: str, ledger: Ledger, table: pd.DataFrame | None, *, where: str = "(memory)",
+               data: str = "(the run's data)") -> NamedLedger:
+        """The ledger a run's entries would make, stored with ``table``'s statistics (nothing is written)."""
+        stats = record_stats(ledger, table, [True] * len(ledger.entries), 0) if table is not None else \
+            [{} for _ in ledger.entries]
+        now = time.time()
+        entries = [StoredEntry(seq=i, uid=f"run-{i}", entry=e, fingerprint=None, origin="prdp run", created_at=now,
+                               **st) for i, (e, st) in enumerate(zip(ledger.entries, stats), 1)]
+        return cls(name=name, where=where, data=data, entries=entries, added=len(entries))
+
+
 class LedgerStore:
     """Ledgers in the workshop store (the database of ``store``), each sealed by a keyed hash chain
     (:mod:`.ledger_chain`): every read and every append checks it first and refuses a ledger changed in the store
@@ -501,9 +538,7 @@ class LedgerStore:
             before = self._stored(rows)
             led = Ledger([s.entry for s in before] + [e for _, e in fresh])
             here = [same_data(s.fingerprint, fingerprint) for s in before] + [True] * len(fresh)
-            tot = led.running_totals(table, on_table=here, others="worst").iloc[len(before):]
-            stats = [{"largest": _num(r["largest record loss"]), "total_rho": _num(r["largest record total (ρ)"]),
-                      "total_eps": _num(r["largest record total (ε)"])} for _, r in tot.iterrows()]
+            stats = record_stats(led, table, here, len(before))
         fp = None if fingerprint is None else canonical_json(fingerprint)
         now = time.time()
         for seq, ((uid, e), st) in enumerate(zip(fresh, stats), len(rows) + 1):
@@ -538,5 +573,6 @@ class LedgerStore:
                                     .where(ledger_entries.c.ledger_id == int(ledger_id))).scalar() or 0)
 
 
-__all__ = ["LedgerStore", "NAME_PATTERN", "StoredEntry", "data_fingerprint", "define_tables", "describe_data",
-           "jsonable", "pack_entry", "same_data", "study_fingerprint", "unpack_entry", "valid_name"]
+__all__ = ["LedgerStore", "NAME_PATTERN", "NamedLedger", "StoredEntry", "data_fingerprint", "define_tables",
+           "describe_data", "jsonable", "pack_entry", "record_stats", "same_data", "study_fingerprint", "unpack_entry",
+           "valid_name"]

@@ -311,3 +311,30 @@ def test_a_bad_link_says_why_and_keeps_the_default_session(text, message):
     assert not at.exception, at.exception
     assert message in at.error[0].value.replace("\\", "") and "link's design was not loaded" in at.error[0].value
     assert at.session_state["dataset"].name == "cbp_like"
+
+
+def test_the_table_on_screen_is_made_by_the_review_boundary_in_the_boards_mode(workshop, monkeypatch):
+    """The Board page's table is the registered output ``board table (screen)``, made in the board's mode: a
+    builder swapped for one that adds a column naming its mode is what the page shows."""
+    import json
+    from dataclasses import replace
+
+    from prdp_core import review_boundary as B
+
+    real = B.REGISTRY["board table (screen)"].build
+
+    def build(entries, teaching, **context):
+        doc = json.loads(real(entries, teaching, **context))
+        doc["columns"].append("made in")
+        for row in doc["data"]:
+            row.append("teaching" if teaching else "review")
+        return json.dumps(doc)
+
+    monkeypatch.setitem(B.REGISTRY, "board table (screen)", replace(B.REGISTRY["board table (screen)"], build=build))
+    at = _submit(_designer(), "Mine")
+    df = _frame(at)
+    assert df["made in"].tolist() == ["teaching"] and set(S.RECORD_COLUMNS) <= set(df.columns)
+    at.session_state["mode"] = "review"
+    _board(at)
+    df = _frame(at)
+    assert df["made in"].tolist() == ["review"] and not set(S.RECORD_COLUMNS) & set(df.columns)

@@ -220,3 +220,21 @@ def test_a_study_with_granular_mechanisms_loads_and_says_they_stay_with_prdp_run
     t = texts(at)
     assert "Loaded the study" in t
     assert "granular-DP mechanisms" in t and "State x sector (standard histogram)" in t and "prdp run" in t
+
+
+def test_the_config_download_is_made_by_the_review_boundary_in_the_sessions_mode(monkeypatch):
+    """The config the page shows and downloads is the registered output ``study config (YAML)``, made in the
+    session's mode (a builder swapped for one that names its mode is what the page shows)."""
+    from dataclasses import replace
+
+    from prdp_core import review_boundary as B
+
+    def build(study, teaching):
+        return study.to_yaml() + f"# made in {'teaching' if teaching else 'review'} mode\n"
+
+    monkeypatch.setitem(B.REGISTRY, "study config (YAML)", replace(B.REGISTRY["study config (YAML)"], build=build))
+    at = _load(open_page("study"), BASE)
+    assert _exported(at).rstrip().endswith("# made in teaching mode")
+    at.radio(key="mode").set_value("review").run()
+    text = _exported(at)
+    assert text.rstrip().endswith("# made in review mode") and parse_config(text).mode == "review"

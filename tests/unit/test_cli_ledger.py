@@ -243,3 +243,34 @@ def test_suggest_thresholds_writes_a_private_study_and_charges_the_ledger(worksh
     code, _, err = cli("suggest", "thresholds", str(study), "--range", "EMP=1:10", "--epsilon", "0.1", "--out",
                        str(workshop / "x.yaml"))
     assert code == EXIT_OK and "in no ledger" in err
+
+
+def test_ledger_show_the_ledger_line_and_suggest_print_through_the_review_boundary(workshop, monkeypatch):
+    """Each of these outputs is made by its registered builder (the review boundary), in the command's mode: a
+    builder swapped for one that names its mode and subject is what the command prints."""
+    from dataclasses import replace
+
+    from prdp_core import review_boundary as B
+
+    def spy(name):
+        def build(subject, teaching, **context):
+            return f"<{name}: {'teaching' if teaching else 'review'}; {type(subject).__name__}>\n"
+        monkeypatch.setitem(B.REGISTRY, name, replace(B.REGISTRY[name], build=build))
+
+    for name in ("prdp ledger show (terminal)", "prdp run --ledger (terminal)", "prdp suggest thresholds (terminal)"):
+        spy(name)
+    study = _file_study(workshop)
+    code, out, err = cli("run", str(study), "--out", str(workshop / "o1"), "-q", "--ledger", "firms")
+    assert code == EXIT_OK, err
+    assert out.endswith("<prdp run --ledger (terminal): teaching; NamedLedger>\n") and "ledger 'firms'" not in out
+    for args, mode in (((), "teaching"), (("--review",), "review"), (("--format", "json"), "teaching")):
+        code, out, _ = cli("ledger", "show", "firms", *args)
+        assert code == EXIT_OK and out == f"<prdp ledger show (terminal): {mode}; NamedLedger>\n"
+    cbp = workshop / "cbp.yaml"
+    cbp.write_text((ROOT / "examples" / "cbp_unit_splitting.yaml").read_text())
+    code, out, err = cli("suggest", "thresholds", str(cbp), "--range", "EMP=1:1e5", "--epsilon", "0.2",
+                         "--out", str(workshop / "cbp_private.yaml"), "--ledger", "L")
+    assert code == EXIT_OK, err
+    assert "mode: review" in cbp.read_text()  # a review study: both lines made in review mode
+    assert out == ("<prdp suggest thresholds (terminal): review; PrivateThresholds>\n"
+                   "<prdp run --ledger (terminal): review; NamedLedger>\n")

@@ -114,6 +114,52 @@ def test_the_scan_finds_the_planted_record_in_teaching_mode(produced):
     assert '"thresholds"' in produced["teaching"]["share link"]  # a link is scanned as the design it carries
 
 
+def test_prdp_suggest_thresholds_prints_through_the_boundary(produced):
+    """What ``prdp suggest thresholds`` prints is registered (and so scanned above): released DP quantiles, their
+    cost and public grid — the same in both modes, never the planted value or the row count."""
+    assert "prdp suggest thresholds (terminal)" in B.names("cli")
+    for mode in ("teaching", "review"):
+        text = produced[mode]["prdp suggest thresholds (terminal)"]
+        assert "T(EMP) = " in text and "DP p97" in text and not leaks(text), text
+
+
+def test_the_study_config_download_is_registered_and_says_its_mode(produced):
+    """The Study page's study-config download (and its preview) is produced here, so it is scanned above; review
+    mode writes ``mode: review`` into it."""
+    assert "study config (YAML)" in B.names("session export")
+    assert "mode: review" in produced["review"]["study config (YAML)"]
+    assert "mode: teaching" in produced["teaching"]["study config (YAML)"]
+
+
+def test_the_board_table_on_screen_is_produced_through_the_boundary(produced, tmp_path):
+    """The Board page's table is produced here (and scanned above): the planted record's loss and the loss
+    distribution columns in teaching mode only; read back, it is the board's table as built."""
+    from prdp_core.board.summary import board_frame
+
+    assert "board table (screen)" in B.names("board")
+    assert {"loss", "loss distribution"} <= set(leaks(produced["teaching"]["board table (screen)"]))
+    assert not leaks(produced["review"]["board table (screen)"])
+    entries = B.subject_of(R.run_study(R.load_config(planted_folder(tmp_path, "teaching") / "study.yaml")), "entries")
+    for teaching in (True, False):
+        shown = B.screen_frame(B.produce("board table (screen)", entries, teaching=teaching, delta=1e-6, mine={1}))
+        built = board_frame(entries if teaching else B.review_entries(entries), review=not teaching, delta=1e-6,
+                            mine={1})
+        pd.testing.assert_frame_equal(shown, built)
+
+
+def test_the_named_ledger_outputs_show_the_planted_loss_in_teaching_mode_only(produced, tmp_path):
+    """``prdp ledger show`` (table and JSON) and the line ``prdp run --ledger`` adds go through the boundary: the
+    planted record's loss (the largest record loss of its release, the largest total) in teaching mode only."""
+    assert {"prdp ledger show (terminal)", "prdp run --ledger (terminal)"} <= set(B.names("cli"))
+    for name in ("prdp ledger show (terminal)", "prdp run --ledger (terminal)"):
+        assert "loss" in leaks(produced["teaching"][name]), name
+        assert not leaks(produced["review"][name]), name
+    led = B.subject_of(R.run_study(R.load_config(planted_folder(tmp_path, "teaching") / "study.yaml")), "named ledger")
+    shown = B.produce("prdp ledger show (terminal)", led, teaching=True, fmt="json").decode("utf-8")
+    assert "loss" in leaks(shown) and not leaks(B.produce("prdp ledger show (terminal)", led, teaching=False,
+                                                          fmt="json").decode("utf-8"))
+
+
 def test_the_registry_covers_every_file_of_prdp_run_and_the_other_outputs():
     assert set(B.names("study file")) == set(R.OUTPUT_FILES)
     kinds = {o.kind for o in B.REGISTRY.values()}
