@@ -39,7 +39,8 @@ def test_study_download_report_and_config_then_reload(page, app_url, tmp_path):
 
     # build and download the report
     page.get_by_role("tab", name=re.compile("Report")).click()
-    page.get_by_role("button", name=re.compile("Build the report")).click()
+    # nothing released yet on this page: the button runs the study once (recorded) and builds the report
+    page.get_by_role("button", name=re.compile("Run the study's mechanisms and build the report")).click()
     wait_idle(page, timeout=120_000)
     page.get_by_text("Report built").wait_for(timeout=120_000)
     with page.expect_download() as info:
