@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, ParameterError, ResourceLimitError, StoreError
-from ..private_files import private_dir
+from ..private_files import DIR_MODE, private_dir, tighten
 from . import sql as sqlgen
 from . import sql_budget
 from .base import ColumnKind, EngineOptions
@@ -148,16 +148,15 @@ def spill_folder() -> str:
     uid = os.getuid() if hasattr(os, "getuid") else None
     path = Path(tempfile.gettempdir()) / ("prdp-duckdb" if uid is None else f"prdp-duckdb-{uid}")
     try:
-        path.mkdir(mode=0o700)
+        path.mkdir(mode=DIR_MODE)
     except FileExistsError:
         pass
-    info = os.lstat(path)
+    info = os.lstat(path)  # checked before anything follows the name: a planted link is never tightened or used
     if not stat.S_ISDIR(info.st_mode) or (uid is not None and info.st_uid != uid):
         raise ParameterError(f"The DuckDB engine's temporary folder {path} is a symbolic link, a file or another "
                              "user's folder: prdp does not spill records there.",
                              hint="Remove it, or set PRDP_DUCKDB_TEMP_DIR to a folder only you can read.")
-    if info.st_mode & 0o077:
-        os.chmod(path, 0o700)
+    tighten(path, DIR_MODE)
     return str(path)
 
 
