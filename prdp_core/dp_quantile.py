@@ -193,7 +193,7 @@ class DPQuantile:
 
     def source(self) -> str:
         """The parameter's provenance: private, charged (never "data")."""
-        return private_source(f"DP p{self.pct:g}, ε = {self.epsilon:.4g}")
+        return private_source(f"DP p{self.pct:g}, ε = {float(self.epsilon)!r}")  # exact: its cost is read back
 
 
 def rank_error_bound(pct: float, epsilon: float, size: int, beta: float = 0.05) -> float:
@@ -283,9 +283,12 @@ def suggestion_entry(quantiles: Sequence[DPQuantile], what: str = "splitting thr
 _SOURCE_EPSILON = re.compile(r"ε\s*=\s*(?P<eps>[0-9.eE+-]+)")
 
 
-def adopted_suggestions(threshold_source: Mapping[str, Any] | None) -> list[LedgerEntry]:
+def adopted_suggestions(threshold_source: Mapping[str, Any] | None, *, part: str = "threshold_source",
+                        what: str = "splitting threshold", name: str = "threshold T({})") -> list[LedgerEntry]:
     """The ledger entries of the private suggestions a policy adopted, read back from its
-    ``threshold_source`` (``"private: DP p97, ε = 0.1"`` per measure, as :meth:`DPQuantile.source` writes it).
+    ``threshold_source`` (``"private: DP p97, ε = 0.1"`` per measure, as :meth:`DPQuantile.source` writes it
+    with its ε exactly) — or, with ``part``, ``what`` and ``name`` (the label, ``{}`` the parameter), from a
+    mechanism's ``param_source`` (a personalized bound ``hi``, a multi-tier clipping bound ``clip``).
 
     One flat pure-ε entry per adopted threshold, charged to every record: a study report's budget table
     and ledger list what was spent on its public parameters, not only on its releases. A private source
@@ -298,12 +301,12 @@ def adopted_suggestions(threshold_source: Mapping[str, Any] | None) -> list[Ledg
             continue
         m = _SOURCE_EPSILON.search(text)
         if m is None:
-            raise ParameterError(f"threshold_source.{column} ({text!r}) is private but names no ε.",
+            raise ParameterError(f"{part}.{column} ({text!r}) is private but names no ε.",
                                  hint="Write it as 'private: DP p97, ε = 0.1' (prdp suggest thresholds does).")
         eps = check_epsilon(m.group("eps"))
-        out.append(LedgerEntry(label=f"Private threshold T({column}) ({text[len('private:'):].strip()})",
+        out.append(LedgerEntry(label=f"Private {name.format(column)} ({text[len('private:'):].strip()})",
                                mechanism="dp_quantile", loss=FlatLoss(eps, "eps"),
-                               params={"what": "splitting threshold", "column": str(column), "source": text}))
+                               params={"what": what, "column": str(column), "source": text}))
     return out
 
 

@@ -75,12 +75,17 @@ def _rho_of(value: float, measure: str) -> float:
 
 
 def adopted_entries(run: StudyRun) -> list[LedgerEntry]:
-    """The ledger entries of the private suggestions the study's policy adopted (its ``threshold_source``
-    ``private: …``; :func:`prdp_core.dp_quantile.adopted_suggestions`): charged when they were drawn, listed
-    with the run's releases in its budget table and ledger."""
+    """The ledger entries of the private suggestions the study adopted — its policy's ``threshold_source`` and
+    each mechanism's ``param_source`` (``private: …``; :func:`prdp_core.dp_quantile.adopted_suggestions`):
+    charged when they were drawn, listed with the run's releases in its budget table and ledger."""
     from .dp_quantile import adopted_suggestions
 
-    return adopted_suggestions(run.study.policy.get("threshold_source"))
+    out = adopted_suggestions(run.study.policy.get("threshold_source"))
+    for i, m in enumerate(run.study.mechanisms):
+        out += adopted_suggestions(m.get("param_source"), part=f"mechanisms[{i}].param_source",
+                                   what=f"{m['kind']} parameter",
+                                   name=f"{m['kind']} parameter {{}}")
+    return out
 
 
 def charged_ledger(run: StudyRun) -> Ledger:

@@ -175,3 +175,32 @@ def test_a_private_source_without_its_cost_is_refused():
     assert entry.loss.supremum() == pytest.approx(0.1)
     with pytest.raises(ParameterError, match="names no ε"):
         adopted_suggestions({"EMP": "private: by hand"})
+
+
+def test_adopted_suggestions_are_charged_exactly_thresholds_and_mechanism_bounds():
+    """What a study report lists as spent on its public parameters is what was drawn: ε split over three
+    measures (0.25/3 each) reads back exactly from the sources, and a mechanism's private bound
+    (``param_source``) is charged beside the thresholds."""
+    from prdp_core.dp_quantile import CandidateGrid, adopted_suggestions, dp_percentile_thresholds
+    from prdp_core.study_tables import adopted_entries
+
+    df = pd.DataFrame({c: np.arange(1.0, 201.0) for c in ("A", "B", "C")})
+    grids = {c: CandidateGrid(1.0, 1000.0, size=50) for c in df.columns}
+    sug = dp_percentile_thresholds(df, list(df.columns), 90, grids=grids, epsilon=0.25, seed=3)
+    charged = adopted_suggestions(sug.sources)
+    assert sum(e.loss.supremum() for e in charged) == pytest.approx(0.25, rel=1e-12)
+    assert all(e.loss.supremum() >= 0.25 / 3 for e in charged)  # never read back below what was spent
+
+    from types import SimpleNamespace
+
+    from prdp_core.config import parse_config
+
+    text = STUDY.format(mode="teaching").replace(
+        "U: 1.0e+10}\n", "U: 1.0e+10}\n  specification: {tiers: {}}\n  tiers: {public: 0.5, agency: 4}\n").replace(
+        "  - {kind: prdp, query: sum, column: EMP}",
+        "  - {kind: personalized, query: {kind: sum, column: EMP, hi: 2000}, param_source: {hi: 'private: DP p99, "
+        "ε = 0.2'}}")
+    run = SimpleNamespace(study=parse_config(text))  # the adopted suggestions are read from the study alone
+    entries = adopted_entries(run)
+    assert [e.loss.supremum() for e in entries] == pytest.approx([0.25, 0.2])
+    assert entries[1].label.startswith("Private personalized parameter hi")
