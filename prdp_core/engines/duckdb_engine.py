@@ -140,24 +140,41 @@ def default_options() -> EngineOptions:
                          threads=int(threads) if threads else None)
 
 
-def spill_folder() -> str:
-    """The default folder DuckDB spills records to: ``prdp-duckdb-<uid>`` under the system's temporary
-    folder, created 0700. The temporary folder is shared by every user of the machine, so one that
-    exists must be a folder of this user (not a symbolic link, not someone else's planted folder), and
-    is tightened to 0700; else ParameterError (spilled records would be readable by its owner)."""
-    uid = os.getuid() if hasattr(os, "getuid") else None
-    path = Path(tempfile.gettempdir()) / ("prdp-duckdb" if uid is None else f"prdp-duckdb-{uid}")
+def spill_folder(chosen: str | os.PathLike | None = None) -> str:
+    """The folder DuckDB spills records to, private to this user (0700): ``chosen`` (the administrator's
+    ``PRDP_DUCKDB_TEMP_DIR``) created so or tightened, unless it is a shared folder (writable by others, or
+    sticky like ``/tmp``), which is never changed; then — and by default, in the system's temporary folder —
+    ``prdp-duckdb-<uid>`` inside it, which must be a folder of this user (not a symbolic link, not someone
+    else's planted folder). ParameterError otherwise (spilled records would be readable by another user)."""
     try:
-        path.mkdir(mode=DIR_MODE)
-    except FileExistsError:
-        pass
-    info = os.lstat(path)  # checked before anything follows the name: a planted link is never tightened or used
-    if not stat.S_ISDIR(info.st_mode) or (uid is not None and info.st_uid != uid):
-        raise ParameterError(f"The DuckDB engine's temporary folder {path} is a symbolic link, a file or another "
-                             "user's folder: prdp does not spill records there.",
-                             hint="Remove it, or set PRDP_DUCKDB_TEMP_DIR to a folder only you can read.")
-    tighten(path, DIR_MODE)
+        if chosen and not _shared(Path(chosen)):
+            return str(private_dir(chosen))
+        uid = os.getuid() if hasattr(os, "getuid") else None
+        path = Path(chosen or tempfile.gettempdir()) / ("prdp-duckdb" if uid is None else f"prdp-duckdb-{uid}")
+        try:
+            path.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            pass
+        info = os.lstat(path)  # checked before anything follows the name: a planted link is never tightened or used
+        if not stat.S_ISDIR(info.st_mode) or (uid is not None and info.st_uid != uid):
+            raise ParameterError(f"The DuckDB engine's temporary folder {path} is a symbolic link, a file or another "
+                                 "user's folder: prdp does not spill records there.",
+                                 hint="Remove it, or set PRDP_DUCKDB_TEMP_DIR to a folder only you can read.")
+        tighten(path, DIR_MODE)
+    except (StoreError, OSError) as err:
+        text = err.message if isinstance(err, StoreError) else f"{err.strerror or err}."
+        raise ParameterError(f"DuckDB's temporary folder: {text}", hint="Set PRDP_DUCKDB_TEMP_DIR to a folder only "
+                             "this user can read.") from None
     return str(path)
+
+
+def _shared(folder: Path) -> bool:
+    """Whether an existing ``folder`` is shared with other users (writable by them, or sticky like ``/tmp``)."""
+    try:
+        mode = folder.stat().st_mode
+    except OSError:
+        return False
+    return bool(mode & (stat.S_ISVTX | stat.S_IWOTH))
 
 
 def _kind_of_type(t: str) -> ColumnKind:
@@ -204,13 +221,7 @@ class DuckDBEngine(SQLEngine):
         src = source if isinstance(source, Source) else resolve_source(source, base_dir=base_dir)
         opts = options or default_options()
         config: dict[str, Any] = {"memory_limit": opts.memory_limit or DEFAULT_MEMORY_LIMIT}
-        chosen = opts.temp_directory or default_options().temp_directory  # the administrator's folder, if any
-        temp = str(chosen) if chosen else spill_folder()
-        if chosen:
-            try:
-                private_dir(temp)  # spilled rows are the data: the folder is the server user's only (0700)
-            except StoreError as err:
-                raise ParameterError(f"DuckDB's temporary folder: {err.message}", hint=err.hint) from None
+        temp = spill_folder(opts.temp_directory or default_options().temp_directory)  # spilled rows are the data
         config["temp_directory"] = temp
         if opts.threads:
             config["threads"] = int(opts.threads)

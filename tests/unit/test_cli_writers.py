@@ -210,3 +210,22 @@ def test_duckdb_never_spills_into_a_planted_or_open_temporary_folder(tmp_path, m
     os.chmod(shared / f"prdp-duckdb-{os.getuid()}", 0o777)
     assert DuckDBEngine.open(str(tmp_path / "t.parquet")).n_rows() == 2
     assert os.stat(shared / f"prdp-duckdb-{os.getuid()}").st_mode & 0o777 == 0o700  # tightened
+
+
+def test_a_shared_folder_named_by_the_administrator_is_never_changed(tmp_path, monkeypatch):
+    """PRDP_DUCKDB_TEMP_DIR=/tmp must not take /tmp's sticky, world-writable mode away (as root it could):
+    the records spill into a private folder inside it instead."""
+    import os
+
+    import pandas as pd
+
+    from prdp_core.engines.duckdb_engine import DuckDBEngine
+
+    shared = tmp_path / "shared-tmp"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    monkeypatch.setenv("PRDP_DUCKDB_TEMP_DIR", str(shared))
+    pd.DataFrame({"v": [1.0, 2.0]}).to_parquet(tmp_path / "t.parquet")
+    assert DuckDBEngine.open(str(tmp_path / "t.parquet")).n_rows() == 2
+    assert os.stat(shared).st_mode & 0o7777 == 0o1777  # unchanged
+    assert os.stat(shared / f"prdp-duckdb-{os.getuid()}").st_mode & 0o777 == 0o700
