@@ -88,7 +88,8 @@ def _release(partition_delta_key: str) -> None:
         rel = state.release("run", partial(release, state.dataset(), pol, rng=rng, reveal=True,
                                            seed=None if secure else seed,
                                            partition_delta=float(ss.get(partition_delta_key, 1e-6)), stats_=stats,
-                                           secure=secure, allow_data_derived=state.teaching()))
+                                           secure=secure, allow_data_derived=state.teaching()),
+                            keep=pol is ss["policy"])  # only a release of every query is the study's release
     except PrdpError as err:
         fail(err)
         return

@@ -286,7 +286,8 @@ def release(part: str, make: Callable[[], T], *, label: str | None = None, add: 
     noise, its ledger entries are recorded before it is returned (a refusal records nothing). A release on the
     session's data (not on generated records, ``data``) is kept, under ``label``, as the part's last recorded
     release — or added to the part's releases of the same click (``add``) — which the Study page's report renders
-    (:func:`recorded`); ``keep=False`` for what is not a release of a study's mechanism (a comparison table)."""
+    (:func:`recorded`); ``keep=False`` for what is not a release of a study's mechanism (a comparison table, a
+    Run-page release of some of the queries)."""
     out = recorder(sample, data).release(make, label=label or part, entries=entries)
     if data is None and keep:
         from .study_report import part_settings

@@ -109,6 +109,22 @@ def test_releasing_chosen_queries_only(page):
     assert len(at.session_state["ledger"]) == 1
 
 
+
+def test_a_release_of_some_queries_is_charged_but_not_the_studys_release(page):
+    """The Study report renders the study's releases: a Run-page release of one query of the workload is charged
+    to the ledger but is not kept as the study's unit-splitting release (its YAML lists every query)."""
+    at = page
+    at.multiselect(key="run_queries").set_value([0])
+    at.run()
+    at = _run(at)
+    assert len(at.session_state["ledger"]) == 1
+    assert "run" not in (at.session_state.get("recorded_releases") or {})
+    at.multiselect(key="run_queries").set_value(list(range(len(at.session_state["policy"].workload.queries))))
+    at.run()
+    at = _run(at)
+    assert len(at.session_state["ledger"]) == 2 and "run" in at.session_state["recorded_releases"]
+
+
 def test_release_of_an_edited_policy_is_flagged_and_charted_at_its_own_base():
     """After the policy is edited, the last release is labelled as made with the earlier policy, and its
     loss chart keeps the base loss of the policy actually released (not the edited one)."""
