@@ -7,7 +7,7 @@ so they are never published as if they were public.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 
 import numpy as np
@@ -16,6 +16,7 @@ import pandas as pd
 from ...accounting import LedgerEntry, RecordLoss
 from ...errors import PolicyError
 from ...noise_source import Noise, resolve
+from ...provenance import mark_sources
 from ...release import Release
 from ...secure import SecureSampler
 from .defaults import DESIGN_DEFAULTS
@@ -151,9 +152,4 @@ def flag_design_defaults(rel: Release, names: Iterable[str]) -> Release:
     """The release with its params (and its ledger entries' params) stating which query parameters
     (``hi``, ``cutoff``) are design defaults computed from the confidential data, so they are never
     published as if they were public."""
-    names = [n for n in names if n in DESIGN_DEFAULT_PARAMS]
-    if not names:
-        return rel
-    extra = {f"{n}_source": DESIGN_DEFAULTS[n].note() for n in names}
-    entries = tuple(replace(e, params={**e.params, **extra}) for e in rel.entries)
-    return replace(rel, params={**rel.params, **extra}, entries=entries)
+    return mark_sources(rel, {n: DESIGN_DEFAULTS[n].note() for n in names if n in DESIGN_DEFAULT_PARAMS})
