@@ -55,7 +55,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..errors import AccessError, StoreError
-from ..private_files import DIR_MODE, FILE_MODE, tighten
+from ..private_files import DIR_MODE, FILE_MODE, private_dir, tighten
 from .ledgers import LedgerStore, dialect_insert, jsonable
 from .store import BoardStore, canonical_json
 
@@ -405,8 +405,11 @@ class SessionStore:
         """Store an uploaded table's bytes once per content; returns their SHA-256. A table new to the server
         starts the retention rule (never deleting this one)."""
         try:
-            self.upload_dir.mkdir(mode=DIR_MODE, parents=True, exist_ok=True)
-            tighten(self.upload_dir, DIR_MODE)
+            private_dir(self.upload_dir)  # 0700, or tightened to it
+        except StoreError as err:
+            raise StoreError(f"Cannot keep the uploaded table: {err.message}",
+                             hint="Make the uploads folder writable (PRDP_UPLOAD_DIR).") from None
+        try:
             digest, size, tmp = self._write_temp(data)
         except OSError as err:
             raise StoreError(f"Cannot keep the uploaded table in {self.upload_dir}: {err.strerror or err}.",
