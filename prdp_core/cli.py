@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import IO, Any, Sequence
 
 from .errors import ConfigError, DataError, OutputError, ParameterError, PrdpError, ResourceLimitError, SchemaError
-from .terminal import escape, safe
+from .terminal import SafeStream, escape, safe
 
 EXIT_OK = 0
 EXIT_INTERNAL = 1
@@ -79,7 +79,7 @@ class TextProgress:
 
     def __init__(self, stream: IO[str] | None = None, width: int = 24, enabled: bool = True) -> None:
         stream = stream if stream is not None else sys.stderr
-        self.stream: IO[str] = getattr(stream, "raw", stream)
+        self.stream: IO[str] = stream.raw if isinstance(stream, SafeStream) else stream
         self.width = width
         self.enabled = enabled
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
