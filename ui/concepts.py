@@ -117,10 +117,10 @@ def _data(params: dict[str, Any], ds: Dataset, rng: np.random.Generator) -> gran
                                             heavy_share=float(params["hl_heavy"]), rng=rng)
 
 
-@st.cache_data(show_spinner="Running both histograms…", max_entries=8, scope="session")
 def run_lab(token: str, params_items: tuple[tuple[str, Any], ...], seed: int, teaching: bool,
             _ds: Dataset) -> LabResult:
-    """Run the heavy-hitter and the standard histogram (cached by dataset token, parameters, seed, mode)."""
+    """Run the heavy-hitter and the standard histogram: a release, drawn afresh on every click (never served from a
+    cache) and recorded by the caller; its result is kept in the session to be shown."""
     params = dict(params_items)
     if params["hl_source"] == "dataset":
         memory.guard("histogram", rows=_ds.n, columns=len(params["hl_columns"]) + 64)
