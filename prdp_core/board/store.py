@@ -51,10 +51,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
 from ..errors import AccessError, PrdpError, StoreError
 from ..private_files import private_sqlite
+from .sqlite_setup import SQLITE_BUSY_SECONDS, sqlite_setup
 
 #: Layout this build writes and reads; older databases are migrated when opened.
 SCHEMA_VERSION = 5
@@ -66,8 +67,6 @@ MAX_RATIONALE = 300
 MAX_CONFIG_JSON = 1_000_000
 MAX_SUMMARY_JSON = 2_000_000
 
-#: Seconds a SQLite writer waits for the lock before giving up.
-SQLITE_BUSY_SECONDS = 60
 #: Key of PostgreSQL's advisory lock taken while migrating.
 _PG_MIGRATION_LOCK = 0x70726470  # "prdp"
 
@@ -293,23 +292,6 @@ def _clean_text(value: Any, what: str, limit: int, *, required: bool) -> str:
 # ---------------------------------------------------------------------------
 
 
-def _sqlite_setup(engine: Engine) -> None:
-    """WAL, a busy timeout and BEGIN IMMEDIATE: writers queue for the lock instead of failing."""
-
-    @sa.event.listens_for(engine, "connect")
-    def _connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None  # transactions are begun below, not by the driver
-        cur = dbapi_conn.cursor()
-        cur.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_SECONDS * 1000}")
-        cur.execute("PRAGMA journal_mode = WAL")
-        cur.execute("PRAGMA synchronous = NORMAL")
-        cur.close()
-
-    @sa.event.listens_for(engine, "begin")
-    def _begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
-
-
 def redact(url: str | sa.URL) -> str:
     """A database URL without its password, for messages and the UI."""
     try:
@@ -360,7 +342,7 @@ class BoardStore:
                              hint="PostgreSQL needs the psycopg driver (pip install 'prdp-explorer[postgres]') "
                                   "and a URL starting postgresql+psycopg://.") from None
         if u.get_backend_name() == "sqlite":
-            _sqlite_setup(self.engine)
+            sqlite_setup(self.engine)
         with self._tx() as conn:
             if self.engine.dialect.name == "postgresql":
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_MIGRATION_LOCK})

@@ -208,6 +208,32 @@ def test_facilitator_pins_sets_clears_and_archives(board_url):
                                                                            ("Workshop board", False, 2)]
 
 
+def test_opening_a_new_sqlite_board_waits_for_a_writer_in_rollback_mode(tmp_path):
+    """While another connection writes to a file still in rollback mode, SQLite refuses the switch to WAL at once
+    (no busy wait): opening the board must wait for that writer instead of failing (a room opening a new board)."""
+    import sqlite3
+    import threading
+
+    db = tmp_path / "board.sqlite"
+    other = sqlite3.connect(db, isolation_level=None, check_same_thread=False)
+    other.execute("CREATE TABLE other_app (a)")
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("INSERT INTO other_app VALUES (1)")
+    release = threading.Timer(0.5, lambda: other.execute("COMMIT"))
+    release.start()
+    try:
+        t0 = time.monotonic()
+        s = BoardStore(f"sqlite:///{db}")
+        assert 0.4 < time.monotonic() - t0 < 30
+        assert s.version() == S.SCHEMA_VERSION
+        with s.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        s.dispose()
+    finally:
+        release.join()
+        other.close()
+
+
 @pytest.mark.parametrize("url, message", [("not a url", "not an SQLAlchemy URL"),
                                           ("sqlite://", "SQLite file"), ("sqlite:///:memory:", "SQLite file"),
                                           ("nosuchdb://x/y", "Cannot use the board database"),
