@@ -64,6 +64,9 @@ else:
               on_click=ub.on_submit)
     st.caption(f"Submitted on your active dataset, **{md_escape(state.dataset().name)}**. Submitting the same policy "
                "again under the same name adds nothing.")
+    if review:
+        st.info("Review mode: a submission carries no error figures — they come from seeded runs of the mechanism on "
+                "the records, a simulation made in teaching mode only.")
 
 # --- the board --------------------------------------------------------------------------------
 st.subheader(f"The board ({len(entries)} polic{'y' if len(entries) == 1 else 'ies'})")

@@ -89,3 +89,11 @@ class AccessError(PrdpError):
     """An action the caller is not allowed to take (another participant's entry, a facilitator action)."""
 
     title = "Not allowed"
+
+
+class SimulationRefused(AccessError):
+    """A teaching simulation (an error estimate computed by drawing a mechanism's noise on the records,
+    :func:`prdp_core.recorder.simulation`) asked for in review mode, where no noise is drawn on the records
+    outside a recorded release."""
+
+    title = "Not in review mode"

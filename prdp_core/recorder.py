@@ -1,6 +1,6 @@
 """The one recording release: noise on confidential data is drawn only inside :meth:`Recorder.release`,
 which records what the mechanism released in a ledger before handing it back (or, when the mechanism
-refuses, records nothing and lets the refusal through).
+refuses, records nothing and lets the refusal through) — or inside a declared teaching simulation.
 
 Every route that releases on confidential data — the app's pages, the study runner behind ``prdp run``
 and the report — calls a mechanism through a :class:`Recorder`; outputs (the report, the results CSVs,
@@ -9,10 +9,24 @@ board entries) render releases recorded this way and never call a mechanism them
 While a recorder runs a mechanism, :func:`recording` gives the recorder and the release's label (a context
 variable, so each thread and each Streamlit run has its own). Draws on public or generated data — the
 Trade-offs page's Monte Carlo on synthetic records, sample generation, the sample of a large table a
-page works on — are not noise on confidential data and run outside any recorder; the test that wraps
-every sampler (``tests/unit/test_recorder.py``) tells the two apart by the noise source: every draw
-from the generator or exact sampler of a :class:`~prdp_core.noise_source.Noise` (the noise handed to a
-mechanism) must happen while :func:`recording` names a recorder of the session's ledger.
+page works on — are not noise on confidential data and run outside any recorder.
+
+**Teaching simulations.** An accuracy simulation — a mechanism run many times on the records to estimate
+its error against the true answers (the board's median relative error, the Personalized DP page's
+comparison of mechanisms and its oracle threshold curve) — is never a release: its answers are not shown,
+only an error figure, and that figure is a statistic of the records, shown in teaching mode only. Such a
+route runs inside :func:`simulation`, which declares it (:func:`simulating` names it) and refuses with
+:class:`~prdp_core.errors.SimulationRefused` when the mode is not teaching: in review mode no noise is
+drawn on the records outside a recorded release, and the route shows what follows from the public policy
+instead. A simulation's runs may go through a recorder of their own throwaway ledger (the study runner
+always records); they are part of the simulation, not releases. A simulation on the records draws from a
+:class:`~prdp_core.noise_source.Noise`'s generator, as a release does, so that the test below sees it.
+
+The test that wraps every sampler (``tests/samplers.py``, used by ``tests/unit/test_recorder.py`` and
+``tests/app/test_recorder_pages.py``) tells these apart by the noise source: every draw from the generator
+or exact sampler of a :class:`~prdp_core.noise_source.Noise` (the noise handed to a mechanism) must happen
+inside a declared simulation (teaching mode only) or while :func:`recording` names a recorder of the
+session's ledger.
 """
 
 from __future__ import annotations
@@ -22,12 +36,15 @@ from contextvars import ContextVar
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 from .accounting import Ledger, LedgerEntry
+from .errors import SimulationRefused
 from .release import Release
 
 T = TypeVar("T")
 
 #: The recorder making a release in this context and the release's label, or None outside every recorder.
 _RECORDING: ContextVar[tuple[Recorder, str] | None] = ContextVar("prdp_recording", default=None)
+#: The label of the teaching simulation running in this context, or None outside every simulation.
+_SIMULATING: ContextVar[str | None] = ContextVar("prdp_simulating", default=None)
 
 
 def recording() -> tuple[Recorder, str] | None:
@@ -43,6 +60,32 @@ def _inside(recorder: Recorder, label: str) -> Iterator[None]:
         yield
     finally:
         _RECORDING.reset(token)
+
+
+def simulating() -> str | None:
+    """The label of the teaching simulation running in this context (the innermost one), or None."""
+    return _SIMULATING.get()
+
+
+@contextmanager
+def simulation(label: str, *, teaching: bool) -> Iterator[None]:
+    """Declare a teaching simulation: under it a mechanism's noise may be drawn on the records because the
+    result is an error estimate shown in teaching mode only, never a release (nothing is recorded).
+
+    ``label`` names the simulation (in messages, and for :func:`simulating`); ``teaching`` is the mode of the
+    session or command asking for it. In review mode (``teaching`` False) it raises
+    :class:`~prdp_core.errors.SimulationRefused` before anything is drawn. Simulations nest (the innermost
+    label is the one :func:`simulating` gives) and the declaration ends with the block, also on an error."""
+    if not teaching:
+        raise SimulationRefused(f"{label}: this error estimate runs the mechanism on the records, which review "
+                                "mode does not do outside a recorded release.",
+                                hint="Switch to teaching mode to see it; review mode shows what follows from the "
+                                     "public policy only.")
+    token = _SIMULATING.set(label)
+    try:
+        yield
+    finally:
+        _SIMULATING.reset(token)
 
 
 def entries_of(result: Any) -> tuple[LedgerEntry, ...]:
@@ -81,4 +124,4 @@ class Recorder:
         return out
 
 
-__all__ = ["Recorder", "entries_of", "recording"]
+__all__ = ["Recorder", "entries_of", "recording", "simulating", "simulation"]

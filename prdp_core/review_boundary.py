@@ -317,7 +317,7 @@ def board_entries(run: StudyRun) -> list[Any]:
     out = []
     for i, part in enumerate(summary.policy_parts(run.study)):
         study = summary.restrict(run.study, part)
-        summ = summary.summarise(study, run.dataset)
+        summ = summary.summarise(study, run.dataset, teaching=run.teaching)
         out.append(Entry(id=i + 1, board_id=1, submission_id=f"-{i}", participant="-", name=part, rationale="",
                          kind=summ["kind"], dataset=summ["dataset"], config=study.to_dict(), summary=summ,
                          created_at=time.time()))

@@ -6,6 +6,8 @@ the public candidate range typed with ``--range``, writes a copy of the study wh
 suggestion (``threshold_source``: ``private: …``, so a secure review run may use them) and, with
 ``--ledger NAME``, appends the suggestion's cost to the named ledger that ``prdp run --ledger NAME``
 then adds the releases to. Without ``--ledger`` the cost is printed and must be accounted for by hand.
+The suggestion is drawn as a recorded release (:class:`~prdp_core.recorder.Recorder`): its entry is in
+the command's ledger (and the named one) before the suggestion is used.
 
 Every option is checked before anything is read, drawn, charged or written: ``--epsilon`` (finite,
 > 0, at most :data:`~prdp_core.dp_quantile.MAX_EPSILON`), ``--percentile``, ``--candidates`` and
@@ -136,10 +138,14 @@ def parse_range(text: str, spacing: str, size: int) -> tuple[str, Any]:
 
 def run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """``prdp suggest thresholds``: returns the exit code (errors raised as PrdpError)."""
+    from functools import partial
+
+    from .accounting import Ledger
     from .cli import EXIT_OK
     from .config import load_config, load_data, parse_config
     from .dp_quantile import dp_percentile_thresholds
     from .outputs import check_folder, write_files
+    from .recorder import Recorder
     from .review_boundary import produce
 
     if (args.db or args.ledger_new_data) and not args.ledger:
@@ -169,15 +175,21 @@ def run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
 
         ledger = RunLedger(args.ledger, args.db, study, args.data, new_data=args.ledger_new_data)
     seed = None if args.secure else (study.seed if args.seed is None else args.seed)
-    sug = dp_percentile_thresholds(ds, list(grids), args.percentile, grids=grids, epsilon=args.epsilon,
-                                   secure=args.secure, seed=seed)
+    drawn = Ledger()
+
+    def record(entries: tuple[Any, ...]) -> None:  # in the named ledger before anything else: never left out
+        drawn.extend(entries)
+        if ledger is not None:
+            ledger.append_entries(list(entries), ds, origin=f"prdp suggest thresholds {Path(args.config).name}")
+
+    sug = Recorder(drawn, write=record).release(
+        partial(dp_percentile_thresholds, ds, list(grids), args.percentile, grids=grids, epsilon=args.epsilon,
+                secure=args.secure, seed=seed), label="private suggestion", entries=lambda s: (s.entry,))
     pol["thresholds"] = {**dict(pol.get("thresholds") or {}), **sug.thresholds}
     pol["threshold_source"] = {**dict(pol.get("threshold_source") or {}), **sug.sources}
     new = replace(study, policy=pol)
     text = new.to_yaml()
     parse_config(text)  # the written config reads back
-    if ledger is not None:  # recorded before the file is written: a drawn suggestion is never left out
-        ledger.append_entries([sug.entry], ds, origin=f"prdp suggest thresholds {Path(args.config).name}")
     write_files(folder, {out.name: text.encode("utf-8")}, force=args.force)
     stdout.write(produce("prdp suggest thresholds (terminal)", sug, teaching=study.mode == "teaching", out=str(out))
                  .decode("utf-8"))

@@ -63,7 +63,7 @@ def plant_board(database: Path, host: str, facilitator_key: str) -> None:
                         "workload": {"queries": [{"kind": "count", "group_by": ["STATE"], "rho": 0.5,
                                                   "label": planted(host, "entry-query")}]},
                         "mechanisms": [{"kind": "unit_splitting"}]})
-    summary = S.summarise(cfg, prdp_core.samples.load_dataset("cbp_like", n=3000, seed=1))
+    summary = S.summarise(cfg, prdp_core.samples.load_dataset("cbp_like", n=3000, seed=1), teaching=True)
     store = BoardStore(f"sqlite:///{database}", facilitator_key=facilitator_key)
     try:
         store.archive(key=facilitator_key, title=planted(host, "board-title"))  # the title of the next board

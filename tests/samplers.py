@@ -1,6 +1,7 @@
 """Every sampler wrapped: each draw of the noise handed to a mechanism (the generator of a
 :class:`prdp_core.noise_source.Noise`, or its exact :class:`prdp_core.secure.SecureSampler`) is checked to happen
-inside a recorded release (:func:`prdp_core.recorder.recording`).
+inside a recorded release (:func:`prdp_core.recorder.recording`) or inside a declared teaching simulation
+(:func:`prdp_core.recorder.simulating`; its own throwaway runs included), and counted as one or the other.
 
 Draws on public or generated data (samples, synthetic records, Monte Carlo on synthetic data) come from generators
 that are not a release's noise and are not checked: the rule is about the noise of releases.
@@ -15,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from prdp_core import noise_source, secure
-from prdp_core.recorder import recording
+from prdp_core.recorder import recording, simulating
 
 #: numpy Generator methods a release's noise may draw with.
 GENERATOR_METHODS = ("laplace", "normal", "standard_normal", "exponential", "standard_exponential", "gumbel",
@@ -28,15 +29,23 @@ SECURE_METHODS = ("laplace_answers", "gaussian_answers", "laplace", "gaussian", 
 
 @dataclass
 class Draws:
-    """What the wrapped samplers saw: the ledgers of the recorders the draws happened in, and every draw outside
-    a recorded release (where it came from)."""
+    """What the wrapped samplers saw: the ledgers of the recorders the draws happened in, the draws made inside a
+    teaching simulation (``simulations``, their labels in ``simulated``), and every draw outside both (where it
+    came from)."""
 
     ledgers: set[int] = field(default_factory=set)
     outside: list[str] = field(default_factory=list)
     count: int = 0
+    simulations: int = 0
+    simulated: set[str] = field(default_factory=set)
 
     def check(self, what: str) -> None:
         self.count += 1
+        sim = simulating()
+        if sim is not None:  # a declared simulation, the runs it records in throwaway ledgers included
+            self.simulations += 1
+            self.simulated.add(sim)
+            return
         rec = recording()
         if rec is None:
             stack = [f"{f.filename.split('/work/')[-1]}:{f.lineno} {f.name}" for f in traceback.extract_stack()[:-3]

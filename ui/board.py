@@ -246,13 +246,14 @@ def on_submit() -> None:
     try:
         bs = store()
         study = S.restrict(ustudy.export_study(), ss.get("board_part"))
-        pin = bs.settings()["dataset"]
+        settings = bs.settings()
+        pin = settings["dataset"]
         if pin and not W.matches_pin(study.data.to_dict(), pin):
             raise StoreError(f"The facilitator pinned the workshop dataset ({W.describe_pin(pin)}); your design is on "
                              f"{study.data.describe()}.",
                              hint="Press 'Use the workshop dataset', design your policy on it, then submit.")
-        with st.spinner("Computing the policy's summary…"):
-            summary = S.summarise(study, state.dataset())
+        with st.spinner("Computing the policy's summary…"):  # error figures: teaching simulations, never in review
+            summary = S.summarise(study, state.dataset(), teaching=not review_mode(settings))
         entry, created = bs.submit(participant=participant(), name=ss.get("board_name", ""),
                                    rationale=ss.get("board_rationale", ""), config=study.to_dict(), summary=summary,
                                    kind=summary["kind"], dataset=study.data.describe())

@@ -13,7 +13,9 @@ import streamlit as st
 from prdp_core.data import Dataset
 from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import personalized
+from prdp_core.noise_source import Noise
 from prdp_core.provenance import mark_sources
+from prdp_core.recorder import simulation
 
 from . import memory, private_suggest, state
 from .page_state import PageState
@@ -216,19 +218,23 @@ def mechanism(short: str, t_rule: str = "max", t_custom: float = 0.5,
 
 
 @st.cache_data(show_spinner="Comparing mechanisms on the data…", max_entries=16, scope="session")
-def cached_compare(token: str, skey: tuple, query: personalized.PersonalizedQuery, runs: int, seed: int, _ds: Dataset,
-                   _spec: personalized.PrivacySpec) -> pd.DataFrame:
-    memory.guard("simulation", rows=_ds.n, columns=1)
-    return personalized.compare(_ds.table, _spec, query, runs=runs, rng=np.random.default_rng(seed))
+def cached_compare(token: str, skey: tuple, query: personalized.PersonalizedQuery, runs: int, seed: int,
+                   teaching: bool, _ds: Dataset, _spec: personalized.PrivacySpec) -> pd.DataFrame:
+    """The mechanisms compared on the records: a teaching simulation (SimulationRefused in review mode)."""
+    with simulation("Compare mechanisms", teaching=teaching):
+        memory.guard("simulation", rows=_ds.n, columns=1)
+        return personalized.compare(_ds.table, _spec, query, runs=runs, rng=Noise.teaching(seed).generator())
 
 
 @st.cache_data(show_spinner="Computing the error curve…", max_entries=16, scope="session")
 def cached_curve(token: str, skey: tuple, query: personalized.PersonalizedQuery, ts: tuple[float, ...],
-                 which: Literal["sample", "threshold"],
-                 runs: int, seed: int, _ds: Dataset, _spec: personalized.PrivacySpec) -> pd.DataFrame:
-    memory.guard("simulation", rows=_ds.n, columns=1)
-    return personalized.threshold_curve(_ds.table, _spec, query, list(ts), mechanism=which, runs=runs,
-                             rng=np.random.default_rng(seed))
+                 which: Literal["sample", "threshold"], runs: int, seed: int, teaching: bool, _ds: Dataset,
+                 _spec: personalized.PrivacySpec) -> pd.DataFrame:
+    """The oracle error curve on the records: a teaching simulation (SimulationRefused in review mode)."""
+    with simulation("The oracle threshold curve", teaching=teaching):
+        memory.guard("simulation", rows=_ds.n, columns=1)
+        return personalized.threshold_curve(_ds.table, _spec, query, list(ts), mechanism=which, runs=runs,
+                                            rng=Noise.teaching(seed).generator())
 
 
 @st.cache_data(show_spinner="Running the paper's experiment…", max_entries=8, ttl=state.PUBLIC_CACHE_TTL_S)

@@ -108,6 +108,9 @@ def view_threshold_explorer(v: View) -> None:
         st.info("Review mode hides curves computed on the private data, and this query has no data-free proxy. "
                 "Switch to teaching mode (sidebar) to see the oracle curve.")
     else:
+        if not teaching:
+            st.info("Review mode: the oracle curve, a simulation of the mechanisms on the private data, is offered in "
+                    "teaching mode only.")
         mode = st.radio("Curve computed from", modes, key=f"pdp_mode_{kind}", horizontal=True,
                         format_func={"proxy": "assumed data (safe to tune on)",
                                      "oracle": "the private data (oracle: design only)"}.get)
@@ -140,10 +143,10 @@ def view_threshold_explorer(v: View) -> None:
                            "from public or old data, or use the heuristics max Φ / mean Φ.",
                            icon=":material/warning:")
                 runs = st.number_input("Simulation runs per t (mean, median)", 10, 2000, 50, 10, key="pdp_curve_runs")
-                curves = {"Sample": cached_curve(state.token(), spec_key(), q, ts, "sample", int(runs), seed,
-                                                     ds, spec),
-                          "Threshold": cached_curve(state.token(), spec_key(), q, ts, "threshold", int(runs),
-                                                        seed, ds, spec)}
+                curves = {"Sample": cached_curve(state.token(), spec_key(), q, ts, "sample", int(runs), seed, teaching,
+                                                 ds, spec),
+                          "Threshold": cached_curve(state.token(), spec_key(), q, ts, "threshold", int(runs), seed,
+                                                    teaching, ds, spec)}
                 st.plotly_chart(pch.threshold_curve_figure(curves, markers, unit=unit), key="pdp_curve_oracle")
                 curve = curves["Sample"]
                 best = curve.loc[curve["rmse"].idxmin()]  # type: ignore[call-overload]  # idxmin gives a row label
@@ -175,7 +178,7 @@ def view_compare(v: View) -> None:
             for kind in ("count", "median", "sum"):
                 try:
                     q = query_from_widgets(kind)
-                    df = cached_compare(state.token(), spec_key(), q, int(runs), seed, ds, spec)
+                    df = cached_compare(state.token(), spec_key(), q, int(runs), seed, teaching, ds, spec)
                     unit = "tuples" if kind == "count" else ss["pdp_value"]
                     st.plotly_chart(pch.comparison_figure(df, unit=unit, title=f"RMSE of {q.describe()}"),
                                     key=f"pdp_cmp_{kind}")

@@ -46,7 +46,8 @@ def add_parsers(sub: Any, codes: str, parser_class: type) -> None:
     s = bs.add_parser("submit", help="put a study's policy on the board", epilog=epilog, formatter_class=fmt,
                       description="Compute the board summary of the study's policy on its data and submit it. "
                                   "Submitting the same study again with the same name, rationale and participant "
-                                  "code adds nothing.")
+                                  "code adds nothing. Its error figures (seeded runs of the mechanism on the data) "
+                                  "are computed for a teaching study on a board not set to review mode only.")
     s.add_argument("config", metavar="STUDY.yaml", help="the study config (YAML, docs/config.md)")
     s.add_argument("--name", required=True, help="the policy's name on the board (at most 120 characters)")
     s.add_argument("--rationale", default="", help="one line saying why (at most 300 characters)")
@@ -109,19 +110,21 @@ def _store(url: str | None) -> Any:
     return BoardStore(url or workshop.board_url(), facilitator_key=workshop.facilitator_key())
 
 
-def _submit(args: argparse.Namespace, stdout: IO[str]) -> int:
+def _submit(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     from ..config import load_config, load_data
     from .store import new_participant_code
     from .summary import PARTS, restrict, summarise
 
     study = restrict(load_config(args.config), args.policy)
     store = _store(args.db)
-    pin = store.settings()["dataset"]
+    settings = store.settings()
+    pin = settings["dataset"]
     if pin and not workshop.matches_pin(study.data.to_dict(), pin):
         raise StoreError(f"The facilitator pinned the workshop dataset ({workshop.describe_pin(pin)}); this study "
                          f"reads {study.data.describe()}.", hint="Design the policy on the workshop dataset.")
     ds = load_data(study, args.data)
-    summary = summarise(study, ds)
+    teaching = study.mode == "teaching" and settings.get("mode") != "review"  # the stricter mode, as the app's
+    summary = summarise(study, ds, teaching=teaching)  # error figures: teaching simulations, never in review
     code = args.participant or new_participant_code()
     config = study.to_dict()
     entry, created = store.submit(participant=code, name=args.name, rationale=args.rationale, config=config,
@@ -130,6 +133,9 @@ def _submit(args: argparse.Namespace, stdout: IO[str]) -> int:
     stdout.write(f"{what} #{entry.id} '{entry.name}' ({entry.kind}) on {store.where}\n")
     if not args.participant:
         stdout.write(f"participant code: {code} (type it on the Board page to withdraw this entry)\n")
+    if not teaching:
+        stderr.write("prdp: note: review mode (the study's or the board's): the entry has no error figures, which "
+                     "run the mechanism on the data (a teaching study computes them).\n")
     return EXIT_OK
 
 
@@ -189,7 +195,7 @@ def _export(args: argparse.Namespace, stdout: IO[str]) -> int:
 def run_board(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """``prdp board ACTION``: returns the exit code (errors are raised as PrdpError)."""
     if args.board_command == "submit":
-        return _submit(args, stdout)
+        return _submit(args, stdout, stderr)
     if args.board_command == "list":
         return _list(args, stdout)
     return _export(args, stdout)

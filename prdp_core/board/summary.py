@@ -15,6 +15,13 @@ computes, with prdp_core's own functions, a JSON-ready mapping with two sections
   :data:`CDF_POINTS` steps), and the median relative error of the answers (closed form for
   unit splitting, :data:`ERROR_RUNS` seeded runs of the mechanism otherwise).
 
+The error figures are teaching simulations (:func:`prdp_core.recorder.simulation`): the mechanism is run
+on the records against their true answers, nothing is released. :func:`summarise` computes them only in
+teaching mode (its ``teaching`` keyword: the session's mode in the app, the study's in ``prdp board
+submit``); in review mode the summary has no error figure (``median_rel_error`` None, ``error_method``
+saying why) and the per-record losses of personalized DP and analyst tiers are the public ones (each
+user's Φ, the top tier's ε) instead of a seeded run's delivered loss.
+
 Per-record losses are in the unit of the policy: ρ (zCDP) for unit splitting, ε (pure DP) for
 the others. :func:`board_frame` turns many entries into the board's table, converting each
 loss to ε at the workshop's δ so that kinds can be compared; :func:`pareto_front` marks the
@@ -25,7 +32,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -36,6 +43,7 @@ from ..data import Dataset
 from ..errors import ConfigError
 from ..loss_profile import LossProfile, ecdf, format_loss, owner_losses
 from ..provenance import PART_SOURCES
+from ..recorder import simulation
 
 #: Policy parts of a study config: part → (kind shown on the board, mechanism kind, loss unit).
 PARTS: dict[str, tuple[str, str, str]] = {
@@ -48,6 +56,8 @@ PARTS: dict[str, tuple[str, str, str]] = {
 CDF_POINTS = 300
 #: Seeded runs behind the error of mechanisms without a closed form (every kind but unit splitting).
 ERROR_RUNS = 30
+#: What a review-mode summary says instead of its error figures.
+REVIEW_ERRORS = "not computed in review mode (an error estimate runs the mechanism on the records)"
 #: Layout of a stored summary.
 SUMMARY_VERSION = 1
 _Z95 = 1.959963984540054
@@ -112,8 +122,17 @@ def _sigma_row(query: str, sigma: float | None, sigma_max: float | None = None, 
             "half_width_95": None if top is None else _Z95 * top, "note": note}
 
 
-def _splitting(study: Study, ds: Dataset) -> tuple[dict[str, Any], np.ndarray, dict[str, Any]]:
-    """Unit splitting: P(r) on every record, σ of every query from the thresholds, closed-form errors."""
+#: What a part's summary function gives: its public quantities, each record's loss and the error figures.
+PartSummary = tuple[dict[str, Any], np.ndarray, dict[str, Any]]
+
+
+def _no_errors(why: str) -> dict[str, Any]:
+    return {"median_rel_error": None, "error_method": why, "query_errors": []}
+
+
+def _splitting(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary:
+    """Unit splitting: P(r) on every record, σ of every query from the thresholds, closed-form errors (teaching
+    mode; ``runs`` is not used)."""
     from ..analysis import workload_errors
     from ..preview import preview_policy
 
@@ -137,9 +156,12 @@ def _splitting(study: Study, ds: Dataset) -> tuple[dict[str, Any], np.ndarray, d
     public = {"base_loss": wl.total_rho, "policy": pol.describe(),
               "budgets": f"{wl.flat_rho:.4g}ρ flat + {wl.split_rho:.4g}ρ·m(r)² on split data",
               "queries": queries}
+    if not teaching:
+        return public, prev.records.values, _no_errors(REVIEW_ERRORS)
     m = study.mechanisms[0] if study.mechanisms else {}
-    errs = workload_errors(ds.table, pol, partition_delta=float(m.get("partition_delta", 1e-6)),
-                           rng=np.random.default_rng(study.seed))
+    with simulation("the board's error estimate", teaching=teaching):  # AVG answers: a Monte Carlo of their noise
+        errs = workload_errors(ds.table, pol, partition_delta=float(m.get("partition_delta", 1e-6)),
+                               rng=np.random.default_rng(study.seed))
     per_query = [{"query": q, "median_rel_error": float(g["median_are"].median())}
                  for q, g in errs.groupby("query", sort=False)]
     err = {"median_rel_error": float(errs["median_are"].median()) if len(errs) else None,
@@ -148,13 +170,16 @@ def _splitting(study: Study, ds: Dataset) -> tuple[dict[str, Any], np.ndarray, d
     return public, prev.records.values, err
 
 
-def _seeded_runs(study: Study, ds: Dataset, runs: int) -> tuple[list[Any], dict[str, Any]]:
-    """The study's mechanism run ``runs`` times (seeds study seed + k, teaching mode): the releases
-    of the first run and the median relative error of every answer of every run."""
+def _seeded_runs(study: Study, ds: Dataset, runs: int, teaching: bool) -> tuple[list[Any], dict[str, Any]]:
+    """The study's mechanism run ``runs`` times (seeds study seed + k, teaching mode), as a teaching simulation:
+    the releases of the first run and the median relative error of every answer of every run. In review mode
+    nothing runs (no releases, no error figures)."""
     from ..report import run_study
 
     if not study.mechanisms:
-        return [], {"median_rel_error": None, "error_method": "no mechanism in the study", "query_errors": []}
+        return [], _no_errors("no mechanism in the study")
+    if not teaching:
+        return [], _no_errors(REVIEW_ERRORS)
     base = study.to_dict()
     base["mode"] = "teaching"
     m = base["mechanisms"][0]
@@ -165,7 +190,8 @@ def _seeded_runs(study: Study, ds: Dataset, runs: int) -> tuple[list[Any], dict[
     rel_err: dict[str, list[np.ndarray]] = {}
     for k in range(runs):
         m["seed"] = (study.seed + k) % (MAX_SEED + 1)
-        run = run_study(parse_config(base), dataset=ds)
+        with simulation("the board's error estimate", teaching=teaching):  # each run in a throwaway ledger
+            run = run_study(parse_config(base), dataset=ds)
         if k == 0:
             first = [rel for _, _, rel in run.releases]
         for _, _, rel in run.releases:
@@ -185,7 +211,7 @@ def _seeded_runs(study: Study, ds: Dataset, runs: int) -> tuple[list[Any], dict[
                    "query_errors": per_query}
 
 
-def _budget(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any], np.ndarray, dict[str, Any]]:
+def _budget(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary:
     """Budget function: each record's requirement E(r) (the loss the policy allows it)."""
     E = study.budget_function()
     E.check_columns(ds.table.columns)
@@ -193,19 +219,20 @@ def _budget(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any], np.nd
     public = {"base_loss": E.eps_min, "policy": E.describe(),
               "budgets": f"ε̌ = {E.eps_min:.4g}, ε̂ = {E.eps_max:.4g}, U = {E.U:.4g}, {E.domains().L} domains",
               "queries": []}
-    _, err = _seeded_runs(study, ds, runs)
+    _, err = _seeded_runs(study, ds, runs, teaching)
     return public, values, err
 
 
-def _specification(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any], np.ndarray, dict[str, Any]]:
-    """Personalized DP: the ε each user is delivered by the study's mechanism (Φ without one)."""
+def _specification(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary:
+    """Personalized DP: the ε each user is delivered by the study's mechanism (Φ without one, and in review
+    mode)."""
     spec = study.privacy_spec(ds.table)
     s = study.policy["specification"]
     how = ("generated tiers " + ", ".join(f"{k} = {v:g}" for k, v in s["tiers"].items()) if "tiers" in s
            else f"ε from column '{s['column']}' (default {s['default_eps']:g})")
-    first, err = _seeded_runs(study, ds, runs)
+    first, err = _seeded_runs(study, ds, runs, teaching)
     values = (np.asarray(first[0].loss, dtype=float) if first and first[0].loss is not None
-              else np.asarray(spec.phi_for(ds.table), dtype=float))  # no mechanism: the requested Φ
+              else np.asarray(spec.phi_for(ds.table), dtype=float))  # no run: the requested Φ
     desc = "each user's public ε Φ, no mechanism"
     if study.mechanisms:
         m = study.mechanisms[0]
@@ -217,8 +244,9 @@ def _specification(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any]
     return public, values, err
 
 
-def _tiers(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any], np.ndarray, dict[str, Any]]:
-    """Analyst tiers: every record the query reads pays the top tier's ε (the whole hierarchy)."""
+def _tiers(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary:
+    """Analyst tiers: every record the query reads pays the top tier's ε (the whole hierarchy; without a run —
+    review mode — every record)."""
     from ..mechanisms import multitier as mt
     from ..runs import multitier_filter
 
@@ -240,7 +268,7 @@ def _tiers(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any], np.nda
             for _, r in plan_l.table().iterrows():
                 queries.append(_sigma_row(str(r["tier"]), None, note=f"ε = {r['eps']:g}; local model: per-user "
                                                                       f"variance {float(r['var_multitier']):.4g}"))
-    first, err = _seeded_runs(study, ds, runs)
+    first, err = _seeded_runs(study, ds, runs, teaching)
     values = (np.asarray(first[0].loss, dtype=float) if first and first[0].loss is not None
               else np.full(ds.n, max(t.eps for t in tiers)))
     public = {"base_loss": None, "policy": desc, "budgets": f"top tier ε = {max(t.eps for t in tiers):g}",
@@ -248,22 +276,23 @@ def _tiers(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any], np.nda
     return public, values, err
 
 
-def summarise(study: Study, ds: Dataset, *, runs: int = ERROR_RUNS) -> dict[str, Any]:
+#: Policy part → the function summarising it: (study, dataset, runs, teaching) → public, record losses, errors.
+PART_SUMMARIES: dict[str, Callable[[Study, Dataset, int, bool], PartSummary]] = {
+    "thresholds": _splitting, "budget": _budget, "specification": _specification, "tiers": _tiers}
+
+
+def summarise(study: Study, ds: Dataset, *, teaching: bool, runs: int = ERROR_RUNS) -> dict[str, Any]:
     """The board summary of a one-policy study (see :func:`restrict`) on the dataset ``ds``.
 
-    Raises ConfigError when the study does not fit the data, or another PrdpError of the engine.
-    The ``records`` section is confidential; ``public`` holds only what follows from the policy."""
+    ``teaching``: the mode the summary is made in (the session's, or the study's for ``prdp board submit``);
+    only teaching mode computes the error figures, which are teaching simulations on the records
+    (:func:`prdp_core.recorder.simulation`). Raises ConfigError when the study does not fit the data, or
+    another PrdpError of the engine. The ``records`` section is confidential; ``public`` holds only what
+    follows from the policy."""
     part = part_of(study)
     kind, _, unit = PARTS[part]
     study.check_against(ds)
-    if part == "thresholds":
-        public, values, err = _splitting(study, ds)
-    elif part == "budget":
-        public, values, err = _budget(study, ds, runs)
-    elif part == "specification":
-        public, values, err = _specification(study, ds, runs)
-    else:
-        public, values, err = _tiers(study, ds, runs)
+    public, values, err = PART_SUMMARIES[part](study, ds, runs, teaching)
     prof = LossProfile(values, unit, base=public["base_loss"])  # type: ignore[arg-type]
     records: dict[str, Any] = {"base": prof.base_loss, "share_above_base": prof.share_above(),
                                "p50": float(np.median(values)) if values.size else None,
@@ -436,7 +465,6 @@ def measures_of(policies: Mapping[str, Any]) -> list[str]:
     return [m for m in first if all(m in s for s in sets)]
 
 
-__all__ = ["CDF_POINTS", "ERROR_RUNS", "PARTS", "RECORD_COLUMNS", "board_frame", "cdf_series", "convert_cdf",
-           "eps_at", "measures_of", "pareto_front", "part_of", "policy_parts", "query_table", "restrict",
-           "splitting_policies",
-           "summarise", "tradeoff_points"]
+__all__ = ["CDF_POINTS", "ERROR_RUNS", "PARTS", "PART_SUMMARIES", "RECORD_COLUMNS", "REVIEW_ERRORS", "board_frame",
+           "cdf_series", "convert_cdf", "eps_at", "measures_of", "pareto_front", "part_of", "policy_parts",
+           "query_table", "restrict", "splitting_policies", "summarise", "tradeoff_points"]

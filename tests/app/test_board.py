@@ -78,7 +78,7 @@ def _other_entry(workshop: Path, name: str, thresholds: dict, token: str = "some
                                                   "rho": 0.5}]},
                         "mechanisms": [{"kind": "unit_splitting"}]})
     ds = prdp_core.samples.load_dataset("cbp_like", n=4000, seed=1)
-    summ = S.summarise(cfg, ds)
+    summ = S.summarise(cfg, ds, teaching=True)
     e, _ = _store(workshop).submit(participant=token, name=name, config=cfg.to_dict(), summary=summ,
                                    kind=summ["kind"], dataset=cfg.data.describe())
     return e.id

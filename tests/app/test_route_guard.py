@@ -60,7 +60,7 @@ def _store(tmp_path: Path) -> BoardStore:
 def _entry(tmp_path: Path, data: dict) -> int:
     """Someone else's board entry whose design is on ``data`` (its summary computed on a small sample)."""
     cfg = parse_config(_design(data))
-    summ = BS.summarise(cfg, prdp_core.samples.load_dataset("cbp_like", n=2000, seed=1))
+    summ = BS.summarise(cfg, prdp_core.samples.load_dataset("cbp_like", n=2000, seed=1), teaching=True)
     e, _ = _store(tmp_path).submit(participant="someone-else", name="Theirs", config=cfg.to_dict(), summary=summ,
                                    kind=summ["kind"], dataset=cfg.data.describe())
     return e.id

@@ -71,7 +71,7 @@ def cbp():
 
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_every_policy_kind_has_a_summary(kind, cbp):
-    s = B.summarise(parse_config(KINDS[kind]), cbp, runs=5)
+    s = B.summarise(parse_config(KINDS[kind]), cbp, teaching=True, runs=5)
     assert s["kind"] == kind and set(s) == {"version", "kind", "part", "unit", "dataset", "public", "records"}
     assert set(s["public"]) == {"base_loss", "policy", "budgets", "queries"}
     rec = s["records"]
@@ -85,7 +85,7 @@ def test_every_policy_kind_has_a_summary(kind, cbp):
 
 def test_unit_splitting_summary_matches_the_engine(cbp):
     study = parse_config(SPLIT)
-    s = B.summarise(study, cbp)
+    s = B.summarise(study, cbp, teaching=True)
     pol = study.splitting_policy(cbp.table)
     prev = preview_policy(cbp, pol)
     v = prev.records.values
@@ -107,10 +107,33 @@ def test_per_group_thresholds_give_a_sigma_range(cbp):
     d["policy"] = {"thresholds": {"group_column": "STATE",
                                   "rows": {"*": {"EMP": 100, "PAYANN": 1e4, "PAYQTR1": 2500},
                                            "CA": {"EMP": 400, "PAYANN": 1e4, "PAYQTR1": 2500}}}}
-    s = B.summarise(parse_config(d), cbp)
+    s = B.summarise(parse_config(d), cbp, teaching=True)
     q = s["public"]["queries"][1]
     assert (q["sigma"], q["sigma_max"]) == pytest.approx((100.0, 400.0))
     assert "σ 100–400" in B.board_frame([_entry(1, "g", s, d)], review=True, delta=1e-6)["σ per query"][0]
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_review_summary_runs_no_simulation_and_a_teaching_one_draws_only_inside_one(kind, cbp, monkeypatch):
+    """The error figures are teaching simulations: in review mode none runs (no draw at all), the summary says why
+    and the per-record losses are the public ones; in teaching mode every draw is inside the declared simulation."""
+    from tests.samplers import watch
+
+    study = parse_config(KINDS[kind])
+    draws = watch(monkeypatch)
+    rev = B.summarise(study, cbp, teaching=False, runs=3)
+    assert draws.count == 0
+    rec = rev["records"]
+    assert (rec["median_rel_error"], rec["error_method"], rec["query_errors"]) == (None, B.REVIEW_ERRORS, [])
+    if kind == "personalized DP":  # each user's public Φ, not a run's delivered ε
+        phi = study.privacy_spec(cbp.table).phi_for(cbp.table)
+        assert rec["p99"] == pytest.approx(np.quantile(phi, 0.99)) and rec["max"] == pytest.approx(phi.max())
+    if kind == "analyst tiers":  # every record pays the top tier's ε
+        assert rec["p50"] == rec["max"] == 4
+    teach = B.summarise(study, cbp, teaching=True, runs=3)
+    assert teach["public"] == rev["public"] and teach["records"]["median_rel_error"] is not None
+    assert not draws.outside and not draws.ledgers and draws.simulated == ({"the board's error estimate"}
+                                                                           if kind != "unit splitting" else set())
 
 
 def test_restrict_keeps_one_policy_and_its_mechanism():
@@ -144,7 +167,7 @@ def test_no_data_value_reaches_the_board(kind, tmp_path):
     study = load_config(path)
     ds = load_data(study)
     assert (ds.table["EMP"] == PLANTED).sum() == 1
-    summary = B.summarise(study, ds, runs=3)
+    summary = B.summarise(study, ds, teaching=True, runs=3)
     store = BoardStore(f"sqlite:///{tmp_path}/board.sqlite")
     store.submit(participant="p", name="n", config=study.to_dict(), summary=summary, kind=summary["kind"],
                  dataset=study.data.describe())
@@ -173,7 +196,8 @@ def _entry(i, name, summary, config, rationale=""):
 def entries(cbp):
     out = []
     for i, (kind, cfg) in enumerate(KINDS.items(), start=1):
-        out.append(_entry(i, f"{kind} policy", B.summarise(parse_config(cfg), cbp, runs=3), cfg, rationale="why"))
+        summ = B.summarise(parse_config(cfg), cbp, teaching=True, runs=3)
+        out.append(_entry(i, f"{kind} policy", summ, cfg, rationale="why"))
     return out
 
 
