@@ -346,8 +346,7 @@ def _foreign_choice(text: str) -> None:
 
 def _restore_design(sessions: SessionStore, saved: SavedSession) -> list[str]:
     """Make the stored data source active and import the stored study config; the import's notes."""
-    from . import board
-    from . import study as ustudy
+    from . import board, study_import
 
     src = dict(saved.source or {})
     if saved.config is None:
@@ -379,7 +378,7 @@ def _restore_design(sessions: SessionStore, saved: SavedSession) -> list[str]:
         if restorer is None:
             raise DataError(f"this server cannot reopen a data source of kind '{kind}'.")
         data_bytes, data_name = restorer(src, sessions)
-    return notes + ustudy.import_state(saved.config, data_bytes=data_bytes, data_name=data_name)
+    return notes + study_import.import_state(saved.config, data_bytes=data_bytes, data_name=data_name)
 
 
 # ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ _RECORD_PARTS = ("personalized", "multitier", "granular")
 def snippet_code(part: str, pol: Any = None, owner_method: str = "lemma4") -> str:
     """The code of ``part`` (a key of :data:`prdp_core.snippets.PARTS`) for the page's current settings;
     ``pol`` is the unit-splitting policy the page shows (policy, run and trade-off parts)."""
-    from .study import SNIPPET_PAGES, page_study
+    from .study_export import SNIPPET_PAGES, page_study
 
     try:
         study = page_study(part, pol)
