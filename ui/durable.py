@@ -6,7 +6,7 @@ server restart or a reconnect.
 its first run and kept on every page. A new Streamlit session whose URL carries a key the store
 knows restores that session on its first run (:func:`start`): the privacy ledger first — every
 earlier release, whatever else fails —, then the data source and, through the Study import
-(:func:`ui.study.import_state`), the policy and every page's settings. Links for sharing a design
+(:func:`ui.study_import.import_state`), the policy and every page's settings. Links for sharing a design
 never carry the key (:func:`ui.links.share_url`).
 
 **The browser.** A key opens its session only in the browser that created it. Each browser holds a

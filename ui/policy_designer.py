@@ -505,7 +505,7 @@ def losses_by_group_panel(ds: Dataset, pol: SplittingPolicy, owner_bound: str, o
 
 
 #: The page's session state (:class:`ui.page_state.PageState`); the thresholds ``thr_<measure>`` and the policy
-#: itself (``policy``) are exported as the study's policy section by :mod:`ui.study`.
+#: itself (``policy``) are exported as the study's policy section by :mod:`ui.study_export`.
 STATE = PageState(
     page="policy_designer",
     settings=("policy_owner_bound", "policy_logx", "policy_view", "policy_fn_measure", "policy_fn_marks",

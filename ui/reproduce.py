@@ -1,5 +1,5 @@
 """The "Reproduce in Python" code of every page: the page's part of the study config
-(:func:`ui.study.page_study`) written by the one generator, :func:`prdp_core.snippets.snippet`, through the
+(:func:`ui.study_export.page_study`) written by the one generator, :func:`prdp_core.snippets.snippet`, through the
 review boundary (:func:`prdp_core.review_boundary.produce`)."""
 
 from __future__ import annotations
