@@ -10,9 +10,8 @@ from streamlit.delta_generator import DeltaGenerator
 from prdp_core import report as R
 from prdp_core.errors import PrdpError
 from prdp_core.review_boundary import produce
-from ui import ledger_view, review, state
+from ui import ledger_view, review, state, study_export, study_import
 from ui import memory as umem
-from ui import study as ustudy
 from ui import study_report as ustudy_report
 from ui.common import code_expander, confidential, download_button, learn, md_escape, show_error
 
@@ -38,7 +37,7 @@ tab_export, tab_import, tab_report = st.tabs([":material/download: Export the st
 study = None
 yaml_text = ""
 try:
-    study = ustudy.export_study()
+    study = study_export.export_study()
     yaml_text = produce("study config (YAML)", study, teaching=state.teaching()).decode("utf-8")
 except PrdpError as err:
     with tab_export:
@@ -50,7 +49,7 @@ with tab_export:
         st.markdown(f"**Data:** {md_escape(study.data.describe())}  \n**Mode:** {study.mode}, seed {study.seed}  \n"
                     f"**Policy parts:** {', '.join(study.policy) or 'none yet'}  \n"
                     f"**Mechanisms:** {', '.join(kinds) or 'none yet (visit the Policy designer first)'}")
-        for note in ustudy.export_notes():
+        for note in study_export.export_notes():
             st.warning(md_escape(note))
         if study.data.path is not None and study.data.engine != "memory":
             st.caption(f":material/database: The config reads **{md_escape(study.data.path)}** of the server's data "
@@ -75,10 +74,10 @@ with tab_import:
     c1.file_uploader("Study config (YAML)", type=["yaml", "yml"], key="study_upload")
     c2.file_uploader("Its data file (only for a study that reads a file)", key="study_data_upload",
                      help="CSV, TSV, Parquet or Excel, as on the Data page.")
-    st.button("Load this study", key="study_load", type="primary", on_click=ustudy.on_import, args=("upload",))
+    st.button("Load this study", key="study_load", type="primary", on_click=study_import.on_import, args=("upload",))
     with st.expander("… or paste a config", icon=":material/content_paste:"):
         st.text_area("Study config (YAML)", key="study_paste", height=220)
-        st.button("Load the pasted config", key="study_load_paste", on_click=ustudy.on_import, args=("paste",))
+        st.button("Load the pasted config", key="study_load_paste", on_click=study_import.on_import, args=("paste",))
     msg = ss.get("study_msg")
     if msg:
         (st.error if msg["kind"] == "error" else st.success)(msg["text"])

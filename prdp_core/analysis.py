@@ -300,7 +300,7 @@ def _avg_errors(table: Any, s: QueryStats, keep: np.ndarray, sig: np.ndarray, ga
     raw_total = _raw_totals(table, s)[keep]
     cnt = s.count[keep].astype(float)
     true_avg = raw_total / cnt
-    tot = s.total[keep]  # type: ignore[index]
+    tot = s.total[keep]  # type: ignore[index]  # an avg query's statistics hold its total
     sig_c = 1.0 / math.sqrt(2.0 * q.rho_count)
     g = rng if rng is not None else np.random.default_rng(0)
     are = monte_carlo_are(lambda z1, z2: (tot + sig * z1) / np.maximum(cnt + sig_c * z2, 1.0), true_avg,

@@ -133,7 +133,7 @@ def solve_budget(table: Any, policy: SplittingPolicy, *, target: float, gamma: f
         z = _goal_z(goal_quantile_levels(keeps[id(s)][k], gamma, target))
         margin = target * truth
         if q.kind == "sum" and not q.split:
-            margin = target * truth - np.abs(s.total[k] - truth)  # type: ignore[index]
+            margin = target * truth - np.abs(s.total[k] - truth)  # type: ignore[index]  # a sum query's statistics hold its total
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.where(z == 0, 0.0, 0.5 * (z * sens / np.maximum(margin, 1e-300)) ** 2)
         r = np.where((margin <= 0) & (z > 0), np.inf, r)
@@ -173,7 +173,7 @@ def largest_thresholds(table: Any, policy: SplittingPolicy, *, target: float, ga
         if q.kind != "sum" or not q.split:
             continue
         k = s.count >= _min_records(min_count)
-        cells.setdefault(q.measure, []).append((s, k, np.abs(s.true_answer()[k])))  # type: ignore[arg-type]
+        cells.setdefault(q.measure, []).append((s, k, np.abs(s.true_answer()[k])))  # type: ignore[arg-type]  # a sum query names its measure (Query checks it)
 
     def caps_of(items: list[tuple[QueryStats, np.ndarray, np.ndarray]], zs: list[np.ndarray] | None) -> np.ndarray:
         """T ≤ t·|S|·√(2ρ)/z per cell (z per cell with suppression counted, else the blind z)."""

@@ -42,7 +42,7 @@ import os
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
-from typing import IO, Any, Sequence
+from typing import IO, Any, NoReturn, Sequence
 
 from .errors import ConfigError, DataError, OutputError, ParameterError, PrdpError, ResourceLimitError, SchemaError
 from .terminal import SafeStream, escape, safe
@@ -110,7 +110,7 @@ class TextProgress:
 class _Parser(argparse.ArgumentParser):
     """argparse with the documented usage exit code (2) and no traceback."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
         self.exit(EXIT_USAGE, f"prdp: error: {message}\n")
 

@@ -148,7 +148,7 @@ class LossDistribution:
         nz = np.flatnonzero(self.counts)
         if not nz.size:
             return 0.0
-        return float(self.values[nz[0]] if self.exact else self.edges[nz[0]])  # type: ignore[index]
+        return float(self.values[nz[0]] if self.exact else self.edges[nz[0]])  # type: ignore[index]  # edges is set for a binned distribution (not exact)
 
     @property
     def max(self) -> float:

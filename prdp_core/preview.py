@@ -70,7 +70,7 @@ class PolicyPreview:
         owners = codes if (codes >= 0).all() else self.dataset.table[col]  # missing ids: owner_losses says so
         with np.errstate(over="ignore", invalid="ignore"):
             ol = owner_losses(self.records.values, owners, measure="rho",
-                              method=self.owner_method)  # type: ignore[arg-type]
+                              method=self.owner_method)  # type: ignore[arg-type]  # owner_method is a str field; preview_policy only accepts lemma4 or lemma5
         _check_finite(ol.to_numpy(), "owner")
         return LossProfile(ol.to_numpy(), "rho", (self.label + " " if self.label else "") + "owners",
                            base=self.policy.workload.total_rho)
@@ -170,7 +170,7 @@ class EnginePolicyPreview:
         if not col:
             return None
         dist = self.dataset.engine.unit_losses(self.histogram, self._losses(self.histogram), owner_col=col,
-                                               method=self.owner_method)  # type: ignore[arg-type]
+                                               method=self.owner_method)  # type: ignore[arg-type]  # owner_method is a str field; preview_policy only accepts lemma4 or lemma5
         return dist.with_label((self.label + " " if self.label else "") + "owners", self.policy.workload.total_rho)
 
     @property

@@ -131,7 +131,7 @@ def parse_range(text: str, spacing: str, size: int) -> tuple[str, Any]:
     if bounds[0] <= 0:
         raise ParameterError(f"--range {text!r}: thresholds are positive: the range needs lo > 0.")
     try:
-        return name.strip(), CandidateGrid(bounds[0], bounds[1], size, spacing)  # type: ignore[arg-type]
+        return name.strip(), CandidateGrid(bounds[0], bounds[1], size, spacing)  # type: ignore[arg-type]  # spacing is log or linear (the option's choices)
     except ParameterError as err:
         raise ParameterError(f"--range {text!r}: {err}") from None
 

@@ -104,7 +104,7 @@ def sweep(table: Any, policy: SplittingPolicy, thresholds: Sequence[Mapping[str,
         q = s.query
         if q.kind == "sum" and not q.split:
             truth = _raw_totals(table, s)[k]
-            prepared.append((s, k, _family(q), None, (s.total[k] - truth, truth)))  # type: ignore[index]
+            prepared.append((s, k, _family(q), None, (s.total[k] - truth, truth)))  # type: ignore[index]  # a sum query's statistics hold its total
         else:
             truth = np.abs(s.true_answer()[k])
             with np.errstate(divide="ignore"):

@@ -463,7 +463,7 @@ def joint_policy_loss(policy: SplittingPolicy, m: np.ndarray, mask: Callable[[Fi
             continue
         a += q.rho if split else 0.0
         b += (0.0 if split else q.rho) + (q.rho_count if q.kind == "avg" else 0.0)
-    extra = [np.where(mask(q.filter),  # type: ignore[arg-type]
+    extra = [np.where(mask(q.filter),  # type: ignore[arg-type]  # filtered holds only the queries with a filter
                       (q.rho * out if (q.split and q.kind != "count") else q.rho)
                       + (q.rho_count if q.kind == "avg" else 0.0), 0.0) for q in filtered]
     out *= a
@@ -539,7 +539,7 @@ def workload_from_frame(df: pd.DataFrame) -> Workload:
                               hint="Name the column they filter in 'filter_column', or clear the values.")
         measure = _cell_text(r.get("measure")) or None
         try:
-            qs.append(Query(kind=kind, measure=measure, rho=num("rho", 0.0) or 0.0,  # type: ignore[arg-type]
+            qs.append(Query(kind=kind, measure=measure, rho=num("rho", 0.0) or 0.0,  # type: ignore[arg-type]  # Query refuses a kind other than count, sum or avg (the message names it)
                             split=bool(r.get("split", True)) if r.get("split") is not None else True,
                             group_by=group_by, filter=filt, clamp=num("clamp"),
                             rho_count=num("rho_count", 0.0) or 0.0))

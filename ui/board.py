@@ -29,8 +29,7 @@ from prdp_core.data import Schema, prepare_dataset
 from prdp_core.errors import AccessError, DataError, PrdpError, StoreError
 from prdp_core.provenance import with_part_sources
 
-from . import state
-from . import study as ustudy
+from . import state, study_export, study_import
 from .common import md_escape
 
 PART_LABELS = {"thresholds": "Splitting thresholds (Policy designer)", "budget": "Budget function",
@@ -211,10 +210,10 @@ def load_design(config: Mapping[str, Any]) -> list[str]:
     cfg = parse_config(dict(config)).to_dict()  # validated before anything changes
     cfg["mode"] = st.session_state.get("mode", "teaching")
     ensure_data(cfg["data"])
-    current = ustudy.export_state()
+    current = study_export.export_state()
     same = parse_config(current).data == parse_config(cfg).data
     if not same:
-        return ustudy.import_state(cfg)
+        return study_import.import_state(cfg)
     merged = dict(current)
     # the design's parts come with their sources: typed thresholds never take the reader's "computed from the data"
     merged["policy"] = with_part_sources(current.get("policy", {}), cfg.get("policy", {}))
@@ -224,7 +223,7 @@ def load_design(config: Mapping[str, Any]) -> list[str]:
     merged["mechanisms"] = [m for m in current.get("mechanisms", []) if m["kind"] not in kinds] + \
         list(cfg.get("mechanisms", []))
     merged["seed"] = cfg.get("seed", current.get("seed", 0))
-    return ustudy.import_state(merged)
+    return study_import.import_state(merged)
 
 
 # ---------------------------------------------------------------------------
@@ -235,7 +234,7 @@ def load_design(config: Mapping[str, Any]) -> list[str]:
 def parts_available() -> list[str]:
     """The policy parts of this session that can be submitted."""
     try:
-        return S.policy_parts(ustudy.export_study())
+        return S.policy_parts(study_export.export_study())
     except PrdpError:
         return []
 
@@ -245,7 +244,7 @@ def on_submit() -> None:
     ss = st.session_state
     try:
         bs = store()
-        study = S.restrict(ustudy.export_study(), ss.get("board_part"))
+        study = S.restrict(study_export.export_study(), ss.get("board_part"))
         settings = bs.settings()
         pin = settings["dataset"]
         if pin and not W.matches_pin(study.data.to_dict(), pin):

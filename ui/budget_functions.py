@@ -363,9 +363,9 @@ def on_run() -> None:
             if large_ds and records and smp is None:
                 skipped.append(label)
                 continue
-            data = smp.table if (large_ds and records) else (ds if large_ds else ds.table)  # type: ignore[union-attr]
+            data = smp.table if (large_ds and records) else (ds if large_ds else ds.table)  # type: ignore[union-attr]  # smp is not None when a large dataset's records are read (skipped above)
             if large_ds and records:
-                label = f"{label} [sample of {_sample_choice()[0]:,} rows asked]"  # type: ignore[index]
+                label = f"{label} [sample of {_sample_choice()[0]:,} rows asked]"  # type: ignore[index]  # _sample_choice is set whenever a sample was drawn (smp above)
             rel = state.release("budget_functions", partial(fn, data, b, q, how, ss.get("bf_threshold", "paper"),
                                                             teaching), label=label, add=bool(releases),
                                 sample=_sample_note(smp) if (large_ds and records) else None)
@@ -408,7 +408,7 @@ def _sample_note(smp: Dataset | None) -> dict[str, Any] | None:
         return None
     from . import large
 
-    rows, seed = large.sample_choice("budget_functions")  # type: ignore[misc]
+    rows, seed = large.sample_choice("budget_functions")  # type: ignore[misc]  # sample_choice is set once sample_dataset gave a sample
     return {"rows": rows, "of": state.active_dataset().name, "seed": seed}
 
 
@@ -432,8 +432,8 @@ FORECAST_KINDS: dict[str, str] = {"normal": "Normal (negative values redrawn)", 
 @st.cache_data(show_spinner=False, max_entries=32, scope="session")
 def _outlook(key: str, assumed: str, n: int, query: str, beta: float, model: str, threshold: str,
              _b: prdp.BudgetFunction) -> prdp.Outlook:
-    return prdp.outlook(_b, prdp.AssumedData(**json.loads(assumed)), n, query, beta=beta, model=model,  # type: ignore[arg-type]
-                     threshold=threshold)  # type: ignore[arg-type]
+    return prdp.outlook(_b, prdp.AssumedData(**json.loads(assumed)), n, query, beta=beta, model=model,  # type: ignore[arg-type]  # query and model come from the page's radios (count or sum; central or local)
+                     threshold=threshold)  # type: ignore[arg-type]  # threshold comes from the page's radio (paper or bernstein)
 
 
 def forecast_panel(budget: prdp.BudgetFunction, ds: Dataset) -> None:

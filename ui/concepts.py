@@ -225,7 +225,7 @@ def histogram_lab_tab() -> None:
     if ss["hl_source"] == "dataset" and large.is_large():
         smp = large.sample_offer("concepts", "The histogram lab's histograms")
         if smp is not None:
-            state.use_sample(smp, "concepts", *large.sample_choice("concepts"))  # type: ignore[misc]
+            state.use_sample(smp, "concepts", *large.sample_choice("concepts"))  # type: ignore[misc]  # sample_choice is set once sample_offer gave a sample
             ds = state.dataset()
         lab_blocked = smp is None
     d_lab = 1

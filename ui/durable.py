@@ -6,7 +6,7 @@ server restart or a reconnect.
 its first run and kept on every page. A new Streamlit session whose URL carries a key the store
 knows restores that session on its first run (:func:`start`): the privacy ledger first — every
 earlier release, whatever else fails —, then the data source and, through the Study import
-(:func:`ui.study.import_state`), the policy and every page's settings. Links for sharing a design
+(:func:`ui.study_import.import_state`), the policy and every page's settings. Links for sharing a design
 never carry the key (:func:`ui.links.share_url`).
 
 **The browser.** A key opens its session only in the browser that created it. Each browser holds a
@@ -346,8 +346,7 @@ def _foreign_choice(text: str) -> None:
 
 def _restore_design(sessions: SessionStore, saved: SavedSession) -> list[str]:
     """Make the stored data source active and import the stored study config; the import's notes."""
-    from . import board
-    from . import study as ustudy
+    from . import board, study_import
 
     src = dict(saved.source or {})
     if saved.config is None:
@@ -379,7 +378,7 @@ def _restore_design(sessions: SessionStore, saved: SavedSession) -> list[str]:
         if restorer is None:
             raise DataError(f"this server cannot reopen a data source of kind '{kind}'.")
         data_bytes, data_name = restorer(src, sessions)
-    return notes + ustudy.import_state(saved.config, data_bytes=data_bytes, data_name=data_name)
+    return notes + study_import.import_state(saved.config, data_bytes=data_bytes, data_name=data_name)
 
 
 # ---------------------------------------------------------------------------

@@ -462,7 +462,7 @@ def sample_offer(page: str, what: str) -> Dataset | None:
     ds = state.active_dataset()
     smp = sample_dataset(page)
     if smp is not None:
-        _, seed = sample_choice(page)  # type: ignore[misc]
+        _, seed = sample_choice(page)  # type: ignore[misc]  # sample_choice is set once sample_dataset gave a sample
         st.warning(f":material/science: **Working on a sample.** {md_escape(what)} need the records themselves, "
                    f"so this works on a **uniform random sample of {_count(len(smp.table), 'rows')} of "
                    f"{md_escape(ds.name)}** (seed {seed}), held in memory — not on the whole table. Its statistics, "
@@ -494,5 +494,5 @@ def records_needed(page: str, what: str) -> None:
 
         sidebar.render()
         st.stop()
-    rows, seed = sample_choice(page)  # type: ignore[misc]
+    rows, seed = sample_choice(page)  # type: ignore[misc]  # sample_choice is set for a page whose sample was offered above
     state.use_sample(smp, page, rows, seed)

@@ -24,8 +24,7 @@ from prdp_core.board import links
 from prdp_core.errors import PrdpError, ResourceLimitError
 from prdp_core.review_boundary import produce
 
-from . import state
-from . import study as ustudy
+from . import state, study_export
 from .common import md_escape
 
 
@@ -72,7 +71,7 @@ def sync() -> dict[str, Any] | None:
     session's study config (None when it cannot be exported), which :func:`ui.durable.save` stores."""
     ss = st.session_state
     try:
-        cfg = ustudy.export_state()
+        cfg = study_export.export_state()
     except PrdpError:
         return None
     params = st.query_params
@@ -100,7 +99,7 @@ def share_url(here: str = "") -> str | None:
     data and ledger. None when there is no design to share or it is too large for a link. (Built from the
     session, not read from the URL: a page change clears the URL's parameters until the run ends.)"""
     try:
-        cfg = ustudy.export_state()
+        cfg = study_export.export_state()
         if not cfg.get("policy"):
             return None
         text = produce("share link", cfg, teaching=state.teaching()).decode("ascii")

@@ -4,7 +4,7 @@ Review mode hides every statistic of the records (:mod:`ui.review`); teaching mo
 review mode is always allowed at once (it only hides more). Leaving it is one action of the reader: choosing
 teaching mode in the sidebar asks for a confirmation (:func:`on_choice`, :func:`confirmation`), and nothing
 else switches a review session to teaching — not a study import, a share link, a board entry loaded into the
-session, nor a restored session (each goes through :func:`ui.study.import_state`, which keeps review mode by
+session, nor a restored session (each goes through :func:`ui.study_import.import_state`, which keeps review mode by
 :func:`imported` and says so).
 
 Keys in ``st.session_state``: ``mode`` (the sidebar's radio), ``mode_confirm`` (a choice of teaching mode

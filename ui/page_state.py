@@ -1,7 +1,7 @@
 """The declaration of a page's session state: which keys it owns, how the Study page exports and imports them,
 and the rules an imported value must follow.
 
-Each page's ui module declares one :class:`PageState` as ``STATE``; :mod:`ui.study` loops over those declarations
+Each page's ui module declares one :class:`PageState` as ``STATE``; :mod:`ui.study` gathers those declarations
 (export, import, keeping settings across page changes) instead of holding key lists of its own. The config format
 is the one of docs/config.md: ``engine`` keys feed the policy and mechanism sections, ``settings`` the page's
 ``app.<page>`` section.

@@ -259,10 +259,10 @@ def preview(pol: SplittingPolicy, owner_method: str = "lemma4") -> PolicyPreview
             large.engine_guard()
             stage(f"counting {review.count(state.dataset().n, 'records', hidden='the')} by split count m(r), in the "
                   "engine")
-            prev = preview_policy(state.dataset(), pol, owner_method=owner_method)  # type: ignore[arg-type]
+            prev = preview_policy(state.dataset(), pol, owner_method=owner_method)  # type: ignore[arg-type]  # owner_method comes from the page's radio of lemma4 or lemma5
             stage("the records' policy-loss distribution (exact)")
             prev.records  # noqa: B018 - computed here, inside the status
-            return prev  # type: ignore[return-value]
+            return prev  # type: ignore[return-value]  # a dataset held by an engine gives an EnginePolicyPreview
 
         return large.stats("preview", [cache_key(pol), owner_method], "Evaluating the policy on every record", work)
     return cached_preview(state.token(), cache_key(pol), owner_method, state.dataset(), pol)
@@ -505,7 +505,7 @@ def losses_by_group_panel(ds: Dataset, pol: SplittingPolicy, owner_bound: str, o
 
 
 #: The page's session state (:class:`ui.page_state.PageState`); the thresholds ``thr_<measure>`` and the policy
-#: itself (``policy``) are exported as the study's policy section by :mod:`ui.study`.
+#: itself (``policy``) are exported as the study's policy section by :mod:`ui.study_export`.
 STATE = PageState(
     page="policy_designer",
     settings=("policy_owner_bound", "policy_logx", "policy_view", "policy_fn_measure", "policy_fn_marks",

@@ -193,7 +193,7 @@ def loss_cdfs(rel: Release, ds: Any, pol: SplittingPolicy | None = None
     from prdp_core.loss_profile import ecdf, owner_losses
 
     if rel.loss is None:
-        out = {"records": {"policy loss": rel.loss_distribution.ecdf(),  # type: ignore[union-attr]
+        out = {"records": {"policy loss": rel.loss_distribution.ecdf(),  # type: ignore[union-attr]  # a release without per-record losses has their distribution (made on an engine)
                            "realized loss": rel.extras["private_realized_distribution"].ecdf()}}
         own_real = rel.extras.get("private_owner_realized_distribution")
         if own_real is not None and ds.schema.owner_col and pol is not None:

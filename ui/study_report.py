@@ -17,25 +17,25 @@ from prdp_core.accounting import Ledger
 from prdp_core.config import Study
 from prdp_core.errors import PrdpError
 from prdp_core.runner import StudyRun
+from prdp_core.runs import RUN_KINDS
 
-from . import state
-from . import study as ustudy
+from . import state, study_export
 
 #: The page part that records the releases of each mechanism kind of a study (granular: the command line only).
 PART_OF_KIND = {"unit_splitting": "run", "prdp": "budget_functions", "personalized": "personalized",
                 "multitier": "analyst_tiers"}
 
 
-#: The policy part each mechanism kind releases.
-POLICY_OF_KIND = {"unit_splitting": "thresholds", "prdp": "budget", "personalized": "specification",
-                  "multitier": "tiers"}
+#: The policy part each mechanism kind releases (:attr:`prdp_core.runs.RunConfig.POLICY_PART`).
+POLICY_OF_KIND = {k: c.POLICY_PART for k, c in RUN_KINDS.items() if c.POLICY_PART is not None}
 
 
 def settings_of(cfg: Mapping[str, Any], kind: str) -> str:
     """What a release of ``kind`` is made with, read from a study config: its policy part, the workload (unit
     splitting), its mechanism entries and the mode (as JSON, to compare)."""
-    pol = (cfg.get("policy") or {}).get(POLICY_OF_KIND.get(kind, ""))
-    workload = cfg.get("workload") if kind == "unit_splitting" else None
+    part = POLICY_OF_KIND.get(kind, "")
+    pol = (cfg.get("policy") or {}).get(part)
+    workload = cfg.get("workload") if part == "thresholds" else None  # the workload goes with the thresholds
     mechanisms = [dict(m) for m in cfg.get("mechanisms", []) if m.get("kind") == kind]
     return json.dumps([pol, workload, mechanisms, cfg.get("mode")], sort_keys=True, default=str)
 
@@ -47,7 +47,7 @@ def part_settings(part: str) -> str | None:
     if kind is None:
         return None
     try:
-        return settings_of(ustudy.export_study().to_dict(), kind)
+        return settings_of(study_export.export_study().to_dict(), kind)
     except PrdpError:
         return None
 

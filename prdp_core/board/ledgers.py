@@ -180,7 +180,7 @@ def study_fingerprint(study: "Study", data: str | Path | None = None) -> dict[st
         return data_fingerprint({"sample": src.sample, "n": src.n, "seed": src.sample_seed}, id_col=id_col,
                                 prepare=src.prepare, name=src.sample)
     spec, base = (str(data), None) if data is not None else (str(src.path), study.base_dir)
-    if src.engine != "memory" and choose_engine(spec, src.engine, base_dir=base) != "memory":  # type: ignore[arg-type]
+    if src.engine != "memory" and choose_engine(spec, src.engine, base_dir=base) != "memory":  # type: ignore[arg-type]  # data.engine is a str checked against the engine names when the config is parsed
         return data_fingerprint(_stat_identity(spec, base), id_col=id_col, prepare=src.prepare, name=Path(spec).name)
     path = Path(data) if data is not None else resolve_data_path(study)
     try:

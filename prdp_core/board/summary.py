@@ -293,7 +293,7 @@ def summarise(study: Study, ds: Dataset, *, teaching: bool, runs: int = ERROR_RU
     kind, _, unit = PARTS[part]
     study.check_against(ds)
     public, values, err = PART_SUMMARIES[part](study, ds, runs, teaching)
-    prof = LossProfile(values, unit, base=public["base_loss"])  # type: ignore[arg-type]
+    prof = LossProfile(values, unit, base=public["base_loss"])  # type: ignore[arg-type]  # PARTS' loss units are "rho" or "eps", typed str in the table
     records: dict[str, Any] = {"base": prof.base_loss, "share_above_base": prof.share_above(),
                                "p50": float(np.median(values)) if values.size else None,
                                "p99": float(np.quantile(values, 0.99)) if values.size else None,
@@ -301,7 +301,7 @@ def summarise(study: Study, ds: Dataset, *, teaching: bool, runs: int = ERROR_RU
                                "cdf": _cdf(values), "owner_cdf": None, **err}
     owner = ds.schema.owner_col
     if owner and values.size:
-        ol = owner_losses(values, ds.table[owner], measure=unit).to_numpy()  # type: ignore[arg-type]
+        ol = owner_losses(values, ds.table[owner], measure=unit).to_numpy()  # type: ignore[arg-type]  # PARTS' loss units are "rho" or "eps", typed str in the table
         records.update(owner_p99=float(np.quantile(ol, 0.99)), owner_cdf=_cdf(ol))
     return {"version": SUMMARY_VERSION, "kind": kind, "part": part, "unit": unit, "dataset": study.data.describe(),
             "public": public, "records": records}

@@ -113,7 +113,7 @@ def _engine_data(study: Study, data: str | os.PathLike | None, kind: str, opts: 
     else:
         resolve_data_path(study)
         spec, base, confine = str(src.path), study.base_dir, True
-    chosen = engines.choose_engine(spec, kind, base_dir=base)  # type: ignore[arg-type]
+    chosen = engines.choose_engine(spec, kind, base_dir=base)  # type: ignore[arg-type]  # the engine name is a str checked against the engine names when the config is parsed
     if chosen == "memory":
         return None
     schema = (Schema.from_dict(src.schema) if src.schema is not None else

@@ -234,13 +234,13 @@ def prepare(engine: Engine, schema: Schema, *, name: str = "dataset", non_numeri
     opts = dict(non_numeric=non_numeric, missing=missing, negative=negative, duplicate_ids=duplicate_ids,
                 shift_by=shift_by, missing_groups=missing_groups)
     if isinstance(engine, MemoryEngine):
-        ds = prepare_dataset(engine.table, schema, name=name, **opts)  # type: ignore[arg-type]
+        ds = prepare_dataset(engine.table, schema, name=name, **opts)  # type: ignore[arg-type]  # opts mixes the str options and shift_by: each value has its keyword's type
         return EngineDataset(ds.name, MemoryEngine(ds.table), ds.schema, ds.notes, dict(ds.shifts), "memory")
     from .sql_engine import SQLEngine
 
     if not isinstance(engine, SQLEngine):
         raise ParameterError(f"Cannot prepare a table of the {engine.name} engine.")
-    return _prepare_sql(engine, schema, name, Preparation(**opts))  # type: ignore[arg-type]
+    return _prepare_sql(engine, schema, name, Preparation(**opts))  # type: ignore[arg-type]  # opts mixes the str options and shift_by: each value has its keyword's type
 
 
 def _prepare_sql(eng: Any, schema: Schema, name: str, fix: Preparation) -> EngineDataset:

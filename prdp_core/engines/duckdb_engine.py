@@ -128,7 +128,7 @@ def resolve_source(spec: str | os.PathLike, *, base_dir: str | os.PathLike | Non
         raise DataError(f"'{text}' mixes Parquet and CSV files.", hint="Keep one file type per folder.")
     kind = kinds.pop()
     label = Path(files[0]).name if len(files) == 1 else f"{text} ({len(files)} files)"
-    return Source(kind, tuple(files), None, label)  # type: ignore[arg-type]
+    return Source(kind, tuple(files), None, label)  # type: ignore[arg-type]  # kinds holds one of parquet or csv here (None and duckdb were refused above)
 
 
 def default_options() -> EngineOptions:

@@ -97,18 +97,18 @@ def distribution_of(values: np.ndarray, measure: str = "rho", *, bins: int = 400
     if upper is not None and v.size > MAX_EXACT_VALUES:
         edges = bound_edges(upper)
         b = bound_bins(v, edges)
-        return LossDistribution.binned(edges, np.bincount(b, minlength=edges.size - 1), measure,  # type: ignore[arg-type]
+        return LossDistribution.binned(edges, np.bincount(b, minlength=edges.size - 1), measure,  # type: ignore[arg-type]  # measure is "rho" or "eps", typed str by the engine interface
                                        total=total)
     u, c = np.unique(v, return_counts=True)
     if u.size <= MAX_EXACT_VALUES:
-        return LossDistribution(u, c, measure, total=total)  # type: ignore[arg-type]
+        return LossDistribution(u, c, measure, total=total)  # type: ignore[arg-type]  # measure is "rho" or "eps", typed str by the engine interface
     return _binned(v, _binned_edges(float(u[0]), float(u[-1]), bins), measure, total)
 
 
 def _binned(v: np.ndarray, edges: np.ndarray, measure: str, total: float) -> LossDistribution:
     counts = np.bincount(np.clip(np.searchsorted(edges, v, side="left") - 1, 0, edges.size - 2),
                          minlength=edges.size - 1)
-    return LossDistribution.binned(edges, counts, measure, total=total)  # type: ignore[arg-type]
+    return LossDistribution.binned(edges, counts, measure, total=total)  # type: ignore[arg-type]  # measure is "rho" or "eps", typed str by the engine interface
 
 
 def bound_bins(v: np.ndarray, edges: np.ndarray) -> np.ndarray:

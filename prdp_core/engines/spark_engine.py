@@ -394,7 +394,7 @@ class SparkEngine(SQLEngine):
 
         name = _view_name("budget")
         with _quiet():
-            self.spark.udf.register(name, pandas_udf(kernel, "double"))  # type: ignore[call-overload]
+            self.spark.udf.register(name, pandas_udf(kernel, "double"))  # type: ignore[call-overload]  # pyspark's stubs have no overload for a Series kernel with a DDL return type string
         args = ", ".join(f"'c{j}', " + (self.d.as_text(self.d.ident(c)) if c in text else
                                         self.d.as_double(self.d.ident(c))) for j, c in enumerate(cols))
         return f"{name}(named_struct({args}))"

@@ -144,7 +144,7 @@ class _Budget:
             conds = [self.compare(op, parts[i], parts[i + 1], parts) for i, op in enumerate(n.ops)]
             return f"(CASE WHEN {' AND '.join(conds)} THEN {d.double(1.0)} ELSE {d.double(0.0)} END)"
         if isinstance(n, ast.Call):
-            fname = self.name(n.func.id)  # type: ignore[attr-defined]
+            fname = self.name(n.func.id)  # type: ignore[attr-defined]  # the whitelist compiled the expression first: a call is of a plain name
             args = [self.node(a) for a in n.args]
             if fname in ("min", "max"):
                 anynan = " OR ".join(d.isnan(a) for a in args)

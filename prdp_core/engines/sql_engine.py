@@ -289,7 +289,7 @@ class SQLEngine(ProfileStatistics, Engine):
         need_m = any(a.kind == "pieces" for a in aggregates)
         if need_m and thresholds is None:
             raise ParameterError("Counting split rows needs the splitting thresholds.")
-        source = f"({self._split_sql(as_thresholds(thresholds)).sql})" if need_m else self.relation  # type: ignore[arg-type]
+        source = f"({self._split_sql(as_thresholds(thresholds)).sql})" if need_m else self.relation  # type: ignore[arg-type]  # thresholds is not None when need_m (refused just above)
         parts = []
         for j, a in enumerate(aggregates):
             cond = sqlgen.filter_sql(d, a.filter, kinds) if a.filter is not None else "true"

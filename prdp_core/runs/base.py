@@ -81,6 +81,10 @@ class RunConfig(Mapping[str, Any]):
     LOSS_FROM_POLICY: ClassVar[bool] = False
     #: True when the report draws one answers figure per query of a release.
     FIGURE_PER_QUERY: ClassVar[bool] = False
+    #: The policy section the entry releases under (``thresholds``, ``budget``, ``specification``, ``tiers``;
+    #: None for a kind with no policy part): a study without that section is refused, and the app's page
+    #: that designs the part runs the study's first entry of this kind.
+    POLICY_PART: ClassVar[str | None] = None
 
     label: str | None = None
     seed: int | None = None
@@ -120,6 +124,10 @@ class RunConfig(Mapping[str, Any]):
         if self.secure:
             out["secure"] = True
         return out
+
+    def describe(self) -> str:
+        """A short description of what the entry releases (its label, else its kind)."""
+        return self.label or self.kind.replace("_", " ")
 
     def release_label(self, i: int) -> str:
         """The label of the releases of entry ``i``: its ``label``, else "i+1. kind"."""

@@ -121,6 +121,10 @@ class GranularRun(RunConfig):
             out["threshold"] = self.threshold
         return out
 
+    def describe(self) -> str:
+        """The label, else the histogram and its attributes (e.g. "standard histogram of STATE, NAICS2")."""
+        return self.label or f"{self.histogram} histogram of {', '.join(self.attributes)}"
+
     def check_columns(self, need: ColumnCheck, path: str) -> None:
         for j, a in enumerate(self.attributes):
             need(a, f"{path}.attributes[{j}]")

@@ -64,6 +64,7 @@ class MultitierRun(RunConfig):
     mechanism. ``filter`` restricts the records read (a public condition)."""
 
     kind: ClassVar[str] = "multitier"
+    POLICY_PART: ClassVar[str | None] = "tiers"
     KEYS: ClassVar[tuple[str, ...]] = ("model", "query", "measure", "clip", "family", "delta", "filter", "d",
                                        "scale", "top", "variant", "param_source")
     IMPORTS: ClassVar[tuple[str, ...]] = ("from prdp_core.mechanisms import multitier as mt",)

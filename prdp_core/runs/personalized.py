@@ -70,6 +70,7 @@ class PersonalizedRun(RunConfig):
     the release's params (``hi_source``)."""
 
     kind: ClassVar[str] = "personalized"
+    POLICY_PART: ClassVar[str | None] = "specification"
     KEYS: ClassVar[tuple[str, ...]] = ("mechanism", "t", "rescale", "query", "design_defaults", "param_source")
     IMPORTS: ClassVar[tuple[str, ...]] = ("from prdp_core.mechanisms import personalized",)
 

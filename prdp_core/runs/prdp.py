@@ -52,6 +52,7 @@ class PrdpRun(RunConfig):
     (the naive baseline charges everyone ε̌)."""
 
     kind: ClassVar[str] = "prdp"
+    POLICY_PART: ClassVar[str | None] = "budget"
     KEYS: ClassVar[tuple[str, ...]] = ("model", "query", "column", "beta", "threshold", "algorithms")
     IMPORTS: ClassVar[tuple[str, ...]] = ("from prdp_core.mechanisms import prdp",
                                           "from prdp_core.mechanisms.prdp import local as prldp")

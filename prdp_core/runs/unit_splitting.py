@@ -28,6 +28,7 @@ class UnitSplittingRun(RunConfig):
     (ρ·m(r)² on split data, flat ρ otherwise) come from the study's thresholds and workload."""
 
     kind: ClassVar[str] = "unit_splitting"
+    POLICY_PART: ClassVar[str | None] = "thresholds"
     KEYS: ClassVar[tuple[str, ...]] = ("partition_delta",)
     IMPORTS: ClassVar[tuple[str, ...]] = ("from prdp_core.mechanisms import unit_splitting",
                                           "from prdp_core.splitting import as_thresholds, thresholds_from_frame",

@@ -48,6 +48,24 @@ def test_every_page_is_short_and_has_a_ui_module_of_its_name():
     assert [p.name for p in PAGES if not (ROOT / "ui" / p.name).is_file()] == []
 
 
+UI_MODULES = sorted((ROOT / "ui").glob("*.py"))
+MAX_UI_MODULE_LINES = 600
+
+
+def test_every_ui_module_holds_one_concept():
+    """The app's helpers follow the engine's rule (tests/unit/test_code_layout.py): at most 600 lines, a docstring
+    whose first line says the module's concept."""
+    import ast
+
+    assert len(UI_MODULES) >= 20
+    for path in UI_MODULES:
+        text = path.read_text(encoding="utf-8")
+        lines = len(text.splitlines())
+        assert lines <= MAX_UI_MODULE_LINES, f"ui/{path.name} has {lines} lines: split it by concept"
+        doc = ast.get_docstring(ast.parse(text))
+        assert doc and len(doc.strip().splitlines()[0].split()) >= 3, f"ui/{path.name}: no docstring saying its concept"
+
+
 def test_every_page_declares_its_state_once_and_the_study_loops_over_the_declarations():
     import importlib
 

@@ -1,9 +1,11 @@
 """The engine's layout: one concept per module — no module of prdp_core over 600 lines, each opening with a
-docstring whose first line says its concept — and no one-letter module aliases in the engine."""
+docstring whose first line says its concept — no one-letter module aliases in the engine, and every
+``# type: ignore`` of the checked code naming its error code and its reason."""
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -37,3 +39,19 @@ def test_the_engine_uses_no_one_letter_module_aliases():
                     if alias.asname and len(alias.asname) == 1:
                         found.append(f"{_name(path)}:{node.lineno} {alias.name} as {alias.asname}")
     assert not found, found
+
+
+#: Where mypy checks the code (pyproject.toml's [tool.mypy] files).
+TYPED = [*MODULES, *sorted((ROOT / "ui").glob("*.py")), *sorted((ROOT / "app_pages").glob("*.py")), ROOT / "app.py"]
+#: An ignore that names its error codes and, after it, its reason: ``# type: ignore[arg-type]  # why``.
+_EXPLAINED_IGNORE = re.compile(r"# type: ignore\[[a-z-]+(, ?[a-z-]+)*\]  # \S")
+
+
+def test_every_type_ignore_names_its_error_code_and_its_reason():
+    found = []
+    for path in TYPED:
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if "type: ignore" in line and not _EXPLAINED_IGNORE.search(line):
+                found.append(f"{_name(path)}:{i}: {line.strip()}")
+    assert len(TYPED) > 150
+    assert not found, "a `# type: ignore` needs [its-code] and `  # its reason` after it:\n" + "\n".join(found)

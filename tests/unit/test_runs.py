@@ -199,10 +199,22 @@ def test_bad_entries_give_the_old_messages(entry, message):
     ("tiers", "multitier", "a multi-tier release needs policy.tiers (each analyst's ε)."),
 ])
 def test_a_kind_without_its_policy_part_is_refused(part, kind, message):
+    assert RUN_KINDS[kind].POLICY_PART == part  # the part the app's import loads the entry with
     d = _study({"kind": kind, "column": "EMP"} if kind == "prdp" else {"kind": kind})
     del d["policy"][part]
     with pytest.raises(ConfigError, match=r"^mechanisms\[0\]: " + message.replace("(", r"\(").replace(")", r"\)")):
         parse_config(d)
+
+
+def test_an_entry_describes_what_it_releases_and_granular_dp_has_no_policy_part():
+    """The app's import names the entries no page designs (no policy part) by their description."""
+    assert [c.kind for c in RUN_KINDS.values() if c.POLICY_PART is None] == ["granular"]
+    ctx = ParseContext(policy=POLICY)
+    hist = parse_run({"kind": "granular", "attributes": ["STATE", "NAICS2"], "eps": 1.0}, 0, ctx)
+    assert hist.describe() == "standard histogram of STATE, NAICS2"
+    assert parse_run({"kind": "granular", "attributes": "STATE", "eps": 1.0, "label": "By state"}, 0,
+                     ctx).describe() == "By state"
+    assert parse_run({"kind": "prdp", "column": "EMP"}, 0, ctx).describe() == "prdp"
 
 
 def test_records_held_by_an_engine_leave_out_the_sum_extension_by_default():
@@ -213,11 +225,16 @@ def test_records_held_by_an_engine_leave_out_the_sum_extension_by_default():
 
 
 def test_the_study_tooling_has_no_kind_ladders():
-    """The parser, runner, reproduction script, tables and report never compare with a kind's name."""
+    """The parser, runner, reproduction script, tables and report never compare with a kind's name, nor does the
+    app's study export, import and report (ui/study*.py)."""
     kinds = set(MECHANISM_KINDS)
-    for name in ("config/mechanisms.py", "config/study.py", "runner.py", "reproduction.py", "study_tables.py",
-                 "report.py"):
-        tree = ast.parse((ROOT / "prdp_core" / name).read_text(encoding="utf-8"))
+    files = [ROOT / "prdp_core" / name for name in ("config/mechanisms.py", "config/study.py", "runner.py",
+                                                    "reproduction.py", "study_tables.py", "report.py")]
+    files += sorted((ROOT / "ui").glob("study*.py"))
+    assert len(files) > 7
+    for path in files:
+        name = str(path.relative_to(ROOT))
+        tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.Compare):
                 consts = {c.value for part in [node.left, *node.comparators] for c in ast.walk(part)

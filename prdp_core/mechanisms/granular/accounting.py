@@ -112,7 +112,7 @@ class WorkloadCalibration:
 
     def eps_subset(self, s: int) -> float:
         """"ε" (√(2ρ) units) of a change confined to s attributes: ε0·Δ_S/Δ0."""
-        return self.eps0 * workload_sensitivity(self.kind, self.d, self.k, s) / self.delta0  # type: ignore[arg-type]
+        return self.eps0 * workload_sensitivity(self.kind, self.d, self.k, s) / self.delta0  # type: ignore[arg-type]  # workload_sensitivity refuses an unknown workload kind
 
 
 def calibrate_workload(kind: WorkloadKind, d: int, k: int, eps0: float, n: int = 1) -> WorkloadCalibration:

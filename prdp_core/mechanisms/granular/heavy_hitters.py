@@ -115,7 +115,7 @@ def priv_heavy_hitters(data: AttributeData, *, lam: float, mu: float, tau: float
         counts = np.bincount(key, minlength=m)
         t = tau + (level - 1) * mu
         if sampler is None:
-            noisy = np.maximum(counts, t - mu) + noise.laplace(lam, m, rng=rng)  # type: ignore[arg-type]
+            noisy = np.maximum(counts, t - mu) + noise.laplace(lam, m, rng=rng)  # type: ignore[arg-type]  # rng is set when there is no exact sampler (NoiseSource.parts)
             keep = np.flatnonzero(noisy > t)
         else:
             k = sampler.laplace_answers(np.zeros(m, dtype=np.int64), 1.0, 1.0, 1.0 / lam).units

@@ -66,7 +66,7 @@ class CentralPlan(TieredPlan):
         What :func:`release_central` charges, known before any data."""
         if strategy not in STRATEGIES:
             raise ParameterError(f"Unknown strategy '{strategy}'.", hint=f"Use one of {', '.join(STRATEGIES)}.")
-        return _record_loss(records, self.loss_summary()[strategy])  # type: ignore[return-value]
+        return _record_loss(records, self.loss_summary()[strategy])  # type: ignore[return-value]  # _record_loss returns an array whenever records is given
 
     @property
     def unit(self) -> str:

@@ -133,7 +133,7 @@ def plan_local(tiers: Iterable[Tier] | Mapping[str, float] | pd.DataFrame, d: in
         raise ParameterError(f"Unknown serving rule '{rule}'.", hint="Use 'best' or 'closest'.")
     d = _check_domain(d)
     eps = [t.eps for t in ts]
-    templates = template_chain(eps, d, variant)  # type: ignore[arg-type]
+    templates = template_chain(eps, d, variant)  # type: ignore[arg-type]  # template_chain refuses a variant other than subset1 or subset2
     served = tuple(int(i) for i in serve(templates, eps, d, rule=rule))
     return LocalPlan(ts, d, variant, templates, served, rule)
 

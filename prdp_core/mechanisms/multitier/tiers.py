@@ -60,7 +60,7 @@ def tiers_from(spec: Iterable[Tier] | Iterable[tuple[str, float]] | Mapping[str,
     elif isinstance(spec, Mapping):
         rows = list(spec.items())
     else:
-        rows = [(t.name, t.eps) if isinstance(t, Tier) else tuple(t) for t in spec]  # type: ignore[misc]
+        rows = [(t.name, t.eps) if isinstance(t, Tier) else tuple(t) for t in spec]  # type: ignore[misc]  # a tier given as a pair: tuple(t) is (name, eps), which mypy sees as tuple[object, ...]
     tiers: list[Tier] = []
     for i, (name, eps) in enumerate(rows, 1):
         blank_name = name is None or (isinstance(name, float) and math.isnan(name)) or str(name).strip() == ""

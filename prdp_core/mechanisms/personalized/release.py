@@ -80,7 +80,7 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
     if smp is not None:
         ans = mechanism.secure_answer(vals, phi, query, spec, sampler=smp)
     else:
-        ans = mechanism.answer(vals, phi, query, spec, rng=rng)  # type: ignore[arg-type]
+        ans = mechanism.answer(vals, phi, query, spec, rng=rng)  # type: ignore[arg-type]  # rng is set when there is no exact sampler (NoiseSource.parts)
     notion = mechanism.neighbours_for(spec)
     delivered = PersonalizedPlan(spec, mechanism, query).delivered(phi)
     promise = mechanism.promise_for(spec, query)

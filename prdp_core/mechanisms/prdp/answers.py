@@ -89,7 +89,7 @@ class AdaptiveClippedSum:
     def stats_from(self, st: DomainStats, U: float) -> dict[str, Any]:
         """The statistics of :meth:`stats` from an engine's per-domain histogram."""
         b = self.bins(U)
-        return {"cnt": st.hist_counts.astype(float), "sum": st.hist_sums, "j0": b.j0, "J": b.J}  # type: ignore[union-attr]
+        return {"cnt": st.hist_counts.astype(float), "sum": st.hist_sums, "j0": b.j0, "J": b.J}  # type: ignore[union-attr]  # an engine's histogram of a sum query holds hist_counts
 
     @staticmethod
     def candidates(cnt: np.ndarray, sm: np.ndarray, j0: int, J: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -174,7 +174,7 @@ class RankMax:
     def stats_from(self, st: DomainStats, U: float) -> dict[str, Any]:
         """The statistics of :meth:`stats` from an engine's per-domain histogram (``above``, when
         given, counts records above a value: rank errors in teaching mode)."""
-        return {"cnt": st.hist_counts.astype(float), "grid": self.grid(U), "max": st.max,  # type: ignore[union-attr]
+        return {"cnt": st.hist_counts.astype(float), "grid": self.grid(U), "max": st.max,  # type: ignore[union-attr]  # an engine's histogram of a max query holds hist_counts
                 "n": int(st.counts.sum())}
 
     def target(self, eps: np.ndarray, beta: float, m: int) -> np.ndarray:
@@ -254,7 +254,7 @@ class DistinctCount:
         return {"cnt": memory_engine.distinct_max_domain(codes, idx, L).astype(float)}
 
     def stats_from(self, st: DomainStats, U: float) -> dict[str, Any]:
-        return {"cnt": st.distinct.astype(float)}  # type: ignore[union-attr]
+        return {"cnt": st.distinct.astype(float)}  # type: ignore[union-attr]  # an engine's histogram of a distinct query holds distinct
 
     run = LaplaceCount.run
     truth = LaplaceCount.truth

@@ -340,7 +340,7 @@ def _at_u(shape: Shape, U: float) -> float | None:
     """E(U) for univariate and constant shapes; min over parts for per-group shapes."""
     if isinstance(shape, Groups):
         vals = [_at_u(s, U) for s in shape._all()]
-        return None if any(v is None for v in vals) else min(vals)  # type: ignore[type-var]
+        return None if any(v is None for v in vals) else min(vals)  # type: ignore[type-var]  # no value is None past the any() check, which mypy does not narrow
     if not shape.columns:
         return float(shape.raw({}, 1)[0])
     vc = shape.value_column

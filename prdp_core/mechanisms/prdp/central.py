@@ -152,7 +152,7 @@ def _count_release(dp: DomainPartition, counts: np.ndarray, b: float, rng: Any, 
                                    "PrDP count: 2^(i−1)·ε̌ for a record of domain i", dp.eps_max, params, seed,
                                    sec),),
                    params=params, seed=seed, secure=sec, requested=requested, truth_included=reveal, extras=extras,
-                   loss_distribution=None if loss is not None else delivered)  # type: ignore[arg-type]
+                   loss_distribution=None if loss is not None else delivered)  # type: ignore[arg-type]  # delivered is a LossDistribution when loss is None (the engine's path)
 
 
 def _domain_distribution(per_domain: np.ndarray, counts: np.ndarray) -> LossDistribution:
@@ -364,7 +364,7 @@ def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
     sp = Split(p.domains, b, check_share("Part 1's share of the budget", eps_share),
                check_share("Part 1's share of β", beta_share))
     if smp is None:
-        est_a, sel, eps_m_a, det = framework_trials(p, beta=b, rng=rng, trials=1, eps_share=sp.eps_share,  # type: ignore[arg-type]
+        est_a, sel, eps_m_a, det = framework_trials(p, beta=b, rng=rng, trials=1, eps_share=sp.eps_share,  # type: ignore[arg-type]  # rng is set when there is no exact sampler (NoiseSource.parts)
                                                     beta_share=sp.beta_share)
     else:
         sel = secure_select_domain(p.counts, sp.part1, sp.thresholds(), smp)
@@ -414,10 +414,10 @@ def _prdp_release(p: Prepared, name: str, row: dict[str, Any], delivered: np.nda
     if on_engine:
         extras["private_requested_distribution"] = _requested_distribution(p.domains, p.counts)
     return Release(mechanism=name, answers=pd.DataFrame([row]), measure="eps",
-                   loss=None if on_engine else delivered,  # type: ignore[arg-type]
+                   loss=None if on_engine else delivered,  # type: ignore[arg-type]  # delivered is an array off the engine, a LossDistribution on it (on_engine)
                    entries=(_entry(label, name, delivered, note, bound, params, seed, sec),), params=params,
                    seed=seed, secure=sec, requested=p.eps, truth_included=reveal, extras=extras,
-                   loss_distribution=delivered if on_engine else None)  # type: ignore[arg-type]
+                   loss_distribution=delivered if on_engine else None)  # type: ignore[arg-type]  # delivered is an array off the engine, a LossDistribution on it (on_engine)
 
 
 # ---------------------------------------------------------------------------
@@ -447,7 +447,7 @@ def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, 
     b = _check_beta(beta)
     p = prepare(table, budget, query)
     if smp is None:
-        est_a, det = naive_trials(p, beta=b, rng=rng)  # type: ignore[arg-type]
+        est_a, det = naive_trials(p, beta=b, rng=rng)  # type: ignore[arg-type]  # rng is set when there is no exact sampler (NoiseSource.parts)
     else:
         est1, det1 = _secure_m(p, table, 1, float(budget.eps_min), b, smp)
         est_a, det = np.array([est1]), {k: np.array([v]) for k, v in det1.items()}

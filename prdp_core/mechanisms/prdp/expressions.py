@@ -372,7 +372,7 @@ def compile_expression(text: str) -> CompiledExpression:
                 left = evs[0](cols, n)
                 for k, f in enumerate(fns):  # a chain a < b < c keeps one operand at a time
                     right = evs[k + 1](cols, n)
-                    res &= np.asarray(f(left, right), dtype=bool)  # type: ignore[misc]
+                    res &= np.asarray(f(left, right), dtype=bool)  # type: ignore[misc]  # no f is None past the check above (refused), which mypy does not narrow
                     left = right
                 return res.astype(float)
             return cmp

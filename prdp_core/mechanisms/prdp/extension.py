@@ -134,7 +134,7 @@ def sum_extension(table: Any, budget: BudgetFunction, *, beta: float, rng: np.ra
     dp = budget.domains()
     scales, loss, grids = st.scales, st.loss, None
     if smp is None:
-        est_a, sel = extension_trials(st, dp, beta=b, rng=rng)  # type: ignore[arg-type]
+        est_a, sel = extension_trials(st, dp, beta=b, rng=rng)  # type: ignore[arg-type]  # rng is set when there is no exact sampler (NoiseSource.parts)
     else:
         sel, scales, grids, loss = secure_extension_selection(st, dp, b, smp)
         est_a = sel.retained_sum()

@@ -200,7 +200,7 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     idx = dp.index(e)  # = plan.domain_index(values_eps)
     counts = np.bincount(idx, minlength=dp.L + 1)[1:].astype(float)
     if smp is None:
-        sel = _select_local(counts, e.size, dp.lo, b, rng, 1, threshold)  # type: ignore[arg-type]
+        sel = _select_local(counts, e.size, dp.lo, b, rng, 1, threshold)  # type: ignore[arg-type]  # rng is set when there is no exact sampler (NoiseSource.parts)
     else:
         sel = _secure_select(e, e.size, dp, b, threshold, smp)
     ell, est = int(sel.ell[0]), float(sel.retained_sum()[0])
@@ -320,7 +320,7 @@ def framework(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery",
     b = _check_beta(beta)
     d = _LocalData(table, budget, query)
     if smp is None:
-        est_a, sel, taus = framework_trials(d, beta=b, rng=rng, threshold=threshold)  # type: ignore[arg-type]
+        est_a, sel, taus = framework_trials(d, beta=b, rng=rng, threshold=threshold)  # type: ignore[arg-type]  # rng is set when there is no exact sampler (NoiseSource.parts)
     else:
         sel = _secure_select(d.eps, d.n, d.dp, b / 2.0, threshold, smp, share=0.5)
         est1, tau1 = d.secure_round_two(float(d.dp.lo[int(sel.ell[0]) - 1]), smp)
@@ -377,7 +377,7 @@ def naive(table: Any, budget: BudgetFunction, query: "str | FrameworkQuery", *, 
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     b = _check_beta(beta)
     d = _LocalData(table, budget, query)
-    est = float(naive_trials(d, rng=rng)[0]) if smp is None else secure_naive(d, smp)  # type: ignore[arg-type]
+    est = float(naive_trials(d, rng=rng)[0]) if smp is None else secure_naive(d, smp)  # type: ignore[arg-type]  # rng is set when there is no exact sampler (NoiseSource.parts)
     loss = np.full(d.n, budget.eps_min)
     row: dict[str, Any] = {"query": d.query.label, "estimate": est, "eps_tau": budget.eps_min, "ell": 1}
     if reveal:

@@ -103,12 +103,12 @@ def as_query(query: "str | FrameworkQuery") -> FrameworkQuery:
     if kind not in ("count", "sum", "max", "distinct"):
         raise ParameterError(f"Unknown query '{query}'.",
                              hint="Use count, sum, max or distinct (optionally ':column').")
-    return FrameworkQuery(kind, col.strip() or None)  # type: ignore[arg-type]
+    return FrameworkQuery(kind, col.strip() or None)  # type: ignore[arg-type]  # kind is one of count, sum, max or distinct (checked just above)
 
 
 def _query_input(table: pd.DataFrame, q: FrameworkQuery) -> np.ndarray:
     if q.kind in ("sum", "max"):
-        return memory_engine.measure_values(table, q.column)  # type: ignore[arg-type]
+        return memory_engine.measure_values(table, q.column)  # type: ignore[arg-type]  # a sum or max query names its column (checked when parsed)
     if q.kind == "distinct":
         if q.column not in table.columns:
             raise ParameterError(f"Column '{q.column}' is not in the table.")

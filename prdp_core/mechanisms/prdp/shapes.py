@@ -79,7 +79,7 @@ class Shape(ABC):
 
 
 def _shape_from_dict(d: Mapping[str, Any]) -> "Shape":
-    return _SHAPES.get(d.get("kind")).from_params(d)  # type: ignore[attr-defined]
+    return _SHAPES.get(d.get("kind")).from_params(d)  # type: ignore[attr-defined]  # Registry.get returns the class registered for the kind (it raises for an unknown one)
 
 
 @_register_shape
@@ -294,7 +294,7 @@ class Expression(Shape):
     """A user expression over record columns (whitelist evaluator)."""
 
     text: str
-    compiled: CompiledExpression = field(repr=False, compare=False, default=None)  # type: ignore[assignment]
+    compiled: CompiledExpression = field(repr=False, compare=False, default=None)  # type: ignore[assignment]  # compiled in __post_init__: None only until the instance is built
     kind: ClassVar[str] = "expression"
 
     def __post_init__(self) -> None:
@@ -386,7 +386,7 @@ class Groups(Shape):
         ups = [s.upper(levels, U) for s in self._all()]
         if any(u is None for u in ups):
             return None
-        return np.maximum.reduce(ups)  # type: ignore[arg-type]
+        return np.maximum.reduce(ups)  # type: ignore[arg-type]  # no upper is None past the any() check, which mypy does not narrow
 
     def expression(self) -> str:
         expr = self.default.expression() if self.default is not None else "0"

@@ -136,10 +136,10 @@ def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any
         truth = s.true_answer()
         contrib = _record_delta(s, table)
         if smp is not None:
-            est, sig[i], contrib, grids[s.query.measure] = _secure_joint_coordinate(  # type: ignore[index]
+            est, sig[i], contrib, grids[s.query.measure] = _secure_joint_coordinate(  # type: ignore[index]  # a sum query names its measure (Query checks it)
                 s, contrib, sig[i], smp, pol)
         else:
-            est = truth + rng.normal(0.0, 1.0, s.n_cells) * sig[i]  # type: ignore[union-attr]
+            est = truth + rng.normal(0.0, 1.0, s.n_cells) * sig[i]  # type: ignore[union-attr]  # rng is set when there is no exact sampler (NoiseSource.parts)
         cols: dict[str, Any] = {"query": pd.Categorical.from_codes(np.full(s.n_cells, i, dtype=np.int64),
                                                                    pd.Index(names))}
         for c in s.keys.columns:

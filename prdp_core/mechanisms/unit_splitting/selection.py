@@ -61,7 +61,7 @@ class PartitionSelection:
             units = to_units(np.asarray(pieces, dtype=float), g)
             noisy = sampler.gaussian_answers(units, g, 1.0, self.rho).estimate
             return noisy.reshape(np.shape(pieces)) > self.tau
-        noise = rng.normal(0.0, self.sigma, size=np.shape(pieces))  # type: ignore[union-attr]
+        noise = rng.normal(0.0, self.sigma, size=np.shape(pieces))  # type: ignore[union-attr]  # rng is set when there is no exact sampler (NoiseSource.parts)
         return pieces + noise > self.tau
 
 

@@ -56,7 +56,7 @@ class QueryStats:
         if q.kind == "count":
             return self.count.astype("float64")
         if q.kind == "sum":
-            return self.total  # type: ignore[return-value]
+            return self.total  # type: ignore[return-value]  # a sum query's statistics hold its total
         with np.errstate(invalid="ignore", divide="ignore"):
             return self.total / np.maximum(self.count, 1)
 
@@ -67,12 +67,12 @@ def cell_sensitivity(q: Query, policy: SplittingPolicy, keys: pd.DataFrame) -> n
     if q.kind == "count":
         return np.ones(n_cells)
     if not q.split:
-        return np.full(n_cells, float(q.clamp))  # type: ignore[arg-type]
+        return np.full(n_cells, float(q.clamp))  # type: ignore[arg-type]  # a top-coded query has its clamp (Query checks it)
     thr = policy.thresholds
     a = q.measure
     rows = thr.as_dict()
     if thr.group_col is None:
-        return np.full(n_cells, float(rows[DEFAULT_KEY][a]))  # type: ignore[index]
+        return np.full(n_cells, float(rows[DEFAULT_KEY][a]))  # type: ignore[index]  # a sum or avg query names its measure (Query checks it)
     if thr.group_col in keys.columns:
         default = rows.get(DEFAULT_KEY)
         out = np.empty(n_cells)
@@ -82,9 +82,9 @@ def cell_sensitivity(q: Query, policy: SplittingPolicy, keys: pd.DataFrame) -> n
                 raise PolicyError(f"No thresholds for {thr.group_col} = {g!r}.",
                                   hint="Add a thresholds row for it or a '*' row for every other group (a listed "
                                        "key with no row needs one too), or remove it from the key list.")
-            out[i] = float(r[a])  # type: ignore[index]
+            out[i] = float(r[a])  # type: ignore[index]  # a sum or avg query names its measure (Query checks it)
         return out
-    return np.full(n_cells, max(float(r[a]) for r in rows.values()))  # type: ignore[index]
+    return np.full(n_cells, max(float(r[a]) for r in rows.values()))  # type: ignore[index]  # a sum or avg query names its measure (Query checks it)
 
 
 PublicKeys = Mapping[tuple[str, ...], pd.DataFrame]
@@ -165,7 +165,7 @@ def workload_stats(table: pd.DataFrame, policy: SplittingPolicy, pieces: np.ndar
             v = v if everyone else v[inside]
             if not q.split:
                 # top-coding clamps from both sides: the sensitivity is the clamp whatever the values
-                v = np.clip(v, 0.0, float(q.clamp))  # type: ignore[arg-type]
+                v = np.clip(v, 0.0, float(q.clamp))  # type: ignore[arg-type]  # a top-coded query has its clamp (Query checks it)
             total = np.bincount(cell_of if everyone else cell_of[inside], weights=v, minlength=len(keys))
         out.append(QueryStats(q, keys, cell_of, count, total, cell_sensitivity(q, policy, keys), pcs))
     return out
@@ -201,7 +201,7 @@ def engine_workload_stats(data: EngineDataset, policy: SplittingPolicy, public_k
         pcs = need(q.group_by, Aggregate(f"pieces|{fk}", "pieces", filter=q.filter))
         tot = None
         if q.kind != "count":
-            clamp = None if q.split else float(q.clamp)  # type: ignore[arg-type]
+            clamp = None if q.split else float(q.clamp)  # type: ignore[arg-type]  # a top-coded query has its clamp (Query checks it)
             tot = need(q.group_by, Aggregate(f"sum|{q.measure}|{clamp}|{fk}", "sum", q.measure, clamp, q.filter))
         names.append((cnt, pcs, tot))
     sel = list(dict.fromkeys(selection_sets))
@@ -212,7 +212,7 @@ def engine_workload_stats(data: EngineDataset, policy: SplittingPolicy, public_k
     out = []
     for q, (cnt, pcs, tot) in zip(policy.workload.queries, names):
         t = listed.get(q.group_by, tables[q.group_by])
-        out.append(QueryStats(q, t.keys, None, t.values[cnt], None if tot is None else t.values[tot],  # type: ignore[arg-type]
+        out.append(QueryStats(q, t.keys, None, t.values[cnt], None if tot is None else t.values[tot],  # type: ignore[arg-type]  # an engine's cells have no per-record cell index (cell_of)
                               cell_sensitivity(q, policy, t.keys), t.values[pcs]))
     return out, {gb: (tables[gb].keys, tables[gb].values["pieces|all"]) for gb in sel}
 

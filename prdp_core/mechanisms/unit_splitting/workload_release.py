@@ -225,7 +225,7 @@ def _realized_term(s: QueryStats, policy: SplittingPolicy, sig: np.ndarray, sig_
         vals = s.keys[by].to_numpy(dtype=object)
         sigma_by = tuple(dict(zip(vals, (float(x) for x in sig))).items())
     measure = None if q.kind == "count" else q.measure
-    clamp = None if (q.kind == "count" or q.split) else float(q.clamp)  # type: ignore[arg-type]
+    clamp = None if (q.kind == "count" or q.split) else float(q.clamp)  # type: ignore[arg-type]  # a top-coded query has its clamp (Query checks it)
     return RealizedTerm(q.group_by, q.filter, measure, clamp, float(sig.max()) if s.n_cells else 1.0,
                         by if sigma_by else None, sigma_by, q.rho_count if q.kind == "avg" else 0.0,
                         float(sig_c[0]) if (q.kind == "avg" and sig_c is not None and len(sig_c)) else None,
@@ -259,14 +259,14 @@ def _answer(i: int, s: QueryStats, query_names: list[str], kept: Mapping[tuple[s
     truth = s.true_answer()
     grid = None
     if smp is not None:
-        est, sd, sig, sig_c, contrib, grid = _secure_query(s, contrib, smp, policy)  # type: ignore[arg-type]
+        est, sd, sig, sig_c, contrib, grid = _secure_query(s, contrib, smp, policy)  # type: ignore[arg-type]  # the caller computes the contributions when smp is set
     elif q.kind == "avg":
         noisy_sum = s.total + rng.normal(0.0, 1.0, s.n_cells) * sig
         noisy_cnt = s.count + rng.normal(0.0, 1.0, s.n_cells) * sig_c
         denom = np.maximum(noisy_cnt, 1.0)
         est = noisy_sum / denom
         # delta-method standard error of the ratio (from released values only)
-        sd = np.sqrt(sig**2 + est**2 * sig_c**2) / denom  # type: ignore[operator]
+        sd = np.sqrt(sig**2 + est**2 * sig_c**2) / denom  # type: ignore[operator]  # _sigmas gives both σ of an avg query
     else:
         est = truth + rng.normal(0.0, 1.0, s.n_cells) * sig
         sd = sig
@@ -333,8 +333,8 @@ def _public_sensitivity_floor(q: Query, policy: SplittingPolicy) -> float:
     if q.kind == "count":
         return 1.0
     if not q.split:
-        return float(q.clamp)  # type: ignore[arg-type]
-    return min(float(dict(r)[q.measure]) for _, r in policy.thresholds.rows)  # type: ignore[index]
+        return float(q.clamp)  # type: ignore[arg-type]  # a top-coded query has its clamp (Query checks it)
+    return min(float(dict(r)[q.measure]) for _, r in policy.thresholds.rows)  # type: ignore[index]  # a sum or avg query names its measure (Query checks it)
 
 
 def _secure_query(s: QueryStats, contrib: np.ndarray, smp: SecureSampler, policy: SplittingPolicy
@@ -393,6 +393,6 @@ def _record_delta(s: QueryStats, table: pd.DataFrame) -> np.ndarray:
         return (s.cell_of >= 0).astype("float64")
     v = table[q.measure].to_numpy(dtype="float64")
     if not q.split:
-        v = np.clip(v, 0.0, float(q.clamp))  # type: ignore[arg-type]
+        v = np.clip(v, 0.0, float(q.clamp))  # type: ignore[arg-type]  # a top-coded query has its clamp (Query checks it)
     inside = s.cell_of >= 0
     return v if inside.all() else np.where(inside, v, 0.0)  # never changed in place by the callers
