@@ -71,6 +71,10 @@ class Schema:
 
 _ID_NAME = re.compile(r"(^|[_\s.-])(id|key|uid|record|recid|estab_?id)$|^id[_\s]", re.IGNORECASE)
 _OWNER_NAME = re.compile(r"firm|owner|company|employer|parent|household|hh_?id|user|customer|agency|org", re.IGNORECASE)
+#: Short id names (EID, PID, SID, …): an id when the column holds unique whole numbers; words that end in "id" but
+#: name amounts or places (paid, aid, grid, …) are not among them.
+_SHORT_ID_NAME = re.compile(r"^(?!(?:paid|maid|raid|laid|said|void|grid|acid|arid|kid|bid|lid|mid|did|aid|rid)$)"
+                            r"[a-z]{1,2}id$|^(ein|ssn|tin|duns)$", re.IGNORECASE)
 _CODE_NAME = re.compile(r"code|naics|fips|zip|postal|year|month|cat|class|type|level|state|county|region|sector",
                         re.IGNORECASE)
 
@@ -112,6 +116,16 @@ def _is_row_number(name: str, s: pd.Series) -> bool:
     v = s.to_numpy(dtype="float64")
     return bool(np.isfinite(v).all() and (v == np.floor(v)).all() and s.is_unique
                 and v.max() - v.min() == len(v) - 1)
+
+
+def _unique_whole_numbers(s: pd.Series, distinct: int) -> bool:
+    """Every value present, a whole number, and different from the others."""
+    if distinct != len(s) or len(s) == 0 or s.isna().any():
+        return False
+    if not pd.api.types.is_numeric_dtype(s) or pd.api.types.is_bool_dtype(s):
+        return False
+    v = s.to_numpy(dtype="float64")
+    return bool(np.isfinite(v).all() and (v == np.floor(v)).all())
 
 
 def _most_skewed(df: pd.DataFrame, candidates: list[str], k: int) -> list[str]:
@@ -158,7 +172,8 @@ def _distinct_counts(df: pd.DataFrame) -> dict[str, int]:
 def guess_schema(df: pd.DataFrame) -> Schema:
     """Guess column roles from names and content; every guess is editable in the UI.
 
-    * id: an id-like name with unique values; else a row-number column (``rownames``, ``index``,
+    * id: an id-like name with unique values (a short one — EID, PID — with unique whole numbers, and then
+      never a measure); else a row-number column (``rownames``, ``index``,
       ``Unnamed: 0``… holding unique consecutive integers); else none → generated row ids. A
       row-number column is never a measure;
     * owner: an owner-like name (firm, company, user, …) with repeated values;
@@ -175,9 +190,11 @@ def guess_schema(df: pd.DataFrame) -> Schema:
     id_col: str | None = None
     owner_col: str | None = None
     row_numbers = [c for c in df.columns if _is_row_number(c, df[c])]
+    short_ids = [c for c in df.columns if _SHORT_ID_NAME.match(str(c).strip())
+                 and _unique_whole_numbers(df[c], distinct[c])]  # never a measure, whatever is the id
     for c in df.columns:
         s = df[c]
-        if id_col is None and _ID_NAME.search(c) and not _OWNER_NAME.search(c):
+        if id_col is None and (_ID_NAME.search(c) or c in short_ids) and not _OWNER_NAME.search(c):
             if s.notna().all() and distinct[c] == n:
                 id_col = c
                 continue
@@ -190,7 +207,7 @@ def guess_schema(df: pd.DataFrame) -> Schema:
     candidates: list[str] = []
     groups: list[str] = []
     for c in df.columns:
-        if c in (id_col, owner_col) or c in row_numbers:
+        if c in (id_col, owner_col) or c in row_numbers or c in short_ids:
             continue
         s = df[c]
         nun = distinct[c]

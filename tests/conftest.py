@@ -23,6 +23,9 @@ settings.register_profile("dev", max_examples=100, deadline=None,
 settings.register_profile("ci", max_examples=60, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI", "").lower() in ("1", "true", "yes") else "dev")
+#: Engines' results of unchanged files are not kept across tests (a test that makes a query fail must see it run);
+#: tests/unit/engines/test_result_cache.py turns the cache on for itself.
+os.environ.setdefault("PRDP_CACHE_DIR", "off")
 
 
 @pytest.fixture(scope="session")

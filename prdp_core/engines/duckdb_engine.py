@@ -33,8 +33,8 @@ import pandas as pd
 
 from ..errors import DataError, ParameterError, ResourceLimitError, StoreError
 from ..private_files import DIR_MODE, private_dir, tighten
+from . import result_cache, sql_budget
 from . import sql as sqlgen
-from . import sql_budget
 from .base import ColumnKind, EngineOptions
 from .memory import sample_positions
 from .sql_engine import SQLEngine, _normalise_frame, _short
@@ -203,10 +203,12 @@ class DuckDBEngine(SQLEngine):
     name = "duckdb"
 
     def __init__(self, con: Any, relation: str, *, label: str = "", lock: threading.RLock | None = None,
-                 options: EngineOptions | None = None) -> None:
+                 options: EngineOptions | None = None, content_key: str | None = None) -> None:
         super().__init__(relation, sqlgen.DUCKDB, label=label, lock=lock)
         self.con = con
         self.options = options or EngineOptions()
+        #: What the relation holds (:mod:`~prdp_core.engines.result_cache`): its results are kept under it.
+        self.content_key = content_key
 
     # -- construction ----------------------------------------------------------------
 
@@ -256,7 +258,8 @@ class DuckDBEngine(SQLEngine):
             except duckdb.Error as exc:
                 raise DataError(f"Cannot read {src.label}: {_short(exc)}.",
                                 hint="Check that it is a valid Parquet or CSV file.") from None
-        eng = cls(con, rel, label=src.label, options=opts)
+        eng = cls(con, rel, label=src.label, options=opts,
+                  content_key=result_cache.source_key(src.kind, src.files, src.table))
         if not eng.column_kinds():
             raise DataError(f"{src.label} has no columns.")
         return eng
@@ -265,11 +268,23 @@ class DuckDBEngine(SQLEngine):
         """A new engine over a view ``select_sql`` of this one's relation (same connection)."""
         rel = f"prdp_view_{next(_counter)}"
         self._exec(f"CREATE VIEW {rel} AS {select_sql}")
-        return DuckDBEngine(self.con, rel, label=label or self.label, lock=self._lock, options=self.options)
+        return DuckDBEngine(self.con, rel, label=label or self.label, lock=self._lock, options=self.options,
+                            content_key=result_cache.derived_key(self.content_key, self.relation, select_sql))
 
     # -- plumbing --------------------------------------------------------------------------
 
     def _exec(self, sql: str, params: Sequence[Any] | None = None) -> list[tuple]:
+        import duckdb
+
+        key = result_cache.statement_key(self.content_key, self.relation, sql, params, duckdb.__version__)
+        kept = result_cache.get(key)
+        if kept is not None:
+            return kept
+        rows = self._run(sql, params)
+        result_cache.put(key, rows)
+        return rows
+
+    def _run(self, sql: str, params: Sequence[Any] | None) -> list[tuple]:
         import duckdb
 
         with self._lock:
