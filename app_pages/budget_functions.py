@@ -112,7 +112,7 @@ def describe(budget: BudgetFunction) -> None:
                             if state.is_large() else "."))
     elif state.is_large():
         st.caption("On a large dataset each record's budget stays in the engine: the domain counts below are exact.")
-    elif review.shows_records("the histogram of the records' budgets"):
+    elif review.shows_records("budget histogram"):
         st.plotly_chart(bch.budget_histogram_figure(budget(ds.table), budget), key="bf_hist")
         confidential()
     learn("**Reading the curve.** Each dotted horizontal line is a domain boundary 2^(i−1)·ε̌. A record whose "

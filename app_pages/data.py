@@ -34,8 +34,7 @@ with prof_tab:
     udata.message("profile")
     for line in udata.shift_lines(ds, state.source()):
         st.markdown(f":material/add_circle: **{md_escape(line)}**")
-    if review.shows_records("the profile of the measures (count, quantiles, maximum, skewness, top-1% share, "
-                            "histogram, Lorenz curve) and the notes on rows dropped or fixed"):
+    if review.shows_records("measure profile"):
         for note in ds.notes:
             st.caption(f":material/info: {md_escape(note)}")
         prof = state.profile()
@@ -131,7 +130,7 @@ with roles_tab:
                                             "the checks below count every row, in the engine." if raw.get("large")
                                             else ""))
     with st.expander("Preview of sampled rows" if raw.get("large") else "Preview of the first rows", expanded=False):
-        if review.shows_records("the rows of the table"):
+        if review.shows_records("table rows"):
             confidential()
             st.dataframe(prdp_core.data.preview(df), hide_index=True)  # long cells cut
     c1, c2 = st.columns(2)
@@ -151,7 +150,7 @@ with roles_tab:
         show_error(err)
         chk = None
     if chk is not None:
-        show_counts = review.shows_records("counts of the rows to fix and examples of their values")
+        show_counts = review.shows_records("rows to fix")
         if chk.non_numeric:
             bad = next(mi for mi in chk.measures if mi.non_numeric)
             examples = (f" (e.g. {md_escape(', '.join(repr(x) for x in bad.non_numeric_examples))})"

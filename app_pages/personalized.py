@@ -83,8 +83,7 @@ except PrdpError as err:
 if spec is None:
     st.stop()
 
-records_shown = review.shows_records("the number of users, how many chose each ε (histogram, users per tier) "
-                                     "and the notes that count them", note=False)
+records_shown = review.shows_records("users per epsilon", note=False)
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Users (roster U)", f"{spec.n_users:,}" if records_shown else "hidden (review mode)")
 m2.metric("min Φ (Minimum's α)", f"{spec.min_eps:.3g}")
@@ -109,8 +108,7 @@ if spec.roster == "table":
           "much (the change-count median does not).")
 sc1, sc2 = st.columns([3, 2])
 with sc1:
-    if review.shows_records("the number of users, how many chose each ε (histogram, users per tier) and the "
-                            "notes that count them"):
+    if review.shows_records("users per epsilon"):
         st.plotly_chart(pch.spec_figure(spec.eps, spec.tiers), key="pdp_spec_chart")
 with sc2:
     tiers_shown = spec.tier_table() if records_shown else spec.tier_table().drop(columns=["users"])

@@ -123,9 +123,7 @@ OWNER_BOUND_LABELS = {
     "lemma4": "bound for any order: its number of records × the sum of their losses (Lemma 4, J·ΣP)",
     "lemma5": "tighter when its records' losses differ (Lemma 5, optimistic)"}
 owner_bound = str(st.session_state.get("policy_owner_bound", "lemma4"))
-if review.shows_records("what the records and owners lose — the share of records split, loss quantiles, the "
-                        "largest loss, the loss charts of records and owners, where the thresholds sit among the "
-                        "records' values"):
+if review.shows_records("policy losses"):
     c1, c2, c3 = st.columns(3)
     owner_bound = c1.radio("An owner's loss (e.g. a firm's)", list(options.OWNER_BOUNDS), key="policy_owner_bound",
                            format_func=OWNER_BOUND_LABELS.get, disabled=not ds.schema.owner_col,
@@ -199,7 +197,7 @@ st.subheader("The public policy function")
 pc1, pc2 = st.columns([1, 3])
 fm = pc1.selectbox("As a function of", [m for m in measures if m in pol.thresholds.measures], key="policy_fn_measure")
 fm_threshold = min(dict(r)[fm] for _, r in pol.thresholds.rows)
-if review.shows_records("the records' values on this chart (its range follows the thresholds)", note=False):
+if review.shows_records("values on the policy chart", note=False):
     show_data = pc1.checkbox("Mark the data's median / p90 / p99", value=False, key="policy_fn_marks",
                              help="Confidential: quantiles of the real records.")
     vals, top = pstate.observed_values(fm)
@@ -224,7 +222,7 @@ delta = d1.select_slider("δ", options=list(options.DELTAS), value=1e-6, key="po
                          format_func=lambda d: f"{d:.0e}",
                          help="The small probability with which an (ε, δ) guarantee may fail; each ρ is read as "
                               "the ε it guarantees at this δ.")
-if review.shows_records("the loss levels of real records (median, percentiles, largest)", note=False):
+if review.shows_records("loss levels", note=False):
     levels = pstate.preview(pol, owner_bound).levels()
     with d1:
         confidential("Every row but the base loss is the loss of real records.")

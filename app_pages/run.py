@@ -106,7 +106,7 @@ else:
     shown = rstate.answers_for_display(rel, teaching)
     st.subheader("Released answers")
     st.caption(f"Mode: **{mode_label(rel.secure)}**")
-    if review.shows_records("true answers, errors and record counts of the cells"):
+    if review.shows_records("true answers"):
         confidential("True values and errors are shown because the app is in teaching mode.")
         summ = rstate.error_summary(rel, int(min_records))
         st.dataframe(summ.style.format({"median ARE": "{:.2%}", "90th pct ARE": "{:.2%}", "within 5%": "{:.1%}",
@@ -126,7 +126,7 @@ else:
                     file_name="prdp_answers.csv", mime="text/csv", key="run_download")
 
     st.subheader("Policy loss and realized loss")
-    if review.shows_records("the policy and realized losses of the records and owners"):
+    if review.shows_records("release losses"):
         confidential()
         try:
             cdfs = rstate.loss_cdfs(rel, ds, rel_pol)

@@ -33,8 +33,7 @@ tab_sweep, tab_top, tab_fit, tab_solve, tab_clip = st.tabs(
     ["Thresholds × ρ", "Splitting vs top-coding", "Fitness for use", "Target → budget", "Why clipping fails"])
 
 with tab_sweep:
-    if review.shows_records("the errors of the answers and the records' loss shares and charts for "
-                            "each threshold and ρ (computed from the true answers and the records' values)"):
+    if review.shows_records("sweep errors"):
         c1, c2, c3 = st.columns(3)
         pcts = c1.multiselect("Thresholds at these percentiles (PctScore)", list(options.SWEEP_PCTS),
                               default=[90.0, 97.0, 99.0, 99.9], key="tr_pcts")
@@ -85,8 +84,7 @@ with tab_sweep:
                                         f"**{b['share_above_base']:.2%}** of records paying more.")
 
 with tab_top:
-    if review.shows_records("the errors of splitting and top-coding (computed from the true "
-                            "answers)"):
+    if review.shows_records("scheme errors"):
         st.markdown("Every scheme answers the same workload — COUNT and one SUM per measure at each group-by level "
                     "— with the same base loss. Top-coding clamps values (bias, flat loss); splitting cuts them (no "
                     "bias, ρ·m(r)²).")
@@ -132,8 +130,7 @@ with tab_top:
                     st.dataframe(med.style.format("{:.2%}"))
 
 with tab_fit:
-    if review.shows_records("the budgets meeting each goal and the records' losses under them "
-                            "(computed from the true answers)"):
+    if review.shows_records("budgets for goals"):
         c1, c2, c3, c4 = st.columns(4)
         targets = c1.multiselect("Relative-error goals", list(options.FIT_TARGETS), default=[0.05, 0.1, 0.2],
                                  format_func=lambda t: f"{t:.0%}", key="tr_targets")
@@ -159,8 +156,7 @@ with tab_fit:
                            "policy's base loss.")
 
 with tab_solve:
-    if review.shows_records("the budgets solved for the goal and the largest thresholds meeting it "
-                            "(computed from the true answers)"):
+    if review.shows_records("solved budgets"):
         c1, c2, c3 = st.columns(3)
         target = c1.number_input("Relative-error goal", 0.001, 10.0, 0.05, format="%.3f", key="tr_solve_t")
         g2 = c2.number_input("Probability γ", 0.5, 0.999, 0.95, key="tr_solve_g")

@@ -25,7 +25,9 @@ suggestion (``"suggestion"``, :class:`~prdp_core.dp_quantile.PrivateThresholds`:
 released values, the same in both modes); :func:`subject_of` picks it from a run.
 ``prdp run`` (:func:`prdp_core.report.write_outputs`), ``prdp board export`` and ``list --format csv``
 (:func:`prdp_core.board.export.write_board`), the Run, Study and Board pages and every page's snippet
-produce their outputs here. ``tests/unit/test_review_boundary.py`` plants a record in a table and scans
+produce their outputs here. What a page draws from the records on the screen (profiles, loss charts, true
+answers, counts) is registered in :data:`SCREEN` and drawn only when :func:`may_show` allows it (teaching mode), which
+``ui.review.shows_records`` asks. ``tests/unit/test_review_boundary.py`` plants a record in a table and scans
 every registered output in both modes, so an output added to the registry is scanned without further work.
 """
 
@@ -76,6 +78,28 @@ def register(name: str, kind: str, takes: Takes, description: str, *, read: Call
         REGISTRY[name] = out if read is None else replace(out, read=read)
         return build
     return deco
+
+
+#: The screen's outputs computed from the records (a page's profile, loss charts, true answers, counts), by name:
+#: what each shows. A page draws one only when :func:`may_show` allows it (``ui.review.shows_records``).
+SCREEN: dict[str, str] = {}
+
+
+def register_screen(name: str, shows: str) -> str:
+    """Register the screen output ``name`` (``shows``: what it shows, as the note of review mode names it)."""
+    if name in SCREEN and SCREEN[name] != shows:
+        raise ValueError(f"The screen output {name!r} is registered twice.")
+    SCREEN[name] = shows
+    return name
+
+
+def may_show(name: str, *, teaching: bool) -> bool:
+    """Whether the registered screen output ``name`` may be drawn: in teaching mode only (it is computed from the
+    records). An unregistered name is a programming error (ValueError), so no page shows a statistic of the records
+    that the registry does not list."""
+    if name not in SCREEN:
+        raise ValueError(f"The screen output {name!r} is not registered (prdp_core.review_boundary.SCREEN).")
+    return bool(teaching)
 
 
 def readable(name: str, data: bytes) -> str:

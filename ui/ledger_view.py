@@ -71,7 +71,7 @@ def totals() -> None:
     data_dependent = any(e.loss.kind == "record" for e, h in zip(led.entries, here) if h)
     if review.shows_records("base loss", note=False) or not data_dependent:
         public = f"base loss ρ = {_fmt(last['base total (ρ)'])}, " + public
-    if table is not None and review.shows_records("the largest total loss of a record", note=False):
+    if table is not None and review.shows_records("largest record total", note=False):
         eps = last["largest record total (ε)"]
         eps_text = "" if math.isnan(eps) else f" (ε = {_fmt(eps)})"
         st.markdown(f"**Totals on this table** over its {on_it} release(s): the most exposed record has lost "

@@ -450,7 +450,7 @@ def suggestions_panel(measures: list[str], per_group: bool) -> None:
     """The *Suggest thresholds* expander: percentile (PctScore) and loss-cap suggestions, computed on the
     confidential records (hidden in review mode); a suggestion becomes the thresholds, flagged as data-derived.
     Then the private suggestion (:mod:`ui.private_suggest`), offered in both modes and charged to the ledger."""
-    if review.shows_records("threshold suggestions (percentiles of the records and loss caps computed on them)"):
+    if review.shows_records("threshold suggestions"):
         st.caption("Suggestions are computed on the confidential data: they guide the designer and are not "
                    "public facts.")
         st.slider("At this percentile of each measure (PctScore)", 50.0, 100.0, 97.0, 0.5, key="sugg_pct")
@@ -485,7 +485,7 @@ def losses_by_group_panel(ds: Dataset, pol: SplittingPolicy, owner_bound: str, o
     ``opened=False`` (the expander is collapsed) computes nothing: the tables are computed when it is opened, not on
     every threshold change."""
     measures, groups = list(ds.schema.measures), list(ds.schema.groups)
-    if review.shows_records("losses by group and the records with the largest losses") and opened:
+    if review.shows_records("losses by group") and opened:
         prev = preview(pol, owner_bound)
         if groups:
             gsel = st.selectbox("Group column", groups, key="policy_group_summary")
