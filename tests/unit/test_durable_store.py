@@ -1,4 +1,4 @@
-"""Durable sessions and ledgers in the workshop store (layout version 5), on SQLite and on a real
+"""Durable sessions and ledgers in the workshop store (layout version 6), on SQLite and on a real
 PostgreSQL server (tests/postgres.py): the migration of a version-2 and a version-3 database, sessions by
 hashed key and bound to their browser (transfer codes), uploaded tables stored once by content hash and
 their retention rule, ledgers whose restored per-record totals equal the original's, named ledgers tied to
@@ -68,7 +68,7 @@ def _make_v2(url: str) -> None:
 def test_a_version_2_database_is_migrated_and_keeps_its_entries(url, tmp_path):
     _make_v2(url)
     bs = BoardStore(url)
-    assert bs.migrated_from == 2 and bs.version() == B.SCHEMA_VERSION == 5
+    assert bs.migrated_from == 2 and bs.version() == B.SCHEMA_VERSION == 6
     assert {"sessions", "uploads", "ledgers", "ledger_entries"} <= set(sa.inspect(bs.engine).get_table_names())
     (old,) = bs.entries()
     assert (old.name, old.rationale) == ("From v2", "kept")
@@ -77,7 +77,7 @@ def test_a_version_2_database_is_migrated_and_keeps_its_entries(url, tmp_path):
     ss.save(key, source={"kind": "sample", "name": "cbp_like"}, config={"version": 1})
     assert ss.load(key).source == {"kind": "sample", "name": "cbp_like"}
     bs.dispose()
-    assert BoardStore(url).migrated_from == 5  # nothing to do the second time
+    assert BoardStore(url).migrated_from == 6  # nothing to do the second time
 
 
 def test_a_version_3_session_is_kept_unbound_and_goes_to_the_first_browser_that_opens_it(url, tmp_path):
