@@ -39,7 +39,7 @@ from sqlalchemy.engine import Connection
 
 from ..accounting import LedgerEntry
 from ..distribution import LossDistribution
-from ..errors import StoreError
+from ..errors import PrdpError, StoreError
 from ..release import Release
 from .ledgers import dialect_insert, jsonable
 
@@ -128,7 +128,10 @@ def answers_record(df: pd.DataFrame) -> dict[str, Any]:
 def _distribution_record(rel: Release) -> dict[str, Any] | None:
     d = rel.loss_distribution
     if d is None and rel.loss is not None:
-        d = LossDistribution.from_values(rel.loss, rel.measure)
+        try:
+            d = LossDistribution.from_values(rel.loss, rel.measure)
+        except (ValueError, PrdpError) as err:
+            raise StoreError(f"the delivered losses cannot be stored ({err}).") from None
     if d is None:
         return None
     return {"values": [float(v) for v in d.values], "counts": [int(c) for c in d.counts],
@@ -231,8 +234,10 @@ def answers_from_record(rec: Any, what: str = "an answers table") -> pd.DataFram
             data[str(name)] = pd.Series(vals, dtype="int64")
         elif kind == "bool":
             data[str(name)] = pd.Series(vals, dtype=bool)
+        elif kind == "str":  # pandas' own text type, as a table of text columns gets it
+            data[str(name)] = pd.Series([np.nan if v is None else v for v in vals], dtype=None if vals else object)
         else:
-            data[str(name)] = pd.Series([np.nan if v is None and kind == "str" else v for v in vals], dtype=object)
+            data[str(name)] = pd.Series(vals, dtype=object)
     return pd.DataFrame(data, columns=names)
 
 
@@ -255,7 +260,7 @@ def _distribution(rec: Any, measure: str, what: str) -> LossDistribution | None:
             raise _bad(f"the delivered losses of {what} have bin edges that do not fit their bins.")
         es = [_number(v, f"a bin edge of {what}") for v in edges]
         return LossDistribution.binned(es, counts, measure, total=total)  # type: ignore[arg-type]  # as above
-    except (ValueError, TypeError) as err:
+    except (ValueError, TypeError, PrdpError) as err:
         raise _bad(f"the delivered losses of {what} are not a distribution ({err}).") from None
 
 
