@@ -28,7 +28,8 @@ the owner's browser itself (a shared laptop: its history holds the address and i
 **Writes.** A ledger entry is stored when the release is recorded (:func:`record`, from
 :func:`ui.state.release`, the session's recorder) and any entry not stored yet is retried after every run
 (:func:`save`); the data source, the study config and the releases kept for the Study page's report
-(:mod:`ui.session_releases`, restored after the design) are written after every run in which they changed. An uploaded table is stored once by content hash when it is used (:func:`keep_upload`).
+(:mod:`ui.session_releases`, restored after the design) are written after every run in which they changed.
+An uploaded table is stored once by content hash when it is used (:func:`keep_upload`).
 A store that cannot be reached never stops the app: the pages say what is not saved.
 
 **A ledger never silently resets.** When a restore fails, the page says so and the ledger sections

@@ -12,7 +12,8 @@ Keys (all in ``st.session_state``):
 * ``learn`` – whether short explanations are shown on every page;
 * ``seed`` – the seed of teaching-mode runs;
 * ``ledger`` – the session's :class:`prdp_core.accounting.Ledger` (every release run);
-* ``recorded_releases`` – each page part's last recorded release (:func:`release`), rendered by the report.
+* ``recorded_releases`` – each page part's last recorded releases (:func:`release`) with the ids of their ledger
+  entries, rendered by the report and saved with the durable session (:mod:`ui.session_releases`).
 """
 
 from __future__ import annotations
@@ -313,11 +314,11 @@ def keep_recorded(part: str, releases: list[tuple[str | None, Any]], settings: s
     ``written``): what the report's key and the stored session (:mod:`ui.session_releases`) name them by."""
     kept = dict(st.session_state.get(RECORDED_KEY) or {})
     earlier = kept.get(part) if add else None
-    same = earlier is not None and earlier["token"] == active_token()
+    if earlier is None or earlier["token"] != active_token():
+        earlier = {}
     ids = uids if uids is not None else [uids_of(rel, written or []) for _, rel in releases]
-    kept[part] = {"token": active_token(), "releases": [*(earlier["releases"] if same else []), *releases],
-                  "uids": [*(earlier.get("uids", []) if same else []), *ids], "settings": settings,
-                  "at": time.time()}
+    kept[part] = {"token": active_token(), "releases": [*earlier.get("releases", []), *releases],
+                  "uids": [*earlier.get("uids", []), *ids], "settings": settings, "at": time.time()}
     st.session_state[RECORDED_KEY] = kept
 
 

@@ -80,7 +80,8 @@ def run_and_record(study: Study, progress: R.Progress | None = None) -> StudyRun
     """Run every mechanism of the study once as recorded releases of the session (charged to its ledger) and keep
     them as their pages' recorded releases."""
     written: list[tuple[Any, str]] = []
-    run = R.run_study(study, dataset=state.active_dataset(), progress=progress, recorder=state.recorder(written=written))
+    run = R.run_study(study, dataset=state.active_dataset(), progress=progress,
+                      recorder=state.recorder(written=written))
     by_kind: dict[str, list[tuple[str | None, Any]]] = {}
     for i, m in enumerate(study.mechanisms):
         label = study.mechanism_label(i)
