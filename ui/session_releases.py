@@ -26,6 +26,7 @@ from prdp_core.board.ledgers import jsonable
 from prdp_core.board.sessions import SessionStore
 from prdp_core.board.store import canonical_json
 from prdp_core.errors import PrdpError
+from prdp_core.release import Release
 
 from . import state
 from .common import md_escape
@@ -42,9 +43,10 @@ def payload() -> tuple[str, list[str]]:
         if rec["token"] != state.active_token() or not rec["releases"]:
             continue  # a part's releases on another table are not the active table's report
         ids = rec.get("uids", [])
+        if len(ids) != len(rec["releases"]) or not all(ids) or \
+                not all(isinstance(rel, Release) for _, rel in rec["releases"]):
+            continue  # not a mechanism's release (a lab's result), or one whose ledger entries are not known
         try:
-            if len(ids) != len(rec["releases"]) or not all(ids):
-                raise PrdpError("their ledger entries are not known.")
             rels = [SR.release_record(label, rel, uid) for (label, rel), uid in zip(rec["releases"], ids)]
         except PrdpError:
             left.append(part)

@@ -98,3 +98,17 @@ def test_the_report_is_current_for_the_same_ledger_entries_in_another_object():
     at.session_state["recorded_releases"] = kept
     at.run()
     assert "Report built" in texts(at)
+
+
+def test_a_labs_result_kept_with_the_releases_is_not_a_report_release_and_is_not_said_unsaved():
+    at = _designed_session()
+    at.switch_page("app_pages/concepts.py").run()
+    at.radio(key="hl_source").set_value("dataset").run()
+    at.multiselect(key="hl_columns").set_value(["sales"]).run()
+    at.button(key="hl_run").click().run()
+    assert not at.exception, at.exception
+    assert "concepts" in at.session_state["recorded_releases"]  # the lab's result, on the active table
+    assert "not saved for the report" not in texts(at)
+    with _engine().begin() as conn:
+        stored = json.loads(conn.execute(sa.select(SR.session_releases.c.payload)).scalar())
+    assert set(stored["parts"]) == {"run"}
