@@ -150,9 +150,11 @@ def release_record(label: str | None, rel: Release, uids: list[str] | tuple[str,
             "delivered": _distribution_record(rel)}
 
 
-def encode(parts: Mapping[str, Mapping[str, Any]], *, limit: int = MAX_RELEASES_JSON) -> tuple[str, list[str]]:
+def encode(parts: Mapping[str, Mapping[str, Any]], *, limit: int | None = None) -> tuple[str, list[str]]:
     """The stored payload of ``parts`` (page part → ``{"settings", "at", "releases": [release_record, …]}``) and
-    the parts left out because the whole would exceed ``limit`` bytes (those kept longest ago first)."""
+    the parts left out because the whole would exceed ``limit`` bytes (default :data:`MAX_RELEASES_JSON`; those
+    kept longest ago first)."""
+    limit = MAX_RELEASES_JSON if limit is None else limit
     kept = dict(parts)
     dropped: list[str] = []
     while True:
@@ -264,9 +266,11 @@ def _distribution(rec: Any, measure: str, what: str) -> LossDistribution | None:
         raise _bad(f"the delivered losses of {what} are not a distribution ({err}).") from None
 
 
-def decode(text: str | None, *, limit: int = MAX_RELEASES_JSON) -> dict[str, dict[str, Any]]:
+def decode(text: str | None, *, limit: int | None = None) -> dict[str, dict[str, Any]]:
     """The stored parts (page part → ``{"settings", "at", "releases"}``) with their releases still as records,
-    their form checked; StoreError (saying what is wrong) for a payload of another form or over ``limit``."""
+    their form checked; StoreError (saying what is wrong) for a payload of another form or over ``limit`` (default
+    :data:`MAX_RELEASES_JSON`)."""
+    limit = MAX_RELEASES_JSON if limit is None else limit
     if text is None:
         return {}
     if len(text.encode("utf-8")) > limit:

@@ -113,3 +113,14 @@ def test_a_labs_result_kept_with_the_releases_is_not_a_report_release_and_is_not
     with _engine().begin() as conn:
         stored = json.loads(conn.execute(sa.select(SR.session_releases.c.payload)).scalar())
     assert set(stored["parts"]) == {"run"}
+
+
+def test_releases_over_the_size_cap_are_left_out_and_the_pages_say_so(monkeypatch):
+    monkeypatch.setattr(SR, "MAX_RELEASES_JSON", 200)
+    at = _designed_session()
+    at.run()  # what the save after the release found is said on the next run
+    t = texts(at)
+    assert "The recorded releases of run are not saved for the report" in t and "0.0002 MB" in t
+    with _engine().begin() as conn:
+        assert json.loads(conn.execute(sa.select(SR.session_releases.c.payload)).scalar())["parts"] == {}
+    assert len(at.session_state["ledger"]) == 2  # the ledger entries are saved all the same
