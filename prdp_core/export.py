@@ -36,7 +36,9 @@ def safe_frame(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def to_csv_bytes(df: pd.DataFrame) -> bytes:
-    """UTF-8 CSV of ``df`` with formula injection neutralised."""
+    """UTF-8 CSV of ``df`` with formula injection neutralised, its lines ending in ``\\n`` on every system (pandas'
+    default is the system's own line ending): every CSV prdp writes — results, budget, ledger, answers, board —
+    is made here."""
     buf = io.StringIO()
-    safe_frame(df).to_csv(buf, index=False)
+    safe_frame(df).to_csv(buf, index=False, lineterminator="\n")
     return buf.getvalue().encode("utf-8")

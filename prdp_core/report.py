@@ -69,10 +69,6 @@ from .study_tables import (
     results_frame,
 )
 
-#: In review mode, loss CDFs stop where fewer than this many records lie above (so no single
-#: record's loss — the largest ones above all — can be read off a report).
-REVIEW_TAIL = 10
-
 #: A progress callback: (steps done, steps in all, what is being done).
 Progress = Callable[[int, int, str], None]
 
@@ -82,24 +78,14 @@ Progress = Callable[[int, int, str], None]
 # ---------------------------------------------------------------------------
 
 
-def review_cdf(x: np.ndarray, y: np.ndarray, n: int, tail: int = REVIEW_TAIL) -> tuple[np.ndarray, np.ndarray]:
-    """A CDF cut where fewer than ``tail`` records lie at or above a level (review mode): the
-    largest losses — those of single records — are not shown."""
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    prev = np.concatenate(([0.0], y[:-1]))
-    keep = n * (1.0 - prev) >= tail - 1e-9
-    return x[keep], y[keep]
-
-
-def _cdf(losses: Any, teaching: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The CDF of per-record (or per-owner) losses: an array, a LossProfile or a LossDistribution."""
+def _cdf(losses: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The CDF of per-record (or per-owner) losses: an array, a LossProfile or a LossDistribution (teaching-mode
+    reports only: a review-mode report shows no distribution of losses)."""
     from .distribution import LossDistribution
 
     dist = losses if isinstance(losses, LossDistribution) else \
         LossDistribution.from_values(getattr(losses, "values", losses))
-    x, y = dist.ecdf()
-    return (x, y) if teaching else review_cdf(x, y, dist.n)
+    return dist.ecdf()
 
 
 def _fig_html(fig: Any, first: list[bool]) -> str:
@@ -306,7 +292,7 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
         prev = preview_policy(ds, pol)
         series = {"records": prev.record_cdf()}
         if prev.owners is not None:
-            series[f"owners ({ds.schema.owner_col}, Lemma 4)"] = _cdf(prev.owners, teaching)
+            series[f"owners ({ds.schema.owner_col}, Lemma 4)"] = _cdf(prev.owners)
         parts.append(_fig_html(loss_cdf_figure(series, title="Policy-loss CDF, unit splitting",
                                                base=pol.workload.total_rho, view="zoom"), first))
         parts.append(_fig_html(loss_cdf_figure(series, title="Share of records paying more than x",
@@ -316,11 +302,11 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
         if m.LOSS_FROM_POLICY or (rel.loss is None and rel.loss_distribution is None):  # policy CDFs: above
             continue
         unit = "ρ" if rel.measure == "rho" else "ε"
-        series = {"delivered": _cdf(rel.loss if rel.loss is not None else rel.loss_distribution, teaching)}
+        series = {"delivered": _cdf(rel.loss if rel.loss is not None else rel.loss_distribution)}
         if rel.requested is not None:
-            series["requested"] = _cdf(rel.requested, teaching)
+            series["requested"] = _cdf(rel.requested)
         elif rel.extras.get("private_requested_distribution") is not None:
-            series["requested (by domain)"] = _cdf(rel.extras["private_requested_distribution"], teaching)
+            series["requested (by domain)"] = _cdf(rel.extras["private_requested_distribution"])
         parts.append(_fig_html(delivered_cdf_figure(series, title=f"{label}: per-record loss CDF", unit=unit),
                                first))
 
@@ -416,8 +402,8 @@ def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progre
     return written
 
 
-__all__ = ["ConfigError", "DataSource", "OUTPUT_FILES", "REVIEW_TAIL", "SCHEMA_VERSION", "Study", "StudyRun",
+__all__ = ["ConfigError", "DataSource", "OUTPUT_FILES", "SCHEMA_VERSION", "Study", "StudyRun",
            "budget_table", "conversion_rows", "error_summary", "ledger_dict", "ledger_frame", "ledger_json",
            "ledger_table", "load_config",
            "load_data", "parse_config", "render_html", "reproduction_script", "resolve_data_path", "results_frame",
-           "review_cdf", "run_study", "safe_data_path", "study_from_dict", "write_outputs"]
+           "run_study", "safe_data_path", "study_from_dict", "write_outputs"]

@@ -27,8 +27,9 @@ the owner's browser itself (a shared laptop: its history holds the address and i
 
 **Writes.** A ledger entry is stored when the release is recorded (:func:`record`, from
 :func:`ui.state.release`, the session's recorder) and any entry not stored yet is retried after every run
-(:func:`save`); the data source and the study config are written after every run in which they
-changed. An uploaded table is stored once by content hash when it is used (:func:`keep_upload`).
+(:func:`save`); the data source, the study config and the releases kept for the Study page's report
+(:mod:`ui.session_releases`, restored after the design) are written after every run in which they changed.
+An uploaded table is stored once by content hash when it is used (:func:`keep_upload`).
 A store that cannot be reached never stops the app: the pages say what is not saved.
 
 **A ledger never silently resets.** When a restore fails, the page says so and the ledger sections
@@ -75,7 +76,7 @@ from prdp_core.board.sessions import (
 from prdp_core.board.store import canonical_json
 from prdp_core.errors import AccessError, DataError, PrdpError
 
-from . import state
+from . import session_releases, state
 from .common import md_escape
 
 #: Seconds between two marks of a session as alive (retention never deletes a live session's table).
@@ -114,6 +115,12 @@ def store() -> SessionStore | None:
 
 def _problem(text: str) -> None:
     st.session_state["durable_problem"] = text
+
+
+def _say(kind: str, text: str, notes: list[str] | None = None) -> None:
+    """The restore's outcome (``kind``: ``success``, ``error`` or ``foreign``), shown on the page the session opened
+    (:func:`show_message`), with ``notes`` under it."""
+    st.session_state["durable_msg"] = {"kind": kind, "text": text, "notes": list(notes or [])}
 
 
 def key() -> str | None:
@@ -213,9 +220,8 @@ def start() -> None:
         given = st.query_params.get(KEY_PARAM)
         ss["durable_key"] = given if valid_key(given) else new_key()
         if given and not valid_key(given):
-            ss["durable_msg"] = {"kind": "error", "notes": [],
-                                 "text": "**This address's session key is not one this app writes**, so no saved "
-                                         "session was restored. This is a new session with its own address."}
+            _say("error", "**This address's session key is not one this app writes**, so no saved session was "
+                          "restored. This is a new session with its own address.")
         elif given:
             _restore(given)
     if st.query_params.get(KEY_PARAM) != ss["durable_key"]:
@@ -233,10 +239,9 @@ def _restore(given: str) -> None:
         stored = None if saved is None or foreign else sessions.ledgers.entries(saved.ledger_id)
     except TamperedLedger as err:  # refused, never used: nothing is written under its key either
         ss["durable_readonly"] = True
-        ss["durable_msg"] = {"kind": "error", "notes": [],
-                             "text": f"**Your saved session's privacy ledger was changed on the server**: "
-                                     f"{md_escape(err)} Its data and design are not restored either, and nothing of "
-                                     "this session is saved. Tell the workshop's organiser."}
+        _say("error", f"**Your saved session's privacy ledger was changed on the server**: {md_escape(err)} Its "
+                      "data and design are not restored either, and nothing of this session is saved. Tell the "
+                      "workshop's organiser.")
         ss["durable_ledger_msg"] = ("**The earlier releases of this session are missing from the ledger below** (its "
                                     "stored ledger fails its integrity check and is refused). They still count.")
         return
@@ -245,7 +250,7 @@ def _restore(given: str) -> None:
         text = (f"**Your saved session could not be read**: {md_escape(err)} Its data, design and privacy ledger are "
                 "kept in the store; reload this address later to restore them. Until then nothing of this session is "
                 "saved, and its ledger below holds only the releases made from now on.")
-        ss["durable_msg"] = {"kind": "error", "text": text, "notes": []}
+        _say("error", text)
         ss["durable_ledger_msg"] = ("**The earlier releases of this session are missing from the ledger below** "
                                     "(the saved session could not be read). They still count.")
         return
@@ -254,10 +259,9 @@ def _restore(given: str) -> None:
         return
     if saved is None or stored is None:
         ss["durable_key"] = new_key()  # the old address may name a session of another store: left alone
-        ss["durable_msg"] = {"kind": "error", "notes": [],
-                             "text": "**This address names a session this server does not have** (its store was "
-                                     "reset, or the address is another server's), so its data, design and "
-                                     "privacy ledger are not here. This is a new session with its own address."}
+        _say("error", "**This address names a session this server does not have** (its store was reset, or the "
+                      "address is another server's), so its data, design and privacy ledger are not here. This is a "
+                      "new session with its own address.")
         ss["durable_ledger_msg"] = ("**This ledger is new**: the releases of the session the address named are not "
                                     "on this server, and they are not in the totals below.")
         return
@@ -272,16 +276,15 @@ def _restore(given: str) -> None:
     try:
         notes = _restore_design(sessions, saved)
     except PrdpError as err:
-        ss["durable_msg"] = {"kind": "error", "notes": [],
-                             "text": f"**Restored your privacy ledger ({releases}), but not your data and design**: "
-                                     f"{md_escape(err)}"}
+        _say("error", f"**Restored your privacy ledger ({releases}), but not your data and design**: "
+                      f"{md_escape(err)}")
         ss["durable_ledger_msg"] = (f"The ledger holds the session's {releases}; those on a table that is not active "
                                     "are not in the totals below.")
         return
     ss["link_checked"] = True  # the session's own design, not the one of the URL's policy parameter
-    ss["durable_msg"] = {"kind": "success", "notes": [md_escape(n) for n in notes],
-                         "text": f"Restored your saved session: **{md_escape(state.dataset().name)}**, your design and "
-                                 f"your privacy ledger ({releases})."}
+    notes += session_releases.restore(sessions, given)
+    _say("success", f"Restored your saved session: **{md_escape(state.dataset().name)}**, your design and your "
+                    f"privacy ledger ({releases}).", [md_escape(n) for n in notes])
 
 
 def _foreign(given: str) -> None:
@@ -292,10 +295,9 @@ def _foreign(given: str) -> None:
     ss["durable_key"] = new_key()
     ss["durable_foreign"] = given
     ss["link_checked"] = True  # the design the address carries is that session's too: not loaded
-    ss["durable_msg"] = {"kind": "foreign", "notes": [],
-                         "text": "**This address belongs to another browser**, so its session is not opened here: "
-                                 "its data, design (also the one in the address) and privacy ledger stay with the "
-                                 "browser that created it. This is a new session with its own address."}
+    _say("foreign", "**This address belongs to another browser**, so its session is not opened here: its data, "
+                    "design (also the one in the address) and privacy ledger stay with the browser that created it. "
+                    "This is a new session with its own address.")
     ss["durable_ledger_msg"] = ("**This ledger is new**: the address you opened belongs to another browser, and "
                                 "the releases of its session are not here.")
 
@@ -408,14 +410,17 @@ def _table_unsaved() -> bool:
     return src.get("kind") == "file" and not src.get("upload") and not src.get("shared")
 
 
-def record(entries: tuple[LedgerEntry, ...] | list[LedgerEntry], data: Mapping[str, Any] | None = None) -> None:
+def record(entries: tuple[LedgerEntry, ...] | list[LedgerEntry], data: Mapping[str, Any] | None = None) -> list[str]:
     """A release was added to the session ledger (its ``entries`` last): give them the data they ran on (``data``, a
-    fingerprint; default: the active data) and store them now (a failure is retried after the run)."""
-    if entries:
-        align(data, len(entries))
-        sessions = store()
-        if sessions is not None:
-            _sync_ledger(sessions)
+    fingerprint; default: the active data) and store them now (a failure is retried after the run); their ids."""
+    if not entries:
+        return []
+    align(data, len(entries))
+    uids = list(st.session_state["ledger_uids"][-len(entries):])
+    sessions = store()
+    if sessions is not None:
+        _sync_ledger(sessions)
+    return uids
 
 
 def _ledger_id(sessions: SessionStore) -> int:
@@ -463,8 +468,9 @@ def source_record() -> dict[str, Any]:
 
 
 def save(config: Mapping[str, Any] | None) -> None:
-    """After every run: store ledger entries not stored yet, and the data source and study config when they
-    changed since the last save (else, every :data:`TOUCH_SECONDS`, mark the session alive)."""
+    """After every run: store ledger entries not stored yet, and the data source, study config and recorded releases
+    (:mod:`ui.session_releases`) when they changed since the last save (else, every :data:`TOUCH_SECONDS`, mark the
+    session alive)."""
     ss = st.session_state
     if ss.get("durable_readonly") or not ss.get("durable_key"):
         return
@@ -485,6 +491,9 @@ def save(config: Mapping[str, Any] | None) -> None:
         elif now - float(ss.get("durable_seen", 0)) > TOUCH_SECONDS:
             sessions.touch(ss["durable_key"])
             ss["durable_seen"] = now
+        unsaved = session_releases.save(sessions, ss["durable_key"], _browser())
+        if unsaved:
+            _problem(unsaved)
     except AccessError as err:
         _problem(f"**Nothing of this session is saved any more**: {md_escape(err)}")
     except PrdpError as err:

@@ -12,12 +12,14 @@ Keys (all in ``st.session_state``):
 * ``learn`` – whether short explanations are shown on every page;
 * ``seed`` – the seed of teaching-mode runs;
 * ``ledger`` – the session's :class:`prdp_core.accounting.Ledger` (every release run);
-* ``recorded_releases`` – each page part's last recorded release (:func:`release`), rendered by the report.
+* ``recorded_releases`` – each page part's last recorded releases (:func:`release`) with the ids of their ledger
+  entries, rendered by the report and saved with the durable session (:mod:`ui.session_releases`).
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 import uuid
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, Mapping, TypeVar
@@ -264,7 +266,8 @@ RECORDED_KEY = "recorded_releases"
 T = TypeVar("T")
 
 
-def recorder(sample: dict[str, Any] | None = None, data: Mapping[str, Any] | None = None) -> "Recorder":
+def recorder(sample: dict[str, Any] | None = None, data: Mapping[str, Any] | None = None,
+             written: list[tuple[Any, str]] | None = None) -> "Recorder":
     """The session's recorder (:class:`prdp_core.recorder.Recorder`): its releases are recorded in the session
     ledger and stored (:mod:`ui.durable`), the ledger outliving a server restart. A release made on a sample of
     a large table (the page's, or ``sample``: the rows asked for, the table ``of`` and the seed) says so in its
@@ -273,10 +276,11 @@ def recorder(sample: dict[str, Any] | None = None, data: Mapping[str, Any] | Non
 
     ``data`` is the fingerprint of the records the release runs on
     (:func:`prdp_core.board.ledgers.data_fingerprint`) when they are not the active table's — generated
-    records: the release is charged to their ledger, never to the active table's (default: the active data)."""
+    records: the release is charged to their ledger, never to the active table's (default: the active data).
+    ``written`` receives each recorded entry (as the mechanism returned it) with its id in the session ledger."""
     from prdp_core.recorder import Recorder
 
-    return Recorder(ledger(), write=partial(_record_release_entries, sample=sample, data=data))
+    return Recorder(ledger(), write=partial(_record_release_entries, sample=sample, data=data, written=written))
 
 
 def release(part: str, make: Callable[[], T], *, label: str | None = None, add: bool = False,
@@ -288,23 +292,43 @@ def release(part: str, make: Callable[[], T], *, label: str | None = None, add: 
     release — or added to the part's releases of the same click (``add``) — which the Study page's report renders
     (:func:`recorded`); ``keep=False`` for what is not a release of a study's mechanism (a comparison table, a
     Run-page release of some of the queries)."""
-    out = recorder(sample, data).release(make, label=label or part, entries=entries)
+    written: list[tuple[Any, str]] = []
+    out = recorder(sample, data, written).release(make, label=label or part, entries=entries)
     if data is None and keep:
         from .study_report import part_settings
 
-        keep_recorded(part, [(label, out)], part_settings(part), add=add)
+        keep_recorded(part, [(label, out)], part_settings(part), add=add, written=written)
     return out
 
 
-def keep_recorded(part: str, releases: list[tuple[str | None, Any]], settings: str | None, add: bool = False) -> None:
+def uids_of(rel: Any, written: list[tuple[Any, str]]) -> tuple[str, ...]:
+    """The ids in the session ledger of the entries of ``rel``, from what its recorder ``written`` (entry, id)."""
+    return tuple(uid for e in getattr(rel, "entries", ()) for w, uid in written if w is e)
+
+
+def keep_recorded(part: str, releases: list[tuple[str | None, Any]], settings: str | None, add: bool = False,
+                  written: list[tuple[Any, str]] | None = None, uids: list[tuple[str, ...]] | None = None) -> None:
     """Keep ``releases``, just recorded on the active dataset with the page's ``settings``
     (:func:`ui.study_report.part_settings`), as page ``part``'s last recorded releases (or add them to those of
-    the same click, ``add``)."""
+    the same click, ``add``), each with the ids of its ledger entries (``uids``, or found in what the recorder
+    ``written``): what the report's key and the stored session (:mod:`ui.session_releases`) name them by."""
     kept = dict(st.session_state.get(RECORDED_KEY) or {})
     earlier = kept.get(part) if add else None
-    before = earlier["releases"] if earlier is not None and earlier["token"] == active_token() else []
-    kept[part] = {"token": active_token(), "releases": [*before, *releases], "settings": settings}
+    if earlier is None or earlier["token"] != active_token():
+        earlier = {}
+    ids = uids if uids is not None else [uids_of(rel, written or []) for _, rel in releases]
+    kept[part] = {"token": active_token(), "releases": [*earlier.get("releases", []), *releases],
+                  "uids": [*earlier.get("uids", []), *ids], "settings": settings, "at": time.time()}
     st.session_state[RECORDED_KEY] = kept
+
+
+def recorded_uids(rel: Any) -> tuple[str, ...]:
+    """The ids of the ledger entries of a kept recorded release (:func:`keep_recorded`; empty when not kept)."""
+    for rec in (st.session_state.get(RECORDED_KEY) or {}).values():
+        for (_, kept), ids in zip(rec["releases"], rec.get("uids", [])):
+            if kept is rel:
+                return tuple(ids)
+    return ()
 
 
 def recorded(part: str) -> tuple[list[tuple[str | None, Any]], str | None]:
@@ -315,9 +339,11 @@ def recorded(part: str) -> tuple[list[tuple[str | None, Any]], str | None]:
 
 
 def _record_release_entries(entries: "tuple[LedgerEntry, ...]", sample: dict[str, Any] | None = None,
-                            data: Mapping[str, Any] | None = None) -> None:
+                            data: Mapping[str, Any] | None = None,
+                            written: list[tuple[Any, str]] | None = None) -> None:
     """Record a release's entries (:func:`recorder`): labelled with the page's sample (or ``sample``), charged to
-    ``data``'s ledger."""
+    ``data``'s ledger; each entry as given and its id in the ledger added to ``written``."""
+    given = entries
     smp = sample if sample is not None else page_sample()
     if smp:
         from dataclasses import replace
@@ -325,14 +351,16 @@ def _record_release_entries(entries: "tuple[LedgerEntry, ...]", sample: dict[str
         note = f" [uniform sample ({smp['rows']:,} rows asked) of {smp['of']}, seed {smp['seed']}]"
         entries = tuple(replace(e, label=e.label + note, params={**e.params, "data_sample": {
             "rows_asked": smp["rows"], "table": smp["of"], "seed": smp["seed"]}}) for e in entries)
-    record_entries(entries, data=data)
+    uids = record_entries(entries, data=data)
+    if written is not None:
+        written.extend(zip(given, uids))
 
 
-def record_entries(entries: "tuple[LedgerEntry, ...]", data: Mapping[str, Any] | None = None) -> None:
+def record_entries(entries: "tuple[LedgerEntry, ...]", data: Mapping[str, Any] | None = None) -> list[str]:
     """Add ledger entries to the session ledger and store them (:mod:`ui.durable`): releases, and adopted
-    private suggestions (:mod:`ui.private_suggest`); ``data`` as in :func:`recorder`."""
+    private suggestions (:mod:`ui.private_suggest`); ``data`` as in :func:`recorder`. Their ids in the ledger."""
     from . import durable
 
     durable.align()  # earlier entries keep the data they ran on
     ledger().extend(entries)
-    durable.record(entries, data=data)
+    return durable.record(entries, data=data)

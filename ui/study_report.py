@@ -70,15 +70,18 @@ def recorded_run(study: Study) -> tuple[StudyRun, list[str]]:
     return StudyRun(study=study, dataset=state.active_dataset(), releases=releases, ledger=led), missing
 
 
-def release_ids(run: StudyRun) -> tuple[int, ...]:
-    """Which recorded releases a report renders (a report of other releases is out of date)."""
-    return tuple(id(rel) for _, _, rel in run.releases)
+def release_ids(run: StudyRun) -> tuple[tuple[str, ...], ...]:
+    """Which recorded releases a report renders, by the ids of their ledger entries (a report of other releases is
+    out of date; an object's ``id`` is not a name for it: it is reused once the object is gone)."""
+    return tuple(state.recorded_uids(rel) for _, _, rel in run.releases)
 
 
 def run_and_record(study: Study, progress: R.Progress | None = None) -> StudyRun:
     """Run every mechanism of the study once as recorded releases of the session (charged to its ledger) and keep
     them as their pages' recorded releases."""
-    run = R.run_study(study, dataset=state.active_dataset(), progress=progress, recorder=state.recorder())
+    written: list[tuple[Any, str]] = []
+    run = R.run_study(study, dataset=state.active_dataset(), progress=progress,
+                      recorder=state.recorder(written=written))
     by_kind: dict[str, list[tuple[str | None, Any]]] = {}
     for i, m in enumerate(study.mechanisms):
         label = study.mechanism_label(i)
@@ -86,5 +89,5 @@ def run_and_record(study: Study, progress: R.Progress | None = None) -> StudyRun
                                               for lab, mm, rel in run.releases if mm is m)
     cfg = study.to_dict()
     for kind, rels in by_kind.items():
-        state.keep_recorded(PART_OF_KIND.get(kind, kind), rels, settings_of(cfg, kind))
+        state.keep_recorded(PART_OF_KIND.get(kind, kind), rels, settings_of(cfg, kind), written=written)
     return run

@@ -204,16 +204,15 @@ def verify(key: bytes, ledger: Any, rows: Sequence[Any]) -> str:
         f"{what} was sealed with another ledger key (key id {seal.key}; this server's is {key_id(key)}).",
         hint=f"Set {ENV_LEDGER_KEY} (or the key file {KEY_FILE}) to the key it was sealed with; if no one changed the "
              "key, treat the ledger as changed in the store.")
-    prev = genesis(key, ledger.id)
-    for i, r in enumerate(rows, 1):
-        want = entry_hash(key, ledger.id, i, r, prev)
+    wanted = seal_rows(key, ledger.id, rows)  # the chain as sealing these rows makes it
+    for i, (r, want) in enumerate(zip(rows, wanted), 1):
         if not isinstance(r.hash, str) or not hmac.compare_digest(want, r.hash):
             if seal.key != key_id(key):
                 raise other_key
             raise TamperedLedger(f"{changed} entry #{i} of {len(rows)} (id {r.uid}) does not match its seal — it, or "
                                  "its place in the order, or an entry before it was edited, removed or inserted.",
                                  hint=_HINT)
-        prev = r.hash
+    prev = wanted[-1] if wanted else genesis(key, ledger.id)
     good = head(key, ledger, len(rows), prev, upgraded=seal.upgraded, upgraded_at=seal.upgraded_at)
     if hmac.compare_digest(good.head, seal.head) and seal.entries == len(rows):
         return prev

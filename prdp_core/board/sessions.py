@@ -1,5 +1,6 @@
 """Durable app sessions in the workshop store: what a browser session needs to come back after a
-server restart or a reconnect — its data source, its study config and its privacy ledger.
+server restart or a reconnect — its data source, its study config, its privacy ledger and the releases its
+report renders (:mod:`.session_releases`, layout version 6).
 
 Tables (schema version 5, created by :data:`prdp_core.board.store.MIGRATIONS`)::
 
@@ -56,6 +57,7 @@ from sqlalchemy.engine import Connection
 
 from ..errors import AccessError, StoreError
 from ..private_files import DIR_MODE, FILE_MODE, private_dir, tighten
+from . import session_releases
 from .ledgers import LedgerStore, dialect_insert, jsonable
 from .store import BoardStore, canonical_json
 
@@ -364,6 +366,21 @@ class SessionStore:
                                  saved_at=now, seen_at=now))
             if isinstance(sha, str):
                 conn.execute(uploads.update().where(uploads.c.sha256 == sha).values(used_at=now))
+
+    def save_releases(self, key: str, payload: str, *, browser: str | None = None) -> None:
+        """Store the session's recorded releases (:func:`.session_releases.encode`; the session is created if new,
+        bound to ``browser``; AccessError when it belongs to another)."""
+        with self.store._tx() as conn:
+            self._ensure(conn, key, time.time(), browser)
+            session_releases.write(conn, key_hash(key), payload)
+
+    def load_releases(self, key: str) -> str | None:
+        """The stored recorded releases of the session ``key`` (None: none stored), to be checked by
+        :func:`.session_releases.decode`."""
+        if not valid_key(key):
+            return None
+        with self.store._tx() as conn:
+            return session_releases.read(conn, key_hash(key))
 
     def touch(self, key: str) -> None:
         """The session is alive: its time and its uploaded table's are now (retention keeps them)."""

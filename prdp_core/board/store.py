@@ -15,6 +15,8 @@ Tables (schema version :data:`SCHEMA_VERSION`)::
     ledgers, ledger_entries                        privacy ledgers of sessions and of ``prdp run --ledger``
                                                    (version 3, :mod:`prdp_core.board.ledgers`), sealed by a
                                                    keyed hash chain (version 4, :mod:`.ledger_chain`)
+    session_releases                               a session's recorded releases for its report
+                                                   (version 6, :mod:`prdp_core.board.session_releases`)
 
 An entry holds the submitted study config (JSON; the schema of docs/config.md, which holds no
 data values) and the summary computed from it (:mod:`prdp_core.board.summary`). ``participant``
@@ -29,8 +31,8 @@ instead of failing. Opening a database runs the missing migrations (:data:`MIGRA
 a lock (SQLite's write lock, PostgreSQL's advisory lock), so many processes may open a new
 database at once. Version 3 adds durable sessions, uploaded tables by content hash and ledgers (their
 modules define the tables; the step is here, in order); version 4 seals the ledgers; version 5 binds
-sessions to their browser. A SQLite file (and its WAL files) is created 0600, in a folder created 0700,
-and tightened when looser (:mod:`prdp_core.private_files`).
+sessions to their browser; version 6 keeps their recorded releases. A SQLite file (and its WAL
+files) is created 0600, in a folder created 0700, and tightened when looser (:mod:`prdp_core.private_files`).
 
 Who may do what is enforced here, not only in the UI: a participant withdraws only entries
 whose participant hash is theirs; the facilitator's actions (pin the dataset, set the board's
@@ -58,7 +60,7 @@ from ..private_files import private_sqlite
 from .sqlite_setup import SQLITE_BUSY_SECONDS, sqlite_setup
 
 #: Layout this build writes and reads; older databases are migrated when opened.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 #: Limits of the text a participant types (characters).
 MAX_NAME = 120
@@ -168,6 +170,12 @@ def _to_v5(conn: Connection) -> None:
     add_binding(conn)
 
 
+def _to_v6(conn: Connection) -> None:
+    """Version 6: the recorded releases of durable sessions (:func:`.session_releases.create`)."""
+    from .session_releases import create
+    create(conn)
+
+
 def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int:
     """Insert a board row; its id."""
     key = conn.execute(table.insert().values(title=title, created_at=now)).inserted_primary_key
@@ -176,7 +184,7 @@ def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int
 
 
 #: Every migration step in order; step i takes a database from version i to i + 1.
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5)
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 

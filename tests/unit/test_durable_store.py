@@ -1,4 +1,4 @@
-"""Durable sessions and ledgers in the workshop store (layout version 5), on SQLite and on a real
+"""Durable sessions and ledgers in the workshop store (layout version 6), on SQLite and on a real
 PostgreSQL server (tests/postgres.py): the migration of a version-2 and a version-3 database, sessions by
 hashed key and bound to their browser (transfer codes), uploaded tables stored once by content hash and
 their retention rule, ledgers whose restored per-record totals equal the original's, named ledgers tied to
@@ -68,7 +68,7 @@ def _make_v2(url: str) -> None:
 def test_a_version_2_database_is_migrated_and_keeps_its_entries(url, tmp_path):
     _make_v2(url)
     bs = BoardStore(url)
-    assert bs.migrated_from == 2 and bs.version() == B.SCHEMA_VERSION == 5
+    assert bs.migrated_from == 2 and bs.version() == B.SCHEMA_VERSION == 6
     assert {"sessions", "uploads", "ledgers", "ledger_entries"} <= set(sa.inspect(bs.engine).get_table_names())
     (old,) = bs.entries()
     assert (old.name, old.rationale) == ("From v2", "kept")
@@ -77,7 +77,7 @@ def test_a_version_2_database_is_migrated_and_keeps_its_entries(url, tmp_path):
     ss.save(key, source={"kind": "sample", "name": "cbp_like"}, config={"version": 1})
     assert ss.load(key).source == {"kind": "sample", "name": "cbp_like"}
     bs.dispose()
-    assert BoardStore(url).migrated_from == 5  # nothing to do the second time
+    assert BoardStore(url).migrated_from == 6  # nothing to do the second time
 
 
 def test_a_version_3_session_is_kept_unbound_and_goes_to_the_first_browser_that_opens_it(url, tmp_path):
@@ -102,6 +102,35 @@ def test_a_version_3_session_is_kept_unbound_and_goes_to_the_first_browser_that_
     assert ss.admit(key, first) and not ss.admit(key, second) and ss.admit(key, first)
     assert ss.load(key).browser_hash == first
     bs.dispose()
+
+
+def test_a_version_5_session_is_kept_and_its_recorded_releases_are_stored_after_the_migration(url, tmp_path):
+    from prdp_core.board import session_releases as SR
+
+    _make_v2(url)
+    eng = sa.create_engine(url)
+    key, me = S.new_key(), S.browser_hash(S.new_browser_secret())
+    with eng.begin() as conn:  # steps 3 to 5 as version 5 wrote them, and a session saved then
+        for step in range(2, 5):
+            B.MIGRATIONS[step](conn)
+            conn.execute(sa.text("UPDATE schema_version SET version = :v"), {"v": step + 1})
+        assert not sa.inspect(conn).has_table("session_releases")
+        conn.execute(sa.text("INSERT INTO ledgers (name, fingerprint, created_at) VALUES (NULL, NULL, 1.0)"))
+        lid = conn.execute(sa.text("SELECT MAX(id) FROM ledgers")).scalar()
+        conn.execute(sa.text("INSERT INTO sessions (key_hash, ledger_id, source, config, created_at, seen_at, "
+                             "browser_hash) VALUES (:h, :l, '{\"kind\": \"sample\"}', '{}', 1.0, 1.0, :b)"),
+                     {"h": S.key_hash(key), "l": lid, "b": me})
+    eng.dispose()
+    bs = BoardStore(url)
+    assert bs.migrated_from == 5 and bs.version() == B.SCHEMA_VERSION == 6
+    assert "session_releases" in sa.inspect(bs.engine).get_table_names()
+    ss = S.SessionStore(bs, tmp_path / "up")
+    assert ss.load(key).source == {"kind": "sample"} and ss.load_releases(key) is None  # kept, nothing recorded yet
+    text = SR.encode({})[0]
+    ss.save_releases(key, text, browser=me)
+    assert ss.load_releases(key) == text and ss.ledger_id(key, browser=me) == lid
+    bs.dispose()
+    assert BoardStore(url).migrated_from == 6
 
 
 # ---------------------------------------------------------------------------

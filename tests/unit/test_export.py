@@ -43,3 +43,18 @@ def test_tables_offer_no_unneutralised_csv_download():
 
     cfg = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
     assert cfg["client"]["disableDataExport"] is True
+
+
+def test_csvs_end_their_lines_with_a_newline_on_every_system(monkeypatch):
+    import os
+
+    from prdp_core.accounting import FlatLoss, Ledger, LedgerEntry
+    from prdp_core.board.export import board_csv
+    from prdp_core.review_boundary import produce
+
+    monkeypatch.setattr(os, "linesep", "\r\n")  # as on Windows, where pandas would end lines with CR LF
+    df = pd.DataFrame({"a": [1, 2], "b": ["x", "y\nz"]})
+    led = Ledger([LedgerEntry("sum", "baseline", FlatLoss(0.5), seed=1)])
+    for data in (to_csv_bytes(df), produce("session ledger (CSV)", led, teaching=True),
+                 board_csv([], review=True, delta=1e-6)):
+        assert b"\r" not in data and data.endswith(b"\n")

@@ -136,13 +136,6 @@ def test_error_summary_and_conversions(outputs):
     assert not any("teaching" in str(x) for x in R.conversion_rows(run_r).iloc[:, 0])
 
 
-def test_review_cdf_cuts_the_tail():
-    x = np.array([1.0, 4.0, 9.0, 100.0])
-    y = np.array([0.9, 0.97, 0.995, 1.0])
-    cx, cy = R.review_cdf(x, y, 200, tail=10)    # 200·(1 − 0.97) = 6 records at or above 9
-    assert cx.tolist() == [1.0, 4.0] and cy.tolist() == [0.9, 0.97]
-
-
 def test_results_are_seeded(outputs):
     folder, run, files = outputs["review"]
     again = R.run_study(R.load_config(folder / "study.yaml"))
