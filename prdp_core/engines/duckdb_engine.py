@@ -292,11 +292,26 @@ class DuckDBEngine(SQLEngine):
                 cur = self.con.execute(sql, params) if params is not None else self.con.execute(sql)
                 return cur.fetchall()
             except duckdb.OutOfMemoryException as exc:
-                raise ResourceLimitError(f"DuckDB ran out of memory: {_short(exc)}.",
-                                         hint="Raise data.duckdb.memory_limit, or free disk space for spilling.") \
-                    from None
+                raise self._out_of_memory(exc) from None
             except duckdb.Error as exc:
                 raise DataError(f"The engine could not compute this statistic: {_short(exc)}.") from None
+
+    def _out_of_memory(self, exc: Exception) -> ResourceLimitError:
+        """What to change when DuckDB ran out of memory: the limit in use and where it is set, and the disk left
+        for spilling, as measured now."""
+        import shutil
+
+        limit = self.options.memory_limit or DEFAULT_MEMORY_LIMIT
+        temp = self.options.temp_directory or default_options().temp_directory or tempfile.gettempdir()
+        try:
+            free = f"{shutil.disk_usage(temp).free / 1e9:.1f} GB free"
+        except OSError:
+            free = "its free space unknown"
+        return ResourceLimitError(
+            f"DuckDB ran out of memory within its limit of {limit}: {_short(exc)}.",
+            hint=f"Raise the limit: PRDP_DUCKDB_MEMORY_LIMIT in the environment of the app or the CLI (e.g. "
+                 f"PRDP_DUCKDB_MEMORY_LIMIT=8GB), or data.duckdb.memory_limit in a study. Rows beyond the limit "
+                 f"spill to {temp} ({free}).")
 
     def _frame(self, sql: str) -> pd.DataFrame:
         import duckdb
@@ -305,8 +320,7 @@ class DuckDBEngine(SQLEngine):
             try:
                 return self.con.execute(sql).df()
             except duckdb.OutOfMemoryException as exc:
-                raise ResourceLimitError(f"DuckDB ran out of memory: {_short(exc)}.",
-                                         hint="Raise data.duckdb.memory_limit.") from None
+                raise self._out_of_memory(exc) from None
             except duckdb.Error as exc:
                 raise DataError(f"The engine could not compute this statistic: {_short(exc)}.") from None
 
