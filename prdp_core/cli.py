@@ -44,31 +44,18 @@ from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 from typing import IO, Any, Sequence
 
-from .errors import ConfigError, DataError, OutputError, ParameterError, PrdpError, ResourceLimitError, SchemaError
+from .errors import ConfigError, OutputError, ParameterError, PrdpError
+from .exit_codes import (  # noqa: F401 - the exit codes are documented as names of this module too
+    EXIT_CODES,
+    EXIT_CONFIG,
+    EXIT_DATA,
+    EXIT_ERROR,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    exit_code,
+)
 from .terminal import SafeStream, escape, safe
-
-EXIT_OK = 0
-EXIT_INTERNAL = 1
-EXIT_USAGE = 2
-EXIT_CONFIG = 3
-EXIT_DATA = 4
-EXIT_ERROR = 5
-
-EXIT_CODES = {EXIT_OK: "success", EXIT_INTERNAL: "unexpected internal error", EXIT_USAGE: "usage error",
-              EXIT_CONFIG: "invalid config", EXIT_DATA: "data problem", EXIT_ERROR: "other engine error"}
-
-
-def exit_code(err: BaseException) -> int:
-    """The documented exit code of an error."""
-    if isinstance(err, ConfigError):
-        return EXIT_CONFIG
-    if isinstance(err, OutputError):
-        return EXIT_USAGE
-    if isinstance(err, (DataError, SchemaError, ResourceLimitError)):
-        return EXIT_DATA
-    if isinstance(err, PrdpError):
-        return EXIT_ERROR
-    return EXIT_INTERNAL
 
 
 class TextProgress:

@@ -337,6 +337,18 @@ def dp_percentile_thresholds(data: Any, measures: Sequence[str], pct: float | Ma
     return PrivateThresholds(qs, suggestion_entry(qs))
 
 
+def suggestion_text(sug: Any, out: str) -> str:
+    """What ``prdp suggest thresholds`` prints of the suggestion ``sug`` (a
+    :class:`~prdp_core.dp_quantile.PrivateThresholds`, public: released values, their cost and the public grid)
+    written to ``out``."""
+    lines = [f"T({q.column}) = {q.value:,.6g}  (DP p{q.pct:g}, ε = {q.epsilon:.4g}; {q.grid.describe()}; rank "
+             f"error within {q.rank_error_bound(0.05):,.0f} records of the best candidate's with probability 95%)\n"
+             for q in sug.quantiles]
+    cost = f"cost ε = {sug.epsilon:.4g} (ρ = {sug.epsilon ** 2 / 2:.4g}) for every record"
+    return "".join(lines) + f"{cost}; {sug.entry.label}; written to {out}\n"
+
+
 __all__ = ["CandidateGrid", "DPQuantile", "LEVEL_DENOMINATOR", "MAX_CANDIDATES", "MAX_EPSILON", "PrivateThresholds",
            "adopted_suggestions", "check_epsilon", "dp_percentile_thresholds", "dp_quantile", "level_units",
-           "quantile_scores", "rank_error_bound", "score_sensitivity", "select_index", "suggestion_entry"]
+           "quantile_scores", "rank_error_bound", "score_sensitivity", "select_index", "suggestion_entry",
+           "suggestion_text"]

@@ -179,16 +179,5 @@ def match(records: pd.DataFrame, group_by: tuple[str, ...], cells: pd.DataFrame,
     return np.where(unlisted, -1, idx).astype(np.int64)
 
 
-def filters(group_by: tuple[str, ...], cells: pd.DataFrame) -> tuple[Any, ...] | None:
-    """The listed cells as one filter per column (a record is in a listed cell iff it passes all of them),
-    or None when the cells are not the product of their columns' values."""
-    from .workload import Filter
-
-    distinct = [pd.unique(cells[c]) for c in group_by]
-    if math.prod(len(d) for d in distinct) != len(cells.drop_duplicates()):
-        return None
-    return tuple(Filter(c, tuple(v.item() if hasattr(v, "item") else v for v in d)) for c, d in zip(group_by, distinct))
-
-
-__all__ = ["KEYS_SOURCE", "GroupKeys", "as_mapping", "check_cells", "covers", "filters", "key_frame", "listed", "match",
+__all__ = ["KEYS_SOURCE", "GroupKeys", "as_mapping", "check_cells", "covers", "key_frame", "listed", "match",
            "n_cells", "normalize", "public_keys"]

@@ -49,10 +49,11 @@ from .config import (
     safe_data_path,
     study_from_dict,
 )
+from .html_parts import _CSS, _fig_html, _table
 from .provenance import DATA_DERIVED_COLUMN, data_derived, is_data_derived, is_private, source_detail
 from .release import Release
 from .reproduction import reproduction_script
-from .review_boundary import names, produce
+from .review_boundary import names, produce, register
 from .runner import StudyRun, run_study
 from .runs import held_by_engine
 from .secure import mode_label
@@ -102,39 +103,6 @@ def _cdf(losses: Any, teaching: bool) -> tuple[np.ndarray, np.ndarray]:
     return (x, y) if teaching else review_cdf(x, y, dist.n)
 
 
-def _fig_html(fig: Any, first: list[bool]) -> str:
-    import plotly.io as pio
-
-    inline = first[0]
-    first[0] = False
-    return pio.to_html(_listify(fig.to_plotly_json()), include_plotlyjs=True if inline else False, full_html=False,
-                       config={"displaylogo": False, "responsive": True}, validate=False)
-
-
-def _listify(obj: Any) -> Any:
-    """Figure data with plain lists (no binary arrays), so every number in the report is readable text."""
-    if isinstance(obj, dict):
-        return {k: _listify(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_listify(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return [_listify(v) for v in obj.tolist()] if obj.dtype == object else obj.tolist()
-    if isinstance(obj, np.generic):
-        return obj.item()
-    return obj
-
-
-def _table(df: pd.DataFrame, *, max_rows: int = 200, floatfmt: str = "{:,.6g}") -> str:
-    if df is None or df.empty:
-        return "<p class='muted'>(nothing to show)</p>"
-    shown = df.head(max_rows)
-    out = shown.to_html(index=False, escape=True, border=0, classes="tbl", na_rep="",
-                        float_format=lambda v: floatfmt.format(v))
-    if len(df) > max_rows:
-        out += f"<p class='muted'>First {max_rows:,} of {len(df):,} rows; results.csv has them all.</p>"
-    return out
-
-
 def _label_column(a: pd.DataFrame) -> pd.Series:
     skip = {"release", "mechanism", "query", "estimate", "sigma", "sd", "scale", "ci_low", "ci_high", "true",
             "n_records", "error", "abs_error", "rel_error", "are", "eps_tau", "ell"}
@@ -144,19 +112,6 @@ def _label_column(a: pd.DataFrame) -> pd.Series:
         return a["query"].astype(str) if "query" in a.columns else pd.Series(a.index.astype(str), index=a.index)
     lab = a[keys].astype(str).where(a[keys].notna(), "").agg(" | ".join, axis=1).str.strip(" |")
     return lab.replace("", "all records")
-
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1150px;color:#222;
-line-height:1.45;padding:0 1rem}
-h1{margin-bottom:.2rem}h2{border-bottom:2px solid #0072B2;padding-bottom:.2rem;margin-top:2.2rem}
-.muted{color:#666;font-size:.9rem}.banner{padding:.6rem 1rem;border-radius:6px;margin:1rem 0}
-.review{background:#e8f4fb;border:1px solid #0072B2}.teaching{background:#fff4e5;border:1px solid #E69F00}
-table.tbl{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
-table.tbl th,table.tbl td{border-bottom:1px solid #ddd;padding:.25rem .6rem;text-align:right}
-table.tbl th{background:#f3f3f3}table.tbl td:first-child,table.tbl th:first-child{text-align:left}
-pre{background:#f7f7f7;padding:.8rem;border-radius:6px;overflow-x:auto;font-size:.8rem}
-"""
 
 
 def _modes(releases: list[tuple[str, Any, Release]]) -> tuple[list[str], list[int]]:
@@ -379,6 +334,24 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head>"
             f"<body>\n{body}\n</body></html>\n")
+
+
+# ---------------------------------------------------------------------------
+# The outputs built here, registered with the review boundary (below this module)
+# ---------------------------------------------------------------------------
+
+
+@register("report.html", "study file", "run", "the HTML report")
+def _report(run: StudyRun, teaching: bool, *, config_text: str | None = None) -> str:
+    return render_html(run, config_text=config_text)
+
+
+@register("prdp run (terminal)", "cli", "run", "what prdp run prints when it has written its outputs")
+def _cli_run(run: StudyRun, teaching: bool, *, config: str = "study.yaml", out: str = "study-results",
+             files: tuple[str, ...] = ()) -> str:
+    written = ", ".join(sorted(files)) or "(nothing)"
+    return (f"{len(run.releases)} release(s) of {config} ({'teaching' if teaching else 'review'} mode; "
+            f"{mode_summary(run.releases)}) written to {out}: {written}\n")
 
 
 # ---------------------------------------------------------------------------

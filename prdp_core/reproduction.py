@@ -76,23 +76,6 @@ def _data_code(study: Study, data_file: str | None, *, argv: bool = True, base_d
 
 
 #: The imports the code of each mechanism kind needs (:func:`mechanism_code`, :func:`policy_code`).
-def _budget_code(b: Mapping[str, Any]) -> str:
-    """prdp_core code building the budget function (the calls of :func:`prdp_core.config.build_budget`)."""
-    kw = f"eps_min={b.get('eps_min')!r}, eps_max={b.get('eps_max')!r}, U={b.get('U')!r}"
-    if "preset" in b:
-        if b["preset"] == "constant":
-            return f"prdp.constant({b['eps']!r}, U={b.get('U')!r})"
-        k = f", k={b['k']!r}" if b["preset"] == "log" else ""
-        return f"prdp.preset({b['preset']!r}, {b['column']!r}, {kw}, alpha={b['alpha']!r}{k})"
-    if "expression" in b:
-        return f"prdp.parse_budget({b['expression']!r}, {kw})"
-    if "steps" in b:
-        s = b["steps"]
-        return f"prdp.step_table({s['column']!r}, {_py(s['bounds'])}, {_py(s['eps'])}, {kw})"
-    g = b["groups"]
-    return f"prdp.per_group({g['column']!r}, {_py(dict(g['parts']))}, default={g.get('default')!r}, {kw})"
-
-
 def import_lines(kinds: set[str]) -> list[str]:
     """The import lines the reproduction code of the mechanism kinds in ``kinds`` needs (once per kind,
     in the registry's order)."""

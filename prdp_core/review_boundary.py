@@ -214,28 +214,11 @@ def _study_yaml(run: StudyRun, teaching: bool, *, config_text: str | None = None
     return config_text if config_text is not None else run.study.to_yaml()
 
 
-@register("report.html", "study file", "run", "the HTML report")
-def _report(run: StudyRun, teaching: bool, *, config_text: str | None = None) -> str:
-    from .report import render_html
-
-    return render_html(run, config_text=config_text)
-
-
 @register("reproduce.py", "study file", "run", "the reproduction script")
 def _reproduce(run: StudyRun, teaching: bool, *, data_file: str | None = None) -> str:
     from .reproduction import reproduction_script
 
     return reproduction_script(run.study, data_file=data_file if data_file is not None else run.data_file)
-
-
-@register("prdp run (terminal)", "cli", "run", "what prdp run prints when it has written its outputs")
-def _cli_run(run: StudyRun, teaching: bool, *, config: str = "study.yaml", out: str = "study-results",
-             files: tuple[str, ...] = ()) -> str:
-    from .report import mode_summary
-
-    written = ", ".join(sorted(files)) or "(nothing)"
-    return (f"{len(run.releases)} release(s) of {config} ({'teaching' if teaching else 'review'} mode; "
-            f"{mode_summary(run.releases)}) written to {out}: {written}\n")
 
 
 @register("answers.csv", "release", "release", "one release's answers (the Run page's download)")
@@ -280,7 +263,7 @@ def _study_config(study: Study, teaching: bool) -> str:
 @register("prdp ledger show (terminal)", "cli", "named ledger", "what prdp ledger show prints (table or JSON; "
           "--review: public forms only)")
 def _ledger_show(led: Any, teaching: bool, *, fmt: str = "table") -> str:
-    from .board.cli import ledger_show_text
+    from .board.texts import ledger_show_text
 
     return ledger_show_text(led, review=not teaching, fmt=fmt)
 
@@ -288,7 +271,7 @@ def _ledger_show(led: Any, teaching: bool, *, fmt: str = "table") -> str:
 @register("prdp run --ledger (terminal)", "cli", "named ledger", "the line prdp run --ledger (and prdp suggest "
           "thresholds --ledger) adds")
 def _run_ledger_line(led: Any, teaching: bool) -> str:
-    from .board.cli import run_ledger_line
+    from .board.texts import run_ledger_line
 
     return run_ledger_line(led, teaching=teaching) + "\n"
 
@@ -296,7 +279,7 @@ def _run_ledger_line(led: Any, teaching: bool) -> str:
 @register("prdp suggest thresholds (terminal)", "cli", "suggestion", "what prdp suggest thresholds prints (private "
           "suggestions, public in both modes)")
 def _suggest(sug: Any, teaching: bool, *, out: str = "suggested.yaml") -> str:
-    from .suggest_cli import suggestion_text
+    from .dp_quantile import suggestion_text
 
     return suggestion_text(sug, out)
 
@@ -377,7 +360,7 @@ def _entry_yaml(entries: list[Any], teaching: bool) -> str:
 @register("prdp board list (terminal)", "cli", "entries", "what prdp board list prints (table or JSON)")
 def _board_list(entries: list[Any], teaching: bool, *, delta: float = 1e-6, fmt: str = "table",
                 where: str = "") -> str:
-    from .board.cli import list_text
+    from .board.texts import list_text
 
     return list_text(entries, review=not teaching, delta=delta, fmt=fmt, where=where)
 

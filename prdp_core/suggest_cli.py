@@ -136,9 +136,9 @@ def parse_range(text: str, spacing: str, size: int) -> tuple[str, Any]:
 
 def run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     """``prdp suggest thresholds``: returns the exit code (errors raised as PrdpError)."""
-    from .cli import EXIT_OK
     from .config import load_config, load_data, parse_config
     from .dp_quantile import dp_percentile_thresholds
+    from .exit_codes import EXIT_OK
     from .outputs import check_folder, write_files
     from .review_boundary import produce
 
@@ -188,15 +188,4 @@ def run(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     return EXIT_OK
 
 
-def suggestion_text(sug: Any, out: str) -> str:
-    """What ``prdp suggest thresholds`` prints of the suggestion ``sug`` (a
-    :class:`~prdp_core.dp_quantile.PrivateThresholds`, public: released values, their cost and the public grid)
-    written to ``out``."""
-    lines = [f"T({q.column}) = {q.value:,.6g}  (DP p{q.pct:g}, ε = {q.epsilon:.4g}; {q.grid.describe()}; rank "
-             f"error within {q.rank_error_bound(0.05):,.0f} records of the best candidate's with probability 95%)\n"
-             for q in sug.quantiles]
-    cost = f"cost ε = {sug.epsilon:.4g} (ρ = {sug.epsilon ** 2 / 2:.4g}) for every record"
-    return "".join(lines) + f"{cost}; {sug.entry.label}; written to {out}\n"
-
-
-__all__ = ["add_parser", "parse_range", "run", "suggestion_text"]
+__all__ = ["add_parser", "parse_range", "run"]

@@ -558,3 +558,12 @@ def workload_to_frame(wl: Workload) -> pd.DataFrame:
                      "filter_values": "; ".join(map(str, q.filter.values)) if q.filter else ""})
     return pd.DataFrame(rows, columns=["kind", "measure", "group_by", "rho", "split", "clamp", "rho_count",
                                        "filter_column", "filter_values"])
+
+
+def filters(group_by: tuple[str, ...], cells: pd.DataFrame) -> tuple[Any, ...] | None:
+    """The listed cells as one filter per column (a record is in a listed cell iff it passes all of them),
+    or None when the cells are not the product of their columns' values."""
+    distinct = [pd.unique(cells[c]) for c in group_by]
+    if math.prod(len(d) for d in distinct) != len(cells.drop_duplicates()):
+        return None
+    return tuple(Filter(c, tuple(v.item() if hasattr(v, "item") else v for v in d)) for c, d in zip(group_by, distinct))

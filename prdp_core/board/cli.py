@@ -19,18 +19,14 @@ same database (:mod:`prdp_core.board.ledgers`).
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Iterable
 
 from ..errors import DataError, PrdpError, StoreError
-from ..terminal import json_text
+from ..exit_codes import EXIT_OK
 from . import workshop
-
-EXIT_OK = 0
 
 
 def add_parsers(sub: Any, codes: str, parser_class: type) -> None:
@@ -150,25 +146,7 @@ def _list(args: argparse.Namespace, stdout: IO[str]) -> int:
     return EXIT_OK
 
 
-def list_text(entries: list[Any], *, review: bool, delta: float, fmt: str = "table", where: str = "") -> str:
-    """What ``prdp board list`` prints (``fmt``: ``table`` or ``json``); review mode: public columns only."""
-    from .summary import board_frame
-
-    frame = board_frame(entries, review=review, delta=delta)
-    if fmt == "json":
-        return json_text(json.loads(frame.to_json(orient="records"))) + "\n"
-    if frame.empty:
-        return f"The board on {where} has no entries.\n"
-    cols = ["#", "name", "kind", "base loss", "ε at δ, base"]
-    cols += [] if review else ["p99 record loss", "ε at δ, p99 record", "median rel. error"]
-    cols += ["submitted"]
-    return (frame[cols].to_string(index=False, max_colwidth=40, float_format=lambda v: f"{v:.4g}") + "\n"
-            + f"({len(frame)} polic{'y' if len(frame) == 1 else 'ies'}, {'review' if review else 'teaching'} mode, "
-            f"δ = {delta:g}; prdp board list --format csv for every column)\n")
-
-
 def _export(args: argparse.Namespace, stdout: IO[str]) -> int:
-    from .export import write_board
 
     store = _store(args.db)
     settings = store.settings()
@@ -184,6 +162,28 @@ def _export(args: argparse.Namespace, stdout: IO[str]) -> int:
     stdout.write(f"{len(entries)} polic{'y' if len(entries) == 1 else 'ies'} ({'review' if review else 'teaching'} "
                  f"mode) written to {out}: {', '.join(sorted(files))}\n")
     return EXIT_OK
+
+
+def write_board(entries: Iterable[Any], out_dir: str | Path, *, review: bool, delta: float,
+                title: str = "Workshop board", dataset: str | None = None, force: bool = False) -> dict[str, Path]:
+    """Write board.csv, board.html and entry-<id>.yaml (each entry's study config) into ``out_dir``
+    (created if missing) with :func:`prdp_core.outputs.write_files`; returns name → path.
+
+    Raises :class:`~prdp_core.errors.OutputError` before writing anything when ``out_dir`` is a link or
+    a file, or holds a link or a file prdp did not write under one of these names (unless ``force``)."""
+    from ..outputs import check_folder, write_files
+    from ..review_boundary import produce  # every file through the review boundary, in the board's mode
+
+    entries = list(entries)
+    names = ["board.csv", "board.html", *(f"entry-{en.id}.yaml" for en in entries)]
+    check_folder(out_dir, names, force=force)  # before the (possibly long) rendering
+
+    files: dict[str, bytes] = {"board.csv": produce("board.csv", entries, teaching=not review, delta=delta),
+                               "board.html": produce("board.html", entries, teaching=not review, delta=delta,
+                                                     title=title, dataset=dataset)}
+    for en in entries:
+        files[f"entry-{en.id}.yaml"] = produce("entry.yaml", [en], teaching=not review)
+    return write_files(out_dir, files, force=force)
 
 
 def run_board(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
@@ -246,54 +246,6 @@ class RunLedger:
         return produce("prdp run --ledger (terminal)", led, teaching=self.teaching).decode("utf-8").rstrip("\n")
 
 
-def run_ledger_line(led: Any, *, teaching: bool) -> str:
-    """The line ``prdp run --ledger`` adds: what the run added to the named ledger ``led`` (a
-    :class:`~.ledgers.NamedLedger`) and, in teaching mode, the largest per-record total so far."""
-    last = led.entries[-1] if led.entries else None
-    entries = f"{led.added} entr{'y' if led.added == 1 else 'ies'}"
-    text = f"ledger '{led.name}' on {led.where}: {entries} added, {len(led.entries)} in all"
-    if teaching and last is not None and last.total_rho is not None:
-        text += f"; largest per-record total so far ρ = {last.total_rho:.6g}"
-        if last.total_eps is not None:
-            text += f" (ε = {last.total_eps:.6g})"
-    return text + f" (prdp ledger show {led.name})"
-
-
-def ledger_frame(entries: list[Any], *, review: bool) -> Any:
-    """A stored ledger as a table: one row per release with its public form and, unless ``review``, the
-    statistics of the records kept when it was appended (never a per-record value)."""
-    import datetime as dt
-
-    import pandas as pd
-
-    from ..loss_profile import MEASURE_SYMBOL
-    from ..secure import mode_label
-    from .ledgers import describe_data
-
-    rows = []
-    for s in entries:
-        e = s.entry
-        when = dt.datetime.fromtimestamp(s.created_at).strftime("%Y-%m-%d %H:%M")
-        row: dict[str, Any] = {"#": s.seq, "recorded": when,
-                               "release": e.label, "mechanism": e.mechanism, "measure": MEASURE_SYMBOL[e.measure],
-                               "neighbours": e.neighbours.name, "mode": mode_label(e.secure), "seed": e.seed,
-                               "worst case": e.loss.supremum(), "data": describe_data(s.fingerprint), "by": s.origin}
-        if not review:
-            row.update({"largest record loss": s.largest, "largest record total (ρ)": s.total_rho,
-                        "largest record total (ε)": s.total_eps})
-        rows.append({k: math.nan if v is None and k in _NUMBERS else v for k, v in row.items()})
-    return pd.DataFrame(rows)
-
-
-#: Numeric columns of :func:`ledger_frame` (a statistic not kept is NaN: "-" in tables, null in JSON).
-_NUMBERS = ("worst case", "largest record loss", "largest record total (ρ)", "largest record total (ε)")
-
-
-def _json_number(v: Any) -> Any:
-    """JSON has no infinity: an unbounded loss is written "inf"."""
-    return "inf" if isinstance(v, float) and math.isinf(v) else v
-
-
 def _ledger_show(args: argparse.Namespace, stdout: IO[str]) -> int:
     from ..review_boundary import produce
     from .ledgers import LedgerStore, NamedLedger, describe_data
@@ -310,57 +262,6 @@ def _ledger_show(args: argparse.Namespace, stdout: IO[str]) -> int:
     stdout.write(produce("prdp ledger show (terminal)", led, teaching=not args.review, fmt=args.format)
                  .decode("utf-8"))
     return EXIT_OK
-
-
-def ledger_show_text(led: Any, *, review: bool, fmt: str = "table") -> str:
-    """What ``prdp ledger show`` prints of the named ledger ``led`` (a :class:`~.ledgers.NamedLedger`; ``fmt``:
-    ``table`` or ``json``); review mode: public forms only."""
-    entries = led.entries
-    frame = ledger_frame(entries, review=review)
-    last = entries[-1] if entries else None
-    if fmt == "json":
-        rows = [{k: None if isinstance(v, float) and math.isnan(v) else _json_number(v) for k, v in r.items()}
-                for r in frame.to_dict(orient="records")]
-        doc: dict[str, Any] = {"ledger": led.name, "data": led.data, "review": bool(review), "entries": rows,
-                               "verified": True, "sealed by upgrade": led.seal.upgraded if led.seal else None}
-        if not review:
-            doc["largest record total (ρ)"] = None if last is None else _json_number(last.total_rho)
-            doc["largest record total (ε)"] = None if last is None else _json_number(last.total_eps)
-        return json_text(doc) + "\n"
-    out = [f"Ledger '{led.name}' ({led.where}), data: {led.data}\n{_seal_line(led.seal, len(entries))}\n"]
-    if frame.empty:
-        return out[0] + "No release yet.\n"
-    cols = ["#", "recorded", "release", "measure", "mode", "worst case"]
-    cols += [] if review else ["largest record loss", "largest record total (ρ)", "largest record total (ε)"]
-    out.append(frame[cols].to_string(index=False, max_colwidth=40, na_rep="-",
-                                     float_format=lambda v: f"{v:.6g}") + "\n")
-    if review:
-        out.append(f"({len(frame)} release(s); review: statistics of the records left out)\n")
-    elif last is not None and last.total_rho is not None:
-        eps = "" if last.total_eps is None else f", ε = {last.total_eps:.6g}"
-        out.append(f"Cumulative: the most exposed record has lost ρ = {last.total_rho:.6g}{eps} over "
-                   f"{len(frame)} release(s) (sequential composition; confidential: a statistic of the records).\n")
-        if math.isinf(last.total_rho):
-            out.append("Unbounded: a release on other data counts at its worst case for every record, and that "
-                       "worst case has no finite bound (a splitting policy's).\n")
-    else:
-        out.append(f"({len(frame)} release(s); no per-record total: the releases mix neighbour notions, or their "
-                   "data is held by an engine, which does not evaluate records one by one)\n")
-    return "".join(out)
-
-
-def _seal_line(seal: Any, n: int) -> str:
-    """What the check of a ledger's seal found (it passed: a changed ledger is refused before this is printed)."""
-    import datetime as dt
-
-    if seal is None:  # a ledger not read from a store (the review boundary's scan)
-        return f"Not stored: {n} release(s), no seal."
-    text = f"Seal verified: {n} release(s), none changed, removed or reordered in the store (key id {seal.key})"
-    if seal.upgraded:
-        when = dt.datetime.fromtimestamp(seal.upgraded_at or 0).strftime("%Y-%m-%d %H:%M")
-        text += (f"; releases #1–#{seal.upgraded} were stored before ledgers were sealed and were sealed as found "
-                 f"when the store was upgraded ({when})")
-    return text + "."
 
 
 def run_ledger(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:

@@ -63,11 +63,12 @@ from ..accounting import (
 )
 from ..errors import ConfigError, DataError, ParameterError, StoreError
 from . import ledger_chain
-from .store import BoardStore, canonical_json
+from .canonical import canonical_json
 from .workshop import sha256_file
 
 if TYPE_CHECKING:
     from ..config import Study
+    from .store import BoardStore
 
 #: Largest stored entry (bytes of JSON, packed per-record values included).
 MAX_ENTRY_JSON = 64_000_000

@@ -43,7 +43,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import math
 import secrets
 import time
 from dataclasses import dataclass
@@ -55,6 +54,7 @@ from sqlalchemy.engine import Connection
 
 from ..errors import AccessError, PrdpError, StoreError
 from ..private_files import private_sqlite
+from .canonical import canonical_json
 from .sqlite_setup import SQLITE_BUSY_SECONDS, sqlite_setup
 
 #: Layout this build writes and reads; older databases are migrated when opened.
@@ -214,21 +214,6 @@ def participant_hash(token: str) -> str:
 def new_participant_code() -> str:
     """A random participant code (72 bits, URL-safe): who may withdraw an entry."""
     return secrets.token_urlsafe(9)
-
-
-def canonical_json(obj: Any) -> str:
-    """JSON with sorted keys and no NaN (None instead), the stored form of configs and summaries."""
-    return json.dumps(_finite(obj), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, Mapping):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
 
 
 def submission_id(participant: str, name: str, rationale: str, config: Mapping[str, Any]) -> str:

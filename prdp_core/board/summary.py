@@ -151,7 +151,7 @@ def _splitting(study: Study, ds: Dataset) -> tuple[dict[str, Any], np.ndarray, d
 def _seeded_runs(study: Study, ds: Dataset, runs: int) -> tuple[list[Any], dict[str, Any]]:
     """The study's mechanism run ``runs`` times (seeds study seed + k, teaching mode): the releases
     of the first run and the median relative error of every answer of every run."""
-    from ..report import run_study
+    from ..runner import run_study
 
     if not study.mechanisms:
         return [], {"median_rel_error": None, "error_method": "no mechanism in the study", "query_errors": []}

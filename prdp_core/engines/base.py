@@ -124,7 +124,7 @@ class RealizedTerm:
     (``sigma_by``, a group-by key of the query). An AVG adds ``extra`` (its count part's ρ) for a
     record and, for an owner, (records of the owner in the cell)²/(2·``extra_sigma``²). Owners sum
     Δ within each cell of ``group_by`` before squaring. ``keys``: the filters of a public key list (one per
-    column, :func:`prdp_core.keysets.filters`) — a record outside a listed cell is in no cell and adds 0."""
+    column, :func:`prdp_core.workload.filters`) — a record outside a listed cell is in no cell and adds 0."""
 
     group_by: tuple[str, ...]
     filter: Filter | None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Mapping
 
+from ..codegen import literal
 from ..config.fields import _choice, _err, _number, _text
 from ..config.keys import PRDP_ALGORITHMS, PRDP_QUERIES, RECORD_ALGORITHMS
 from .base import (
@@ -110,7 +111,7 @@ class PrdpRun(RunConfig):
         need(self.column, f"{path}.column", measure=self.query in ("sum", "max"))
 
     def run(self, study: Study, ds: Any, seed: int, reveal: bool) -> list[Output]:
-        from ..config import data_columns
+        from ..config.study_data import data_columns
         from ..mechanisms import prdp
         from ..mechanisms.prdp import local as prldp
 
@@ -150,8 +151,6 @@ class PrdpRun(RunConfig):
         return out
 
     def code(self, study: Study, i: int, table: str) -> list[str]:
-        from ..reproduction import _budget_code
-
         seed, label = self.noise_seed(study.seed, i), self.release_label(i)
         lines = [f"E = {_budget_code(study.policy['budget'])}", "print(E.describe())"]
         q, beta = prdp_query(self), self.beta
@@ -182,3 +181,20 @@ class PrdpRun(RunConfig):
     def unbounded_budget(self, rel: Release) -> float:
         """A loss bounded by the records' budgets: the budget function's cap ε̂."""
         return float(rel.params.get("eps_max", float("nan")))
+def _budget_code(b: Mapping[str, Any]) -> str:
+    """prdp_core code building the budget function (the calls of :func:`prdp_core.config.build_budget`)."""
+    kw = f"eps_min={b.get('eps_min')!r}, eps_max={b.get('eps_max')!r}, U={b.get('U')!r}"
+    if "preset" in b:
+        if b["preset"] == "constant":
+            return f"prdp.constant({b['eps']!r}, U={b.get('U')!r})"
+        k = f", k={b['k']!r}" if b["preset"] == "log" else ""
+        return f"prdp.preset({b['preset']!r}, {b['column']!r}, {kw}, alpha={b['alpha']!r}{k})"
+    if "expression" in b:
+        return f"prdp.parse_budget({b['expression']!r}, {kw})"
+    if "steps" in b:
+        s = b["steps"]
+        return f"prdp.step_table({s['column']!r}, {literal(s['bounds'])}, {literal(s['eps'])}, {kw})"
+    g = b["groups"]
+    return f"prdp.per_group({g['column']!r}, {literal(dict(g['parts']))}, default={g.get('default')!r}, {kw})"
+
+

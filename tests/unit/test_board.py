@@ -24,7 +24,7 @@ from prdp_core.board import export as X
 from prdp_core.board import links as L
 from prdp_core.board import summary as B
 from prdp_core.board import workshop as W
-from prdp_core.board.cli import app_script, streamlit_flags
+from prdp_core.board.cli import app_script, streamlit_flags, write_board
 from prdp_core.board.store import BoardStore
 from prdp_core.config import load_config, load_data, parse_config
 from prdp_core.errors import ConfigError, DataError, ResourceLimitError
@@ -228,7 +228,7 @@ def test_exports_escape_participant_text(entries):
 
 
 def test_write_board_writes_csv_html_and_configs(entries, tmp_path):
-    files = X.write_board(entries, tmp_path / "out", review=False, delta=1e-8, dataset="sample 'cbp_like'")
+    files = write_board(entries, tmp_path / "out", review=False, delta=1e-8, dataset="sample 'cbp_like'")
     assert sorted(files) == ["board.csv", "board.html", "entry-1.yaml", "entry-2.yaml", "entry-3.yaml",
                              "entry-4.yaml"]
     assert load_config(tmp_path / "out" / "entry-1.yaml").policy["thresholds"]["EMP"] == 100

@@ -185,7 +185,7 @@ def _snippets(data, study, ds):
 GENERATORS: dict[str, Callable | str] = {
     "prdp_core.reproduction.reproduction_script": "test_prdp_run_writes_a_reproduction_script_that_runs_only_the_study",
     "prdp_core.reproduction._data_code": "prdp_core.reproduction.reproduction_script",
-    "prdp_core.reproduction._budget_code": "prdp_core.reproduction.reproduction_script",
+    "prdp_core.runs.prdp._budget_code": "prdp_core.reproduction.reproduction_script",
     # each mechanism kind's code (RunConfig.code), written through reproduction.mechanism_code
     "prdp_core.runs.unit_splitting.code": "prdp_core.reproduction.reproduction_script",
     "prdp_core.runs.unit_splitting.policy_code": "prdp_core.reproduction.reproduction_script",

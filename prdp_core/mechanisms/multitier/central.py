@@ -29,7 +29,8 @@ from ...release import Release
 from ...secure import SecureSampler
 from .noise_families import RELEASE_FAMILIES, NoiseFamily, noise_family
 from .residuals import ResidualCheck, check_residual
-from .tiers import STRATEGIES, Strategy, Tier, TieredPlan, tiers_from
+from .secure import secure_central
+from .tiers import STRATEGIES, Strategy, Tier, TieredPlan, gradual_pieces, lattice_round, tiers_from
 
 # ---------------------------------------------------------------------------
 # Central model
@@ -120,17 +121,6 @@ def plan_central(tiers: Iterable[Tier] | Mapping[str, float] | pd.DataFrame, fam
     if bad:
         raise PolicyError(f"No multi-tier version: {bad[0].sentence()}")
     return CentralPlan(ts, fam, params, checks)
-
-
-def lattice_round(q: np.ndarray | float) -> np.ndarray:
-    """The integer a geometric-family release answers for a query value q: ⌊q + ½⌋ (half up).
-
-    Rounding is deterministic and data-independent, and it keeps an integer sensitivity Δ: if
-    |a − b| ≤ Δ then |⌊a + ½⌋ − ⌊b + ½⌋| ≤ Δ (⌊x + t⌋ − ⌊x⌋ ≤ ⌈t⌉ for t ≥ 0), so the release of
-    the rounded value is ε-DP exactly when that of q would be. (Round-half-to-even would not:
-    0.5 → 0 and 1.5 → 2 move by 2 for Δ = 1.) Integer inputs are returned unchanged.
-    """
-    return np.floor(np.asarray(q, dtype=float) + 0.5)
 
 
 def _record_loss(mask_or_n: np.ndarray | int | None, value: float) -> np.ndarray | None:
@@ -243,8 +233,6 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
 def _secure_tiers(plan: CentralPlan, q: np.ndarray, contributions: np.ndarray | Sequence[np.ndarray] | None,
                   strategy: str, smp: SecureSampler) -> Any:
     """The secure answers of every tier (:func:`.secure.secure_central`), from one contribution array per query."""
-    from .secure import secure_central  # the secure module builds on this one
-
     if contributions is None:
         raise ParameterError("A secure multi-tier release reads the records' contributions, not a total.",
                              hint="Pass contributions=central_query(...).contributions.")
@@ -286,12 +274,6 @@ def sample_independent(family: NoiseFamily, params: Sequence[float], true: np.nd
     """Naive baseline: a fresh release per tier (collusion costs Σ ε)."""
     q = np.atleast_1d(np.asarray(true, dtype=float))
     return np.stack([q + family.sample(p, q.size, rng=rng) for p in params])
-
-
-def gradual_pieces(budgets: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Budget splitting ("gradual" baseline, §6): e_m = b_m, e_l = b_l − b_{l+1} (decreasing budgets)."""
-    b = np.asarray(budgets, dtype=float)
-    return np.append(b[:-1] - b[1:], b[-1])
 
 
 def gradual_variance(piece_variances: Sequence[float] | np.ndarray) -> np.ndarray:

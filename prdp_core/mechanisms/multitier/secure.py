@@ -50,8 +50,8 @@ import numpy as np
 from ... import limits
 from ...errors import ParameterError
 from ...secure import BERNOULLI_BITS, SecureSampler, exact_cell_sums, grid_for, to_units, units_ceil
-from .central import gradual_pieces, lattice_round
 from .noise_families import NoiseFamily, geometric_residual_weights
+from .tiers import gradual_pieces, lattice_round
 
 _ONE = 2 ** BERNOULLI_BITS
 

@@ -16,7 +16,7 @@ from ...engines import Aggregate, CellTable, EngineDataset, SplitHistogram
 from ...engines.memory import column_kind
 from ...errors import PolicyError
 from ...splitting import DEFAULT_KEY, split_counts
-from ...workload import Query, SplittingPolicy, joint_policy_loss, summed_policy_loss
+from ...workload import Query, SplittingPolicy, filters, joint_policy_loss, summed_policy_loss
 
 
 @dataclass(frozen=True)
@@ -183,7 +183,7 @@ def engine_workload_stats(data: EngineDataset, policy: SplittingPolicy, public_k
     kinds = eng.column_kinds()
     public_keys = listed_keys(policy, kinds, public_keys)
     for gb, cells in public_keys.items():
-        if keysets.filters(gb, cells) is None:
+        if filters(gb, cells) is None:
             raise PolicyError(f"On a table held by an engine, the public keys of {', '.join(gb)} must be the product "
                               "of one list per column.", hint="Give them as workload.group_keys (one list per "
                                                               "column), or release a table held in memory.")

@@ -24,7 +24,7 @@ from ...provenance import KEYS_FROM_DATA, KEYS_LISTED, require_public_thresholds
 from ...release import Release
 from ...secure import SecureSampler, exact_cell_sums, to_units
 from ...splitting import split_counts
-from ...workload import Query, SplittingPolicy, joint_policy_loss
+from ...workload import Query, SplittingPolicy, filters, joint_policy_loss
 from .selection import PartitionSelection, _select_cells, partition_record_delta, selection_cells, selection_plan
 from .stats import (
     PublicKeys,
@@ -229,7 +229,7 @@ def _realized_term(s: QueryStats, policy: SplittingPolicy, sig: np.ndarray, sig_
     return RealizedTerm(q.group_by, q.filter, measure, clamp, float(sig.max()) if s.n_cells else 1.0,
                         by if sigma_by else None, sigma_by, q.rho_count if q.kind == "avg" else 0.0,
                         float(sig_c[0]) if (q.kind == "avg" and sig_c is not None and len(sig_c)) else None,
-                        keysets.filters(q.group_by, cells) or () if cells is not None else ())
+                        filters(q.group_by, cells) or () if cells is not None else ())
 
 
 def _check_key_source(policy: SplittingPolicy, smp: SecureSampler | None, public_keys: PublicKeys | None) -> None:
