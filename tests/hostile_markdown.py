@@ -55,7 +55,7 @@ def plant_board(database: Path, host: str, facilitator_key: str) -> None:
     import prdp_core
     from prdp_core.board import summary as S
     from prdp_core.board.store import BoardStore
-    from prdp_core.config import parse_config
+    from prdp_core.study.config import parse_config
 
     cfg = parse_config({"version": 1, "seed": 0, "title": planted(host, "entry-title"),
                         "data": {"sample": "cbp_like", "n": 3000, "seed": 1},
@@ -63,7 +63,7 @@ def plant_board(database: Path, host: str, facilitator_key: str) -> None:
                         "workload": {"queries": [{"kind": "count", "group_by": ["STATE"], "rho": 0.5,
                                                   "label": planted(host, "entry-query")}]},
                         "mechanisms": [{"kind": "unit_splitting"}]})
-    summary = S.summarise(cfg, prdp_core.samples.load_dataset("cbp_like", n=3000, seed=1))
+    summary = S.summarise(cfg, prdp_core.data.samples.load_dataset("cbp_like", n=3000, seed=1))
     store = BoardStore(f"sqlite:///{database}", facilitator_key=facilitator_key)
     try:
         store.archive(key=facilitator_key, title=planted(host, "board-title"))  # the title of the next board
@@ -79,7 +79,7 @@ def plant_board(database: Path, host: str, facilitator_key: str) -> None:
 
 def report_html(folder: Path, host: str) -> str:
     """The HTML report of :func:`study` run in ``folder``."""
-    from prdp_core import report as R
+    from prdp_core.review import report as R
 
     config, table = study(host)
     (folder / "table.csv").write_bytes(table)

@@ -26,7 +26,7 @@ import streamlit as st
 from . import state
 
 if TYPE_CHECKING:
-    from prdp_core.accounting import Ledger
+    from prdp_core.core.accounting import Ledger
 
 #: The caption that stands where statistics of the records are hidden.
 NOTE = (":material/visibility_off: **Hidden in review mode:** {what}. They are statistics of the records; "
@@ -55,7 +55,7 @@ def ledger_summary(ledger: Ledger, frame: pd.DataFrame | None = None) -> pd.Data
     """The ledger's table as shown and exported (``frame``: ``ledger.summary()`` or an export of it). In review
     mode a data-dependent entry (a per-record loss without public form, e.g. the PrDP framework's or a
     personalized release's) has no *base loss*: its smallest loss is that of the records actually present."""
-    from prdp_core.study_tables import without_data_dependent_minima
+    from prdp_core.study.study_tables import without_data_dependent_minima
 
     out = ledger.summary() if frame is None else frame
     return out if state.teaching() else without_data_dependent_minima(out, ledger)

@@ -31,8 +31,10 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
-from prdp_core import memory
-from prdp_core.config import (
+from prdp_core.core.errors import ConfigError, DataError, PrdpError
+from prdp_core.data import memory
+from prdp_core.data.dataset import Dataset, Schema, load_table, prepare_dataset
+from prdp_core.study.config import (
     PRDP_ALGORITHMS,
     RECORD_ALGORITHMS,
     Study,
@@ -42,8 +44,6 @@ from prdp_core.config import (
     parse_config,
     prepare_section,
 )
-from prdp_core.data import Dataset, Schema, load_table, prepare_dataset
-from prdp_core.errors import ConfigError, DataError, PrdpError
 
 from . import (
     analyst_tiers,
@@ -556,8 +556,8 @@ def _dataset_for(study: Study, data_bytes: bytes | None, data_name: str | None
 
 
 def _policy_updates(study: Study, ds: Any, up: dict[str, Any], pop: set[str]) -> Any:
-    from prdp_core.splitting import thresholds_from_frame
-    from prdp_core.workload import SplittingPolicy, Workload, workload_to_frame
+    from prdp_core.core.splitting import thresholds_from_frame
+    from prdp_core.core.workload import SplittingPolicy, Workload, workload_to_frame
 
     measures = list(ds.schema.measures)
     t = study.policy["thresholds"]
@@ -565,7 +565,7 @@ def _policy_updates(study: Study, ds: Any, up: dict[str, Any], pop: set[str]) ->
     if "rows" not in t:
         for m in measures:
             up[f"thr_{m}"] = float(t.get(m, NO_SPLIT_THRESHOLD))
-        thr = prdp_core.splitting.as_thresholds({m: up[f"thr_{m}"] for m in measures})
+        thr = prdp_core.core.splitting.as_thresholds({m: up[f"thr_{m}"] for m in measures})
         up["policy_per_group"] = False
     else:
         rows = [{"group": str(g), **{m: float(row.get(m, NO_SPLIT_THRESHOLD)) for m in measures}}

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from prdp_core import report as R
-from prdp_core.accounting import Ledger
-from prdp_core.config import Study
-from prdp_core.errors import PrdpError
-from prdp_core.runner import StudyRun
+from prdp_core.core.accounting import Ledger
+from prdp_core.core.errors import PrdpError
+from prdp_core.review import report as R
+from prdp_core.study.config import Study
+from prdp_core.study.runner import StudyRun
 
 from . import state
 from . import study as ustudy
@@ -53,7 +53,7 @@ def part_settings(part: str) -> str | None:
 
 
 def recorded_run(study: Study) -> tuple[StudyRun, list[str]]:
-    """The study's recorded releases as a :class:`~prdp_core.runner.StudyRun` (its ledger: their entries), and the
+    """The study's recorded releases as a :class:`~prdp_core.study.runner.StudyRun` (its ledger: their entries), and the
     labels of the study's mechanisms with no recorded release on the active dataset made with the study's
     settings (a release of settings changed since is not the study's)."""
     releases: list[tuple[str, Any, Any]] = []

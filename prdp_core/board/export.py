@@ -1,7 +1,7 @@
 """The board taken home: a formula-safe CSV of its table and one self-contained HTML report.
 
 :func:`board_csv` writes :func:`~prdp_core.board.summary.board_frame` through
-:func:`prdp_core.export.to_csv_bytes` (text cells that a spreadsheet would run as a formula
+:func:`prdp_core.io.export.to_csv_bytes` (text cells that a spreadsheet would run as a formula
 are neutralised). :func:`board_html` compares every policy of the board on one offline page
 (Plotly inlined once, figure data as plain lists, every participant's text HTML-escaped):
 the table, the public policy functions of the unit-splitting policies, and — in teaching mode
@@ -9,7 +9,7 @@ only — the loss CDFs over records and owners and the privacy-vs-accuracy scatt
 Pareto front; then each entry's rationale and study config. In review mode the report holds
 only public quantities: no statistic of the records. :func:`write_board` writes both, plus
 each entry's study config as YAML (``prdp run`` reruns it), into one folder, by the rules of every
-output of prdp (:mod:`prdp_core.outputs`: never through a symbolic link, never over a file prdp did
+output of prdp (:mod:`prdp_core.io.outputs`: never through a symbolic link, never over a file prdp did
 not write unless ``force``).
 """
 
@@ -19,9 +19,9 @@ import html
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
-from ..config import parse_config
-from ..export import to_csv_bytes
-from ..html_parts import _CSS, _fig_html, _table
+from ..io.export import to_csv_bytes
+from ..io.html_parts import _CSS, _fig_html, _table
+from ..study.config import parse_config
 from . import summary
 
 

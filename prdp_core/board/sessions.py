@@ -54,8 +54,8 @@ from typing import IO, TYPE_CHECKING, Any, Mapping
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..errors import AccessError, StoreError
-from ..private_files import DIR_MODE, FILE_MODE, private_dir, tighten
+from ..core.errors import AccessError, StoreError
+from ..io.private_files import DIR_MODE, FILE_MODE, private_dir, tighten
 from .canonical import canonical_json
 from .ledgers import LedgerStore, dialect_insert, jsonable
 

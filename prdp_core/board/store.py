@@ -30,7 +30,7 @@ a lock (SQLite's write lock, PostgreSQL's advisory lock), so many processes may 
 database at once. Version 3 adds durable sessions, uploaded tables by content hash and ledgers (their
 modules define the tables; the step is here, in order); version 4 seals the ledgers; version 5 binds
 sessions to their browser. A SQLite file (and its WAL files) is created 0600, in a folder created 0700,
-and tightened when looser (:mod:`prdp_core.private_files`).
+and tightened when looser (:mod:`prdp_core.io.private_files`).
 
 Who may do what is enforced here, not only in the UI: a participant withdraws only entries
 whose participant hash is theirs; the facilitator's actions (pin the dataset, set the board's
@@ -52,8 +52,8 @@ from typing import Any, Callable, Mapping
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..errors import AccessError, PrdpError, StoreError
-from ..private_files import private_sqlite
+from ..core.errors import AccessError, PrdpError, StoreError
+from ..io.private_files import private_sqlite
 from .canonical import canonical_json
 from .sqlite_setup import SQLITE_BUSY_SECONDS, sqlite_setup
 
@@ -292,7 +292,7 @@ class BoardStore:
     ``postgresql+psycopg://user@host/db``); a SQLite file's folder is created if missing.
     ``facilitator_key``: the key given at launch (``PRDP_FACILITATOR_KEY``); None turns the
     facilitator's actions off. Opening runs the missing migrations. Every error is a
-    :class:`~prdp_core.errors.StoreError` (or :class:`~prdp_core.errors.AccessError` for an
+    :class:`~prdp_core.core.errors.StoreError` (or :class:`~prdp_core.core.errors.AccessError` for an
     action the caller may not take) whose message says what to fix.
     """
 

@@ -30,12 +30,12 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..accounting import zcdp_to_approx_dp
-from ..config import MAX_SEED, Study, parse_config
-from ..data import Dataset
-from ..errors import ConfigError
-from ..loss_profile import LossProfile, ecdf, format_loss, owner_losses
-from ..provenance import PART_SOURCES
+from ..core.accounting import zcdp_to_approx_dp
+from ..core.errors import ConfigError
+from ..core.loss_profile import LossProfile, ecdf, format_loss, owner_losses
+from ..core.provenance import PART_SOURCES
+from ..data.dataset import Dataset
+from ..study.config import MAX_SEED, Study, parse_config
 
 #: Policy parts of a study config: part → (kind shown on the board, mechanism kind, loss unit).
 PARTS: dict[str, tuple[str, str, str]] = {
@@ -114,8 +114,8 @@ def _sigma_row(query: str, sigma: float | None, sigma_max: float | None = None, 
 
 def _splitting(study: Study, ds: Dataset) -> tuple[dict[str, Any], np.ndarray, dict[str, Any]]:
     """Unit splitting: P(r) on every record, σ of every query from the thresholds, closed-form errors."""
-    from ..analysis import workload_errors
-    from ..preview import preview_policy
+    from ..mechanisms.analysis import workload_errors
+    from ..mechanisms.preview import preview_policy
 
     pol = study.splitting_policy(ds.table)
     prev = preview_policy(ds, pol)
@@ -151,7 +151,7 @@ def _splitting(study: Study, ds: Dataset) -> tuple[dict[str, Any], np.ndarray, d
 def _seeded_runs(study: Study, ds: Dataset, runs: int) -> tuple[list[Any], dict[str, Any]]:
     """The study's mechanism run ``runs`` times (seeds study seed + k, teaching mode): the releases
     of the first run and the median relative error of every answer of every run."""
-    from ..runner import run_study
+    from ..study.runner import run_study
 
     if not study.mechanisms:
         return [], {"median_rel_error": None, "error_method": "no mechanism in the study", "query_errors": []}
@@ -220,7 +220,7 @@ def _specification(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any]
 def _tiers(study: Study, ds: Dataset, runs: int) -> tuple[dict[str, Any], np.ndarray, dict[str, Any]]:
     """Analyst tiers: every record the query reads pays the top tier's ε (the whole hierarchy)."""
     from ..mechanisms import multitier as mt
-    from ..runs import multitier_filter
+    from ..study.runs import multitier_filter
 
     tiers = study.tiers()
     desc = ", ".join(f"{t.name}: ε = {t.eps:g}" for t in tiers)

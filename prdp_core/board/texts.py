@@ -1,5 +1,5 @@
 """What the board and ledger commands print: ``prdp board list``'s table, ``prdp ledger show``'s ledger and the
-line ``prdp run --ledger`` adds (each made through :func:`prdp_core.review_boundary.produce`)."""
+line ``prdp run --ledger`` adds (each made through :func:`prdp_core.review.review_boundary.produce`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 import math
 from typing import Any
 
-from ..terminal import json_text
+from ..io.terminal import json_text
 
 
 def list_text(entries: list[Any], *, review: bool, delta: float, fmt: str = "table", where: str = "") -> str:
@@ -47,8 +47,8 @@ def ledger_frame(entries: list[Any], *, review: bool) -> Any:
 
     import pandas as pd
 
-    from ..loss_profile import MEASURE_SYMBOL
-    from ..secure import mode_label
+    from ..core.loss_profile import MEASURE_SYMBOL
+    from ..core.secure import mode_label
     from .ledgers import describe_data
 
     rows = []

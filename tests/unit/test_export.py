@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prdp_core.export import neutralise, to_csv_bytes
+from prdp_core.io.export import neutralise, to_csv_bytes
 
 
 def test_formula_cells_are_prefixed():

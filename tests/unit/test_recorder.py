@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from prdp_core import report as R
-from prdp_core.accounting import Ledger
-from prdp_core.config import parse_config
-from prdp_core.errors import ParameterError
-from prdp_core.recorder import Recorder, recording
+from prdp_core.core.accounting import Ledger
+from prdp_core.core.errors import ParameterError
+from prdp_core.core.recorder import Recorder, recording
+from prdp_core.review import report as R
+from prdp_core.study.config import parse_config
 
 from ..samplers import watch
 from .test_cli import ALL_KINDS, ROOT, cli
 
 
 def test_a_release_is_in_the_ledger_before_it_is_returned_and_a_refusal_records_nothing():
-    from prdp_core.accounting import FlatLoss, LedgerEntry
+    from prdp_core.core.accounting import FlatLoss, LedgerEntry
 
     led = Ledger()
     rec = Recorder(led)

@@ -21,12 +21,12 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...accounting import FlatLoss, LedgerEntry
-from ...errors import ParameterError, PolicyError
-from ...loss_profile import Measure
-from ...noise_source import NO_GENERATOR, Noise, resolve
-from ...release import Release
-from ...secure import SecureSampler
+from ...core.accounting import FlatLoss, LedgerEntry
+from ...core.errors import ParameterError, PolicyError
+from ...core.loss_profile import Measure
+from ...core.noise_source import NO_GENERATOR, Noise, resolve
+from ...core.release import Release
+from ...core.secure import SecureSampler
 from .noise_families import RELEASE_FAMILIES, NoiseFamily, noise_family
 from .residuals import ResidualCheck, check_residual
 from .secure import secure_central
@@ -57,7 +57,7 @@ class CentralPlan(TieredPlan):
 
     @property
     def loss_kind(self) -> str:
-        """Unit of the per-record loss (:class:`prdp_core.contract.Plan`): ``"rho"`` (Gaussian tiers, zCDP)
+        """Unit of the per-record loss (:class:`prdp_core.mechanisms.contract.Plan`): ``"rho"`` (Gaussian tiers, zCDP)
         or ``"eps"`` (pure ε)."""
         return "rho" if self.family.budget_unit == "rho" else "eps"
 
@@ -151,11 +151,11 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
     ``records``: the input rows (a boolean mask of the records the query reads, or a count):
     the per-record loss is the total over all tiers for those records, 0 for the others.
     The answers table has one row per (tier, query); truth columns only with ``reveal``.
-    ``secure=True`` (or a :class:`~prdp_core.secure.SecureSampler`): a real release, unseeded, with exact
+    ``secure=True`` (or a :class:`~prdp_core.core.secure.SecureSampler`): a real release, unseeded, with exact
     OpenDP samplers (:mod:`.secure`); it reads the records' ``contributions`` (one array per query, e.g.
     :attr:`CentralQuery.contributions`) and quantises them itself, and the loss of every tier is certified
     before the answers are returned (``params["certified"]``). ``rng`` and ``seed`` are then ignored.
-    ``noise``: the noise source (:class:`~prdp_core.noise_source.Noise`: ``Noise.teaching(seed)`` or
+    ``noise``: the noise source (:class:`~prdp_core.core.noise_source.Noise`: ``Noise.teaching(seed)`` or
     ``Noise.secure()``); ``rng``/``seed``/``secure``/``sampler`` are its legacy spelling.
     """
     if strategy not in STRATEGIES:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...errors import ParameterError, PolicyError, PrdpError
+from ...core.errors import ParameterError, PolicyError, PrdpError
 
 #: Largest number of tiers in one plan.
 MAX_TIERS = 200
@@ -98,7 +98,7 @@ class TieredPlan:
     """What every multi-tier plan (central, local) reads off its ``tiers``: their names and budgets."""
 
     tiers: tuple[Tier, ...]
-    #: record_loss (:class:`prdp_core.contract.Plan`) is what a seeded release charges each record.
+    #: record_loss (:class:`prdp_core.mechanisms.contract.Plan`) is what a seeded release charges each record.
     exact: ClassVar[bool] = True
 
     @property
