@@ -2,7 +2,7 @@
 
 Every file prdp writes for its user goes through this module: ``prdp run --out DIR``
 (:func:`prdp_core.review.report.write_outputs`), ``prdp board export --out DIR``
-(:func:`prdp_core.board.export.write_board`), ``prdp suggest thresholds --out FILE`` and ``prdp
+(:func:`prdp_core.commands.board_cli.write_board`), ``prdp suggest thresholds --out FILE`` and ``prdp
 samples write --out FILE`` (:func:`prdp_core.data.samples.write_sample`, streamed through
 :func:`new_file`), and the reproduction script's ``results.csv``. They write known file names
 into a folder that may be shared. A file there with one of those names may be someone's own

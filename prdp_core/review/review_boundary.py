@@ -15,6 +15,10 @@ session's ledger exports and study config — is registered in
   is told the mode and leaves out the statistics of the records it could still compute (counts, the
   loss distributions of a policy preview).
 
+Most builders are here; the module that builds an output above this one registers it itself (``report.html``
+and ``prdp run (terminal)``: :mod:`prdp_core.review.report`, which imports this module), so the boundary imports
+only downward.
+
 A builder takes one subject, named by :attr:`Output.takes`: a :class:`~prdp_core.study.runner.StudyRun`
 (``"run"``), its ledger (``"ledger"``), its study (``"study"``), board entries (``"entries"``, whose
 review view drops the ``records`` section of each summary), one release (``"release"``, the Run page's:
@@ -22,10 +26,9 @@ its review view is :meth:`Release.for_review`), a study config (``"config"``, a 
 link's), a named ledger (``"named ledger"``, :class:`~prdp_core.board.ledgers.NamedLedger`: ``prdp ledger
 show`` and ``prdp run --ledger``'s; its review view drops the statistics of the records) or a private
 suggestion (``"suggestion"``, :class:`~prdp_core.mechanisms.dp_quantile.PrivateThresholds`: ``prdp suggest
-thresholds``';
-released values, the same in both modes); :func:`subject_of` picks it from a run.
+thresholds``'; released values, the same in both modes); :func:`subject_of` picks it from a run.
 ``prdp run`` (:func:`prdp_core.review.report.write_outputs`), ``prdp board export`` and ``list --format csv``
-(:func:`prdp_core.board.export.write_board`), the Run, Study and Board pages and every page's snippet
+(:func:`prdp_core.commands.board_cli.write_board`), the Run, Study and Board pages and every page's snippet
 produce their outputs here. ``tests/unit/test_review_boundary.py`` plants a record in a table and scans
 every registered output in both modes, so an output added to the registry is scanned without further work.
 """
