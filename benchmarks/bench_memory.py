@@ -25,14 +25,8 @@ from common import machine, peak_memory  # noqa: E402
 import prdp_core  # noqa: E402
 from prdp_core.core.splitting import as_thresholds  # noqa: E402
 from prdp_core.core.workload import SplittingPolicy, default_workload  # noqa: E402
-from prdp_core.data import (
-    memory,
-)
-from prdp_core.mechanisms import (
-    granular,  # noqa: E402
-    prdp,  # noqa: E402
-    sweeps,
-)
+from prdp_core.data import memory  # noqa: E402
+from prdp_core.mechanisms import granular, prdp, sweeps  # noqa: E402
 from prdp_core.mechanisms import multitier as mt  # noqa: E402
 from prdp_core.mechanisms.personalized import PersonalizedQuery, TierConfig, compare, generate_tiers_for  # noqa: E402
 from prdp_core.mechanisms.preview import preview_policy  # noqa: E402
