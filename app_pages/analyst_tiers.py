@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from prdp_core.charts import multitier as mch
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
 from prdp_core.mechanisms import multitier as mt
 from ui import analyst_tiers as umt
 from ui import large, private_suggest, state

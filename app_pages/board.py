@@ -9,8 +9,8 @@ import prdp_core
 from prdp_core.board import summary as S
 from prdp_core.board import workshop as W
 from prdp_core.charts.board import board_cdf_figure, public_functions_figure, tradeoff_figure
-from prdp_core.errors import PrdpError
-from prdp_core.review_boundary import produce, screen_frame
+from prdp_core.core.errors import PrdpError
+from prdp_core.review.review_boundary import produce, screen_frame
 from ui import board as ub
 from ui import links, options, state
 from ui.common import confidential, download_button, learn, md_escape, show_error
@@ -163,8 +163,8 @@ with st.expander("Facilitator", icon=":material/admin_panel_settings:", expanded
         kind = c1.radio("Pin", ["none", "sample", "file"], key="board_pin_kind",
                         format_func={"none": "nothing", "sample": "a sample", "file": "a data-folder file"}.get)
         if kind == "sample":
-            c2.selectbox("Sample", prdp_core.samples.names(), key="board_pin_sample",
-                         format_func=lambda n: prdp_core.samples.info(n).title)
+            c2.selectbox("Sample", prdp_core.data.samples.names(), key="board_pin_sample",
+                         format_func=lambda n: prdp_core.data.samples.info(n).title)
             c3.number_input("Records (0 = default)", min_value=0, step=1000, key="board_pin_n")
             c4.number_input("Seed", min_value=0, step=1, key="board_pin_seed")
         elif kind == "file":

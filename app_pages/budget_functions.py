@@ -7,9 +7,9 @@ import streamlit as st
 
 from prdp_core.charts import budget as bch
 from prdp_core.charts.policy import loss_cdf_figure
-from prdp_core.config import data_columns
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
 from prdp_core.mechanisms.prdp import BudgetFunction
+from prdp_core.study.config import data_columns
 from ui import budget_functions as ubf
 from ui import large, reproduce, review, state
 from ui.common import code_expander, confidential, learn, md_escape, show_error

@@ -7,9 +7,9 @@ from typing import Literal
 
 import streamlit as st
 
-from prdp_core import accounting, interpret
 from prdp_core.charts import concepts as charts
-from prdp_core.errors import PrdpError
+from prdp_core.core import accounting, interpret
+from prdp_core.core.errors import PrdpError
 from prdp_core.mechanisms import granular
 from ui import concepts as lab
 from ui.common import code_expander, guarded, learn, show_error

@@ -8,9 +8,9 @@ import streamlit as st
 
 import prdp_core
 from prdp_core import charts
-from prdp_core.config import MAX_SHIFT
-from prdp_core.data import GENERATED_ID, MISSING_GROUP, TableCheck
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
+from prdp_core.data.dataset import GENERATED_ID, MISSING_GROUP, TableCheck
+from prdp_core.study.config import MAX_SHIFT
 from ui import data as udata
 from ui import large, review, state
 from ui.common import code_expander, confidential, guarded, learn, md_escape, readable, show_error
@@ -61,10 +61,10 @@ with prof_tab:
             st.plotly_chart(charts.lorenz_figure(prof.lorenz), key="lorenz_chart")
 
 with src_tab:
-    names = prdp_core.samples.names()
+    names = prdp_core.data.samples.names()
     c1, c2, c3 = st.columns([3, 1, 1])
-    name = c1.selectbox("Sample", names, format_func=lambda n: prdp_core.samples.info(n).title, key="sample_name")
-    meta = prdp_core.samples.info(name)
+    name = c1.selectbox("Sample", names, format_func=lambda n: prdp_core.data.samples.info(n).title, key="sample_name")
+    meta = prdp_core.data.samples.info(name)
     if meta.kind == "synthetic":
         c2.number_input("Records", min_value=1, max_value=meta.max_n or 10_000_000, value=meta.default_n or 1000,
                         step=10_000, key=f"sample_n_{name}", disabled=meta.default_n == meta.max_n)
@@ -79,7 +79,7 @@ with src_tab:
 
 with up_tab:
     st.markdown("CSV or TSV (delimiter detected), Parquet or Excel (.xlsx), up to "
-                f"{prdp_core.limits.MAX_UPLOAD_MB} MB. The active dataset stays in place until the new one "
+                f"{prdp_core.core.limits.MAX_UPLOAD_MB} MB. The active dataset stays in place until the new one "
                 "is checked.")
     st.file_uploader("Upload a table", key="upload", on_change=udata.on_upload,
                      help="CSV, TSV, TXT, Parquet, XLSX")

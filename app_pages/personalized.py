@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from prdp_core.charts import personalized as pch
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
 from prdp_core.mechanisms import personalized
 from ui import large, private_suggest, review, state
 from ui import personalized as upd

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import streamlit as st
 
-from prdp_core.accounting import conversion_table
 from prdp_core.charts.policy import loss_cdf_figure, public_function_figure
-from prdp_core.config import group_values
-from prdp_core.errors import PrdpError
-from prdp_core.loss_profile import format_loss
-from prdp_core.preview import public_levels
-from prdp_core.splitting import DEFAULT_KEY, as_thresholds, threshold_percentiles, thresholds_from_frame
-from prdp_core.workload import SplittingPolicy, Workload, workload_from_frame
+from prdp_core.core.accounting import conversion_table
+from prdp_core.core.errors import PrdpError
+from prdp_core.core.loss_profile import format_loss
+from prdp_core.core.splitting import DEFAULT_KEY, as_thresholds, threshold_percentiles, thresholds_from_frame
+from prdp_core.core.workload import SplittingPolicy, Workload, workload_from_frame
+from prdp_core.mechanisms.preview import public_levels
+from prdp_core.study.config import group_values
 from ui import options, review, state
 from ui import policy_designer as pstate
 from ui.common import code_expander, confidential, learn, md_escape, show_error

@@ -6,10 +6,10 @@ import streamlit as st
 
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.charts.tradeoffs import answers_figure
-from prdp_core.errors import PrdpError
-from prdp_core.provenance import data_derived
-from prdp_core.review_boundary import produce
-from prdp_core.secure import mode_label
+from prdp_core.core.errors import PrdpError
+from prdp_core.core.provenance import data_derived
+from prdp_core.core.secure import mode_label
+from prdp_core.review.review_boundary import produce
 from ui import group_keys as gkeys
 from ui import ledger_view, review, state
 from ui import policy_designer as pstate

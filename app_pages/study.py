@@ -7,9 +7,9 @@ from functools import partial
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from prdp_core import report as R
-from prdp_core.errors import PrdpError
-from prdp_core.review_boundary import produce
+from prdp_core.core.errors import PrdpError
+from prdp_core.review import report as R
+from prdp_core.review.review_boundary import produce
 from ui import ledger_view, review, state, study_export, study_import
 from ui import memory as umem
 from ui import study_report as ustudy_report

@@ -6,10 +6,10 @@ from typing import Any
 
 import streamlit as st
 
-from prdp_core import analysis, sweeps
 from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.charts.tradeoffs import box_from_quantiles, mse_figure, sweep_figure
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
+from prdp_core.mechanisms import analysis, sweeps
 from ui import options, review, state
 from ui import policy_designer as pstate
 from ui import tradeoffs as T

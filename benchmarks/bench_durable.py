@@ -20,11 +20,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, row, timed  # noqa: E402
 
-from prdp_core.accounting import LedgerEntry, RecordLoss  # noqa: E402
 from prdp_core.board.ledgers import data_fingerprint, pack_entry  # noqa: E402
 from prdp_core.board.sessions import Retention, SessionStore, new_key  # noqa: E402
 from prdp_core.board.store import BoardStore  # noqa: E402
-from prdp_core.report import load_config, run_study  # noqa: E402
+from prdp_core.core.accounting import LedgerEntry, RecordLoss  # noqa: E402
+from prdp_core.review.report import load_config, run_study  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -26,13 +26,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, row, timed  # noqa: E402
 
-from prdp_core import engines, samples  # noqa: E402
-from prdp_core.data import Schema, prepare_dataset  # noqa: E402
+from prdp_core import engines
+from prdp_core.core.splitting import as_thresholds  # noqa: E402
+from prdp_core.core.workload import Query, SplittingPolicy, Workload  # noqa: E402
+from prdp_core.data import samples  # noqa: E402
+from prdp_core.data.dataset import Schema, prepare_dataset  # noqa: E402
+from prdp_core.data.profile import profile_dataset  # noqa: E402
+from prdp_core.mechanisms.preview import preview_policy  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release  # noqa: E402
-from prdp_core.preview import preview_policy  # noqa: E402
-from prdp_core.profile import profile_dataset  # noqa: E402
-from prdp_core.splitting import as_thresholds  # noqa: E402
-from prdp_core.workload import Query, SplittingPolicy, Workload  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCHEMA = Schema(id_col="ESTAB_ID", measures=("EMP", "PAYANN"), groups=("STATE",), owner_col="FIRM_ID")

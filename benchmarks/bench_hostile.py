@@ -98,9 +98,9 @@ def run_case(name: str) -> dict:
 
 def xlsx_baseline(repeats: int = 3) -> None:
     """Print the CPU time of loading an ordinary 200,000-row .xlsx (tests/hostile_files.py ``xlsx_table``)
-    with and without the content scan of ``prdp_core.xlsxscan``, and of the scan alone (best of ``repeats``)."""
+    with and without the content scan of ``prdp_core.data.xlsxscan``, and of the scan alone (best of ``repeats``)."""
     import prdp_core
-    from prdp_core import xlsxscan
+    from prdp_core.data import xlsxscan
     from tests import hostile_files
 
     data = hostile_files.xlsx_table()

@@ -49,7 +49,7 @@ def main() -> None:
         def full():
             df = prdp_core.load_table(path)
             ds = prdp_core.prepare_dataset(df, schema, name="bench")
-            return prdp_core.profile.profile_dataset(ds)
+            return prdp_core.data.profile.profile_dataset(ds)
 
         t_load, b_load, df = timed(load, repeat=args.repeat)
         t_full, b_full, prof = timed(full, repeat=args.repeat)

@@ -1,4 +1,4 @@
-"""Memory models of the heavy steps (prdp_core.memory.STEPS) against their measured peaks.
+"""Memory models of the heavy steps (prdp_core.data.memory.STEPS) against their measured peaks.
 
 Each heavy step the app guards runs once on a firms-like table (establishment id, firm, county,
 two heavy-tailed measures), measured with tracemalloc (Python and numpy allocations). The table
@@ -23,21 +23,15 @@ from bench_sessions import make_csv  # noqa: E402
 from common import machine, peak_memory  # noqa: E402
 
 import prdp_core  # noqa: E402
-from prdp_core import (
-    memory,  # noqa: E402
-    sweeps,  # noqa: E402
-)
-from prdp_core import report as R  # noqa: E402
-from prdp_core.mechanisms import (
-    granular,  # noqa: E402
-    prdp,  # noqa: E402
-)
+from prdp_core.core.splitting import as_thresholds  # noqa: E402
+from prdp_core.core.workload import SplittingPolicy, default_workload  # noqa: E402
+from prdp_core.data import memory  # noqa: E402
+from prdp_core.mechanisms import granular, prdp, sweeps  # noqa: E402
 from prdp_core.mechanisms import multitier as mt  # noqa: E402
 from prdp_core.mechanisms.personalized import PersonalizedQuery, TierConfig, compare, generate_tiers_for  # noqa: E402
+from prdp_core.mechanisms.preview import preview_policy  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release, workload_stats  # noqa: E402
-from prdp_core.preview import preview_policy  # noqa: E402
-from prdp_core.splitting import as_thresholds  # noqa: E402
-from prdp_core.workload import SplittingPolicy, default_workload  # noqa: E402
+from prdp_core.review import report as R  # noqa: E402
 
 
 def policy_for(ds: prdp_core.Dataset) -> SplittingPolicy:
@@ -104,7 +98,7 @@ def steps(rows: int) -> list[tuple[str, str, float, Callable[[], Any]]]:
          lambda: (prdp_core.data.check_table(df, prdp_core.data.guess_schema(df)),
                   prdp_core.prepare_dataset(df, schema, name="firms.csv"))),
         ("sample", f"cbp_like, {n:,} × 12", est("sample", n, 12),
-         lambda: prdp_core.samples.load_dataset("cbp_like", n=n, seed=0)),
+         lambda: prdp_core.data.samples.load_dataset("cbp_like", n=n, seed=0)),
         ("preview", f"{n:,} × {k}", est("preview", n, k), lambda: preview_policy(ds, pol).summary()),
         ("release", f"unit splitting, {n:,} × {k}", est("release", n, k),
          lambda: release(ds, pol, rng=np.random.default_rng(0), reveal=True, stats_=workload_stats(ds.table, pol))),

@@ -48,13 +48,13 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine  # noqa: E402
 
-from prdp_core.data import Dataset, Schema  # noqa: E402
+from prdp_core.core.splitting import as_thresholds, split_counts  # noqa: E402
+from prdp_core.core.workload import Query, SplittingPolicy, Workload  # noqa: E402
+from prdp_core.data.dataset import Dataset, Schema  # noqa: E402
 from prdp_core.mechanisms import baselines as BL  # noqa: E402
 from prdp_core.mechanisms import prdp  # noqa: E402
+from prdp_core.mechanisms.preview import preview_policy  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release  # noqa: E402
-from prdp_core.preview import preview_policy  # noqa: E402
-from prdp_core.splitting import as_thresholds, split_counts  # noqa: E402
-from prdp_core.workload import Query, SplittingPolicy, Workload  # noqa: E402
 
 U, EPS, RHO, T = 1000.0, 1.0, 0.5, 100.0
 SIGMA = U / math.sqrt(2 * RHO)

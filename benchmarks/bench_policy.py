@@ -17,10 +17,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, row, timed  # noqa: E402
 
-from prdp_core.data import Dataset, Schema  # noqa: E402
-from prdp_core.preview import preview_policy  # noqa: E402
-from prdp_core.splitting import as_thresholds, split_counts  # noqa: E402
-from prdp_core.workload import SplittingPolicy, default_workload  # noqa: E402
+from prdp_core.core.splitting import as_thresholds, split_counts  # noqa: E402
+from prdp_core.core.workload import SplittingPolicy, default_workload  # noqa: E402
+from prdp_core.data.dataset import Dataset, Schema  # noqa: E402
+from prdp_core.mechanisms.preview import preview_policy  # noqa: E402
 
 
 def main() -> None:

@@ -39,7 +39,7 @@ def main() -> None:
         return secure_cases(a.repeat)
     rng = np.random.default_rng(0)
     budget = prdp.inverse(1e4, "BALANCE")
-    df = prdp_core.samples.load("bank_normal_50k", n=200_000, seed=0)
+    df = prdp_core.data.samples.load("bank_normal_50k", n=200_000, seed=0)
     big = pd.DataFrame({"BALANCE": prdp.normal_balances(10_000_000, 5e4, 5e4, rng=np.random.default_rng(1))})
     expr = prdp.parse_budget("1e4 / max(BALANCE, 1)")
 
@@ -80,9 +80,9 @@ def secure_cases(repeat: int) -> None:
     """The secure paths: central releases on 200,000 records, PrLDP (every party's report drawn
     exactly) on 20,000 parties with E = 10⁴/v, ε̂ = 100, U = 10⁶ (L = 14 domains)."""
     budget = prdp.inverse(1e4, "BALANCE")
-    df = prdp_core.samples.load("bank_normal_50k", n=200_000, seed=0)
+    df = prdp_core.data.samples.load("bank_normal_50k", n=200_000, seed=0)
     local_budget = prdp.inverse(1e4, "BALANCE", eps_max=100.0, U=1e6)
-    parties = prdp_core.samples.load("bank_normal_50k", n=20_000, seed=0)
+    parties = prdp_core.data.samples.load("bank_normal_50k", n=20_000, seed=0)
     cases = [
         ("secure framework sum, 200,000 records", lambda: prdp.framework(df, budget, "sum", beta=0.1, secure=True)),
         ("secure Sec. 5.2 sum extension, 200,000 records",

@@ -28,8 +28,8 @@ from common import machine, row, timed  # noqa: E402
 from prdp_core import engines  # noqa: E402
 from prdp_core.engines.spark_engine import spark_session  # noqa: E402
 from prdp_core.mechanisms.prdp import budget as B  # noqa: E402
+from prdp_core.mechanisms.preview import preview_policy  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release  # noqa: E402
-from prdp_core.preview import preview_policy  # noqa: E402
 
 
 def hand_written(spark, path: str) -> dict:

@@ -18,10 +18,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine, row, timed  # noqa: E402
 
 import prdp_core  # noqa: E402
-from prdp_core import sweeps  # noqa: E402
+from prdp_core.core.splitting import as_thresholds  # noqa: E402
+from prdp_core.core.workload import SplittingPolicy  # noqa: E402
+from prdp_core.mechanisms import sweeps  # noqa: E402
 from prdp_core.mechanisms.unit_splitting import release, workload_stats  # noqa: E402
-from prdp_core.splitting import as_thresholds  # noqa: E402
-from prdp_core.workload import SplittingPolicy  # noqa: E402
 
 MEASURES = ("EMP", "PAYANN", "PAYQTR1")
 LEVELS = tuple(("COUNTY", f"NAICS{k}") for k in range(2, 7))
@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    ds = prdp_core.samples.load_dataset("cbp_like", n=args.rows, seed=0)
+    ds = prdp_core.data.samples.load_dataset("cbp_like", n=args.rows, seed=0)
     wl = sweeps.level_workload(MEASURES, LEVELS, base_rho=1.0)
     pol = SplittingPolicy(as_thresholds({"EMP": 100, "PAYANN": 10_000, "PAYQTR1": 2_500}), wl)
     pcts = np.linspace(50, 99.9, 20)

@@ -69,7 +69,7 @@ def run(names: list[str], runs: int, seed: int, scale: float = 1.0, *, timing: b
     out: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for name in names:
         k = DATASETS.index(name) if name in DATASETS else len(DATASETS) + names.index(name)
-        df = prdp_core.samples.load(name)
+        df = prdp_core.data.samples.load(name)
         if scale != 1.0:
             df = df.assign(BALANCE=df.BALANCE * scale)
         for r, (query, label, method, release) in enumerate(ROWS):
@@ -115,7 +115,7 @@ def local_rows(runs: int, seed: int) -> str:
     for rule in ("paper", "bernstein"):
         cells = []
         for k, name in enumerate(paper):
-            df = prdp_core.samples.load(name)
+            df = prdp_core.data.samples.load(name)
             re = prldp.simulate(df, budget, "count", "count", beta=0.1, trials=runs,
                              rng=np.random.default_rng([seed, 99, k]), threshold=rule)
             cells += [_fmt(100 * prdp.trimmed_mean(re)), str(paper[name])]

@@ -10,14 +10,14 @@ import numpy as np
 import pandas as pd
 
 import prdp_core
-from prdp_core import analysis, budget_solver, sweeps
-from prdp_core.loss_profile import owner_losses
+from prdp_core.core.loss_profile import owner_losses
+from prdp_core.core.splitting import as_thresholds, threshold_percentiles
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
+from prdp_core.mechanisms import analysis, budget_solver, sweeps
 from prdp_core.mechanisms.unit_splitting import release
-from prdp_core.splitting import as_thresholds, threshold_percentiles
-from prdp_core.workload import Query, SplittingPolicy, Workload
 
-TABLE7 = prdp_core.samples.CBP_TOPCODE_SCHEMES
-TABLE8 = prdp_core.samples.CBP_SPLIT_SCHEMES
+TABLE7 = prdp_core.data.samples.CBP_TOPCODE_SCHEMES
+TABLE8 = prdp_core.data.samples.CBP_SPLIT_SCHEMES
 MEAS = ("EMP", "PAYANN", "PAYQTR1")
 
 
@@ -35,7 +35,7 @@ def md(df: pd.DataFrame, fmt: dict[str, str] | None = None) -> str:
 
 
 def sim() -> None:
-    ds = prdp_core.samples.load_dataset("sim_pareto", n=100_000, seed=0)
+    ds = prdp_core.data.samples.load_dataset("sim_pareto", n=100_000, seed=0)
     print("## SIM (Table 4 data, n = 100,000, seed 0): median ARE vs share of records above ρ\n")
     print("Workload: SUM(HT1) by CatIX (1,000 cells), all of the base budget on it; thresholds at percentiles of "
           "HT1 (univariate splitting, as in Fig. 2). Analytic median ARE of each answer (0.674·σ/|S|), "
@@ -61,7 +61,7 @@ def sim() -> None:
 
 
 def cbp() -> None:
-    ds = prdp_core.samples.load_dataset("cbp_like", n=100_000, seed=0)
+    ds = prdp_core.data.samples.load_dataset("cbp_like", n=100_000, seed=0)
     print("## CBP-like (n = 100,000, seed 0): splitting (Table 8) vs top-coding (Table 7)\n")
     pct = pd.DataFrame([{"scheme": k, **{m: f"{v[m]:,} ({threshold_percentiles(ds.table, {m: v[m]})[m]:.0f}%)"
                                          for m in MEAS}} for k, v in TABLE8.items()])
@@ -100,7 +100,7 @@ def fig1() -> None:
 
 
 def fig4_5() -> None:
-    ds = prdp_core.samples.load_dataset("cbp_like", n=100_000, seed=0)
+    ds = prdp_core.data.samples.load_dataset("cbp_like", n=100_000, seed=0)
     wl = sweeps.level_workload(MEAS, (("COUNTY", "NAICS2"),), base_rho=1.0)
     print("## Fig. 4: budgets for fitness-for-use goals (county × NAICS2, cells ≥ 100 establishments, γ = 0.95, "
           "95% of answers)\n")

@@ -7,16 +7,20 @@ done from here. Modules follow the concepts of the papers (see docs/architecture
 Quick start::
 
     import prdp_core
-    ds = prdp_core.samples.load_dataset("cbp_like", n=10_000, seed=1)
-    prof = prdp_core.profile.profile_dataset(ds)
+    ds = prdp_core.data.samples.load_dataset("cbp_like", n=10_000, seed=1)
+    prof = prdp_core.data.profile.profile_dataset(ds)
     print(prof.table())
 """
 
 from __future__ import annotations
 
-from . import data, errors, limits, profile, samples
-from .data import Dataset, Schema, guess_schema, load_table, prepare_dataset
-from .errors import PrdpError
+from . import _moved, data
+from .core import errors, limits
+from .core.errors import PrdpError
+from .data import profile, samples
+from .data.dataset import Dataset, Schema, guess_schema, load_table, prepare_dataset
+
+_moved.install()  # the old module paths, kept for one release with a warning
 
 __version__ = "0.1.0"
 

@@ -55,7 +55,7 @@ def plant_board(database: Path, host: str, facilitator_key: str) -> None:
     import prdp_core
     from prdp_core.board import summary as S
     from prdp_core.board.store import BoardStore
-    from prdp_core.config import parse_config
+    from prdp_core.study.config import parse_config
 
     cfg = parse_config({"version": 1, "seed": 0, "title": planted(host, "entry-title"),
                         "data": {"sample": "cbp_like", "n": 3000, "seed": 1},
@@ -79,7 +79,7 @@ def plant_board(database: Path, host: str, facilitator_key: str) -> None:
 
 def report_html(folder: Path, host: str) -> str:
     """The HTML report of :func:`study` run in ``folder``."""
-    from prdp_core import report as R
+    from prdp_core.review import report as R
 
     config, table = study(host)
     (folder / "table.csv").write_bytes(table)

@@ -1,7 +1,7 @@
 """Every sampler wrapped: each draw of the noise handed to a mechanism (the generator of a
-:class:`prdp_core.noise_source.Noise`, or its exact :class:`prdp_core.secure.SecureSampler`) is checked to happen
-inside a recorded release (:func:`prdp_core.recorder.recording`) or inside a declared teaching simulation
-(:func:`prdp_core.recorder.simulating`; its own throwaway runs included), and counted as one or the other.
+:class:`prdp_core.core.noise_source.Noise`, or its exact :class:`prdp_core.core.secure.SecureSampler`) is checked to
+happen inside a recorded release (:func:`prdp_core.core.recorder.recording`) or inside a declared teaching simulation
+(:func:`prdp_core.core.recorder.simulating`; its own throwaway runs included), and counted as one or the other.
 
 Draws on public or generated data (samples, synthetic records, Monte Carlo on synthetic data) come from generators
 that are not a release's noise and are not checked: the rule is about the noise of releases.
@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from prdp_core import noise_source, secure
-from prdp_core.recorder import recording, simulating
+from prdp_core.core import noise_source, secure
+from prdp_core.core.recorder import recording, simulating
 
 #: numpy Generator methods a release's noise may draw with.
 GENERATOR_METHODS = ("laplace", "normal", "standard_normal", "exponential", "standard_exponential", "gumbel",

@@ -39,8 +39,8 @@ _session: Any = None
 
 def missing() -> str | None:
     """Why Spark cannot run here (the engine's own one-sentence message), or None."""
+    from prdp_core.core.errors import EngineError
     from prdp_core.engines.spark_engine import require_spark
-    from prdp_core.errors import EngineError
 
     try:
         require_spark()

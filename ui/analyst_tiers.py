@@ -12,13 +12,13 @@ import pandas as pd
 import streamlit as st
 
 from prdp_core.charts import multitier as mch
-from prdp_core.data import Dataset
-from prdp_core.errors import ParameterError, PrdpError
+from prdp_core.core.errors import ParameterError, PrdpError
+from prdp_core.core.provenance import mark_sources
+from prdp_core.core.release import Release
+from prdp_core.core.secure import mode_label
+from prdp_core.data.dataset import Dataset
 from prdp_core.mechanisms import granular
 from prdp_core.mechanisms import multitier as mt
-from prdp_core.provenance import mark_sources
-from prdp_core.release import Release
-from prdp_core.secure import mode_label
 
 from . import memory, private_suggest, state
 from .common import confidential, learn, md_escape, mode_notice
@@ -230,9 +230,10 @@ def current_plan_and_data(ds: Dataset, tiers: tuple[mt.Tier, ...]) -> dict[str, 
 
 def adopt_private_clip(q: Any) -> str | None:
     """Callback of the private clipping bound (:func:`ui.private_suggest.bound_panel`): U = the DP percentile
-    drawn (a :class:`~prdp_core.dp_quantile.DPQuantile`, charged to the ledger), rounded up to an integer of at
-    least 1 (the integer noise families need one; the input's floor) — shown as rounded, the released value beside
-    it, in the message and in the source the release and the ledger carry. Returns that note (None: used as is)."""
+    drawn (a :class:`~prdp_core.mechanisms.dp_quantile.DPQuantile`, charged to the ledger), rounded up to an
+    integer of at least 1 (the integer noise families need one; the input's floor) — shown as rounded, the
+    released value beside it, in the message and in the source the release and the ledger carry. Returns that note
+    (None: used as is)."""
     released = float(q.value)
     clip = float(max(1, math.ceil(released)))  # post-processing of the released value: it costs nothing
     st.session_state["mt_clip"] = clip

@@ -24,10 +24,10 @@ import streamlit as st
 from prdp_core.board import summary as S
 from prdp_core.board import workshop as W
 from prdp_core.board.store import BoardStore, Entry, new_participant_code
-from prdp_core.config import parse_config
-from prdp_core.data import Schema, prepare_dataset
-from prdp_core.errors import AccessError, DataError, PrdpError, StoreError
-from prdp_core.provenance import with_part_sources
+from prdp_core.core.errors import AccessError, DataError, PrdpError, StoreError
+from prdp_core.core.provenance import with_part_sources
+from prdp_core.data.dataset import Schema, prepare_dataset
+from prdp_core.study.config import parse_config
 
 from . import state, study_export, study_import
 from .common import md_escape
@@ -399,7 +399,7 @@ def on_remove() -> None:
 
 def on_export(review: bool) -> None:
     """Callback: build the board's CSV and HTML report (the board's mode decides what they hold)."""
-    from prdp_core.review_boundary import produce
+    from prdp_core.review.review_boundary import produce
 
     try:
         bs = store()

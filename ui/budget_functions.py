@@ -12,13 +12,13 @@ import pandas as pd
 import streamlit as st
 
 from prdp_core.charts import budget as bch
-from prdp_core.config import data_columns
-from prdp_core.data import Dataset
+from prdp_core.core.errors import ParameterError, PrdpError
+from prdp_core.core.secure import mode_label
+from prdp_core.data.dataset import Dataset
 from prdp_core.engines import Aggregate, is_engine_data
-from prdp_core.errors import ParameterError, PrdpError
 from prdp_core.mechanisms import prdp
 from prdp_core.mechanisms.prdp import local as prldp
-from prdp_core.secure import mode_label
+from prdp_core.study.config import data_columns
 
 from . import memory, options, state
 from .common import md_escape, seeded_notice, show_error
@@ -356,7 +356,7 @@ def on_run() -> None:
         # table: the engine's memory limit (its sample: the sample's records)
         memory.guard("release", rows=ds.n, columns=2 * len(mechanisms) + 1)
         if smp is not None:
-            from prdp_core import memory as M
+            from prdp_core.data import memory as M
 
             M.check("release", len(smp.table), 2 * len(mechanisms) + 1)
         for label, fn, records in mechanisms:

@@ -8,7 +8,7 @@ from typing import Any, Iterator
 
 import streamlit as st
 
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
 
 #: Characters Markdown, GitHub-flavoured Markdown, KaTeX or HTML give a meaning to wherever they stand (CommonMark
 #: lets any ASCII punctuation be escaped with a backslash).
@@ -95,7 +95,7 @@ def seeded_notice(seed: int) -> None:
 def mode_notice(secure: bool, seed: int, detail: str) -> None:
     """Say which mode produced a release: secure (``detail``: what is certified) or a seeded teaching run."""
     if secure:
-        from prdp_core.secure import mode_label
+        from prdp_core.core.secure import mode_label
 
         st.caption(f":material/lock: {mode_label(True)}: {detail}; not reproducible.")
     else:

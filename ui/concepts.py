@@ -12,11 +12,11 @@ import streamlit as st
 
 from prdp_core.board.ledgers import data_fingerprint
 from prdp_core.charts import concepts as charts
-from prdp_core.data import Dataset
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
+from prdp_core.core.release import Release
+from prdp_core.core.secure import mode_label
+from prdp_core.data.dataset import Dataset
 from prdp_core.mechanisms import granular
-from prdp_core.release import Release
-from prdp_core.secure import mode_label
 
 from . import large, memory, state
 from .common import confidential, guarded, learn, md_escape, seeded_notice

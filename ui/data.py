@@ -13,8 +13,9 @@ from typing import Any
 import streamlit as st
 
 import prdp_core
-from prdp_core import memory
-from prdp_core.data import (
+from prdp_core.core.errors import DataError, PrdpError
+from prdp_core.data import memory
+from prdp_core.data.dataset import (
     Schema,
     TableCheck,
     check_table,
@@ -25,7 +26,6 @@ from prdp_core.data import (
     shift_text,
     validate_schema,
 )
-from prdp_core.errors import DataError, PrdpError
 
 from . import review, state
 from .common import md_escape
@@ -77,14 +77,14 @@ def raw_from_sample(name: str, n: int | None, seed: int) -> None:
     it became active — behind the role editor."""
     st.session_state["raw"] = {
         "df": state.sample_frame(name, n, seed, admitted=True), "name": name,
-        "schema": prdp_core.samples.info(name).schema,
+        "schema": prdp_core.data.samples.info(name).schema,
         "source": {"kind": "sample", "name": name, "n": n, "seed": seed}, "id": uuid.uuid4().hex[:8],
     }
 
 
 def sample_size_arg(name: str, n: int) -> int | None:
-    """The ``n`` to pass to prdp_core.samples.load for the size typed in the widget."""
-    meta = prdp_core.samples.info(name)
+    """The ``n`` to pass to prdp_core.data.samples.load for the size typed in the widget."""
+    meta = prdp_core.data.samples.info(name)
     if meta.max_n is not None and meta.default_n == meta.max_n:
         return None  # fixed-size sample
     if meta.kind == "real" and n == 0:

@@ -57,8 +57,6 @@ from typing import IO, Any, Callable, Mapping
 
 import streamlit as st
 
-from prdp_core import memory
-from prdp_core.accounting import Ledger, LedgerEntry
 from prdp_core.board import workshop as W
 from prdp_core.board.ledger_chain import TamperedLedger
 from prdp_core.board.ledgers import data_fingerprint, jsonable
@@ -74,7 +72,9 @@ from prdp_core.board.sessions import (
     valid_key,
 )
 from prdp_core.board.store import canonical_json
-from prdp_core.errors import AccessError, DataError, PrdpError
+from prdp_core.core.accounting import Ledger, LedgerEntry
+from prdp_core.core.errors import AccessError, DataError, PrdpError
+from prdp_core.data import memory
 
 from . import session_releases, state
 from .common import md_escape

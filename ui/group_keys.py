@@ -1,5 +1,5 @@
 """The Run page's editor of public group keys: one list of values per group-by column of the active
-workload — the app's form of a study's ``workload.group_keys`` (:mod:`prdp_core.keysets`).
+workload — the app's form of a study's ``workload.group_keys`` (:mod:`prdp_core.core.keysets`).
 
 A group-by whose columns are all listed is answered on the product of the lists: cells not listed are
 dropped, listed cells absent from the data are released as noisy zeros, and a secure release accepts
@@ -13,12 +13,12 @@ from typing import Any
 
 import streamlit as st
 
-from prdp_core import keysets
+from prdp_core.core import keysets
+from prdp_core.core.errors import PrdpError
+from prdp_core.core.limits import MAX_KEY_CELLS
+from prdp_core.core.workload import SplittingPolicy
 from prdp_core.engines import is_engine_data
-from prdp_core.errors import PrdpError
-from prdp_core.limits import MAX_KEY_CELLS
 from prdp_core.mechanisms.unit_splitting.stats import listed_keys, table_kinds
-from prdp_core.workload import SplittingPolicy
 
 from . import policy_designer as pstate
 from . import state

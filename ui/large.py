@@ -37,10 +37,10 @@ import streamlit as st
 
 from prdp_core import engines
 from prdp_core.board import workshop as W
-from prdp_core.config import safe_data_path
-from prdp_core.data import Dataset, Schema, TableCheck, guess_schema
+from prdp_core.core.errors import DataError, PrdpError
+from prdp_core.data.dataset import Dataset, Schema, TableCheck, guess_schema
 from prdp_core.engines import EngineDataset
-from prdp_core.errors import DataError, PrdpError
+from prdp_core.study.config import safe_data_path
 
 from . import state
 from .common import md_escape
@@ -164,8 +164,8 @@ def is_large(source: dict[str, Any] | None = None) -> bool:
 
 def engine_guard() -> float:
     """Refuse engine work when the server has no room for the engine's memory limit
-    (:func:`prdp_core.memory.check_engine`); the records' number never enters."""
-    from prdp_core import memory
+    (:func:`prdp_core.data.memory.check_engine`); the records' number never enters."""
+    from prdp_core.data import memory
     from prdp_core.engines.duckdb_engine import DEFAULT_MEMORY_LIMIT
 
     ds = state.dataset()
@@ -231,7 +231,7 @@ def profile() -> Any:
     ds = state.active_dataset()
 
     def work(stage: Callable[[str], None]) -> Any:
-        from prdp_core.profile import profile_dataset
+        from prdp_core.data.profile import profile_dataset
 
         engine_guard()
         stage(f"order statistics, histograms and Lorenz curves of {len(ds.schema.measures)} measure(s), "
@@ -371,7 +371,7 @@ def apply_pending() -> None:
         ds, src = open_source(source)
         stage(f"counting the records kept ({_count(ds.n, 'records')})")
         stage(f"profiling {len(ds.schema.measures)} measure(s) for the starting thresholds")
-        from prdp_core.profile import profile_dataset
+        from prdp_core.data.profile import profile_dataset
 
         return ds, {**src, "profile": profile_dataset(ds)}
 

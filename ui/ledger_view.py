@@ -15,9 +15,9 @@ import math
 import pandas as pd
 import streamlit as st
 
-from prdp_core.accounting import Ledger
 from prdp_core.board.ledgers import same_data
-from prdp_core.errors import PrdpError
+from prdp_core.core.accounting import Ledger
+from prdp_core.core.errors import PrdpError
 
 from . import durable, review, state
 from .common import md_escape

@@ -21,8 +21,8 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from prdp_core.board import links
-from prdp_core.errors import PrdpError, ResourceLimitError
-from prdp_core.review_boundary import produce
+from prdp_core.core.errors import PrdpError, ResourceLimitError
+from prdp_core.review.review_boundary import produce
 
 from . import state, study_export
 from .common import md_escape

@@ -1,7 +1,7 @@
 """The memory guard of the app's heavy steps, and the release of an ended session's memory.
 
 * :func:`guard` is called by a heavy step (in a callback or a cached function, so only on real work)
-  before it starts: :func:`prdp_core.memory.check` refuses it with a ``ResourceLimitError`` that the
+  before it starts: :func:`prdp_core.data.memory.check` refuses it with a ``ResourceLimitError`` that the
   page shows with its usual error display; nothing in the session changes.
 * :func:`track_session` (called on every run by app.py) registers the session with a session-scoped
   resource whose release hook Streamlit calls when the browser disconnects. Streamlit keeps a
@@ -11,7 +11,7 @@
   waits out the window and, if the browser has not come back, closes the session through
   Streamlit's runtime (which shuts it down and releases its uploads and download files), clears
   its state (datasets, releases, widget values) and gives the freed heap back to the operating
-  system (:func:`prdp_core.memory.release_free_memory`). Session-scoped caches (everything
+  system (:func:`prdp_core.data.memory.release_free_memory`). Session-scoped caches (everything
   computed from a session's dataset) are dropped by Streamlit itself at the disconnect.
 * :func:`use_system_heap` (called by app.py before anything else) puts Arrow's allocations (pandas' text
   columns) on the system heap, so that the release above returns them too.
@@ -33,7 +33,7 @@ from typing import Any
 
 import streamlit as st
 
-from prdp_core import memory
+from prdp_core.data import memory
 
 from . import state
 
@@ -51,12 +51,12 @@ def dataset_columns(ds: Any) -> int:
 
 
 def guard(step: str, rows: float | None = None, columns: float | None = None) -> float:
-    """Refuse ``step`` (a key of :data:`prdp_core.memory.STEPS`) before it starts when its estimated
+    """Refuse ``step`` (a key of :data:`prdp_core.data.memory.STEPS`) before it starts when its estimated
     memory is over the session budget or the server is short of memory (``ResourceLimitError``).
 
     ``rows`` and ``columns`` default to the active dataset's records and :func:`dataset_columns`. On a large
     dataset (records held by an engine beyond memory) the step is the engine's: it is modelled by the
-    engine's memory limit, never by the records' number (:func:`prdp_core.memory.check_engine`).
+    engine's memory limit, never by the records' number (:func:`prdp_core.data.memory.check_engine`).
     Returns the estimate in megabytes."""
     if state.is_large():
         from .large import engine_guard
@@ -72,7 +72,7 @@ def guard(step: str, rows: float | None = None, columns: float | None = None) ->
 def use_system_heap() -> None:
     """Before the run's first table (called by app.py on every run; only the first changes anything): Arrow
     allocates on the system heap, whose freed pages an ended session's release returns
-    (:func:`prdp_core.memory.arrow_on_system_heap`)."""
+    (:func:`prdp_core.data.memory.arrow_on_system_heap`)."""
     memory.arrow_on_system_heap()
 
 

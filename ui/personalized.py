@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from prdp_core.data import Dataset
-from prdp_core.errors import ParameterError, PrdpError
+from prdp_core.core.errors import ParameterError, PrdpError
+from prdp_core.core.noise_source import Noise
+from prdp_core.core.provenance import mark_sources
+from prdp_core.core.recorder import simulation
+from prdp_core.data.dataset import Dataset
 from prdp_core.mechanisms import personalized
-from prdp_core.noise_source import Noise
-from prdp_core.provenance import mark_sources
-from prdp_core.recorder import simulation
 
 from . import memory, private_suggest, state
 from .page_state import PageState
@@ -72,7 +72,7 @@ def data_default_text(names: list[str]) -> str:
 
 def adopt_private_hi(q: Any) -> str | None:
     """Callback of the private bound (:func:`ui.private_suggest.bound_panel`): hi = the DP percentile drawn
-    (a :class:`~prdp_core.dp_quantile.DPQuantile`, charged to the ledger), no longer a data default."""
+    (a :class:`~prdp_core.mechanisms.dp_quantile.DPQuantile`, charged to the ledger), no longer a data default."""
     st.session_state["pdp_hi"] = float(q.value)
     private_suggest.remember("pdp_hi", q.column, float(q.value), q.source())
     return None  # used as released

@@ -11,11 +11,11 @@ import numpy as np
 import streamlit as st
 
 from prdp_core.charts import personalized as pch
-from prdp_core.data import Dataset
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
+from prdp_core.core.provenance import is_data_derived, is_private, source_detail
+from prdp_core.core.secure import mode_label
+from prdp_core.data.dataset import Dataset
 from prdp_core.mechanisms import personalized
-from prdp_core.provenance import is_data_derived, is_private, source_detail
-from prdp_core.secure import mode_label
 
 from . import state
 from .common import confidential, learn, md_escape, mode_notice, seeded_notice, show_error

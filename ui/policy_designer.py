@@ -2,7 +2,7 @@
 
 Keys in ``st.session_state``:
 
-* ``policy`` – the last valid :class:`~prdp_core.workload.SplittingPolicy` (used by the
+* ``policy`` – the last valid :class:`~prdp_core.core.workload.SplittingPolicy` (used by the
   Run and Trade-offs pages); kept when an edit is invalid;
 * ``policy_token`` – the dataset token the policy was made for (a new dataset resets it);
 * ``policy_compare`` – saved policy-loss CDFs overlaid for comparison;
@@ -25,14 +25,10 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from prdp_core.data import Dataset
-from prdp_core.engines import is_engine_data
-from prdp_core.errors import PrdpError
-from prdp_core.loss_profile import LossProfile
-from prdp_core.preview import EnginePolicyPreview, PolicyPreview, preview_policy
-from prdp_core.provenance import data_source, is_data_derived, is_private, source_detail
-from prdp_core.samples import CBP_SPLIT_SCHEMES
-from prdp_core.splitting import (
+from prdp_core.core.errors import PrdpError
+from prdp_core.core.loss_profile import LossProfile
+from prdp_core.core.provenance import data_source, is_data_derived, is_private, source_detail
+from prdp_core.core.splitting import (
     Thresholds,
     as_thresholds,
     percentile_thresholds,
@@ -40,7 +36,11 @@ from prdp_core.splitting import (
     thresholds_for_cap,
     thresholds_to_frame,
 )
-from prdp_core.workload import SplittingPolicy, Workload, default_workload, workload_to_frame
+from prdp_core.core.workload import SplittingPolicy, Workload, default_workload, workload_to_frame
+from prdp_core.data.dataset import Dataset
+from prdp_core.data.samples import CBP_SPLIT_SCHEMES
+from prdp_core.engines import is_engine_data
+from prdp_core.mechanisms.preview import EnginePolicyPreview, PolicyPreview, preview_policy
 
 from . import memory, options, private_suggest, review, state
 from .common import confidential, md_escape, show_error

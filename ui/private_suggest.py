@@ -1,5 +1,5 @@
 """Private suggestions on the app's pages: a DP percentile over a typed range, its cost shown before use
-and charged to the session ledger when adopted (:mod:`prdp_core.dp_quantile`).
+and charged to the session ledger when adopted (:mod:`prdp_core.mechanisms.dp_quantile`).
 
 The Policy designer offers private splitting thresholds (:func:`thresholds_panel`), the
 Personalized DP page a private upper bound of a query's values and the Analyst tiers page a private
@@ -15,7 +15,9 @@ from typing import Any
 
 import streamlit as st
 
-from prdp_core.dp_quantile import (
+from prdp_core.core.errors import PrdpError
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.mechanisms.dp_quantile import (
     MAX_EPSILON,
     CandidateGrid,
     DPQuantile,
@@ -24,8 +26,6 @@ from prdp_core.dp_quantile import (
     rank_error_bound,
     suggestion_entry,
 )
-from prdp_core.errors import PrdpError
-from prdp_core.splitting import as_thresholds
 
 from . import state
 from .common import md_escape, show_error

@@ -1,13 +1,13 @@
 """The "Reproduce in Python" code of every page: the page's part of the study config
-(:func:`ui.study_export.page_study`) written by the one generator, :func:`prdp_core.snippets.snippet`, through the
-review boundary (:func:`prdp_core.review_boundary.produce`)."""
+(:func:`ui.study_export.page_study`) written by the one generator, :func:`prdp_core.study.snippets.snippet`, through the
+review boundary (:func:`prdp_core.review.review_boundary.produce`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from prdp_core.errors import PrdpError
-from prdp_core.review_boundary import produce
+from prdp_core.core.errors import PrdpError
+from prdp_core.review.review_boundary import produce
 
 from . import large, state
 
@@ -19,7 +19,7 @@ _RECORD_PARTS = ("personalized", "multitier", "granular")
 
 
 def snippet_code(part: str, pol: Any = None, owner_method: str = "lemma4") -> str:
-    """The code of ``part`` (a key of :data:`prdp_core.snippets.PARTS`) for the page's current settings;
+    """The code of ``part`` (a key of :data:`prdp_core.study.snippets.PARTS`) for the page's current settings;
     ``pol`` is the unit-splitting policy the page shows (policy, run and trade-off parts)."""
     from .study_export import SNIPPET_PAGES, page_study
 

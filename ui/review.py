@@ -12,7 +12,7 @@ from the records themselves:
   rows of the table, the values that would need fixing in a file.
 
 Each such statistic is a registered screen output (:data:`SCREEN_OUTPUTS`, registered with the review
-boundary of :mod:`prdp_core.review_boundary`, which decides). Pages ask :func:`shows_records` before
+boundary of :mod:`prdp_core.review.review_boundary`, which decides). Pages ask :func:`shows_records` before
 drawing one: in teaching mode it returns True; in review mode it draws one note saying what is hidden and
 returns False. Numbers inside a sentence go through :func:`count`. One rule, one place: a page never
 tests the mode itself to hide records.
@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING
 import pandas as pd
 import streamlit as st
 
-from prdp_core.review_boundary import may_show, register_screen
+from prdp_core.review.review_boundary import may_show, register_screen
 
 from . import state
 
 if TYPE_CHECKING:
-    from prdp_core.accounting import Ledger
+    from prdp_core.core.accounting import Ledger
 
 #: The caption that stands where statistics of the records are hidden.
 NOTE = (":material/visibility_off: **Hidden in review mode:** {what}. They are statistics of the records; "
@@ -38,7 +38,7 @@ NOTE = (":material/visibility_off: **Hidden in review mode:** {what}. They are s
 
 
 #: The screen's statistics of the records, by the name a page asks for: what each shows (the note of review mode
-#: names it). Registered with the review boundary (:data:`prdp_core.review_boundary.SCREEN`).
+#: names it). Registered with the review boundary (:data:`prdp_core.review.review_boundary.SCREEN`).
 SCREEN_OUTPUTS = {
     "record count": "record count",
     "record counts in sentences": "record counts",
@@ -74,7 +74,8 @@ for _name, _shows in SCREEN_OUTPUTS.items():
 
 def shows_records(name: str, *, note: bool = True) -> bool:
     """Whether the page may draw the registered screen output ``name`` (a key of :data:`SCREEN_OUTPUTS`: statistics
-    of the records, e.g. "policy losses"), as the review boundary decides (:func:`~prdp_core.review_boundary.may_show`).
+    of the records, e.g. "policy losses"), as the review boundary decides
+    (:func:`~prdp_core.review.review_boundary.may_show`).
 
     Teaching mode: True. Review mode: False, after a caption naming what is hidden (``note=False``:
     no caption, for a statistic that an earlier note already covers)."""
@@ -96,7 +97,7 @@ def ledger_summary(ledger: Ledger, frame: pd.DataFrame | None = None) -> pd.Data
     """The ledger's table as shown and exported (``frame``: ``ledger.summary()`` or an export of it). In review
     mode a data-dependent entry (a per-record loss without public form, e.g. the PrDP framework's or a
     personalized release's) has no *base loss*: its smallest loss is that of the records actually present."""
-    from prdp_core.study_tables import without_data_dependent_minima
+    from prdp_core.study.study_tables import without_data_dependent_minima
 
     out = ledger.summary() if frame is None else frame
     return out if may_show("data-dependent base losses", teaching=state.teaching()) \

@@ -11,13 +11,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from prdp_core import analysis, study_tables
-from prdp_core.data import Dataset
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
+from prdp_core.core.release import Release
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import SplittingPolicy
+from prdp_core.data.dataset import Dataset
+from prdp_core.mechanisms import analysis
 from prdp_core.mechanisms.unit_splitting import QueryStats, release, workload_stats
-from prdp_core.release import Release
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import SplittingPolicy
+from prdp_core.study import study_tables
 
 from . import memory, review, state
 from . import policy_designer as pstate
@@ -149,7 +150,7 @@ def on_type_public(measures: list[str]) -> None:
 
 def answers_export(rel: Release, teaching: bool) -> pd.DataFrame:
     """The answers download: the table as shown plus the app mode, secure marker, seed and data-derived
-    parameters (:func:`prdp_core.study_tables.answers_export`; the page's download goes through the review
+    parameters (:func:`prdp_core.study.study_tables.answers_export`; the page's download goes through the review
     boundary, output ``answers.csv``)."""
     return study_tables.answers_export(rel, teaching)
 
@@ -170,7 +171,7 @@ def release_policy(active: SplittingPolicy) -> tuple[SplittingPolicy, bool]:
 
 def answers_for_display(rel: Release, teaching: bool) -> pd.DataFrame:
     """The answers table as shown: truth columns only in teaching mode; a readable label column
-    (:func:`prdp_core.study_tables.labelled_answers`)."""
+    (:func:`prdp_core.study.study_tables.labelled_answers`)."""
     return study_tables.labelled_answers(rel, teaching)
 
 
@@ -190,7 +191,7 @@ def loss_cdfs(rel: Release, ds: Any, pol: SplittingPolicy | None = None
     """Fig. 5: policy-loss and realized-loss CDFs, for records and (when available) owners. A large
     dataset's release carries them as distributions computed in the engine (owners' policy losses of the
     released policy ``pol`` are summed there too, with progress)."""
-    from prdp_core.loss_profile import ecdf, owner_losses
+    from prdp_core.core.loss_profile import ecdf, owner_losses
 
     if rel.loss is None:
         out = {"records": {"policy loss": rel.loss_distribution.ecdf(),  # type: ignore[union-attr]  # a release without per-record losses has their distribution (made on an engine)

@@ -25,8 +25,8 @@ from prdp_core.board import session_releases as SR
 from prdp_core.board.ledgers import jsonable
 from prdp_core.board.sessions import SessionStore
 from prdp_core.board.store import canonical_json
-from prdp_core.errors import PrdpError
-from prdp_core.release import Release
+from prdp_core.core.errors import PrdpError
+from prdp_core.core.release import Release
 
 from . import state
 from .common import md_escape

@@ -11,7 +11,7 @@ Keys (all in ``st.session_state``):
 * ``mode`` – ``"teaching"`` (seeded runs, true values shown) or ``"review"``;
 * ``learn`` – whether short explanations are shown on every page;
 * ``seed`` – the seed of teaching-mode runs;
-* ``ledger`` – the session's :class:`prdp_core.accounting.Ledger` (every release run);
+* ``ledger`` – the session's :class:`prdp_core.core.accounting.Ledger` (every release run);
 * ``recorded_releases`` – each page part's last recorded releases (:func:`release`) with the ids of their ledger
   entries, rendered by the report and saved with the durable session (:mod:`ui.session_releases`).
 """
@@ -28,15 +28,15 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
-from prdp_core import memory
-from prdp_core.data import Dataset, prepare_dataset
-from prdp_core.profile import DatasetProfile, profile_dataset
+from prdp_core.data import memory
+from prdp_core.data.dataset import Dataset, prepare_dataset
+from prdp_core.data.profile import DatasetProfile, profile_dataset
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from prdp_core.accounting import Ledger, LedgerEntry
-    from prdp_core.recorder import Recorder
+    from prdp_core.core.accounting import Ledger, LedgerEntry
+    from prdp_core.core.recorder import Recorder
 
 DEFAULT_SAMPLE = "cbp_like"
 #: Lifetime (s) of server-wide cache entries of public computations (samples, simulations on synthetic
@@ -56,19 +56,19 @@ def cached_sample(name: str, n: int | None, seed: int) -> Dataset:
     """A small sample dataset (at most :data:`SHARED_SAMPLE_MAX_ROWS` records), generated once per (name,
     size, seed) for the whole server: every session shares the same object (a resource cache hands out no
     copies), which nothing mutates. Pages ask :func:`sample_dataset`, which guards and chooses the cache."""
-    return prdp_core.samples.load_dataset(name, n=n, seed=seed)
+    return prdp_core.data.samples.load_dataset(name, n=n, seed=seed)
 
 
 @st.cache_data(show_spinner=False, max_entries=4, ttl=PUBLIC_CACHE_TTL_S)
 def _shared_frame(name: str, n: int | None, seed: int) -> pd.DataFrame:
-    return prdp_core.samples.load(name, n=n, seed=seed)
+    return prdp_core.data.samples.load(name, n=n, seed=seed)
 
 
 @st.cache_resource(show_spinner="Generating sample…", max_entries=1, scope="session")
 def _session_frame(name: str, n: int | None, seed: int) -> pd.DataFrame:
     """A large sample's table for this session only, generated once (the Data page's role editor and the
     datasets prepared from it do not change it); dropped when the session's browser disconnects."""
-    return prdp_core.samples.load(name, n=n, seed=seed)
+    return prdp_core.data.samples.load(name, n=n, seed=seed)
 
 
 def shared_sample(name: str, n: int | None) -> bool:
@@ -79,12 +79,12 @@ def shared_sample(name: str, n: int | None) -> bool:
 def sample_dataset(name: str, n: int | None, seed: int) -> Dataset:
     """Sample ``name`` (``n`` records, None: its default size; ``seed``) as a dataset, for every route that
     makes a sample active (Data page, study import, share link, board, session restore). Asks the memory
-    guard first (:func:`prdp_core.memory.guard_table`: ResourceLimitError, nothing generated); a small
+    guard first (:func:`prdp_core.data.memory.guard_table`: ResourceLimitError, nothing generated); a small
     sample comes from the server-wide cache, a large one is this session's own."""
     memory.guard_table(sample=name, n=n)
     if shared_sample(name, n):
         return cached_sample(name, n, seed)
-    return prepare_dataset(_session_frame(name, n, seed), prdp_core.samples.info(name).schema, name=name)
+    return prepare_dataset(_session_frame(name, n, seed), prdp_core.data.samples.info(name).schema, name=name)
 
 
 def sample_frame(name: str, n: int | None, seed: int, *, admitted: bool = False) -> pd.DataFrame:
@@ -253,7 +253,7 @@ def rng_and_seed() -> tuple["np.random.Generator", int]:
 
 def ledger() -> "Ledger":
     """The session's privacy ledger: every release run in this session, in order."""
-    from prdp_core.accounting import Ledger
+    from prdp_core.core.accounting import Ledger
 
     if "ledger" not in st.session_state:
         st.session_state["ledger"] = Ledger()
@@ -268,7 +268,7 @@ T = TypeVar("T")
 
 def recorder(sample: dict[str, Any] | None = None, data: Mapping[str, Any] | None = None,
              written: list[tuple[Any, str]] | None = None) -> "Recorder":
-    """The session's recorder (:class:`prdp_core.recorder.Recorder`): its releases are recorded in the session
+    """The session's recorder (:class:`prdp_core.core.recorder.Recorder`): its releases are recorded in the session
     ledger and stored (:mod:`ui.durable`), the ledger outliving a server restart. A release made on a sample of
     a large table (the page's, or ``sample``: the rows asked for, the table ``of`` and the seed) says so in its
     entries' labels and parameters (``data_sample``). The rows asked for are a public choice; the table's record
@@ -278,7 +278,7 @@ def recorder(sample: dict[str, Any] | None = None, data: Mapping[str, Any] | Non
     (:func:`prdp_core.board.ledgers.data_fingerprint`) when they are not the active table's — generated
     records: the release is charged to their ledger, never to the active table's (default: the active data).
     ``written`` receives each recorded entry (as the mechanism returned it) with its id in the session ledger."""
-    from prdp_core.recorder import Recorder
+    from prdp_core.core.recorder import Recorder
 
     return Recorder(ledger(), write=partial(_record_release_entries, sample=sample, data=data, written=written))
 

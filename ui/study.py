@@ -1,6 +1,6 @@
 """The session state a study carries: every page's declared keys gathered, and kept across navigation.
 
-The Study page maps the app's session to a study config and back (the schema of :mod:`prdp_core.config`,
+The Study page maps the app's session to a study config and back (the schema of :mod:`prdp_core.study.config`,
 docs/config.md): :mod:`ui.study_export` reads every page's session state into a config (built section by
 section in :mod:`ui.study_sections`, the data source in :mod:`ui.study_source`), :mod:`ui.study_import`
 validates a config and writes it back (each policy part by :mod:`ui.study_updates`), and

@@ -1,7 +1,7 @@
 """The app's state as a study config (the Study page's export, and each page's study for its snippet).
 
 :func:`export_state` reads every page's session state into a study config mapping (the schema of
-:mod:`prdp_core.config`, docs/config.md): the data source, mode and seed, the Policy designer's active
+:mod:`prdp_core.study.config`, docs/config.md): the data source, mode and seed, the Policy designer's active
 policy, the Budget functions, Personalized DP and Analyst tiers editors with the mechanism each page
 runs, and — under ``app`` — the view settings of every page (sweeps, toggles, calculators). Parts a page
 holds invalid input for are left out and :func:`export_notes` says which. :func:`page_study` builds one
@@ -15,8 +15,8 @@ from typing import Any, Callable
 
 import streamlit as st
 
-from prdp_core.config import Study, build_budget, parse_config
-from prdp_core.errors import ConfigError, PrdpError
+from prdp_core.core.errors import ConfigError, PrdpError
+from prdp_core.study.config import Study, build_budget, parse_config
 
 from . import state
 from .study import PAGE_SETTINGS
@@ -97,7 +97,7 @@ def export_notes() -> list[str]:
 
 
 def export_study() -> Study:
-    """:func:`export_state` validated as a :class:`~prdp_core.config.Study`."""
+    """:func:`export_state` validated as a :class:`~prdp_core.study.config.Study`."""
     return parse_config(export_state())
 
 
@@ -133,10 +133,10 @@ PART_BUILDERS: dict[str, Callable[[Any, int, dict[str, Any]], dict[str, Any]]] =
 
 
 def page_study(part: str, pol: Any = None) -> Study:
-    """The study a page's "Reproduce in Python" snippet is written from (:func:`prdp_core.snippets.snippet`):
+    """The study a page's "Reproduce in Python" snippet is written from (:func:`prdp_core.study.snippets.snippet`):
     the data source, mode and seed, the part's policy section and mechanism — built as :func:`export_state`
     builds them — and the page's view settings. ``pol`` is the unit-splitting policy the page shows (the
-    Run page's: only the queries it releases). Raises :class:`~prdp_core.errors.ConfigError` when the page's
+    Run page's: only the queries it releases). Raises :class:`~prdp_core.core.errors.ConfigError` when the page's
     settings do not make a valid study (e.g. a budget formula being typed)."""
     ss = st.session_state
     seed = int(ss.get("seed", 0))

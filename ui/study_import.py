@@ -14,9 +14,9 @@ from typing import Any, Mapping
 import streamlit as st
 
 import prdp_core
-from prdp_core import memory
-from prdp_core.config import Study, parse_config
-from prdp_core.errors import ConfigError, PrdpError
+from prdp_core.core.errors import ConfigError, PrdpError
+from prdp_core.data import memory
+from prdp_core.study.config import Study, parse_config
 
 from . import mode as umode
 from . import private_suggest, state
@@ -173,7 +173,7 @@ def import_state(config: Mapping[str, Any] | Study | str | bytes, *, data_bytes:
         name = study.data.sample
         ss["sample_name"] = name
         ss["sample_seed"] = int(study.data.sample_seed)
-        meta = prdp_core.samples.info(name)
+        meta = prdp_core.data.samples.info(name)
         # a sample of no default size (a real table) is read whole: 0 on the Data page
         ss[f"sample_n_{name}"] = int(study.data.n) if study.data.n is not None else int(meta.default_n or 0)
     q_hi = up.get("pdp_value")

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-from prdp_core import report as R
-from prdp_core.accounting import Ledger
-from prdp_core.config import Study
-from prdp_core.errors import PrdpError
-from prdp_core.runner import StudyRun
-from prdp_core.runs import RUN_KINDS
+from prdp_core.core.accounting import Ledger
+from prdp_core.core.errors import PrdpError
+from prdp_core.review import report as R
+from prdp_core.study.config import Study
+from prdp_core.study.runner import StudyRun
+from prdp_core.study.runs import RUN_KINDS
 
 from . import state, study_export
 
@@ -26,7 +26,7 @@ PART_OF_KIND = {"unit_splitting": "run", "prdp": "budget_functions", "personaliz
                 "multitier": "analyst_tiers"}
 
 
-#: The policy part each mechanism kind releases (:attr:`prdp_core.runs.RunConfig.POLICY_PART`).
+#: The policy part each mechanism kind releases (:attr:`prdp_core.study.runs.RunConfig.POLICY_PART`).
 POLICY_OF_KIND = {k: c.POLICY_PART for k, c in RUN_KINDS.items() if c.POLICY_PART is not None}
 
 
@@ -53,7 +53,7 @@ def part_settings(part: str) -> str | None:
 
 
 def recorded_run(study: Study) -> tuple[StudyRun, list[str]]:
-    """The study's recorded releases as a :class:`~prdp_core.runner.StudyRun` (its ledger: their entries), and the
+    """The study's recorded releases as a :class:`~prdp_core.study.runner.StudyRun` (its ledger: their entries), and the
     labels of the study's mechanisms with no recorded release on the active dataset made with the study's
     settings (a release of settings changed since is not the study's)."""
     releases: list[tuple[str, Any, Any]] = []

@@ -16,8 +16,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from prdp_core.config import PRDP_ALGORITHMS, RECORD_ALGORITHMS
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
+from prdp_core.study.config import PRDP_ALGORITHMS, RECORD_ALGORITHMS
 
 from . import analyst_tiers, state
 from .concepts import DECLARED_PREFIX

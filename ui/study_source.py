@@ -13,10 +13,9 @@ from typing import Any, Mapping
 import streamlit as st
 
 import prdp_core
-from prdp_core import memory
-from prdp_core.config import Study, prepare_section
-from prdp_core.data import Dataset, Schema, load_table, prepare_dataset
-from prdp_core.errors import ConfigError, DataError, PrdpError
+from prdp_core.core.errors import ConfigError, DataError, PrdpError
+from prdp_core.data import Dataset, Schema, load_table, memory, prepare_dataset
+from prdp_core.study.config import Study, prepare_section
 
 from . import state
 
@@ -74,7 +73,7 @@ def dataset_for(study: Study, data_bytes: bytes | None, data_name: str | None
         if src.schema is None and not opts:
             return state.sample_dataset(src.sample, src.n, src.sample_seed), source
         df = state.sample_frame(src.sample, src.n, src.sample_seed)
-        schema = Schema.from_dict(src.schema) if src.schema else prdp_core.samples.info(src.sample).schema
+        schema = Schema.from_dict(src.schema) if src.schema else prdp_core.data.samples.info(src.sample).schema
         ds = prepare_dataset(df, schema, name=src.sample, **opts)
         return ds, {**source, "schema": schema.to_dict(), "options": opts}
     if data_bytes is None:

@@ -15,9 +15,9 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
-from prdp_core.config import Study, data_columns, group_values
 from prdp_core.data import Dataset
-from prdp_core.runs import RunConfig
+from prdp_core.study.config import Study, data_columns, group_values
+from prdp_core.study.runs import RunConfig
 
 from . import private_suggest
 from .policy_designer import SOURCES_KEY
@@ -36,8 +36,8 @@ NO_SPLIT_THRESHOLD = 1e15
 
 def policy_updates(study: Study, ds: Any, up: dict[str, Any], pop: set[str]) -> Any:
     """The Policy designer's thresholds, workload and policy from the study (validated on ``ds``)."""
-    from prdp_core.splitting import thresholds_from_frame
-    from prdp_core.workload import SplittingPolicy, Workload, workload_to_frame
+    from prdp_core.core.splitting import thresholds_from_frame
+    from prdp_core.core.workload import SplittingPolicy, Workload, workload_to_frame
 
     measures = list(ds.schema.measures)
     t = study.policy["thresholds"]
@@ -45,7 +45,7 @@ def policy_updates(study: Study, ds: Any, up: dict[str, Any], pop: set[str]) -> 
     if "rows" not in t:
         for m in measures:
             up[f"thr_{m}"] = float(t.get(m, NO_SPLIT_THRESHOLD))
-        thr = prdp_core.splitting.as_thresholds({m: up[f"thr_{m}"] for m in measures})
+        thr = prdp_core.core.splitting.as_thresholds({m: up[f"thr_{m}"] for m in measures})
         up["policy_per_group"] = False
     else:
         rows = [{"group": str(g), **{m: float(row.get(m, NO_SPLIT_THRESHOLD)) for m in measures}}

@@ -10,17 +10,17 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
-from prdp_core import analysis, budget_solver, sweeps
-from prdp_core.data import Dataset
+from prdp_core.core.workload import SplittingPolicy
+from prdp_core.data.dataset import Dataset
 from prdp_core.engines import is_engine_data
-from prdp_core.workload import SplittingPolicy
+from prdp_core.mechanisms import analysis, budget_solver, sweeps
 
 from . import large, memory, options, state
 from . import policy_designer as pstate
 from .page_state import PageState
 
-TABLE7 = prdp_core.samples.CBP_TOPCODE_SCHEMES
-TABLE8 = prdp_core.samples.CBP_SPLIT_SCHEMES
+TABLE7 = prdp_core.data.samples.CBP_TOPCODE_SCHEMES
+TABLE8 = prdp_core.data.samples.CBP_SPLIT_SCHEMES
 
 
 def split_measures(pol: SplittingPolicy) -> list[str]:
@@ -37,7 +37,7 @@ def default_min_records(ds: Any) -> int:
 
 
 def _data(ds: Any) -> Any:
-    """What prdp_core.analysis takes: the table in memory, or a dataset held by an engine (its statistics
+    """What prdp_core.mechanisms.analysis takes: the table in memory, or a dataset held by an engine (its statistics
     are computed there)."""
     return ds if is_engine_data(ds) else ds.table
 

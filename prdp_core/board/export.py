@@ -1,7 +1,7 @@
 """The board taken home: a formula-safe CSV of its table and one self-contained HTML report.
 
 :func:`board_csv` writes :func:`~prdp_core.board.summary.board_frame` through
-:func:`prdp_core.export.to_csv_bytes` (text cells that a spreadsheet would run as a formula
+:func:`prdp_core.io.export.to_csv_bytes` (text cells that a spreadsheet would run as a formula
 are neutralised). :func:`board_html` compares every policy of the board on one offline page
 (Plotly inlined once, figure data as plain lists, every participant's text HTML-escaped):
 the table, the public policy functions of the unit-splitting policies, and — in teaching mode
@@ -9,7 +9,7 @@ only — the loss CDFs over records and owners and the privacy-vs-accuracy scatt
 Pareto front; then each entry's rationale and study config. In review mode the report holds
 only public quantities: no statistic of the records. :func:`write_board` writes both, plus
 each entry's study config as YAML (``prdp run`` reruns it), into one folder, by the rules of every
-output of prdp (:mod:`prdp_core.outputs`: never through a symbolic link, never over a file prdp did
+output of prdp (:mod:`prdp_core.io.outputs`: never through a symbolic link, never over a file prdp did
 not write unless ``force``).
 """
 
@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import html
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any, Iterable
 
-from ..config import parse_config
-from ..export import to_csv_bytes
-from ..outputs import check_folder, write_files
-from ..report import _CSS, _fig_html, _table
+from ..io.export import to_csv_bytes
+from ..io.html_parts import _CSS, _fig_html, _table
+from ..study.config import parse_config
 from . import summary
 
 
@@ -107,23 +105,3 @@ def board_html(entries: Iterable[Any], *, review: bool, delta: float, title: str
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head>"
             f"<body>\n{body}\n</body></html>\n")
-
-
-def write_board(entries: Iterable[Any], out_dir: str | Path, *, review: bool, delta: float,
-                title: str = "Workshop board", dataset: str | None = None, force: bool = False) -> dict[str, Path]:
-    """Write board.csv, board.html and entry-<id>.yaml (each entry's study config) into ``out_dir``
-    (created if missing) with :func:`prdp_core.outputs.write_files`; returns name → path.
-
-    Raises :class:`~prdp_core.errors.OutputError` before writing anything when ``out_dir`` is a link or
-    a file, or holds a link or a file prdp did not write under one of these names (unless ``force``)."""
-    entries = list(entries)
-    names = ["board.csv", "board.html", *(f"entry-{en.id}.yaml" for en in entries)]
-    check_folder(out_dir, names, force=force)  # before the (possibly long) rendering
-    from ..review_boundary import produce  # every file through the review boundary, in the board's mode
-
-    files: dict[str, bytes] = {"board.csv": produce("board.csv", entries, teaching=not review, delta=delta),
-                               "board.html": produce("board.html", entries, teaching=not review, delta=delta,
-                                                     title=title, dataset=dataset)}
-    for en in entries:
-        files[f"entry-{en.id}.yaml"] = produce("entry.yaml", [en], teaching=not review)
-    return write_files(out_dir, files, force=force)

@@ -34,8 +34,8 @@ from typing import Any, Mapping, Sequence
 
 import sqlalchemy as sa
 
-from ..errors import StoreError
-from ..private_files import FILE_MODE, private_dir, private_file, tighten
+from ..core.errors import StoreError
+from ..io.private_files import FILE_MODE, private_dir, private_file, tighten
 
 ENV_LEDGER_KEY = "PRDP_LEDGER_KEY"
 KEY_FILE = "ledger.key"

@@ -13,9 +13,9 @@ Every ledger is sealed by a keyed hash chain (:mod:`.ledger_chain`): each read a
 it first, and a ledger changed in the store is refused (:class:`~.ledger_chain.TamperedLedger`, naming
 the first entry that does not match), never used or appended to.
 
-An entry is a :class:`~prdp_core.accounting.LedgerEntry` as ``to_dict`` writes it (label, mechanism,
+An entry is a :class:`~prdp_core.core.accounting.LedgerEntry` as ``to_dict`` writes it (label, mechanism,
 the loss function's public form, params, seed, secure, neighbour notion). ``to_dict`` keeps only a
-summary of a data-dependent loss (:class:`~prdp_core.accounting.RecordLoss`: note, bound, n), which
+summary of a data-dependent loss (:class:`~prdp_core.core.accounting.RecordLoss`: note, bound, n), which
 cannot be totalled again; the store keeps its per-record values too — exactly what the ledger held
 in memory — packed (float64, zlib, base64) under ``values_z``, so that a restored ledger's
 per-record totals equal the original's. They are confidential: the database is as confidential as
@@ -23,7 +23,7 @@ the data (docs/security.md, *Durability*). ``fingerprint`` says which data the e
 (:func:`data_fingerprint`); ``uid`` makes an append idempotent (a retried append adds nothing).
 
 A named ledger belongs to the data of its first run. An append for other data is refused
-(:class:`~prdp_core.errors.StoreError`) unless ``new_data`` is given: the ledger then moves to the
+(:class:`~prdp_core.core.errors.StoreError`) unless ``new_data`` is given: the ledger then moves to the
 new data and every earlier entry on other data counts at its worst case for every record (sound when
 the records are the same people in another version of the table; never a reset). When a ledger is
 appended with its table, the store also keeps the statistics ``prdp ledger show`` prints without the
@@ -49,8 +49,8 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .. import splitting, workload  # noqa: F401 - register their loss kinds (split, splitting_policy)
-from ..accounting import (
+from ..core import splitting, workload  # noqa: F401 - register their loss kinds (split, splitting_policy)
+from ..core.accounting import (
     DistributionLoss,
     FlatLoss,
     Ledger,
@@ -61,13 +61,14 @@ from ..accounting import (
     SumLoss,
     _plain,
 )
-from ..errors import ConfigError, DataError, ParameterError, StoreError
+from ..core.errors import ConfigError, DataError, ParameterError, StoreError
 from . import ledger_chain
-from .store import BoardStore, canonical_json
+from .canonical import canonical_json
 from .workshop import sha256_file
 
 if TYPE_CHECKING:
-    from ..config import Study
+    from ..study.config import Study
+    from .store import BoardStore
 
 #: Largest stored entry (bytes of JSON, packed per-record values included).
 MAX_ENTRY_JSON = 64_000_000
@@ -169,10 +170,10 @@ def study_fingerprint(study: "Study", data: str | Path | None = None) -> dict[st
     """The fingerprint of the data a study reads (``data`` replaces its source, as ``prdp run --data`` does):
     a sample by name, size and seed; a file read into memory by the SHA-256 of its bytes (the same table
     under another name or path, or uploaded to the app, is the same data); a source an engine keeps where
-    it lives (a large file, a folder, a glob, ``database.duckdb#table``: :func:`prdp_core.config.load_data`)
+    it lives (a large file, a folder, a glob, ``database.duckdb#table``: :func:`prdp_core.study.config.load_data`)
     by its files' paths, sizes and modification times, which change when the data does — never read."""
-    from ..config import resolve_data_path
     from ..engines import choose_engine
+    from ..study.config import resolve_data_path
 
     src = study.data
     id_col = (src.schema or {}).get("id_col")
@@ -265,7 +266,7 @@ def _unpack_values(obj: Any) -> Any:
 
 def _distribution_loss(d: Mapping[str, Any]) -> DistributionLoss:
     """A stored loss known as a distribution (the counts per loss of a table held by an engine)."""
-    from ..distribution import LossDistribution
+    from ..core.distribution import LossDistribution
 
     p = d["distribution"]
     k = int(p["n_values"])

@@ -7,8 +7,8 @@ writes them as base64url of zlib-compressed JSON, at most :data:`MAX_LINK_CHARS`
 (a larger design is refused: share the study file instead).
 
 :func:`decode` reads a link back with the same validation as a study import
-(:func:`prdp_core.config.parse_config`: every key checked, never evaluated): a damaged,
-oversized or invalid link is a :class:`~prdp_core.errors.ConfigError` saying so. Decompression
+(:func:`prdp_core.study.config.parse_config`: every key checked, never evaluated): a damaged,
+oversized or invalid link is a :class:`~prdp_core.core.errors.ConfigError` saying so. Decompression
 stops at :data:`MAX_JSON_BYTES`, so a small link cannot unpack into a huge document.
 """
 
@@ -21,8 +21,8 @@ import re
 import zlib
 from typing import Any, Mapping
 
-from ..config import Study, parse_config
-from ..errors import ConfigError, ResourceLimitError
+from ..core.errors import ConfigError, ResourceLimitError
+from ..study.config import Study, parse_config
 
 #: Longest policy parameter written or read (characters of base64url).
 MAX_LINK_CHARS = 6000

@@ -11,7 +11,7 @@ ledger entries (``uids``: the entries themselves are the session ledger's, :mod:
 name, the loss measure, the seed, the secure flag, whether true answers are included, its parameters, the
 bias note of a biased mechanism, its answers table (column names and types from :data:`COLUMN_TYPES`, rows of
 JSON scalars) and the distribution of its delivered per-record losses (counts per loss, as a table held by an
-engine gives it: :class:`~prdp_core.distribution.LossDistribution`). Per-record arrays are not stored.
+engine gives it: :class:`~prdp_core.core.distribution.LossDistribution`). Per-record arrays are not stored.
 
 **Limits.** At most :data:`MAX_RELEASES_JSON` bytes per session: :func:`encode` leaves out the parts kept
 longest ago until the rest fits, and says which (the app says so on its pages; their entries stay in the
@@ -20,7 +20,7 @@ ledger). Labels, column names and text cells have length limits (:data:`MAX_LABE
 
 **Reading them back** (:func:`decode`, :func:`releases_of`): stored input is a shared input — the size is
 checked before parsing, every key is checked against the form :func:`encode` writes (unknown or missing keys,
-wrong types, unknown column types or measures are refused with a :class:`~prdp_core.errors.StoreError` saying
+wrong types, unknown column types or measures are refused with a :class:`~prdp_core.core.errors.StoreError` saying
 what is wrong), and a release whose entries are not in the restored ledger is not restored.
 """
 
@@ -37,10 +37,10 @@ import pandas as pd
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..accounting import LedgerEntry
-from ..distribution import LossDistribution
-from ..errors import PrdpError, StoreError
-from ..release import Release
+from ..core.accounting import LedgerEntry
+from ..core.distribution import LossDistribution
+from ..core.errors import PrdpError, StoreError
+from ..core.release import Release
 from .ledgers import dialect_insert, jsonable
 
 #: Largest stored payload of one session's releases (bytes of JSON).

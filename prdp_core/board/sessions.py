@@ -50,16 +50,19 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import IO, TYPE_CHECKING, Any, Mapping
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..errors import AccessError, StoreError
-from ..private_files import DIR_MODE, FILE_MODE, private_dir, tighten
+from ..core.errors import AccessError, StoreError
+from ..io.private_files import DIR_MODE, FILE_MODE, private_dir, tighten
 from . import session_releases
+from .canonical import canonical_json
 from .ledgers import LedgerStore, dialect_insert, jsonable
-from .store import BoardStore, canonical_json
+
+if TYPE_CHECKING:
+    from .store import BoardStore
 
 #: The query parameter of the app's URL that carries the session key.
 KEY_PARAM = "s"

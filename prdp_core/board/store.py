@@ -32,7 +32,7 @@ a lock (SQLite's write lock, PostgreSQL's advisory lock), so many processes may 
 database at once. Version 3 adds durable sessions, uploaded tables by content hash and ledgers (their
 modules define the tables; the step is here, in order); version 4 seals the ledgers; version 5 binds
 sessions to their browser; version 6 keeps their recorded releases. A SQLite file (and its WAL
-files) is created 0600, in a folder created 0700, and tightened when looser (:mod:`prdp_core.private_files`).
+files) is created 0600, in a folder created 0700, and tightened when looser (:mod:`prdp_core.io.private_files`).
 
 Who may do what is enforced here, not only in the UI: a participant withdraws only entries
 whose participant hash is theirs; the facilitator's actions (pin the dataset, set the board's
@@ -45,7 +45,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import math
 import secrets
 import time
 from dataclasses import dataclass
@@ -55,8 +54,9 @@ from typing import Any, Callable, Mapping
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..errors import AccessError, PrdpError, StoreError
-from ..private_files import private_sqlite
+from ..core.errors import AccessError, PrdpError, StoreError
+from ..io.private_files import private_sqlite
+from .canonical import canonical_json
 from .sqlite_setup import SQLITE_BUSY_SECONDS, sqlite_setup
 
 #: Layout this build writes and reads; older databases are migrated when opened.
@@ -224,21 +224,6 @@ def new_participant_code() -> str:
     return secrets.token_urlsafe(9)
 
 
-def canonical_json(obj: Any) -> str:
-    """JSON with sorted keys and no NaN (None instead), the stored form of configs and summaries."""
-    return json.dumps(_finite(obj), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    if isinstance(obj, Mapping):
-        return {str(k): _finite(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite(v) for v in obj]
-    return obj
-
-
 def submission_id(participant: str, name: str, rationale: str, config: Mapping[str, Any]) -> str:
     """The id of a submission: a hash of who submits what, so the same submission sent twice
     (a double click, a retried command) is stored once."""
@@ -315,7 +300,7 @@ class BoardStore:
     ``postgresql+psycopg://user@host/db``); a SQLite file's folder is created if missing.
     ``facilitator_key``: the key given at launch (``PRDP_FACILITATOR_KEY``); None turns the
     facilitator's actions off. Opening runs the missing migrations. Every error is a
-    :class:`~prdp_core.errors.StoreError` (or :class:`~prdp_core.errors.AccessError` for an
+    :class:`~prdp_core.core.errors.StoreError` (or :class:`~prdp_core.core.errors.AccessError` for an
     action the caller may not take) whose message says what to fix.
     """
 

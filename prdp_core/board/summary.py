@@ -15,7 +15,7 @@ computes, with prdp_core's own functions, a JSON-ready mapping with two sections
   :data:`CDF_POINTS` steps), and the median relative error of the answers (closed form for
   unit splitting, :data:`ERROR_RUNS` seeded runs of the mechanism otherwise).
 
-The error figures are teaching simulations (:func:`prdp_core.recorder.simulation`): the mechanism is run
+The error figures are teaching simulations (:func:`prdp_core.core.recorder.simulation`): the mechanism is run
 on the records against their true answers, nothing is released. :func:`summarise` computes them only in
 teaching mode (its ``teaching`` keyword: the session's mode in the app, the study's in ``prdp board
 submit``); in review mode the summary has no error figure (``median_rel_error`` None, ``error_method``
@@ -37,13 +37,13 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..accounting import zcdp_to_approx_dp
-from ..config import MAX_SEED, Study, parse_config
+from ..core.accounting import zcdp_to_approx_dp
+from ..core.errors import ConfigError
+from ..core.loss_profile import LossProfile, ecdf, format_loss, owner_losses
+from ..core.provenance import PART_SOURCES
+from ..core.recorder import simulation
 from ..data import Dataset
-from ..errors import ConfigError
-from ..loss_profile import LossProfile, ecdf, format_loss, owner_losses
-from ..provenance import PART_SOURCES
-from ..recorder import simulation
+from ..study.config import MAX_SEED, Study, parse_config
 
 #: Policy parts of a study config: part → (kind shown on the board, mechanism kind, loss unit).
 PARTS: dict[str, tuple[str, str, str]] = {
@@ -133,8 +133,8 @@ def _no_errors(why: str) -> dict[str, Any]:
 def _splitting(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary:
     """Unit splitting: P(r) on every record, σ of every query from the thresholds, closed-form errors (teaching
     mode; ``runs`` is not used)."""
-    from ..analysis import workload_errors
-    from ..preview import preview_policy
+    from ..mechanisms.analysis import workload_errors
+    from ..mechanisms.preview import preview_policy
 
     pol = study.splitting_policy(ds.table)
     prev = preview_policy(ds, pol)
@@ -174,7 +174,7 @@ def _seeded_runs(study: Study, ds: Dataset, runs: int, teaching: bool) -> tuple[
     """The study's mechanism run ``runs`` times (seeds study seed + k, teaching mode), as a teaching simulation:
     the releases of the first run and the median relative error of every answer of every run. In review mode
     nothing runs (no releases, no error figures)."""
-    from ..report import run_study
+    from ..study.runner import run_study
 
     if not study.mechanisms:
         return [], _no_errors("no mechanism in the study")
@@ -248,7 +248,7 @@ def _tiers(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary:
     """Analyst tiers: every record the query reads pays the top tier's ε (the whole hierarchy; without a run —
     review mode — every record)."""
     from ..mechanisms import multitier as mt
-    from ..runs import multitier_filter
+    from ..study.runs import multitier_filter
 
     tiers = study.tiers()
     desc = ", ".join(f"{t.name}: ε = {t.eps:g}" for t in tiers)
@@ -286,7 +286,7 @@ def summarise(study: Study, ds: Dataset, *, teaching: bool, runs: int = ERROR_RU
 
     ``teaching``: the mode the summary is made in (the session's, or the study's for ``prdp board submit``);
     only teaching mode computes the error figures, which are teaching simulations on the records
-    (:func:`prdp_core.recorder.simulation`). Raises ConfigError when the study does not fit the data, or
+    (:func:`prdp_core.core.recorder.simulation`). Raises ConfigError when the study does not fit the data, or
     another PrdpError of the engine. The ``records`` section is confidential; ``public`` holds only what
     follows from the policy."""
     part = part_of(study)

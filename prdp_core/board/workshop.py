@@ -18,7 +18,7 @@ Environment (set by ``prdp app`` from its options, or by hand):
 
 The pinned workshop dataset is a sample (``{"sample": name, "n": …, "seed": …}``) or a file
 of the data folder (``{"file": name}``), read by the engine from that folder only
-(:func:`prdp_core.config.safe_data_path`: no absolute paths, ``..`` or links leading out).
+(:func:`prdp_core.study.config.safe_data_path`: no absolute paths, ``..`` or links leading out).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from .. import memory
-from ..config import safe_data_path
-from ..data import SUPPORTED_EXTENSIONS, Dataset, guess_schema, load_table, prepare_dataset
-from ..errors import DataError, PrdpError
+from ..core.errors import DataError, PrdpError
+from ..data import memory
+from ..data.dataset import SUPPORTED_EXTENSIONS, Dataset, guess_schema, load_table, prepare_dataset
+from ..study.config import safe_data_path
 
 ENV_WORKSHOP_DIR = "PRDP_WORKSHOP_DIR"
 ENV_BOARD_URL = "PRDP_BOARD_URL"

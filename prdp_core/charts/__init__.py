@@ -16,7 +16,7 @@ import numpy as np
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from ..profile import Histogram
+from ..data.profile import Histogram
 
 #: Plotly template of every figure: Plotly's ``plotly_white`` with only what the app's charts can use
 #: (:func:`_lean_template`), registered under this name when this module is imported.

@@ -80,6 +80,6 @@ def public_functions_figure(policies: Mapping[str, Any], measure: str) -> go.Fig
 
 def _default_row(policy: Any) -> Any:
     """The thresholds row of 'every other group' (or the only row)."""
-    from ..splitting import DEFAULT_KEY
+    from ..core.splitting import DEFAULT_KEY
 
     return next((r for r in policy.thresholds.rows if r[0] == DEFAULT_KEY), policy.thresholds.rows[0])

@@ -1,6 +1,6 @@
 """Figures of the Concepts page: what ε means, zCDP ↔ (ε, δ), per-attribute costs, histograms.
 
-Builders only arrange numbers computed by :mod:`prdp_core.interpret` and
+Builders only arrange numbers computed by :mod:`prdp_core.core.interpret` and
 :mod:`prdp_core.mechanisms.granular`; they compute no privacy math themselves.
 """
 

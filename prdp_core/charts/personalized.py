@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from ..loss_profile import ecdf
-from ..neighbours import AddRemove, Substitution
+from ..core.loss_profile import ecdf
+from ..core.neighbours import AddRemove, Substitution
 from . import PALETTE, cdf_figure, layout
 
 NEIGHBOUR_COLOURS = {AddRemove.name: PALETTE[0], Substitution.name: PALETTE[3]}

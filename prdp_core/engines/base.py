@@ -28,12 +28,12 @@ from typing import Any, ClassVar, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data import Schema, TableCheck
-from ..distribution import LossDistribution
-from ..errors import ParameterError, PolicyError
-from ..profile import DatasetProfile
-from ..splitting import Thresholds
-from ..workload import Filter, SplittingPolicy
+from ..core.distribution import LossDistribution
+from ..core.errors import ParameterError, PolicyError
+from ..core.splitting import Thresholds
+from ..core.workload import Filter, SplittingPolicy
+from ..data.dataset import Schema, TableCheck
+from ..data.profile import DatasetProfile
 
 ColumnKind = Literal["number", "text", "bool", "other"]
 
@@ -124,7 +124,7 @@ class RealizedTerm:
     (``sigma_by``, a group-by key of the query). An AVG adds ``extra`` (its count part's ρ) for a
     record and, for an owner, (records of the owner in the cell)²/(2·``extra_sigma``²). Owners sum
     Δ within each cell of ``group_by`` before squaring. ``keys``: the filters of a public key list (one per
-    column, :func:`prdp_core.keysets.filters`) — a record outside a listed cell is in no cell and adds 0."""
+    column, :func:`prdp_core.core.workload.filters`) — a record outside a listed cell is in no cell and adds 0."""
 
     group_by: tuple[str, ...]
     filter: Filter | None
@@ -227,7 +227,7 @@ class Engine(ABC):
     @abstractmethod
     def profile(self, measures: Sequence[str], *, bins: int = 40, lorenz_points: int = 201) -> DatasetProfile:
         """Profiles of measure columns (count, exact quantiles, top-1% share, skewness), their log
-        histograms and Lorenz curves (:mod:`prdp_core.profile`)."""
+        histograms and Lorenz curves (:mod:`prdp_core.data.profile`)."""
 
     @abstractmethod
     def split_histogram(self, thresholds: Thresholds, *, measures: Sequence[str] = (),
@@ -254,7 +254,7 @@ class Engine(ABC):
     def owner_losses(self, key: SplitHistogram, losses: np.ndarray, owner_col: str,
                      method: Literal["lemma4", "lemma5"] = "lemma4") -> LossDistribution:
         """Distribution over owners of J·Σ_j P(r_j) (Lemma 4) or the Lemma 5 bound
-        (:func:`prdp_core.loss_profile.owner_losses`), a record's P(r) being its row's in ``losses``."""
+        (:func:`prdp_core.core.loss_profile.owner_losses`), a record's P(r) being its row's in ``losses``."""
 
     @abstractmethod
     def realized_losses(self, terms: Sequence[RealizedTerm], thresholds: Thresholds, *, partition_rho: float = 0.0,
@@ -263,7 +263,7 @@ class Engine(ABC):
         """Distributions of the records' (and owners') realized losses of a release whose queries
         are ``terms`` (see :class:`RealizedTerm`), plus ρ_ps·m(r)² (owners: ρ_ps·(Σ m)²).
         ``upper`` bounds every record's realized loss (its policy loss): with more records than
-        :data:`~prdp_core.distribution.MAX_EXACT_VALUES` their distribution is binned on
+        :data:`~prdp_core.core.distribution.MAX_EXACT_VALUES` their distribution is binned on
         :func:`~prdp_core.engines.memory.bound_edges` in one pass."""
 
     @abstractmethod
@@ -271,7 +271,7 @@ class Engine(ABC):
                      distinct: bool = False) -> DomainStats:
         """Per-domain statistics of a budget function E (``prdp.prepare``): records per domain and,
         for the query column, the binned histogram or the distinct values' largest domain. Raises
-        the :class:`~prdp_core.errors.PolicyError` of :meth:`BudgetFunction.__call__` (with its
+        the :class:`~prdp_core.core.errors.PolicyError` of :meth:`BudgetFunction.__call__` (with its
         counts) when some record's budget is invalid or below ε̌."""
 
     @abstractmethod
@@ -305,7 +305,7 @@ class Engine(ABC):
     def threshold_quantiles(self, column: str, qs: Sequence[float]) -> np.ndarray:
         """Splitting thresholds at quantiles of a measure (the PctScore of Table 8): each quantile,
         or — where it is 0 — the smallest positive value (1 when every value is 0), as
-        :func:`prdp_core.splitting.percentile_thresholds` computes on a table in memory."""
+        :func:`prdp_core.core.splitting.percentile_thresholds` computes on a table in memory."""
         t = self.quantiles(column, qs)
         if np.any(t <= 0):
             n = self.n_rows()

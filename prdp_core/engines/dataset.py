@@ -9,7 +9,7 @@ measure counted and dropped in SQL, public shifts added in SQL, ids regenerated 
 The result, an :class:`EngineDataset`, is what the app's session keeps for a large table (a small
 handle and cached statistics): mechanisms accept it wherever they accept a
 :class:`~prdp_core.data.Dataset` (:func:`prdp_core.mechanisms.unit_splitting.release`,
-:func:`prdp_core.preview.preview_policy`, :func:`prdp_core.mechanisms.prdp.framework`, …) and
+:func:`prdp_core.mechanisms.preview.preview_policy`, :func:`prdp_core.mechanisms.prdp.framework`, …) and
 compute their statistics in the engine. Pages that need the records themselves take
 :meth:`EngineDataset.sample`, a labelled uniform sample.
 """
@@ -24,8 +24,9 @@ from typing import Any, Literal, TypeGuard
 
 import pandas as pd
 
-from .. import limits
-from ..data import (
+from ..core import limits
+from ..core.errors import DataError, ParameterError
+from ..data.dataset import (
     GENERATED_ID,
     MISSING_GROUP,
     Dataset,
@@ -36,7 +37,6 @@ from ..data import (
     prepare_dataset,
     validate_roles,
 )
-from ..errors import DataError, ParameterError
 from .base import Engine, EngineOptions
 from .memory import MemoryEngine
 
@@ -44,7 +44,7 @@ EngineName = Literal["memory", "duckdb", "spark", "auto"]
 ENGINES: tuple[str, ...] = ("memory", "duckdb", "spark", "auto")
 
 #: ``engine="auto"`` keeps a single file of at most this many bytes in memory (the upload limit,
-#: :func:`prdp_core.limits.max_upload_bytes`); larger files, folders, globs and database tables go
+#: :func:`prdp_core.core.limits.max_upload_bytes`); larger files, folders, globs and database tables go
 #: to DuckDB.
 def auto_memory_bytes() -> int:
     return limits.max_upload_bytes()

@@ -31,8 +31,8 @@ from typing import Any, Iterator, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, ParameterError, ResourceLimitError, StoreError
-from ..private_files import DIR_MODE, private_dir, tighten
+from ..core.errors import DataError, ParameterError, ResourceLimitError, StoreError
+from ..io.private_files import DIR_MODE, private_dir, tighten
 from . import result_cache, sql_budget
 from . import sql as sqlgen
 from .base import ColumnKind, EngineOptions

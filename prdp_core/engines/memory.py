@@ -2,7 +2,7 @@
 
 The default for uploads, samples and small files. Its statistics are computed with the same
 kernels as the per-record paths of prdp_core (``split_counts``, ``Filter.mask``, the group-cell
-codes of :mod:`prdp_core.codes`, ``owner_losses``, the profile of :mod:`prdp_core.profile`), so
+codes of :mod:`prdp_core.data.codes`, ``owner_losses``, the profile of :mod:`prdp_core.data.profile`), so
 an engine-backed release on a :class:`MemoryEngine` gives the answers, and the loss distributions
 of, the per-record release on the same table. The kernels that bin the values of the general
 PrDP framework (:func:`domain_histogram`) live here and are used by :mod:`prdp_core.mechanisms.prdp`
@@ -17,15 +17,15 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from ..codes import GroupCells, OwnerCells, column_codes, sorted_unique
-from ..data import Schema, TableCheck, check_table
-from ..distribution import MAX_EXACT_VALUES, LossDistribution, log_edges
-from ..errors import ParameterError
-from ..loss_profile import owner_losses
-from ..mechanisms.prdp.domains import ceil_log2
-from ..profile import DatasetProfile, log_histogram, lorenz_from_sorted, profile_sorted
-from ..splitting import Thresholds, as_thresholds, restrict_thresholds, split_counts
-from ..workload import Filter
+from ..core.distribution import MAX_EXACT_VALUES, LossDistribution, log_edges
+from ..core.domains import ceil_log2
+from ..core.errors import ParameterError
+from ..core.loss_profile import owner_losses
+from ..core.splitting import Thresholds, as_thresholds, restrict_thresholds, split_counts
+from ..core.workload import Filter
+from ..data.codes import GroupCells, OwnerCells, column_codes, sorted_unique
+from ..data.dataset import Schema, TableCheck, check_table
+from ..data.profile import DatasetProfile, log_histogram, lorenz_from_sorted, profile_sorted
 from .base import Aggregate, Bins, CellTable, ColumnKind, DomainStats, Engine, RealizedTerm, SplitHistogram
 
 # ---------------------------------------------------------------------------
@@ -89,7 +89,7 @@ def column_kind(s: pd.Series) -> ColumnKind:
 def distribution_of(values: np.ndarray, measure: str = "rho", *, bins: int = 400,
                     upper: float | None = None) -> LossDistribution:
     """Exact distribution of per-unit losses, binned on a log grid when they take more than
-    :data:`~prdp_core.distribution.MAX_EXACT_VALUES` distinct values. With ``upper`` (a bound
+    :data:`~prdp_core.core.distribution.MAX_EXACT_VALUES` distinct values. With ``upper`` (a bound
     every loss respects, e.g. the largest policy loss for realized losses) and more units than
     that limit, the grid is :func:`bound_edges` — the rule a SQL engine applies in one pass."""
     v = np.asarray(values, dtype=float)

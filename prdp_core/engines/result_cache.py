@@ -37,7 +37,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..private_files import FILE_MODE, private_dir
+from ..io.private_files import FILE_MODE, private_dir
 
 #: Layout of the kept results; a change makes every earlier result unused.
 CACHE_VERSION = 1

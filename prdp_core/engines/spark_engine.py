@@ -27,7 +27,7 @@ Sessions: the engine uses the running Spark session, or starts one from
 Connect), else from the administrator's environment (``PRDP_SPARK_MASTER``,
 ``PRDP_SPARK_REMOTE``), else ``local[*]``. PySpark is an optional extra (``pip install
 prdp-explorer[spark]``) and classic Spark needs Java 17: without them :func:`spark_session` raises
-an :class:`~prdp_core.errors.EngineError` in one sentence saying what to install.
+an :class:`~prdp_core.core.errors.EngineError` in one sentence saying what to install.
 
 Row order (generated ids, seeded samples) is Spark's partition order: stable for files and
 catalog tables; a DataFrame built with shuffles has no stable order — give it an id column.
@@ -45,8 +45,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from ..distribution import LossDistribution
-from ..errors import DataError, PolicyError, ResourceLimitError
+from ..core.distribution import LossDistribution
+from ..core.errors import DataError, PolicyError, ResourceLimitError
 from . import sql as sqlgen
 from . import sql_budget, sql_engine
 from .base import ColumnKind, EngineOptions

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 from urllib.parse import unquote, urlparse
 
-from ..errors import DataError, EngineError, PrdpError, ResourceLimitError
+from ..core.errors import DataError, EngineError, PrdpError, ResourceLimitError
 from .base import ColumnKind, EngineOptions
 from .spark_settings import ENV_MASTER, ENV_REMOTE, admin_conf
 from .sql_engine import _short

@@ -9,7 +9,7 @@ chooses where the work goes (a master, a Spark Connect server) would let its aut
 machine or the cluster of whoever runs it. So a study may set only the settings of
 :data:`STUDY_SETTINGS`, with values of their kind (a size, a count, a switch, a duration, a
 fraction), and name only a local master or a server the administrator allows; everything else is
-refused with :class:`~prdp_core.errors.ConfigError` before PySpark is imported. Nothing here starts
+refused with :class:`~prdp_core.core.errors.ConfigError` before PySpark is imported. Nothing here starts
 Spark. Documented in docs/cluster.md (*Settings*) and docs/security.md (*Spark settings from a study*).
 """
 
@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from ..errors import ConfigError, EngineError
+from ..core.errors import ConfigError, EngineError
 
 #: Environment variables by which an administrator enables the Spark source of the app (a master URL or a
 #: Spark Connect address); a study may name the same master or server.

@@ -4,9 +4,9 @@ The DuckDB engine (and a Spark engine after it) computes prdp_core's statistics 
 relation. Everything that must give **the same numbers as numpy** is written here once:
 
 * split counts m(r) = max_a ⌈r(a)/T(a)⌉ with the exact float guard of
-  :func:`prdp_core.splitting._pieces` (k·t ≥ v in real arithmetic; Dekker's TwoProduct decides
+  :func:`prdp_core.core.splitting._pieces` (k·t ≥ v in real arithmetic; Dekker's TwoProduct decides
   ties) — IEEE operations give the same bits in every engine;
-* ⌈log₂ x⌉ exactly (the domain index of :class:`prdp_core.mechanisms.prdp.domains.DomainPartition`, the power-of-two
+* ⌈log₂ x⌉ exactly (the domain index of :class:`prdp_core.core.domains.DomainPartition`, the power-of-two
   bins of the clipped sum): an estimate from ``log2`` corrected by exact comparisons with powers
   of two;
 * bucket indices over explicit edges (a balanced CASE tree: ``numpy.searchsorted`` semantics).
@@ -28,9 +28,9 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ParameterError, PolicyError
-from ..splitting import DEFAULT_KEY, Thresholds
-from ..workload import Filter
+from ..core.errors import ParameterError, PolicyError
+from ..core.splitting import DEFAULT_KEY, Thresholds
+from ..core.workload import Filter
 
 #: Each column's kind ("number", "text", "bool", "other"), read only.
 ColumnKinds = Mapping[str, str]
@@ -232,7 +232,7 @@ def equals(d: Dialect, col: str, kind: str, value: Any) -> str | None:
 
 
 def filter_sql(d: Dialect, f: Filter, kinds: ColumnKinds) -> str:
-    """:meth:`prdp_core.workload.Filter.mask` in SQL (never NULL): a numeric column compares numbers
+    """:meth:`prdp_core.core.workload.Filter.mask` in SQL (never NULL): a numeric column compares numbers
     (text values are converted; text that is not a number matches nothing), any other column
     compares text (booleans as ``True``/``False``)."""
     if f.column not in kinds:
@@ -306,7 +306,7 @@ class SplitColumns:
 def split_columns(d: Dialect, source: str, thr: Thresholds, kinds: ColumnKinds,
                   per_measure: Sequence[str] = (), *, plain: set[str] | frozenset[str] = frozenset()) -> SplitColumns:
     """m(r) = max(1, max_a ⌈v_a/T_a⌉) with the exact guard, and ⌈v_a/T_a⌉ (at least 1) of each
-    measure in ``per_measure`` — the numbers :func:`prdp_core.splitting.split_counts` gives.
+    measure in ``per_measure`` — the numbers :func:`prdp_core.core.splitting.split_counts` gives.
     Measures in ``plain`` are known to need no guard (whole numbers divided by whole thresholds).
 
     The parts are computed one layer at a time — T(a), v/T, ⌈v/T⌉, ⌈v/T⌉·T, the guarded count —

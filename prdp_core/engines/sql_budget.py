@@ -21,9 +21,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import ExpressionError, ParameterError, PolicyError
-from ..mechanisms.prdp.expressions import _quote_names
-from ..mechanisms.prdp.shapes import Constant, Expression, Groups, Inverse, Log, Shape, Sqrt, Step
+from ..core.errors import ExpressionError, ParameterError, PolicyError
+from ..core.expressions import _quote_names
+from ..core.shapes import Constant, Expression, Groups, Inverse, Log, Shape, Sqrt, Step
 from .sql import ColumnKinds, Dialect, bucket_columns, bucket_sql, ceil_log2_sql, equals
 
 
@@ -213,7 +213,7 @@ class BudgetCategories:
     missing, NaN or ≤ 0), ``below`` (E(r) < ε̌·(1 − 10⁻⁹)), ``index`` (the domain 1..L of the capped
     E(r), for the other records) and ``unmatched`` (a per-group budget without default: the
     records no part covers) — the checks of :meth:`prdp_core.mechanisms.prdp.budget.BudgetFunction.__call__` and
-    :meth:`~prdp_core.mechanisms.prdp.domains.DomainPartition.index`. ``standing``, when given, is
+    :meth:`~prdp_core.core.domains.DomainPartition.index`. ``standing``, when given, is
     one expression of all three (−1: no valid ε, 0: below ε̌, else the domain)."""
 
     invalid: str
@@ -272,7 +272,7 @@ def monotone_budget_categories(d: Dialect, budget: Any, kinds: ColumnKinds) -> B
 
 
 def domain_index_sql(d: Dialect, eps: str, eps_min: float, L: int) -> str:
-    """:meth:`prdp_core.mechanisms.prdp.domains.DomainPartition.index` of a capped budget ``eps`` ∈ [ε̌, ε̂]."""
+    """:meth:`prdp_core.core.domains.DomainPartition.index` of a capped budget ``eps`` ∈ [ε̌, ε̂]."""
     q = f"({eps} / {d.double(eps_min)})"
     return f"least(greatest({ceil_log2_sql(d, q)}, 1), {int(L)})"
 

@@ -27,12 +27,12 @@ from typing import Any, Callable, Iterator, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from ..data import MeasureIssue, Schema, TableCheck, validate_roles
-from ..distribution import MAX_EXACT_VALUES, LossDistribution
-from ..errors import ParameterError, PolicyError
-from ..loss_profile import owner_losses
-from ..splitting import Thresholds, as_thresholds
-from ..workload import Filter
+from ..core.distribution import MAX_EXACT_VALUES, LossDistribution
+from ..core.errors import ParameterError, PolicyError
+from ..core.loss_profile import owner_losses
+from ..core.splitting import Thresholds, as_thresholds
+from ..core.workload import Filter
+from ..data.dataset import MeasureIssue, Schema, TableCheck, validate_roles
 from . import sql as sqlgen
 from . import sql_budget
 from .base import Aggregate, Bins, CellTable, ColumnKind, DomainStats, Engine, RealizedTerm, SplitHistogram

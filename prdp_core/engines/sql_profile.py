@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 
-from ..errors import ParameterError
-from ..profile import DatasetProfile, Histogram, MeasureProfile
+from ..core.errors import ParameterError
+from ..data.profile import DatasetProfile, Histogram, MeasureProfile
 from . import sql as sqlgen
 
 if TYPE_CHECKING:
@@ -29,8 +29,8 @@ PROFILE_VALUES = 2_000_000
 def profile_of_values(name: str, u: np.ndarray, c: np.ndarray, bins: int, pop: np.ndarray
                       ) -> tuple[MeasureProfile, Histogram, tuple[np.ndarray, np.ndarray]]:
     """The profile, log histogram and Lorenz curve of a measure from its sorted distinct values
-    ``u`` and their counts ``c`` (the read-outs of :func:`prdp_core.profile.profile_sorted`,
-    :func:`~prdp_core.profile.log_histogram` and :func:`~prdp_core.profile.lorenz_from_sorted` on
+    ``u`` and their counts ``c`` (the read-outs of :func:`prdp_core.data.profile.profile_sorted`,
+    :func:`~prdp_core.data.profile.log_histogram` and :func:`~prdp_core.data.profile.lorenz_from_sorted` on
     the sorted column: order statistics exact, sums to rounding)."""
     n = int(c.sum())
     ends = np.cumsum(c)                        # rank r lies in value j = first with ends[j] > r
@@ -142,7 +142,7 @@ class ProfileStatistics:
         with the counts, extremes and sums; one counting and summing the values between those
         order statistics and in the log-histogram bins (two CASE trees), with the moments about the
         median — from which quantiles, the top-1% share, the Lorenz curve, the histogram and the
-        skewness follow exactly as :func:`prdp_core.profile.profile_sorted` computes them."""
+        skewness follow exactly as :func:`prdp_core.data.profile.profile_sorted` computes them."""
         d = self.d
         ms = list(measures)
         kinds = self.column_kinds()

@@ -2,5 +2,5 @@
 module and the global baselines (see docs/architecture.md).
 
 Each module exposes mechanisms whose parameters are frozen dataclasses (or keyword
-arguments) and whose runs return a :class:`prdp_core.release.Release`.
+arguments) and whose runs return a :class:`prdp_core.core.release.Release`.
 """

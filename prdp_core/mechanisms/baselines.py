@@ -14,9 +14,9 @@ mechanisms of the other modules improve on.
 
 :func:`clipped_sum_laplace` and :func:`clipped_sum_gaussian` are the bare primitives on a numpy
 array (one pass in fixed-size chunks, so the working memory stays a few MB even for 10⁷
-rows); the dataclass wraps them in a :class:`~prdp_core.release.Release` with the flat
+rows); the dataclass wraps them in a :class:`~prdp_core.core.release.Release` with the flat
 per-record loss and a ledger entry. With ``secure=True`` the noise is OpenDP's exact discrete
-Laplace / Gaussian on the grid of Δ (:mod:`prdp_core.secure`).
+Laplace / Gaussian on the grid of Δ (:mod:`prdp_core.core.secure`).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 import pandas as pd
 
-from .. import noise_source
-from ..accounting import FlatLoss, LedgerEntry
-from ..errors import ParameterError
-from ..release import Release
-from ..secure import SecureSampler, to_units
+from ..core import noise_source
+from ..core.accounting import FlatLoss, LedgerEntry
+from ..core.errors import ParameterError
+from ..core.release import Release
+from ..core.secure import SecureSampler, to_units
 from .prdp.budget import BudgetFunction
 
 Noise = Literal["laplace", "gaussian"]
@@ -155,7 +155,7 @@ class ClippedSum:
     def measure(self) -> Literal["eps", "rho"]:
         return "eps" if self.noise == "laplace" else "rho"
 
-    #: record_loss (:class:`prdp_core.contract.Plan`) is what the release charges every record.
+    #: record_loss (:class:`prdp_core.mechanisms.contract.Plan`) is what the release charges every record.
     exact: ClassVar[bool] = True
 
     @property

@@ -13,7 +13,7 @@ import prdp_core
 from prdp_core.board import links
 from prdp_core.board import summary as S
 from prdp_core.board.store import BoardStore
-from prdp_core.config import parse_config
+from prdp_core.study.config import parse_config
 
 from .conftest import open_page, texts
 
@@ -214,7 +214,7 @@ def test_facilitator_pins_a_sample_and_participants_follow(workshop):
 
 
 def test_facilitator_pins_a_data_folder_file_and_exports(workshop):
-    df = prdp_core.samples.load("cbp_like", n=1500, seed=2)
+    df = prdp_core.data.samples.load("cbp_like", n=1500, seed=2)
     df.to_csv(workshop / "data" / "establishments.csv", index=False)
     fac = _board(_designer())
     fac.text_input(key="board_key_input").input(KEY)
@@ -319,7 +319,7 @@ def test_the_table_on_screen_is_made_by_the_review_boundary_in_the_boards_mode(w
     import json
     from dataclasses import replace
 
-    from prdp_core import review_boundary as B
+    from prdp_core.review import review_boundary as B
 
     real = B.REGISTRY["board table (screen)"].build
 

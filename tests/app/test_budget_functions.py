@@ -16,7 +16,7 @@ PAGE = "app_pages/budget_functions.py"
 def _open(mode: str = "teaching") -> AppTest:
     """The page on a 20,000-account bank sample (the natural demo data of the paper)."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.session_state["dataset"] = prdp_core.samples.load_dataset("bank_normal_50k", n=20_000, seed=1)
+    at.session_state["dataset"] = prdp_core.data.samples.load_dataset("bank_normal_50k", n=20_000, seed=1)
     at.session_state["dataset_source"] = {"kind": "sample", "name": "bank_normal_50k", "n": 20_000, "seed": 1}
     at.session_state["dataset_token"] = "bank20k"
     at.session_state["mode"] = mode

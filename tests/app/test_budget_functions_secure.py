@@ -3,7 +3,7 @@ the ledger."""
 
 from __future__ import annotations
 
-from prdp_core.secure import SECURE_LABEL, TEACHING_LABEL
+from prdp_core.core.secure import SECURE_LABEL, TEACHING_LABEL
 
 from .conftest import texts
 from .test_budget_functions import _open

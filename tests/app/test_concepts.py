@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from prdp_core import interpret
+from prdp_core.core import interpret
 
 from .conftest import open_page, texts, upload
 

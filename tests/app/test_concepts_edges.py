@@ -23,7 +23,7 @@ def test_histograms_of_a_previous_dataset_are_not_shown_after_a_switch():
     entries = len(at.session_state["ledger"])
     assert "Heavy-hitter histogram" in texts(at)
     # another dataset with the same columns (the same sample, another size and seed)
-    ds = prdp_core.samples.load_dataset("cbp_like", n=3000, seed=5)
+    ds = prdp_core.data.samples.load_dataset("cbp_like", n=3000, seed=5)
     at.session_state["dataset"] = ds
     at.session_state["dataset_source"] = {"kind": "sample", "name": "cbp_like", "n": 3000, "seed": 5}
     at.session_state["dataset_token"] = "another-dataset"

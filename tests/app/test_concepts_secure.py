@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prdp_core.secure import SECURE_LABEL
+from prdp_core.core.secure import SECURE_LABEL
 
 from .conftest import open_page, texts
 from .test_concepts import _run

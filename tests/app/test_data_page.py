@@ -174,14 +174,14 @@ def test_parquet_and_excel_uploads(data_page):
 
 def test_reproduce_code_shown(data_page):
     code = [c.value for c in data_page.code]
-    assert any("prdp_core.samples.load_dataset('cbp_like'" in c for c in code)
+    assert any("prdp_core.data.samples.load_dataset('cbp_like'" in c for c in code)
 
 
 def test_upload_over_the_size_limit_keeps_previous_dataset(data_page, monkeypatch):
     """The loader checks the configured limit itself (here lowered to 1 MB)."""
     import prdp_core
 
-    monkeypatch.setattr(prdp_core.limits, "MAX_UPLOAD_MB", 1)
+    monkeypatch.setattr(prdp_core.core.limits, "MAX_UPLOAD_MB", 1)
     at = _upload(data_page, "big.csv", b"id,v\n" + b"1,2\n" * 300_000)
     assert "over the" in at.error[0].value and "limit" in at.error[0].value, at.error[0].value
     assert at.session_state["dataset"].name == "cbp_like"
@@ -213,7 +213,7 @@ def test_missing_group_values_get_a_decision_and_a_group_of_their_own(data_page)
 def test_hostile_uploads_show_the_limit_and_keep_the_previous_dataset(data_page):
     """Issue 15: a Parquet file with nested columns crashed the page (uncaught TypeError); a CSV with a
     huge cell loaded and crashed the browser when the Column roles tab rendered it."""
-    from prdp_core import limits
+    from prdp_core.core import limits
 
     from .. import hostile_files
 
@@ -229,7 +229,7 @@ def test_hostile_uploads_show_the_limit_and_keep_the_previous_dataset(data_page)
 
 
 def test_the_column_roles_preview_cuts_long_cells(data_page):
-    from prdp_core import limits
+    from prdp_core.core import limits
 
     n = limits.MAX_PREVIEW_CHARS
     at = _upload(data_page, "notes.csv", ("id,emp,note\n1,5," + "w" * (n + 300) + "\n2,6,short\n").encode())

@@ -4,7 +4,7 @@ released (absent cells as noisy zeros), kept by the Policy designer, exported an
 
 from __future__ import annotations
 
-from prdp_core.config import parse_config
+from prdp_core.study.config import parse_config
 
 from .conftest import open_page
 

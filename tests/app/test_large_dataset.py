@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 import prdp_core
-from prdp_core.data import prepare_dataset
+from prdp_core.data.dataset import prepare_dataset
 from prdp_core.engines import EngineDataset
+from prdp_core.mechanisms.preview import preview_policy
 from prdp_core.mechanisms.unit_splitting import release
-from prdp_core.preview import preview_policy
 from ui import data as udata
 from ui import large
 
@@ -33,7 +33,7 @@ N = 4_000
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     data = tmp_path_factory.mktemp("large-data")
-    prdp_core.samples.write_sample("cbp_like", data / "cbp.parquet", rows=N, seed=3)
+    prdp_core.data.samples.write_sample("cbp_like", data / "cbp.parquet", rows=N, seed=3)
     rng = np.random.default_rng(1)
     messy = pd.DataFrame({"rec": np.arange(500), "grp": rng.choice(["a", "b"], 500),
                           "sales": rng.uniform(-50, 5000, 500)})
@@ -85,7 +85,7 @@ def test_connect_confirm_roles_and_profile_without_uploading(at, folder):
     assert "Active dataset: cbp.parquet" in t and "Its records stay in the file" in t
     assert "top 1% of records hold" in t and "Large dataset: its records stay in the engine" in t
     # the profile equals the in-memory one
-    mem = prdp_core.profile.profile_dataset(_memory_twin(folder, ds)).table()
+    mem = prdp_core.data.profile.profile_dataset(_memory_twin(folder, ds)).table()
     shown = at.dataframe[0].value
     assert shown.loc["EMP", "count"] == N and shown.loc["EMP", "max"] == mem.loc["EMP", "max"]
     assert abs(shown.loc["PAYANN", "p99"] - mem.loc["PAYANN", "p99"]) <= 1e-9 * mem.loc["PAYANN", "p99"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from prdp_core import memory
+from prdp_core.data import memory
 
 from .conftest import open_page, texts
 

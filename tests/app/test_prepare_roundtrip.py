@@ -14,8 +14,8 @@ from streamlit.testing.v1 import AppTest
 
 from prdp_core.board import links
 from prdp_core.board import sessions as S
-from prdp_core.config import parse_config
-from prdp_core.data import MISSING_GROUP
+from prdp_core.data.dataset import MISSING_GROUP
+from prdp_core.study.config import parse_config
 
 from .conftest import ROOT, open_page, texts
 

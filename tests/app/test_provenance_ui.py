@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import yaml
 
-from prdp_core.provenance import DATA_DERIVED_COLUMN
+from prdp_core.core.provenance import DATA_DERIVED_COLUMN
 
 from .conftest import open_page, texts, upload
 

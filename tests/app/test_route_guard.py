@@ -1,4 +1,4 @@
-"""AppTest of the one memory and size guard of every route into a table (prdp_core.memory.guard_table): a share
+"""AppTest of the one memory and size guard of every route into a table (prdp_core.data.memory.guard_table): a share
 link, a study import, the board's *Load this policy* and *Use the workshop dataset*, a session restore and the
 Data page ask it before a sample is generated or a file read; a refusal leaves the session as it was; a large
 sample is the session's own, never cached for the whole server."""
@@ -11,13 +11,13 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 import prdp_core
-from prdp_core import memory
 from prdp_core.board import links
 from prdp_core.board import sessions as S
 from prdp_core.board import summary as BS
 from prdp_core.board.store import BoardStore
-from prdp_core.config import parse_config
-from prdp_core.errors import ResourceLimitError
+from prdp_core.core.errors import ResourceLimitError
+from prdp_core.data import memory
+from prdp_core.study.config import parse_config
 
 from .conftest import ROOT, open_page, texts, upload
 
@@ -44,13 +44,13 @@ def _nothing_large_is_generated(monkeypatch, tmp_path):
     monkeypatch.setenv("PRDP_WORKSHOP_DIR", str(tmp_path / "workshop"))
     monkeypatch.setenv("PRDP_FACILITATOR_KEY", KEY)
     (tmp_path / "workshop" / "data").mkdir(parents=True)
-    load = prdp_core.samples.load
+    load = prdp_core.data.samples.load
 
     def guarded_load(name, *, n=None, seed=0):
         assert n is None or n <= 1_000_000, f"a sample of {n:,} records was generated"
         return load(name, n=n, seed=seed)
 
-    monkeypatch.setattr(prdp_core.samples, "load", guarded_load)
+    monkeypatch.setattr(prdp_core.data.samples, "load", guarded_load)
 
 
 def _store(tmp_path: Path) -> BoardStore:
@@ -82,7 +82,7 @@ def _refused(at: AppTest, *phrases: str) -> None:
 
 def _default_session(at: AppTest) -> None:
     ds = at.session_state["dataset"]
-    assert ds.name == "cbp_like" and ds.n == prdp_core.samples.info("cbp_like").default_n
+    assert ds.name == "cbp_like" and ds.n == prdp_core.data.samples.info("cbp_like").default_n
 
 
 def test_a_share_link_naming_ten_million_records_is_refused_before_anything_is_generated():
@@ -135,13 +135,13 @@ def test_a_sample_larger_than_the_shared_limit_is_the_sessions_own_and_ends_with
     from ui import state as ustate
 
     made = []
-    load = prdp_core.samples.load
+    load = prdp_core.data.samples.load
 
     def counting(name, *, n=None, seed=0):
         made.append(n)
         return load(name, n=n, seed=seed)
 
-    monkeypatch.setattr(prdp_core.samples, "load", counting)
+    monkeypatch.setattr(prdp_core.data.samples, "load", counting)
     large = ustate.SHARED_SAMPLE_MAX_ROWS + 1
     for n in (3001, 3001, large, large):
         at = open_page("data")

@@ -64,7 +64,7 @@ def test_download_is_the_review_table_in_review_mode(page):
     assert not {"true", "error"} & set(review.columns)
     teach = answers_for_display(rel, teaching=True)
     assert {"true", "error"} <= set(teach.columns) and "label" in teach.columns
-    from prdp_core.export import to_csv_bytes
+    from prdp_core.io.export import to_csv_bytes
     back = pd.read_csv(io.BytesIO(to_csv_bytes(review)))
     assert len(back) == len(review)
 

@@ -1,5 +1,5 @@
 """Every page's "Reproduce in Python" code, run beside the page: it rebuilds what the page shows and, with the
-session's seed, computes the numbers the page released (prdp_core.snippets, through ui.reproduce)."""
+session's seed, computes the numbers the page released (prdp_core.study.snippets, through ui.reproduce)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.preview import preview_policy
+from prdp_core.mechanisms.preview import preview_policy
 from ui.common import md_escape
 from ui.reproduce import INCOMPLETE
 

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 import prdp_core
-from prdp_core.data import prepare_dataset
+from prdp_core.data.dataset import prepare_dataset
 from prdp_core.engines import EngineDataset
 from tests import spark as spark_tests
 from ui import large
@@ -23,7 +23,7 @@ N = 2_000
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     data = tmp_path_factory.mktemp("spark-data")
-    prdp_core.samples.write_sample("cbp_like", data / "cbp.parquet", rows=N, seed=5)
+    prdp_core.data.samples.write_sample("cbp_like", data / "cbp.parquet", rows=N, seed=5)
     return data
 
 
@@ -58,7 +58,7 @@ def test_with_spark_enabled_a_data_folder_file_is_read_by_spark(folder, monkeypa
     assert large.open_source(src)[0] is ds
     # the profile computed by Spark is the one of the same table in memory
     mem = prepare_dataset(pd.read_parquet(folder / "cbp.parquet"), ds.schema, name="cbp.parquet")
-    want = prdp_core.profile.profile_dataset(mem).table()
+    want = prdp_core.data.profile.profile_dataset(mem).table()
     shown = at.dataframe[0].value
     assert shown.loc["EMP", "count"] == N and shown.loc["EMP", "max"] == want.loc["EMP", "max"]
     assert shown.loc["PAYANN", "p99"] == want.loc["PAYANN", "p99"]
@@ -83,5 +83,5 @@ def test_a_spark_engine_is_refused_once_the_administrator_disables_it(folder, mo
     monkeypatch.setenv("PRDP_DATA_DIR", str(folder))
     for var in ("PRDP_SPARK_MASTER", "PRDP_SPARK_REMOTE"):
         monkeypatch.delenv(var, raising=False)
-    with pytest.raises(prdp_core.errors.DataError, match="spark engine is not available on this server"):
+    with pytest.raises(prdp_core.core.errors.DataError, match="spark engine is not available on this server"):
         large._engine.__wrapped__("cbp.parquet", "[]", "spark")

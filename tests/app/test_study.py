@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from prdp_core.config import parse_config
+from prdp_core.study.config import parse_config
 
 from .conftest import open_page, texts
 
@@ -227,7 +227,7 @@ def test_the_config_download_is_made_by_the_review_boundary_in_the_sessions_mode
     session's mode (a builder swapped for one that names its mode is what the page shows)."""
     from dataclasses import replace
 
-    from prdp_core import review_boundary as B
+    from prdp_core.review import review_boundary as B
 
     def build(study, teaching):
         return study.to_yaml() + f"# made in {'teaching' if teaching else 'review'} mode\n"

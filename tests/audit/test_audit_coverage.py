@@ -171,7 +171,7 @@ INVENTORY: dict[str, list[str]] = {
 }
 
 
-#: noise sampler of prdp_core.noise → its distribution test (with power against ±10%)
+#: noise sampler of prdp_core.core.noise → its distribution test (with power against ±10%)
 NOISE_INVENTORY: dict[str, list[str]] = {
     "laplace": [U + "test_noise.py::test_laplace_scale_with_power"],
     "gaussian": [U + "test_noise.py::test_gaussian_sigma_with_power"],
@@ -183,8 +183,8 @@ NOISE_INVENTORY: dict[str, list[str]] = {
 
 
 def _noise_samplers() -> set[str]:
-    """Public functions of prdp_core.noise that draw from a generator (take ``rng``)."""
-    from prdp_core import noise
+    """Public functions of prdp_core.core.noise that draw from a generator (take ``rng``)."""
+    from prdp_core.core import noise
 
     return {name for name, obj in vars(noise).items()
             if inspect.isfunction(obj) and obj.__module__ == noise.__name__ and not name.startswith("_")

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from prdp_core import engines
-from prdp_core.data import Schema, prepare_dataset
+from prdp_core.data.dataset import Schema, prepare_dataset
 from prdp_core.mechanisms.prdp.budget import inverse
 from prdp_core.mechanisms.prdp.central import count, count_of
 

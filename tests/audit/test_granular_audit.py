@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from prdp_core.accounting import AttributeRelease, attribute_subset_rho
+from prdp_core.core.accounting import AttributeRelease, attribute_subset_rho
 from prdp_core.mechanisms.granular.accounting import calibrate_workload, workload_ratio, workload_sensitivity
 from prdp_core.mechanisms.granular.calibration import (
     calibrate_heavy_hitter_histogram,

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from prdp_core import noise
+from prdp_core.core import noise
 from prdp_core.mechanisms.personalized.blackbox import BlackBox, em_pieces
 from prdp_core.mechanisms.personalized.mechanisms import Minimum, Sample, Stretching, Threshold
 from prdp_core.mechanisms.personalized.neighbours import noise_calibration

@@ -37,7 +37,7 @@ BUDGETS = {
 
 def _records(budget: BudgetFunction) -> pd.DataFrame:
     """Sample balances plus records sitting exactly on every domain boundary of an inverse budget."""
-    base = prdp_core.samples.load("bank_normal_50k", n=20_000, seed=1).BALANCE.to_numpy(dtype=float)
+    base = prdp_core.data.samples.load("bank_normal_50k", n=20_000, seed=1).BALANCE.to_numpy(dtype=float)
     dp = budget.domains()
     edges = budget.upper_values(dp.lo)
     edges = edges[np.isfinite(edges) & (edges >= 0) & (edges <= budget.U)]
@@ -76,7 +76,7 @@ def test_output_density_ratio_on_neighbours_is_the_domain_budget():
     over a grid of outputs y peaks at the loss the release charges r: 2^{i−1}ε̌ ≤ E(r) for r in domain i."""
     budget = BUDGETS["example 5.2"]
     dp = budget.domains()
-    df = prdp_core.samples.load("bank_normal_50k", n=2_000, seed=2)
+    df = prdp_core.data.samples.load("bank_normal_50k", n=2_000, seed=2)
     e = budget(df)
     rel = count(e, eps_min=budget.eps_min, eps_max=budget.eps_max, beta=0.1, rng=np.random.default_rng(0))
     scales = np.asarray(rel.extras["scales"], dtype=float)
@@ -96,7 +96,7 @@ def test_output_density_ratio_on_neighbours_is_the_domain_budget():
 
 
 def _standardised_residuals(n_runs: int) -> np.ndarray:
-    df = prdp_core.samples.load("bank_normal_50k", n=2_000, seed=2)
+    df = prdp_core.data.samples.load("bank_normal_50k", n=2_000, seed=2)
     budget = BUDGETS["example 5.2"]
     e = budget(df)
     dp = budget.domains()

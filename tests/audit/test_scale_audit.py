@@ -24,6 +24,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
 from prdp_core.mechanisms import baselines as BL
 from prdp_core.mechanisms.prdp import local as prldp
 from prdp_core.mechanisms.prdp.budget import constant, inverse, step_table
@@ -31,8 +33,6 @@ from prdp_core.mechanisms.prdp.central import framework_trials, naive_trials
 from prdp_core.mechanisms.prdp.extension import extension_stats, extension_trials
 from prdp_core.mechanisms.prdp.queries import prepare
 from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Query, SplittingPolicy, Workload
 
 
 def _power(x: np.ndarray, dist) -> None:

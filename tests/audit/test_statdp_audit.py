@@ -27,6 +27,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from prdp_core.core.domains import DomainPartition
+from prdp_core.core.secure import SecureSampler, grid_for, to_units
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
 from prdp_core.mechanisms import baselines as BL
 from prdp_core.mechanisms import granular, multitier, personalized
 from prdp_core.mechanisms import unit_splitting as US
@@ -36,14 +40,10 @@ from prdp_core.mechanisms.prdp import selection as prdp_selection
 from prdp_core.mechanisms.prdp.answers import AdaptiveClippedSum, DistinctCount, LaplaceCount, RankMax
 from prdp_core.mechanisms.prdp.budget import BudgetFunction, constant, inverse, step_table
 from prdp_core.mechanisms.prdp.central import framework_trials, naive_trials
-from prdp_core.mechanisms.prdp.domains import DomainPartition
 from prdp_core.mechanisms.prdp.extension import extension_stats, extension_trials
 from prdp_core.mechanisms.prdp.queries import prepare
 from prdp_core.mechanisms.prdp.selection import select_domain
 from prdp_core.mechanisms.unit_splitting import workload_release as USR
-from prdp_core.secure import SecureSampler, grid_for, to_units
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Query, SplittingPolicy, Workload
 
 from .statdp import gaussian_delta, search
 

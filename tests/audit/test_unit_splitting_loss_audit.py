@@ -13,9 +13,9 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Filter, Query, SplittingPolicy, Workload
 from prdp_core.mechanisms.unit_splitting import release
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
 
 
 @st.composite

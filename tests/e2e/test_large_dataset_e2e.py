@@ -43,9 +43,9 @@ def large_url(tmp_path_factory) -> Iterator[str]:
     home = tmp_path_factory.mktemp("large-server")
     data = home / "data"
     data.mkdir()
-    prdp_core.samples.write_sample("cbp_like", data / "cbp.parquet", rows=ROWS, seed=5)
+    prdp_core.data.samples.write_sample("cbp_like", data / "cbp.parquet", rows=ROWS, seed=5)
     secret = home / "secret.parquet"
-    prdp_core.samples.write_sample("cbp_like", secret, rows=10, seed=1)
+    prdp_core.data.samples.write_sample("cbp_like", secret, rows=10, seed=1)
     (data / "link.parquet").symlink_to(secret)
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     env = _clean_env(PRDP_WORKSHOP_DIR=str(home / "workshop"), PRDP_DATA_DIR=str(data))

@@ -15,7 +15,7 @@ from urllib.parse import urlparse
 
 import pytest
 
-from prdp_core import report
+from prdp_core.review import report
 
 from .conftest import shot, wait_idle
 

@@ -25,9 +25,9 @@ import pandas as pd
 import pytest
 from playwright.sync_api import expect
 
-from prdp_core.data import guess_schema, prepare_dataset
-from prdp_core.loss_profile import format_loss
-from prdp_core.preview import preview_policy
+from prdp_core.core.loss_profile import format_loss
+from prdp_core.data.dataset import guess_schema, prepare_dataset
+from prdp_core.mechanisms.preview import preview_policy
 from ui.policy_designer import default_policy
 
 from .conftest import shot, wait_idle
@@ -201,8 +201,8 @@ def test_review_mode_shows_no_statistic_of_the_records_on_any_page(page, app_url
 def _registry_outputs(tmp_path, csv: str, mode: str) -> dict[str, str]:
     """Every output of the review boundary's registry, made from the planted table with the policy and roles
     the app gives it (its default policy on the guessed roles) in ``mode``: name → text."""
-    from prdp_core import report
-    from prdp_core import review_boundary as boundary
+    from prdp_core.review import report
+    from prdp_core.review import review_boundary as boundary
 
     df = pd.read_csv(io.StringIO(csv))
     schema = guess_schema(df)
@@ -223,7 +223,7 @@ def _registry_outputs(tmp_path, csv: str, mode: str) -> dict[str, str]:
 
 
 def test_every_registered_output_of_the_planted_table_hides_it_in_review_mode(tmp_path):
-    """The pages' scan above, over every output of ``prdp_core.review_boundary.REGISTRY`` (report, CSV/JSON/YAML
+    """The pages' scan above, over every output of ``prdp_core.review.review_boundary.REGISTRY`` (report, CSV/JSON/YAML
     files, the ledger exports, board entries, the share link, snippets, prdp run's line): an output added to
     the registry is scanned without a change here. No browser: the outputs are bytes."""
     csv = _planted_csv()

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from prdp_core.config import parse_config
+from prdp_core.study.config import parse_config
 
 from .conftest import shot, wait_idle
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from prdp_core import noise
-from prdp_core.secure import SecureSampler
+from prdp_core.core import noise
+from prdp_core.core.secure import SecureSampler
 from tests.laws import chi2_p
 
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prdp_core.accounting import (
+from prdp_core.core.accounting import (
     FlatLoss,
     Ledger,
     LedgerEntry,
@@ -22,8 +22,8 @@ from prdp_core.accounting import (
     pure_to_zcdp,
     zcdp_to_approx_dp,
 )
-from prdp_core.errors import ConfigError, ParameterError, PolicyError
-from prdp_core.neighbours import Substitution
+from prdp_core.core.errors import ConfigError, ParameterError, PolicyError
+from prdp_core.core.neighbours import Substitution
 
 
 def test_published_conversion_values():

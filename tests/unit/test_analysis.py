@@ -10,11 +10,11 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 import prdp_core
-from prdp_core import analysis as A
-from prdp_core import budget_solver, sweeps
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
+from prdp_core.mechanisms import analysis as A
+from prdp_core.mechanisms import budget_solver, sweeps
 from prdp_core.mechanisms.unit_splitting import release, topcode_policy
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Query, SplittingPolicy, Workload
 
 
 def test_query_rel_err_matches_monte_carlo():
@@ -62,7 +62,7 @@ def test_figure1_optimum_and_orders_of_magnitude():
 
 def test_sim_pareto_claim_at_rho_1():
     # Paper, Sec. 6.3: at ρ = 1 a median ARE of about 10% with under 1% of records above ρ
-    ds = prdp_core.samples.load_dataset("sim_pareto")
+    ds = prdp_core.data.samples.load_dataset("sim_pareto")
     pol = SplittingPolicy(as_thresholds({"HT1": 1.0}), Workload((Query("sum", "HT1", rho=1.0, group_by=("CatIX",)),)))
     grid = sweeps.percentile_grid(ds.table, ["HT1"], [99.5])
     _, losses = sweeps.sweep(ds.table, pol, grid, [1.0])
@@ -73,7 +73,7 @@ def test_sim_pareto_claim_at_rho_1():
 
 def test_splitting_beats_topcoding_on_cbp_like():
     # Table 8 split schemes vs Table 7 top-code schemes (Fig. 3's qualitative result)
-    ds = prdp_core.samples.load_dataset("cbp_like")
+    ds = prdp_core.data.samples.load_dataset("cbp_like")
     meas = ("EMP", "PAYANN", "PAYQTR1")
     qs = []
     for lvl in ("NAICS2", "NAICS3"):
@@ -102,7 +102,7 @@ def test_splitting_beats_topcoding_on_cbp_like():
 
 
 def test_solve_budget_meets_the_goal():
-    ds = prdp_core.samples.load_dataset("cbp_like", n=30_000, seed=4)
+    ds = prdp_core.data.samples.load_dataset("cbp_like", n=30_000, seed=4)
     pol = SplittingPolicy(as_thresholds({"EMP": 100, "PAYANN": 10_000}),
                           Workload((Query("count", rho=0.1, group_by=("NAICS2",)),
                                     Query("sum", "EMP", rho=0.1, group_by=("NAICS2",)),
@@ -125,16 +125,16 @@ def test_solve_budget_meets_the_goal():
 def test_sweep_limits_and_validation():
     df = pd.DataFrame({"id": [1, 2], "g": [1, 1], "v": [1.0, 2.0]})
     pol = SplittingPolicy(as_thresholds({"v": 1.0}), Workload((Query("sum", "v", rho=1.0),)))
-    with pytest.raises(prdp_core.errors.ParameterError):
+    with pytest.raises(prdp_core.core.errors.ParameterError):
         sweeps.sweep(df, pol, [], [1.0])
-    with pytest.raises(prdp_core.errors.ParameterError):
+    with pytest.raises(prdp_core.core.errors.ParameterError):
         sweeps.sweep(df, pol, [{"v": 1.0}], [0.0])
     e, l_ = sweeps.sweep(df, pol, [{"v": 1.0}, {"v": 3.0}], [1.0, 2.0])
     assert len(l_) == 4 and set(e["setting"]) == {"T(v)=1", "T(v)=3"}
 
 
 def test_sweep_boxes_agree_with_per_answer_errors():
-    ds = prdp_core.samples.load_dataset("cbp_like", n=20_000, seed=5)
+    ds = prdp_core.data.samples.load_dataset("cbp_like", n=20_000, seed=5)
     wl = sweeps.level_workload(("EMP", "PAYANN"), (("NAICS2",), ("NAICS3",)), base_rho=1.0)
     top = SplittingPolicy(as_thresholds({"EMP": 50, "PAYANN": 5000}), wl)
     pol = topcode_policy(top, {"EMP": 200, "PAYANN": 20_000})  # a mix is not needed: check both kinds

@@ -23,7 +23,7 @@ def test_ui_is_not_importable_outside_the_checkout(tmp_path):
     """The installed interpreter, started in another folder, finds prdp_core (the prdp command needs it) but not
     the app's ``ui`` package, which Streamlit imports from app.py's folder."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    code = ("import importlib.util as u, prdp_core.board.cli as c; "
+    code = ("import importlib.util as u, prdp_core.commands.board_cli as c; "
             "print(u.find_spec('ui') is None, u.find_spec('app_pages') is None, c.app_script())")
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                        timeout=120, check=False)

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 import prdp_core
-from prdp_core.accounting import Ledger
-from prdp_core.errors import ParameterError
+from prdp_core.core.accounting import Ledger
+from prdp_core.core.errors import ParameterError
+from prdp_core.core.secure import grid_for
 from prdp_core.mechanisms import baselines as BL
 from prdp_core.mechanisms.prdp.budget import inverse
-from prdp_core.secure import grid_for
 
 
 def test_clipped_total_matches_numpy_across_chunks():
@@ -41,7 +41,7 @@ def test_primitives_validate_inputs():
 
 
 def test_release_contents_flat_loss_and_ledger():
-    df = prdp_core.samples.load("table2_example")
+    df = prdp_core.data.samples.load("table2_example")
     m = BL.ClippedSum("Employees", 0.5, upper=60.0)
     rel = m.release(df, rng=np.random.default_rng(1), reveal=True, seed=1)
     assert rel.measure == "eps" and np.all(rel.loss == 0.5) and rel.seed == 1 and not rel.secure
@@ -88,7 +88,7 @@ def test_release_errors_are_actionable():
 
 
 def test_top_coding_and_global_minimum():
-    df = prdp_core.samples.load("table2_example")
+    df = prdp_core.data.samples.load("table2_example")
     t = BL.top_coding("Employees", 60, 0.5)
     assert t.noise == "gaussian" and t.sensitivity == 60 and t.lower == 0
     rel = t.release(df, rng=np.random.default_rng(0), reveal=True)
@@ -96,7 +96,7 @@ def test_top_coding_and_global_minimum():
     bud = inverse(1e4, "BALANCE")
     gm = BL.global_minimum(bud, "BALANCE")
     assert gm.budget == bud.eps_min and gm.upper == bud.U and gm.noise == "laplace"
-    data = prdp_core.samples.load("bank_normal_50k", n=1_000, seed=0)
+    data = prdp_core.data.samples.load("bank_normal_50k", n=1_000, seed=0)
     r = gm.release(data, rng=np.random.default_rng(1))
     assert np.all(r.loss <= bud(data) * (1 + 1e-12))
     with pytest.raises(ParameterError):

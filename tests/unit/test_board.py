@@ -18,18 +18,18 @@ import pandas as pd
 import pytest
 
 import prdp_core
-from prdp_core import cli
-from prdp_core.accounting import zcdp_to_approx_dp
 from prdp_core.board import export as X
 from prdp_core.board import links as L
 from prdp_core.board import summary as B
 from prdp_core.board import workshop as W
-from prdp_core.board.cli import app_script, streamlit_flags
 from prdp_core.board.store import BoardStore
-from prdp_core.config import load_config, load_data, parse_config
-from prdp_core.errors import ConfigError, DataError, ResourceLimitError
-from prdp_core.loss_profile import owner_losses
-from prdp_core.preview import preview_policy
+from prdp_core.commands import cli
+from prdp_core.commands.board_cli import app_script, streamlit_flags, write_board
+from prdp_core.core.accounting import zcdp_to_approx_dp
+from prdp_core.core.errors import ConfigError, DataError, ResourceLimitError
+from prdp_core.core.loss_profile import owner_losses
+from prdp_core.mechanisms.preview import preview_policy
+from prdp_core.study.config import load_config, load_data, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -61,7 +61,7 @@ KINDS = {"unit splitting": SPLIT, "budget function": BUDGET, "personalized DP": 
 
 @pytest.fixture(scope="module")
 def cbp():
-    return prdp_core.samples.load_dataset("cbp_like", n=3000, seed=1)
+    return prdp_core.data.samples.load_dataset("cbp_like", n=3000, seed=1)
 
 
 # ---------------------------------------------------------------------------
@@ -155,7 +155,7 @@ def test_restrict_keeps_one_policy_and_its_mechanism():
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_no_data_value_reaches_the_board(kind, tmp_path):
     """A value planted in one record never appears in what the board stores (config, summary)."""
-    df = prdp_core.samples.load("cbp_like", n=2000, seed=4)
+    df = prdp_core.data.samples.load("cbp_like", n=2000, seed=4)
     df["EMP"] = df["EMP"].astype(float)
     df.loc[17, "EMP"] = PLANTED
     (tmp_path / "firms.csv").write_text(df.to_csv(index=False))
@@ -252,7 +252,7 @@ def test_exports_escape_participant_text(entries):
 
 
 def test_write_board_writes_csv_html_and_configs(entries, tmp_path):
-    files = X.write_board(entries, tmp_path / "out", review=False, delta=1e-8, dataset="sample 'cbp_like'")
+    files = write_board(entries, tmp_path / "out", review=False, delta=1e-8, dataset="sample 'cbp_like'")
     assert sorted(files) == ["board.csv", "board.html", "entry-1.yaml", "entry-2.yaml", "entry-3.yaml",
                              "entry-4.yaml"]
     assert load_config(tmp_path / "out" / "entry-1.yaml").policy["thresholds"]["EMP"] == 100
@@ -340,7 +340,7 @@ def test_workshop_defaults_and_overrides(tmp_path):
 def test_data_folder_tables_and_pins(tmp_path):
     data = tmp_path / "data"
     data.mkdir()
-    df = prdp_core.samples.load("cbp_like", n=500, seed=2)
+    df = prdp_core.data.samples.load("cbp_like", n=500, seed=2)
     df.to_csv(data / "firms.csv", index=False)
     (data / "notes.md").write_text("not a table")
     (data / ".hidden.csv").write_text("a\n1\n")
@@ -371,7 +371,7 @@ def test_large_dataset_sources_of_the_data_folder_and_nothing_outside(tmp_path):
 
     data = tmp_path / "data"
     (data / "parts").mkdir(parents=True)
-    df = prdp_core.samples.load("cbp_like", n=300, seed=2)
+    df = prdp_core.data.samples.load("cbp_like", n=300, seed=2)
     df.to_parquet(data / "cbp.parquet")
     df.iloc[:150].to_parquet(data / "parts" / "a.parquet")
     df.iloc[150:].to_parquet(data / "parts" / "b.parquet")
@@ -487,7 +487,7 @@ def test_prdp_app_finds_the_checkout_and_keeps_the_server_settings():
     assert opts["--server.address"] == "127.0.0.1" and opts["--server.port"] == "8765"
     assert opts["--server.enableXsrfProtection"] == "true" and opts["--client.showErrorDetails"] == "none"
     assert opts["--client.disableDataExport"] == "true" and opts["--server.maxUploadSize"] == str(
-        prdp_core.limits.MAX_UPLOAD_MB)
+        prdp_core.core.limits.MAX_UPLOAD_MB)
     assert opts["--server.headless"] == "true" and opts["--browser.gatherUsageStats"] == "false"
 
 

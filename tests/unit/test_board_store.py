@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from prdp_core.board import store as S
 from prdp_core.board.store import BoardStore
-from prdp_core.errors import AccessError, StoreError
+from prdp_core.core.errors import AccessError, StoreError
 from tests.postgres import postgres_server  # noqa: F401 - fixture
 
 KEY = "correct horse battery staple"

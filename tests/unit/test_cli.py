@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from prdp_core.cli import EXIT_CONFIG, EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, TextProgress, main
-from prdp_core.outputs import MANIFEST
-from prdp_core.report import OUTPUT_FILES
+from prdp_core.commands.cli import EXIT_CONFIG, EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, TextProgress, main
+from prdp_core.io.outputs import MANIFEST
+from prdp_core.review.report import OUTPUT_FILES
 
 from .test_report import planted_folder, secrets, spellings
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prdp_core.accounting import Ledger
 from prdp_core.board.ledgers import LedgerStore
 from prdp_core.board.store import BoardStore
-from prdp_core.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE
-from prdp_core.report import load_config, run_study
+from prdp_core.commands.cli import EXIT_ERROR, EXIT_OK, EXIT_USAGE
+from prdp_core.core.accounting import Ledger
+from prdp_core.review.report import load_config, run_study
 
 from .test_cli import cli
 
@@ -193,7 +193,7 @@ mechanisms:
 
 @pytest.mark.xdist_group("engines")
 def test_a_table_held_by_an_engine_is_named_by_its_files_and_keeps_public_forms(workshop):
-    from prdp_core import samples
+    from prdp_core.data import samples
 
     folder = workshop / "big"
     folder.mkdir()
@@ -250,7 +250,7 @@ def test_ledger_show_the_ledger_line_and_suggest_print_through_the_review_bounda
     builder swapped for one that names its mode and subject is what the command prints."""
     from dataclasses import replace
 
-    from prdp_core import review_boundary as B
+    from prdp_core.review import review_boundary as B
 
     def spy(name):
         def build(subject, teaching, **context):

@@ -13,10 +13,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from prdp_core import errors
-from prdp_core import report as R
-from prdp_core.cli import EXIT_CONFIG, EXIT_DATA, EXIT_ERROR, EXIT_INTERNAL, EXIT_OK, EXIT_USAGE, exit_code, main
-from prdp_core.outputs import MANIFEST, write_files
+from prdp_core.commands import cli
+from prdp_core.commands.cli import (
+    EXIT_CONFIG,
+    EXIT_DATA,
+    EXIT_ERROR,
+    EXIT_INTERNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    exit_code,
+    main,
+)
+from prdp_core.core import errors
+from prdp_core.io.outputs import MANIFEST, write_files
+from prdp_core.review import report as R
 
 STUDY = ("version: 1\nmode: teaching\nseed: 1\ndata: {sample: cbp_like, n: 600, seed: 1}\n"
          "policy: {thresholds: {EMP: 50}}\nworkload: {queries: [{kind: sum, measure: EMP, group_by: [STATE]}]}\n"
@@ -147,11 +157,12 @@ def test_parquet_with_list_struct_or_binary_columns_is_a_data_problem(tmp_path):
             assert f"Columns of a type the app cannot use: {name} (" in err and "internal error" not in err
 
 
-#: The documented exit code of every error class (docs: prdp_core/cli.py, README, docs/config.md).
+#: The documented exit code of every error class (docs: prdp_core/commands/cli.py, README, docs/config.md).
 EXPECTED_EXIT = {"PrdpError": EXIT_ERROR, "DataError": EXIT_DATA, "SchemaError": EXIT_DATA,
                  "ResourceLimitError": EXIT_DATA, "ConfigError": EXIT_CONFIG, "OutputError": EXIT_USAGE,
                  "PolicyError": EXIT_ERROR, "ExpressionError": EXIT_ERROR, "ParameterError": EXIT_ERROR,
-                 "StoreError": EXIT_ERROR, "AccessError": EXIT_ERROR, "EngineError": EXIT_ERROR}
+                 "StoreError": EXIT_ERROR, "AccessError": EXIT_ERROR, "EngineError": EXIT_ERROR,
+                 "SimulationRefused": EXIT_ERROR}
 
 
 def test_every_error_class_has_its_documented_exit_code():
@@ -160,5 +171,5 @@ def test_every_error_class_has_its_documented_exit_code():
     for name, cls in classes.items():
         assert exit_code(cls("x")) == EXPECTED_EXIT[name], name
     assert exit_code(TypeError("x")) == EXIT_INTERNAL
-    doc = Path(errors.__file__).with_name("cli.py").read_text(encoding="utf-8")
+    doc = Path(cli.__file__).read_text(encoding="utf-8")
     assert "4     data problem" in doc and "2     usage error" in doc

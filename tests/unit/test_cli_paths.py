@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from prdp_core import cli
+from prdp_core.commands import cli
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "personalized_tiers.yaml"
 

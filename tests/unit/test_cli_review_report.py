@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.cli import main
+from prdp_core.commands.cli import main
 
 STUDY = """
 version: 1

@@ -10,8 +10,8 @@ import re
 
 import pandas as pd
 
-from prdp_core import cli
-from prdp_core.terminal import SafeStream, escape, json_text
+from prdp_core.commands import cli
+from prdp_core.io.terminal import SafeStream, escape, json_text
 
 #: What an attacker plants: retitle the window (OSC 0 … BEL), clear the screen (CSI 2J), C1 CSI, DEL, CR.
 TITLE, CLEAR = "\x1b]0;pwned\x07", "\x1b[2J"

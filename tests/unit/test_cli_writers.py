@@ -11,12 +11,12 @@ import sys
 
 import pytest
 
-from prdp_core import cli
 from prdp_core.board.ledgers import LedgerStore
 from prdp_core.board.store import BoardStore
-from prdp_core.errors import OutputError
-from prdp_core.outputs import MANIFEST
-from prdp_core.samples import write_sample
+from prdp_core.commands import cli
+from prdp_core.core.errors import OutputError
+from prdp_core.data.samples import write_sample
+from prdp_core.io.outputs import MANIFEST
 
 STUDY = ("version: 1\nmode: teaching\nseed: 3\ndata: {sample: cbp_like, n: 400, seed: 1}\n"
          "policy: {thresholds: {EMP: 100}}\nworkload: {queries: [{kind: sum, measure: EMP, group_by: [STATE]}]}\n"
@@ -191,8 +191,8 @@ def test_duckdb_never_spills_into_a_planted_or_open_temporary_folder(tmp_path, m
 
     import pandas as pd
 
+    from prdp_core.core.errors import ParameterError
     from prdp_core.engines.duckdb_engine import DuckDBEngine
-    from prdp_core.errors import ParameterError
 
     monkeypatch.delenv("PRDP_DUCKDB_TEMP_DIR", raising=False)
     shared = tmp_path / "tmp"  # stands for /tmp, which every user of the machine can write

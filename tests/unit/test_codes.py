@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prdp_core import codes
-from prdp_core.data import Schema, prepare_dataset
+from prdp_core.data import codes
+from prdp_core.data.dataset import Schema, prepare_dataset
 
 ALPHABET = st.sampled_from(list("0123456789ABZaz-_ é€"))
 

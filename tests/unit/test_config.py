@@ -10,10 +10,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 
-from prdp_core import samples
-from prdp_core.config import MAX_CONFIG_BYTES, load_data, safe_data_path
-from prdp_core.errors import ConfigError, DataError
-from prdp_core.report import load_config, parse_config
+from prdp_core.core.errors import ConfigError, DataError
+from prdp_core.data import samples
+from prdp_core.review.report import load_config, parse_config
+from prdp_core.study.config import MAX_CONFIG_BYTES, load_data, safe_data_path
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").rglob("*.yaml"))

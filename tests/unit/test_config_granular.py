@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from prdp_core.cli import EXIT_OK, main
-from prdp_core.config import parse_config
-from prdp_core.errors import ConfigError
+from prdp_core.commands.cli import EXIT_OK, main
+from prdp_core.core.errors import ConfigError
+from prdp_core.study.config import parse_config
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cbp_granular.yaml"
 

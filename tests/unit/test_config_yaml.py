@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from prdp_core import config
-from prdp_core.cli import EXIT_CONFIG, main
-from prdp_core.config import MAX_CONFIG_DEPTH, MAX_QUOTED_CHARS, parse_config
-from prdp_core.errors import ConfigError
+from prdp_core.commands.cli import EXIT_CONFIG, main
+from prdp_core.core.errors import ConfigError
+from prdp_core.study import config
+from prdp_core.study.config import MAX_CONFIG_DEPTH, MAX_QUOTED_CHARS, parse_config
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE = "version: 1\ndata: {sample: cbp_like, n: 500}\n"

@@ -8,20 +8,19 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import contract
-from prdp_core.dp_quantile import CandidateGrid, dp_percentile_thresholds, dp_quantile
-from prdp_core.errors import ParameterError
-from prdp_core.mechanisms import granular, prdp, unit_splitting
+from prdp_core.core.errors import ParameterError
+from prdp_core.core.noise_source import NO_GENERATOR, SEEDED_SECURE, Noise, resolve
+from prdp_core.core.secure import SECURE_LABEL, TEACHING_LABEL, SecureSampler
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
+from prdp_core.mechanisms import contract, granular, prdp, unit_splitting
 from prdp_core.mechanisms import multitier as mt
 from prdp_core.mechanisms import personalized as P
 from prdp_core.mechanisms.baselines import ClippedSum
+from prdp_core.mechanisms.dp_quantile import CandidateGrid, dp_percentile_thresholds, dp_quantile
 from prdp_core.mechanisms.prdp import local as prldp
 from prdp_core.mechanisms.prdp.budget import inverse
 from prdp_core.mechanisms.prdp.plans import BudgetPlan, CountPlan
-from prdp_core.noise_source import NO_GENERATOR, SEEDED_SECURE, Noise, resolve
-from prdp_core.secure import SECURE_LABEL, TEACHING_LABEL, SecureSampler
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Query, SplittingPolicy, Workload
 
 RNG = np.random.default_rng(11)
 N = 600

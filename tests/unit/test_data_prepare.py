@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 import prdp_core
-from prdp_core.data import Schema, check_table, guess_schema, prepare_dataset, shift_text
-from prdp_core.errors import DataError, SchemaError
+from prdp_core.core.errors import DataError, SchemaError
+from prdp_core.data.dataset import Schema, check_table, guess_schema, prepare_dataset, shift_text
 
 
 def frame():
@@ -30,8 +30,8 @@ def test_guess_schema_roles():
 
 
 def test_guess_schema_on_cbp_like_matches_documented():
-    df = prdp_core.samples.load("cbp_like", n=2000, seed=3)
-    assert guess_schema(df) == prdp_core.samples.info("cbp_like").schema
+    df = prdp_core.data.samples.load("cbp_like", n=2000, seed=3)
+    assert guess_schema(df) == prdp_core.data.samples.info("cbp_like").schema
 
 
 def test_validate_schema_errors():

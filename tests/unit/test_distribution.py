@@ -7,10 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prdp_core.distribution import LossDistribution, log_edges
+from prdp_core.core.distribution import LossDistribution, log_edges
+from prdp_core.core.errors import ParameterError
+from prdp_core.core.loss_profile import LossProfile, ecdf
 from prdp_core.engines.memory import distribution_of
-from prdp_core.errors import ParameterError
-from prdp_core.loss_profile import LossProfile, ecdf
 
 
 @settings(max_examples=60, deadline=None)

@@ -1,4 +1,4 @@
-"""The private quantile (prdp_core.dp_quantile): its exact law on neighbouring datasets is ε-DP (and a
+"""The private quantile (prdp_core.mechanisms.dp_quantile): its exact law on neighbouring datasets is ε-DP (and a
 broken scale is not), the samplers follow that law with power against a 10% error in the noise scale,
 the rank error stays within the exponential mechanism's bound on heavy-tailed data over 1,000 runs, and
 adopting a suggestion adds its ledger entry with a private (not data-derived) source."""
@@ -12,9 +12,11 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from prdp_core import noise
-from prdp_core.accounting import Ledger
-from prdp_core.dp_quantile import (
+from prdp_core.core import noise
+from prdp_core.core.accounting import Ledger
+from prdp_core.core.errors import ParameterError
+from prdp_core.core.provenance import data_derived, is_data_derived
+from prdp_core.mechanisms.dp_quantile import (
     LEVEL_DENOMINATOR,
     CandidateGrid,
     dp_percentile_thresholds,
@@ -25,8 +27,6 @@ from prdp_core.dp_quantile import (
     score_sensitivity,
     select_index,
 )
-from prdp_core.errors import ParameterError
-from prdp_core.provenance import data_derived, is_data_derived
 
 
 def _law(values: np.ndarray, cands: np.ndarray, pct: float, eps: float, scale_factor: float = 1.0) -> np.ndarray:

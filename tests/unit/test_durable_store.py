@@ -17,14 +17,14 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from prdp_core.accounting import FlatLoss, Ledger, LedgerEntry, ParallelLoss, RecordLoss, SumLoss
 from prdp_core.board import ledgers as L
 from prdp_core.board import sessions as S
 from prdp_core.board import store as B
 from prdp_core.board.store import BoardStore
-from prdp_core.errors import AccessError, StoreError
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
+from prdp_core.core.accounting import FlatLoss, Ledger, LedgerEntry, ParallelLoss, RecordLoss, SumLoss
+from prdp_core.core.errors import AccessError, StoreError
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Filter, Query, SplittingPolicy, Workload
 from tests.postgres import postgres_server  # noqa: F401 - fixture
 
 
@@ -435,7 +435,7 @@ def test_concurrent_runs_append_to_one_named_ledger_and_their_totals_add_up(url)
 def test_prdp_app_refuses_a_bad_retention_setting_before_starting(tmp_path, monkeypatch):
     import io
 
-    from prdp_core.cli import main
+    from prdp_core.commands.cli import main
 
     monkeypatch.setenv("PRDP_WORKSHOP_DIR", str(tmp_path))
     monkeypatch.setenv("PRDP_BOARD_URL", "")  # prdp app sets these for the server it runs: restored after the test
@@ -450,8 +450,8 @@ def test_a_loss_known_as_a_distribution_is_stored_with_its_counts(sessions):
     """A data-dependent release on a table held by an engine carries its losses as counts per loss
     (DistributionLoss, whose to_dict keeps a summary only): the store keeps the counts, and the restored
     entry counts at its worst case on any table, as the original does."""
-    from prdp_core.accounting import DistributionLoss
-    from prdp_core.distribution import LossDistribution
+    from prdp_core.core.accounting import DistributionLoss
+    from prdp_core.core.distribution import LossDistribution
 
     exact = LossDistribution.from_counts([0.01, 0.02, 0.08], [700, 250, 50], "eps", label="PrDP", base=0.01)
     binned = LossDistribution.binned([0.0, 0.5, 1.0, 2.0], [10, 5, 1], "rho", total=4.2)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ParameterError
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms import multitier as mt
 from prdp_core.mechanisms.personalized.accuracy import sum_mse_proxy
 from prdp_core.mechanisms.personalized.mechanisms import Sample
@@ -52,8 +52,8 @@ def test_huge_clipping_bound_is_refused_with_a_message(family):
 
 
 def test_config_design_defaults_flag_the_release_and_are_validated():
-    from prdp_core import report
-    from prdp_core.errors import ConfigError
+    from prdp_core.core.errors import ConfigError
+    from prdp_core.review import report
 
     text = """version: 1
 data: {sample: cbp_like, n: 2000, seed: 1}

@@ -8,7 +8,7 @@ import pandas as pd
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prdp_core.export import neutralise, to_csv_bytes
+from prdp_core.io.export import neutralise, to_csv_bytes
 
 
 def test_formula_cells_are_prefixed():
@@ -48,9 +48,9 @@ def test_tables_offer_no_unneutralised_csv_download():
 def test_csvs_end_their_lines_with_a_newline_on_every_system(monkeypatch):
     import os
 
-    from prdp_core.accounting import FlatLoss, Ledger, LedgerEntry
     from prdp_core.board.export import board_csv
-    from prdp_core.review_boundary import produce
+    from prdp_core.core.accounting import FlatLoss, Ledger, LedgerEntry
+    from prdp_core.review.review_boundary import produce
 
     monkeypatch.setattr(os, "linesep", "\r\n")  # as on Windows, where pandas would end lines with CR LF
     df = pd.DataFrame({"a": [1, 2], "b": ["x", "y\nz"]})

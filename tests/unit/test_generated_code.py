@@ -22,10 +22,11 @@ import pandas as pd
 import pytest
 import yaml
 
-from prdp_core import config, report
-from prdp_core.cli import EXIT_OK, main
-from prdp_core.codegen import literal
-from prdp_core.export import to_csv_bytes
+from prdp_core.commands.cli import EXIT_OK, main
+from prdp_core.io.codegen import literal
+from prdp_core.io.export import to_csv_bytes
+from prdp_core.review import report
+from prdp_core.study import config
 from tests.hostile import (
     RUN,
     SENTINEL,
@@ -150,7 +151,7 @@ def test_reproduction_script_of_granular_histograms(hostile_study, tmp_path):
 def _snippets(data, study, ds):
     """Every snippet part of the hostile study, and variants: the local models, generated tiers, review mode,
     the histogram lab on the hostile columns with typed categories, the data read by DuckDB."""
-    from prdp_core.snippets import PARTS, snippet
+    from prdp_core.study.snippets import PARTS, snippet
 
     base = study.to_dict()
 
@@ -183,25 +184,26 @@ def _snippets(data, study, ds):
 #: Every generator of code and how this file exercises it with hostile text; helpers that write part of a
 #: generator's code are listed with the generator whose output contains theirs.
 GENERATORS: dict[str, Callable | str] = {
-    "prdp_core.reproduction.reproduction_script": "test_prdp_run_writes_a_reproduction_script_that_runs_only_the_study",
-    "prdp_core.reproduction._data_code": "prdp_core.reproduction.reproduction_script",
-    "prdp_core.reproduction._budget_code": "prdp_core.reproduction.reproduction_script",
+    "prdp_core.study.reproduction.reproduction_script":
+        "test_prdp_run_writes_a_reproduction_script_that_runs_only_the_study",
+    "prdp_core.study.reproduction._data_code": "prdp_core.study.reproduction.reproduction_script",
+    "prdp_core.study.runs.prdp._budget_code": "prdp_core.study.reproduction.reproduction_script",
     # each mechanism kind's code (RunConfig.code), written through reproduction.mechanism_code
-    "prdp_core.runs.unit_splitting.code": "prdp_core.reproduction.reproduction_script",
-    "prdp_core.runs.unit_splitting.policy_code": "prdp_core.reproduction.reproduction_script",
-    "prdp_core.reproduction.import_lines": "prdp_core.reproduction.reproduction_script",
-    "prdp_core.runs.prdp.code": "prdp_core.reproduction.reproduction_script",
-    "prdp_core.runs.multitier.code": "prdp_core.reproduction.reproduction_script",
-    "prdp_core.runs.granular.code": "prdp_core.reproduction.reproduction_script",
-    "prdp_core.snippets.snippet": _snippets,
-    "prdp_core.snippets._budget_body": "prdp_core.snippets.snippet",
-    "prdp_core.snippets._multitier_body": "prdp_core.snippets.snippet",
-    "prdp_core.snippets._granular_body": "prdp_core.snippets.snippet",
-    "prdp_core.snippets._tradeoffs_body": "prdp_core.snippets.snippet",
+    "prdp_core.study.runs.unit_splitting.code": "prdp_core.study.reproduction.reproduction_script",
+    "prdp_core.study.runs.unit_splitting.policy_code": "prdp_core.study.reproduction.reproduction_script",
+    "prdp_core.study.reproduction.import_lines": "prdp_core.study.reproduction.reproduction_script",
+    "prdp_core.study.runs.prdp.code": "prdp_core.study.reproduction.reproduction_script",
+    "prdp_core.study.runs.multitier.code": "prdp_core.study.reproduction.reproduction_script",
+    "prdp_core.study.runs.granular.code": "prdp_core.study.reproduction.reproduction_script",
+    "prdp_core.study.snippets.snippet": _snippets,
+    "prdp_core.study.snippets._budget_body": "prdp_core.study.snippets.snippet",
+    "prdp_core.study.snippets._multitier_body": "prdp_core.study.snippets.snippet",
+    "prdp_core.study.snippets._granular_body": "prdp_core.study.snippets.snippet",
+    "prdp_core.study.snippets._tradeoffs_body": "prdp_core.study.snippets.snippet",
 }
 
 #: What the pages call to show a snippet: ui.reproduce.snippet_code builds the page's study and calls
-#: prdp_core.snippets.snippet.
+#: prdp_core.study.snippets.snippet.
 PAGE_GENERATORS = {"snippet_code"}
 
 UI_GENERATORS = {k: v for k, v in GENERATORS.items() if callable(v)}
@@ -262,7 +264,8 @@ def _code_writing_functions() -> set[str]:
 def test_every_generator_is_covered():
     found = _code_writing_functions()
     # the scan works
-    assert "prdp_core.reproduction.reproduction_script" in found and "prdp_core.snippets._budget_body" in found
+    assert "prdp_core.study.reproduction.reproduction_script" in found
+    assert "prdp_core.study.snippets._budget_body" in found
     missing = found - set(GENERATORS)
     assert not missing, (f"{sorted(missing)} write code: add them to GENERATORS with a hostile-text test "
                          "(user text only through codegen.literal / repr)")

@@ -2,7 +2,7 @@
 loader, the expression evaluator and the study-config loader; resource limits with clear
 messages; localhost binding; no user input reaching a shell, eval or a path outside the data.
 
-The rule everywhere: bad input raises a :class:`~prdp_core.errors.PrdpError` with an actionable
+The rule everywhere: bad input raises a :class:`~prdp_core.core.errors.PrdpError` with an actionable
 message (or is handled), never another exception, and never runs for long.
 """
 
@@ -22,24 +22,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import prdp_core
-from prdp_core import interpret, limits
-from prdp_core.accounting import zcdp_to_approx_dp
-from prdp_core.analysis import optimal_clip, workload_errors
-from prdp_core.budget_solver import solve_budget
-from prdp_core.data import Dataset, Schema
-from prdp_core.errors import ConfigError, ExpressionError, PrdpError, ResourceLimitError
+from prdp_core.core import interpret, limits
+from prdp_core.core.accounting import zcdp_to_approx_dp
+from prdp_core.core.errors import ConfigError, ExpressionError, PrdpError, ResourceLimitError
+from prdp_core.core.secure import SecureSampler, grid_for
+from prdp_core.core.splitting import as_thresholds, percentile_thresholds, split_counts, thresholds_for_cap
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
+from prdp_core.data.dataset import Dataset, Schema
 from prdp_core.mechanisms import baselines as BL
 from prdp_core.mechanisms import granular, multitier, personalized
+from prdp_core.mechanisms.analysis import optimal_clip, workload_errors
+from prdp_core.mechanisms.budget_solver import solve_budget
 from prdp_core.mechanisms.prdp import local as prldp
 from prdp_core.mechanisms.prdp.budget import constant, inverse, log_budget, parse_budget
 from prdp_core.mechanisms.prdp.central import count, framework
 from prdp_core.mechanisms.prdp.experiments import scaling_study
+from prdp_core.mechanisms.preview import preview_policy
+from prdp_core.mechanisms.sweeps import sweep
 from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
-from prdp_core.preview import preview_policy
-from prdp_core.secure import SecureSampler, grid_for
-from prdp_core.splitting import as_thresholds, percentile_thresholds, split_counts, thresholds_for_cap
-from prdp_core.sweeps import sweep
-from prdp_core.workload import Query, SplittingPolicy, Workload
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -67,8 +67,8 @@ def _rng() -> np.random.Generator:
 
 #: (page, widget, engine call with the widget's value x)
 ENTRY_POINTS: list[tuple[str, str, Callable[[Any], Any]]] = [
-    ("data", "sample size", lambda x: prdp_core.samples.load("cbp_like", n=x)),
-    ("data", "sample seed", lambda x: prdp_core.samples.load("table2_example", seed=x)),
+    ("data", "sample size", lambda x: prdp_core.data.samples.load("cbp_like", n=x)),
+    ("data", "sample seed", lambda x: prdp_core.data.samples.load("table2_example", seed=x)),
     ("policy designer", "threshold T(a)", lambda x: split_counts(_TAB, as_thresholds({"v": x}))),
     ("policy designer", "query ρ", lambda x: SplittingPolicy(as_thresholds({"v": 10.0}),
                                                              Workload((Query("sum", "v", rho=x),)))(_TAB)),
@@ -293,7 +293,7 @@ YAML_TREES = st.recursive(YAML_SCALARS, lambda c: st.one_of(st.lists(c, max_size
 @settings(max_examples=150, deadline=None)
 @given(st.dictionaries(KEYS, YAML_TREES, max_size=6))
 def test_config_loader_on_random_structures(d):
-    from prdp_core import config
+    from prdp_core.study import config
 
     try:
         config.parse_config({"version": 1, **d})
@@ -306,7 +306,7 @@ def test_config_loader_on_random_structures(d):
 @settings(max_examples=100, deadline=None)
 @given(st.text(max_size=400))
 def test_config_loader_on_random_text(text):
-    from prdp_core import config
+    from prdp_core.study import config
 
     try:
         config.parse_config(text)
@@ -315,7 +315,7 @@ def test_config_loader_on_random_text(text):
 
 
 def test_config_yaml_bombs_tags_and_paths(tmp_path):
-    from prdp_core import config
+    from prdp_core.study import config
 
     lol = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 9)}]\n" for i in range(8))
@@ -351,7 +351,7 @@ def test_resource_limits_have_clear_messages(monkeypatch):
         sweep(_TAB, _POL, [{"v": t} for t in (1.0, 2.0)], [0.1, 0.2])
     monkeypatch.setattr(limits, "MAX_SPLIT_ROWS", 10)
     with pytest.raises(ResourceLimitError, match="split table"):
-        prdp_core.splitting.unit_split(_TAB, {"v": 1.0}, id_col="id")
+        prdp_core.core.splitting.unit_split(_TAB, {"v": 1.0}, id_col="id")
     monkeypatch.setattr(limits, "MAX_SECURE_ANSWERS", 3)
     with pytest.raises(ResourceLimitError, match="secure release"):
         SecureSampler().gaussian_answers(np.zeros(4, dtype=np.int64), 1.0, 1.0, 0.5)
@@ -446,9 +446,9 @@ def test_file_access_in_the_app_goes_through_uploads_or_the_sample_folder():
                 assert name not in ("open", "read_csv", "read_parquet", "read_excel", "read_text", "read_bytes",
                                     "load_config"), f"{path.relative_to(ROOT)} calls {name}()"
     # the engine's own readers: samples from sample_data/, configs with the folder check
-    samples_src = (ROOT / "prdp_core" / "samples.py").read_text()
+    samples_src = (ROOT / "prdp_core" / "data" / "samples.py").read_text()
     assert "sample_dir()" in samples_src
-    from prdp_core import config
+    from prdp_core.study import config
 
     assert "safe_data_path" in Path(config.__file__).read_text()
 

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import sweeps
-from prdp_core.data import MISSING_GROUP, Schema, check_table, prepare_dataset
-from prdp_core.errors import PolicyError
-from prdp_core.preview import preview_policy
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Query, SplittingPolicy, Workload
+from prdp_core.core.errors import PolicyError
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
+from prdp_core.data.dataset import MISSING_GROUP, Schema, check_table, prepare_dataset
+from prdp_core.mechanisms import sweeps
+from prdp_core.mechanisms.preview import preview_policy
 
 
 def _ds(groups=("g",), owner=True):
@@ -69,7 +69,7 @@ def test_best_settings_with_undefined_errors():
 
 
 def test_a_blank_row_just_added_to_the_workload_editor_is_skipped():
-    from prdp_core.workload import workload_from_frame
+    from prdp_core.core.workload import workload_from_frame
 
     df = pd.DataFrame([{"kind": "count", "measure": None, "group_by": "g", "rho": 0.5},
                        {"kind": np.nan, "measure": np.nan, "group_by": np.nan, "rho": np.nan}])
@@ -78,8 +78,8 @@ def test_a_blank_row_just_added_to_the_workload_editor_is_skipped():
 
 
 def test_workload_rows_that_would_be_silently_reinterpreted_are_refused():
-    from prdp_core.errors import PolicyError
-    from prdp_core.workload import workload_from_frame
+    from prdp_core.core.errors import PolicyError
+    from prdp_core.core.workload import workload_from_frame
 
     base = {"kind": "count", "measure": None, "group_by": "g", "rho": 0.5}
     with pytest.raises(PolicyError, match="without a filter column"):

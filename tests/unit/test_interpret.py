@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from prdp_core import interpret as I
-from prdp_core.errors import ParameterError
+from prdp_core.core import interpret as I
+from prdp_core.core.errors import ParameterError
 
 # ---------------------------------------------------------------------------
 # Published numbers (partial DP paper §1, §5, §7)

@@ -1,4 +1,4 @@
-"""Public key lists (``workload.group_keys``, :mod:`prdp_core.keysets`): the listed cells and only them,
+"""Public key lists (``workload.group_keys``, :mod:`prdp_core.core.keysets`): the listed cells and only them,
 absent cells as noisy zeros, a secure release that accepts them, the config key, its limit and messages,
 provenance, and the reproduction script that carries them."""
 
@@ -11,15 +11,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import keysets
-from prdp_core.cli import EXIT_OK, main
-from prdp_core.config import parse_config
-from prdp_core.errors import ConfigError, PolicyError, ResourceLimitError
-from prdp_core.limits import MAX_KEY_CELLS
+from prdp_core.commands.cli import EXIT_OK, main
+from prdp_core.core import keysets
+from prdp_core.core.errors import ConfigError, PolicyError, ResourceLimitError
+from prdp_core.core.limits import MAX_KEY_CELLS
+from prdp_core.core.provenance import data_derived
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
 from prdp_core.mechanisms.unit_splitting import release
-from prdp_core.provenance import data_derived
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Query, SplittingPolicy, Workload
+from prdp_core.study.config import parse_config
 
 TABLE = pd.DataFrame({"g": ["a", "a", "b", "c", "c", "c"], "h": [1, 2, 2, 1, 3, 3],
                       "v": [1.0, 30.0, 2.0, 5.0, 7.0, 60.0]})
@@ -137,14 +137,14 @@ def test_config_key_is_read_written_back_and_checked():
 
 
 def test_validate_names_a_listed_value_of_the_wrong_type(tmp_path):
-    from prdp_core.samples import generate_cbp_like
+    from prdp_core.data.samples import generate_cbp_like
 
     generate_cbp_like(300, 0).assign(ZONE=lambda t: t.index % 4).to_csv(tmp_path / "d.csv", index=False)
     source = "{path: d.csv, schema: {id: ESTAB_ID, measures: [EMP, PAYANN], groups: [ZONE, STATE, NAICS2]}}"
     study = parse_config(STUDY.replace("{sample: cbp_like, n: 2000, seed: 0}", source)
                          .replace("group_by: [STATE], rho", "group_by: [ZONE], rho")
                          .replace("group_keys: {", "group_keys: {ZONE: [0, north], "), base_dir=str(tmp_path))
-    from prdp_core.runner import load_data
+    from prdp_core.study.runner import load_data
 
     with pytest.raises(ConfigError, match="workload.group_keys: The key list of 'ZONE' holds 'north', but 'ZONE' is a "
                                           "numeric column"):
@@ -152,8 +152,9 @@ def test_validate_names_a_listed_value_of_the_wrong_type(tmp_path):
 
 
 def test_error_analysis_of_listed_cells_is_the_same_on_an_engine(tmp_path):
-    from prdp_core import analysis, engines
-    from prdp_core.data import Schema, prepare_dataset
+    from prdp_core import engines
+    from prdp_core.data.dataset import Schema, prepare_dataset
+    from prdp_core.mechanisms import analysis
 
     rng = np.random.default_rng(0)
     t = pd.DataFrame({"id": np.arange(3000), "g": rng.choice(list("abc"), 3000),

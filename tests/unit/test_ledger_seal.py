@@ -17,16 +17,16 @@ import pandas as pd
 import pytest
 import sqlalchemy as sa
 
-from prdp_core.accounting import FlatLoss, LedgerEntry
 from prdp_core.board import ledger_chain as C
 from prdp_core.board import ledgers as L
 from prdp_core.board import sessions as S
 from prdp_core.board import store as B
 from prdp_core.board.store import BoardStore
-from prdp_core.cli import EXIT_ERROR, EXIT_OK
-from prdp_core.errors import StoreError
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Query, SplittingPolicy, Workload
+from prdp_core.commands.cli import EXIT_ERROR, EXIT_OK
+from prdp_core.core.accounting import FlatLoss, LedgerEntry
+from prdp_core.core.errors import StoreError
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
 from tests.postgres import postgres_server  # noqa: F401 - fixture
 
 from .test_cli import cli

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.accounting import FlatLoss, Ledger, LedgerEntry, RecordLoss, loss_from_dict
-from prdp_core.errors import ParameterError
-from prdp_core.splitting import Thresholds, as_thresholds
-from prdp_core.workload import Query, SplittingPolicy, Workload
+from prdp_core.core.accounting import FlatLoss, Ledger, LedgerEntry, RecordLoss, loss_from_dict
+from prdp_core.core.errors import ParameterError
+from prdp_core.core.splitting import Thresholds, as_thresholds
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
 
 TABLE = pd.DataFrame({"G": [1, 2, 1, 2, 3], "V": [10.0, 200.0, 3000.0, 5.0, 77.0]})
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import prdp_core
-from prdp_core.errors import DataError, PrdpError, ResourceLimitError
+from prdp_core.core.errors import DataError, PrdpError, ResourceLimitError
 
 
 def _csv(text: str) -> bytes:
@@ -108,7 +108,7 @@ def test_upload_limit_matches_streamlit_config():
     from pathlib import Path
 
     cfg = tomllib.loads((Path(__file__).resolve().parents[2] / ".streamlit" / "config.toml").read_text())
-    assert cfg["server"]["maxUploadSize"] == prdp_core.limits.MAX_UPLOAD_MB
+    assert cfg["server"]["maxUploadSize"] == prdp_core.core.limits.MAX_UPLOAD_MB
     assert cfg["server"]["address"] == "127.0.0.1"
 
 
@@ -118,7 +118,7 @@ def test_duplicate_and_blank_column_names_made_unique():
 
 
 def test_too_many_columns(monkeypatch):
-    monkeypatch.setattr(prdp_core.limits, "MAX_COLUMNS", 3)
+    monkeypatch.setattr(prdp_core.core.limits, "MAX_COLUMNS", 3)
     with pytest.raises(ResourceLimitError, match="column limit"):
         prdp_core.load_table(b"a,b,c,d\n1,2,3,4\n", filename="w.csv")
 

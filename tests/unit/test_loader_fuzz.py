@@ -7,8 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import prdp_core
-from prdp_core.data import Schema, check_table, guess_schema, prepare_dataset
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
+from prdp_core.data.dataset import Schema, check_table, guess_schema, prepare_dataset
 
 NAMES = st.sampled_from(["f.csv", "f.tsv", "f.txt", "f.parquet", "f.xlsx", "f.xls", "f.bin", None])
 

@@ -1,4 +1,4 @@
-"""The memory budget of heavy steps (prdp_core.memory): models, refusals, limits from the environment."""
+"""The memory budget of heavy steps (prdp_core.data.memory): models, refusals, limits from the environment."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import prdp_core
-from prdp_core import memory
-from prdp_core.errors import ConfigError, ResourceLimitError
+from prdp_core.core.errors import ConfigError, ResourceLimitError
+from prdp_core.data import memory
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -99,7 +99,7 @@ def test_release_free_memory_trims_on_glibc():
 
 
 def test_every_guarded_step_has_a_model():
-    """Every ``guard("step", …)`` in ui/ and app_pages/ names a model of prdp_core.memory.STEPS."""
+    """Every ``guard("step", …)`` in ui/ and app_pages/ names a model of prdp_core.data.memory.STEPS."""
     used = set()
     for path in [*ROOT.glob("ui/*.py"), *ROOT.glob("app_pages/*.py")]:
         used |= set(re.findall(r"guard\(\"([a-z_]+)\"", path.read_text()))
@@ -121,10 +121,10 @@ def test_models_do_not_understate_measured_peaks():
     """The estimate of each data step is at least its measured peak (tracemalloc) on a 50,000-row table."""
     import tracemalloc
 
+    from prdp_core.core.splitting import as_thresholds
+    from prdp_core.core.workload import SplittingPolicy, default_workload
+    from prdp_core.mechanisms.preview import preview_policy
     from prdp_core.mechanisms.unit_splitting import release
-    from prdp_core.preview import preview_policy
-    from prdp_core.splitting import as_thresholds
-    from prdp_core.workload import SplittingPolicy, default_workload
 
     df = _firms(50_000)
     data = df.to_csv(index=False).encode()
@@ -172,7 +172,7 @@ def test_the_route_guard_models_a_sample_by_its_records_and_columns_before_it_is
     assert memory.sample_size("cbp_like", None) == (100_000, 12)
     assert memory.sample_size("cbp_like", 10_000_000) == (10_000_000, 12)
     generated = []
-    monkeypatch.setattr(prdp_core.samples, "load", lambda *a, **k: generated.append(a) or pd.DataFrame())
+    monkeypatch.setattr(prdp_core.data.samples, "load", lambda *a, **k: generated.append(a) or pd.DataFrame())
     for n in (10_000_000, 5_000_000):
         with pytest.raises(ResourceLimitError) as err:
             memory.guard_table(sample="cbp_like", n=n)
@@ -181,7 +181,7 @@ def test_the_route_guard_models_a_sample_by_its_records_and_columns_before_it_is
         assert "Ask for fewer records" in err.value.hint
     assert not generated
     assert memory.guard_table(sample="cbp_like") == pytest.approx(memory.estimate_mb("sample", 100_000, 12))
-    size = (prdp_core.samples.sample_dir() / "real_world_cities.csv").stat().st_size
+    size = (prdp_core.data.samples.sample_dir() / "real_world_cities.csv").stat().st_size
     assert memory.guard_table(sample="world_cities") == pytest.approx(memory.estimate_mb("load", size))
     assert memory.guard_table(file_bytes=2**20) == pytest.approx(memory.estimate_mb("load", 2**20))
     assert memory.guard_table(rows=1000, columns=5) == pytest.approx(memory.estimate_mb("prepare", 1000, 5))
@@ -189,18 +189,18 @@ def test_the_route_guard_models_a_sample_by_its_records_and_columns_before_it_is
         memory.guard_table(file_bytes=2**20, rss_reader=lambda: 1e12)
     with pytest.raises(TypeError):
         memory.guard_table()
-    with pytest.raises(prdp_core.errors.ParameterError, match="Unknown sample"):
+    with pytest.raises(prdp_core.core.errors.ParameterError, match="Unknown sample"):
         memory.guard_table(sample="nope")
 
 
 def test_the_data_folder_and_the_cli_ask_the_route_guard(monkeypatch, tmp_path):
-    """The workshop's data-folder tables and every CLI command's data (prdp_core.config.load_data) ask the guard
+    """The workshop's data-folder tables and every CLI command's data (prdp_core.study.config.load_data) ask the guard
     before reading or generating; `prdp run` and `prdp validate` refuse an oversize sample with exit 4."""
     from prdp_core.board import workshop as W
-    from prdp_core.cli import EXIT_DATA, main
+    from prdp_core.commands.cli import EXIT_DATA, main
 
     generated = []
-    monkeypatch.setattr(prdp_core.samples, "load", lambda *a, **k: generated.append(a) or pd.DataFrame())
+    monkeypatch.setattr(prdp_core.data.samples, "load", lambda *a, **k: generated.append(a) or pd.DataFrame())
     cfg = tmp_path / "big.yaml"
     cfg.write_text("version: 1\ndata: {sample: cbp_like, n: 10000000}\nmechanisms: [{kind: prdp, query: count}]\n"
                    "policy: {budget: {preset: constant, eps: 1}}\n")
@@ -221,7 +221,7 @@ def test_the_data_folder_and_the_cli_ask_the_route_guard(monkeypatch, tmp_path):
     with pytest.raises(ResourceLimitError, match="Planted"):
         W.load_file(tmp_path, "firms.csv")
     cfg.write_text("version: 1\ndata: {path: firms.csv}\n")
-    from prdp_core.config import load_config, load_data
+    from prdp_core.study.config import load_config, load_data
 
     with pytest.raises(ResourceLimitError, match="Planted"):
         load_data(load_config(cfg))

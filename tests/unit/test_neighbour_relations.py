@@ -9,14 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.accounting import FlatLoss, Ledger, LedgerEntry
-from prdp_core.errors import ConfigError, ParameterError, PolicyError
+from prdp_core.core.accounting import FlatLoss, Ledger, LedgerEntry
+from prdp_core.core.errors import ConfigError, ParameterError, PolicyError
+from prdp_core.core.neighbours import RELATIONS, AddRemove, LocalDummy, NeighbourRelation, Substitution, as_neighbours
 from prdp_core.mechanisms.personalized import NEIGHBOUR_TEXT
 from prdp_core.mechanisms.personalized.mechanisms import PE, Minimum
 from prdp_core.mechanisms.personalized.spec import spec_from_values
 from prdp_core.mechanisms.prdp.local import LOCAL_NEIGHBOURS
 from prdp_core.mechanisms.prdp.selection import _entry
-from prdp_core.neighbours import RELATIONS, AddRemove, LocalDummy, NeighbourRelation, Substitution, as_neighbours
 
 
 @pytest.mark.parametrize("relation", [AddRemove(), Substitution(), LocalDummy()])

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from prdp_core import noise
-from prdp_core.errors import ParameterError
+from prdp_core.core import noise
+from prdp_core.core.errors import ParameterError
 from tests.laws import chi2_p
 
 N = 40_000

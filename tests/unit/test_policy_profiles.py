@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prdp_core.errors import ParameterError
-from prdp_core.loss_profile import LossProfile, ecdf, owner_losses
+from prdp_core.core.errors import ParameterError
+from prdp_core.core.loss_profile import LossProfile, ecdf, owner_losses
 
 losses = st.lists(st.sampled_from([0.5, 1.0, 2.0, 4.5, 8.0, 12.5, 50.0]), min_size=1, max_size=200).map(np.array)
 
@@ -116,10 +116,10 @@ def test_owner_losses_of_integer_ids_match_the_general_path(rows):
 def test_preview_group_summary_matches_the_profile_and_drops_missing_labels():
     import pandas as pd
 
-    from prdp_core import samples
-    from prdp_core.preview import preview_policy
-    from prdp_core.splitting import as_thresholds
-    from prdp_core.workload import SplittingPolicy, default_workload
+    from prdp_core.core.splitting import as_thresholds
+    from prdp_core.core.workload import SplittingPolicy, default_workload
+    from prdp_core.data import samples
+    from prdp_core.mechanisms.preview import preview_policy
 
     ds = samples.load_dataset("cbp_like", n=3000, seed=1)
     ds.table.loc[ds.table.index[:7], "STATE"] = None

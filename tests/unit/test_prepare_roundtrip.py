@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hst
 
 from prdp_core.board import links
-from prdp_core.config import MAX_SHIFT, PREPARE_OPTIONS, DataSource, parse_config, parse_prepare, prepare_section
-from prdp_core.data import MISSING_GROUP, Schema, prepare_dataset
-from prdp_core.errors import ConfigError, DataError
+from prdp_core.core.errors import ConfigError, DataError
+from prdp_core.data.dataset import MISSING_GROUP, Schema, prepare_dataset
+from prdp_core.study.config import MAX_SHIFT, PREPARE_OPTIONS, DataSource, parse_config, parse_prepare, prepare_section
 
 MEASURES = ("sales", "bal")
 

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import prdp_core
-from prdp_core.errors import DataError
-from prdp_core.profile import gini_from_lorenz, log_histogram, lorenz_curve, profile_measure
+from prdp_core.core.errors import DataError
+from prdp_core.data.profile import gini_from_lorenz, log_histogram, lorenz_curve, profile_measure
 
 values = st.lists(st.floats(0, 1e9, allow_nan=False), min_size=1, max_size=300).map(np.array)
 
@@ -61,6 +61,6 @@ def test_profile_rejects_bad_values():
 
 
 def test_profile_dataset_table():
-    ds = prdp_core.samples.load_dataset("table2_example")
-    t = prdp_core.profile.profile_dataset(ds).table()
+    ds = prdp_core.data.samples.load_dataset("table2_example")
+    t = prdp_core.data.profile.profile_dataset(ds).table()
     assert t.loc["Employees", "max"] == 150 and t.loc["Employees", "median"] == 50

@@ -18,22 +18,22 @@ import pandas as pd
 import pytest
 
 import prdp_core
-from prdp_core import report as R
-from prdp_core.accounting import Ledger
-from prdp_core.cli import EXIT_ERROR, main
-from prdp_core.errors import ConfigError, PolicyError
+from prdp_core.commands.cli import EXIT_ERROR, main
+from prdp_core.core.accounting import Ledger
+from prdp_core.core.errors import ConfigError, PolicyError
+from prdp_core.core.provenance import DATA_DERIVED_COLUMN, data_derived, data_source, is_data_derived, stamp_answers
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
 from prdp_core.mechanisms.personalized import DATA_DEFAULT_NOTE
 from prdp_core.mechanisms.unit_splitting import release
-from prdp_core.provenance import DATA_DERIVED_COLUMN, data_derived, data_source, is_data_derived, stamp_answers
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Query, SplittingPolicy, Workload
+from prdp_core.review import report as R
 
 P99 = data_source("p99 (rounded)")
 
 
 @pytest.fixture(scope="module")
 def ds():
-    return prdp_core.samples.load_dataset("cbp_like", n=3000, seed=1)
+    return prdp_core.data.samples.load_dataset("cbp_like", n=3000, seed=1)
 
 
 def _policy(source: dict | None = None, group_by: tuple = ()) -> SplittingPolicy:

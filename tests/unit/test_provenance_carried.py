@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from prdp_core.board import summary as S
-from prdp_core.config import parse_config
-from prdp_core.errors import ConfigError
-from prdp_core.provenance import data_derived, with_part_sources
-from prdp_core.runner import run_study
+from prdp_core.core.errors import ConfigError
+from prdp_core.core.provenance import data_derived, with_part_sources
+from prdp_core.study.config import parse_config
+from prdp_core.study.runner import run_study
 
 PRIVATE = "private: DP p99, ε = 0.1"
 WORKLOAD = {"queries": [{"kind": "count", "group_by": ["STATE"], "rho": 0.5}]}
@@ -81,7 +81,7 @@ def test_the_local_model_takes_no_param_source():
 
 
 def test_the_report_and_the_exported_config_name_private_thresholds(tmp_path):
-    from prdp_core.report import write_outputs
+    from prdp_core.review.report import write_outputs
 
     study = parse_config({"version": 1, "mode": "teaching", "data": {"sample": "cbp_like", "n": 400},
                           "policy": {"thresholds": {"EMP": 138.721}, "threshold_source": {"EMP": PRIVATE}},

@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from prdp_core import report as R
-from prdp_core.accounting import Ledger
-from prdp_core.config import parse_config
-from prdp_core.errors import ParameterError
-from prdp_core.recorder import Recorder, recording
+from prdp_core.core.accounting import Ledger
+from prdp_core.core.errors import ParameterError
+from prdp_core.core.recorder import Recorder, recording
+from prdp_core.review import report as R
+from prdp_core.study.config import parse_config
 
 from ..samplers import watch
 from .test_cli import ALL_KINDS, ROOT, cli
 
 
 def test_a_release_is_in_the_ledger_before_it_is_returned_and_a_refusal_records_nothing():
-    from prdp_core.accounting import FlatLoss, LedgerEntry
+    from prdp_core.core.accounting import FlatLoss, LedgerEntry
 
     led = Ledger()
     rec = Recorder(led)
@@ -101,8 +101,8 @@ def test_prdp_run_says_how_its_recorded_releases_were_made(tmp_path):
 
 
 def test_a_simulation_is_refused_in_review_mode_before_anything_runs():
-    from prdp_core.errors import AccessError, SimulationRefused
-    from prdp_core.recorder import simulating, simulation
+    from prdp_core.core.errors import AccessError, SimulationRefused
+    from prdp_core.core.recorder import simulating, simulation
 
     ran = []
     with pytest.raises(SimulationRefused, match="review mode") as err:
@@ -114,7 +114,7 @@ def test_a_simulation_is_refused_in_review_mode_before_anything_runs():
 
 
 def test_simulations_nest_and_end_with_their_block_also_on_an_error():
-    from prdp_core.recorder import simulating, simulation
+    from prdp_core.core.recorder import simulating, simulation
 
     with simulation("outer", teaching=True):
         assert simulating() == "outer"
@@ -133,8 +133,8 @@ def test_simulations_nest_and_end_with_their_block_also_on_an_error():
 
 
 def test_the_watch_counts_draws_in_a_simulation_apart_from_releases_and_draws_outside(monkeypatch):
-    from prdp_core.noise_source import Noise
-    from prdp_core.recorder import simulation
+    from prdp_core.core.noise_source import Noise
+    from prdp_core.core.recorder import simulation
 
     draws = watch(monkeypatch)
     with simulation("estimate", teaching=True):

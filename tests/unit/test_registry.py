@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from prdp_core.accounting import LOSS_KINDS, loss_from_dict
-from prdp_core.errors import ConfigError
-from prdp_core.mechanisms.prdp.shapes import _shape_from_dict
-from prdp_core.registry import Registry
+from prdp_core.core.accounting import LOSS_KINDS, loss_from_dict
+from prdp_core.core.errors import ConfigError
+from prdp_core.core.registry import Registry
+from prdp_core.core.shapes import _shape_from_dict
 
 
 def test_register_and_get():
@@ -30,8 +30,8 @@ def test_unknown_kind_is_a_config_error_naming_the_known_ones(kind):
 
 
 def test_loss_kinds_are_registered_by_their_modules():
-    import prdp_core.splitting  # noqa: F401  (registers the splitting policy's loss)
-    import prdp_core.workload  # noqa: F401
+    import prdp_core.core.splitting  # noqa: F401  (registers the splitting policy's loss)
+    import prdp_core.core.workload  # noqa: F401
 
     assert {"record", "split", "splitting_policy", "sum"} <= set(LOSS_KINDS)
     with pytest.raises(ConfigError, match="Unknown loss-function kind 'nope'"):

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import report as R
+from prdp_core.review import report as R
 
 PLANTED = 987_654.25  # one establishment's EMP: unique, so its traces can be searched for
 

@@ -13,9 +13,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import report as R
-from prdp_core import review_boundary as B
-from prdp_core.errors import ParameterError
+from prdp_core.core.errors import ParameterError
+from prdp_core.review import report as R
+from prdp_core.review import review_boundary as B
 
 PLANTED = 987654321.5  # the planted record's EMP: alone in its group, far above every other value
 PLANTED_ID = "PLANTED-ID-7731"
@@ -169,7 +169,7 @@ def test_the_registry_covers_every_file_of_prdp_run_and_the_other_outputs():
 
 
 def test_a_private_source_without_its_cost_is_refused():
-    from prdp_core.dp_quantile import adopted_suggestions
+    from prdp_core.mechanisms.dp_quantile import adopted_suggestions
 
     (entry,) = adopted_suggestions({"EMP": "private: DP p97, ε = 0.1", "PAY": "typed"})
     assert entry.loss.supremum() == pytest.approx(0.1)
@@ -181,8 +181,8 @@ def test_adopted_suggestions_are_charged_exactly_thresholds_and_mechanism_bounds
     """What a study report lists as spent on its public parameters is what was drawn: ε split over three
     measures (0.25/3 each) reads back exactly from the sources, and a mechanism's private bound
     (``param_source``) is charged beside the thresholds."""
-    from prdp_core.dp_quantile import CandidateGrid, adopted_suggestions, dp_percentile_thresholds
-    from prdp_core.study_tables import adopted_entries
+    from prdp_core.mechanisms.dp_quantile import CandidateGrid, adopted_suggestions, dp_percentile_thresholds
+    from prdp_core.study.study_tables import adopted_entries
 
     df = pd.DataFrame({c: np.arange(1.0, 201.0) for c in ("A", "B", "C")})
     grids = {c: CandidateGrid(1.0, 1000.0, size=50) for c in df.columns}
@@ -193,7 +193,7 @@ def test_adopted_suggestions_are_charged_exactly_thresholds_and_mechanism_bounds
 
     from types import SimpleNamespace
 
-    from prdp_core.config import parse_config
+    from prdp_core.study.config import parse_config
 
     text = STUDY.format(mode="teaching").replace(
         "U: 1.0e+10}\n", "U: 1.0e+10}\n  specification: {tiers: {}}\n  tiers: {public: 0.5, agency: 4}\n").replace(

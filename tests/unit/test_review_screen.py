@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from prdp_core import review_boundary as rb
+from prdp_core.review import review_boundary as rb
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""Typed, registered run configurations (prdp_core.runs): one class per mechanism kind that parses,
+"""Typed, registered run configurations (prdp_core.study.runs): one class per mechanism kind that parses,
 writes back, runs and writes the reproduction code of its entry; the study tooling dispatches
 through the registry, so a new kind needs no edit of the parser, runner or reproduction script."""
 
@@ -15,13 +15,20 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 import pytest
 
-from prdp_core.config import MECHANISM_KINDS, load_config, parse_config
-from prdp_core.config.fields import _number, _text
-from prdp_core.errors import ConfigError
-from prdp_core.export import to_csv_bytes
-from prdp_core.report import budget_table, conversion_rows, render_html, reproduction_script, results_frame, run_study
-from prdp_core.reproduction import mechanism_code, mechanism_imports
-from prdp_core.runs import (
+from prdp_core.core.errors import ConfigError
+from prdp_core.io.export import to_csv_bytes
+from prdp_core.review.report import (
+    budget_table,
+    conversion_rows,
+    render_html,
+    reproduction_script,
+    results_frame,
+    run_study,
+)
+from prdp_core.study.config import MECHANISM_KINDS, load_config, parse_config
+from prdp_core.study.config.fields import _number, _text
+from prdp_core.study.reproduction import mechanism_code, mechanism_imports
+from prdp_core.study.runs import (
     RUN_KINDS,
     GranularRun,
     MultitierRun,
@@ -228,8 +235,9 @@ def test_the_study_tooling_has_no_kind_ladders():
     """The parser, runner, reproduction script, tables and report never compare with a kind's name, nor does the
     app's study export, import and report (ui/study*.py)."""
     kinds = set(MECHANISM_KINDS)
-    files = [ROOT / "prdp_core" / name for name in ("config/mechanisms.py", "config/study.py", "runner.py",
-                                                    "reproduction.py", "study_tables.py", "report.py")]
+    files = [ROOT / "prdp_core" / name for name in ("study/config/mechanisms.py", "study/config/study.py",
+                                                    "study/runner.py", "study/reproduction.py",
+                                                    "study/study_tables.py", "review/report.py")]
     files += sorted((ROOT / "ui").glob("study*.py"))
     assert len(files) > 7
     for path in files:
@@ -346,7 +354,7 @@ def test_mechanism_code_is_the_scripts_code_and_accepts_an_entry():
         assert f"# --- mechanism {i + 1} ---\n" + "\n".join(lines) + "\n" in script
         assert mechanism_code(study, i, m.to_config()) == lines  # an entry mapping is validated first
     assert mechanism_code(study, 2, table="ds") != mechanism_code(study, 2)  # records held by an engine
-    assert mechanism_imports(study) == ["from prdp_core.noise_source import Noise",  # the noise source of every kind
+    assert mechanism_imports(study) == ["from prdp_core.core.noise_source import Noise",  # every kind's noise source
                                         *[line for c in CLASSES.values() for line in c.IMPORTS]]
     with pytest.raises(ConfigError, match=r"mechanisms\[0\]\.eps: must be at most 100"):
         mechanism_code(study, 0, {"kind": "granular", "attributes": ["STATE"], "eps": 1000})

@@ -10,15 +10,10 @@ import pytest
 from scipy import stats
 
 import prdp_core
-from prdp_core import noise
-from prdp_core.accounting import Ledger
-from prdp_core.errors import ParameterError, PolicyError
-from prdp_core.mechanisms.prdp.answers import RankMax
-from prdp_core.mechanisms.prdp.budget import inverse
-from prdp_core.mechanisms.prdp.central import count, framework
-from prdp_core.mechanisms.prdp.queries import FrameworkQuery
-from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
-from prdp_core.secure import (
+from prdp_core.core import noise
+from prdp_core.core.accounting import Ledger
+from prdp_core.core.errors import ParameterError, PolicyError
+from prdp_core.core.secure import (
     SECURE_LABEL,
     TEACHING_LABEL,
     SecureSampler,
@@ -28,8 +23,13 @@ from prdp_core.secure import (
     to_units,
     units_ceil,
 )
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Query, SplittingPolicy, Workload
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
+from prdp_core.mechanisms.prdp.answers import RankMax
+from prdp_core.mechanisms.prdp.budget import inverse
+from prdp_core.mechanisms.prdp.central import count, framework
+from prdp_core.mechanisms.prdp.queries import FrameworkQuery
+from prdp_core.mechanisms.unit_splitting import PartitionSelection, release
 from tests.laws import chi2_p
 
 S = SecureSampler()
@@ -180,7 +180,7 @@ def test_secure_unit_splitting_release_is_marked_on_the_grid_and_within_policy()
     s1 = a[a["query"] == "1. SUM(v) BY g"]["sigma"]
     assert np.all(s1 >= 40.0) and np.all(s1 <= 40.0 * (1 + 2.0**-10) + 1e-12)
     assert np.all(rel.extras["private_realized"] <= rel.loss * (1 + 1e-9) + 1e-12)
-    own = prdp_core.loss_profile.owner_losses(rel.loss, df["o"])
+    own = prdp_core.core.loss_profile.owner_losses(rel.loss, df["o"])
     assert np.all(rel.extras["private_owner_realized"].reindex(own.index).to_numpy() <= own.to_numpy() * (1 + 1e-9))
     led = Ledger().extend(rel.entries)
     assert bool(led.summary()["secure"].iloc[0])
@@ -188,7 +188,7 @@ def test_secure_unit_splitting_release_is_marked_on_the_grid_and_within_policy()
 
 
 def test_secure_release_per_group_thresholds_and_explicit_sampler():
-    df = prdp_core.samples.load("table2_example")
+    df = prdp_core.data.samples.load("table2_example")
     thr = as_thresholds({"Mining": {"Employees": 50, "Payroll": 1e7}, "*": {"Employees": 50, "Payroll": 5e6}},
                         group_col="Industry")
     pol = SplittingPolicy(thr, Workload((Query("sum", "Payroll", rho=0.5, group_by=("Industry",)),)))
@@ -259,7 +259,7 @@ def test_release_needs_a_generator_or_secure_mode():
 
 @pytest.mark.parametrize("query", ["count", "sum", "max", "distinct:BRANCH"])
 def test_secure_prdp_framework_releases(query):
-    df = prdp_core.samples.load("bank_normal_50k", n=20_000, seed=1)
+    df = prdp_core.data.samples.load("bank_normal_50k", n=20_000, seed=1)
     bud = inverse(1e4, "BALANCE")
     rel = framework(df, bud, query, beta=0.1, secure=True, reveal=True)
     assert rel.secure and rel.seed is None and rel.entries[0].secure
@@ -282,7 +282,7 @@ def test_secure_prdp_framework_releases(query):
 
 
 def test_secure_prdp_count_and_custom_refused():
-    df = prdp_core.samples.load("bank_normal_50k", n=2_000, seed=1)
+    df = prdp_core.data.samples.load("bank_normal_50k", n=2_000, seed=1)
     bud = inverse(1e4, "BALANCE")
     e = bud(df)
     rel = count(e, eps_min=bud.eps_min, eps_max=bud.eps_max, beta=0.1, secure=True, reveal=True)

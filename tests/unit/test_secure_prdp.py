@@ -16,13 +16,13 @@ import pytest
 import yaml
 
 import prdp_core
-from prdp_core.accounting import Ledger
-from prdp_core.cli import main as cli_main
+from prdp_core.commands.cli import main as cli_main
+from prdp_core.core.accounting import Ledger
+from prdp_core.core.secure import SECURE_LABEL, SecureSampler, grid_for
 from prdp_core.mechanisms import prdp
 from prdp_core.mechanisms.prdp import local as prldp
 from prdp_core.mechanisms.prdp.budget import inverse
 from prdp_core.mechanisms.prdp.extension import extension_stats, secure_extension_selection
-from prdp_core.secure import SECURE_LABEL, SecureSampler, grid_for
 
 from .secure_laws import BatchSampler, BrokenBatchSampler, SkewedSampler, chi2_dlap_p
 
@@ -30,7 +30,7 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def _bank(n: int = 4_000) -> pd.DataFrame:
-    return prdp_core.samples.load("bank_normal_50k", n=n, seed=1)
+    return prdp_core.data.samples.load("bank_normal_50k", n=n, seed=1)
 
 
 BUD = inverse(1e4, "BALANCE", eps_max=100.0, U=1e6)
@@ -171,7 +171,7 @@ def test_secure_prldp_count():
     assert np.all(rel.extras["noisy_counts"] == np.rint(rel.extras["noisy_counts"]))
     dp_ = BUD.domains()
     np.testing.assert_allclose(rel.loss, dp_.lo[dp_.index(e) - 1])
-    with pytest.raises(prdp_core.errors.ParameterError):
+    with pytest.raises(prdp_core.core.errors.ParameterError):
         prldp.count(e, eps_min=BUD.eps_min, eps_max=BUD.eps_max, beta=0.1)  # neither rng nor secure
 
 

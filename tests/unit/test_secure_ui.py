@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from prdp_core.secure import SECURE_LABEL, TEACHING_LABEL
+from prdp_core.core.secure import SECURE_LABEL, TEACHING_LABEL
 from tests.app.conftest import _own_workshop_folder, open_page, texts  # noqa: F401 (autouse fixture)
 
 

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.accounting import FlatLoss, LedgerEntry
 from prdp_core.board import session_releases as SR
 from prdp_core.board import sessions as S
-from prdp_core.errors import AccessError, StoreError
-from prdp_core.release import Release
+from prdp_core.core.accounting import FlatLoss, LedgerEntry
+from prdp_core.core.errors import AccessError, StoreError
+from prdp_core.core.release import Release
 from tests.postgres import postgres_server  # noqa: F401 - fixture
 from tests.unit.test_durable_store import sessions, url  # noqa: F401 - fixtures (SQLite and PostgreSQL)
 

@@ -1,4 +1,4 @@
-"""Every "Reproduce in Python" part (prdp_core.snippets.snippet), written from a study config and executed:
+"""Every "Reproduce in Python" part (prdp_core.study.snippets.snippet), written from a study config and executed:
 it runs and computes what the engine's API gives for the same data and seed — the numbers the page shows.
 
 Each snippet is written to a file in a temporary folder and run there with ``runpy`` (its globals are
@@ -14,14 +14,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import analysis, budget_solver, config, engines, sweeps
-from prdp_core.errors import ConfigError
-from prdp_core.mechanisms import granular, personalized, prdp, unit_splitting
+from prdp_core import engines
+from prdp_core.core.errors import ConfigError
+from prdp_core.data.profile import profile_dataset
+from prdp_core.mechanisms import analysis, budget_solver, granular, personalized, prdp, sweeps, unit_splitting
 from prdp_core.mechanisms import multitier as mt
-from prdp_core.preview import preview_policy
-from prdp_core.profile import profile_dataset
-from prdp_core.runs.personalized import pdp_mechanism
-from prdp_core.snippets import PARTS, snippet
+from prdp_core.mechanisms.preview import preview_policy
+from prdp_core.study import config
+from prdp_core.study.runs.personalized import pdp_mechanism
+from prdp_core.study.snippets import PARTS, snippet
 
 SEED = 11
 N = 1500

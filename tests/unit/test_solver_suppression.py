@@ -11,18 +11,18 @@ import pandas as pd
 import pytest
 
 import prdp_core
-from prdp_core import analysis as A
-from prdp_core import budget_solver
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Query, SplittingPolicy, Workload
+from prdp_core.mechanisms import analysis as A
+from prdp_core.mechanisms import budget_solver
 from prdp_core.mechanisms import unit_splitting as U
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Query, SplittingPolicy, Workload
 
 TARGET, GAMMA, SHARE, MIN = 0.1, 0.9, 0.9, 20
 
 
 @pytest.fixture(scope="module")
 def setting():
-    ds = prdp_core.samples.load_dataset("cbp_like", n=5000, seed=4)
+    ds = prdp_core.data.samples.load_dataset("cbp_like", n=5000, seed=4)
     queries = (Query("count", rho=0.1, group_by=("NAICS3",)), Query("sum", "EMP", rho=0.1, group_by=("NAICS3",)))
     pol = SplittingPolicy(as_thresholds({"EMP": 100}), Workload(queries, partition_rho=0.05))
     blind_pol = SplittingPolicy(pol.thresholds, Workload(queries))  # no partition selection: nothing suppressed

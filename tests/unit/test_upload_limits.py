@@ -24,10 +24,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prdp_core
-from prdp_core import filelimits, limits, xlsxscan
-from prdp_core.cli import EXIT_DATA, main
-from prdp_core.data import guess_schema, preview
-from prdp_core.errors import DataError, ResourceLimitError
+from prdp_core.commands.cli import EXIT_DATA, main
+from prdp_core.core import limits
+from prdp_core.core.errors import DataError, ResourceLimitError
+from prdp_core.data import filelimits, xlsxscan
+from prdp_core.data.dataset import guess_schema, preview
 
 from .. import hostile_files as H
 

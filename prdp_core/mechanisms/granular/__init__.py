@@ -14,8 +14,8 @@ The package re-exports the public names of its modules, one concept each:
   the Gaussian k-way workloads (:func:`workload_sensitivity`, hence ε/ε0 = √(d/k) for
   conjunctions and marginals) and the illustrative 2020 Census allocation
   (:func:`census_2020_illustrative`); the group-privacy and subset accountants themselves live
-  in :mod:`prdp_core.accounting` (:func:`~prdp_core.accounting.per_attribute_to_record`,
-  :func:`~prdp_core.accounting.attribute_subset_rho`).
+  in :mod:`prdp_core.core.accounting` (:func:`~prdp_core.core.accounting.per_attribute_to_record`,
+  :func:`~prdp_core.core.accounting.attribute_subset_rho`).
 * :mod:`.domains` — public domains: decade size classes, the "(other)" catch-all and
   :data:`SAMPLE_DOMAINS`, the registered samples' documented categories.
 * :mod:`.data` — **attribute data with public domains**: :func:`encode_attributes`,
@@ -27,7 +27,7 @@ The package re-exports the public names of its modules, one concept each:
 * :mod:`.heavy_hitters` — **PrivHeavyHitter** (Algorithm 2).
 * :mod:`.histogram` — the **histogram of Theorem 15** (:func:`heavy_hitter_histogram`) next to
   the **standard Laplace histogram** (:func:`standard_histogram`), both returning a
-  :class:`~prdp_core.release.Release`, with their accuracy and a side-by-side of cells.
+  :class:`~prdp_core.core.release.Release`, with their accuracy and a side-by-side of cells.
 
 Deviations from the paper (see docs/architecture.md): the proof of Thm 15 sets λ = 3/ε and
 counts with Lap(2/ε) and calls each half 0.5ε; the heavy-hitter stage then costs ≈0.92ε

@@ -3,7 +3,7 @@
 Exact L2 sensitivities of the Gaussian k-way workloads (conjunctions, marginals, parities) for a
 change of s attributes, the per-attribute and whole-record tables, the illustrative 2020 Census
 allocation and its subset curve, and the ratio of whole-record to per-attribute loss as d grows.
-The group-privacy and subset accountants themselves live in :mod:`prdp_core.accounting`.
+The group-privacy and subset accountants themselves live in :mod:`prdp_core.core.accounting`.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from ...accounting import AttributeRelease, attribute_subset_rho, per_attribute_to_record, zcdp_to_approx_dp
-from ...errors import ParameterError
-from ...validate import positive as _pos
-from ...validate import whole_number as _int_param
+from ...core.accounting import AttributeRelease, attribute_subset_rho, per_attribute_to_record, zcdp_to_approx_dp
+from ...core.errors import ParameterError
+from ...core.validate import positive as _pos
+from ...core.validate import whole_number as _int_param
 from .data import MAX_ATTRIBUTES
 
 WorkloadKind = Literal["conjunctions", "marginals", "parities"]

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import brentq
 
-from ...errors import ParameterError
-from ...validate import positive as _pos
-from ...validate import whole_number as _int_param
+from ...core.errors import ParameterError
+from ...core.validate import positive as _pos
+from ...core.validate import whole_number as _int_param
 
 CalibrationMethod = Literal["exact", "lemma28", "paper"]
 

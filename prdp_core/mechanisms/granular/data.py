@@ -15,8 +15,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...errors import ParameterError, ResourceLimitError
-from ...validate import whole_number as _int_param
+from ...core.errors import ParameterError, ResourceLimitError
+from ...core.validate import whole_number as _int_param
 from .domains import DOMAIN_FROM_DATA, DOMAIN_PUBLIC, MISSING, OTHER, SIZE_CLASS_EDGES, SIZE_CLASS_LABELS
 
 #: Largest domain of one categorical attribute in the histogram lab.

@@ -1,6 +1,6 @@
 """The exact accountant of PrivHeavyHitter with discrete Laplace noise, and the secure calibration of Theorem 15.
 
-A secure release (:mod:`prdp_core.secure`) cannot draw the continuous Laplace noise that
+A secure release (:mod:`prdp_core.core.secure`) cannot draw the continuous Laplace noise that
 :mod:`.calibration` accounts for; it draws OpenDP's exact discrete Laplace K ~ DLap(λ),
 P(k) ∝ e^{−|k|/λ}, on the integer counts. The accountant's argument carries over unchanged —
 one changed attribute moves one string's count down and one up by 1 in the one node per level
@@ -28,9 +28,9 @@ import math
 import numpy as np
 from scipy.optimize import brentq
 
-from ...errors import ParameterError
-from ...validate import positive as _pos
-from ...validate import whole_number as _int_param
+from ...core.errors import ParameterError
+from ...core.validate import positive as _pos
+from ...core.validate import whole_number as _int_param
 from .calibration import HeavyHitterCalibration, calibration_inputs, hh_levels
 
 #: Most margins the discrete accountant evaluates (ε0 below about 0.01 needs more: refused).

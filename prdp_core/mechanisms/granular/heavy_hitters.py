@@ -12,10 +12,10 @@ from typing import Mapping
 
 import numpy as np
 
-from ... import noise
-from ...errors import ParameterError, ResourceLimitError
-from ...secure import SecureSampler
-from ...validate import positive as _pos
+from ...core import noise
+from ...core.errors import ParameterError, ResourceLimitError
+from ...core.secure import SecureSampler
+from ...core.validate import positive as _pos
 from .calibration import hh_levels
 from .data import AttributeData
 

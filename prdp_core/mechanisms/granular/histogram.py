@@ -1,11 +1,11 @@
 """Histograms of granular DP as releases: Theorem 15's heavy-hitter histogram and the standard one.
 
-Both return a :class:`~prdp_core.release.Release` with each record's whole-record loss; the
+Both return a :class:`~prdp_core.core.release.Release` with each record's whole-record loss; the
 heavy-hitter histogram counts its listed cells with Lap(4/ε) after the calibrated PrivHeavyHitter,
 the standard histogram adds Lap(2/ε) to every cell (lazily above 2^20 cells) and publishes those
 above a public threshold. Also their accuracy against the truth and a side-by-side of cells.
 
-Secure mode (``secure=True`` or a ``sampler``, :mod:`prdp_core.secure`): the counts are integers, so
+Secure mode (``secure=True`` or a ``sampler``, :mod:`prdp_core.core.secure`): the counts are integers, so
 the Laplace noise is replaced by OpenDP's exact discrete Laplace on the integer grid, unseeded. For
 an integer change k of a count, DLap(b) has likelihood ratio at most e^{k/b}, the bound of Lap(b), so
 the standard histogram and the counts keep their loss (OpenDP's map confirms it before the draw).
@@ -26,13 +26,13 @@ from typing import Any, ClassVar, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ... import noise as _noise
-from ...accounting import FlatLoss, LedgerEntry
-from ...errors import ParameterError, PolicyError, ResourceLimitError
-from ...noise_source import Noise, resolve
-from ...release import Release
-from ...secure import SecureSampler
-from ...validate import positive as _pos
+from ...core import noise as _noise
+from ...core.accounting import FlatLoss, LedgerEntry
+from ...core.errors import ParameterError, PolicyError, ResourceLimitError
+from ...core.noise_source import Noise, resolve
+from ...core.release import Release
+from ...core.secure import SecureSampler
+from ...core.validate import positive as _pos
 from .calibration import CalibrationMethod, HeavyHitterCalibration, calibrate_heavy_hitter_histogram
 from .data import AttributeData, TrueHistogram, _row_keys, true_histogram
 from .discrete import calibrate_discrete
@@ -53,7 +53,7 @@ LAPLACE_CI95 = math.log(20.0)
 
 @dataclass(frozen=True)
 class HistogramPlan:
-    """A granular-DP histogram before any data (:class:`prdp_core.contract.Plan`): its kind, per-attribute
+    """A granular-DP histogram before any data (:class:`prdp_core.mechanisms.contract.Plan`): its kind, per-attribute
     budget and number of attributes fix every record's whole-record ε.
 
     ``kind`` — ``"heavy_hitter"`` (Theorem 15) or ``"standard"`` (Laplace(2/ε) on every cell);

@@ -17,7 +17,7 @@ The package re-exports the public names of its modules, one concept each:
   :data:`NOT_MATCHING`);
 * central model (§4): :mod:`.central` — :func:`plan_central` → :class:`CentralPlan` (per-tier MSE
   of the multi-tier, independent and gradual releases, residual validity of every step) and
-  :func:`release_central` (Algorithm 1, or a baseline) → :class:`~prdp_core.release.Release`;
+  :func:`release_central` (Algorithm 1, or a baseline) → :class:`~prdp_core.core.release.Release`;
   :mod:`.noise_families` (geometric, multi-scale geometric, Laplace, Gaussian, and the families
   kept for the check) and :mod:`.residuals` (:func:`check_residual`: does a residual
   distribution exist, Table 1, App. F);

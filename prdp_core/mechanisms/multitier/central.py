@@ -21,15 +21,16 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...accounting import FlatLoss, LedgerEntry
-from ...errors import ParameterError, PolicyError
-from ...loss_profile import Measure
-from ...noise_source import NO_GENERATOR, Noise, resolve
-from ...release import Release
-from ...secure import SecureSampler
+from ...core.accounting import FlatLoss, LedgerEntry
+from ...core.errors import ParameterError, PolicyError
+from ...core.loss_profile import Measure
+from ...core.noise_source import NO_GENERATOR, Noise, resolve
+from ...core.release import Release
+from ...core.secure import SecureSampler
 from .noise_families import RELEASE_FAMILIES, NoiseFamily, noise_family
 from .residuals import ResidualCheck, check_residual
-from .tiers import STRATEGIES, Strategy, Tier, TieredPlan, tiers_from
+from .secure import secure_central
+from .tiers import STRATEGIES, Strategy, Tier, TieredPlan, gradual_pieces, lattice_round, tiers_from
 
 # ---------------------------------------------------------------------------
 # Central model
@@ -56,7 +57,7 @@ class CentralPlan(TieredPlan):
 
     @property
     def loss_kind(self) -> str:
-        """Unit of the per-record loss (:class:`prdp_core.contract.Plan`): ``"rho"`` (Gaussian tiers, zCDP)
+        """Unit of the per-record loss (:class:`prdp_core.mechanisms.contract.Plan`): ``"rho"`` (Gaussian tiers, zCDP)
         or ``"eps"`` (pure ε)."""
         return "rho" if self.family.budget_unit == "rho" else "eps"
 
@@ -122,17 +123,6 @@ def plan_central(tiers: Iterable[Tier] | Mapping[str, float] | pd.DataFrame, fam
     return CentralPlan(ts, fam, params, checks)
 
 
-def lattice_round(q: np.ndarray | float) -> np.ndarray:
-    """The integer a geometric-family release answers for a query value q: ⌊q + ½⌋ (half up).
-
-    Rounding is deterministic and data-independent, and it keeps an integer sensitivity Δ: if
-    |a − b| ≤ Δ then |⌊a + ½⌋ − ⌊b + ½⌋| ≤ Δ (⌊x + t⌋ − ⌊x⌋ ≤ ⌈t⌉ for t ≥ 0), so the release of
-    the rounded value is ε-DP exactly when that of q would be. (Round-half-to-even would not:
-    0.5 → 0 and 1.5 → 2 move by 2 for Δ = 1.) Integer inputs are returned unchanged.
-    """
-    return np.floor(np.asarray(q, dtype=float) + 0.5)
-
-
 def _record_loss(mask_or_n: np.ndarray | int | None, value: float) -> np.ndarray | None:
     if mask_or_n is None:
         return None
@@ -161,11 +151,11 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
     ``records``: the input rows (a boolean mask of the records the query reads, or a count):
     the per-record loss is the total over all tiers for those records, 0 for the others.
     The answers table has one row per (tier, query); truth columns only with ``reveal``.
-    ``secure=True`` (or a :class:`~prdp_core.secure.SecureSampler`): a real release, unseeded, with exact
+    ``secure=True`` (or a :class:`~prdp_core.core.secure.SecureSampler`): a real release, unseeded, with exact
     OpenDP samplers (:mod:`.secure`); it reads the records' ``contributions`` (one array per query, e.g.
     :attr:`CentralQuery.contributions`) and quantises them itself, and the loss of every tier is certified
     before the answers are returned (``params["certified"]``). ``rng`` and ``seed`` are then ignored.
-    ``noise``: the noise source (:class:`~prdp_core.noise_source.Noise`: ``Noise.teaching(seed)`` or
+    ``noise``: the noise source (:class:`~prdp_core.core.noise_source.Noise`: ``Noise.teaching(seed)`` or
     ``Noise.secure()``); ``rng``/``seed``/``secure``/``sampler`` are its legacy spelling.
     """
     if strategy not in STRATEGIES:
@@ -243,8 +233,6 @@ def release_central(plan: CentralPlan, true_answers: float | Sequence[float] | n
 def _secure_tiers(plan: CentralPlan, q: np.ndarray, contributions: np.ndarray | Sequence[np.ndarray] | None,
                   strategy: str, smp: SecureSampler) -> Any:
     """The secure answers of every tier (:func:`.secure.secure_central`), from one contribution array per query."""
-    from .secure import secure_central  # the secure module builds on this one
-
     if contributions is None:
         raise ParameterError("A secure multi-tier release reads the records' contributions, not a total.",
                              hint="Pass contributions=central_query(...).contributions.")
@@ -286,12 +274,6 @@ def sample_independent(family: NoiseFamily, params: Sequence[float], true: np.nd
     """Naive baseline: a fresh release per tier (collusion costs Σ ε)."""
     q = np.atleast_1d(np.asarray(true, dtype=float))
     return np.stack([q + family.sample(p, q.size, rng=rng) for p in params])
-
-
-def gradual_pieces(budgets: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Budget splitting ("gradual" baseline, §6): e_m = b_m, e_l = b_l − b_{l+1} (decreasing budgets)."""
-    b = np.asarray(budgets, dtype=float)
-    return np.append(b[:-1] - b[1:], b[-1])
 
 
 def gradual_variance(piece_variances: Sequence[float] | np.ndarray) -> np.ndarray:

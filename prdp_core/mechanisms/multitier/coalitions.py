@@ -15,7 +15,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ...errors import ParameterError
+from ...core.errors import ParameterError
 from .central import CentralPlan
 from .local import LocalPlan
 from .noise_families import GaussianNoise, gaussian_eps_for, geometric_residual_weights, tsg_pmf

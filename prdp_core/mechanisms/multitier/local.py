@@ -17,11 +17,11 @@ from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence, cast
 import numpy as np
 import pandas as pd
 
-from ...accounting import FlatLoss, LedgerEntry
-from ...errors import ParameterError
-from ...noise_source import NO_GENERATOR, Noise, resolve
-from ...release import Release
-from ...secure import SecureSampler
+from ...core.accounting import FlatLoss, LedgerEntry
+from ...core.errors import ParameterError
+from ...core.noise_source import NO_GENERATOR, Noise, resolve
+from ...core.release import Release
+from ...core.secure import SecureSampler
 from .simulation import (
     brr_chain_counts,
     debias_brr,
@@ -162,10 +162,10 @@ def release_local(plan: LocalPlan, values: np.ndarray | Sequence[int], *, rng: n
     reports into count estimates. The answers table has one row per (tier, category); truth
     columns only with ``reveal``. Per-record loss: the total over all tiers (the top served
     level for the multi-tier mechanisms, Σ ε_i for independent reports).
-    ``secure=True`` (or a :class:`~prdp_core.secure.SecureSampler`): a real release, unseeded, the same
+    ``secure=True`` (or a :class:`~prdp_core.core.secure.SecureSampler`): a real release, unseeded, the same
     simulation driven by exact coins from the system random source (:class:`.secure.SecureGenerator`);
     every tier's loss is certified as its level plus the coins' slack (``params["certified"]``).
-    ``noise``: the noise source (:class:`~prdp_core.noise_source.Noise`: ``Noise.teaching(seed)`` or
+    ``noise``: the noise source (:class:`~prdp_core.core.noise_source.Noise`: ``Noise.teaching(seed)`` or
     ``Noise.secure()``); ``rng``/``seed``/``secure``/``sampler`` are its legacy spelling.
     """
     if mechanism not in LOCAL_MECHANISMS:

@@ -32,10 +32,10 @@ from typing import ClassVar
 import numpy as np
 from scipy import optimize, special
 
-from ... import noise as _noise
-from ...errors import ParameterError
-from ...validate import positive as _pos
-from ...validate import probability
+from ...core import noise as _noise
+from ...core.errors import ParameterError
+from ...core.validate import positive as _pos
+from ...core.validate import probability
 
 #: Families a release can use (each has an exact residual sampler).
 RELEASE_FAMILIES: tuple[str, ...] = ("geometric", "multiscale_geometric", "laplace", "gaussian")

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from ...errors import ParameterError
+from ...core.errors import ParameterError
 from .subset import MAX_DOMAIN
 
 # ---------------------------------------------------------------------------

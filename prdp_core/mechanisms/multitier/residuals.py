@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ...validate import positive as _pos
+from ...core.validate import positive as _pos
 from .noise_families import FAMILY_LABELS, NoiseFamily, noise_family
 
 # ---------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 Used by :func:`~prdp_core.mechanisms.multitier.central.release_central` and
 :func:`~prdp_core.mechanisms.multitier.local.release_local` with ``secure=True`` (see
-:mod:`prdp_core.secure` for the samplers, the grid and the system random source).
+:mod:`prdp_core.core.secure` for the samplers, the grid and the system random source).
 
 **Central model.** The query is quantised record by record and summed exactly
 (:func:`central_units`): the integer grid g = 1 for the geometric families (⌊q + ½⌋ of an
@@ -11,7 +11,7 @@ integer sum), the grid g of the sensitivity Δ otherwise, with Δ_u = ⌈Δ/g⌉
 * ``geometric`` and ``laplace`` — tier 1 = q + discrete Laplace of scale s_1 = Δ_u/ε_1 (OpenDP;
   TSG(e^{−1/s_1})); each lower tier adds the Eq.-(1) residual between the scales OpenDP used: 0
   with probability w0, else a fresh discrete Laplace of scale s_i. w0 is irrational: it is drawn
-  as the nearest multiple of 2^−53 (:meth:`~prdp_core.secure.SecureSampler.bernoulli_dyadic`),
+  as the nearest multiple of 2^−53 (:meth:`~prdp_core.core.secure.SecureSampler.bernoulli_dyadic`),
   which multiplies the residual's pmf pointwise by a factor within [m, M] of the exact one,
   hence tier i's pmf too: tier i alone is certified at ε_i (OpenDP's map at scale s_i) plus
   Σ ln(M/m) over its steps (:func:`mixture_slack`, about 10^−15). The laplace family is the
@@ -47,11 +47,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ... import limits
-from ...errors import ParameterError
-from ...secure import BERNOULLI_BITS, SecureSampler, exact_cell_sums, grid_for, to_units, units_ceil
-from .central import gradual_pieces, lattice_round
+from ...core import limits
+from ...core.errors import ParameterError
+from ...core.secure import BERNOULLI_BITS, SecureSampler, exact_cell_sums, grid_for, to_units, units_ceil
 from .noise_families import NoiseFamily, geometric_residual_weights
+from .tiers import gradual_pieces, lattice_round
 
 _ONE = 2 ** BERNOULLI_BITS
 

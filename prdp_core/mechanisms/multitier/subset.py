@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ...errors import ParameterError, ResourceLimitError
+from ...core.errors import ParameterError, ResourceLimitError
 
 if TYPE_CHECKING:
     from .templates import Template

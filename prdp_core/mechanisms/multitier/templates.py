@@ -16,8 +16,8 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from ...errors import ParameterError
-from ...validate import whole_number
+from ...core.errors import ParameterError
+from ...core.validate import whole_number
 from .subset import MAX_DOMAIN, expansion_level, optimal_k, rescale_keep_probability, subset_variance
 
 Variant = Literal["subset2", "subset1"]

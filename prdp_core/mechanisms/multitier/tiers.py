@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Iterable, Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...errors import ParameterError, PolicyError, PrdpError
+from ...core.errors import ParameterError, PolicyError, PrdpError
 
 #: Largest number of tiers in one plan.
 MAX_TIERS = 200
@@ -98,7 +98,7 @@ class TieredPlan:
     """What every multi-tier plan (central, local) reads off its ``tiers``: their names and budgets."""
 
     tiers: tuple[Tier, ...]
-    #: record_loss (:class:`prdp_core.contract.Plan`) is what a seeded release charges each record.
+    #: record_loss (:class:`prdp_core.mechanisms.contract.Plan`) is what a seeded release charges each record.
     exact: ClassVar[bool] = True
 
     @property
@@ -116,3 +116,20 @@ def safe_plan_error(exc: Exception) -> PrdpError:
         return exc
     return ParameterError(f"These settings could not be evaluated ({type(exc).__name__}).",
                           hint="Try fewer tiers, a smaller domain or budgets between 0.01 and 20.")
+def lattice_round(q: np.ndarray | float) -> np.ndarray:
+    """The integer a geometric-family release answers for a query value q: ⌊q + ½⌋ (half up).
+
+    Rounding is deterministic and data-independent, and it keeps an integer sensitivity Δ: if
+    |a − b| ≤ Δ then |⌊a + ½⌋ − ⌊b + ½⌋| ≤ Δ (⌊x + t⌋ − ⌊x⌋ ≤ ⌈t⌉ for t ≥ 0), so the release of
+    the rounded value is ε-DP exactly when that of q would be. (Round-half-to-even would not:
+    0.5 → 0 and 1.5 → 2 move by 2 for Δ = 1.) Integer inputs are returned unchanged.
+    """
+    return np.floor(np.asarray(q, dtype=float) + 0.5)
+
+
+def gradual_pieces(budgets: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Budget splitting ("gradual" baseline, §6): e_m = b_m, e_l = b_l − b_{l+1} (decreasing budgets)."""
+    b = np.asarray(budgets, dtype=float)
+    return np.append(b[:-1] - b[1:], b[-1])
+
+

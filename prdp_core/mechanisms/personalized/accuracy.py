@@ -13,8 +13,8 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from ... import noise as _noise
-from ...errors import ParameterError
+from ...core import noise as _noise
+from ...core.errors import ParameterError
 from .blackbox import CountNoise, dp_answer, em_pieces, noise_variance
 from .mechanisms import PE, Minimum, PDPMechanism, Sample, Stretching, Threshold, paper_mechanisms
 from .neighbours import noise_calibration

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Callable, Literal
 
 import numpy as np
 
-from ... import noise as _noise
-from ...errors import ParameterError
+from ...core import noise as _noise
+from ...core.errors import ParameterError
 from .ranges import Pieces, _draw_from_pieces, _on_grid, _pieces, _pieces_probs
 from .spec import _check_eps
 

@@ -57,7 +57,7 @@ class DesignDefault:
 
     def note(self) -> str:
         """What a release records about the parameter left at this default (its ``<name>_source``; the text
-        before the parenthesis is the short form :func:`prdp_core.provenance.data_derived` lists)."""
+        before the parenthesis is the short form :func:`prdp_core.core.provenance.data_derived` lists)."""
         return (f"data: {self.origin} ({self.detail}; a design default, not a public value — a real release must "
                 "set it from public knowledge)")
 

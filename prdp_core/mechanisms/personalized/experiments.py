@@ -9,7 +9,7 @@ from typing import Callable, Literal
 import numpy as np
 import pandas as pd
 
-from ...errors import ParameterError
+from ...core.errors import ParameterError
 from .mechanisms import PDPMechanism, paper_mechanisms
 from .query import PersonalizedQuery
 from .spec import TierConfig, generate_tiers

@@ -23,12 +23,12 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 
-from ... import noise as _noise
-from ...errors import ParameterError
-from ...neighbours import AddRemove, Substitution
-from ...noise_source import Noise
-from ...release import Release
-from ...secure import SecureSampler
+from ...core import noise as _noise
+from ...core.errors import ParameterError
+from ...core.neighbours import AddRemove, Substitution
+from ...core.noise_source import Noise
+from ...core.release import Release
+from ...core.secure import SecureSampler
 from .blackbox import CountNoise, dp_answer
 from .neighbours import Neighbours, noise_calibration, sample_delivered_substitution, substitution_factor
 from .pe import pe_draw

@@ -19,14 +19,14 @@ import math
 
 import numpy as np
 
-from ...errors import ParameterError
-from ...neighbours import AddRemove, NeighbourRelation, Substitution
+from ...core.errors import ParameterError
+from ...core.neighbours import AddRemove, NeighbourRelation, Substitution
 from .query import PersonalizedQuery
 from .sample import sample_probability
 from .spec import PrivacySpec, _check_eps
 
-#: A PDP mechanism's neighbour relation (:class:`~prdp_core.neighbours.AddRemove` or
-#: :class:`~prdp_core.neighbours.Substitution`).
+#: A PDP mechanism's neighbour relation (:class:`~prdp_core.core.neighbours.AddRemove` or
+#: :class:`~prdp_core.core.neighbours.Substitution`).
 Neighbours = NeighbourRelation
 
 #: Plain-language statement of each neighbour notion by its name, for docstrings and the UI.

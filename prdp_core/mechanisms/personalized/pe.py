@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...errors import ParameterError
+from ...core.errors import ParameterError
 from .ranges import Pieces, _draw_from_pieces, _on_grid, _pieces, _pieces_probs
 
 

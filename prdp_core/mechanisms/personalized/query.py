@@ -15,7 +15,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from ...errors import ParameterError
+from ...core.errors import ParameterError
 from .blackbox import BlackBox
 from .ranges import _integer_bounds, _on_grid
 

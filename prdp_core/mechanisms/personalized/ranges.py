@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...errors import ParameterError
+from ...core.errors import ParameterError
 
 
 def _integer_bounds(lo: float, hi: float) -> None:

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...errors import ParameterError, PolicyError
-from ...neighbours import AddRemove
-from ...release import Release
+from ...core.errors import ParameterError, PolicyError
+from ...core.neighbours import AddRemove
+from ...core.release import Release
 from .mechanisms import paper_mechanisms
 from .query import PersonalizedQuery
 from .spec import PrivacySpec, _check_eps

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Iterable
 import numpy as np
 import pandas as pd
 
-from ...accounting import LedgerEntry, RecordLoss
-from ...errors import PolicyError
-from ...noise_source import Noise, resolve
-from ...provenance import mark_sources
-from ...release import Release
-from ...secure import SecureSampler
+from ...core.accounting import LedgerEntry, RecordLoss
+from ...core.errors import PolicyError
+from ...core.noise_source import Noise, resolve
+from ...core.provenance import mark_sources
+from ...core.release import Release
+from ...core.secure import SecureSampler
 from .defaults import DESIGN_DEFAULTS
 from .neighbours import noise_calibration, substitution_factor
 from .query import PersonalizedQuery
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class PersonalizedPlan:
-    """A personalized-DP release before any data (:class:`prdp_core.contract.Plan`): the specification Φ
+    """A personalized-DP release before any data (:class:`prdp_core.mechanisms.contract.Plan`): the specification Φ
     over the public roster, the mechanism and the query. Each user's delivered ε is a function of Φ and
     of the mechanism alone (α = min Φ for Minimum, min(Φ, t) for Threshold, …), in the neighbour notion of
     :meth:`PDPMechanism.neighbours_for`."""
@@ -65,10 +65,10 @@ def release(table: pd.DataFrame, spec: PrivacySpec, query: PersonalizedQuery, me
     substitution when it was read from the table (:meth:`PDPMechanism.neighbours_for`); the
     losses, the params, the promise and the ledger entry all state it.
     ``reveal=True`` (teaching mode) adds the true answer and the error.
-    ``secure=True`` (or a :class:`~prdp_core.secure.SecureSampler`): a real release with exact OpenDP
+    ``secure=True`` (or a :class:`~prdp_core.core.secure.SecureSampler`): a real release with exact OpenDP
     samplers and system randomness, no seed (``rng`` and ``seed`` are ignored), outputs on the grids of
     :mod:`.secure`, and each user's loss certified at or below the delivered ε before it is returned.
-    ``noise``: the noise source (:class:`~prdp_core.noise_source.Noise`: ``Noise.teaching(seed)`` or
+    ``noise``: the noise source (:class:`~prdp_core.core.noise_source.Noise`: ``Noise.teaching(seed)`` or
     ``Noise.secure()``); ``rng``/``seed``/``secure``/``sampler`` are its legacy spelling.
     """
     mechanism.check_query(query)

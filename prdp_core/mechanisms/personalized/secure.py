@@ -1,7 +1,7 @@
 """Secure (publishable) personalized DP: the black boxes, Sample's draw, PE and Stretching with exact samplers.
 
 Used by every :class:`~prdp_core.mechanisms.personalized.mechanisms.PDPMechanism` when a release
-is made with ``secure=True`` (see :mod:`prdp_core.secure` for the grid and the samplers). Each
+is made with ``secure=True`` (see :mod:`prdp_core.core.secure` for the grid and the samplers). Each
 function returns the answer, its effective noise scale (value units, or None) and the ε that
 OpenDP's privacy map certifies, checked against the ε the mechanism promises before the answer
 is returned:
@@ -17,7 +17,7 @@ is returned:
   change-count scores as they are (sensitivity 1). The answer is a grid point; the ε is exact;
 * **Sample's draw** — keep probability π = (e^Φ − 1)/(e^t − 1) rounded *down* to a multiple of
   2^−53 (:func:`sample_keep_numerators`, checked in 60-digit decimal arithmetic), drawn exactly
-  (:meth:`~prdp_core.secure.SecureSampler.bernoulli_dyadic`): since the loss ln(1 + π(e^t − 1))
+  (:meth:`~prdp_core.core.secure.SecureSampler.bernoulli_dyadic`): since the loss ln(1 + π(e^t − 1))
   grows with π, every user receives at most min(Φ, t), as promised;
 * **PE** — the personalized exponential mechanism with each Φ replaced by the whole number
   φ = ⌊K·Φ⌋ (K = 2^20; exact integer scores d_f, whose change for user x is at most φ_x by the
@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ...errors import ParameterError
-from ...secure import BERNOULLI_BITS, SCORE_SCALE, SecureSampler, exact_cell_sums, grid_for, to_units, units_ceil
+from ...core.errors import ParameterError
+from ...core.secure import BERNOULLI_BITS, SCORE_SCALE, SecureSampler, exact_cell_sums, grid_for, to_units, units_ceil
 from .pe import d_median, d_min
 from .sample import sample_probability
 

@@ -26,8 +26,8 @@ from typing import Any, Literal, Sequence
 import numpy as np
 import pandas as pd
 
-from ...errors import ParameterError, PolicyError
-from ...validate import positive
+from ...core.errors import ParameterError, PolicyError
+from ...core.validate import positive
 
 ThresholdSpec = float | Literal["max", "mean", "min"]
 

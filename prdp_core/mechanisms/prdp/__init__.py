@@ -21,6 +21,20 @@ re-exports the public names of its modules, one concept each:
 
 from __future__ import annotations
 
+from ...core.domains import DomainPartition, ceil_log2
+from ...core.expressions import (
+    ALLOWED_FUNCTIONS,
+    COST_POWER,
+    COST_TEXT_COMPARISON,
+    MAX_CONSTANT_EXPONENT,
+    MAX_EXPRESSION_DEPTH,
+    MAX_EXPRESSION_NODES,
+    Columns,
+    CompiledExpression,
+    Evaluator,
+    compile_expression,
+)
+from ...core.shapes import Constant, Expression, Groups, Inverse, Log, Shape, Sqrt, Step
 from .answers import BUILTIN, AdaptiveClippedSum, DistinctCount, LaplaceCount, RankMax
 from .assumed import AssumedData, RecordModel
 from .budget import (
@@ -40,27 +54,13 @@ from .budget import (
     value_grid,
 )
 from .central import PAPER_SHARE, Split, check_share, count, count_of, framework, framework_trials, naive, naive_trials
-from .domains import DomainPartition, ceil_log2
 from .error_law import FAILURE_LEVEL, ErrorLaw
 from .experiments import PAPER_BUDGETS, SCALING_DEFAULTS, Method, normal_balances, scaling_study, simulate, trimmed_mean
-from .expressions import (
-    ALLOWED_FUNCTIONS,
-    COST_POWER,
-    COST_TEXT_COMPARISON,
-    MAX_CONSTANT_EXPONENT,
-    MAX_EXPRESSION_DEPTH,
-    MAX_EXPRESSION_NODES,
-    Columns,
-    CompiledExpression,
-    Evaluator,
-    compile_expression,
-)
 from .extension import ExtensionStats, extension_stats, extension_trials, sum_extension
 from .forecast import WARN_AT, Forecast, ForecastQuery, Model, forecast
 from .queries import CustomMechanism, FrameworkQuery, Prepared, QueryKind, as_query, prepare
 from .remedies import BUDGET_FACTORS, CAP_HALVINGS, CAUSES, SPLITS, Outlook, Remedy, outlook
 from .selection import Selection, secure_select_domain, select_domain
-from .shapes import Constant, Expression, Groups, Inverse, Log, Shape, Sqrt, Step
 
 __all__ = [
     "MAX_EXPRESSION_NODES", "MAX_EXPRESSION_DEPTH", "MAX_CONSTANT_EXPONENT", "COST_POWER", "COST_TEXT_COMPARISON",

@@ -36,10 +36,10 @@ from typing import Any
 
 import numpy as np
 
+from ...core.errors import ParameterError
+from ...core.limits import MAX_ROWS
 from ...engines import memory as memory_engine
 from ...engines.base import Bins, DomainStats
-from ...errors import ParameterError
-from ...limits import MAX_ROWS
 
 # ---------------------------------------------------------------------------
 # Standard DP mechanisms M on per-domain sufficient statistics

@@ -18,8 +18,8 @@ from typing import Any, Literal
 import numpy as np
 from scipy import special, stats
 
-from ...errors import ParameterError, PolicyError
-from ...validate import positive
+from ...core.errors import ParameterError, PolicyError
+from ...core.validate import positive
 from .budget import BudgetFunction
 
 # ---------------------------------------------------------------------------

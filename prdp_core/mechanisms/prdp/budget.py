@@ -34,11 +34,11 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...errors import ConfigError, ExpressionError, ParameterError, PolicyError
-from ...validate import positive as _positive
-from .domains import DomainPartition
-from .expressions import MAX_CONSTANT_EXPONENT, Columns, _suggest
-from .shapes import Constant, Expression, Groups, Inverse, Log, Shape, Sqrt, Step, _shape_from_dict
+from ...core.domains import DomainPartition
+from ...core.errors import ConfigError, ExpressionError, ParameterError, PolicyError
+from ...core.expressions import MAX_CONSTANT_EXPONENT, Columns, _suggest
+from ...core.shapes import Constant, Expression, Groups, Inverse, Log, Shape, Sqrt, Step, _shape_from_dict
+from ...core.validate import positive as _positive
 
 #: ε̂ used when none is given (the paper's experiments, Sec. 8.1).
 DEFAULT_EPS_MAX: float = 100.0

@@ -2,7 +2,7 @@
 
 Every mechanism here honours a budget function E (:mod:`prdp_core.mechanisms.prdp.budget`): for
 every record r, adding or removing r changes the probability of any output by at most a factor
-e^{E(r)} (E-PrDP, Def. 3.7, pure ε). Each :class:`~prdp_core.release.Release` carries,
+e^{E(r)} (E-PrDP, Def. 3.7, pure ε). Each :class:`~prdp_core.core.release.Release` carries,
 per input row, the *requested* budget E(r) and the *delivered* loss (an upper bound on the
 record's actual privacy loss); ``release.check_delivered_within_requested()`` holds for
 every mechanism (tested).
@@ -48,15 +48,15 @@ import numpy as np
 import pandas as pd
 
 from ... import engines
-from ...distribution import LossDistribution
-from ...errors import ParameterError, PolicyError
-from ...limits import MAX_ROWS
-from ...noise_source import Noise, resolve
-from ...release import Release
-from ...secure import SecureSampler, to_units
+from ...core.distribution import LossDistribution
+from ...core.domains import DomainPartition
+from ...core.errors import ParameterError, PolicyError
+from ...core.limits import MAX_ROWS
+from ...core.noise_source import Noise, resolve
+from ...core.release import Release
+from ...core.secure import SecureSampler, to_units
 from .answers import AdaptiveClippedSum, DistinctCount, LaplaceCount, RankMax
 from .budget import BudgetFunction
-from .domains import DomainPartition
 from .plans import CountPlan
 from .queries import FrameworkQuery, Prepared, _query_input, prepare
 from .selection import (
@@ -89,7 +89,7 @@ def count(values_eps: Any, *, eps_min: float, eps_max: float, beta: float, rng: 
     reveal: attach the true count and errors (teaching mode).
     secure, sampler: secure mode — exact discrete Laplace noise from OpenDP on the integer
         counts (same scales 1/(2^{i−1}ε̌), so the same per-record loss), no seed
-        (:mod:`prdp_core.secure`).
+        (:mod:`prdp_core.core.secure`).
     noise: the noise source (``Noise.teaching(seed)`` or ``Noise.secure()``); ``rng``, ``seed``,
         ``secure`` and ``sampler`` are its legacy spelling.
 

@@ -13,8 +13,8 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ...errors import ParameterError
-from ...validate import whole_number
+from ...core.errors import ParameterError
+from ...core.validate import whole_number
 from .answers import RankMax
 from .budget import BudgetFunction, preset
 from .central import framework_trials, naive_trials

@@ -5,7 +5,7 @@ domain i (from the budget function, public); ℓ is selected by Algorithm 1's ru
 domain i pays 2^{i−1}ε̌ ≤ E(r).
 
 Secure mode (:func:`secure_extension_selection`): domain i's clipped values are quantised record by
-record on the grid g_i of v̄_i (:mod:`prdp_core.secure`), summed exactly, and get discrete Laplace
+record on the grid g_i of v̄_i (:mod:`prdp_core.core.secure`), summed exactly, and get discrete Laplace
 noise calibrated to ⌈v̄_i/g_i⌉ grid units at 2^{i−1}ε̌ (OpenDP's map certifies it); a record
 pays u(v)/t_i ≤ 2^{i−1}ε̌, with u(v) its grid units and t_i the noise scale in grid units.
 """
@@ -20,12 +20,12 @@ import numpy as np
 import pandas as pd
 
 from ... import engines
-from ...errors import PolicyError
-from ...noise_source import Noise, resolve
-from ...release import Release
-from ...secure import SecureSampler, exact_cell_sums, to_units
+from ...core.domains import DomainPartition
+from ...core.errors import PolicyError
+from ...core.noise_source import Noise, resolve
+from ...core.release import Release
+from ...core.secure import SecureSampler, exact_cell_sums, to_units
 from .budget import BudgetFunction
-from .domains import DomainPartition
 from .queries import FrameworkQuery, _query_input
 from .selection import Selection, _check_beta, _entry, _table_of, _truth_cols, select_domain
 

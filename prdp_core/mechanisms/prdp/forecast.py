@@ -62,9 +62,9 @@ from typing import Any, Literal
 import numpy as np
 from scipy import special, stats
 
+from ...core.errors import ParameterError
+from ...core.validate import positive
 from ...engines import memory as memory_engine
-from ...errors import ParameterError
-from ...validate import positive
 from .answers import AdaptiveClippedSum
 from .assumed import AssumedData, RecordModel, _binomial_pass, _first_passing, _normal_pass
 from .budget import BudgetFunction

@@ -22,7 +22,7 @@ e^{−E(r)}·P[M(⊥) ∈ y] ≤ P[M(r) ∈ y] ≤ e^{E(r)}·P[M(⊥) ∈ y].
   A party pays 2^{i−2}ε̌ in round I and ε_τ/2 in round II if kept: ≤ E(r).
 * :func:`naive` — every party randomises at the global minimum ε̌.
 
-Secure mode (``secure=True`` or a ``sampler``; :mod:`prdp_core.secure`): every party's
+Secure mode (``secure=True`` or a ``sampler``; :mod:`prdp_core.core.secure`): every party's
 randomiser draws exact discrete Laplace noise from OpenDP with the same scales — Algorithm 3's
 report is the integer vector 1[r ∈ X_i] + K_i, K_i ~ DLap(1/(2^{i−1}ε̌)) (:func:`secure_randomise`);
 round II sends u(min(v, τ)) + DLap calibrated to ⌈τ/g⌉ grid units at ε_τ/2 on the grid g of τ
@@ -47,13 +47,13 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from ...errors import ParameterError
-from ...neighbours import LocalDummy
-from ...noise_source import Noise, resolve
-from ...release import Release
-from ...secure import SecureSampler, exact_cell_sums, grid_for, to_units
+from ...core.domains import DomainPartition
+from ...core.errors import ParameterError
+from ...core.neighbours import LocalDummy
+from ...core.noise_source import Noise, resolve
+from ...core.release import Release
+from ...core.secure import SecureSampler, exact_cell_sums, grid_for, to_units
 from .budget import BudgetFunction
-from .domains import DomainPartition
 from .plans import CountPlan
 from .queries import FrameworkQuery, _query_input, as_query
 from .selection import Selection, _check_beta, _check_rng, _entry, _eps_array, _table_of, _truth_cols

@@ -5,7 +5,7 @@ E(r) falls in domain i exactly 2^{i−1}ε̌ ≤ E(r): its per-record loss is a 
 public ε̌, ε̂ alone, so :meth:`CountPlan.record_loss` is what the release charges, computed before it
 runs. A :class:`BudgetPlan` (any algorithm of the framework, central or local) promises at most E(r)
 to every record; its :meth:`BudgetPlan.record_loss` is that bound (the framework's delivered loss also
-depends on the released domain ℓ, never above it). Both follow :class:`prdp_core.contract.Plan`.
+depends on the released domain ℓ, never above it). Both follow :class:`prdp_core.mechanisms.contract.Plan`.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from ...errors import ParameterError
+from ...core.domains import DomainPartition
+from ...core.errors import ParameterError
 from .budget import BudgetFunction
-from .domains import DomainPartition
 from .selection import _check_beta, _eps_array, _table_of
 
 #: The algorithms of the framework a :class:`BudgetPlan` can release with.

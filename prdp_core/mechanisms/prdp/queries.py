@@ -16,11 +16,11 @@ import numpy as np
 import pandas as pd
 
 from ... import engines
+from ...core.domains import DomainPartition
+from ...core.errors import ParameterError, PolicyError
 from ...engines import memory as memory_engine
-from ...errors import ParameterError, PolicyError
 from .answers import BUILTIN, AdaptiveClippedSum, RankMax
 from .budget import BudgetFunction
-from .domains import DomainPartition
 from .selection import _table_of
 
 QueryKind = Literal["count", "sum", "max", "distinct", "custom"]

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...errors import PolicyError
+from ...core.errors import PolicyError
 from .assumed import AssumedData
 from .budget import BudgetFunction
 from .forecast import FAILURE_LEVEL, WARN_AT, Forecast, ForecastQuery, Model, forecast

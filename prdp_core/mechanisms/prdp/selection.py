@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ...accounting import DistributionLoss, LedgerEntry, RecordLoss
-from ...distribution import LossDistribution
-from ...errors import ParameterError, PolicyError
-from ...neighbours import AddRemove, NeighbourRelation, as_neighbours
-from ...secure import SecureSampler
+from ...core.accounting import DistributionLoss, LedgerEntry, RecordLoss
+from ...core.distribution import LossDistribution
+from ...core.errors import ParameterError, PolicyError
+from ...core.neighbours import AddRemove, NeighbourRelation, as_neighbours
+from ...core.secure import SecureSampler
 
 # ---------------------------------------------------------------------------
 # Checks and small helpers

@@ -1,6 +1,6 @@
 """Unit-splitting releases: Gaussian answers of a workload under per-record zCDP.
 
-Per-record zCDP paper, Secs. 5.2–6. A :class:`~prdp_core.workload.SplittingPolicy`
+Per-record zCDP paper, Secs. 5.2–6. A :class:`~prdp_core.core.workload.SplittingPolicy`
 (thresholds + workload) is released query by query:
 
 * **COUNT** — COUNT DISTINCT of record ids per cell, sensitivity 1, Gaussian σ = 1/√(2ρ_q);
@@ -13,7 +13,7 @@ Per-record zCDP paper, Secs. 5.2–6. A :class:`~prdp_core.workload.SplittingPol
 * **SUM before splitting** (top-coding, the Table 7 baseline) — values clamped at c,
   sensitivity c, σ = c/√(2ρ_q); biased, every record pays ρ_q.
 * **AVG** — noisy SUM / noisy COUNT DISTINCT (post-processing), the count with ``rho_count``.
-* **Group keys** — given by **public key lists** (``workload.group_keys``, :mod:`prdp_core.keysets`:
+* **Group keys** — given by **public key lists** (``workload.group_keys``, :mod:`prdp_core.core.keysets`:
   exactly the product of the lists, unlisted records dropped, absent cells answered as noisy
   zeros; a secure release accepts them), treated as public (the cells present in the data are
   declared public: fine for teaching, refused by a secure release) or found by **partition

@@ -9,15 +9,15 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from ...accounting import LedgerEntry
-from ...data import Dataset
-from ...errors import ParameterError, PolicyError
-from ...noise_source import Noise, resolve
-from ...provenance import KEYS_FROM_DATA, require_public_thresholds
-from ...release import Release
-from ...secure import SecureSampler, exact_cell_sums, to_units
-from ...splitting import DEFAULT_KEY, Thresholds, as_thresholds, split_counts
-from ...workload import Filter, Query, SplittingPolicy, Workload
+from ...core.accounting import LedgerEntry
+from ...core.errors import ParameterError, PolicyError
+from ...core.noise_source import Noise, resolve
+from ...core.provenance import KEYS_FROM_DATA, require_public_thresholds
+from ...core.release import Release
+from ...core.secure import SecureSampler, exact_cell_sums, to_units
+from ...core.splitting import DEFAULT_KEY, Thresholds, as_thresholds, split_counts
+from ...core.workload import Filter, Query, SplittingPolicy, Workload
+from ...data.dataset import Dataset
 from .stats import PublicKeys, QueryStats, workload_stats
 from .workload_release import Z95, _policy_loss, _public_sensitivity_floor, _record_delta
 
@@ -86,7 +86,7 @@ def joint_sum_release(data: Dataset | pd.DataFrame, thresholds: Mapping[Any, Any
         unit sensitivity ⌈T(a)/g⌉ only adds noise). Cells come from ``public_keys`` (a secure
         release takes no keys from the data). Unseeded.
     threshold_source, allow_data_derived:
-        Where each threshold came from (:mod:`prdp_core.provenance`); a secure release refuses
+        Where each threshold came from (:mod:`prdp_core.core.provenance`); a secure release refuses
         thresholds computed from the data unless ``allow_data_derived`` (teaching).
     reveal:
         Attach true answers and errors (teaching mode).

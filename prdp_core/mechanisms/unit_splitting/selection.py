@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ...codes import GroupCells as _Factorizer
-from ...errors import ParameterError
-from ...secure import SecureSampler, to_units
-from ...workload import SplittingPolicy
+from ...core.errors import ParameterError
+from ...core.secure import SecureSampler, to_units
+from ...core.workload import SplittingPolicy
+from ...data.codes import GroupCells as _Factorizer
 from .stats import _key_index
 
 

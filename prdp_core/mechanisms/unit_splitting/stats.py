@@ -10,13 +10,13 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from ... import keysets
-from ...codes import GroupCells as _Factorizer
+from ...core import keysets
+from ...core.errors import PolicyError
+from ...core.splitting import DEFAULT_KEY, split_counts
+from ...core.workload import Query, SplittingPolicy, filters, joint_policy_loss, summed_policy_loss
+from ...data.codes import GroupCells as _Factorizer
 from ...engines import Aggregate, CellTable, EngineDataset, SplitHistogram
 from ...engines.memory import column_kind
-from ...errors import PolicyError
-from ...splitting import DEFAULT_KEY, split_counts
-from ...workload import Query, SplittingPolicy, joint_policy_loss, summed_policy_loss
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ PublicKeys = Mapping[tuple[str, ...], pd.DataFrame]
 def _public_cells(table: pd.DataFrame, group_by: tuple[str, ...], keys: pd.DataFrame, kinds: Mapping[str, str]
                   ) -> tuple[pd.DataFrame, np.ndarray]:
     """Cells from a public key list: each record's row in it (−1 when its key is not listed), values
-    compared by the column's type (:func:`prdp_core.keysets.match`)."""
+    compared by the column's type (:func:`prdp_core.core.keysets.match`)."""
     missing = [c for c in group_by if c not in keys.columns]
     if missing:
         raise PolicyError(f"The public key list for {', '.join(group_by)} lacks the column(s) "
@@ -183,7 +183,7 @@ def engine_workload_stats(data: EngineDataset, policy: SplittingPolicy, public_k
     kinds = eng.column_kinds()
     public_keys = listed_keys(policy, kinds, public_keys)
     for gb, cells in public_keys.items():
-        if keysets.filters(gb, cells) is None:
+        if filters(gb, cells) is None:
             raise PolicyError(f"On a table held by an engine, the public keys of {', '.join(gb)} must be the product "
                               "of one list per column.", hint="Give them as workload.group_keys (one list per "
                                                               "column), or release a table held in memory.")

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Mapping
 
-from ...errors import PolicyError
-from ...splitting import as_thresholds
-from ...workload import SplittingPolicy, Workload
+from ...core.errors import PolicyError
+from ...core.splitting import as_thresholds
+from ...core.workload import SplittingPolicy, Workload
 
 
 def topcode_workload(workload: Workload, clamps: Mapping[str, float]) -> Workload:

@@ -10,21 +10,21 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from ... import keysets
-from ...accounting import LedgerEntry
-from ...codes import GroupCells as _Factorizer
-from ...codes import OwnerCells as _OwnerCells
-from ...codes import column_codes
-from ...data import Dataset
-from ...distribution import LossDistribution
+from ...core import keysets
+from ...core.accounting import LedgerEntry
+from ...core.distribution import LossDistribution
+from ...core.errors import PolicyError
+from ...core.noise_source import Noise, resolve
+from ...core.provenance import KEYS_FROM_DATA, KEYS_LISTED, require_public_thresholds
+from ...core.release import Release
+from ...core.secure import SecureSampler, exact_cell_sums, to_units
+from ...core.splitting import split_counts
+from ...core.workload import Query, SplittingPolicy, filters, joint_policy_loss
+from ...data.codes import GroupCells as _Factorizer
+from ...data.codes import OwnerCells as _OwnerCells
+from ...data.codes import column_codes
+from ...data.dataset import Dataset
 from ...engines import EngineDataset, RealizedTerm, is_engine_data
-from ...errors import PolicyError
-from ...noise_source import Noise, resolve
-from ...provenance import KEYS_FROM_DATA, KEYS_LISTED, require_public_thresholds
-from ...release import Release
-from ...secure import SecureSampler, exact_cell_sums, to_units
-from ...splitting import split_counts
-from ...workload import Query, SplittingPolicy, joint_policy_loss
 from .selection import PartitionSelection, _select_cells, partition_record_delta, selection_cells, selection_plan
 from .stats import (
     PublicKeys,
@@ -69,15 +69,15 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         Thresholds and workload; the release satisfies P-PRzCDP with P = ``policy``
         (plus the partition-selection δ(r) when ``workload.partition_rho > 0``).
     noise:
-        Where the noise comes from (:class:`~prdp_core.noise_source.Noise`): ``Noise.teaching(seed)``, a
+        Where the noise comes from (:class:`~prdp_core.core.noise_source.Noise`): ``Noise.teaching(seed)``, a
         seeded teaching/review run, or ``Noise.secure()``. ``rng``/``seed``/``secure``/``sampler`` are the
-        legacy spelling of the same choice (:meth:`~prdp_core.noise_source.Noise.from_keywords`).
+        legacy spelling of the same choice (:meth:`~prdp_core.core.noise_source.Noise.from_keywords`).
     secure, sampler:
-        Secure mode (``Noise.secure()``, ``secure=True`` or a :class:`~prdp_core.secure.SecureSampler`): exact
+        Secure mode (``Noise.secure()``, ``secure=True`` or a :class:`~prdp_core.core.secure.SecureSampler`): exact
         discrete Gaussian noise from OpenDP, answers on the grid 2^(⌊log₂ T⌋ − bits) (counts on
         the integers), per-record values quantised and summed exactly; σ is calibrated to the
         rounded-up sensitivity ⌈T/g⌉ grid steps, so every record still pays at most
-        ρ_q·m(r)². The release has no seed and ``secure=True`` (see :mod:`prdp_core.secure`).
+        ρ_q·m(r)². The release has no seed and ``secure=True`` (see :mod:`prdp_core.core.secure`).
     allow_data_derived:
         Secure mode only. By default a secure release refuses thresholds whose
         ``policy.threshold_source`` says they were computed from the confidential data (a
@@ -229,7 +229,7 @@ def _realized_term(s: QueryStats, policy: SplittingPolicy, sig: np.ndarray, sig_
     return RealizedTerm(q.group_by, q.filter, measure, clamp, float(sig.max()) if s.n_cells else 1.0,
                         by if sigma_by else None, sigma_by, q.rho_count if q.kind == "avg" else 0.0,
                         float(sig_c[0]) if (q.kind == "avg" and sig_c is not None and len(sig_c)) else None,
-                        keysets.filters(q.group_by, cells) or () if cells is not None else ())
+                        filters(q.group_by, cells) or () if cells is not None else ())
 
 
 def _check_key_source(policy: SplittingPolicy, smp: SecureSampler | None, public_keys: PublicKeys | None) -> None:

@@ -1,4 +1,4 @@
-"""The closed-form error analysis (prdp_core.analysis) on a table held by DuckDB equals the analysis on
+"""The closed-form error analysis (prdp_core.mechanisms.analysis) on a table held by DuckDB equals the analysis on
 the same table in memory: per-cell errors, sweeps, budget solvers, scheme comparisons, threshold
 percentiles and loss CDFs — computed from the engine's statistics, with no per-record array."""
 
@@ -8,10 +8,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import analysis, budget_solver, engines, sweeps
-from prdp_core.data import Schema, prepare_dataset
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
+from prdp_core import engines
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Filter, Query, SplittingPolicy, Workload
+from prdp_core.data.dataset import Schema, prepare_dataset
+from prdp_core.mechanisms import analysis, budget_solver, sweeps
 
 pytestmark = pytest.mark.xdist_group("engines")
 

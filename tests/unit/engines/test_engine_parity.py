@@ -19,19 +19,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from prdp_core import engines
-from prdp_core.data import Schema, check_table, prepare_dataset
-from prdp_core.distribution import LossDistribution
+from prdp_core.core.distribution import LossDistribution
+from prdp_core.core.domains import DomainPartition, ceil_log2
+from prdp_core.core.splitting import as_thresholds, split_counts
+from prdp_core.core.workload import Filter, Query, SplittingPolicy, Workload
+from prdp_core.data.dataset import Schema, check_table, prepare_dataset
+from prdp_core.data.profile import profile_dataset
 from prdp_core.engines import Aggregate, MemoryEngine
 from prdp_core.engines.duckdb_engine import DuckDBEngine
 from prdp_core.mechanisms.prdp.answers import AdaptiveClippedSum, RankMax
 from prdp_core.mechanisms.prdp.budget import inverse, log_budget, parse_budget, per_group, sqrt_budget, step_table
 from prdp_core.mechanisms.prdp.central import count, count_of, framework, naive
-from prdp_core.mechanisms.prdp.domains import DomainPartition, ceil_log2
+from prdp_core.mechanisms.preview import preview_policy
 from prdp_core.mechanisms.unit_splitting import release
-from prdp_core.preview import preview_policy
-from prdp_core.profile import profile_dataset
-from prdp_core.splitting import as_thresholds, split_counts
-from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
 from tests import spark as spark_tests
 
 pytestmark = pytest.mark.xdist_group("engines")
@@ -454,7 +454,7 @@ def test_fixes_applied_in_the_engine_match_prepare_dataset(tmp_path, options, en
     [{}, dict(non_numeric="missing"), dict(non_numeric="missing", missing="drop"),
      dict(non_numeric="missing", missing="drop", shift_by={"v": 1.0}, negative="shift")], [0, 2], sql_only=True))
 def test_bad_input_gets_the_message_of_prepare_dataset(tmp_path, options, engine):
-    from prdp_core.errors import DataError
+    from prdp_core.core.errors import DataError
 
     df = _messy()
     path = tmp_path / "m.parquet"
@@ -475,7 +475,7 @@ def _open_dataset(engine: str, source, **kw) -> engines.EngineDataset:
 
 @pytest.mark.parametrize("engine", SQL_ENGINES)
 def test_bad_sources_and_columns_are_named(tmp_path, engine):
-    from prdp_core.errors import DataError, SchemaError
+    from prdp_core.core.errors import DataError, SchemaError
 
     schema = Schema(id_col="id", measures=("v", "w"), groups=("g",))
     _messy().to_parquet(tmp_path / "m.parquet")
@@ -495,7 +495,7 @@ def test_bad_sources_and_columns_are_named(tmp_path, engine):
 
 @pytest.mark.parametrize("engine", SQL_ENGINES)
 def test_a_folder_of_files_with_different_columns_is_refused_with_their_names(tmp_path, engine):
-    from prdp_core.errors import DataError
+    from prdp_core.core.errors import DataError
 
     folder = tmp_path / "parts"
     folder.mkdir()
@@ -532,7 +532,7 @@ def test_binned_realized_losses_are_equal_beyond_the_exact_limit(data, engine, m
 @pytest.mark.parametrize("engine", ENGINES)
 def test_private_quantiles_are_equal(data, engine):
     """The DP quantile's counts are computed by the engine: the same seed gives the same suggestion."""
-    from prdp_core.dp_quantile import CandidateGrid, dp_quantile
+    from prdp_core.mechanisms.dp_quantile import CandidateGrid, dp_quantile
 
     df, _, ds, held = data
     for col, grid in (("v", CandidateGrid(1, 1e6, 500)), ("w", CandidateGrid(0, 5e4, 300, "linear"))):

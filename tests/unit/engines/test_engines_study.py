@@ -12,9 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import engines, samples
-from prdp_core.cli import EXIT_CONFIG, EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
-from prdp_core.config import ConfigError, load_config, load_data, parse_config
+from prdp_core import engines
+from prdp_core.commands.cli import EXIT_CONFIG, EXIT_DATA, EXIT_ERROR, EXIT_OK, EXIT_USAGE, main
+from prdp_core.data import samples
+from prdp_core.study.config import ConfigError, load_config, load_data, parse_config
 
 pytestmark = pytest.mark.xdist_group("engines")
 
@@ -150,7 +151,7 @@ def test_database_tables_are_read(tmp_path):
     ds = engines.open_dataset("agency.duckdb#est", engine="duckdb", base_dir=tmp_path,
                               schema={"id_col": "id", "measures": ["v"], "groups": ["g"]})
     assert ds.n == 5000 and ds.engine.name == "duckdb"
-    from prdp_core.errors import DataError
+    from prdp_core.core.errors import DataError
 
     with pytest.raises(DataError, match="Cannot read the table 'nope'"):
         engines.open_dataset("agency.duckdb#nope", engine="duckdb", base_dir=tmp_path, schema={"measures": ["v"]})
@@ -178,7 +179,7 @@ def test_samples_write_streams_chunks_and_keeps_ids_sorted(tmp_path):
 def test_engine_datasets_refuse_per_record_access_with_a_way_out(folder):
     ds = engines.open_dataset(str(folder / "cbp.parquet"), engine="duckdb",
                               schema={"id_col": "ESTAB_ID", "measures": ["EMP"], "groups": ["STATE"]})
-    from prdp_core.errors import DataError
+    from prdp_core.core.errors import DataError
 
     with pytest.raises(DataError, match="take a labelled uniform sample"):
         ds.table  # noqa: B018

@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 from prdp_core import engines, samples
-from prdp_core.cli import EXIT_DATA, EXIT_OK, main
+from prdp_core.commands.cli import EXIT_DATA, EXIT_OK, main
+from prdp_core.core.errors import DataError, ResourceLimitError
 from prdp_core.engines import result_cache as rc
 from prdp_core.engines.duckdb_engine import DuckDBEngine
-from prdp_core.errors import DataError, ResourceLimitError
 
 from .test_engines_study import STUDY
 

@@ -15,13 +15,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import engines, samples
-from prdp_core.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, main
-from prdp_core.config import ConfigError, parse_config
-from prdp_core.data import Schema
+from prdp_core import engines
+from prdp_core.commands.cli import EXIT_DATA, EXIT_ERROR, EXIT_OK, main
+from prdp_core.core.errors import DataError, EngineError
+from prdp_core.data import samples
+from prdp_core.data.dataset import Schema
 from prdp_core.engines import spark_engine as SE
 from prdp_core.engines.spark_settings import ENV_ALLOWED
-from prdp_core.errors import DataError, EngineError
+from prdp_core.study.config import ConfigError, parse_config
 from tests import spark as spark_tests
 from tests.unit.engines.test_engine_analysis import tables  # noqa: F401, F811 - the analysis suite's table (a fixture)
 from tests.unit.engines.test_engines_study import STUDY
@@ -173,10 +174,10 @@ def test_run_on_spark_gives_the_results_csv_of_the_memory_engine(spark, folder):
 @SPARK[0]
 @SPARK[1]
 def test_a_spark_dataframe_and_a_catalog_table_are_sources(spark, folder):
+    from prdp_core.core.splitting import as_thresholds
+    from prdp_core.core.workload import Query, SplittingPolicy, Workload
+    from prdp_core.mechanisms.preview import preview_policy
     from prdp_core.mechanisms.unit_splitting import release
-    from prdp_core.preview import preview_policy
-    from prdp_core.splitting import as_thresholds
-    from prdp_core.workload import Query, SplittingPolicy, Workload
     from tests.unit.engines.test_engine_parity import _table
 
     df = _table(3, 20_000)
@@ -239,7 +240,7 @@ def test_config_table_source_and_unknown_master_message(spark, folder):
 @SPARK[0]
 @SPARK[1]
 def test_quantiles_and_the_error_analysis_on_spark(spark, tables):  # noqa: F811
-    from prdp_core import analysis
+    from prdp_core.mechanisms import analysis
     from tests.unit.engines.test_engine_analysis import SCHEMA as ANALYSIS_SCHEMA
     from tests.unit.engines.test_engine_analysis import _policy, _same
 

@@ -20,12 +20,12 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from prdp_core.cli import EXIT_CONFIG, main
-from prdp_core.config import ConfigError, load_config, load_data, parse_config
+from prdp_core.commands.cli import EXIT_CONFIG, main
+from prdp_core.core.errors import EngineError
 from prdp_core.engines import EngineOptions
 from prdp_core.engines import spark_session as session_module
 from prdp_core.engines import spark_settings as SS
-from prdp_core.errors import EngineError
+from prdp_core.study.config import ConfigError, load_config, load_data, parse_config
 
 ROOT = Path(__file__).resolve().parents[3]
 HOSTILE_OPTIONS = "-XX:MaxMetaspaceSize=24m -XX:OnOutOfMemoryError='touch {mark}'"
@@ -107,7 +107,7 @@ def test_the_hostile_study_is_refused_before_any_jvm_starts(tmp_path, command):
     java.chmod(0o755)
     cfg = _study(tmp_path, {"spark.driver.extraJavaOptions": HOSTILE_OPTIONS.format(mark=mark)})
     argv = [command, str(cfg)] + (["--out", str(tmp_path / "out")] if command == "run" else [])
-    probe = ("import sys\nfrom prdp_core.cli import main\ncode = main(sys.argv[1:])\n"
+    probe = ("import sys\nfrom prdp_core.commands.cli import main\ncode = main(sys.argv[1:])\n"
              "print('imported:', sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'py4j'}))\n"
              "sys.exit(code)\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PRDP_SPARK", "PYSPARK", "SPARK_"))}

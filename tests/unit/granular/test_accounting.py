@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prdp_core import accounting as A
-from prdp_core.errors import ParameterError
+from prdp_core.core import accounting as A
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.granular.accounting import (
     calibrate_workload,
     census_2020_illustrative,

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ParameterError, ResourceLimitError
+from prdp_core.core.errors import ParameterError, ResourceLimitError
 from prdp_core.mechanisms.granular.data import MAX_DOMAIN, encode_attributes, synthetic_attribute_data, true_histogram
 
 # ---------------------------------------------------------------------------

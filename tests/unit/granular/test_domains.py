@@ -8,7 +8,7 @@ from prdp_core.mechanisms.granular.domains import SAMPLE_DOMAINS, sample_domains
 
 def test_sample_domains_cover_the_samples():
     """The documented domains hold every value the registered samples produce (nothing falls in "(other)")."""
-    from prdp_core import samples
+    from prdp_core.data import samples
 
     for name, doms in SAMPLE_DOMAINS.items():
         if name not in samples.names():

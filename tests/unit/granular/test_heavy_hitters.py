@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import accounting as A
-from prdp_core.errors import ResourceLimitError
+from prdp_core.core import accounting as A
+from prdp_core.core.errors import ResourceLimitError
 from prdp_core.mechanisms.granular.data import _row_keys, encode_attributes, synthetic_attribute_data, true_histogram
 from prdp_core.mechanisms.granular.domains import DOMAIN_PUBLIC
 from prdp_core.mechanisms.granular.heavy_hitters import priv_heavy_hitters

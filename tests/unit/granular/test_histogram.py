@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from prdp_core.errors import ParameterError, ResourceLimitError
+from prdp_core.core.errors import ParameterError, ResourceLimitError
 from prdp_core.mechanisms.granular.data import encode_attributes, synthetic_attribute_data, true_histogram
 from prdp_core.mechanisms.granular.histogram import (
     _true_counts_of,

@@ -8,12 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.accounting import Ledger
-from prdp_core.errors import ParameterError, PolicyError
+from prdp_core.core.accounting import Ledger
+from prdp_core.core.errors import ParameterError, PolicyError
+from prdp_core.core.secure import SECURE_LABEL
 from prdp_core.mechanisms.granular.data import encode_attributes, synthetic_attribute_data
 from prdp_core.mechanisms.granular.discrete import calibrate_discrete
 from prdp_core.mechanisms.granular.histogram import heavy_hitter_histogram, standard_histogram
-from prdp_core.secure import SECURE_LABEL
 
 from ..secure_laws import BatchSampler, BrokenBatchSampler, SkewedSampler, chi2_dlap_p
 

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from prdp_core.errors import ParameterError, PolicyError
+from prdp_core.core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms.multitier.central import (
     family_piece_variances,
     gradual_variance,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prdp_core.errors import ParameterError, PolicyError
+from prdp_core.core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms.multitier.local import plan_local, release_local
 from prdp_core.mechanisms.multitier.queries import NOT_MATCHING, RecordFilter, local_categories
 from prdp_core.mechanisms.multitier.subset import (

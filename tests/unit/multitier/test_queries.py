@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ParameterError
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.multitier.queries import NOT_MATCHING, RecordFilter, bin_measure, central_query
 
 
@@ -61,8 +61,8 @@ def test_one_users_value_moves_no_other_users_category_or_the_labels(scale):
 
 def test_study_runner_local_model_with_a_filter_reports_every_record():
     """The study path (report.run_study) uses the same public categories and full roster."""
-    from prdp_core.config import parse_config
-    from prdp_core.report import run_study
+    from prdp_core.review.report import run_study
+    from prdp_core.study.config import parse_config
 
     study = parse_config({"version": 1, "seed": 3, "data": {"sample": "table2_example"},
                           "policy": {"tiers": {"a": 2.0, "b": 0.5}},

@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from prdp_core.errors import ParameterError
+from prdp_core.core.errors import ParameterError
+from prdp_core.core.secure import SecureSampler
 from prdp_core.mechanisms import multitier as mt
 from prdp_core.mechanisms.multitier.noise_families import noise_family, tsg_pmf
 from prdp_core.mechanisms.multitier.secure import (
@@ -20,7 +21,6 @@ from prdp_core.mechanisms.multitier.secure import (
     secure_central,
     uniform_categories,
 )
-from prdp_core.secure import SecureSampler
 from tests.laws import chi2_p
 
 S = SecureSampler()
@@ -169,8 +169,8 @@ def test_secure_local_errors_match_the_plan():
 
 
 def test_secure_local_coins_are_limited(monkeypatch):
-    from prdp_core import limits
-    from prdp_core.errors import ResourceLimitError
+    from prdp_core.core import limits
+    from prdp_core.core.errors import ResourceLimitError
 
     monkeypatch.setattr(limits, "MAX_SECURE_COINS", 100)
     plan = mt.plan_local(TIERS, 4)

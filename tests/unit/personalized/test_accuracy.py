@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ParameterError
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.personalized.accuracy import (
     compare,
     count_mse_proxy,

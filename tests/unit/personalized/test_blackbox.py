@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from prdp_core.errors import ParameterError
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.personalized.accuracy import compare, linear_moments
 from prdp_core.mechanisms.personalized.blackbox import (
     BlackBox,

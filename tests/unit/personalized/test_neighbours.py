@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ParameterError
+from prdp_core.core.errors import ParameterError
+from prdp_core.core.neighbours import Substitution
 from prdp_core.mechanisms.personalized.accuracy import exact_mse, linear_moments
 from prdp_core.mechanisms.personalized.mechanisms import PE, Minimum, Sample, Stretching, Threshold
 from prdp_core.mechanisms.personalized.neighbours import (
@@ -25,7 +26,6 @@ from prdp_core.mechanisms.personalized.spec import (
     spec_from_column,
     spec_from_values,
 )
-from prdp_core.neighbours import Substitution
 
 
 def test_roster_read_from_the_table_is_stated_under_substitution():

@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from prdp_core import noise
-from prdp_core.errors import ParameterError
+from prdp_core.core import noise
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.personalized.blackbox import em_pieces
 from prdp_core.mechanisms.personalized.mechanisms import PE
 from prdp_core.mechanisms.personalized.pe import (

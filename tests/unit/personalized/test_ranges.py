@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ParameterError
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.personalized.blackbox import em_pieces
 from prdp_core.mechanisms.personalized.mechanisms import PE, Minimum, Sample, Threshold
 from prdp_core.mechanisms.personalized.pe import pe_distribution

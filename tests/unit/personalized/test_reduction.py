@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ParameterError, PolicyError
+from prdp_core.core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms.personalized.query import PersonalizedQuery
 from prdp_core.mechanisms.personalized.reduction import compare_with_prdp, prdp_available, run_prdp, to_prdp
 from prdp_core.mechanisms.personalized.spec import (

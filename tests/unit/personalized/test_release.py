@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.accounting import Ledger, RecordLoss
-from prdp_core.errors import ParameterError
+from prdp_core.core.accounting import Ledger, RecordLoss
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.personalized.mechanisms import PE, Minimum, Sample, Stretching, Threshold
 from prdp_core.mechanisms.personalized.query import PersonalizedQuery
 from prdp_core.mechanisms.personalized.spec import generate_tiers, spec_from_values

@@ -11,8 +11,9 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from prdp_core import noise
-from prdp_core.errors import ParameterError, PolicyError
+from prdp_core.core import noise
+from prdp_core.core.errors import ParameterError, PolicyError
+from prdp_core.core.secure import SCORE_SCALE, SECURE_LABEL, SecureSampler
 from prdp_core.mechanisms import personalized as P
 from prdp_core.mechanisms.personalized.blackbox import BlackBox, median_scores, min_scores
 from prdp_core.mechanisms.personalized.pe import d_count
@@ -28,7 +29,6 @@ from prdp_core.mechanisms.personalized.secure import (
     secure_sample_keep,
     secure_stretching,
 )
-from prdp_core.secure import SCORE_SCALE, SECURE_LABEL, SecureSampler
 
 S = SecureSampler()
 ONE = 2 ** 53

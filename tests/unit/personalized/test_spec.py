@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ParameterError, PolicyError
+from prdp_core.core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms.personalized.mechanisms import Minimum
 from prdp_core.mechanisms.personalized.query import PersonalizedQuery
 from prdp_core.mechanisms.personalized.sample import sample_probability

@@ -10,4 +10,4 @@ import prdp_core
 
 @pytest.fixture(scope="module")
 def normal() -> pd.DataFrame:
-    return prdp_core.samples.load("bank_normal_50k", n=50_000, seed=3)
+    return prdp_core.data.samples.load("bank_normal_50k", n=50_000, seed=3)

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from prdp_core.errors import ParameterError
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.prdp.answers import AdaptiveClippedSum, RankMax, _pow2_range
 from prdp_core.mechanisms.prdp.budget import constant, inverse
 from prdp_core.mechanisms.prdp.central import framework, framework_trials, naive

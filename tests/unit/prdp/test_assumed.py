@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from prdp_core.errors import ParameterError
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.prdp.assumed import AssumedData
 from prdp_core.mechanisms.prdp.experiments import normal_balances
 

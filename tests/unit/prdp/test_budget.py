@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ExpressionError, ParameterError, PolicyError
+from prdp_core.core.errors import ExpressionError, ParameterError, PolicyError
+from prdp_core.core.shapes import Constant
 from prdp_core.mechanisms.prdp.budget import (
     constant,
     inverse,
@@ -20,7 +21,6 @@ from prdp_core.mechanisms.prdp.budget import (
     step_table,
     value_grid,
 )
-from prdp_core.mechanisms.prdp.shapes import Constant
 
 DF = pd.DataFrame({"BALANCE": [0.0, 1.0, 5.0, 100.0, 1e5, 1e9], "BRANCH": list("ABABAC"),
                    "annual pay": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})
@@ -115,7 +115,7 @@ def test_value_grid_and_curve():
 
 
 def test_values_outside_the_domain_are_refused_not_given_the_weakest_budget():
-    from prdp_core.mechanisms.prdp.shapes import Inverse, Log, Sqrt
+    from prdp_core.core.shapes import Inverse, Log, Sqrt
 
     v = {"BALANCE": np.array([0.0, -5e5, np.nan, 100.0])}
     for shape in (Inverse(1e4, "BALANCE"), Sqrt(8.0, "BALANCE"), Log(500.0, "BALANCE", k=4.0)):

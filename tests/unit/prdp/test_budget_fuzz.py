@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prdp_core.errors import PrdpError
+from prdp_core.core.errors import PrdpError
 from prdp_core.mechanisms.prdp.budget import parse_budget
 
 FORBIDDEN = ("exec", "open", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen",

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.accounting import Ledger, RecordLoss
-from prdp_core.errors import ParameterError, PolicyError
+from prdp_core.core.accounting import Ledger, RecordLoss
+from prdp_core.core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms.prdp.budget import inverse, log_budget
 from prdp_core.mechanisms.prdp.central import count, framework, naive
 

@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from prdp_core.errors import ParameterError
+from prdp_core.core.domains import DomainPartition, ceil_log2
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.prdp.budget import inverse
-from prdp_core.mechanisms.prdp.domains import DomainPartition, ceil_log2
 
 
 def test_domain_partition_and_index_invariants():

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ParameterError
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.prdp.budget import inverse
 from prdp_core.mechanisms.prdp.experiments import scaling_study, simulate, trimmed_mean
 

@@ -17,11 +17,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core import limits
-from prdp_core.errors import ExpressionError, ResourceLimitError
+from prdp_core.core import limits
+from prdp_core.core.errors import ExpressionError, ResourceLimitError
+from prdp_core.core.expressions import COST_TEXT_COMPARISON, compile_expression
+from prdp_core.core.shapes import Expression
 from prdp_core.mechanisms.prdp.budget import BudgetFunction, parse_budget
-from prdp_core.mechanisms.prdp.expressions import COST_TEXT_COMPARISON, compile_expression
-from prdp_core.mechanisms.prdp.shapes import Expression
 
 N = 1_000_000
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ExpressionError, PolicyError
+from prdp_core.core.errors import ExpressionError, PolicyError
 from prdp_core.mechanisms.prdp.budget import inverse, parse_budget
 
 DF = pd.DataFrame({"BALANCE": [0.0, 1.0, 5.0, 100.0, 1e5, 1e9], "BRANCH": list("ABABAC"),

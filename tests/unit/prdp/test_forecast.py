@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ParameterError, PolicyError
+from prdp_core.core.errors import ParameterError, PolicyError
 from prdp_core.mechanisms.prdp import local as prldp
 from prdp_core.mechanisms.prdp.assumed import AssumedData
 from prdp_core.mechanisms.prdp.budget import BudgetFunction, parse_budget, preset

@@ -10,13 +10,13 @@ import pytest
 
 FIRST = ["prdp_core.engines", "prdp_core.engines.memory", "prdp_core.engines.sql", "prdp_core.engines.dataset",
          "prdp_core.mechanisms.prdp", "prdp_core.mechanisms.prdp.budget", "prdp_core.mechanisms.prdp.central",
-         "prdp_core.mechanisms.prdp.local", "prdp_core.mechanisms.prdp.forecast", "prdp_core.config",
+         "prdp_core.mechanisms.prdp.local", "prdp_core.mechanisms.prdp.forecast", "prdp_core.study.config",
          "prdp_core.mechanisms.multitier", "prdp_core.mechanisms.granular"]
 
 
 @pytest.mark.parametrize("module", FIRST)
 def test_module_imports_first_in_a_fresh_interpreter(module):
-    done = subprocess.run([sys.executable, "-c", f"import {module}; import prdp_core.report"],
+    done = subprocess.run([sys.executable, "-c", f"import {module}; import prdp_core.review.report"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
 

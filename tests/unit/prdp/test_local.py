@@ -10,10 +10,10 @@ import pytest
 from scipy import stats
 
 import prdp_core
-from prdp_core.errors import ParameterError
+from prdp_core.core.domains import DomainPartition
+from prdp_core.core.errors import ParameterError
 from prdp_core.mechanisms.prdp import local as prldp
 from prdp_core.mechanisms.prdp.budget import inverse
-from prdp_core.mechanisms.prdp.domains import DomainPartition
 from prdp_core.mechanisms.prdp.experiments import trimmed_mean
 
 INV = inverse(1e4, "BALANCE")
@@ -65,7 +65,7 @@ def test_thresholds_paper_and_bernstein():
 
 @pytest.fixture(scope="module")
 def normal() -> pd.DataFrame:
-    return prdp_core.samples.load("bank_normal_50k", n=200_000, seed=0)
+    return prdp_core.data.samples.load("bank_normal_50k", n=200_000, seed=0)
 
 
 def test_local_count_release(normal):

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from prdp_core.core.shapes import Sqrt
 from prdp_core.mechanisms.prdp import local as prldp
 from prdp_core.mechanisms.prdp.budget import (
     BudgetFunction,
@@ -20,7 +21,6 @@ from prdp_core.mechanisms.prdp.budget import (
 from prdp_core.mechanisms.prdp.central import count, framework, naive
 from prdp_core.mechanisms.prdp.extension import sum_extension
 from prdp_core.mechanisms.prdp.queries import FrameworkQuery
-from prdp_core.mechanisms.prdp.shapes import Sqrt
 
 
 def _table() -> pd.DataFrame:

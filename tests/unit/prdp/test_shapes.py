@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from prdp_core.errors import ConfigError
+from prdp_core.core.errors import ConfigError
+from prdp_core.core.shapes import Sqrt
 from prdp_core.mechanisms.prdp.budget import (
     budget_from_dict,
     constant,
@@ -17,7 +18,6 @@ from prdp_core.mechanisms.prdp.budget import (
     sqrt_budget,
     step_table,
 )
-from prdp_core.mechanisms.prdp.shapes import Sqrt
 
 DF = pd.DataFrame({"BALANCE": [0.0, 1.0, 5.0, 100.0, 1e5, 1e9], "BRANCH": list("ABABAC"),
                    "annual pay": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]})

@@ -103,7 +103,7 @@ def test_acceptance_bank_zipf_b3_and_the_documented_deviation(ours):
     # distribution puts almost every account in the last domain (ε = ε̂), where counting is near exact
     assert count <= 2 * paper_count and paper_count / count > 100
     b = inverse(1e4, "BALANCE")
-    idx = b.domains().index(b(prdp_core.samples.load(n)))
+    idx = b.domains().index(b(prdp_core.data.samples.load(n)))
     assert np.mean(idx == b.domains().L) >= 0.9999
     # with balances × 1000 the count lands within 2× of the paper's figure (docs, second table)
     scaled = ours[("count", "PrDP count (Alg. 1)", n + " ×1000")]

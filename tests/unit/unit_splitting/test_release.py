@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import prdp_core
-from prdp_core.data import Dataset, Schema
-from prdp_core.errors import ParameterError, PolicyError
-from prdp_core.loss_profile import owner_losses
+from prdp_core.core.errors import ParameterError, PolicyError
+from prdp_core.core.loss_profile import owner_losses
+from prdp_core.core.splitting import as_thresholds
+from prdp_core.core.workload import Filter, Query, SplittingPolicy, Workload
+from prdp_core.data.dataset import Dataset, Schema
 from prdp_core.mechanisms.unit_splitting import (
     PartitionSelection,
     joint_sum_release,
@@ -23,8 +25,6 @@ from prdp_core.mechanisms.unit_splitting import (
     topcode_policy,
     workload_stats,
 )
-from prdp_core.splitting import as_thresholds
-from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
 
 
 def _many_cells(n_cells: int = 20_000, seed: int = 0) -> pd.DataFrame:
@@ -48,7 +48,7 @@ def test_gaussian_noise_has_promised_sigma_with_power(kind, rho, T):
 
 
 def test_per_group_thresholds_set_each_cells_sensitivity():
-    df = prdp_core.samples.load("table2_example")
+    df = prdp_core.data.samples.load("table2_example")
     thr = as_thresholds({"Mining": {"Employees": 50, "Payroll": 1e7}, "*": {"Employees": 50, "Payroll": 5e6}},
                         group_col="Industry")
     by_ind = SplittingPolicy(thr, Workload((Query("sum", "Payroll", rho=0.5, group_by=("Industry",)),)))
@@ -107,7 +107,7 @@ def test_review_copy_has_no_truth_or_per_record_losses():
 
 
 def test_topcode_baseline_is_flat_and_biased():
-    df = prdp_core.samples.load("table2_example")
+    df = prdp_core.data.samples.load("table2_example")
     pol = SplittingPolicy(as_thresholds({"Employees": 50}), Workload((Query("sum", "Employees", rho=0.5),)))
     flat = topcode_policy(pol, {"Employees": 60})
     assert np.allclose(flat(df), 0.5)

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import prdp_core
-from prdp_core.errors import PolicyError
-from prdp_core.splitting import (
+from prdp_core.core.errors import PolicyError
+from prdp_core.core.splitting import (
     SplitLoss,
     as_thresholds,
     max_pieces_for_cap,
@@ -20,13 +20,13 @@ from prdp_core.splitting import (
     thresholds_for_cap,
     unit_split,
 )
-from prdp_core.workload import Filter, Query, SplittingPolicy, Workload
+from prdp_core.core.workload import Filter, Query, SplittingPolicy, Workload
 
 T2 = {"Employees": 50, "Payroll": 5_000_000}
 
 
 def table2():
-    return prdp_core.samples.load("table2_example")
+    return prdp_core.data.samples.load("table2_example")
 
 
 def test_table2b_reproduced_exactly():
@@ -103,7 +103,7 @@ def test_public_policy_function_is_a_step_function():
 def test_public_levels_are_read_off_the_public_function_and_bound_any_record_with_that_many_pieces():
     """Review mode converts these levels to (ε, δ) instead of the levels of real records: they depend on the
     policy alone (the same for any table) and equal the loss of a record cut into m pieces."""
-    from prdp_core.preview import public_levels
+    from prdp_core.mechanisms.preview import public_levels
 
     wl = Workload((Query("count", rho=0.5), Query("sum", "Employees", rho=1.0), Query("sum", "Payroll", rho=0.25)),
                   partition_rho=0.125)
@@ -174,7 +174,7 @@ def test_integer_data_splits_exactly(vals, k):
 
 
 def test_materialising_a_huge_split_table_is_refused():
-    from prdp_core.errors import ResourceLimitError
+    from prdp_core.core.errors import ResourceLimitError
 
     df = pd.DataFrame({"id": [1, 2], "v": [1e12, 5.0]})
     with pytest.raises(ResourceLimitError, match="split table would have"):
@@ -189,7 +189,7 @@ def test_per_group_split_table_uses_group_thresholds():
 
 
 def test_percentile_suggestions_and_pctscore():
-    df = prdp_core.samples.load("cbp_like", n=50_000, seed=1)
+    df = prdp_core.data.samples.load("cbp_like", n=50_000, seed=1)
     thr = percentile_thresholds(df, ["EMP", "PAYANN"], 97)
     pct = threshold_percentiles(df, thr)
     assert pct["EMP"] >= 97 and pct["PAYANN"] >= 97
@@ -208,7 +208,7 @@ def test_max_pieces_for_cap():
 
 
 def test_thresholds_for_cap_meet_the_cap_and_are_tight():
-    df = prdp_core.samples.load("cbp_like", n=20_000, seed=2)
+    df = prdp_core.data.samples.load("cbp_like", n=20_000, seed=2)
     wl = Workload((Query("count", rho=0.5), Query("sum", "EMP", rho=0.25), Query("sum", "PAYANN", rho=0.25)))
     # no record above 10ρ (ρ = total base loss 1.0)
     thr = thresholds_for_cap(df, ["EMP", "PAYANN"], cap=10.0, flat=wl.flat_rho, split=wl.split_rho)
@@ -225,11 +225,11 @@ def test_thresholds_for_cap_meet_the_cap_and_are_tight():
 
 
 def test_fast_record_cdf_matches_brute_force():
-    from prdp_core.loss_profile import ecdf
-    from prdp_core.preview import preview_policy
-    from prdp_core.workload import default_workload
+    from prdp_core.core.loss_profile import ecdf
+    from prdp_core.core.workload import default_workload
+    from prdp_core.mechanisms.preview import preview_policy
 
-    ds = prdp_core.samples.load_dataset("cbp_like", n=20_000, seed=3)
+    ds = prdp_core.data.samples.load_dataset("cbp_like", n=20_000, seed=3)
     pol = SplittingPolicy(as_thresholds({"EMP": 20, "PAYANN": 500, "PAYQTR1": 125}),
                           default_workload(ds.schema.measures, ("COUNTY",)))
     prev = preview_policy(ds, pol)
