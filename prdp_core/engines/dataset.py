@@ -266,14 +266,11 @@ def _prepare_sql(eng: Any, schema: Schema, name: str, fix: Preparation) -> Engin
 
     def bad_ids() -> tuple[int, tuple[str, ...]]:
         i = d.ident(schema.id_col)
-        n, nonnull, distinct = eng._exec(f"SELECT count(*), count({i}), count(DISTINCT {i}) FROM {kept}")[0]
+        n, nonnull = eng._exec(f"SELECT count(*), count({i}) FROM {kept}")[0]
         nulls = n - nonnull
-        n_dup = (nonnull - distinct) + max(nulls - 1, 0) + nulls
-        if not n_dup:
-            return 0, ()
-        ex = eng._exec(f"SELECT {i} FROM {kept} WHERE {i} IS NOT NULL GROUP BY {i} HAVING count(*) > 1 "
-                       f"ORDER BY {i} LIMIT 3")
-        return int(n_dup), tuple(str(r[0]) for r in ex)
+        surplus, examples = eng.duplicate_values(schema.id_col, kept)
+        n_dup = surplus + max(nulls - 1, 0) + nulls
+        return (int(n_dup), examples) if n_dup else (0, ())
 
     id_col = fix.id_column(schema, kinds, chk, bad_ids)
     cols = [f"CAST({eng._row_numbers(kept)} AS BIGINT) AS {d.ident(id_col)}" if fix.generate_ids

@@ -162,7 +162,7 @@ class SQLEngine(ProfileStatistics, Engine):
         if schema.id_col:
             i = d.ident(schema.id_col)
             miss = f"{i} IS NULL" + (f" OR {d.isnan(d.as_double(i))}" if kinds.get(schema.id_col) == "number" else "")
-            aggs += [d.count_if(miss), f"count({i}) - count(DISTINCT {i})"]
+            aggs.append(d.count_if(miss))
         for g in schema.groups:
             aggs.append(d.count_if(self._missing_cell(g, kinds)))
         row = self._exec(f"SELECT {', '.join(aggs)} FROM {self.relation}")[0]
@@ -183,16 +183,26 @@ class SQLEngine(ProfileStatistics, Engine):
         dup = missing_ids = 0
         dup_ex: tuple[str, ...] = ()
         if schema.id_col:
-            missing_ids, dup = int(next(it)), int(next(it))
-            if dup:
-                i = d.ident(schema.id_col)
-                ex = self._exec(f"SELECT {i} FROM {self.relation} WHERE {i} IS NOT NULL GROUP BY {i} "
-                                f"HAVING count(*) > 1 ORDER BY {i} LIMIT 3")
-                dup_ex = tuple(str(r[0])[:40] for r in ex)
+            missing_ids = int(next(it))
+            dup, dup_ex = self.duplicate_values(schema.id_col)
         missing_groups = {g: int(next(it)) for g in schema.groups}
         return TableCheck(n_rows=self.n_rows(), measures=tuple(issues), rows_with_missing=rows_missing,
                           rows_with_bad=rows_bad, duplicate_ids=dup, duplicate_id_examples=dup_ex,
                           missing_ids=missing_ids, missing_groups={g: k for g, k in missing_groups.items() if k})
+
+    def duplicate_values(self, column: str, source: str | None = None) -> tuple[int, tuple[str, ...]]:
+        """How many present values of ``column`` repeat another (its count minus its distinct count) and up to three
+        of them, over ``source`` (default: the relation). Counted with a GROUP BY, which spills to disk beyond the
+        engine's memory limit where ``count(DISTINCT …)`` cannot (10⁸ distinct ids under the default limit)."""
+        i = self.d.ident(column)
+        src = source or self.relation
+        surplus = self._exec(f"SELECT coalesce(sum(c - 1), 0) FROM (SELECT count(*) AS c FROM {src} WHERE {i} IS NOT "
+                             f"NULL GROUP BY {i} HAVING count(*) > 1) AS dups")[0][0]
+        if not surplus:
+            return 0, ()
+        ex = self._exec(f"SELECT {i} FROM {src} WHERE {i} IS NOT NULL GROUP BY {i} HAVING count(*) > 1 ORDER BY {i} "
+                        "LIMIT 3")
+        return int(surplus), tuple(str(r[0])[:40] for r in ex)
 
     def _measure_parts(self, m: str, kinds: dict[str, ColumnKind]) -> tuple[str, str]:
         """(the column as DOUBLE, NULL when not a number; "the cell holds something")."""
