@@ -6,8 +6,9 @@ server restart or a reconnect.
 its first run and kept on every page. A new Streamlit session whose URL carries a key the store
 knows restores that session on its first run (:func:`start`): the privacy ledger first — every
 earlier release, whatever else fails —, then the data source and, through the Study import
-(:func:`ui.study_import.import_state`), the policy and every page's settings. Links for sharing a design
-never carry the key (:func:`ui.links.share_url`).
+(:func:`ui.study_import.import_state`), the policy and every page's settings: both through
+:func:`ui.session_design.restore_design`, which app.py gives to :func:`start` (it is above this module). Links
+for sharing a design never carry the key (:func:`ui.links.share_url`).
 
 **The browser.** A key opens its session only in the browser that created it. Each browser holds a
 secret of its own (192 bits) in the cookie :data:`COOKIE`, read when a session starts
