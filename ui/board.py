@@ -9,8 +9,8 @@ Keys in ``st.session_state``:
 * ``board_msg`` – the outcome of the last action, shown by :func:`message`;
 * ``board_export`` – the last export built (CSV and HTML bytes).
 
-The store and the workshop's tables are server resources (``st.cache_resource``): one database
-engine, and each table of the data folder loaded once for every session.
+The store (:func:`store`, from :mod:`ui.board_store`) and the workshop's tables are server resources
+(``st.cache_resource``): one database engine, and each table of the data folder loaded once for every session.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from prdp_core.data.dataset import Schema, prepare_dataset
 from prdp_core.study.config import parse_config
 
 from . import state, study_export, study_import
+from .board_store import store
 from .common import md_escape
 
 PART_LABELS = {"thresholds": "Splitting thresholds (Policy designer)", "budget": "Budget function",
@@ -39,17 +40,6 @@ PART_LABELS = {"thresholds": "Splitting thresholds (Policy designer)", "budget":
 # ---------------------------------------------------------------------------
 # Server resources
 # ---------------------------------------------------------------------------
-
-
-@st.cache_resource(show_spinner=False, max_entries=4)
-def _store(url: str, key: str | None) -> BoardStore:
-    return BoardStore(url, facilitator_key=key)
-
-
-def store() -> BoardStore:
-    """The server's board (``PRDP_BOARD_URL`` or the workshop folder's SQLite file); StoreError
-    when it cannot be opened (not cached: the next run tries again)."""
-    return _store(W.board_url(), W.facilitator_key())
 
 
 @st.cache_resource(show_spinner="Loading the workshop table…", max_entries=4)

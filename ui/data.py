@@ -2,7 +2,8 @@
 
 Callbacks run before the page script, so every chart of the rerun already shows the
 new dataset. Each action either replaces the active dataset or leaves it untouched and
-stores a message (``st.session_state["data_msg"]``) for the page to show.
+stores a message (``st.session_state["data_msg"]``, :func:`ui.data_tabs.keep_message`) for the page to show.
+The page's tabs are :mod:`ui.data_tabs`' (``TABS``, ``TAB_KEY``, the labels), named here too.
 """
 
 from __future__ import annotations
@@ -29,27 +30,8 @@ from prdp_core.data.dataset import (
 
 from . import review, state
 from .common import md_escape
+from .data_tabs import DATASET, PROFILE_TAB, ROLES_TAB, TAB_KEY, TABS, error_text, keep_message
 from .page_state import PageState
-
-#: The Data page's tabs (labels) and the session key of the one on screen: an upload opens the Column
-#: roles view, *Use this table* the profile.
-PROFILE_TAB = ":material/insights: Profile"
-SAMPLES_TAB = ":material/dataset: Samples"
-UPLOAD_TAB = ":material/upload_file: Upload a file"
-LARGE_TAB = ":material/database: Large dataset"
-ROLES_TAB = ":material/view_column: Column roles"
-TABS = (PROFILE_TAB, SAMPLES_TAB, UPLOAD_TAB, LARGE_TAB, ROLES_TAB)
-TAB_KEY = "data_tab"
-
-
-#: Where a message names the active dataset: filled in when the message is shown, in the mode of that moment
-#: (a message written in teaching mode and shown after a switch to review holds no record count).
-DATASET = "\x00dataset\x00"
-
-
-def _msg(kind: str, text: str, where: str) -> None:
-    """Keep ``text`` for the page to show (``DATASET`` in it stands for the active dataset's description)."""
-    st.session_state["data_msg"] = {"kind": kind, "text": text, "where": where}
 
 
 def message(where: str) -> None:
@@ -66,10 +48,6 @@ def message(where: str) -> None:
             st.info(text)
         else:
             st.success(text)
-
-
-def _error_text(err: PrdpError) -> str:
-    return f"**{err.title}.** {md_escape(err)}"
 
 
 def raw_from_sample(name: str, n: int | None, seed: int) -> None:
@@ -101,11 +79,11 @@ def on_load_sample() -> None:
     try:
         ds = state.sample_dataset(name, n_arg, seed)  # asks the memory guard first
     except PrdpError as err:
-        _msg("error", _error_text(err), "samples")
+        keep_message("error", error_text(err), "samples")
         return
     state.set_dataset(ds, {"kind": "sample", "name": name, "n": n_arg, "seed": seed})
     raw_from_sample(name, n_arg, seed)
-    _msg("success", f"Loaded {DATASET}.", "samples")
+    keep_message("success", f"Loaded {DATASET}.", "samples")
 
 
 def on_upload() -> None:
@@ -126,14 +104,14 @@ def on_upload() -> None:
         if not schema.measures and not numeric_columns(df):
             validate_schema(df, schema)  # no column can be a measure: refused with that message
     except PrdpError as err:
-        _msg("error", _error_text(err), "upload")
+        keep_message("error", error_text(err), "upload")
         return
     ss["raw"] = {"df": df, "name": up.name, "schema": schema, "source": {"kind": "file", "filename": up.name},
                  "id": uuid.uuid4().hex[:8], "pending": True, "file": up}
     ss[TAB_KEY] = ROLES_TAB
     size = review.count(len(df), "rows")
-    _msg("info", f"Read **{md_escape(up.name)}** ({size}). The roles below were guessed from the data: check them "
-                 "and press **Use this table**. Until then the active dataset stays "
+    keep_message("info", f"Read **{md_escape(up.name)}** ({size}). The roles below were guessed from the data: check "
+                 "them and press **Use this table**. Until then the active dataset stays "
                  f"**{md_escape(state.dataset().name)}**.", "roles")
 
 
@@ -208,7 +186,7 @@ def on_apply(rid: str) -> None:
             return
         ds = prepare_dataset(raw["df"], schema, name=raw["name"], **opts)
     except PrdpError as err:
-        _msg("error", _error_text(err), "roles")
+        keep_message("error", error_text(err), "roles")
         return
     if raw.get("file") is not None and not raw["source"].get("shared"):  # the server keeps the table (ui.durable)
         from . import durable
@@ -218,7 +196,7 @@ def on_apply(rid: str) -> None:
     state.set_dataset(ds, {**raw["source"], "schema": schema.to_dict(), "options": opts, **kept})
     raw["pending"] = False
     ss[TAB_KEY] = PROFILE_TAB
-    _msg("success", f"Active dataset: {DATASET}.", "profile")
+    keep_message("success", f"Active dataset: {DATASET}.", "profile")
 
 
 def describe(ds: Any) -> str:
@@ -245,3 +223,7 @@ def shift_lines(ds: Any, source: dict[str, Any]) -> list[str]:
 #: The Data page's session state (:class:`ui.page_state.PageState`): the role editor's table (``raw``), cleared by
 #: a study import that loads other data; the data source itself is the study's data section.
 STATE = PageState(page="data", editors=("raw",))
+
+__all__ = ["DATASET", "PROFILE_TAB", "ROLES_TAB", "STATE", "TABS", "TAB_KEY", "check_raw", "describe", "fix_options",
+           "message", "on_apply", "on_load_sample", "on_upload", "raw_from_sample", "sample_size_arg",
+           "schema_from_widgets", "shift_key", "shift_lines"]

@@ -6,8 +6,9 @@ server restart or a reconnect.
 its first run and kept on every page. A new Streamlit session whose URL carries a key the store
 knows restores that session on its first run (:func:`start`): the privacy ledger first — every
 earlier release, whatever else fails —, then the data source and, through the Study import
-(:func:`ui.study_import.import_state`), the policy and every page's settings. Links for sharing a design
-never carry the key (:func:`ui.links.share_url`).
+(:func:`ui.study_import.import_state`), the policy and every page's settings: both through
+:func:`ui.session_design.restore_design`, which app.py gives to :func:`start` (it is above this module). Links
+for sharing a design never carry the key (:func:`ui.links.share_url`).
 
 **The browser.** A key opens its session only in the browser that created it. Each browser holds a
 secret of its own (192 bits) in the cookie :data:`COOKIE`, read when a session starts
@@ -59,7 +60,7 @@ import streamlit as st
 
 from prdp_core.board import workshop as W
 from prdp_core.board.ledger_chain import TamperedLedger
-from prdp_core.board.ledgers import data_fingerprint, jsonable
+from prdp_core.board.ledgers import jsonable
 from prdp_core.board.sessions import (
     KEY_PARAM,
     TRANSFER_SECONDS,
@@ -74,9 +75,8 @@ from prdp_core.board.sessions import (
 from prdp_core.board.store import canonical_json
 from prdp_core.core.accounting import Ledger, LedgerEntry
 from prdp_core.core.errors import AccessError, DataError, PrdpError
-from prdp_core.data import memory
 
-from . import session_releases, state
+from . import board_store, session_releases, state
 from .common import md_escape
 
 #: Seconds between two marks of a session as alive (retention never deletes a live session's table).
@@ -96,9 +96,7 @@ RESTORERS: dict[str, Callable[[Mapping[str, Any], SessionStore], tuple[bytes | N
 @st.cache_resource(show_spinner=False, max_entries=4)
 def _session_store(url: str, upload_dir: str, retention: tuple[float, int, float]) -> SessionStore:
     """The server's session store, opened once (and the retention rule applied: at start-up)."""
-    from . import board
-
-    store = SessionStore(board.store(), upload_dir, Retention(*retention))
+    store = SessionStore(board_store.store(), upload_dir, Retention(*retention))
     store.apply_retention()
     return store
 
@@ -168,22 +166,6 @@ def _remember_browser(secret: str) -> None:
 # ---------------------------------------------------------------------------
 
 
-def fingerprint(source: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The records of a data source (default: the active one), as :func:`prdp_core.board.ledgers.data_fingerprint`:
-    a sample by name, size and seed, a table by its content hash (an upload and a data-folder file with the same
-    bytes are the same data), another source by its record without roles."""
-    src = dict(state.source() if source is None else source)
-    schema = src.get("schema") or {}
-    if src.get("kind") == "sample":
-        ident: dict[str, Any] = {"sample": src.get("name"), "n": src.get("n"), "seed": int(src.get("seed") or 0)}
-    elif src.get("upload") or src.get("shared"):
-        ident = {"sha256": src.get("upload") or src.get("shared")}
-    else:
-        ident = {k: v for k, v in src.items() if k not in ("schema", "options")}
-    return data_fingerprint(ident, id_col=schema.get("id_col"), prepare=src.get("options") or {},
-                            name=src.get("filename") or src.get("name"))
-
-
 def entry_fingerprints() -> list[dict[str, Any] | None]:
     """The data each entry of the session ledger ran on (entries recorded before this module knew them: the
     active data)."""
@@ -200,7 +182,7 @@ def align(data: Mapping[str, Any] | None = None, last: int = 0) -> None:
     while len(uids) < n:
         uids.append(uuid.uuid4().hex)
     while len(fps) < n:
-        fps.append(dict(data) if data is not None and len(fps) >= n - last else fingerprint())
+        fps.append(dict(data) if data is not None and len(fps) >= n - last else state.fingerprint())
 
 
 # ---------------------------------------------------------------------------
@@ -208,10 +190,17 @@ def align(data: Mapping[str, Any] | None = None, last: int = 0) -> None:
 # ---------------------------------------------------------------------------
 
 
-def start() -> None:
+#: Makes a stored session's data source active and imports its study config, returning the import's notes; raises
+#: PrdpError (:func:`ui.session_design.restore_design`, given to :func:`start` by app.py: the import is above this
+#: module).
+DesignRestore = Callable[[SessionStore, SavedSession], list[str]]
+
+
+def start(restore_design: DesignRestore) -> None:
     """Every run, before the pages: on a session's first run read the browser's secret (a new browser gets one)
-    and the URL's key, and restore the key's stored session when it belongs to this browser; then keep the key
-    in the URL (page changes drop query parameters)."""
+    and the URL's key, and restore the key's stored session when it belongs to this browser (its ledger here, its
+    data and design through ``restore_design``); then keep the key in the URL (page changes drop query
+    parameters)."""
     ss = st.session_state
     if "durable_browser" not in ss:
         ss["durable_browser"] = browser_cookie() or new_browser_secret()
@@ -223,12 +212,12 @@ def start() -> None:
             _say("error", "**This address's session key is not one this app writes**, so no saved session was "
                           "restored. This is a new session with its own address.")
         elif given:
-            _restore(given)
+            _restore(given, restore_design)
     if st.query_params.get(KEY_PARAM) != ss["durable_key"]:
         st.query_params[KEY_PARAM] = ss["durable_key"]
 
 
-def _restore(given: str) -> None:
+def _restore(given: str, restore_design: DesignRestore) -> None:
     ss = st.session_state
     sessions = store()
     try:
@@ -274,7 +263,7 @@ def _restore(given: str) -> None:
     if saved.config is not None and saved.config.get("mode") == "review":
         ss["mode"] = "review"  # kept even when the data or design below cannot be restored (ui.mode)
     try:
-        notes = _restore_design(sessions, saved)
+        notes = restore_design(sessions, saved)
     except PrdpError as err:
         _say("error", f"**Restored your privacy ledger ({releases}), but not your data and design**: "
                       f"{md_escape(err)}")
@@ -346,43 +335,6 @@ def _foreign_choice(text: str) -> None:
             st.error(ss["durable_transfer_error"])
 
 
-def _restore_design(sessions: SessionStore, saved: SavedSession) -> list[str]:
-    """Make the stored data source active and import the stored study config; the import's notes."""
-    from . import board, study_import
-
-    src = dict(saved.source or {})
-    if saved.config is None:
-        return []
-    data_bytes: bytes | None = None
-    data_name: str | None = None
-    notes: list[str] = []
-    kind = src.get("kind")
-    if kind == "file" and src.get("upload"):
-        kept = sessions.upload_path(str(src["upload"]))
-        if kept is not None:  # the memory guard of every route into a table, before reading
-            memory.guard_table(file_bytes=kept.stat().st_size)
-        data_bytes = sessions.read_upload(str(src["upload"]))
-        if data_bytes is None:
-            raise DataError(f"the table '{src.get('filename')}' is no longer on the server "
-                            f"({sessions.retention.describe()}).",
-                            hint="Upload it again on the Data page: the ledger's releases on it count again once it "
-                                 "is active with the same roles.")
-        data_name = str(src.get("filename") or "data.csv")
-    elif kind == "file" and src.get("shared"):
-        board.ensure_data(saved.config.get("data") or {})
-        if state.source().get("shared") != src.get("shared"):
-            notes.append(f"The data folder's file '{src.get('filename')}' changed since this session used it: its "
-                         "earlier releases are not counted in the totals on the new file.")
-    elif kind == "large":  # read in place again: the study config's data section names its path in the data folder
-        pass
-    elif kind not in (None, "sample", "file"):
-        restorer = RESTORERS.get(str(kind))
-        if restorer is None:
-            raise DataError(f"this server cannot reopen a data source of kind '{kind}'.")
-        data_bytes, data_name = restorer(src, sessions)
-    return notes + study_import.import_state(saved.config, data_bytes=data_bytes, data_name=data_name)
-
-
 # ---------------------------------------------------------------------------
 # Writes
 # ---------------------------------------------------------------------------
@@ -402,6 +354,14 @@ def keep_upload(data: bytes | IO[bytes], filename: str | None) -> dict[str, str]
         return {}
     ss.pop("durable_upload_problem", None)
     return {"upload": sha}
+
+
+def add_entries(entries: tuple[LedgerEntry, ...], data: Mapping[str, Any] | None = None) -> list[str]:
+    """Add ledger entries to the session ledger and store them (:func:`record`); their ids. The ``add_entries`` hook of
+    :func:`ui.state.record_entries`, registered below."""
+    align()  # earlier entries keep the data they ran on
+    state.ledger().extend(entries)
+    return record(entries, data=data)
 
 
 def _table_unsaved() -> bool:
@@ -584,5 +544,7 @@ def _transfer_panel() -> None:
             st.caption(f"Valid for {max(1, round((until - time.time()) / 60))} more minute(s), once.")
 
 
-__all__ = ["RESTORERS", "align", "entry_fingerprints", "fingerprint", "keep_upload", "key", "ledger_notice", "record",
+state.register("add_entries", add_entries)
+
+__all__ = ["RESTORERS", "add_entries", "align", "entry_fingerprints", "keep_upload", "key", "ledger_notice", "record",
            "save", "show_message", "sidebar_note", "source_record", "start", "store"]

@@ -42,8 +42,10 @@ from prdp_core.data.dataset import Dataset, Schema, TableCheck, guess_schema
 from prdp_core.engines import EngineDataset
 from prdp_core.study.config import safe_data_path
 
+from . import memory as umem
 from . import state
 from .common import md_escape
+from .data_tabs import DATASET, PROFILE_TAB, ROLES_TAB, TAB_KEY, error_text, keep_message
 
 T = TypeVar("T")
 
@@ -162,17 +164,6 @@ def is_large(source: dict[str, Any] | None = None) -> bool:
     return (state.source() if source is None else source).get("kind") == KIND
 
 
-def engine_guard() -> float:
-    """Refuse engine work when the server has no room for the engine's memory limit
-    (:func:`prdp_core.data.memory.check_engine`); the records' number never enters."""
-    from prdp_core.data import memory
-    from prdp_core.engines.duckdb_engine import DEFAULT_MEMORY_LIMIT
-
-    ds = state.dataset()
-    opts = getattr(getattr(ds, "engine", None), "options", None)
-    return memory.check_engine(getattr(opts, "memory_limit", None) or DEFAULT_MEMORY_LIMIT)
-
-
 # ---------------------------------------------------------------------------
 # Statistics with progress
 # ---------------------------------------------------------------------------
@@ -233,7 +224,7 @@ def profile() -> Any:
     def work(stage: Callable[[str], None]) -> Any:
         from prdp_core.data.profile import profile_dataset
 
-        engine_guard()
+        umem.engine_guard()
         stage(f"order statistics, histograms and Lorenz curves of {len(ds.schema.measures)} measure(s), "
               "in the engine")
         return profile_dataset(ds)
@@ -267,14 +258,12 @@ def spec_from_widgets() -> str:
 def on_connect() -> None:
     """Callback of *Connect*: check the name (nothing outside the data folder), then leave the connection
     to the Column roles view, which opens the engine inside a progress status (:func:`connect_pending`)."""
-    from .data import ROLES_TAB, TAB_KEY, _error_text, _msg
-
     ss = st.session_state
     try:
         spec = spec_from_widgets()
         _version(spec)  # the path checks: absolute, '..', links leading out, missing files
     except PrdpError as err:
-        _msg("error", _error_text(err), "large")
+        keep_message("error", error_text(err), "large")
         return
     ss[CONNECT_KEY] = {"spec": spec, "engine": str(ss.get("large_engine") or "duckdb")}
     ss[TAB_KEY] = ROLES_TAB
@@ -284,8 +273,6 @@ def on_connect() -> None:
 def connect_pending() -> None:
     """Run a connection requested by :func:`on_connect` (on the Column roles view): open the engine,
     count the rows, read a sample and guess the roles; the table waits there for *Use this table*."""
-    from .data import _error_text, _msg
-
     ss = st.session_state
     req = ss.pop(CONNECT_KEY, None)
     if not req:
@@ -296,7 +283,7 @@ def connect_pending() -> None:
     def work(stage: Callable[[str], None]) -> dict[str, Any]:
         stage("checking the path: only files inside the data folder")
         version = _version(spec)
-        engine_guard()
+        umem.engine_guard()
         stage(f"opening {len(version)} file(s) with {engine}")
         eng = _engine(spec, _key(version), engine)
         stage("counting the rows")
@@ -313,13 +300,13 @@ def connect_pending() -> None:
     try:
         raw = stats("connect", rid, f"Connecting {md_escape(spec)} (nothing is uploaded)", work, token=rid)
     except PrdpError as err:
-        _msg("error", _error_text(err), "roles")
+        keep_message("error", error_text(err), "roles")
         return
     ss["raw"] = raw
-    _msg("info", f"Connected **{md_escape(spec)}** ({_count(raw['n'], 'rows')}, read in place by {engine}). The roles "
-                 f"below were guessed from a uniform sample of up to {GUESS_ROWS:,} rows: check them and press "
-                 f"**Use this table**. Until then the active dataset stays **{md_escape(state.dataset().name)}**.",
-         "roles")
+    keep_message("info", f"Connected **{md_escape(spec)}** ({_count(raw['n'], 'rows')}, read in place by {engine}). "
+                 f"The roles below were guessed from a uniform sample of up to {GUESS_ROWS:,} rows: check them and "
+                 f"press **Use this table**. Until then the active dataset stays "
+                 f"**{md_escape(state.dataset().name)}**.", "roles")
 
 
 def _count(n: int, noun: str) -> str:
@@ -346,8 +333,6 @@ def check(raw: dict[str, Any], schema: Schema) -> TableCheck:
 def request_apply(raw: dict[str, Any], schema: Schema, opts: dict[str, Any]) -> None:
     """*Use this table* on a connected large table (callback): the fixes are applied and the measures
     profiled on the Profile view, inside a progress status (:func:`apply_pending`)."""
-    from .data import PROFILE_TAB, TAB_KEY
-
     st.session_state[APPLY_KEY] = {"id": raw["id"], "schema": schema.to_dict(), "options": opts}
     st.session_state[TAB_KEY] = PROFILE_TAB
     st.session_state.pop("data_msg", None)
@@ -357,8 +342,6 @@ def apply_pending() -> None:
     """Make a connected large table the active dataset, as :func:`request_apply` asked: prepare it in the
     engine (the fixes chosen), profile its measures and give it its starting policy. On error the
     previous dataset stays active and the message says so."""
-    from .data import _error_text, _msg
-
     ss = st.session_state
     req = ss.pop(APPLY_KEY, None)
     raw = ss.get("raw")
@@ -376,10 +359,10 @@ def apply_pending() -> None:
         return ds, {**src, "profile": profile_dataset(ds)}
 
     try:
-        engine_guard()
+        umem.engine_guard()
         ds, src = stats("apply", req, f"Preparing {md_escape(raw['name'])}", work, token=raw["id"])
     except PrdpError as err:
-        _msg("error", _error_text(err) + " Open **Column roles** to change the roles or fixes.", "profile")
+        keep_message("error", error_text(err) + " Open **Column roles** to change the roles or fixes.", "profile")
         return
     src = dict(src)
     prof = src.pop("profile")
@@ -387,10 +370,8 @@ def apply_pending() -> None:
     _store(tok)[("profile", _key(()))] = prof  # the new dataset's profile, computed above
     state.set_dataset(ds, src)
     raw["pending"] = False
-    from .data import DATASET
-
-    _msg("success", f"Active dataset: {DATASET}. Its records stay in the file; every page computes "
-                    "its statistics in the engine.", "profile")
+    keep_message("success", f"Active dataset: {DATASET}. Its records stay in the file; every page computes "
+                 "its statistics in the engine.", "profile")
 
 
 def raw_from_source(source: dict[str, Any]) -> None:
@@ -496,3 +477,6 @@ def records_needed(page: str, what: str) -> None:
         st.stop()
     rows, seed = sample_choice(page)  # type: ignore[misc]  # sample_choice is set for a page whose sample was offered above
     state.use_sample(smp, page, rows, seed)
+
+
+state.register("large_profile", profile)

@@ -45,7 +45,7 @@ def totals() -> None:
     led = state.ledger()
     if not len(led):
         return
-    mine = durable.fingerprint()
+    mine = state.fingerprint()
     fps = durable.entry_fingerprints()
     here = tuple(same_data(fp, mine) for fp in fps)
     uids = tuple(st.session_state.get("ledger_uids", ()))

@@ -59,14 +59,22 @@ def guard(step: str, rows: float | None = None, columns: float | None = None) ->
     engine's memory limit, never by the records' number (:func:`prdp_core.data.memory.check_engine`).
     Returns the estimate in megabytes."""
     if state.is_large():
-        from .large import engine_guard
-
         return engine_guard()
     if rows is None or columns is None:
         ds = state.dataset()
         rows = ds.n if rows is None else rows
         columns = dataset_columns(ds) if columns is None else columns
     return memory.check(step, rows, columns)
+
+
+def engine_guard() -> float:
+    """Refuse engine work when the server has no room for the engine's memory limit
+    (:func:`prdp_core.data.memory.check_engine`); the records' number never enters."""
+    from prdp_core.engines.duckdb_engine import DEFAULT_MEMORY_LIMIT
+
+    ds = state.dataset()
+    opts = getattr(getattr(ds, "engine", None), "options", None)
+    return memory.check_engine(getattr(opts, "memory_limit", None) or DEFAULT_MEMORY_LIMIT)
 
 
 def use_system_heap() -> None:

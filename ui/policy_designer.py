@@ -256,7 +256,7 @@ def preview(pol: SplittingPolicy, owner_method: str = "lemma4") -> PolicyPreview
         from . import large
 
         def work(stage: Any) -> EnginePolicyPreview:
-            large.engine_guard()
+            memory.engine_guard()
             stage(f"counting {review.count(state.dataset().n, 'records', hidden='the')} by split count m(r), in the "
                   "engine")
             prev = preview_policy(state.dataset(), pol, owner_method=owner_method)  # type: ignore[arg-type]  # owner_method comes from the page's radio of lemma4 or lemma5
@@ -276,7 +276,7 @@ def owner_profile(prev: PolicyPreview | EnginePolicyPreview) -> Any:
     from . import large
 
     def work(stage: Any) -> Any:
-        large.engine_guard()
+        memory.engine_guard()
         stage(f"summing each {prev.dataset.schema.owner_col}'s losses over its records, in the engine")
         return prev.owners
 
@@ -397,6 +397,9 @@ def check_preview(pol: SplittingPolicy) -> None:
 def profile_for_chart(prev: PolicyPreview, which: str) -> LossProfile | None:
     return prev.records if which == "records" else prev.owners
 
+
+# after a new dataset's private suggestions are dropped (ui.private_suggest, imported above, registered first)
+state.register("new_dataset", ensure_policy)
 
 __all__ = ["Workload", "apply_suggestion", "cached_preview", "default_policy", "ensure_policy", "preview",
            "save_comparison", "set_policy", "try_policy"]

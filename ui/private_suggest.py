@@ -34,6 +34,12 @@ from .common import md_escape, show_error
 PRIVATE_KEY = "private_params"
 
 
+def forget_suggestions() -> None:
+    """A new active dataset (the ``new_dataset`` hook of :func:`ui.state.set_dataset`, registered below): the
+    bounds a private suggestion released on the previous table are not this one's."""
+    st.session_state.pop(PRIVATE_KEY, None)
+
+
 def remember(key: str, column: str, value: float, source: str) -> None:
     """Remember that the parameter held by the widget ``key`` was set to ``value`` by a private suggestion on
     ``column`` (``source``: ``"private: …"``), so the release, the ledger and the study say so until it is retyped."""
@@ -168,5 +174,7 @@ def bound_panel(key: str, column: str, apply: Callable[[DPQuantile], str | None]
     _outcome(key)
 
 
-__all__ = ["DEFAULT_HI", "DEFAULT_LO", "DEFAULT_SIZE", "PRIVATE_KEY", "bound_panel", "private_source", "remember",
-           "thresholds_panel"]
+state.register("new_dataset", forget_suggestions)
+
+__all__ = ["DEFAULT_HI", "DEFAULT_LO", "DEFAULT_SIZE", "PRIVATE_KEY", "bound_panel", "forget_suggestions",
+           "private_source", "remember", "thresholds_panel"]

@@ -85,9 +85,7 @@ def restore(sessions: SessionStore, key: str) -> list[str]:
                 .strip()]
     entries = dict(zip(ss.get("ledger_uids", []), state.ledger().entries))
     fps = {u: canonical_json(jsonable(fp)) for u, fp in zip(ss.get("ledger_uids", []), ss.get("ledger_fps", []))}
-    from . import durable
-
-    here = canonical_json(jsonable(durable.fingerprint()))
+    here = canonical_json(jsonable(state.fingerprint()))
     notes: list[str] = []
     for part, rec in parts.items():
         uids = [tuple(r["uids"]) for r in rec["releases"]]

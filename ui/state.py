@@ -14,6 +14,10 @@ Keys (all in ``st.session_state``):
 * ``ledger`` – the session's :class:`prdp_core.core.accounting.Ledger` (every release run);
 * ``recorded_releases`` – each page part's last recorded releases (:func:`release`) with the ids of their ledger
   entries, rendered by the report and saved with the durable session (:mod:`ui.session_releases`).
+
+This module is the bottom of the app's ui package: it imports none of its modules. What it asks of the modules
+above it (a new dataset's policy, a large table's profile, a page part's study settings, storing ledger entries)
+they register at import (:data:`HOOKS`, :func:`register`).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import pandas as pd
 import streamlit as st
 
 import prdp_core
+from prdp_core.board.ledgers import data_fingerprint
 from prdp_core.data import memory
 from prdp_core.data.dataset import Dataset, prepare_dataset
 from prdp_core.data.profile import DatasetProfile, profile_dataset
@@ -49,6 +54,35 @@ PUBLIC_CACHE_TTL_S = 3600
 #: is released when the session ends instead of staying on the server for :data:`PUBLIC_CACHE_TTL_S`.
 SHARED_SAMPLE_MAX_ROWS = 200_000
 MODES = {"teaching": "Teaching (seeded, shows true values)", "review": "Review (true values hidden)"}
+
+#: What this module asks of the modules above it, which it never imports: each registers its part when it is imported
+#: (:func:`register`; the app imports them all before a page runs).
+#:
+#: * ``new_dataset`` – called in turn when :func:`set_dataset` replaces the active dataset by another, before any
+#:   page runs: :mod:`ui.private_suggest` drops a suggestion released on the previous table, then
+#:   :func:`ui.policy_designer.ensure_policy` gives the new table its starting policy;
+#: * ``large_profile`` – the profile of a large table (:func:`ui.large.profile`), for :func:`profile`;
+#: * ``part_settings`` – a page part's settings as the study exports them (:func:`ui.study_export.part_settings`),
+#:   kept with its recorded releases (:func:`release`);
+#: * ``add_entries`` – adds ledger entries to the session ledger and stores them, returning their ids
+#:   (:func:`ui.durable.add_entries`), for :func:`record_entries`.
+HOOKS: dict[str, list[Callable[..., Any]]] = {"new_dataset": [], "large_profile": [], "part_settings": [],
+                                              "add_entries": []}
+
+
+def register(name: str, hook: Callable[..., Any]) -> None:
+    """Register ``hook`` for ``name``, a key of :data:`HOOKS` (once: a module imported again adds nothing)."""
+    if name not in HOOKS:
+        raise KeyError(f"ui.state has no hook '{name}' (it has: {', '.join(HOOKS)})")
+    if hook not in HOOKS[name]:
+        HOOKS[name].append(hook)
+
+
+def _hook(name: str) -> Callable[..., Any]:
+    """The hook registered for ``name`` (the last one)."""
+    if not HOOKS[name]:
+        raise RuntimeError(f"no module registered ui.state's '{name}' hook: import the ui module that provides it")
+    return HOOKS[name][-1]
 
 
 @st.cache_resource(show_spinner="Generating sample…", max_entries=4, ttl=PUBLIC_CACHE_TTL_S)
@@ -134,21 +168,18 @@ def init_state() -> None:
 def set_dataset(ds: Any, source: dict[str, Any]) -> None:
     """Make ``ds`` the active dataset (the previous one is replaced only on success).
 
-    The active policy follows at once: a new dataset gets its own starting policy in the same call
-    (:func:`ui.policy_designer.ensure_policy`), so no page — and not the sidebar, drawn after the page — ever
-    shows the previous table's thresholds against the new one. Data-source actions call this from
-    widget callbacks, which run before the page script."""
+    The active policy follows at once: a new dataset gets its own starting policy in the same call (the
+    ``new_dataset`` hooks, :data:`HOOKS`: :func:`ui.policy_designer.ensure_policy`), so no page — and not the
+    sidebar, drawn after the page — ever shows the previous table's thresholds against the new one. Data-source
+    actions call this from widget callbacks, which run before the page script."""
     ss = st.session_state
     old = ss.get("dataset_token")
     ss["dataset"] = ds
     ss["dataset_source"] = dict(source)
     ss["dataset_token"] = dataset_token(ds, source)
     if old is not None and old != ss["dataset_token"]:
-        from .policy_designer import ensure_policy
-        from .private_suggest import PRIVATE_KEY
-
-        ss.pop(PRIVATE_KEY, None)  # bounds a private suggestion released on the previous table are not this one's
-        ensure_policy()
+        for hook in HOOKS["new_dataset"]:
+            hook()
 
 
 #: Session key: page → the dataset token its data-dependent defaults were set for (:func:`first_run_on_dataset`).
@@ -203,6 +234,22 @@ def active_token() -> str:
     return st.session_state["dataset_token"]
 
 
+def fingerprint(of: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The records of data source ``of`` (default: the active one), as :func:`prdp_core.board.ledgers.data_fingerprint`:
+    a sample by name, size and seed, a table by its content hash (an upload and a data-folder file with the same
+    bytes are the same data), another source by its record without roles."""
+    src = dict(source() if of is None else of)
+    schema = src.get("schema") or {}
+    if src.get("kind") == "sample":
+        ident: dict[str, Any] = {"sample": src.get("name"), "n": src.get("n"), "seed": int(src.get("seed") or 0)}
+    elif src.get("upload") or src.get("shared"):
+        ident = {"sha256": src.get("upload") or src.get("shared")}
+    else:
+        ident = {k: v for k, v in src.items() if k not in ("schema", "options")}
+    return data_fingerprint(ident, id_col=schema.get("id_col"), prepare=src.get("options") or {},
+                            name=src.get("filename") or src.get("name"))
+
+
 def is_large() -> bool:
     """Whether the page works on a table held by an engine beyond memory (not a page's in-memory sample)."""
     from prdp_core.engines import MemoryEngine, is_engine_data
@@ -228,9 +275,7 @@ def page_sample() -> dict[str, Any] | None:
 
 def profile() -> DatasetProfile:
     if is_large():
-        from . import large
-
-        return large.profile()
+        return _hook("large_profile")()
     return cached_profile(token(), dataset())
 
 
@@ -295,9 +340,7 @@ def release(part: str, make: Callable[[], T], *, label: str | None = None, add: 
     written: list[tuple[Any, str]] = []
     out = recorder(sample, data, written).release(make, label=label or part, entries=entries)
     if data is None and keep:
-        from .study_report import part_settings
-
-        keep_recorded(part, [(label, out)], part_settings(part), add=add, written=written)
+        keep_recorded(part, [(label, out)], _hook("part_settings")(part), add=add, written=written)
     return out
 
 
@@ -309,7 +352,7 @@ def uids_of(rel: Any, written: list[tuple[Any, str]]) -> tuple[str, ...]:
 def keep_recorded(part: str, releases: list[tuple[str | None, Any]], settings: str | None, add: bool = False,
                   written: list[tuple[Any, str]] | None = None, uids: list[tuple[str, ...]] | None = None) -> None:
     """Keep ``releases``, just recorded on the active dataset with the page's ``settings``
-    (:func:`ui.study_report.part_settings`), as page ``part``'s last recorded releases (or add them to those of
+    (:func:`ui.study_export.part_settings`), as page ``part``'s last recorded releases (or add them to those of
     the same click, ``add``), each with the ids of its ledger entries (``uids``, or found in what the recorder
     ``written``): what the report's key and the stored session (:mod:`ui.session_releases`) name them by."""
     kept = dict(st.session_state.get(RECORDED_KEY) or {})
@@ -358,9 +401,6 @@ def _record_release_entries(entries: "tuple[LedgerEntry, ...]", sample: dict[str
 
 def record_entries(entries: "tuple[LedgerEntry, ...]", data: Mapping[str, Any] | None = None) -> list[str]:
     """Add ledger entries to the session ledger and store them (:mod:`ui.durable`): releases, and adopted
-    private suggestions (:mod:`ui.private_suggest`); ``data`` as in :func:`recorder`. Their ids in the ledger."""
-    from . import durable
-
-    durable.align()  # earlier entries keep the data they ran on
-    ledger().extend(entries)
-    return durable.record(entries, data=data)
+    private suggestions (:mod:`ui.private_suggest`); ``data`` as in :func:`recorder`. Their ids in the ledger
+    (the ``add_entries`` hook, :data:`HOOKS`)."""
+    return list(_hook("add_entries")(entries, data))

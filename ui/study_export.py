@@ -6,17 +6,21 @@ policy, the Budget functions, Personalized DP and Analyst tiers editors with the
 runs, and — under ``app`` — the view settings of every page (sweeps, toggles, calculators). Parts a page
 holds invalid input for are left out and :func:`export_notes` says which. :func:`page_study` builds one
 page's part of such a config with the same builders (:mod:`ui.study_sections`): the study its
-"Reproduce in Python" code is written from (:mod:`ui.reproduce`).
+"Reproduce in Python" code is written from (:mod:`ui.reproduce`). :func:`part_settings` is what a page part's
+recorded releases are made with, as the study exports them (kept with them by :func:`ui.state.release`, compared by
+the Study page's report, :mod:`ui.study_report`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import json
+from typing import Any, Callable, Mapping
 
 import streamlit as st
 
 from prdp_core.core.errors import ConfigError, PrdpError
 from prdp_core.study.config import Study, build_budget, parse_config
+from prdp_core.study.runs import RUN_KINDS
 
 from . import state
 from .study import PAGE_SETTINGS
@@ -159,3 +163,43 @@ def page_study(part: str, pol: Any = None) -> Study:
     if app:
         cfg["app"] = app
     return parse_config(cfg)
+
+
+# ---------------------------------------------------------------------------
+# The settings a recorded release is made with
+# ---------------------------------------------------------------------------
+
+
+#: The page part that records the releases of each mechanism kind of a study (granular: the command line only).
+PART_OF_KIND = {"unit_splitting": "run", "prdp": "budget_functions", "personalized": "personalized",
+                "multitier": "analyst_tiers"}
+
+
+#: The policy part each mechanism kind releases (:attr:`prdp_core.study.runs.RunConfig.POLICY_PART`).
+POLICY_OF_KIND = {k: c.POLICY_PART for k, c in RUN_KINDS.items() if c.POLICY_PART is not None}
+
+
+def settings_of(cfg: Mapping[str, Any], kind: str) -> str:
+    """What a release of ``kind`` is made with, read from a study config: its policy part, the workload (unit
+    splitting), its mechanism entries and the mode (as JSON, to compare)."""
+    part = POLICY_OF_KIND.get(kind, "")
+    pol = (cfg.get("policy") or {}).get(part)
+    workload = cfg.get("workload") if part == "thresholds" else None  # the workload goes with the thresholds
+    mechanisms = [dict(m) for m in cfg.get("mechanisms", []) if m.get("kind") == kind]
+    return json.dumps([pol, workload, mechanisms, cfg.get("mode")], sort_keys=True, default=str)
+
+
+def part_settings(part: str) -> str | None:
+    """The settings of page ``part`` as the study exports them now (None: not a study's mechanism, or settings
+    that make no valid study)."""
+    kind = next((k for k, p in PART_OF_KIND.items() if p == part), None)
+    if kind is None:
+        return None
+    try:
+        return settings_of(export_study().to_dict(), kind)
+    except PrdpError:
+        return None
+
+
+# a release recorded by ui.state keeps its page part's settings (the Study page's report compares them)
+state.register("part_settings", part_settings)

@@ -4,52 +4,21 @@ Each mechanism of the exported study is matched with the releases its page last 
 the same settings (:func:`ui.state.recorded`; a release of settings changed since is not the study's); a study whose
 mechanisms have none recorded yet is run once through the session's recorder (:func:`run_and_record`): every release
 charged to the session ledger, then kept as its page's recorded release, so building the report again renders the
-same numbers and charges nothing.
+same numbers and charges nothing. The settings a release is made with, read from a study config, are
+:mod:`ui.study_export`'s (:func:`~ui.study_export.settings_of`, :func:`~ui.study_export.part_settings`).
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, Mapping
+from typing import Any
 
 from prdp_core.core.accounting import Ledger
-from prdp_core.core.errors import PrdpError
 from prdp_core.review import report as R
 from prdp_core.study.config import Study
 from prdp_core.study.runner import StudyRun
-from prdp_core.study.runs import RUN_KINDS
 
-from . import state, study_export
-
-#: The page part that records the releases of each mechanism kind of a study (granular: the command line only).
-PART_OF_KIND = {"unit_splitting": "run", "prdp": "budget_functions", "personalized": "personalized",
-                "multitier": "analyst_tiers"}
-
-
-#: The policy part each mechanism kind releases (:attr:`prdp_core.study.runs.RunConfig.POLICY_PART`).
-POLICY_OF_KIND = {k: c.POLICY_PART for k, c in RUN_KINDS.items() if c.POLICY_PART is not None}
-
-
-def settings_of(cfg: Mapping[str, Any], kind: str) -> str:
-    """What a release of ``kind`` is made with, read from a study config: its policy part, the workload (unit
-    splitting), its mechanism entries and the mode (as JSON, to compare)."""
-    part = POLICY_OF_KIND.get(kind, "")
-    pol = (cfg.get("policy") or {}).get(part)
-    workload = cfg.get("workload") if part == "thresholds" else None  # the workload goes with the thresholds
-    mechanisms = [dict(m) for m in cfg.get("mechanisms", []) if m.get("kind") == kind]
-    return json.dumps([pol, workload, mechanisms, cfg.get("mode")], sort_keys=True, default=str)
-
-
-def part_settings(part: str) -> str | None:
-    """The settings of page ``part`` as the study exports them now (None: not a study's mechanism, or settings
-    that make no valid study)."""
-    kind = next((k for k, p in PART_OF_KIND.items() if p == part), None)
-    if kind is None:
-        return None
-    try:
-        return settings_of(study_export.export_study().to_dict(), kind)
-    except PrdpError:
-        return None
+from . import state
+from .study_export import PART_OF_KIND, settings_of
 
 
 def recorded_run(study: Study) -> tuple[StudyRun, list[str]]:

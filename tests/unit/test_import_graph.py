@@ -18,12 +18,7 @@ def _message(found: list[list[str]]) -> str:
         f"  {len(c)} modules: {' <-> '.join(c)}" for c in found)
 
 
-#: The app's pages share their session state through ui.state, which still reaches up to the pages' modules (policy
-#: designer, durable sessions, large tables): the ui package keeps one cycle until those calls are turned around.
-UI_CYCLE = pytest.mark.xfail(strict=True, reason="ui.state still imports the page modules above it")
-
-
-@pytest.mark.parametrize("package", ["prdp_core", pytest.param("ui", marks=UI_CYCLE)])
+@pytest.mark.parametrize("package", ["prdp_core", "ui"])
 def test_a_package_has_no_import_cycle(package):
     graph = import_graph(module_names(ROOT, [package]))
     assert len(graph) > 10, "the package was not read"
