@@ -17,6 +17,7 @@ from contextlib import ExitStack
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from .conftest import ARTIFACTS, _clean_env, _require_browser, new_page, shot, wait_idle
 from .server import app_server, free_port
@@ -142,10 +143,18 @@ def _after_restart(page, browser, key: str, before: float) -> None:
         other.get_by_text("This address belongs to another browser").wait_for()
         wait_idle(other)
         sidebar = page.locator('[data-testid="stSidebar"]')
-        sidebar.get_by_text("Open this session in another browser").click()
-        sidebar.get_by_role("button", name="Make a transfer code").click()
         wait_idle(page)
-        code = sidebar.locator('[data-testid="stCode"]').first.inner_text().strip()
+        sidebar.get_by_text("Open this session in another browser").click()
+        codes = sidebar.locator('[data-testid="stCode"]')
+        for _ in range(3):  # a click that lands while the reconnected page still reruns can be dropped: click again
+            sidebar.get_by_role("button", name="Make a transfer code").click()
+            wait_idle(page)
+            try:
+                codes.first.wait_for(timeout=15_000)
+                break
+            except PlaywrightTimeout:
+                continue
+        code = codes.first.inner_text().strip()
         assert re.fullmatch(r"[A-Z2-9]{5}-[A-Z2-9]{5}", code), code
         shot(page, "durable-04-transfer-code")
         other.get_by_text("It is my session, from my other browser or device").click()
