@@ -152,7 +152,7 @@ if review.shows_records("policy losses"):
     m2.metric("Records split", f"{summ['share_split']:.2%}", help="Share of records cut into more than one piece.")
     m3.metric("99th percentile loss", format_loss(summ["p99"]))
     m4.metric("Largest record loss", format_loss(summ["max"]), help=f"{summ['max_pieces']:,} pieces")
-    st.markdown(f"- {prev.records.plain_language()}")
+    pstate.loss_readout(prev, summ)
     if owners is not None:
         st.markdown(f"- Owners ({md_escape(ds.schema.owner_col)}): {owners.plain_language(noun='owners')}")
     thr_pct = threshold_percentiles(pstate.data(), pol.thresholds) if pol.thresholds.group_col is None else {}
