@@ -160,6 +160,23 @@ def entry(t: Term) -> str:
     return f"- **{t.symbol}** ({t.name}): {t.plain}"
 
 
+#: The pages' titles, by file name (as app.py names them).
+TITLES = {"start_here": "Start here", "data": "Data", "policy_designer": "Policy designer",
+          "budget_functions": "Budget functions", "personalized": "Personalized DP", "tradeoffs": "Trade-offs",
+          "run": "Run", "analyst_tiers": "Analyst tiers", "study": "Study", "board": "Board", "concepts": "Concepts"}
+
+
+def used_on(t: Term) -> str:
+    """Where ``t`` is used, as a caption line."""
+    return "_Used on: " + ", ".join(TITLES.get(p, p) for p in t.pages) + "._"
+
+
+def matching(text: str | None) -> list[Term]:
+    """The terms whose symbol, name or definition contains ``text`` (case-insensitive; all for an empty text)."""
+    q = (text or "").strip().casefold()
+    return [t for t in TERMS if not q or q in f"{t.symbol} {t.name} {t.plain}".casefold()]
+
+
 def page_terms(page: str) -> None:
     """In the sidebar: the terms of ``page`` behind an expander, and a link to the Glossary page."""
     terms = terms_of(page)
@@ -170,4 +187,5 @@ def page_terms(page: str) -> None:
         st.page_link(PAGE, label="The whole glossary", icon=":material/menu_book:")
 
 
-__all__ = ["BY_SYMBOL", "GREEK", "PAGE", "TERMS", "Term", "entry", "page_terms", "terms_of"]
+__all__ = ["BY_SYMBOL", "GREEK", "PAGE", "TERMS", "TITLES", "Term", "entry", "matching", "page_terms", "terms_of",
+           "used_on"]
