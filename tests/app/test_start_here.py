@@ -31,6 +31,8 @@ def test_next_alone_walks_from_the_data_to_the_report_of_one_recorded_release():
     assert len(at.session_state["ledger"]) == 1  # one recorded release
     rel = at.session_state["run_release"]
     assert f"**{len(rel.answers):,}** noisy answers" in _markdown(at)
+    captions = "\n".join(c.value for c in at.caption)
+    assert "worst case ρ = unbounded" in _markdown(at) and "**Unbounded** means" in captions  # explained beside it
     key, html = at.session_state["guide_report"]
     assert html.startswith(b"<!DOCTYPE html") or b"<html" in html[:500]
     assert not [b for b in at.button if b.key and b.key.startswith("guide_next")]  # the last step has no Next
