@@ -12,8 +12,8 @@ import streamlit as st
 
 from prdp_core.board.ledgers import data_fingerprint
 from prdp_core.charts import concepts as charts
-from prdp_core.core.errors import PrdpError
 from prdp_core.core import interpret
+from prdp_core.core.errors import PrdpError
 from prdp_core.core.release import Release
 from prdp_core.core.secure import mode_label
 from prdp_core.data.dataset import Dataset

@@ -24,8 +24,8 @@ from prdp_core.core.loss_profile import format_loss, owner_losses
 from prdp_core.core.splitting import restrict_thresholds, split_counts
 from prdp_core.core.workload import SplittingPolicy
 
-from . import review, state
 from . import policy_designer as pstate
+from . import review, state
 from .common import confidential, guarded, md_escape
 
 #: The records a reader may follow in teaching mode.
@@ -74,7 +74,7 @@ def _typed_row(key: str, pol: SplittingPolicy) -> tuple[pd.DataFrame, pd.DataFra
                                    value=float(3.5 * thr.get(m, 1.0)), format="%g", key=f"{key}_we_{m}")
     k = int(cols[-1].number_input("Records of its owner", min_value=1, max_value=10_000, value=3, step=1,
                                   key=f"{key}_we_owner_n"))
-    blank = {c: "" for c in ds.schema.groups}
+    blank: dict[str, Any] = {c: "" for c in ds.schema.groups}
     for m in ds.schema.measures:
         blank[m] = 0.0
     row = pd.DataFrame([{**blank, **values}])

@@ -2,8 +2,9 @@
 
 A page's text is its file in app_pages/, its ui modules (``ui/<page>.py``, ``ui/<page>_*.py``) and the other ui
 modules it imports for what it shows (``from ui import x`` or ``from ui.x import …``; not the app's shared machinery,
-:data:`SHARED`, whose texts are about the app, not the page's subject): the scan finds the Greek symbols (a letter with an optional accent: ε̌, ε̂, Φ̄) and the terms the issue of
-classes named (CKS, PctScore, ARE, m(r), P(r), T(a), E(r), zCDP, …) there."""
+:data:`SHARED`, whose texts are about the app, not the page's subject): the scan finds the Greek symbols (a letter
+with an optional accent: ε̌, ε̂, Φ̄) and the terms a first-time reader needs defined (CKS, PctScore, ARE, m(r), P(r),
+T(a), E(r), zCDP, …) there."""
 
 from __future__ import annotations
 
