@@ -171,7 +171,7 @@ def render_step(i: int) -> None:
     if i < len(STEPS) - 1:
         nxt.button("Next", key=f"guide_next_{i}", type="primary", on_click=on_next, args=(i,))
     else:
-        back.button("Start again", key="guide_restart", on_click=go, args=(0,))
+        nxt.button("Start again", key="guide_restart", on_click=go, args=(0,))
 
 
 def _show(i: int) -> None:
