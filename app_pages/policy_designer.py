@@ -20,7 +20,7 @@ from ui.reproduce import snippet_code
 
 st.title("Policy designer")
 st.caption("Set splitting thresholds and budgets; see at once what every record — and every owner — would lose.")
-learn("**Unit splitting** (per-record zCDP paper, Sec. 5). A record larger than the threshold T(a) of a measure is "
+learn("**Unit splitting.** A record larger than the threshold T(a) of a measure is "
       "cut into m(r) = max_a ⌈r(a)/T(a)⌉ pieces of at most T(a). Sums over split data need noise for T(a) only, "
       "but a record cut into m pieces pays m² times the budget: P(r) = Σ flat ρ + Σ split ρ·m(r)². The *form* "
       "of P is public; the loss of a real record is confidential.")
