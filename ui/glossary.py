@@ -95,7 +95,7 @@ TERMS: tuple[Term, ...] = (
     Term("base loss", "the loss of a record never split",
          "What every record pays at least: the sum of the budgets of the queries it takes part in.",
          ("start_here", "policy_designer", "run", "study")),
-    Term("owner", "owner of records (e.g. a firm)",
+    Term("record owner", "who owns several records (e.g. a firm)",
          "An owner of several records loses at most their number times the sum of their losses.",
          ("start_here", "policy_designer", "concepts")),
     Term("unbounded", "no finite worst case",

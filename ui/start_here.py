@@ -24,7 +24,7 @@ from prdp_core.review.review_boundary import produce
 from . import ledger_view, review, state, study_export, study_report, worked_example
 from . import policy_designer as pstate
 from . import run as rstate
-from .common import confidential, download_button, md_escape, show_error
+from .common import confidential, download_button, guarded, md_escape, show_error
 
 #: The most words a step's body may have.
 MAX_WORDS = 120
@@ -157,8 +157,9 @@ def render_step(i: int) -> None:
     st.subheader(f"{i + 1}. {s.title}")
     if s.title == "Review":
         rstate.run_pending()  # a large dataset's release, asked for by the Run step
-    st.markdown(s.body.format(**_fields(i)))
-    _show(i)
+    with guarded():  # a refusal (e.g. the memory guard) is a message; the buttons stay
+        st.markdown(s.body.format(**_fields(i)))
+        _show(i)
     with st.expander("Learn more", icon=":material/school:"):
         if s.title == "Preview":
             worked_example.render("guide")
