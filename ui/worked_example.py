@@ -26,7 +26,7 @@ from prdp_core.core.workload import SplittingPolicy
 
 from . import policy_designer as pstate
 from . import review, state
-from .common import confidential, guarded, md_escape
+from .common import confidential, guarded, md_escape, readable
 
 #: The records a reader may follow in teaching mode.
 CHOICES = {"largest": "the record with the largest loss", "median": "a typical record (the median loss)",
@@ -96,7 +96,7 @@ def _threshold(pol: SplittingPolicy, row: pd.DataFrame, measure: str) -> str:
     gc = pol.thresholds.group_col
     mine = rows.get(row[gc].iloc[0]) if gc else None
     t = (mine or rows.get("*") or {}).get(measure)
-    return "none" if t is None else f"{float(t):,.6g}"
+    return "none" if t is None else readable(t)
 
 
 def _steps(pol: SplittingPolicy, row: pd.DataFrame, firm: pd.DataFrame, real: bool) -> None:
@@ -106,7 +106,7 @@ def _steps(pol: SplittingPolicy, row: pd.DataFrame, firm: pd.DataFrame, real: bo
     for a in pol.thresholds.measures:
         one = restrict_thresholds(pol.thresholds, (a,))
         pieces = int(split_counts(row, one)[0]) if one is not None else 1
-        lines.append(f"{md_escape(a)}: r(a) = {float(row[a].iloc[0]):,.6g}, T(a) = {_threshold(pol, row, a)} → "
+        lines.append(f"{md_escape(a)}: r(a) = {readable(row[a].iloc[0])}, T(a) = {_threshold(pol, row, a)} → "
                      f"{pieces:,} piece(s)")
     st.markdown("**1. Pieces.** Unit splitting cuts each measure into pieces of at most T(a); the record's "
                 "m(r) is the largest count:\n" + "\n".join(f"   - {t}" for t in lines)
