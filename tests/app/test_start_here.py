@@ -52,3 +52,19 @@ def test_the_preview_step_shows_public_levels_in_review_mode_and_a_typed_record_
     assert not [r for r in at.radio if r.key == "guide_we_pick"]  # no choice of a real record
     at.number_input(key="guide_we_EMP").set_value(1_000_000.0).run()
     assert "promises nothing useful" in "\n".join(c.value for c in at.caption)
+
+
+def test_a_refused_release_keeps_the_run_step_and_says_what_to_fix():
+    from .conftest import upload
+
+    at = open_page("data")
+    csv = ("acct,balance\n" + "".join(f"a{i},{i}\n" for i in range(1, 301))).encode()
+    upload(at, "accounts.csv", csv)
+    at.session_state["mode"] = "review"  # a secure release in review mode refuses thresholds computed from the data
+    at.session_state["run_secure"] = True
+    at.switch_page("app_pages/start_here.py").run()
+    at.session_state["guide_step"] = 3
+    at.run()
+    _next(at, 3)
+    assert at.session_state["guide_step"] == 3 and len(at.session_state["ledger"]) == 0
+    assert at.error and "threshold" in at.error[0].value.lower()
