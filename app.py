@@ -13,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import durable, links, memory, session_design, sidebar, state, study
+from ui import durable, glossary, links, memory, session_design, sidebar, state, study
 
 # A local file, not a :material/…: icon: Streamlit's frontend fetches a Material favicon from a public font
 # host, and the app must reach nothing outside its server (docs/security.md, "Offline").
@@ -29,6 +29,9 @@ memory.track_session()  # an ended session's memory is released after Streamlit'
 study.keep_settings()  # pages keep their settings while another page is on screen
 
 PAGES = {
+    "Start": [
+        st.Page("app_pages/start_here.py", title="Start here", icon=":material/flag:"),
+    ],
     "Prepare": [
         st.Page("app_pages/data.py", title="Data", icon=":material/table:", default=True),
     ],
@@ -48,6 +51,7 @@ PAGES = {
     ],
     "Learn": [
         st.Page("app_pages/concepts.py", title="Concepts", icon=":material/school:"),
+        st.Page("app_pages/glossary.py", title="Glossary", icon=":material/menu_book:"),
     ],
 }
 
@@ -59,4 +63,5 @@ config = links.sync()  # the URL carries the design as the page left it
 durable.save(config)  # the store keeps the data source, design and ledger: a restart loses none of them
 # after the page, so the sidebar shows what the page just set (e.g. the active policy)
 sidebar.render()
+glossary.page_terms(nav.url_path or "data")  # the page's terms, linked to the Glossary page
 memory.freeze_loaded(nav.url_path)  # the code a page loaded is out of the per-run garbage collection's way

@@ -12,6 +12,7 @@ from prdp_core.core import accounting, interpret
 from prdp_core.core.errors import PrdpError
 from prdp_core.mechanisms import granular
 from ui import concepts as lab
+from ui import exercises, worked_example
 from ui.common import code_expander, guarded, learn, show_error
 from ui.reproduce import snippet_code
 
@@ -30,10 +31,10 @@ learn("**Three granularities.** Standard DP bounds what changes when one *record
       "bounds the change of *one attribute* of one record, ε0 — a finer statement that supplements, never "
       "replaces, the whole-record one.")
 
-calc_tab, attr_tab, lab_tab, lim_tab = st.tabs([":material/calculate: Calculators",
-                                                ":material/view_column: Per-attribute explorer",
-                                                ":material/bar_chart: Histogram lab",
-                                                ":material/checklist: Limitations"])
+calc_tab, we_tab, ex_tab, attr_tab, lab_tab, lim_tab = st.tabs([
+    ":material/calculate: Calculators", ":material/person_search: Worked example", ":material/quiz: Exercises",
+    ":material/view_column: Per-attribute explorer", ":material/bar_chart: Histogram lab",
+    ":material/checklist: Limitations"])
 
 DELTAS = [1e-5, 1e-6, 1e-8, 1e-10]
 
@@ -80,6 +81,7 @@ with calc_tab:
         m2.metric("ε by the textbook bound", f"{conv.eps_textbook:.4g}", delta=f"{conv.saving:+.3g} looser",
                   delta_color="off")
         m3.metric("zCDP's own ε = √(2ρ)", f"{conv.eps_zcdp:.4g}")
+        st.caption(lab.zcdp_eps_note(conv))
         r_cks = interpret.rho_for_approx_dp(eps_target, delta)
         r_tb = interpret.rho_for_approx_dp(eps_target, delta, method="textbook")
         st.markdown(
@@ -106,6 +108,8 @@ with calc_tab:
     with guarded():
         g = interpret.record_guarantee(x, measure, delta=delta, prior=prior_pct / 100)
         st.markdown("\n".join(f"- {s}" for s in g.sentences()))
+        if measure == "rho":
+            st.caption(lab.two_ceilings_note(g))
         ref = interpret.record_guarantee_table([0.01, 0.1, 0.5, 1.0, 2.0, 5.0], measure, delta=delta,
                                                prior=prior_pct / 100)
         sym = "ρ" if measure == "rho" else "ε"
@@ -120,6 +124,14 @@ with calc_tab:
         learn("**Per-record read-out.** Under a per-record policy each record has its own loss P(r). The record "
               "with the largest loss has the release's standard DP guarantee; smaller records are protected "
               "better. The same calculators apply to each record's own number.")
+
+# ---------------------------------------------------------------------------
+with we_tab:
+    st.subheader("Follow one record through the active policy")
+    worked_example.render("cc")
+
+with ex_tab:
+    exercises.render()
 
 # ---------------------------------------------------------------------------
 with attr_tab:

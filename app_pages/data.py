@@ -19,6 +19,7 @@ from ui.reproduce import snippet_code
 st.title("Data")
 st.caption("Pick a sample, upload a table or connect a large one from the server's data folder, say which columns "
            "are measures, groups and owners, and see how skewed the measures are.")
+st.page_link("app_pages/start_here.py", label="New here? Take the five-step guided path", icon=":material/flag:")
 learn("**Records and measures.** A *record* is the unit whose privacy is protected (an establishment, an "
       "account). *Measures* are the non-negative numbers a policy is about (employees, payroll, balance). "
       "Skewed measures — a few records holding most of the total — are why per-record policies exist: any "

@@ -20,7 +20,7 @@ from ui.reproduce import snippet_code
 
 st.title("Policy designer")
 st.caption("Set splitting thresholds and budgets; see at once what every record — and every owner — would lose.")
-learn("**Unit splitting** (per-record zCDP paper, Sec. 5). A record larger than the threshold T(a) of a measure is "
+learn("**Unit splitting.** A record larger than the threshold T(a) of a measure is "
       "cut into m(r) = max_a ⌈r(a)/T(a)⌉ pieces of at most T(a). Sums over split data need noise for T(a) only, "
       "but a record cut into m pieces pays m² times the budget: P(r) = Σ flat ρ + Σ split ρ·m(r)². The *form* "
       "of P is public; the loss of a real record is confidential.")
@@ -152,7 +152,7 @@ if review.shows_records("policy losses"):
     m2.metric("Records split", f"{summ['share_split']:.2%}", help="Share of records cut into more than one piece.")
     m3.metric("99th percentile loss", format_loss(summ["p99"]))
     m4.metric("Largest record loss", format_loss(summ["max"]), help=f"{summ['max_pieces']:,} pieces")
-    st.markdown(f"- {prev.records.plain_language()}")
+    pstate.loss_readout(prev, summ)
     if owners is not None:
         st.markdown(f"- Owners ({md_escape(ds.schema.owner_col)}): {owners.plain_language(noun='owners')}")
     thr_pct = threshold_percentiles(pstate.data(), pol.thresholds) if pol.thresholds.group_col is None else {}

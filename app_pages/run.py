@@ -19,10 +19,10 @@ from ui.reproduce import snippet_code
 
 st.title("Run")
 st.caption("Release the workload of the active policy with unit splitting and Gaussian noise.")
-learn("**What a release does.** Each SUM is computed on the split table (same total, Lemma 8) with Gaussian noise "
-      "scaled to the splitting threshold; COUNTs use COUNT DISTINCT before splitting. Every answer comes with its "
-      "noise σ and a 95% interval. The *realized* loss of a record is what this very release revealed about it — "
-      "always at most its policy loss.")
+learn("**What a release does.** Each SUM is computed on the split table (the pieces add up to the same total) with "
+      "Gaussian noise scaled to the splitting threshold; COUNTs use COUNT DISTINCT before splitting. Every answer "
+      "comes with its noise σ and a 95% interval. The *realized* loss of a record is what this very release revealed "
+      "about it — always at most its policy loss.")
 
 ds = state.dataset()
 pol = pstate.ensure_policy()
@@ -141,7 +141,7 @@ else:
             l2.plotly_chart(loss_cdf_figure(cdfs["owners"], title=f"Owners ({ds.schema.owner_col}): policy vs "
                                             "realized loss", base=rel_pol.workload.total_rho, view="tail"),
                             key="run_cdf_owners")
-        learn("**Fig. 5 of the paper.** The realized loss of a record is Σ_q Δ_q(r)²/(2σ_q²): what removing it changes "
+        learn("**Realized loss.** The realized loss of a record is Σ_q Δ_q(r)²/(2σ_q²): what removing it changes "
               "in each answer, against the noise. It is exact for Gaussian answers and always below the policy loss; "
               "owners' realized loss removes all their records at once.")
         if rel.extras.get("private_record_delta") is not None:

@@ -12,6 +12,7 @@ import streamlit as st
 
 from prdp_core.board.ledgers import data_fingerprint
 from prdp_core.charts import concepts as charts
+from prdp_core.core import interpret
 from prdp_core.core.errors import PrdpError
 from prdp_core.core.release import Release
 from prdp_core.core.secure import mode_label
@@ -386,3 +387,22 @@ STATE = PageState(
     editors=("pa_releases_current", "pa_releases_base"),
     prefixes=(DECLARED_PREFIX,),
 )
+
+
+def zcdp_eps_note(conv: interpret.ZcdpConversion) -> str:
+    """Why zCDP's own ε = √(2ρ) is shown beside the (ε, δ) conversions, in plain words."""
+    return (f"zCDP's own ε = √(2ρ) = {conv.eps_zcdp:.3g} is the number in zCDP's definition (ρ = ½ε²), used to put "
+            "ρ on the scale of a per-attribute ε0. It is **not** an (ε, δ) promise to the people in the data: for "
+            f"that, use the CKS ε = {conv.eps_cks:.4g}.")
+
+
+def two_ceilings_note(g: interpret.RecordGuarantee) -> str:
+    """Why a record's best guess of one bit and its posterior from a small prior hold together (85.36% at 1ρ beside
+    95.97% from a 1% prior), in plain words, with the record's own numbers."""
+    even = interpret.posterior_bound(g.eps_cks, 0.5)
+    return (f"**Why both numbers hold.** Each is a ceiling for a different question. The best guess "
+            f"({interpret.percent(g.accuracy)}) is for a 50/50 fact and uses the tightest bound zCDP gives for it. "
+            f"The posterior ({interpret.percent(g.posterior)}) starts from a {g.prior:.0%} suspicion and uses the "
+            f"(ε, δ) view, ε = {g.eps_cks:.3g}: rare outputs may multiply the odds by up to e^ε. That view is looser — "
+            f"for a 50/50 fact it would allow {interpret.percent(even)} — so each question shows its tightest known "
+            "ceiling, and neither is a promise that an attacker reaches it.")

@@ -18,6 +18,7 @@ import streamlit as st
 from prdp_core.board.ledgers import same_data
 from prdp_core.core.accounting import Ledger
 from prdp_core.core.errors import PrdpError
+from prdp_core.core.interpret import UNBOUNDED_NOTE, loss_guidance
 
 from . import durable, review, state
 from .common import md_escape
@@ -77,7 +78,18 @@ def totals() -> None:
         st.markdown(f"**Totals on this table** over its {on_it} release(s): the most exposed record has lost "
                     f"**ρ = {_fmt(last['largest record total (ρ)'])}**{eps_text} in all — confidential, a "
                     f"statistic of the records. Public forms summed: {public}.")
+        _guidance(float(last["largest record total (ρ)"]))
     else:
         st.markdown(f"**Totals on this table** over its {on_it} release(s), public forms summed: {public}.")
         if table is not None:
             st.caption(review.NOTE.format(what="the largest total loss of a record"))
+    if math.isinf(last["worst-case total (ρ)"]):
+        st.caption(UNBOUNDED_NOTE)
+
+
+def _guidance(rho: float) -> None:
+    """A plain-language sentence beside an extreme largest total (:func:`prdp_core.core.interpret.loss_guidance`)."""
+    if math.isfinite(rho):
+        text = loss_guidance(rho)
+        if text:
+            st.caption(f":material/info: {text}")

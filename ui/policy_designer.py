@@ -26,6 +26,7 @@ import pandas as pd
 import streamlit as st
 
 from prdp_core.core.errors import PrdpError
+from prdp_core.core.interpret import loss_guidance
 from prdp_core.core.loss_profile import LossProfile
 from prdp_core.core.provenance import data_source, is_data_derived, is_private, source_detail
 from prdp_core.core.splitting import (
@@ -294,6 +295,15 @@ def preview_summary(prev: PolicyPreview | EnginePolicyPreview, owners: bool = Tr
     s.update({"base_loss": prev.policy.workload.total_rho, "share_split": prev.share_split,
               "max_pieces": int(m.max()) if m.size else 0})
     return s
+
+
+def loss_readout(prev: PolicyPreview | EnginePolicyPreview, summ: dict[str, float]) -> None:
+    """The records' losses in one sentence, and a plain-language note when the largest is extreme
+    (:func:`prdp_core.core.interpret.loss_guidance`: what it means, what to change)."""
+    st.markdown(f"- {prev.records.plain_language()}")
+    note = loss_guidance(float(summ["max"]), pieces=int(summ["max_pieces"]))
+    if note:
+        st.caption(f":material/info: {note}")
 
 
 def data() -> Any:

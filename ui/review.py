@@ -66,6 +66,8 @@ SCREEN_OUTPUTS = {
     "budget histogram": "the histogram of the records' budgets",
     "users per epsilon": "the number of users, how many chose each ε (histogram, users per tier) and the notes that "
                          "count them",
+    "worked example": "the losses of a real record and of its owner in the worked example (it follows a "
+                      "hypothetical record typed in instead)",
     "data-dependent base losses": "the smallest loss of a data-dependent release (that of the records present)",
 }
 for _name, _shows in SCREEN_OUTPUTS.items():

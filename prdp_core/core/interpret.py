@@ -35,7 +35,7 @@ from scipy.optimize import brentq, minimize_scalar
 
 from .accounting import approx_dp_delta, zcdp_to_approx_dp
 from .errors import ParameterError
-from .loss_profile import Measure, _check_measure
+from .loss_profile import Measure, _check_measure, format_loss
 from .validate import non_negative as _nonneg
 from .validate import probability as _prob
 
@@ -334,6 +334,46 @@ def mi_bound_prop27(eps0: float, block_sizes: Sequence[int]) -> float:
     if not sizes or min(sizes) < 1:
         raise ParameterError("Give at least one block of at least one attribute.")
     return 0.5 * e * e * sum(s * s for s in sizes)
+
+
+# ---------------------------------------------------------------------------
+# Plain-language guidance next to extreme values
+# ---------------------------------------------------------------------------
+
+#: Above this ε (at the read-out's δ) a loss is called weak: a worst-case guesser is right about one yes/no fact
+#: with probability above 99.995%.
+WEAK_EPS = 10.0
+#: Above this ε a loss promises nothing a reader would call privacy.
+VOID_EPS = 100.0
+
+#: What "unbounded" means beside a worst-case ρ of a release's public form.
+UNBOUNDED_NOTE = ("**Unbounded** means that the policy's formula sets no largest loss: a query on split data charges "
+                  "a record ρ × m(r)², and a record can be as large as you like, so it could lose as much as you "
+                  "like. The real records' losses are finite (teaching mode shows the largest). For a finite worst "
+                  "case, answer the sums before splitting with the measure top-coded (clamped at a public bound).")
+
+
+def loss_guidance(rho: float, delta: float = 1e-6, *, pieces: int | None = None) -> str | None:
+    """A plain-language sentence for an extreme per-record loss ``rho`` (in ρ): what it means as (ε, δ) at ``delta``,
+    what an attacker could infer, and what to change; None for a loss at most :data:`WEAK_EPS` at ``delta``.
+    ``pieces``: m(r) of the record paying it, when known (the loss grows with its square)."""
+    if isinstance(rho, (int, float)) and rho == math.inf:
+        return UNBOUNDED_NOTE
+    r = _nonneg("The loss", rho)
+    eps = zcdp_to_approx_dp(r, _prob("δ", delta))
+    if eps <= WEAK_EPS:
+        return None
+    cut = f" It is paid by a record cut into {pieces:,} pieces: the loss grows with the square of that number." \
+        if pieces and pieces > 1 else ""
+    if eps > VOID_EPS:
+        what = ("For this record the release promises nothing useful: someone who knows every other record could "
+                "read its values off the answers almost exactly.")
+    else:
+        what = (f"That is weak: someone who knows every other record guesses one yes/no fact about it correctly with "
+                f"probability up to {percent(zcdp_inference_accuracy(r))}.")
+    return (f"A loss of {format_loss(r)} is ε ≈ {format_loss(eps, 'eps')[:-1]} at δ = {delta:.0e}. {what}{cut} "
+            "To lower it, raise the "
+            "splitting thresholds T(a), or answer the sums before splitting with the measure top-coded.")
 
 
 # ---------------------------------------------------------------------------

@@ -50,8 +50,8 @@ UNSAFE = [re.compile(p) for p in (
     r":material/home:", r":red\[",    # Streamlit directives
 )]
 
-PAGES = ["data", "policy_designer", "budget_functions", "personalized", "tradeoffs", "run", "analyst_tiers",
-         "study", "concepts"]
+PAGES = ["start_here", "data", "policy_designer", "budget_functions", "personalized", "tradeoffs", "run",
+         "analyst_tiers", "study", "concepts"]
 #: The buttons of each page that release (their results name the study's labels, tiers and groups).
 RELEASES = {"run": ("run_go",), "analyst_tiers": ("mt_release_btn",),
             "budget_functions": ("bf_run",)}

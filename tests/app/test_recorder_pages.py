@@ -104,8 +104,8 @@ LEFT_ALONE = ("durable_", "mode_", "large_", "board_", "study_load", "load_sampl
 #: The teaching simulations of the walk (:func:`prdp_core.recorder.simulation` labels).
 SIMULATIONS = {"the board's error estimate", "Compare mechanisms", "The oracle threshold curve"}
 #: Every page, in the order of the app's navigation.
-PAGES = ["data", "policy_designer", "budget_functions", "personalized", "tradeoffs", "run", "analyst_tiers", "study",
-         "board", "concepts"]
+PAGES = ["start_here", "data", "policy_designer", "budget_functions", "personalized", "tradeoffs", "run",
+         "analyst_tiers", "study", "board", "concepts"]
 
 
 def _press_every_button(at) -> None:
