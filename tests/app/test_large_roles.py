@@ -181,3 +181,20 @@ def test_a_check_waits_for_the_servers_heavy_steps_then_runs(at, monkeypatch):
     assert waiting and said.index(waiting[0]) < said.index(next(x for x in said if x.startswith("counting missing")))
     assert at.session_state["dataset"].name == "agency.parquet"  # it waited, then ran: never refused
     assert QUEUE.running == 0
+
+
+def test_the_apps_engine_works_within_a_heavy_steps_share_and_a_failure_names_the_settings(at, monkeypatch):
+    from prdp_core.core.errors import ResourceLimitError
+    from ui import large_roles
+    from ui import memory as umem
+
+    monkeypatch.setenv("PRDP_DUCKDB_MEMORY_LIMIT", "8GB")  # asked 7,629 MiB; an 18 GB server's share for 2 steps
+    rid = _connect(at)
+    eng = large_roles.raw_engine(at.session_state["raw"])
+    assert at.session_state["raw"]["id"] == rid and eng.options.memory_limit == "4500MiB"
+    (setting,) = eng.con.execute("SELECT current_setting('memory_limit')").fetchone()
+    assert setting.startswith("4.3 GiB")  # DuckDB itself holds the step to its share
+    note = umem.operator_note(eng._out_of_memory(duckdb.OutOfMemoryException(OOM)))
+    assert "limit of 4.4 GiB" in note and "share of the server's 17.6 GiB (PRDP_SERVER_MEMORY_MB)" in note
+    assert "PRDP_HEAVY_STEPS=1 gives 7.5 GiB" in note
+    assert umem.operator_note(ResourceLimitError("The server is short of memory.")) == ""  # not the engine's
