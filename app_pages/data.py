@@ -205,7 +205,7 @@ with roles_tab:
     if chk is not None or raw.get("large"):
         st.button("Use this table" if chk is not None else "Check and use this table", type="primary",
                   key=f"apply_{rid}", on_click=udata.on_apply, args=(rid,), disabled=busy)
-    large_roles.way_on(raw)
+    large_roles.way_on(raw, udata.on_apply)
 
 code_expander(snippet_code("data"))
 large_roles.run_pending(profile_box, roles_box)  # the step a button asked for, after the page is drawn

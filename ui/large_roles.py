@@ -145,33 +145,39 @@ def _fail(step: str, err: PrdpError, req: dict[str, Any]) -> None:
     st.session_state[NEXT_TAB_KEY] = ROLES_TAB
 
 
-def _on_retry() -> None:
+def _on_retry(rid: str, use: Callable[[str], None]) -> None:
+    """*Try again*: the failed connection, or ``use(rid)`` — *Check and use this table* — with the roles now chosen
+    (kept since the failure)."""
     failed = st.session_state.pop(FAILED_KEY, None)
-    if failed:
-        key = {"connect": CONNECT_KEY, "check": CHECK_KEY, "apply": APPLY_KEY}[failed["step"]]
-        st.session_state[key] = failed["req"]
-        st.session_state.pop("data_msg", None)
+    if not failed:
+        return
+    st.session_state.pop("data_msg", None)
+    if failed["step"] == "connect":
+        st.session_state[CONNECT_KEY] = failed["req"]
+        return
+    use(rid)
 
 
-def _on_generated_id(rid: str) -> None:
-    failed = st.session_state.pop(FAILED_KEY, None)
-    if failed:
-        st.session_state[f"map_id_{rid}"] = None
-        st.session_state[CHECK_KEY] = {**failed["req"], "schema": {**failed["req"]["schema"], "id_col": None}}
-        st.session_state.pop("data_msg", None)
+def _on_generated_id(rid: str, use: Callable[[str], None]) -> None:
+    """*Generate the record ids from row numbers instead*: the roles chosen with a generated id, checked and
+    used."""
+    st.session_state[f"map_id_{rid}"] = None
+    _on_retry(rid, use)
 
 
-def way_on(raw: dict[str, Any]) -> None:
+def way_on(raw: dict[str, Any], use: Callable[[str], None]) -> None:
     """After a failed step of the flow (its message is shown above): the ways on — try again, or (a record id
-    chosen) generate the ids from row numbers. Disabled while a step runs."""
+    chosen) generate the ids from row numbers; both call ``use(rid)``, the *Check and use this table* callback
+    (:func:`ui.data.on_apply`). Disabled while a step runs."""
     failed = st.session_state.get(FAILED_KEY)
     if not failed or (failed["step"] != "connect" and failed["req"].get("id") != raw.get("id")):
         return
     c1, c2 = st.columns(2)
-    c1.button("Try again", key="large_retry", icon=":material/refresh:", on_click=_on_retry, disabled=busy())
+    c1.button("Try again", key="large_retry", icon=":material/refresh:", on_click=_on_retry, args=(raw["id"], use),
+              disabled=busy())
     if failed["step"] != "connect" and failed["req"]["schema"].get("id_col"):
         c2.button("Generate the record ids from row numbers instead", key="large_generated_id",
-                  icon=":material/format_list_numbered:", on_click=_on_generated_id, args=(raw["id"],),
+                  icon=":material/format_list_numbered:", on_click=_on_generated_id, args=(raw["id"], use),
                   disabled=busy(), help="Skips the duplicate-id check of the id column (its heaviest part).")
 
 

@@ -71,6 +71,13 @@ def _connect(at):
     return at.session_state["raw"]["id"]
 
 
+def _raw_engine(at):
+    """The engine over the connected (not yet used) table."""
+    from ui import large_roles
+
+    return large_roles.raw_engine(at.session_state["raw"])
+
+
 def _selects(sql: list[str]) -> list[str]:
     return [s for s in sql if s.lstrip().upper().startswith(("SELECT", "WITH"))]
 
@@ -185,12 +192,11 @@ def test_a_check_waits_for_the_servers_heavy_steps_then_runs(at, monkeypatch):
 
 def test_the_apps_engine_works_within_a_heavy_steps_share_and_a_failure_names_the_settings(at, monkeypatch):
     from prdp_core.core.errors import ResourceLimitError
-    from ui import large_roles
     from ui import memory as umem
 
     monkeypatch.setenv("PRDP_DUCKDB_MEMORY_LIMIT", "8GB")  # asked 7,629 MiB; an 18 GB server's share for 2 steps
     rid = _connect(at)
-    eng = large_roles.raw_engine(at.session_state["raw"])
+    eng = _raw_engine(at)
     assert at.session_state["raw"]["id"] == rid and eng.options.memory_limit == "4500MiB"
     (setting,) = eng.con.execute("SELECT current_setting('memory_limit')").fetchone()
     assert setting.startswith("4.3 GiB")  # DuckDB itself holds the step to its share
@@ -198,3 +204,23 @@ def test_the_apps_engine_works_within_a_heavy_steps_share_and_a_failure_names_th
     assert "limit of 4.4 GiB" in note and "share of the server's 17.6 GiB (PRDP_SERVER_MEMORY_MB)" in note
     assert "PRDP_HEAVY_STEPS=1 gives 7.5 GiB" in note
     assert umem.operator_note(ResourceLimitError("The server is short of memory.")) == ""  # not the engine's
+
+
+def test_a_preparation_that_fails_returns_to_the_roles_with_a_way_on(at, monkeypatch):
+    rid = _connect(at)
+    real = large.open_source
+
+    def fails(source):
+        raise _raw_engine(at)._out_of_memory(duckdb.OutOfMemoryException(OOM))
+
+    monkeypatch.setattr(large, "open_source", fails)
+    at.button(key=f"apply_{rid}").click().run()  # the check passes, the preparation runs out of memory
+    assert not at.exception, at.exception
+    assert at.session_state["data_tab"] == udata.ROLES_TAB and "ran out of memory" in at.error[0].value
+    assert at.session_state["dataset"].name == "cbp_like"
+    assert at.button(key=f"apply_{rid}").label == "Use this table"  # checked once: not checked again
+    monkeypatch.setattr(large, "open_source", real)
+    at.button(key="large_retry").click().run()
+    assert not at.exception, at.exception
+    assert at.session_state["dataset"].name == "agency.parquet"
+    assert at.session_state["data_tab"] == udata.PROFILE_TAB
