@@ -224,3 +224,27 @@ def test_a_preparation_that_fails_returns_to_the_roles_with_a_way_on(at, monkeyp
     assert not at.exception, at.exception
     assert at.session_state["dataset"].name == "agency.parquet"
     assert at.session_state["data_tab"] == udata.PROFILE_TAB
+
+
+def test_a_release_out_of_memory_names_the_settings_and_the_run_button_tries_again(at, monkeypatch):
+    from ui import run as urun
+
+    rid = _connect(at)
+    at.button(key=f"apply_{rid}").click().run()
+    eng = at.session_state["dataset"].engine
+    at.switch_page("app_pages/run.py").run()
+    real = urun.release
+
+    def out_of_memory(*args, **kwargs):
+        raise eng._out_of_memory(duckdb.OutOfMemoryException(OOM))
+
+    monkeypatch.setattr(urun, "release", out_of_memory)
+    at.button(key="run_go").click().run()
+    assert not at.exception, at.exception
+    t = texts(at)
+    assert "ran out of memory" in at.error[0].value and "PRDP_DUCKDB_MEMORY_LIMIT=3814MiB" in t
+    assert "**Run release** tries again" in t, t
+    assert len(at.session_state["ledger"]) == 0
+    monkeypatch.setattr(urun, "release", real)
+    at.button(key="run_go").click().run()
+    assert not at.exception and at.session_state.get("run_error") is None and len(at.session_state["ledger"]) == 1
