@@ -124,12 +124,13 @@ with roles_tab:
     if raw.get("pending"):
         st.warning(f"**{md_escape(raw['name'])} is not in use yet.** Its roles were guessed from the column names "
                    "and contents — a row number can look like a measure, a code like a group. Check each role, "
-                   "then press **Use this table**; until then every page works on "
+                   f"then press **{'Check and use' if raw.get('large') else 'Use'} this table**; until then every page "
+                   "works on "
                    f"**{md_escape(state.dataset().name)}**.", icon=":material/fact_check:")
     st.caption(f"Table **{md_escape(raw['name'])}**: {review.count(raw.get('n', len(df)), 'rows')} × {len(cols)} "
                "columns. Roles were guessed from the data (or documented, for samples); edit them as needed, then "
                "press *Use this table*." + (" A large dataset's roles are guessed from a uniform sample of its rows; "
-                                            "the checks below count every row, in the engine." if raw.get("large")
+                                            "its check counts every row, in the engine." if raw.get("large")
                                             else ""))
     with st.expander("Preview of sampled rows" if raw.get("large") else "Preview of the first rows", expanded=False):
         if review.shows_records("table rows"):
