@@ -110,7 +110,7 @@ def heavy_step(say: Callable[[str], None] | None = None) -> Iterator[None]:
         if say is not None:
             cap = heavy_steps.heavy_steps()
             say(f"waiting for {n} other heavy step{'s' if n != 1 else ''} on this server to finish (at most {cap} "
-                f"run at once, {heavy_steps.STEPS_ENV}); this step runs next")
+                f"run at once, {heavy_steps.STEPS_ENV}); then this step runs")
 
     with heavy_steps.QUEUE.slot(waiting):
         engine_guard()
