@@ -12,7 +12,7 @@ from prdp_core.core.errors import PrdpError
 from prdp_core.data.dataset import GENERATED_ID, MISSING_GROUP, TableCheck
 from prdp_core.study.config import MAX_SHIFT
 from ui import data as udata
-from ui import large, review, state
+from ui import large, large_roles, review, state
 from ui.common import code_expander, confidential, guarded, learn, md_escape, readable, show_error
 from ui.reproduce import snippet_code
 
@@ -25,11 +25,13 @@ learn("**Records and measures.** A *record* is the unit whose privacy is protect
       "Skewed measures — a few records holding most of the total — are why per-record policies exist: any "
       "single clipping bound is either far too large (noise) or far too small (bias).")
 
+large_roles.switch_tab()  # the tab a finished step of the large-dataset flow opens
+busy = large_roles.busy()  # a step of the large-dataset flow runs at the end of this run: its buttons are disabled
 prof_tab, src_tab, up_tab, large_tab, roles_tab = st.tabs(list(udata.TABS), key=udata.TAB_KEY,
                                                            on_change="rerun")
 
 with prof_tab:
-    large.apply_pending()  # "Use this table" on a large dataset: prepared and profiled here, with progress
+    profile_box = st.container()  # "Use this table" on a large dataset: prepared and profiled here, with progress
     ds = state.dataset()
     st.subheader(f"Profile of {md_escape(ds.name)}")
     udata.message("profile")
@@ -102,17 +104,17 @@ with large_tab:
     c3.selectbox("Engine", large.engine_names(), key="large_engine", help=large.engine_help())
     st.text_input("… or a path, folder or glob inside the data folder", key="large_path",
                   placeholder="e.g. parts/*.parquet or agency.duckdb#establishments")
-    st.button("Connect", type="primary", key="large_connect_go", on_click=large.on_connect)
+    st.button("Connect", type="primary", key="large_connect_go", on_click=large_roles.on_connect, disabled=busy)
     udata.message("large")
 
 with roles_tab:
-    large.connect_pending()  # "Connect" on the Large dataset view: the engine is opened here, with progress
+    roles_box = st.container()  # "Connect" and the roles' check of a large dataset run here, with progress
     if st.session_state.get("raw") is None and state.source().get("kind") == "sample":
         src = state.source()
         udata.raw_from_sample(src["name"], src.get("n"), int(src.get("seed", 0)))
     if st.session_state.get("raw") is None and large.is_large():
         with guarded():
-            large.raw_from_source(state.source())
+            large_roles.raw_from_source(state.source())
     raw = st.session_state["raw"]
     df, rid, guess = raw["df"], raw["id"], raw["schema"]
     cols = list(df.columns)
@@ -123,12 +125,13 @@ with roles_tab:
     if raw.get("pending"):
         st.warning(f"**{md_escape(raw['name'])} is not in use yet.** Its roles were guessed from the column names "
                    "and contents — a row number can look like a measure, a code like a group. Check each role, "
-                   "then press **Use this table**; until then every page works on "
+                   f"then press **{'Check and use' if raw.get('large') else 'Use'} this table**; until then every page "
+                   "works on "
                    f"**{md_escape(state.dataset().name)}**.", icon=":material/fact_check:")
     st.caption(f"Table **{md_escape(raw['name'])}**: {review.count(raw.get('n', len(df)), 'rows')} × {len(cols)} "
                "columns. Roles were guessed from the data (or documented, for samples); edit them as needed, then "
                "press *Use this table*." + (" A large dataset's roles are guessed from a uniform sample of its rows; "
-                                            "the checks below count every row, in the engine." if raw.get("large")
+                                            "its check counts every row, in the engine." if raw.get("large")
                                             else ""))
     with st.expander("Preview of sampled rows" if raw.get("large") else "Preview of the first rows", expanded=False):
         if review.shows_records("table rows"):
@@ -138,11 +141,13 @@ with roles_tab:
     id_options = [None] + cols
     c1.selectbox("Record id", id_options, index=id_options.index(guess.id_col),
                  format_func=lambda c: f"(generate from row number: {GENERATED_ID})" if c is None else c,
-                 key=f"map_id_{rid}")
+                 key=f"map_id_{rid}", disabled=busy)
     c2.selectbox("Owner id (optional)", id_options, index=id_options.index(guess.owner_col),
-                 format_func=lambda c: "(none)" if c is None else c, key=f"map_owner_{rid}")
-    st.multiselect("Measures (numeric, non-negative)", cols, default=list(guess.measures), key=f"map_measures_{rid}")
-    st.multiselect("Groups (filters / group-by keys)", cols, default=list(guess.groups), key=f"map_groups_{rid}")
+                 format_func=lambda c: "(none)" if c is None else c, key=f"map_owner_{rid}", disabled=busy)
+    st.multiselect("Measures (numeric, non-negative)", [c for c in cols if c not in large_roles.id_like(raw)],
+                   default=list(guess.measures), key=f"map_measures_{rid}", disabled=busy)
+    st.multiselect("Groups (filters / group-by keys)", cols, default=list(guess.groups), key=f"map_groups_{rid}",
+                   disabled=busy)
     schema = udata.schema_from_widgets(rid)
     chk: TableCheck | None
     try:
@@ -150,6 +155,8 @@ with roles_tab:
     except PrdpError as err:
         show_error(err)
         chk = None
+    if chk is None and raw.get("large"):
+        st.caption(f":material/fact_check: {large_roles.UNCHECKED}")
     if chk is not None:
         show_counts = review.shows_records("rows to fix")
         if chk.non_numeric:
@@ -158,16 +165,16 @@ with roles_tab:
                         if show_counts else "")
             st.warning(f"Measure **{md_escape(bad.column)}** has {review.count(bad.non_numeric, 'value(s)')} that "
                        f"are not numbers{examples}.")
-            st.checkbox("Treat non-numeric values as missing", key=f"fix_nonnum_{rid}")
+            st.checkbox("Treat non-numeric values as missing", key=f"fix_nonnum_{rid}", disabled=busy)
         n_missing = chk.rows_with_bad if st.session_state.get(f"fix_nonnum_{rid}") else chk.rows_with_missing
         if n_missing:
             st.warning(f"{review.count(n_missing, 'row(s)')} have a missing, empty or infinite measure value.")
             st.checkbox("Drop these rows" if not show_counts else f"Drop these {n_missing:,} rows",
-                        key=f"fix_missing_{rid}")
+                        key=f"fix_missing_{rid}", disabled=busy)
         if chk.negative:
             desc = md_escape(", ".join(f"{c} ({review.count(k, 'rows')})" for c, k in chk.negative.items()))
             st.warning(f"Negative values in {desc}. The papers assume non-negative measures.")
-            st.radio("Negative values", ["reject", "shift"], key=f"fix_neg_{rid}", horizontal=True,
+            st.radio("Negative values", ["reject", "shift"], key=f"fix_neg_{rid}", horizontal=True, disabled=busy,
                      format_func={"reject": "Reject (fix the file)",
                                   "shift": "Add a public constant to every value of each such measure"}.get)
             if st.session_state.get(f"fix_neg_{rid}") == "shift":
@@ -181,7 +188,7 @@ with roles_tab:
                 for i, c in enumerate(chk.negative):
                     cols_sh[i].number_input(f"Public constant added to {md_escape(c)}", min_value=0.0,
                                             max_value=MAX_SHIFT, value=None, format="%g", placeholder="e.g. 1000",
-                                            key=udata.shift_key(rid, c))
+                                            key=udata.shift_key(rid, c), disabled=busy)
                     if show_counts:
                         mn = next(mi.minimum for mi in chk.measures if mi.column == c)
                         cols_sh[i].caption(f":material/lock: Smallest {md_escape(c)} in this table: {mn:,.15g} "
@@ -190,12 +197,17 @@ with roles_tab:
             desc = md_escape(", ".join(f"{c} ({review.count(k, 'rows')})" for c, k in chk.missing_groups.items()))
             st.warning(f"Missing or blank values in the group column(s) {desc}: a release grouped by such a column "
                        "is refused.")
-            st.checkbox(f"Put them in a group of their own, '{MISSING_GROUP}'", key=f"fix_missgroup_{rid}")
+            st.checkbox(f"Put them in a group of their own, '{MISSING_GROUP}'", key=f"fix_missgroup_{rid}",
+                        disabled=busy)
         if chk.duplicate_ids or chk.missing_ids:
             st.warning(f"The record id **{md_escape(schema.id_col)}** has "
                        f"{review.count(chk.duplicate_ids + chk.missing_ids, 'duplicate or missing value(s)')}. If it "
                        "identifies an owner of several records, map it as the owner.")
-            st.checkbox("Generate ids from row numbers instead", key=f"fix_dup_{rid}")
-        st.button("Use this table", type="primary", key=f"apply_{rid}", on_click=udata.on_apply, args=(rid,))
+            st.checkbox("Generate ids from row numbers instead", key=f"fix_dup_{rid}", disabled=busy)
+    if chk is not None or raw.get("large"):
+        st.button("Use this table" if chk is not None else "Check and use this table", type="primary",
+                  key=f"apply_{rid}", on_click=udata.on_apply, args=(rid,), disabled=busy)
+    large_roles.way_on(raw, udata.on_apply)
 
 code_expander(snippet_code("data"))
+large_roles.run_pending(profile_box, roles_box)  # the step a button asked for, after the page is drawn

@@ -11,7 +11,7 @@ from prdp_core.core.provenance import data_derived
 from prdp_core.core.secure import mode_label
 from prdp_core.review.review_boundary import produce
 from ui import group_keys as gkeys
-from ui import ledger_view, review, state
+from ui import ledger_view, memory, review, state
 from ui import policy_designer as pstate
 from ui import run as rstate
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
@@ -81,6 +81,9 @@ rstate.run_pending()  # a large dataset's release: made here, with progress
 run_err = rstate.run_error()  # only while it is about the current policy, queries and secure toggle
 if run_err is not None:
     show_error(run_err)
+    if note := memory.operator_note(run_err):  # a large table's release ran out of memory: what the operator can change
+        st.caption(f":material/memory: {md_escape(note)} Nothing was released; **Run release** tries again, and the "
+                   "pages that need the records offer a uniform sample.")
 gkeys.editor(pol, expanded=bool(st.session_state.get("run_secure")) and gkeys.needed(pol))
 
 rel = rstate.current_release()

@@ -149,20 +149,22 @@ def fix_options(rid: str, schema: Schema | None = None) -> dict[str, Any]:
     return opts
 
 
-def check_raw(raw: dict[str, Any], schema: Schema) -> TableCheck:
-    """The row checks of the table behind the role editor: counted on the table in memory, or by the
-    engine for a large dataset (every row, not the sample the roles were guessed from)."""
+def check_raw(raw: dict[str, Any], schema: Schema) -> TableCheck | None:
+    """The row checks of the table behind the role editor: counted on the table in memory; for a large
+    dataset, those the engine counted over every row when *Check and use this table* was pressed with these
+    roles (None until then: :func:`ui.large_roles.checked`)."""
     if raw.get("large"):
-        from . import large
+        from . import large_roles
 
-        return large.check(raw, schema)
+        return large_roles.checked(raw, schema)
     return check_table(raw["df"], schema)
 
 
 def on_apply(rid: str) -> None:
     """Callback of *Use this table*: build the dataset from the raw table with the roles and fixes chosen;
     it becomes active (with its starting policy) only if it is valid, and the page opens its profile. A large
-    dataset is prepared in its engine on the Profile view, with progress (:func:`ui.large.apply_pending`)."""
+    dataset's roles are checked once in its engine, then it is prepared there, with progress
+    (:func:`ui.large_roles.request`)."""
     ss = st.session_state
     raw = ss.get("raw")
     if raw is None or raw["id"] != rid:
@@ -172,17 +174,18 @@ def on_apply(rid: str) -> None:
     try:
         if not raw.get("large"):
             memory.guard_table(rows=len(raw["df"]), columns=raw["df"].shape[1])
-        if opts.get("negative") == "shift":
-            untyped = [c for c in check_raw(raw, schema).negative if c not in opts.get("shift_by", {})]
+        chk = check_raw(raw, schema)
+        if opts.get("negative") == "shift" and chk is not None:
+            untyped = [c for c in chk.negative if c not in opts.get("shift_by", {})]
             if untyped:
                 raise DataError(f"No public constant is typed for {', '.join(repr(c) for c in untyped)}.",
                                 hint="Type the constant to add to every value (a documented lower bound of the "
                                      "measure, with its sign reversed), or reject the file.")
         if raw.get("large"):
-            from . import large
+            from . import large_roles
 
             validate_schema(raw["df"].head(0), schema)  # roles on column names (the engine checks the rows)
-            large.request_apply(raw, schema, opts)
+            large_roles.request(raw, schema, opts)
             return
         ds = prepare_dataset(raw["df"], schema, name=raw["name"], **opts)
     except PrdpError as err:

@@ -6,15 +6,16 @@ folder (``PRDP_DATA_DIR``, :func:`prdp_core.board.workshop.data_dir`; nothing ou
 engine (DuckDB): the session keeps an :class:`~prdp_core.engines.EngineDataset` — a handle — and the
 statistics computed from it, never the table.
 
-* Connecting (*Connect* on the Data page) opens the engine over the file, counts the rows and reads a
-  uniform sample of :data:`GUESS_ROWS` rows to guess the column roles; the *Column roles* view shows
-  them with the engine's row checks (missing, non-numeric and negative values, duplicate ids: counted
-  where the data lives) until *Use this table*, which applies the fixes in the engine
-  (:func:`prdp_core.engines.prepare`) and profiles the measures.
+* Connecting, the one check of the roles chosen and *Use this table* (the fixes applied in the engine,
+  :func:`prdp_core.engines.prepare`, and the measures profiled) are :mod:`ui.large_roles`' flow.
 * Caches: the engine over a file and the prepared dataset are server resources (``st.cache_resource``,
-  keyed by the files' paths, sizes and modification times, the roles and the fixes: a data-folder file
-  is shared by every session, and sessions with other roles get their own dataset). Statistics of the
-  active dataset are kept per session, keyed by its dataset token (:func:`stats`).
+  keyed by the files' paths, sizes and modification times, the memory limit, the roles and the fixes: a
+  data-folder file is shared by every session, and sessions with other roles get their own dataset); the
+  engine's query results are kept by its result cache (:mod:`prdp_core.engines.result_cache`). Statistics of
+  the active dataset are kept per session, keyed by its dataset token (:func:`stats`).
+* Memory: a DuckDB engine works within a heavy step's share of the server's memory, and the steps over every
+  record (profile, check, preparation, owners' losses, release) run as the server's heavy steps, at most
+  ``PRDP_HEAVY_STEPS`` at once (:func:`ui.memory.heavy_step`).
 * Progress: every step on the engine runs inside ``st.status`` naming its stage (:func:`stats`).
 * Pages whose mechanisms need the records themselves offer a labelled uniform sample of N rows
   (:func:`records_needed`, :func:`sample_dataset`); the pages, the ledger and the exports say so.
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -38,14 +38,13 @@ import streamlit as st
 from prdp_core import engines
 from prdp_core.board import workshop as W
 from prdp_core.core.errors import DataError, PrdpError
-from prdp_core.data.dataset import Dataset, Schema, TableCheck, guess_schema
+from prdp_core.data.dataset import Dataset, Schema
 from prdp_core.engines import EngineDataset
 from prdp_core.study.config import safe_data_path
 
 from . import memory as umem
 from . import state
 from .common import md_escape
-from .data_tabs import DATASET, PROFILE_TAB, ROLES_TAB, TAB_KEY, error_text, keep_message
 
 T = TypeVar("T")
 
@@ -62,9 +61,6 @@ MAX_TOKENS = 3
 SAMPLES_KEY = "large_samples"
 #: Default size of the sample offered to pages that need the records.
 DEFAULT_SAMPLE_ROWS = 100_000
-#: Session keys of the requests a callback leaves for the Data page (connect; use this table).
-CONNECT_KEY = "large_connect"
-APPLY_KEY = "large_apply"
 
 
 # ---------------------------------------------------------------------------
@@ -110,24 +106,45 @@ def database_tables(name: str) -> list[str]:
     return _tables(str(p), int(p.stat().st_mtime_ns), name)
 
 
-def _version(spec: str) -> list[list[Any]]:
+def file_version(spec: str) -> list[list[Any]]:
     """The files ``spec`` names in the data folder, with their sizes and modification times (DataError
     for a path outside the folder or a missing file)."""
     return [[f, size, mtime] for f, size, mtime in W.data_source_stamp(W.data_source(spec, folder()))]
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
-def _engine(spec: str, version_json: str, engine: str) -> Any:
+def _engine(spec: str, version_json: str, engine: str, memory_limit: str) -> Any:
     if engine not in engine_names():  # Spark only while the administrator enables it
         raise DataError(f"The {engine} engine is not available on this server.", hint="Choose another engine.")
-    return W.open_data_source(spec, folder(), engine=engine)
+    if engine != "duckdb":
+        return W.open_data_source(spec, folder(), engine=engine)
+    from dataclasses import replace
+
+    from prdp_core.engines.duckdb_engine import default_options
+
+    opts = replace(default_options(), memory_limit=memory_limit)  # a heavy step's share (ui.memory.step_share)
+    return W.open_data_source(spec, folder(), opts, engine=engine)
+
+
+def engine_for(spec: str, version_json: str, engine: str) -> Any:
+    """The server's engine over the files of ``spec`` as they are (``version_json``): one per file version and
+    memory limit, shared by every session; a DuckDB engine works within a heavy step's share of the server's
+    memory (:func:`ui.memory.engine_memory_limit`)."""
+    return _engine(spec, version_json, engine, umem.engine_memory_limit() if engine == "duckdb" else "")
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def _prepared(spec: str, version_json: str, engine: str, schema_json: str, options_json: str) -> EngineDataset:
-    eng = _engine(spec, version_json, engine)
+    eng = engine_for(spec, version_json, engine)
     return engines.prepare(eng, Schema.from_dict(json.loads(schema_json)), name=label(spec),
                            **json.loads(options_json))
+
+
+def count(n: int, noun: str) -> str:
+    """``n`` of ``noun`` as the mode shows it (hidden in review mode: :func:`ui.review.count`)."""
+    from . import review
+
+    return review.count(n, noun)
 
 
 def label(spec: str) -> str:
@@ -135,7 +152,8 @@ def label(spec: str) -> str:
     return str(spec).strip()
 
 
-def _key(obj: Any) -> str:
+def stable_json(obj: Any) -> str:
+    """``obj`` as JSON with sorted keys: a cache key."""
     return json.dumps(obj, sort_keys=True, default=str)
 
 
@@ -151,11 +169,11 @@ def open_source(source: dict[str, Any]) -> tuple[EngineDataset, dict[str, Any]]:
     """The prepared dataset of a large source dict (its roles and fixes applied in the engine) and the
     source dict for the files as they are now. Raises PrdpError (a file that left the folder, bad roles)."""
     spec = str(source["path"])
-    version = _version(spec)
+    version = file_version(spec)
     engine = str(source.get("engine") or "duckdb")
     schema = Schema.from_dict(dict(source["schema"]))
     opts = dict(source.get("options") or {})
-    ds = _prepared(spec, _key(version), engine, _key(schema.to_dict()), _key(opts))
+    ds = _prepared(spec, stable_json(version), engine, stable_json(schema.to_dict()), stable_json(opts))
     return ds, source_dict(spec, engine, schema, opts, version)
 
 
@@ -170,7 +188,7 @@ def is_large(source: dict[str, Any] | None = None) -> bool:
 
 
 def stats(kind: str, key: Any, label_: str, work: Callable[[Callable[[str], None]], T], *,
-          token: str | None = None) -> T:
+          token: str | None = None, heavy: bool = False) -> T:
     """A statistic of a large dataset, computed once per session and dataset token.
 
     The first call runs ``work(stage)`` inside ``st.status(label_)`` (``stage(text)`` names the stage
@@ -178,9 +196,12 @@ def stats(kind: str, key: Any, label_: str, work: Callable[[Callable[[str], None
     later calls return it at once. ``label_`` is Markdown: user text in it goes through ``md_escape``.
     Results belong to a dataset token (``token``, default the active dataset's; a table being connected
     uses its own): the results of the :data:`MAX_TOKENS` most recent tokens are kept.
-    A PrdpError leaves the status in its error state and propagates (nothing is kept)."""
+    A heavy step (``heavy``: every record read, e.g. the roles' check or the owners' losses) runs as one of the
+    server's heavy steps (:func:`ui.memory.heavy_step`): it waits, saying so in the status, while
+    ``PRDP_HEAVY_STEPS`` others run. A PrdpError leaves the status in its error state and propagates (nothing is
+    kept)."""
     items = _store(state.active_token() if token is None else token)
-    k = (kind, _key(key))
+    k = (kind, stable_json(key))
     if k in items:
         items.move_to_end(k)
         return items[k]
@@ -192,7 +213,11 @@ def stats(kind: str, key: Any, label_: str, work: Callable[[Callable[[str], None
             box.write(f":material/progress_activity: {text}")
 
         try:
-            out = work(stage)
+            if heavy:
+                with umem.heavy_step(stage):
+                    out = work(stage)
+            else:
+                out = work(stage)
         except PrdpError:
             box.update(label=f"{label_}: stopped", state="error")
             raise
@@ -201,6 +226,18 @@ def stats(kind: str, key: Any, label_: str, work: Callable[[Callable[[str], None
     while len(items) > MAX_STATS:
         items.popitem(last=False)
     return out
+
+
+def keep_profile(token: str, profile_: Any) -> None:
+    """Keep the profile of the dataset of ``token``, computed while it was prepared (:func:`profile` returns it)."""
+    _store(token)[("profile", stable_json(()))] = profile_
+
+
+def kept(kind: str, key: Any, token: str) -> Any:
+    """The statistic :func:`stats` keeps for ``(kind, key)`` under ``token``, or None when none was computed
+    (nothing is computed here)."""
+    items = (st.session_state.get(STATS_KEY) or {}).get(token)
+    return None if items is None else items.get((kind, stable_json(key)))
 
 
 def _store(token: str) -> OrderedDict:
@@ -224,167 +261,12 @@ def profile() -> Any:
     def work(stage: Callable[[str], None]) -> Any:
         from prdp_core.data.profile import profile_dataset
 
-        umem.engine_guard()
         stage(f"order statistics, histograms and Lorenz curves of {len(ds.schema.measures)} measure(s), "
               "in the engine")
         return profile_dataset(ds)
 
-    return stats("profile", (), f"Profiling the measures of {md_escape(ds.name)}", work, token=state.active_token())
-
-
-# ---------------------------------------------------------------------------
-# Connecting and confirming roles (Data page)
-# ---------------------------------------------------------------------------
-
-
-def spec_from_widgets() -> str:
-    """The source named on the Large dataset tab: the typed path, else the file (and table) chosen."""
-    ss = st.session_state
-    typed = str(ss.get("large_path") or "").strip()
-    if typed:
-        return typed
-    name = ss.get("large_file")
-    if not name:
-        raise DataError("Choose a file of the data folder, or type a path, folder or glob inside it.",
-                        hint=f"The data folder is {folder()}.")
-    if str(name).lower().endswith(".duckdb"):
-        table = ss.get("large_table")
-        if not table:
-            raise DataError(f"Choose a table of the database {name}.")
-        return f"{name}#{table}"
-    return str(name)
-
-
-def on_connect() -> None:
-    """Callback of *Connect*: check the name (nothing outside the data folder), then leave the connection
-    to the Column roles view, which opens the engine inside a progress status (:func:`connect_pending`)."""
-    ss = st.session_state
-    try:
-        spec = spec_from_widgets()
-        _version(spec)  # the path checks: absolute, '..', links leading out, missing files
-    except PrdpError as err:
-        keep_message("error", error_text(err), "large")
-        return
-    ss[CONNECT_KEY] = {"spec": spec, "engine": str(ss.get("large_engine") or "duckdb")}
-    ss[TAB_KEY] = ROLES_TAB
-    ss.pop("data_msg", None)
-
-
-def connect_pending() -> None:
-    """Run a connection requested by :func:`on_connect` (on the Column roles view): open the engine,
-    count the rows, read a sample and guess the roles; the table waits there for *Use this table*."""
-    ss = st.session_state
-    req = ss.pop(CONNECT_KEY, None)
-    if not req:
-        return
-    spec, engine = req["spec"], req["engine"]
-    rid = uuid.uuid4().hex[:8]
-
-    def work(stage: Callable[[str], None]) -> dict[str, Any]:
-        stage("checking the path: only files inside the data folder")
-        version = _version(spec)
-        umem.engine_guard()
-        stage(f"opening {len(version)} file(s) with {engine}")
-        eng = _engine(spec, _key(version), engine)
-        stage("counting the rows")
-        n = eng.n_rows()
-        if n == 0:
-            raise DataError(f"{spec} has no rows.", hint="Name a table with records.")
-        stage(f"reading a uniform sample of up to {GUESS_ROWS:,} rows to guess the column roles")
-        df = eng.sample(GUESS_ROWS, 0)
-        schema = guess_schema(df)
-        return {"df": df, "name": label(spec), "schema": schema, "id": rid, "pending": True, "large": True,
-                "n": n, "spec": spec, "engine": engine, "version": version,
-                "source": {"kind": KIND, "path": label(spec), "engine": engine}}
-
-    try:
-        raw = stats("connect", rid, f"Connecting {md_escape(spec)} (nothing is uploaded)", work, token=rid)
-    except PrdpError as err:
-        keep_message("error", error_text(err), "roles")
-        return
-    ss["raw"] = raw
-    keep_message("info", f"Connected **{md_escape(spec)}** ({_count(raw['n'], 'rows')}, read in place by {engine}). "
-                 f"The roles below were guessed from a uniform sample of up to {GUESS_ROWS:,} rows: check them and "
-                 f"press **Use this table**. Until then the active dataset stays "
-                 f"**{md_escape(state.dataset().name)}**.", "roles")
-
-
-def _count(n: int, noun: str) -> str:
-    from . import review
-
-    return review.count(n, noun)
-
-
-def raw_engine(raw: dict[str, Any]) -> Any:
-    """The engine over a connected (not yet prepared) large table."""
-    return _engine(raw["spec"], _key(raw["version"]), raw["engine"])
-
-
-def check(raw: dict[str, Any], schema: Schema) -> TableCheck:
-    """The row checks of a connected large table under ``schema``, counted by the engine (once per roles)."""
-    def work(stage: Callable[[str], None]) -> TableCheck:
-        stage(f"counting missing, non-numeric and negative values and duplicate ids over {_count(raw['n'], 'rows')}")
-        return raw_engine(raw).check(schema)
-
-    return stats("check", schema.to_dict(), f"Checking every row of {md_escape(raw['name'])} in the engine", work,
-                 token=raw["id"])
-
-
-def request_apply(raw: dict[str, Any], schema: Schema, opts: dict[str, Any]) -> None:
-    """*Use this table* on a connected large table (callback): the fixes are applied and the measures
-    profiled on the Profile view, inside a progress status (:func:`apply_pending`)."""
-    st.session_state[APPLY_KEY] = {"id": raw["id"], "schema": schema.to_dict(), "options": opts}
-    st.session_state[TAB_KEY] = PROFILE_TAB
-    st.session_state.pop("data_msg", None)
-
-
-def apply_pending() -> None:
-    """Make a connected large table the active dataset, as :func:`request_apply` asked: prepare it in the
-    engine (the fixes chosen), profile its measures and give it its starting policy. On error the
-    previous dataset stays active and the message says so."""
-    ss = st.session_state
-    req = ss.pop(APPLY_KEY, None)
-    raw = ss.get("raw")
-    if not req or raw is None or raw.get("id") != req["id"] or not raw.get("large"):
-        return
-    source = source_dict(raw["spec"], raw["engine"], req["schema"], req["options"], raw["version"])
-
-    def work(stage: Callable[[str], None]) -> tuple[EngineDataset, dict[str, Any]]:
-        stage("applying the roles and fixes in the engine (rows dropped, public shifts added, ids)")
-        ds, src = open_source(source)
-        stage(f"counting the records kept ({_count(ds.n, 'records')})")
-        stage(f"profiling {len(ds.schema.measures)} measure(s) for the starting thresholds")
-        from prdp_core.data.profile import profile_dataset
-
-        return ds, {**src, "profile": profile_dataset(ds)}
-
-    try:
-        umem.engine_guard()
-        ds, src = stats("apply", req, f"Preparing {md_escape(raw['name'])}", work, token=raw["id"])
-    except PrdpError as err:
-        keep_message("error", error_text(err) + " Open **Column roles** to change the roles or fixes.", "profile")
-        return
-    src = dict(src)
-    prof = src.pop("profile")
-    tok = state.dataset_token(ds, src)
-    _store(tok)[("profile", _key(()))] = prof  # the new dataset's profile, computed above
-    state.set_dataset(ds, src)
-    raw["pending"] = False
-    keep_message("success", f"Active dataset: {DATASET}. Its records stay in the file; every page computes "
-                 "its statistics in the engine.", "profile")
-
-
-def raw_from_source(source: dict[str, Any]) -> None:
-    """The Column roles view of the active large dataset (after a study import or a restored session):
-    its sample and roles, not pending."""
-    ds = state.active_dataset()
-    eng = _engine(source["path"], _key(source.get("version") or _version(source["path"])),
-                  str(source.get("engine") or "duckdb"))
-    st.session_state["raw"] = {
-        "df": eng.sample(GUESS_ROWS, 0), "name": ds.name, "schema": Schema.from_dict(dict(source["schema"])),
-        "id": uuid.uuid4().hex[:8], "pending": False, "large": True, "n": eng.n_rows(), "spec": source["path"],
-        "engine": str(source.get("engine") or "duckdb"), "version": source.get("version") or _version(source["path"]),
-        "source": {"kind": KIND, "path": source["path"], "engine": str(source.get("engine") or "duckdb")}}
+    return stats("profile", (), f"Profiling the measures of {md_escape(ds.name)}", work, token=state.active_token(),
+                 heavy=True)
 
 
 # ---------------------------------------------------------------------------
@@ -413,7 +295,7 @@ def sample_dataset(page: str) -> Dataset | None:
     rows, seed = choice
 
     def work(stage: Callable[[str], None]) -> Dataset:
-        stage(f"drawing {rows:,} of the {_count(ds.n, 'rows')} uniformly at random (seed {seed}) in the engine")
+        stage(f"drawing {rows:,} of the {count(ds.n, 'rows')} uniformly at random (seed {seed}) in the engine")
         return _sample(state.active_token(), rows, seed, ds)
 
     return stats("sample", [rows, seed], f"Taking a uniform sample of {rows:,} rows", work,
@@ -445,7 +327,7 @@ def sample_offer(page: str, what: str) -> Dataset | None:
     if smp is not None:
         _, seed = sample_choice(page)  # type: ignore[misc]  # sample_choice is set once sample_dataset gave a sample
         st.warning(f":material/science: **Working on a sample.** {md_escape(what)} need the records themselves, "
-                   f"so this works on a **uniform random sample of {_count(len(smp.table), 'rows')} of "
+                   f"so this works on a **uniform random sample of {count(len(smp.table), 'rows')} of "
                    f"{md_escape(ds.name)}** (seed {seed}), held in memory — not on the whole table. Its statistics, "
                    "answers and losses are those of the sample; the ledger and exports say so.",
                    icon=":material/science:")

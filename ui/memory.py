@@ -13,6 +13,12 @@
   its state (datasets, releases, widget values) and gives the freed heap back to the operating
   system (:func:`prdp_core.data.memory.release_free_memory`). Session-scoped caches (everything
   computed from a session's dataset) are dropped by Streamlit itself at the disconnect.
+* :func:`heavy_step` runs an engine step over every record of a large table (its roles' check, its preparation,
+  the owners' losses, a release) as one of the server's heavy steps (:mod:`prdp_core.data.heavy_steps`): it
+  waits its turn when ``PRDP_HEAVY_STEPS`` steps already run, saying so, and its engine works within the
+  step's share of the server's memory (:func:`step_share`, the limit the app opens its DuckDB engines with).
+  :func:`operator_note` says, after such a step ran out of memory, what the server's operator can change, with
+  the values measured.
 * :func:`use_system_heap` (called by app.py before anything else) puts Arrow's allocations (pandas' text
   columns) on the system heap, so that the release above returns them too.
 * :func:`freeze_loaded` (called by app.py after every run) keeps Streamlit's garbage collection after each
@@ -28,12 +34,15 @@
 from __future__ import annotations
 
 import gc
+import re
 import threading
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import streamlit as st
 
-from prdp_core.data import memory
+from prdp_core.core.errors import PrdpError, ResourceLimitError
+from prdp_core.data import heavy_steps, memory
 
 from . import state
 
@@ -67,14 +76,77 @@ def guard(step: str, rows: float | None = None, columns: float | None = None) ->
     return memory.check(step, rows, columns)
 
 
-def engine_guard() -> float:
-    """Refuse engine work when the server has no room for the engine's memory limit
-    (:func:`prdp_core.data.memory.check_engine`); the records' number never enters."""
+def step_share() -> heavy_steps.Share:
+    """The memory limit of one heavy engine step on this server: ``PRDP_DUCKDB_MEMORY_LIMIT`` (default the
+    engine's) at most, and at most its share of the server's limit for ``PRDP_HEAVY_STEPS`` steps at once
+    (:func:`prdp_core.data.heavy_steps.step_limit_mb`)."""
+    import os
+
     from prdp_core.engines.duckdb_engine import DEFAULT_MEMORY_LIMIT
 
-    ds = state.dataset()
-    opts = getattr(getattr(ds, "engine", None), "options", None)
-    return memory.check_engine(getattr(opts, "memory_limit", None) or DEFAULT_MEMORY_LIMIT)
+    configured = os.environ.get("PRDP_DUCKDB_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT
+    return heavy_steps.step_limit_mb(memory.size_bytes(configured) / memory.MB, memory.server_limit_mb(),
+                                     heavy_steps.heavy_steps())
+
+
+def engine_memory_limit() -> str:
+    """The DuckDB memory limit the app's engines work within (:func:`step_share`, as DuckDB reads it)."""
+    return step_share().duckdb()
+
+
+def engine_guard() -> float:
+    """Refuse engine work when the server has no room for a heavy step's memory limit
+    (:func:`prdp_core.data.memory.check_engine` of :func:`engine_memory_limit`); the records' number never
+    enters."""
+    return memory.check_engine(engine_memory_limit())
+
+
+@contextmanager
+def heavy_step(say: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Run the block as one of the server's heavy engine steps (see the module doc): wait for a free slot —
+    ``say(text)`` tells the user how many steps run ahead — then check the server's memory
+    (:func:`engine_guard`) and run. Re-entrant: a heavy step inside another one takes no second slot."""
+    def waiting(n: int) -> None:
+        if say is not None:
+            cap = heavy_steps.heavy_steps()
+            say(f"waiting for {n} other heavy step{'s' if n != 1 else ''} on this server to finish (at most {cap} "
+                f"run at once, {heavy_steps.STEPS_ENV}); then this step runs")
+
+    with heavy_steps.QUEUE.slot(waiting):
+        engine_guard()
+        yield
+
+
+_ASKED = re.compile(r"of size ([\d.]+ ?[KMGTP]?i?B) \(([\d.]+ ?[KMGTP]?i?B)/([\d.]+ ?[KMGTP]?i?B) used\)")
+
+
+def _mib(mb: float) -> str:
+    return f"{mb / 1024:.1f} GiB" if mb >= 1024 else f"{mb:,.0f} MiB"
+
+
+def operator_note(err: PrdpError) -> str:
+    """After an engine step failed: what the server's operator can change, with the values measured (the limit
+    the step ran with and where it comes from, what the step asked for when DuckDB said so). Empty for a
+    failure that is not about memory."""
+    if not isinstance(err, ResourceLimitError) or "ran out of memory" not in err.message:
+        return ""
+    share = step_share()
+    parts = [f"The step ran with a DuckDB memory limit of {_mib(share.limit_mb)}"]
+    asked = _ASKED.search(str(err))
+    if asked:
+        parts[0] += f" and asked for {asked.group(1)} more with {asked.group(2)} of {asked.group(3)} in use"
+    if share.capped:
+        parts.append(f"that limit is its share of the server's {_mib(share.server_mb)} (PRDP_SERVER_MEMORY_MB) for "
+                     f"{share.steps} heavy step(s) at once ({heavy_steps.STEPS_ENV}); PRDP_DUCKDB_MEMORY_LIMIT asks "
+                     f"{_mib(share.configured_mb)}. The operator can allow fewer steps at once "
+                     f"({heavy_steps.STEPS_ENV}=1 gives {_mib(min(share.configured_mb, share.share_mb * share.steps))})"
+                     " or a larger server limit")
+    else:
+        more = 2 * share.limit_mb
+        parts.append(f"the server's operator can raise it with PRDP_DUCKDB_MEMORY_LIMIT (e.g. "
+                     f"PRDP_DUCKDB_MEMORY_LIMIT={int(more)}MiB; each of the {share.steps} heavy step(s) at once "
+                     f"gets at most {_mib(share.share_mb)} of the server's {_mib(share.server_mb)})")
+    return "; ".join(parts) + "."
 
 
 def use_system_heap() -> None:

@@ -277,12 +277,11 @@ def owner_profile(prev: PolicyPreview | EnginePolicyPreview) -> Any:
     from . import large
 
     def work(stage: Any) -> Any:
-        memory.engine_guard()
         stage(f"summing each {prev.dataset.schema.owner_col}'s losses over its records, in the engine")
         return prev.owners
 
     return large.stats("owners", [cache_key(prev.policy), prev.owner_method],
-                       "Computing the owners' losses", work)
+                       "Computing the owners' losses", work, heavy=True)  # queued with the server's heavy steps
 
 
 def preview_summary(prev: PolicyPreview | EnginePolicyPreview, owners: bool = True) -> dict[str, float]:

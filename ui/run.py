@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import nullcontext
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -75,6 +76,10 @@ def released_policy(pol: SplittingPolicy) -> SplittingPolicy:
     return pol
 
 
+def _waiting(text: str) -> None:
+    st.write(f":material/hourglass_top: {text[0].upper()}{text[1:]}.")
+
+
 def _release(partition_delta_key: str) -> None:
     ss = st.session_state
     pol: SplittingPolicy = ss["policy"]
@@ -86,11 +91,13 @@ def _release(partition_delta_key: str) -> None:
         # review mode: a secure release refuses thresholds computed from the data (teaching runs may use them)
         secure = bool(ss.get("run_secure", False))  # a secure release is unseeded
         stats = None if state.is_large() else stats_for(pol)
-        rel = state.release("run", partial(release, state.dataset(), pol, rng=rng, reveal=True,
-                                           seed=None if secure else seed,
-                                           partition_delta=float(ss.get(partition_delta_key, 1e-6)), stats_=stats,
-                                           secure=secure, allow_data_derived=state.teaching()),
-                            keep=pol is ss["policy"])  # only a release of every query is the study's release
+        # a large table's release is one of the server's heavy steps: it waits (saying so) while others run
+        with memory.heavy_step(_waiting) if state.is_large() else nullcontext():
+            rel = state.release("run", partial(release, state.dataset(), pol, rng=rng, reveal=True,
+                                               seed=None if secure else seed,
+                                               partition_delta=float(ss.get(partition_delta_key, 1e-6)),
+                                               stats_=stats, secure=secure, allow_data_derived=state.teaching()),
+                                keep=pol is ss["policy"])  # only a release of every query is the study's release
     except PrdpError as err:
         fail(err)
         return

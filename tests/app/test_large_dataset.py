@@ -118,8 +118,11 @@ def test_row_checks_and_fixes_run_in_the_engine(at):
     _connect(at, "messy.parquet", use=False)
     rid = at.session_state["raw"]["id"]
     at.multiselect(key=f"map_measures_{rid}").set_value(["sales"]).run()
+    assert "Negative values in sales" not in texts(at)  # a role edit computes nothing
+    at.button(key=f"apply_{rid}").click().run()  # "Check and use this table": the one check finds rows to fix
     t = texts(at)
-    assert "3 row(s) have a missing" in t and "Negative values in sales" in t
+    assert "3 row(s) have a missing" in t and "Negative values in sales" in t and "found rows to fix" in t
+    assert at.session_state["dataset"].name == "cbp_like"
     at.checkbox(key=f"fix_missing_{rid}").check().run()
     at.radio(key=f"fix_neg_{rid}").set_value("shift").run()
     at.button(key=f"apply_{rid}").click().run()

@@ -84,4 +84,4 @@ def test_a_spark_engine_is_refused_once_the_administrator_disables_it(folder, mo
     for var in ("PRDP_SPARK_MASTER", "PRDP_SPARK_REMOTE"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(prdp_core.core.errors.DataError, match="spark engine is not available on this server"):
-        large._engine.__wrapped__("cbp.parquet", "[]", "spark")
+        large._engine.__wrapped__("cbp.parquet", "[]", "spark", "")
