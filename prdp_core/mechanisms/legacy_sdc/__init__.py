@@ -12,6 +12,8 @@ the other.
   the cells' noise flags as County Business Patterns publishes them.
 * :mod:`.compare` — the methods side by side with a DP release of the same cells: per cell, and a summary per
   method of what is published, its error and what each method promises.
+* :mod:`.release` — all of it on a study's table as a recorded run that adds no ledger entry (``kind:
+  legacy_sdc`` in a study).
 
 None of these methods gives a formal privacy guarantee; docs/legacy_sdc.md says what each protects against.
 """
@@ -21,6 +23,7 @@ from .compare import Comparison, compare_methods
 from .complementary import MAX_DIMS, Suppression, audit, suppress
 from .noise_infusion import FLAGS, NoiseInfusion, infuse
 from .primary import Rules, primary_suppression
+from .release import MECHANISM, release
 
-__all__ = ["CellTable", "Comparison", "FLAGS", "MAX_DIMS", "NoiseInfusion", "Rules", "Suppression", "TOTAL", "audit",
-           "cell_table", "compare_methods", "infuse", "primary_suppression", "suppress"]
+__all__ = ["CellTable", "Comparison", "FLAGS", "MAX_DIMS", "MECHANISM", "NoiseInfusion", "Rules", "Suppression",
+           "TOTAL", "audit", "cell_table", "compare_methods", "infuse", "primary_suppression", "release", "suppress"]

@@ -92,3 +92,19 @@ def test_three_dimensions_are_refused_naming_what_they_need():
     with pytest.raises(ParameterError, match="one or two dimensions") as err:
         suppress(t, v["sensitive"].to_numpy(), v["protection"].to_numpy())
     assert "linked margin" in (err.value.hint or "")
+
+
+def test_sensitive_margins_are_protected_too():
+    # one firm is the whole of row y (two cells) and of the one-dimensional table's total
+    frame = pd.DataFrame({"A": ["x"] * 6 + ["y", "y"], "B": ["p", "q", "r"] * 2 + ["p", "q"],
+                          "F": list("abcdef") + ["z", "z"], "X": [5.0, 6.0, 7.0, 5.0, 6.0, 7.0, 40.0, 30.0]})
+    t, v = _table(frame, ["A", "B"])
+    sens, prot = v["sensitive"].to_numpy(), v["protection"].to_numpy()
+    row_y = ((t.cells["A"] == "y") & (t.cells["B"] == TOTAL)).to_numpy()
+    assert sens[row_y].all()
+    s = suppress(t, sens, prot)
+    assert s.protected and s.status[row_y].iloc[0] == "primary"
+    one = pd.DataFrame({"A": ["u", "u", "w"], "F": ["z", "z", "z"], "X": [10.0, 20.0, 5.0]})
+    t1, v1 = _table(one, ["A"])
+    s1 = suppress(t1, v1["sensitive"].to_numpy(), v1["protection"].to_numpy())
+    assert v1["sensitive"].all() and s1.protected
