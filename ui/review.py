@@ -67,6 +67,8 @@ SCREEN_OUTPUTS = {
     "users per epsilon": "the number of users, how many chose each ε (histogram, users per tier) and the notes that "
                          "count them",
     "data-dependent base losses": "the smallest loss of a data-dependent release (that of the records present)",
+    "legacy cells": "which cells cell suppression and noise infusion would withhold, their true and noisy values and "
+                    "the methods' errors (the number of cells withheld is shown)",
 }
 for _name, _shows in SCREEN_OUTPUTS.items():
     register_screen(_name, _shows)

@@ -169,7 +169,7 @@ def suppress(table: CellTable, sensitive: np.ndarray, protection: np.ndarray) ->
     prot = np.where(sens, np.asarray(protection, dtype=float), 0.0)
     free = sens.copy()
     interior = table.interior() if table.dims else np.zeros(len(values), dtype=bool)
-    order = sorted(np.flatnonzero(sens), key=lambda i: -prot[i])
+    order = [int(i) for i in sorted(np.flatnonzero(sens), key=lambda i: -prot[i])]
     covered = np.zeros(len(values), dtype=bool)
     if len(table.dims) == 1:
         for cell in order:
@@ -267,14 +267,14 @@ class _Grid:
             if enough.any():
                 pick = np.where(enough, price, inf)
             else:  # the most room per unit of cost
-                room = np.minimum(up / max(rem_up, tol), 1.0) + np.minimum(down / max(rem_down, tol), 1.0)
-                pick = np.where(usable, -room / (price + 1.0), inf)
-            x, y = np.unravel_index(int(np.argmin(pick)), pick.shape)
-            chosen.append((int(x), int(y)))
-            got_up += up[x, y]
-            got_down += down[x, y]
-            valid[x, :] = False  # the next rectangle through other rows and columns: their room adds
-            valid[:, y] = False
+                score = np.minimum(up / max(rem_up, tol), 1.0) + np.minimum(down / max(rem_down, tol), 1.0)
+                pick = np.where(usable, -score / (price + 1.0), inf)
+            xi, yi = np.unravel_index(int(np.argmin(pick)), pick.shape)
+            chosen.append((int(xi), int(yi)))
+            got_up += up[xi, yi]
+            got_down += down[xi, yi]
+            valid[xi, :] = False  # the next rectangle through other rows and columns: their room adds
+            valid[:, yi] = False
         for x, y in chosen:
             for cell_ in (idx[a, y], idx[x, b], idx[x, y]):
                 free[cell_] = True

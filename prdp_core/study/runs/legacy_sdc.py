@@ -118,7 +118,7 @@ class LegacySdcRun(RunConfig):
     def workload_query(self, study: Study) -> Query:
         from ...core.workload import Workload
 
-        return Workload.from_dict(study.workload).queries[self.query_index(study)]
+        return Workload.from_dict(study.workload or {}).queries[self.query_index(study)]
 
     def query_name(self, study: Study) -> str:
         """The query's name as the study's releases answer it ("2. SUM(EMP) BY STATE")."""
