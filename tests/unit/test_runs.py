@@ -59,6 +59,9 @@ OLD_ENTRIES: dict[str, list[dict[str, Any]]] = {
         {"kind": "granular", "histogram": "heavy_hitter", "attributes": ["STATE", "NAICS2"], "eps": 1.0, "nu": 0.01,
          "method": "exact", "label": "State x sector (heavy-hitter histogram, eps per attribute)", "secure": True}],
     "cbp_unit_splitting.yaml": [{"kind": "unit_splitting", "partition_delta": 1e-06}],
+    "cbp_legacy_sdc.yaml": [{"kind": "unit_splitting", "partition_delta": 1e-06},
+                            {"kind": "legacy_sdc", "p": 10.0, "n": 2, "k": 85.0, "min_frequency": 3,
+                             "complementary": True, "noise_infusion": True, "noise_low": 0.1, "noise_high": 0.15}],
     "study.yaml": [{"kind": "unit_splitting", "partition_delta": 1e-06}],
     "personalized_tiers.yaml": [
         {"kind": "personalized", "mechanism": "sample", "t": "max", "rescale": False,

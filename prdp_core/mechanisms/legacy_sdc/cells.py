@@ -91,8 +91,10 @@ def cell_table(frame: pd.DataFrame, dims: list[str] | tuple[str, ...], measure: 
     else:
         levels = [((), "total")]
     cell_parts, contrib_parts, offset = [], [], 0
-    for kept, kind in levels:
-        per_owner = base.groupby([*kept, "_owner"], sort=False)["_x"].sum().reset_index()
+    finest = base.groupby([*dims, "_owner"], sort=False)["_x"].sum().reset_index()  # one row per owner and cell
+    for kept, kind in levels:  # a margin's contributions: the owner's interior contributions in its row, added
+        per_owner = (finest if len(kept) == len(dims) else
+                     finest.groupby([*kept, "_owner"], sort=False)["_x"].sum().reset_index())
         if kept:
             cells = per_owner.groupby(list(kept), sort=True).agg(value=("_x", "sum"),
                                                                  owners=("_owner", "size")).reset_index()
