@@ -12,6 +12,7 @@ from prdp_core.core.secure import mode_label
 from prdp_core.review.review_boundary import produce
 from ui import group_keys as gkeys
 from ui import ledger_view, memory, review, state
+from ui import legacy_sdc as legacy_view
 from ui import policy_designer as pstate
 from ui import run as rstate
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
@@ -151,6 +152,8 @@ else:
             st.caption("Partition selection also has a per-record δ(r) = Φ̄((τ − m(r))/σ): the chance that a record "
                        "alone in its cell makes the cell appear. It is tiny for small records and large for records "
                        "cut into about τ pieces or more.")
+
+legacy_view.section(pol, rel)
 
 st.subheader("Privacy ledger of this session")
 ledger_view.notice()

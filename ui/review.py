@@ -69,6 +69,8 @@ SCREEN_OUTPUTS = {
     "worked example": "the losses of a real record and of its owner in the worked example (it follows a "
                       "hypothetical record typed in instead)",
     "data-dependent base losses": "the smallest loss of a data-dependent release (that of the records present)",
+    "legacy cells": "which cells cell suppression and noise infusion would withhold, their true and noisy values and "
+                    "the methods' errors (the number of cells withheld is shown)",
 }
 for _name, _shows in SCREEN_OUTPUTS.items():
     register_screen(_name, _shows)

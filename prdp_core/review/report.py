@@ -296,6 +296,20 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
             parts.append(f"<div class='banner teaching'>{e(label)}: {e(rel.extras['bias'])}</div>")
         parts.append(_table(a.drop(columns=["label"]), max_rows=30))
 
+    # today's methods beside the policy
+    compared = [t for label, m, rel in run.releases for t in m.comparison(run, label, rel, teaching)]
+    if compared:
+        parts.append("<h2>Today's methods beside the policy</h2>")
+        parts.append("<p class='muted'>Cell suppression (the p% and dominance rules, with complementary cells) and "
+                     "noise infusion, computed on the same table as the policy's answers. Neither has a formal "
+                     "privacy guarantee and neither adds to the ledger; the policy's loss above is a bound whatever "
+                     "else is published."
+                     + (" Which cells the rules withhold is itself a statistic of the confidential records: review "
+                        "mode shows only how many." if not teaching else "") + "</p>")
+        for title, frame in compared:
+            parts.append(f"<h3>{e(title)}</h3>")
+            parts.append(_table(frame, max_rows=30))
+
     # ledger and parameters
     parts.append("<h2>Ledger</h2>")
     parts.append(_table(ledger_frame(run)))

@@ -102,7 +102,8 @@ def test_trade_offs_simulations_on_synthetic_data_draw_no_release_noise(monkeypa
 #: facilitator's (the walk releases what the pages release; the Board page's submit is pressed for every part).
 LEFT_ALONE = ("durable_", "mode_", "large_", "board_", "study_load", "load_sample", "apply_")
 #: The teaching simulations of the walk (:func:`prdp_core.recorder.simulation` labels).
-SIMULATIONS = {"the board's error estimate", "Compare mechanisms", "The oracle threshold curve"}
+SIMULATIONS = {"the board's error estimate", "Compare mechanisms", "The oracle threshold curve",
+               "noise infusion beside the policy"}
 #: Every page, in the order of the app's navigation.
 PAGES = ["start_here", "data", "policy_designer", "budget_functions", "personalized", "tradeoffs", "run",
          "analyst_tiers", "study", "board", "concepts"]

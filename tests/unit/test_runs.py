@@ -31,6 +31,7 @@ from prdp_core.study.reproduction import mechanism_code, mechanism_imports
 from prdp_core.study.runs import (
     RUN_KINDS,
     GranularRun,
+    LegacySdcRun,
     MultitierRun,
     ParseContext,
     PersonalizedRun,
@@ -58,6 +59,9 @@ OLD_ENTRIES: dict[str, list[dict[str, Any]]] = {
         {"kind": "granular", "histogram": "heavy_hitter", "attributes": ["STATE", "NAICS2"], "eps": 1.0, "nu": 0.01,
          "method": "exact", "label": "State x sector (heavy-hitter histogram, eps per attribute)", "secure": True}],
     "cbp_unit_splitting.yaml": [{"kind": "unit_splitting", "partition_delta": 1e-06}],
+    "cbp_legacy_sdc.yaml": [{"kind": "unit_splitting", "partition_delta": 1e-06},
+                            {"kind": "legacy_sdc", "p": 10.0, "n": 2, "k": 85.0, "min_frequency": 3,
+                             "complementary": True, "noise_infusion": True, "noise_low": 0.1, "noise_high": 0.15}],
     "study.yaml": [{"kind": "unit_splitting", "partition_delta": 1e-06}],
     "personalized_tiers.yaml": [
         {"kind": "personalized", "mechanism": "sample", "t": "max", "rescale": False,
@@ -92,9 +96,12 @@ ENTRIES = [
     {"kind": "granular", "attributes": "STATE", "eps": 0.5, "threshold": 3},
     {"kind": "granular", "attributes": ["STATE", "NAICS2"], "eps": 2, "histogram": "heavy_hitter", "nu": 0.2,
      "method": "lemma28", "categories": {"STATE": "CA, TX", "NAICS2": ["11", "21"]}},
+    {"kind": "legacy_sdc"},
+    {"kind": "legacy_sdc", "query": 0, "p": None, "n": 1, "k": 75, "min_frequency": 0, "complementary": False,
+     "noise_infusion": False, "label": "l", "seed": 3},
 ]
 CLASSES = {"unit_splitting": UnitSplittingRun, "prdp": PrdpRun, "personalized": PersonalizedRun,
-           "multitier": MultitierRun, "granular": GranularRun}
+           "multitier": MultitierRun, "granular": GranularRun, "legacy_sdc": LegacySdcRun}
 
 
 def _study(*mechanisms: Any, **top: Any) -> dict[str, Any]:
@@ -163,9 +170,10 @@ def test_label_and_seed_defaults_come_from_the_entry():
 # The messages of the validator before the run configurations (each kind's unknown key lists its keys in
 # the same order; a missing policy part; secure with a seed; an unknown kind).
 OLD_MESSAGES = [
-    ("x", "mechanisms[0]: must be a mapping with a 'kind' (unit_splitting, prdp, personalized, multitier, granular)."),
-    ({"kind": "nope"}, "mechanisms[0].kind: must be one of unit_splitting, prdp, personalized, multitier, granular "
-                       "(got 'nope')."),
+    ("x", "mechanisms[0]: must be a mapping with a 'kind' (unit_splitting, prdp, personalized, multitier, granular, "
+          "legacy_sdc)."),
+    ({"kind": "nope"}, "mechanisms[0].kind: must be one of unit_splitting, prdp, personalized, multitier, granular, "
+                       "legacy_sdc (got 'nope')."),
     ({"kind": "unit_splitting", "bogus": 1},
      "mechanisms[0].bogus: unknown key. Allowed here: kind, label, seed, partition_delta, secure."),
     ({"kind": "prdp", "measure": "EMP"}, "mechanisms[0].measure: unknown key. Allowed here: kind, label, seed, model, "
@@ -215,7 +223,7 @@ def test_a_kind_without_its_policy_part_is_refused(part, kind, message):
 
 def test_an_entry_describes_what_it_releases_and_granular_dp_has_no_policy_part():
     """The app's import names the entries no page designs (no policy part) by their description."""
-    assert [c.kind for c in RUN_KINDS.values() if c.POLICY_PART is None] == ["granular"]
+    assert [c.kind for c in RUN_KINDS.values() if c.POLICY_PART is None] == ["granular", "legacy_sdc"]
     ctx = ParseContext(policy=POLICY)
     hist = parse_run({"kind": "granular", "attributes": ["STATE", "NAICS2"], "eps": 1.0}, 0, ctx)
     assert hist.describe() == "standard histogram of STATE, NAICS2"

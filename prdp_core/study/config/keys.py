@@ -20,7 +20,7 @@ MAX_CONFIG_DEPTH = 32
 MAX_QUOTED_CHARS = 80
 
 MODES = ("teaching", "review")
-MECHANISM_KINDS = ("unit_splitting", "prdp", "personalized", "multitier", "granular")
+MECHANISM_KINDS = ("unit_splitting", "prdp", "personalized", "multitier", "granular", "legacy_sdc")
 #: ``data.prepare``: each option of :func:`prdp_core.data.prepare_dataset` and its values, the default first
 #: (a default is never written: ``{}`` prepares as the defaults do).
 PREPARE_OPTIONS = {"non_numeric": ("error", "missing"), "missing": ("error", "drop"),

@@ -10,7 +10,7 @@ code and its rows in the study's tables and report. The study parser
 kind is one new module here (a :func:`register`-ed subclass), nothing else.
 
 One module per kind: :mod:`.unit_splitting`, :mod:`.prdp`, :mod:`.personalized`,
-:mod:`.multitier`, :mod:`.granular`; the contract and the registry in :mod:`.base`. The
+:mod:`.multitier`, :mod:`.granular`, :mod:`.legacy_sdc`; the contract and the registry in :mod:`.base`. The
 registry's order (the order of the imports below) is the order of ``config.keys.MECHANISM_KINDS``.
 """
 
@@ -25,8 +25,10 @@ from .prdp import PRDP_LABELS, PRDP_LOCAL_LABELS, PrdpRun, prdp_query
 from .personalized import PersonalizedRun, pdp_mechanism
 from .multitier import MultitierRun, multitier_filter
 from .granular import GranularRun, granular_domains
+from .legacy_sdc import LegacySdcRun
 # isort: on
 
-__all__ = ["GranularRun", "MultitierRun", "PRDP_LABELS", "PRDP_LOCAL_LABELS", "ParseContext", "PersonalizedRun",
-           "PrdpRun", "RUN_KINDS", "RunConfig", "UnitSplittingRun", "granular_domains", "held_by_engine",
-           "multitier_filter", "needs_records", "parse_run", "pdp_mechanism", "prdp_query", "register"]
+__all__ = ["GranularRun", "LegacySdcRun", "MultitierRun", "PRDP_LABELS", "PRDP_LOCAL_LABELS", "ParseContext",
+           "PersonalizedRun", "PrdpRun", "RUN_KINDS", "RunConfig", "UnitSplittingRun", "granular_domains",
+           "held_by_engine", "multitier_filter", "needs_records", "parse_run", "pdp_mechanism", "prdp_query",
+           "register"]

@@ -175,6 +175,12 @@ class RunConfig(Mapping[str, Any]):
         """The unit-splitting policy a release was made under (None for other kinds)."""
         return None
 
+    def comparison(self, run: Any, label: str, rel: Release, teaching: bool) -> list[tuple[str, Any]]:
+        """Titled tables (pandas DataFrames) the report sets beside the policy's releases for this release
+        (``run`` — the :class:`~prdp_core.study.runner.StudyRun`, ``teaching`` — the report's mode): none by
+        default; the legacy methods' comparison gives its summary per method and its cells."""
+        return []
+
     # -- the read-only mapping -------------------------------------------------------------
 
     def __getitem__(self, key: str) -> Any:
