@@ -102,10 +102,10 @@ def _directives(body: str, where: str) -> dict[str, object]:
     return out
 
 
-def parse(path: Path) -> list[Block]:
-    """The fenced blocks of the document ``path``, in order. Raises :class:`DocError` for a block without a
-    language or a marker that does not parse."""
-    doc = path.relative_to(ROOT).as_posix()
+def parse(path: Path, root: Path = ROOT) -> list[Block]:
+    """The fenced blocks of the document ``path`` (named relative to ``root``), in order. Raises :class:`DocError`
+    for a block without a language or a marker that does not parse."""
+    doc = path.relative_to(root).as_posix()
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks: list[Block] = []
     i = 0
@@ -138,14 +138,13 @@ def parse(path: Path) -> list[Block]:
     return blocks
 
 
-def commands(code: str) -> list[str]:
-    """The first word of every command of a shell block (continuations joined, heredoc bodies, comments and
-    ``console`` output lines left out; ``NAME=value`` prefixes skipped; a server command of :data:`SERVERS` as its
-    two words)."""
-    out: list[str] = []
+def logical_lines(code: str) -> tuple[list[str], bool]:
+    """The command lines of a shell script (continuations joined, heredoc bodies left out) and whether it
+    holds a heredoc."""
     logical: list[str] = []
     pending = ""
     heredoc: str | None = None
+    seen = False
     for raw in code.splitlines():
         if heredoc is not None:
             if raw.strip() == heredoc:
@@ -158,9 +157,30 @@ def commands(code: str) -> list[str]:
         pending = ""
         h = _HEREDOC.search(line)
         if h:
-            heredoc = h.group(1)
+            heredoc, seen = h.group(1), True
         logical.append(line)
-    for line in logical:
+    return logical, seen
+
+
+def plain_prdp(line: str) -> list[str] | None:
+    """The arguments of a line that is one plain ``prdp`` command (no variable, pipe, redirection or second
+    command), else None."""
+    try:
+        words = shlex.split(line, comments=True)
+    except ValueError:
+        return None
+    code = line.split("#", 1)[0]
+    if not words or words[0] != "prdp" or any(c in code for c in "$|;&<>`()"):
+        return None
+    return words[1:]
+
+
+def commands(code: str) -> list[str]:
+    """The first word of every command of a shell block (continuations joined, heredoc bodies, comments and
+    ``console`` output lines left out; ``NAME=value`` prefixes skipped; a server command of :data:`SERVERS` as its
+    two words)."""
+    out: list[str] = []
+    for line in logical_lines(code)[0]:
         try:
             words = shlex.split(line, comments=True)
         except ValueError:
