@@ -8,12 +8,12 @@ the line right before a block (blank lines allowed between) tells the test how t
     <!-- docs-test: spark -->                                         runs against Spark in local mode
     <!-- docs-test: env ROWS=20000 -->                                sets environment variables for the block
 
-(several directives are separated by ``;``, ``skip`` last: its reason is the rest of the marker). The blocks of one file run in order, in one fresh working folder
-holding a copy of the checkout's ``examples/`` (the folder the docs' commands are run from), the Python blocks
-in one namespace, like the cells of a notebook; shell blocks run with ``bash -eo pipefail`` and the project's
-``.venv/bin`` first on ``PATH`` (so ``prdp`` and ``python`` are the project's). A shell block may run only
-``prdp``, ``python`` and simple file commands (:data:`SHELL_COMMANDS`): one that builds, installs, starts a
-server or needs a cluster is marked ``skip`` with its reason.
+(several directives are separated by ``;``, ``skip`` last: its reason is the rest of the marker). The blocks of one
+file run in order, in one fresh working folder holding a copy of the checkout's ``examples/`` (the folder the docs'
+commands are run from), the Python blocks in one namespace, like the cells of a notebook; shell blocks run with
+``bash -eo pipefail`` and the project's ``.venv/bin`` first on ``PATH`` (so ``prdp`` and ``python`` are the
+project's). A shell block may run only ``prdp``, ``python`` and simple file commands (:data:`SHELL_COMMANDS`): one
+that builds, installs, starts a server (:data:`SERVERS`) or needs a cluster is marked ``skip`` with its reason.
 """
 
 from __future__ import annotations
