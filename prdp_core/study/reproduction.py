@@ -137,7 +137,8 @@ def reproduction_sections(study: Study, *, data_file: str | None = None, noteboo
     here = NOTEBOOK_FOLDER if notebook else SCRIPT_FOLDER
     out = (f"OUT = {here} / 'reproduced'" if notebook else
            f"OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else {here} / 'reproduced'")
-    imports = ["import sys", "from pathlib import Path", "", "import numpy as np", "import pandas as pd", "",
+    imports = [*([] if notebook else ["import sys"]), "from pathlib import Path", "", "import numpy as np",
+               "import pandas as pd", "",
                "import prdp_core", "from prdp_core.review.report import results_frame",
                "from prdp_core.io.export import to_csv_bytes", "from prdp_core.io.outputs import write_files"]
     kinds = mechanism_imports(study)
