@@ -173,6 +173,9 @@ def test_doc_block(block: B.Block, tmp_path_factory: pytest.TempPathFactory):
     if block.lang in B.SHELL and B.unmarked_commands(block):
         pytest.fail(f"{block.where}: runs {', '.join(B.unmarked_commands(block))}: mark it docs-test: skip with why")
     run = _doc_run(block.doc, tmp_path_factory)
+    if block.line in run.done:  # already run, before a later block of its document that was run first
+        assert run.failed != block.where, f"{block.where}: failed when a later block ran it first"
+        return
     for earlier in BLOCKS:  # run alone, a block first runs the blocks before it
         if earlier.doc != block.doc or earlier.line >= block.line or earlier.line in run.done:
             continue
