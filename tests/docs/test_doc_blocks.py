@@ -167,9 +167,11 @@ def test_every_block_declares_how_it_runs():
 
 
 @pytest.mark.parametrize("block", _params())
-def test_doc_block(block: B.Block, tmp_path_factory: pytest.TempPathFactory):
+def test_doc_block(block: B.Block, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest):
     if block.skip is not None:
         pytest.skip(f"{block.where}: {block.skip}")
+    if block.doc in SPARK_DOCS:
+        request.getfixturevalue("spark")  # the test process's session, stopped when the run ends
     if block.lang in B.SHELL and B.unmarked_commands(block):
         pytest.fail(f"{block.where}: runs {', '.join(B.unmarked_commands(block))}: mark it docs-test: skip with why")
     run = _doc_run(block.doc, tmp_path_factory)
