@@ -151,6 +151,9 @@ def _run_python(block: B.Block, run: DocRun) -> None:
 
 
 def _run(block: B.Block, run: DocRun) -> None:
+    unmarked = B.unmarked_commands(block) if block.lang in B.SHELL else []
+    if unmarked:  # never run: it may install, build or start a server that does not end
+        raise AssertionError(f"{block.where}: runs {', '.join(unmarked)}: mark it docs-test: skip with why")
     if block.spark:
         spark_tests.session()  # skips locally without Spark, fails under CI
     (_run_python if block.lang in B.PYTHON else _run_shell)(block, run)
@@ -172,8 +175,6 @@ def test_doc_block(block: B.Block, tmp_path_factory: pytest.TempPathFactory, req
         pytest.skip(f"{block.where}: {block.skip}")
     if block.doc in SPARK_DOCS:
         request.getfixturevalue("spark")  # the test process's session, stopped when the run ends
-    if block.lang in B.SHELL and B.unmarked_commands(block):
-        pytest.fail(f"{block.where}: runs {', '.join(B.unmarked_commands(block))}: mark it docs-test: skip with why")
     run = _doc_run(block.doc, tmp_path_factory)
     if block.line in run.done:  # already run, before a later block of its document that was run first
         assert run.failed != block.where, f"{block.where}: failed when a later block ran it first"
@@ -256,6 +257,8 @@ def test_a_failing_block_fails_naming_its_document_and_line(tmp_path):
         _run(B.Block("guide.md", 10, "bash", "prdp validate missing.yaml\n"), run)
     with pytest.raises(AssertionError, match=r"guide.md:3: the bash block failed \(exit code 1\)"):
         _run(B.Block("guide.md", 3, "bash", "test -e nothing-here\n"), run)
+    with pytest.raises(AssertionError, match=r"guide.md:21: runs make, prdp app: mark it docs-test: skip"):
+        _run(B.Block("guide.md", 21, "bash", "make run\nprdp app --port 1\n"), run)  # never started
 
 
 @pytest.mark.parametrize("text, problem", [
