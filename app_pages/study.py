@@ -95,7 +95,8 @@ with tab_report:
     else:
         run, missing = ustudy_report.recorded_run(study)
         st.markdown("The report renders the releases recorded in this session's ledger — the numbers the pages "
-                    "showed — and adds the results table and the reproduction script. Building it releases nothing.")
+                    "showed — and adds the results table, the reproduction script and its notebook. Building it "
+                    "releases nothing.")
         status_note = st.empty()
         if missing:
             status_note.caption(f"No recorded release yet of: {md_escape(', '.join(missing))} (run them on their "
@@ -123,6 +124,7 @@ with tab_report:
                     "results": produce("results.csv", run, teaching=teaching),
                     "budget": R.budget_table(run), "budget_csv": produce("budget.csv", run, teaching=teaching),
                     "script": produce("reproduce.py", run, teaching=teaching),
+                    "notebook": produce("study.ipynb", run, teaching=teaching),
                     "releases": len(run.releases), "mode": study.mode, "how": R.mode_text(run.releases)}
             except PrdpError as err:
                 show_error(err)
@@ -139,13 +141,16 @@ with tab_report:
             st.dataframe(out["budget"], hide_index=True)
             download_button("Budget table (CSV)", out["budget_csv"], file_name="prdp_budget.csv",
                             mime="text/csv", key="study_dl_budget")
-            d1, d2, d3 = st.columns(3)
+            d1, d2, d3, d4 = st.columns(4)
             download_button("Report (HTML)", out["html"], where=d1, file_name="prdp_report.html", mime="text/html",
                             key="study_dl_report", type="primary", icon=":material/download:")
             download_button("Results (CSV)", out["results"], where=d2, file_name="prdp_results.csv", mime="text/csv",
                             key="study_dl_results")
             download_button("Reproduction script (Python)", out["script"], where=d3, file_name="reproduce.py",
                             mime="text/x-python", key="study_dl_script")
+            download_button("Notebook (Jupyter)", out["notebook"], where=d4, file_name="study.ipynb",
+                            mime="application/x-ipynb+json", key="study_dl_notebook",
+                            help="The reproduction script's code in cells, each after a short explanation.")
         elif out is not None:
             st.caption("The study or its recorded releases changed since the last report: build it again.")
     led = state.ledger()
@@ -165,5 +170,6 @@ code_expander("""from prdp_core import report
 
 study = report.load_config("study.yaml")       # the config downloaded above (ConfigError names a bad key)
 run = report.run_study(study)                   # loads the data, runs every mechanism with its seed
-report.write_outputs(run, "study-results")      # results.csv, budget.csv, ledger, report.html, reproduce.py
+report.write_outputs(run, "study-results")      # results.csv, budget.csv, ledger, report.html, reproduce.py,
+                                                #   study.ipynb
 # or from a shell:  prdp run study.yaml --out study-results""")

@@ -121,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "  ledger.csv    the privacy ledger (public forms); ledger.json the same as data\n"
                                    "  report.html   self-contained report (opens without network)\n"
                                    "  reproduce.py  a Python script that reruns the study bit for bit\n"
+                                   "  study.ipynb   the same code as a Jupyter notebook, in explained cells\n"
                                    "  study.yaml    the normalised config\n"
                                    "Files are never written through a symbolic link; a file of these names that\n"
                                    "prdp did not write in DIR (see DIR/.prdp-outputs.json) is not overwritten\n"

@@ -21,8 +21,8 @@ page use it):
   :meth:`Release.for_review`, and no loss distribution is drawn.
 * :func:`reproduction_script` — a short Python file that reruns the study with ``prdp_core``
   and writes the same results CSV, bit for bit.
-* :func:`write_outputs` — results.csv, ledger.csv, ledger.json, report.html, reproduce.py and
-  study.yaml in one folder (what ``prdp run`` writes).
+* :func:`write_outputs` — results.csv, ledger.csv, ledger.json, report.html, reproduce.py, study.ipynb
+  (the same code as a notebook) and study.yaml in one folder (what ``prdp run`` writes).
 
 Seeded runs are for teaching and review; a real release needs the secure mode.
 """
@@ -329,7 +329,8 @@ def render_html(run: StudyRun, *, config_text: str | None = None) -> str:
     parts.append("<p>The study config (reload it in the app's Study page or run <code>prdp run</code>):</p>")
     parts.append(f"<pre>{e(config_text if config_text is not None else st.to_yaml())}</pre>")
     parts.append("<p class='muted'>reproduce.py (written next to this report by <code>prdp run</code>) reruns the "
-                 "study with prdp_core and writes the same results, bit for bit.</p>")
+                 "study with prdp_core and writes the same results, bit for bit; study.ipynb is the same code as a "
+                 "Jupyter notebook.</p>")
     body = "\n".join(parts)
     return (f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{e(title)}</title>"
             f"<meta name='viewport' content='width=device-width, initial-scale=1'><style>{_CSS}</style></head>"
@@ -367,7 +368,7 @@ def write_outputs(run: StudyRun, out_dir: str | os.PathLike, *, progress: Progre
     """Write the study's outputs into ``out_dir`` (created if needed); returns name → path.
 
     results.csv (every answer), budget.csv (the budget table), ledger.csv / ledger.json (the
-    ledger, public forms), report.html, reproduce.py and study.yaml (the normalised config), each made by
+    ledger, public forms), report.html, reproduce.py, study.ipynb and study.yaml (the normalised config), each made by
     :func:`prdp_core.review.review_boundary.produce` in the study's mode (:data:`OUTPUT_FILES`: its ``study file``
     outputs). CSVs are formula-safe (:func:`prdp_core.io.export.to_csv_bytes`). Files are written as
     :func:`prdp_core.io.outputs.write_files` does: never through a symbolic link, and over an

@@ -2,8 +2,8 @@
 
 Review mode shows what a policy and its releases make public and nothing computed from the records
 (docs/security.md): no true value, no record count, no per-record or per-owner loss, distribution,
-quantile or share. Each output kind — the HTML report, every CSV/JSON/YAML file, the reproduction script,
-the Run page's answers, the board's table, report and entry configs, a share link, the "Reproduce in
+quantile or share. Each output kind — the HTML report, every CSV/JSON/YAML file, the reproduction script
+and notebook, the Run page's answers, the board's table, report and entry configs, a share link, the "Reproduce in
 Python" snippets, the lines ``prdp run``, ``prdp ledger show`` and ``prdp suggest thresholds`` print, a
 session's ledger exports and study config — is registered in
 :data:`REGISTRY` with the function that builds it, and is made by :func:`produce` only:
@@ -247,6 +247,13 @@ def _reproduce(run: StudyRun, teaching: bool, *, data_file: str | None = None) -
     from ..study.reproduction import reproduction_script
 
     return reproduction_script(run.study, data_file=data_file if data_file is not None else run.data_file)
+
+
+@register("study.ipynb", "study file", "run", "the reproduction notebook (the script's code in cells)")
+def _notebook(run: StudyRun, teaching: bool, *, data_file: str | None = None) -> str:
+    from ..study.notebook import notebook_text
+
+    return notebook_text(run.study, data_file=data_file if data_file is not None else run.data_file)
 
 
 @register("answers.csv", "release", "release", "one release's answers (the Run page's download)")

@@ -1,11 +1,15 @@
-"""The reproduction script of a study: a short Python file that reruns the study with ``prdp_core``
+"""The reproduction code of a study: a short Python file that reruns the study with ``prdp_core``
 and writes the same results CSV, bit for bit (secure mechanisms rerun securely, unseeded).
 
-User text reaches the script only as ``repr`` literals (:func:`prdp_core.io.codegen.literal`).
+The code comes in :class:`Section` s (imports, the study and its data, one per mechanism, the results):
+:func:`reproduction_script` joins them into ``reproduce.py``, and :mod:`prdp_core.study.notebook` makes each a
+cell of ``study.ipynb`` after a short explanation. User text reaches the code only as ``repr`` literals
+(:func:`prdp_core.io.codegen.literal`), and never a section's heading.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..engines.spark_engine import is_uri
@@ -27,10 +31,18 @@ def _engine_mode(study: Study, data_file: str | None) -> bool:
                                               or study.data.table is not None)
 
 
-def _data_code(study: Study, data_file: str | None, *, argv: bool = True, base_dir: str | None = None) -> list[str]:
+#: The folder of the running script, in the code of a script.
+SCRIPT_FOLDER = "Path(__file__).resolve().parent"
+#: The folder of the notebook, in the code of a notebook (Jupyter starts its kernel there).
+NOTEBOOK_FOLDER = "Path.cwd()"
+
+
+def _data_code(study: Study, data_file: str | None, *, argv: bool = True, base_dir: str | None = None,
+               here: str = SCRIPT_FOLDER) -> list[str]:
     """Lines building ``ds``, the study's dataset; with ``argv`` a file source's path may be replaced by the
     script's second argument (reproduce.py), else it is the literal path (a snippet pasted into a notebook).
-    ``base_dir``: the folder an engine reads the path in, and may not leave (the app's data folder)."""
+    ``base_dir``: the folder an engine reads the path in, and may not leave (the app's data folder); ``here``:
+    the code of the folder a relative data path is read in (the script's, or the notebook's)."""
     src = study.data
     opts = "".join(f", {k}={_py(v)}" for k, v in src.prepare.items())
     if data_file is not None or src.path is not None or src.table is not None:
@@ -41,7 +53,7 @@ def _data_code(study: Study, data_file: str | None, *, argv: bool = True, base_d
         elif is_uri(src.path):  # a URI Spark reads (hdfs://, s3a://, file://)
             default = _py(src.path)
         else:
-            default = f"str(Path(__file__).resolve().parent / {src.path!r})"
+            default = f"str({here} / {src.path!r})"
         data_line = f"DATA = sys.argv[2] if len(sys.argv) > 2 else {default}" if argv else f"DATA = {default}"
         if src.schema is not None:
             schema = f"prdp_core.Schema.from_dict({_py(src.schema)})"
@@ -107,6 +119,54 @@ def mechanism_code(study: Study, i: int, m: Mapping[str, Any] | None = None, *, 
     return m.code(study, i, table)
 
 
+@dataclass(frozen=True)
+class Section:
+    """One part of the reproduction code: ``heading``, a short explanation in the product's own words (never user
+    text: the notebook shows it as Markdown), and its code ``lines``."""
+
+    heading: str
+    lines: tuple[str, ...]
+
+
+def reproduction_sections(study: Study, *, data_file: str | None = None, notebook: bool = False) -> list[Section]:
+    """The sections of the code that reruns ``study`` (:func:`reproduction_script`): the imports, the study and its
+    dataset ``ds``, one section per mechanism (appending its releases to ``releases``) and the results written to
+    ``OUT/results.csv``. ``notebook``: the code of ``study.ipynb``, which reads relative paths in the notebook's
+    folder and takes no command-line arguments, and ends by showing the results table."""
+    teaching = study.mode == "teaching"
+    here = NOTEBOOK_FOLDER if notebook else SCRIPT_FOLDER
+    out = (f"OUT = {here} / 'reproduced'" if notebook else
+           f"OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else {here} / 'reproduced'")
+    imports = [*([] if notebook else ["import sys"]), "from pathlib import Path", "", "import numpy as np",
+               "import pandas as pd", "",
+               "import prdp_core", "from prdp_core.review.report import results_frame",
+               "from prdp_core.io.export import to_csv_bytes", "from prdp_core.io.outputs import write_files"]
+    kinds = mechanism_imports(study)
+    sections = [Section("**Imports**: `prdp_core` and the modules of the study's mechanisms.",
+                        tuple(imports + ([""] + kinds if kinds else [])))]
+    data = ([f"TITLE, MODE, SEED = {_py(study.title or '(untitled)')}, {_py(study.mode)}, {int(study.seed)}"]
+            + _data_code(study, data_file, argv=not notebook, here=here)
+            + [out, f"REVEAL = {teaching!r}  # teaching mode: true values are attached (confidential)", "",
+               "releases = []  # (label, Release)"])
+    sections.append(Section("**The study and its data**: its title, mode and seed, the dataset `ds` with its column "
+                            "roles, and the folder `OUT` the results go to. `REVEAL` attaches true values in "
+                            "teaching mode only.", tuple(data)))
+    table = "ds" if _engine_mode(study, data_file) else "ds.table"  # what the mechanisms read
+    for i, m in enumerate(study.mechanisms):
+        kind = RUN_KINDS[m["kind"]]  # a registered kind: its name and ABOUT are the product's text
+        code = [f"# --- mechanism {i + 1} ---", *mechanism_code(study, i, m, table=table)]
+        sections.append(Section(f"**Mechanism {i + 1}: {kind.kind.replace('_', ' ')}.** " + (kind.ABOUT + " " if
+                                kind.ABOUT else "") + "Each release is appended to `releases`.", tuple(code)))
+    results = ["results = results_frame(releases, teaching=REVEAL)",
+               "# never through a symbolic link, never over a results.csv that prdp did not write",
+               "write_files(OUT, {'results.csv': to_csv_bytes(results)})",
+               "print(f'{len(releases)} release(s) written to {OUT / \"results.csv\"}')"]
+    sections.append(Section("**The results**: every released answer in one table, written to `OUT/results.csv` — "
+                            "the same file `prdp run` wrote, bit for bit, for a seeded study on the same data.",
+                            tuple(results + (["results"] if notebook else []))))
+    return sections
+
+
 def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
     """A short, readable Python script that reruns ``study`` with prdp_core alone.
 
@@ -117,36 +177,13 @@ def reproduction_script(study: Study, *, data_file: str | None = None) -> str:
 
     The study's own text (title, labels, expressions, column names, group values, paths) is
     written only as Python literals (``repr``, :func:`prdp_core.io.codegen.literal`), never into the
-    docstring or a comment, so running a shared study's script runs nothing but these calls."""
-    teaching = study.mode == "teaching"
+    docstring or a comment, so running a shared study's script runs nothing but these calls. The code is that
+    of :func:`reproduction_sections`, one section after the other."""
     L = ['"""Reproduce a PrDP Explorer study with prdp_core.',
          "",
          "Usage: python reproduce.py [OUT_DIR" + (" [DATA_FILE]]" if data_file or study.data.path else "]"),
          "Seeded runs are for teaching and review only, never for a real release.",
-         '"""',
-         "import sys",
-         "from pathlib import Path",
-         "",
-         "import numpy as np",
-         "import pandas as pd",
-         "",
-         "import prdp_core",
-         "from prdp_core.review.report import results_frame",
-         "from prdp_core.io.export import to_csv_bytes",
-         "from prdp_core.io.outputs import write_files",
-         ""]
-    L += mechanism_imports(study)
-    L += ["", f"TITLE, MODE, SEED = {_py(study.title or '(untitled)')}, {_py(study.mode)}, {int(study.seed)}"]
-    L += _data_code(study, data_file)
-    L += ["OUT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parent / 'reproduced'",
-          f"REVEAL = {teaching!r}  # teaching mode: true values are attached (confidential)", "",
-          "releases = []  # (label, Release)"]
-    table = "ds" if _engine_mode(study, data_file) else "ds.table"  # what the mechanisms read
-    for i, m in enumerate(study.mechanisms):
-        L += ["", f"# --- mechanism {i + 1} ---"]
-        L += mechanism_code(study, i, m, table=table)
-    L += ["",
-          "# never through a symbolic link, never over a results.csv that prdp did not write",
-          "write_files(OUT, {'results.csv': to_csv_bytes(results_frame(releases, teaching=REVEAL))})",
-          "print(f'{len(releases)} release(s) written to {OUT / \"results.csv\"}')", ""]
+         '"""']
+    for section in reproduction_sections(study, data_file=data_file):
+        L += [*section.lines, ""]
     return "\n".join(L)

@@ -1,10 +1,11 @@
 """Hostile inputs in the app. A hostile shared study: the Study page loads it (with its hostile data
-file), and the report's reproduce.py and every page's "Reproduce in Python" code run nothing but the
+file), and the report's reproduce.py and study.ipynb and every page's "Reproduce in Python" code run nothing but the
 intended calls. A YAML alias bomb pasted on the Study page is refused before anything is expanded; a
 Parquet upload with nested columns is refused with a message."""
 
 from __future__ import annotations
 
+import json
 import tracemalloc
 
 import yaml
@@ -48,6 +49,16 @@ def test_hostile_study_report_script_and_every_snippet_run_only_the_study(tmp_pa
     (data.folder / "reproduce.py").write_text(script, encoding="utf-8")  # downloaded next to the shared data
     run_python(data.folder / "reproduce.py", data.folder, str(tmp_path / "again"))
     assert (tmp_path / "again" / "results.csv").stat().st_size > 0
+    # the notebook: the same code in cells (user text only as literals), Markdown cells of the product's text only
+    nb = json.loads(at.session_state["study_outputs"]["notebook"].decode("utf-8"))
+    code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    assert code
+    assert_user_text_only_in_literals("\n\n".join(code))
+    assert SENTINEL not in json.dumps([c["source"] for c in nb["cells"] if c["cell_type"] == "markdown"])
+    (data.folder / "notebook.py").write_text("\n\n".join(code) + "\n", encoding="utf-8")  # next to the data
+    run_python(data.folder / "notebook.py", data.folder)
+    assert (data.folder / "reproduced" / "results.csv").read_bytes() == \
+        (tmp_path / "again" / "results.csv").read_bytes()
 
     ran = set()
     for page in PAGES:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import nbformat
 import pandas as pd
 import pytest
 
 from prdp_core.study.config import parse_config
+from tests.hostile import run_python
 
 from .conftest import open_page, texts
 
@@ -149,6 +151,26 @@ def test_build_report(mode):
     assert ("true" in results.splitlines()[0].split(",")) == (mode == "teaching")
     budget = next(b for b in at.get("download_button") if b.proto.id.endswith("study_dl_budget"))
     assert budget.proto.label == "Budget table (CSV)"
+
+
+def test_the_report_offers_the_reproduction_notebook(tmp_path):
+    """The Study page's downloads hold study.ipynb beside reproduce.py: the same code in cells, each after its
+    explanation; its cells, run in order, write the results table the page built (a seeded teaching study)."""
+    at = _load(open_page("study"), BASE)
+    at.switch_page("app_pages/study.py").run()
+    at.button(key="study_build").click().run()
+    assert not at.exception, at.exception
+    out = at.session_state["study_outputs"]
+    button = next(b for b in at.get("download_button") if b.proto.id.endswith("study_dl_notebook"))
+    assert button.proto.label == "Notebook (Jupyter)"
+    nb = nbformat.reads(out["notebook"].decode("utf-8"), as_version=4)
+    nbformat.validate(nb)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    script = out["script"].decode("utf-8")
+    assert all(c.startswith("# --- mechanism") and c in script for c in code[2:-1])  # the script's code, in cells
+    (tmp_path / "notebook.py").write_text("\n\n".join(code) + "\n", encoding="utf-8")
+    run_python(tmp_path / "notebook.py", tmp_path)
+    assert (tmp_path / "reproduced" / "results.csv").read_bytes() == out["results"]
 
 
 def test_seed_survives_review_mode():

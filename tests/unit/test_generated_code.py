@@ -1,5 +1,5 @@
-"""Generated code is data-safe: user text reaches reproduce.py and every "Reproduce in Python" snippet
-only as Python literals, so running a shared study's script runs nothing but the intended calls.
+"""Generated code is data-safe: user text reaches reproduce.py, study.ipynb and every "Reproduce in Python"
+snippet only as Python literals, so running a shared study's script or notebook runs nothing but the intended calls.
 
 Hostile titles, labels, expressions, column names, group values and file names (tests/hostile.py:
 triple quotes, newlines, carriage returns, #, backslashes, U+2028, U+0085, {}) go through every
@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import ast
 import io
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
 
+import nbformat
 import numpy as np
 import pandas as pd
 import pytest
@@ -110,6 +112,31 @@ def test_prdp_run_writes_a_reproduction_script_that_runs_only_the_study(hostile_
     assert report.load_config(folder / "out" / "study.yaml").to_dict() == study.to_dict()
 
 
+def test_prdp_run_writes_a_notebook_whose_cells_run_only_the_study(hostile_study, tmp_path):
+    """study.ipynb of the hostile study: user text only as literals in its code cells, none in its Markdown cells or
+    metadata; its code, run cell after cell in the notebook's folder, plants nothing and writes the run's
+    results.csv."""
+    data, study, _ = hostile_study
+    out = io.StringIO()
+    assert main(["run", str(data.folder / "study.yaml"), "--out", str(tmp_path / "out"), "-q"], stdout=out,
+                stderr=out) == EXIT_OK, out.getvalue()
+    text = (tmp_path / "out" / "study.ipynb").read_text(encoding="utf-8")
+    nb = nbformat.reads(text, as_version=4)
+    nbformat.validate(nb)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    assert len(code) == 3 + len(study.mechanisms)
+    for source in [*code, "\n\n".join(code)]:
+        assert_user_text_only_in_literals(source)
+    prose = json.dumps([c.source for c in nb.cells if c.cell_type == "markdown"] + [nb.metadata],
+                       ensure_ascii=False)
+    assert SENTINEL not in prose and "\\u2028" not in prose and "\u2028" not in prose
+    script = tmp_path / "notebook_code.py"  # the cells in order, in the notebook's folder
+    script.write_text("\n\n".join(code) + "\n", encoding="utf-8")
+    run_python(script, tmp_path / "out")
+    assert (tmp_path / "out" / "reproduced" / "results.csv").read_bytes() == \
+        (tmp_path / "out" / "results.csv").read_bytes()
+
+
 def test_reproduction_script_of_each_mechanism_alone(hostile_study, tmp_path):
     """Each mechanism kind on its own (imports and code paths differ), review mode, data from --data."""
     data, study, _ = hostile_study
@@ -184,17 +211,17 @@ def _snippets(data, study, ds):
 #: Every generator of code and how this file exercises it with hostile text; helpers that write part of a
 #: generator's code are listed with the generator whose output contains theirs.
 GENERATORS: dict[str, Callable | str] = {
-    "prdp_core.study.reproduction.reproduction_script":
+    "prdp_core.study.reproduction.reproduction_sections":
         "test_prdp_run_writes_a_reproduction_script_that_runs_only_the_study",
-    "prdp_core.study.reproduction._data_code": "prdp_core.study.reproduction.reproduction_script",
-    "prdp_core.study.runs.prdp._budget_code": "prdp_core.study.reproduction.reproduction_script",
+    "prdp_core.study.reproduction._data_code": "prdp_core.study.reproduction.reproduction_sections",
+    "prdp_core.study.runs.prdp._budget_code": "prdp_core.study.reproduction.reproduction_sections",
     # each mechanism kind's code (RunConfig.code), written through reproduction.mechanism_code
-    "prdp_core.study.runs.unit_splitting.code": "prdp_core.study.reproduction.reproduction_script",
-    "prdp_core.study.runs.unit_splitting.policy_code": "prdp_core.study.reproduction.reproduction_script",
-    "prdp_core.study.reproduction.import_lines": "prdp_core.study.reproduction.reproduction_script",
-    "prdp_core.study.runs.prdp.code": "prdp_core.study.reproduction.reproduction_script",
-    "prdp_core.study.runs.multitier.code": "prdp_core.study.reproduction.reproduction_script",
-    "prdp_core.study.runs.granular.code": "prdp_core.study.reproduction.reproduction_script",
+    "prdp_core.study.runs.unit_splitting.code": "prdp_core.study.reproduction.reproduction_sections",
+    "prdp_core.study.runs.unit_splitting.policy_code": "prdp_core.study.reproduction.reproduction_sections",
+    "prdp_core.study.reproduction.import_lines": "prdp_core.study.reproduction.reproduction_sections",
+    "prdp_core.study.runs.prdp.code": "prdp_core.study.reproduction.reproduction_sections",
+    "prdp_core.study.runs.multitier.code": "prdp_core.study.reproduction.reproduction_sections",
+    "prdp_core.study.runs.granular.code": "prdp_core.study.reproduction.reproduction_sections",
     "prdp_core.study.snippets.snippet": _snippets,
     "prdp_core.study.snippets._budget_body": "prdp_core.study.snippets.snippet",
     "prdp_core.study.snippets._multitier_body": "prdp_core.study.snippets.snippet",
@@ -264,7 +291,7 @@ def _code_writing_functions() -> set[str]:
 def test_every_generator_is_covered():
     found = _code_writing_functions()
     # the scan works
-    assert "prdp_core.study.reproduction.reproduction_script" in found
+    assert "prdp_core.study.reproduction.reproduction_sections" in found
     assert "prdp_core.study.snippets._budget_body" in found
     missing = found - set(GENERATORS)
     assert not missing, (f"{sorted(missing)} write code: add them to GENERATORS with a hostile-text test "

@@ -74,6 +74,8 @@ class RunConfig(Mapping[str, Any]):
     KEYS: ClassVar[tuple[str, ...]] = ()
     #: Keys the entry must hold.
     REQUIRED: ClassVar[tuple[str, ...]] = ()
+    #: What the kind releases, in a sentence of the product's own (the reproduction notebook's explanation).
+    ABOUT: ClassVar[str] = ""
     #: Import lines the reproduction code of this kind needs.
     IMPORTS: ClassVar[tuple[str, ...]] = ()
     #: True when a release's per-record losses are those of the study's policy (shown once, from the

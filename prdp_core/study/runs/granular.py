@@ -66,6 +66,8 @@ class GranularRun(RunConfig):
     go to "(other)")."""
 
     kind: ClassVar[str] = "granular"
+    ABOUT: ClassVar[str] = ("Per-attribute (granular) DP: a histogram of the declared categories, each "
+                            "attribute charged ε0, and the whole-record loss that follows.")
     KEYS: ClassVar[tuple[str, ...]] = ("histogram", "attributes", "categories", "eps", "nu", "method", "threshold")
     REQUIRED: ClassVar[tuple[str, ...]] = ("attributes", "eps")
     IMPORTS: ClassVar[tuple[str, ...]] = ("from prdp_core.mechanisms import granular",)

@@ -64,6 +64,8 @@ class MultitierRun(RunConfig):
     mechanism. ``filter`` restricts the records read (a public condition)."""
 
     kind: ClassVar[str] = "multitier"
+    ABOUT: ClassVar[str] = ("A multi-tier release: one answer for several analyst tiers, lower tiers derived "
+                            "from higher ones, so that any coalition pays its top budget.")
     POLICY_PART: ClassVar[str | None] = "tiers"
     KEYS: ClassVar[tuple[str, ...]] = ("model", "query", "measure", "clip", "family", "delta", "filter", "d",
                                        "scale", "top", "variant", "param_source")

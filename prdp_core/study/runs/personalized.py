@@ -70,6 +70,8 @@ class PersonalizedRun(RunConfig):
     the release's params (``hi_source``)."""
 
     kind: ClassVar[str] = "personalized"
+    ABOUT: ClassVar[str] = ("Personalized DP: every user's public ε, and the mechanism delivering at most it to "
+                            "each user.")
     POLICY_PART: ClassVar[str | None] = "specification"
     KEYS: ClassVar[tuple[str, ...]] = ("mechanism", "t", "rescale", "query", "design_defaults", "param_source")
     IMPORTS: ClassVar[tuple[str, ...]] = ("from prdp_core.mechanisms import personalized",)

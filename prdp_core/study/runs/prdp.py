@@ -53,6 +53,8 @@ class PrdpRun(RunConfig):
     (the naive baseline charges everyone ε̌)."""
 
     kind: ClassVar[str] = "prdp"
+    ABOUT: ClassVar[str] = ("The per-record DP framework: each record's budget E(r) from the budget function, "
+                            "and the algorithms that charge each record at most it.")
     POLICY_PART: ClassVar[str | None] = "budget"
     KEYS: ClassVar[tuple[str, ...]] = ("model", "query", "column", "beta", "threshold", "algorithms")
     IMPORTS: ClassVar[tuple[str, ...]] = ("from prdp_core.mechanisms import prdp",

@@ -28,6 +28,8 @@ class UnitSplittingRun(RunConfig):
     (ρ·m(r)² on split data, flat ρ otherwise) come from the study's thresholds and workload."""
 
     kind: ClassVar[str] = "unit_splitting"
+    ABOUT: ClassVar[str] = ("Per-record zCDP with unit splitting: records above the thresholds are cut into "
+                            "pieces, the workload is answered with Gaussian noise on the split data.")
     POLICY_PART: ClassVar[str | None] = "thresholds"
     KEYS: ClassVar[tuple[str, ...]] = ("partition_delta",)
     IMPORTS: ClassVar[tuple[str, ...]] = ("from prdp_core.mechanisms import unit_splitting",
