@@ -39,6 +39,9 @@ class LegacySdcRun(RunConfig):
     is a privacy guarantee; the entry adds nothing to the ledger."""
 
     kind: ClassVar[str] = "legacy_sdc"
+    ABOUT: ClassVar[str] = ("Today's methods beside the policy: cell suppression by the p% and (n, k) rules with "
+                            "complementary cells, and noise infusion, on one SUM query's table — no privacy guarantee "
+                            "and nothing added to the ledger.")
     KEYS: ClassVar[tuple[str, ...]] = ("query", "p", "n", "k", "min_frequency", "complementary", "noise_infusion",
                                        "noise_low", "noise_high")
     IMPORTS: ClassVar[tuple[str, ...]] = ("from prdp_core.mechanisms import legacy_sdc",
