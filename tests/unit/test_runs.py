@@ -366,3 +366,7 @@ def test_mechanism_code_is_the_scripts_code_and_accepts_an_entry():
                                         *[line for c in CLASSES.values() for line in c.IMPORTS]]
     with pytest.raises(ConfigError, match=r"mechanisms\[0\]\.eps: must be at most 100"):
         mechanism_code(study, 0, {"kind": "granular", "attributes": ["STATE"], "eps": 1000})
+
+
+def test_every_kind_says_what_it_runs_in_the_notebook():
+    assert all(c.ABOUT.strip() for c in RUN_KINDS.values()), [k for k, c in RUN_KINDS.items() if not c.ABOUT]
