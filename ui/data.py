@@ -92,27 +92,36 @@ def on_upload() -> None:
     Nothing becomes active here, however clean the file: guessed roles (a row-number column taken for a
     measure, an id taken for a group) are shown for confirmation, and the previous dataset stays active
     until *Use this table* (:func:`on_apply`)."""
-    ss = st.session_state
-    up = ss.get("upload")
+    up = st.session_state.get("upload")
     if up is None:
         return
+    read_file(up, up.name, up.size, {"kind": "file", "filename": up.name}, "upload", file=up)
+
+
+def read_file(content: Any, name: str, size: int, source: dict[str, Any], where: str, *, file: Any = None,
+              note: str = "") -> None:
+    """Read a file's table (``content``: an upload or a path, of ``size`` bytes) with the loader, under the memory
+    guard and the upload limits, and open the Column roles view with the guessed roles, pending; a refusal is
+    shown in the part of the page ``where`` (followed by ``note``). ``file``: an upload the server keeps once the
+    table is used (:mod:`ui.durable`)."""
+    ss = st.session_state
     try:
-        memory.guard_table(file_bytes=up.size)
-        df = load_table(up, filename=up.name)
+        memory.guard_table(file_bytes=size)
+        df = load_table(content, filename=name)
         memory.guard_table(rows=len(df), columns=df.shape[1])
         schema = guess_schema(df)  # refuses columns that can play no role (lists, records, binary)
         if not schema.measures and not numeric_columns(df):
             validate_schema(df, schema)  # no column can be a measure: refused with that message
     except PrdpError as err:
-        keep_message("error", error_text(err), "upload")
+        keep_message("error", error_text(err) + (f" {note}" if note else ""), where)
         return
-    ss["raw"] = {"df": df, "name": up.name, "schema": schema, "source": {"kind": "file", "filename": up.name},
-                 "id": uuid.uuid4().hex[:8], "pending": True, "file": up}
+    ss["raw"] = {"df": df, "name": name, "schema": schema, "source": source, "id": uuid.uuid4().hex[:8],
+                 "pending": True, **({"file": file} if file is not None else {})}
     ss[TAB_KEY] = ROLES_TAB
-    size = review.count(len(df), "rows")
-    keep_message("info", f"Read **{md_escape(up.name)}** ({size}). The roles below were guessed from the data: check "
-                 "them and press **Use this table**. Until then the active dataset stays "
-                 f"**{md_escape(state.dataset().name)}**.", "roles")
+    size_text = review.count(len(df), "rows")
+    keep_message("info", f"Read **{md_escape(name)}** ({size_text}). The roles below were guessed from the data: "
+                 "check them and press **Use this table**. Until then the active dataset stays "
+                 f"**{md_escape(state.dataset().name)}**." + (f" {note}" if note else ""), "roles")
 
 
 def schema_from_widgets(rid: str) -> Schema:

@@ -6,6 +6,10 @@ folder (``PRDP_DATA_DIR``, :func:`prdp_core.board.workshop.data_dir`; nothing ou
 engine (DuckDB): the session keeps an :class:`~prdp_core.engines.EngineDataset` — a handle — and the
 statistics computed from it, never the table.
 
+* SAS, Stata and SPSS files of the data folder are listed too, but DuckDB cannot read them in place: *Connect*
+  reads such a file whole with the loader, under the memory guard and the upload limits (:func:`read_stat_file`;
+  a larger file is refused with a message saying to save it as Parquet), and it becomes an in-memory table
+  whose source is the data folder's file, as the workshop dataset is.
 * Connecting (*Connect* on the Data page) opens the engine over the file, counts the rows and reads a
   uniform sample of :data:`GUESS_ROWS` rows to guess the column roles; the *Column roles* view shows
   them with the engine's row checks (missing, non-numeric and negative values, duplicate ids: counted
@@ -37,6 +41,7 @@ import streamlit as st
 
 from prdp_core import engines
 from prdp_core.board import workshop as W
+from prdp_core.core import limits
 from prdp_core.core.errors import DataError, PrdpError
 from prdp_core.data.dataset import Dataset, Schema, TableCheck, guess_schema
 from prdp_core.engines import EngineDataset
@@ -261,6 +266,9 @@ def on_connect() -> None:
     ss = st.session_state
     try:
         spec = spec_from_widgets()
+        if W.is_stat_file(spec):
+            read_stat_file(spec)
+            return
         _version(spec)  # the path checks: absolute, '..', links leading out, missing files
     except PrdpError as err:
         keep_message("error", error_text(err), "large")
@@ -268,6 +276,27 @@ def on_connect() -> None:
     ss[CONNECT_KEY] = {"spec": spec, "engine": str(ss.get("large_engine") or "duckdb")}
     ss[TAB_KEY] = ROLES_TAB
     ss.pop("data_msg", None)
+
+
+#: Said with what happens to a SAS, Stata or SPSS file of the data folder (and with a refusal of one).
+STAT_NOTE = ("DuckDB cannot read SAS, Stata or SPSS files in place: such a file is read whole into memory, under the "
+             "upload limits. Save a larger table as Parquet in the data folder to read it in place.")
+
+
+def read_stat_file(spec: str) -> None:
+    """*Connect* on a SAS, Stata or SPSS file of the data folder: the loader reads it whole (nothing outside the
+    folder can be named), under the memory guard and the upload limits, as an upload is read
+    (:func:`ui.data.read_file`); the table waits on the Column roles view for *Use this table*. Its source is the
+    data folder's file (``shared``: its content hash), as for the workshop dataset."""
+    from . import data as udata
+
+    path = safe_data_path(spec, folder(), key="Large dataset", where="the data folder")
+    if not path.is_file():
+        raise DataError(f"No data file at '{spec}' (the data folder: {folder()}).", hint="Check the path.")
+    size = path.stat().st_size
+    shared = W.sha256_file(path) if size <= limits.max_upload_bytes() else ""  # a larger file: the loader refuses it
+    udata.read_file(path, path.name, size, {"kind": "file", "filename": spec, "shared": shared}, "large",
+                    note=STAT_NOTE)
 
 
 def connect_pending() -> None:
