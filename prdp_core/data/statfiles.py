@@ -11,6 +11,9 @@
   .xpt file are bounded by its size (records of fixed width, uncompressed); a .sav file written without its
   row count (some programs do) is read up to the row limit.
 * **While parsing**, the reader stops one row past ``MAX_ROWS`` (as the text parser does).
+* **In a child process**: the reader is native code that some malformed files crash (a segmentation fault), so
+  the header and the records are read by a child process (:mod:`prdp_core.data.statchild`); a file that does
+  not begin as its extension's format does is refused before one is started.
 
 The table then reads as its CSV export would (so a study gives the same results from either):
 
@@ -37,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from ..core import limits
-from ..core.errors import DataError, PrdpError, ResourceLimitError
+from ..core.errors import DataError, ResourceLimitError
 from . import memory
 
 #: Extensions of the statistical packages' files, and the package that writes each.
@@ -70,6 +73,17 @@ def extension_of_content(data: bytes) -> str | None:
     return None
 
 
+def _starts_as(ext: str, data: bytes) -> bool:
+    """Whether ``data`` begins as a file of ``ext`` does (Stata before release 117: its release byte, 102 to 115,
+    then its byte order, 1 or 2; .sav and .zsav: either SPSS mark)."""
+    found = extension_of_content(data)
+    if ext in (".sav", ".zsav"):
+        return found in (".sav", ".zsav")
+    if ext == ".dta" and found is None:
+        return len(data) > 2 and 102 <= data[0] <= 115 and data[1] in (1, 2)
+    return found == ext
+
+
 def _reader(ext: str) -> tuple[Callable[..., Any], dict[str, Any]]:
     """The pyreadstat reader of a file's extension and the options it takes besides ``metadataonly``."""
     import pyreadstat
@@ -85,21 +99,6 @@ def _reader(ext: str) -> tuple[Callable[..., Any], dict[str, Any]]:
     return readers[ext]
 
 
-def _call(ext: str, data: bytes, **options: Any) -> tuple[pd.DataFrame, Any]:
-    """Run the reader of ``ext`` over ``data``; whatever it raises becomes a DataError."""
-    read, base = _reader(ext)
-    try:
-        return read(io.BytesIO(data), **base, **options)
-    except PrdpError:
-        raise
-    except MemoryError:
-        raise ResourceLimitError("The table does not fit in memory.", hint="Sample rows or drop columns.") from None
-    except Exception as exc:  # pyreadstat raises ReadstatError, PyreadstatError, ValueError, UnicodeError…
-        what = STAT_EXTENSIONS[ext]
-        text = str(exc).strip().split("\n")[0][:200] or type(exc).__name__
-        raise DataError(f"The {what} file could not be read: {text}.", hint=_HINT.format(what=what)) from None
-
-
 def _count(value: Any) -> int | None:
     """A count of the header, or None when the file does not state it (-1, None)."""
     try:
@@ -109,36 +108,43 @@ def _count(value: Any) -> int | None:
     return n if n >= 0 else None
 
 
-def check_header(ext: str, data: bytes) -> tuple[Any, int | None]:
-    """Read the header of a statistical file (no record) and refuse it when its columns, rows or text widths
-    are over the limits or its records would not fit in memory (see the module doc). Returns the metadata and
-    the number of rows the header states (None when it does not)."""
-    _, meta = _call(ext, data, metadataonly=True)
-    names = list(getattr(meta, "column_names", None) or [])
-    columns = _count(getattr(meta, "number_columns", None))
-    columns = len(names) if columns is None else columns
+def header_of(meta: Any) -> dict[str, Any]:
+    """What the limits need of a file's metadata, as plain values: column names, counts, kinds and widths."""
+    names = [str(n) for n in (getattr(meta, "column_names", None) or [])]
+    return {"names": names, "columns": _count(getattr(meta, "number_columns", None)),
+            "rows": _count(getattr(meta, "number_rows", None)),
+            "kinds": {str(k): str(v) for k, v in dict(getattr(meta, "readstat_variable_types", None) or {}).items()},
+            "widths": {str(k): _count(v) or 8 for k, v in
+                       dict(getattr(meta, "variable_storage_width", None) or {}).items()}}
+
+
+def check_header(ext: str, header: dict[str, Any], size: int) -> int | None:
+    """Refuse a statistical file (``size`` bytes) from its header (:func:`header_of`) when its columns, rows or
+    text widths are over the limits or its records would not fit in memory (see the module doc). Returns the
+    number of rows the header states (None when it does not)."""
+    names = list(header["names"])
+    columns = len(names) if header["columns"] is None else int(header["columns"])
     if columns > limits.MAX_COLUMNS:
         raise ResourceLimitError(f"The table has {columns:,} columns, over the {limits.MAX_COLUMNS:,} column limit.",
                                  hint="Keep only the id, measure and grouping columns.")
-    rows = _count(getattr(meta, "number_rows", None))
+    rows = header["rows"]
     if rows is not None and rows > limits.MAX_ROWS:
         raise ResourceLimitError(f"The table has {rows:,} rows, over the {limits.MAX_ROWS:,} row limit.",
                                  hint="Sample the rows before uploading.")
-    kinds = dict(getattr(meta, "readstat_variable_types", None) or {})
-    widths = {str(k): _count(v) or 8 for k, v in dict(getattr(meta, "variable_storage_width", None) or {}).items()}
+    kinds, widths = header["kinds"], header["widths"]
     for name in names:
         if kinds.get(name) == "string" and widths.get(name, 0) > limits.MAX_CELL_BYTES:
             raise ResourceLimitError(
-                f"The text column '{str(name)[:60]}' is {widths[name]:,} bytes wide, over the cell size limit of "
+                f"The text column '{name[:60]}' is {widths[name]:,} bytes wide, over the cell size limit of "
                 f"{limits.MAX_CELL_BYTES:,} bytes.", hint="A table cell holds a number, a code or a short label: "
                                                           "drop long free text.")
     cells = sum(max(1, math.ceil(widths.get(n, 8) / 8)) if kinds.get(n) == "string" else 1 for n in names)
     bound = rows
     if bound is None and ext == ".xpt":  # fixed-width records, uncompressed: at most the file's bytes per record
-        bound = len(data) // max(sum(widths.get(n, 8) for n in names), 1)
+        bound = size // max(sum(widths.get(n, 8) for n in names), 1)
     if bound is not None:
         memory.guard_table(rows=bound, columns=max(cells, 1))
-    return meta, rows
+    return rows
 
 
 def _whole(col: pd.Series) -> pd.Series:
@@ -174,14 +180,41 @@ def _as_csv_reads(df: pd.DataFrame, meta: Any) -> pd.DataFrame:
 
 
 def read_stat_file(data: bytes, ext: str) -> pd.DataFrame:
-    """The table of a SAS, Stata or SPSS file (``ext``: a key of :data:`STAT_EXTENSIONS`) given as bytes, after
-    the checks of its header; the reader stops one row past the row limit (see the module doc)."""
+    """The table of a SAS, Stata or SPSS file (``ext``: a key of :data:`STAT_EXTENSIONS`) given as bytes, read in a
+    child process (:mod:`prdp_core.data.statchild`) after the checks of its header; the reader stops one row past
+    the row limit (see the module doc)."""
+    from . import statchild
     from .filelimits import check_frame_cells
 
     ext = ext.lower()
     if ext not in STAT_EXTENSIONS:
         raise DataError(f"Files of type '{ext}' are not SAS, Stata or SPSS files.")
-    meta, _ = check_header(ext, data)
-    df, meta_read = _call(ext, data, row_limit=limits.MAX_ROWS + 1)
+    if not _starts_as(ext, data):
+        what = STAT_EXTENSIONS[ext]
+        raise DataError(f"The file is named '{ext}' but does not begin as a {what} file does.",
+                        hint=_HINT.format(what=what))
+    with statchild.Reader(data, ext) as reader:
+        check_header(ext, reader.header(), len(data))
+        df = reader.table(limits.MAX_ROWS + 1)
     check_frame_cells(df)
-    return _as_csv_reads(df, meta_read if meta_read is not None else meta)
+    return df
+
+
+def parse(data: bytes, ext: str, *, metadataonly: bool = False, row_limit: int = 0) -> tuple[pd.DataFrame, Any]:
+    """Run the pyreadstat reader of ``ext`` over ``data`` (in the child process: the reader is native code that a
+    malformed file can crash); a table is returned as :func:`_as_csv_reads` gives it. Whatever the reader raises
+    becomes a DataError."""
+    read, base = _reader(ext)
+    try:
+        df, meta = read(io.BytesIO(data), **base, metadataonly=metadataonly, row_limit=row_limit)
+    except MemoryError:
+        raise ResourceLimitError("The table does not fit in memory.", hint="Sample rows or drop columns.") from None
+    except Exception as exc:  # pyreadstat raises ReadstatError, PyreadstatError, ValueError, UnicodeError…
+        raise unreadable(ext, str(exc).strip().split("\n")[0][:200] or type(exc).__name__) from None
+    return (df if metadataonly else _as_csv_reads(df, meta)), meta
+
+
+def unreadable(ext: str, why: str) -> DataError:
+    """The refusal of a file the reader could not read, and why."""
+    what = STAT_EXTENSIONS[ext]
+    return DataError(f"The {what} file could not be read: {why}.", hint=_HINT.format(what=what))
