@@ -232,3 +232,12 @@ def sav_rows_claimed(rows: int) -> bytes:
     data = bytearray(stat_tables(4)[".sav"])
     data[80:84] = rows.to_bytes(4, "little", signed=True)
     return bytes(data)
+
+
+def sav_crashing_reader() -> bytes:
+    """A small SPSS file whose variable after INCOME declares a string width of 393,216 bytes (the third byte of its
+    type field): ReadStat crashes (a segmentation fault) on reading its header."""
+    data = bytearray(stat_tables(4)[".sav"])
+    at = data.index(b"INCOME  ") + 8 + 8 + 4 + 2  # the name, INCOME's missing value, the next record's type
+    data[at] = 6
+    return bytes(data)
