@@ -15,7 +15,7 @@ import pytest
 import prdp_core
 from prdp_core.commands.cli import EXIT_DATA, EXIT_OK, main
 from prdp_core.core import limits
-from prdp_core.core.errors import DataError, PrdpError, ResourceLimitError
+from prdp_core.core.errors import DataError, ResourceLimitError
 from prdp_core.data import statchild, statfiles
 from prdp_core.engines import choose_engine
 from prdp_core.engines.duckdb_engine import resolve_source
