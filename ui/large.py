@@ -50,6 +50,7 @@ from prdp_core.study.config import safe_data_path
 from . import memory as umem
 from . import state
 from .common import md_escape
+from .data_read import read_file
 from .data_tabs import DATASET, PROFILE_TAB, ROLES_TAB, TAB_KEY, error_text, keep_message
 
 T = TypeVar("T")
@@ -286,16 +287,14 @@ STAT_NOTE = ("DuckDB cannot read SAS, Stata or SPSS files in place: such a file 
 def read_stat_file(spec: str) -> None:
     """*Connect* on a SAS, Stata or SPSS file of the data folder: the loader reads it whole (nothing outside the
     folder can be named), under the memory guard and the upload limits, as an upload is read
-    (:func:`ui.data.read_file`); the table waits on the Column roles view for *Use this table*. Its source is the
+    (:func:`ui.data_read.read_file`); the table waits on the Column roles view for *Use this table*. Its source is the
     data folder's file (``shared``: its content hash), as for the workshop dataset."""
-    from . import data as udata
-
     path = safe_data_path(spec, folder(), key="Large dataset", where="the data folder")
     if not path.is_file():
         raise DataError(f"No data file at '{spec}' (the data folder: {folder()}).", hint="Check the path.")
     size = path.stat().st_size
     shared = W.sha256_file(path) if size <= limits.max_upload_bytes() else ""  # a larger file: the loader refuses it
-    udata.read_file(path, path.name, size, {"kind": "file", "filename": spec, "shared": shared}, "large",
+    read_file(path, path.name, size, {"kind": "file", "filename": spec, "shared": shared}, "large",
                     note=STAT_NOTE)
 
 

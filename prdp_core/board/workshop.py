@@ -258,7 +258,7 @@ def load_file(folder: str | os.PathLike, name: str) -> WorkshopFile:
     fixes the file before pinning it."""
     path, size, _ = file_stamp(folder, name)
     memory.guard_table(file_bytes=size)  # the memory guard of every route into a table
-    df = load_table(path, filename=name)  # size, row and column limits as for an upload
+    df = load_table(path, filename=name, guard=memory.guard_table)  # the limits of an upload
     memory.guard_table(rows=len(df), columns=df.shape[1])
     ds = prepare_dataset(df, guess_schema(df), name=name)
     return WorkshopFile(name=name, raw=df, dataset=ds, sha256=sha256_file(path))

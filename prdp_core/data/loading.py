@@ -305,6 +305,7 @@ def load_table(
     *,
     filename: str | None = None,
     max_bytes: int | None = None,
+    guard: statfiles.Guard | None = None,
 ) -> pd.DataFrame:
     """Load a CSV/TSV (delimiter sniffed), Parquet, Excel (.xlsx), SAS (.sas7bdat, .xpt), Stata (.dta) or SPSS
     (.sav, .zsav) table.
@@ -317,6 +318,9 @@ def load_table(
         Name used to pick the format when the buffer has none (``"data.tsv"``).
     max_bytes:
         Size limit; defaults to :data:`prdp_core.core.limits.MAX_UPLOAD_MB`.
+    guard:
+        The route's memory guard (:func:`prdp_core.data.memory.guard_table`): a SAS, Stata or SPSS file's rows ×
+        columns are submitted to it from the file's header, before its records are parsed.
 
     Returns a DataFrame with unique, stripped column names. Only
     :class:`~prdp_core.core.errors.PrdpError` subclasses are raised: unsupported type,
@@ -334,7 +338,7 @@ def load_table(
         elif kind == "parquet":
             df = _read_parquet(data)
         elif kind == "stat":
-            df = statfiles.read_stat_file(data, ext)
+            df = statfiles.read_stat_file(data, ext, guard)
         else:
             df = _read_excel(data)
         df = _normalise_columns(df)

@@ -16,7 +16,7 @@ import prdp_core
 from prdp_core.commands.cli import EXIT_DATA, EXIT_OK, main
 from prdp_core.core import limits
 from prdp_core.core.errors import DataError, ResourceLimitError
-from prdp_core.data import statchild, statfiles
+from prdp_core.data import memory, statfiles, statread
 from prdp_core.engines import choose_engine
 from prdp_core.engines.duckdb_engine import resolve_source
 
@@ -40,7 +40,7 @@ def _never(*args, **kwargs):
 @pytest.fixture
 def no_parse(monkeypatch):
     """Fail the test if the records of a statistical file are parsed."""
-    monkeypatch.setattr(statchild.Reader, "table", _never)
+    monkeypatch.setattr(statread.Reader, "table", _never)
 
 
 # ---------------------------------------------------------------------------
@@ -86,7 +86,7 @@ def test_labels_of_some_codes_only_keep_a_measure_numeric(tmp_path):
 
 def test_sas7bdat_files_go_through_the_same_path(tables, csv_frame, monkeypatch):
     """pyreadstat cannot write .sas7bdat: the dispatch is checked with its reader standing in for Stata's."""
-    read, options = statfiles._reader(".sas7bdat")
+    read, options = statread._reader(".sas7bdat")
     assert read is pyreadstat.read_sas7bdat and options == {"dates_as_pandas_datetime": True, "user_missing": False}
     assert statfiles.extension_of_content(statfiles._SAS7BDAT_MAGIC + b"rest") == ".sas7bdat"
     calls = []
@@ -96,9 +96,9 @@ def test_sas7bdat_files_go_through_the_same_path(tables, csv_frame, monkeypatch)
         return pyreadstat.read_dta(source, **kwargs)
 
     monkeypatch.setattr(pyreadstat, "read_sas7bdat", read_sas7bdat)
-    _, meta = statfiles.parse(tables[".dta"], ".sas7bdat", metadataonly=True)
-    assert statfiles.header_of(meta)["rows"] == len(csv_frame)
-    df, _ = statfiles.parse(tables[".dta"], ".sas7bdat", row_limit=limits.MAX_ROWS + 1)
+    _, meta = statread.parse(tables[".dta"], ".sas7bdat", metadataonly=True)
+    assert statread.header_of(meta)["rows"] == len(csv_frame)
+    df, _ = statread.parse(tables[".dta"], ".sas7bdat", row_limit=limits.MAX_ROWS + 1)
     pd.testing.assert_frame_equal(df, csv_frame)
     assert [c["metadataonly"] for c in calls] == [True, False]
     # the loader sends a .sas7bdat file to the SAS reader (in the child); a broken one is a clear DataError
@@ -135,18 +135,22 @@ def test_the_memory_guard_is_asked_from_the_header(tables, no_parse, monkeypatch
     monkeypatch.setenv("PRDP_SESSION_MEMORY_MB", "0.001")
     for ext in (".zsav", ".xpt"):  # compressed: rows from the header; transport: bounded by the file's size
         with pytest.raises(ResourceLimitError, match="Checking and preparing the table would need"):
-            prdp_core.load_table(tables[ext], filename=f"firms{ext}")
+            prdp_core.load_table(tables[ext], filename=f"firms{ext}", guard=memory.guard_table)
+    asked = []
+    monkeypatch.setattr(statread.Reader, "table", lambda self, row_limit: pd.DataFrame({"x": [1]}))
+    prdp_core.load_table(tables[".xpt"], filename="firms.xpt", guard=lambda **shape: asked.append(shape))
+    assert asked == [{"rows": len(tables[".xpt"]) // (8 * 3 + 5), "columns": 4}]  # 3 numbers and 5-byte text
 
 
 def test_the_reader_stops_one_row_past_the_limit_when_the_header_has_no_count(tables, monkeypatch):
     asked = []
-    table = statchild.Reader.table
+    table = statread.Reader.table
 
     def spy(self, row_limit):
         asked.append(row_limit)
         return table(self, row_limit)
 
-    monkeypatch.setattr(statchild.Reader, "table", spy)
+    monkeypatch.setattr(statread.Reader, "table", spy)
     monkeypatch.setattr(limits, "MAX_ROWS", 10)
     with pytest.raises(ResourceLimitError, match="11 rows, over the 10 row limit"):
         prdp_core.load_table(tables[".xpt"], filename="firms.xpt")  # SAS transport files do not state their rows
@@ -188,12 +192,24 @@ def test_huge_header_counts_are_refused_or_read_up_to_the_limit():
     assert len(prdp_core.load_table(H.sav_rows_claimed(2**31 - 1), filename="x.sav")) == 4
 
 
+def _hangs(conn, ext):
+    import time
+
+    time.sleep(60)
+
+
+def _talks_nonsense(conn, ext):
+    conn.recv_bytes()
+    conn.send_bytes(b"Jnonsense")
+
+
 def test_a_reader_that_hangs_or_talks_nonsense_is_stopped(tables, monkeypatch):
-    monkeypatch.setattr(statchild, "TIMEOUT_S", 1.0)
-    monkeypatch.setattr(statchild, "_CODE", "import time; time.sleep(60)")
+    monkeypatch.setattr(statread, "TIMEOUT_S", 1.0)
+    monkeypatch.setattr(statread, "_child", _hangs)
     with pytest.raises(DataError, match="the reader took longer than 1 s"):
         prdp_core.load_table(tables[".dta"], filename="firms.dta")
-    monkeypatch.setattr(statchild, "_CODE", "import sys; sys.stdout.buffer.write(b'Jnonsense')")
+    monkeypatch.setattr(statread, "TIMEOUT_S", 60.0)
+    monkeypatch.setattr(statread, "_child", _talks_nonsense)
     with pytest.raises(DataError, match="the reader stopped on its content"):
         prdp_core.load_table(tables[".dta"], filename="firms.dta")
 

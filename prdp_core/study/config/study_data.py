@@ -78,7 +78,7 @@ def load_data(study: Study, data: str | os.PathLike | None = None, *, engine: st
         if not path.is_file():
             raise DataError(f"No data file at {path}.", hint="Check the path.")
         memory.guard_table(file_bytes=path.stat().st_size)  # the memory guard of every route into a table
-        df = load_table(path)
+        df = load_table(path, guard=memory.guard_table)
         memory.guard_table(rows=len(df), columns=df.shape[1])
         if src.schema is not None:
             schema = Schema.from_dict(src.schema)
