@@ -29,7 +29,7 @@ import pandas as pd
 
 from ..core import limits
 from ..core.errors import DataError, ResourceLimitError
-from .statread import _HINT, STAT_EXTENSIONS, Reader
+from .statread import STAT_EXTENSIONS, UNREADABLE_HINT, Reader
 
 #: The first bytes of each format (Stata before release 117 has no such mark and is known by its extension).
 _SAS7BDAT_MAGIC = b"\x00" * 12 + bytes.fromhex("c2ea8160b31411cfbd92080009c7318c181f1011")
@@ -106,7 +106,7 @@ def read_stat_file(data: bytes, ext: str, guard: Guard | None = None) -> pd.Data
     if not _starts_as(ext, data):
         what = STAT_EXTENSIONS[ext]
         raise DataError(f"The file is named '{ext}' but does not begin as a {what} file does.",
-                        hint=_HINT.format(what=what))
+                        hint=UNREADABLE_HINT.format(what=what))
     with Reader(data, ext) as reader:
         check_header(ext, reader.header(), len(data), guard)
         df = reader.table(limits.MAX_ROWS + 1)

@@ -49,7 +49,9 @@ STAT_EXTENSIONS = {
     ".zsav": "SPSS",
 }
 
-_HINT = "Check that the file is a valid {what} file with the right extension, or export the table as CSV."
+#: What to do about a file the reader cannot read (``{what}``: the package).
+UNREADABLE_HINT = "Check that the file is a valid {what} file with the right extension, or export the table as CSV."
+
 
 def _reader(ext: str) -> tuple[Callable[..., Any], dict[str, Any]]:
     """The pyreadstat reader of a file's extension and the options it takes besides ``metadataonly``."""
@@ -134,7 +136,7 @@ def parse(data: bytes, ext: str, *, metadataonly: bool = False, row_limit: int =
 def unreadable(ext: str, why: str) -> DataError:
     """The refusal of a file the reader could not read, and why."""
     what = STAT_EXTENSIONS[ext]
-    return DataError(f"The {what} file could not be read: {why}.", hint=_HINT.format(what=what))
+    return DataError(f"The {what} file could not be read: {why}.", hint=UNREADABLE_HINT.format(what=what))
 
 
 #: Seconds a child may take to answer (the header, then the table) before it is stopped.
