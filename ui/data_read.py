@@ -20,10 +20,10 @@ from .data_tabs import ROLES_TAB, TAB_KEY, error_text, keep_message
 
 def read_file(content: Any, name: str, size: int, source: dict[str, Any], where: str, *, file: Any = None,
               note: str = "") -> None:
-    """Read a file's table (``content``: an upload or a path, of ``size`` bytes) with the loader, under the memory
-    guard and the upload limits, and open the Column roles view with the guessed roles, pending; a refusal is
-    shown in the part of the page ``where`` (followed by ``note``). ``file``: an upload the server keeps once the
-    table is used (:mod:`ui.durable`)."""
+    """Read a file's table (``content``: an upload, bytes or a path, of ``size`` bytes) with the loader, under the
+    memory guard and the upload limits, and open the Column roles view with the guessed roles, pending; a refusal
+    is shown in the part of the page ``where`` (followed by ``note``). ``file``: the upload (or bytes) the server
+    keeps once the table is used (:mod:`ui.durable`)."""
     ss = st.session_state
     try:
         memory.guard_table(file_bytes=size)

@@ -8,8 +8,8 @@ statistics computed from it, never the table.
 
 * SAS, Stata and SPSS files of the data folder are listed too, but DuckDB cannot read them in place: *Connect*
   reads such a file whole with the loader, under the memory guard and the upload limits (:func:`read_stat_file`;
-  a larger file is refused with a message saying to save it as Parquet), and it becomes an in-memory table
-  whose source is the data folder's file, as the workshop dataset is.
+  a larger file is refused with a message saying to save it as Parquet), and it becomes an in-memory table,
+  kept by the server as an upload is.
 * Connecting (*Connect* on the Data page) opens the engine over the file, counts the rows and reads a
   uniform sample of :data:`GUESS_ROWS` rows to guess the column roles; the *Column roles* view shows
   them with the engine's row checks (missing, non-numeric and negative values, duplicate ids: counted
@@ -287,15 +287,18 @@ STAT_NOTE = ("DuckDB cannot read SAS, Stata or SPSS files in place: such a file 
 def read_stat_file(spec: str) -> None:
     """*Connect* on a SAS, Stata or SPSS file of the data folder: the loader reads it whole (nothing outside the
     folder can be named), under the memory guard and the upload limits, as an upload is read
-    (:func:`ui.data_read.read_file`); the table waits on the Column roles view for *Use this table*. Its source is the
-    data folder's file (``shared``: its content hash), as for the workshop dataset."""
+    (:func:`ui.data_read.read_file`); the table waits on the Column roles view for *Use this table*, and the server
+    then keeps a copy of it as it keeps an upload (:mod:`ui.durable`: a restored session finds it there even when
+    its roles needed fixes, which a data folder's shared file may not)."""
     path = safe_data_path(spec, folder(), key="Large dataset", where="the data folder")
     if not path.is_file():
         raise DataError(f"No data file at '{spec}' (the data folder: {folder()}).", hint="Check the path.")
     size = path.stat().st_size
-    shared = W.sha256_file(path) if size <= limits.max_upload_bytes() else ""  # a larger file: the loader refuses it
-    read_file(path, path.name, size, {"kind": "file", "filename": spec, "shared": shared}, "large",
-                    note=STAT_NOTE)
+    if size > limits.max_upload_bytes():  # the loader refuses it from its size, without reading it
+        read_file(path, path.name, size, {}, "large", note=STAT_NOTE)
+        return
+    data = path.read_bytes()
+    read_file(data, path.name, size, {"kind": "file", "filename": path.name}, "large", file=data, note=STAT_NOTE)
 
 
 def connect_pending() -> None:
