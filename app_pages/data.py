@@ -81,17 +81,19 @@ with src_tab:
     udata.message("samples")
 
 with up_tab:
-    st.markdown("CSV or TSV (delimiter detected), Parquet or Excel (.xlsx), up to "
+    st.markdown("CSV or TSV (delimiter detected), Parquet, Excel (.xlsx), SAS (.sas7bdat, .xpt), Stata (.dta) or "
+                "SPSS (.sav; value labels become the group names), up to "
                 f"{prdp_core.core.limits.MAX_UPLOAD_MB} MB. The active dataset stays in place until the new one "
                 "is checked.")
     st.file_uploader("Upload a table", key="upload", on_change=udata.on_upload,
-                     help="CSV, TSV, TXT, Parquet, XLSX")
+                     help="CSV, TSV, TXT, Parquet, XLSX, SAS7BDAT, XPT, DTA, SAV")
     udata.message("upload")
 
 with large_tab:
     st.markdown("A table too large to upload, read **in place** from the server's data folder by an engine: nothing "
                 "is uploaded, the records stay in the file and every statistic is computed there. Parquet or CSV "
-                "files, a folder (or glob) of them, or a table of a DuckDB database.")
+                "files, a folder (or glob) of them, or a table of a DuckDB database. SAS, Stata and SPSS files "
+                "are read whole into memory instead, under the upload limits.")
     st.caption(f":material/folder: Data folder: `{md_escape(large.folder())}` (set by the server: PRDP_DATA_DIR). "
                "Nothing outside it can be named.")
     names = large.sources()

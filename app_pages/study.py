@@ -73,7 +73,7 @@ with tab_import:
     c1, c2 = st.columns(2)
     c1.file_uploader("Study config (YAML)", type=["yaml", "yml"], key="study_upload")
     c2.file_uploader("Its data file (only for a study that reads a file)", key="study_data_upload",
-                     help="CSV, TSV, Parquet or Excel, as on the Data page.")
+                     help="CSV, TSV, Parquet, Excel, SAS, Stata or SPSS, as on the Data page.")
     st.button("Load this study", key="study_load", type="primary", on_click=study_import.on_import, args=("upload",))
     with st.expander("… or paste a config", icon=":material/content_paste:"):
         st.text_area("Study config (YAML)", key="study_paste", height=220)

@@ -1,4 +1,5 @@
-"""Builders of the hostile upload files of issues 15 and 28, shared by the tests and benchmarks/bench_hostile.py.
+"""Builders of the hostile upload files of issues 15 and 28, shared by the tests and benchmarks/bench_hostile.py,
+and of the SAS, Stata and SPSS files the loader reads (ordinary and hostile).
 
 Each returns the file's bytes. The .xlsx builders write a minimal but valid workbook (content
 types, relationships, workbook, sheets, optionally a shared-strings table) with Python's zipfile,
@@ -9,9 +10,13 @@ them; ``xlsx_table`` is an ordinary workbook to compare the hostile ones with.
 from __future__ import annotations
 
 import io
+import tempfile
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -169,3 +174,70 @@ def parquet_nested() -> bytes:
     buf = io.BytesIO()
     pq.write_table(table, buf)
     return buf.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# SAS, Stata and SPSS files
+# ---------------------------------------------------------------------------
+
+#: The group names of :func:`stat_tables` and the codes the statistical files store them under (value labels).
+REGIONS = {1: "North", 2: "South", 3: "East"}
+
+
+def _written(write: Callable[..., None], frame: pd.DataFrame, suffix: str, **options: object) -> bytes:
+    """The bytes pyreadstat's ``write`` gives ``frame`` (it writes to a path only)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"t{suffix}"
+        write(frame, str(path), **options)
+        return path.read_bytes()
+
+
+def stat_tables(n: int = 60, seed: int = 0) -> dict[str, bytes]:
+    """One table — record ids, two measures (one with missing values), a group column — as CSV (``.csv``) and as
+    Stata (``.dta``), SPSS (``.sav``, ``.zsav``) and SAS transport (``.xpt``) files. The Stata and SPSS files store
+    the groups as numeric codes with value labels (the group names); the SPSS files store the missing values as
+    the user-missing code -9; the .xpt file (SAS transport has no value labels) stores the names as text."""
+    import pyreadstat
+
+    rng = np.random.default_rng(seed)
+    codes = rng.integers(1, 4, n)
+    income = np.round(rng.lognormal(3, 1, n), 2)
+    income[rng.choice(n, n // 10, replace=False)] = np.nan
+    coded = pd.DataFrame({"firm_id": np.arange(1, n + 1), "emp": rng.integers(0, 500, n),
+                          "income": income, "region": codes.astype(float)})
+    named = coded.assign(region=[REGIONS[int(c)] for c in codes])
+    spss = coded.assign(income=coded["income"].fillna(-9.0))
+    missing = {"income": [-9.0]}
+    labels = {"region": REGIONS}
+    return {
+        ".csv": named.to_csv(index=False).encode(),
+        ".dta": _written(pyreadstat.write_dta, coded, ".dta", variable_value_labels=labels),
+        ".sav": _written(pyreadstat.write_sav, spss, ".sav", variable_value_labels=labels, missing_ranges=missing),
+        ".zsav": _written(pyreadstat.write_sav, spss, ".zsav", variable_value_labels=labels, missing_ranges=missing,
+                          compress=True),
+        ".xpt": _written(pyreadstat.write_xport, named, ".xpt"),
+    }
+
+
+def dta_rows_claimed(rows: int) -> bytes:
+    """A small Stata file (release 119) whose header claims ``rows`` records (the 8-byte ``<N>`` field)."""
+    data = bytearray(stat_tables(4)[".dta"])
+    at = data.index(b"<N>") + 3
+    data[at:at + 8] = rows.to_bytes(8, "little")
+    return bytes(data)
+
+
+def sav_rows_claimed(rows: int) -> bytes:
+    """A small SPSS file whose header claims ``rows`` cases (the 4-byte count at offset 80)."""
+    data = bytearray(stat_tables(4)[".sav"])
+    data[80:84] = rows.to_bytes(4, "little", signed=True)
+    return bytes(data)
+
+
+def sav_crashing_reader() -> bytes:
+    """A small SPSS file whose variable after INCOME declares a string width of 393,216 bytes (the third byte of its
+    type field): ReadStat crashes (a segmentation fault) on reading its header."""
+    data = bytearray(stat_tables(4)[".sav"])
+    at = data.index(b"INCOME  ") + 8 + 8 + 4 + 2  # the name, INCOME's missing value, the next record's type
+    data[at] = 6
+    return bytes(data)

@@ -20,16 +20,14 @@ from prdp_core.data.dataset import (
     Schema,
     TableCheck,
     check_table,
-    guess_schema,
-    load_table,
-    numeric_columns,
     prepare_dataset,
     shift_text,
     validate_schema,
 )
 
-from . import review, state
+from . import state
 from .common import md_escape
+from .data_read import read_file
 from .data_tabs import DATASET, PROFILE_TAB, ROLES_TAB, TAB_KEY, TABS, error_text, keep_message
 from .page_state import PageState
 
@@ -92,27 +90,10 @@ def on_upload() -> None:
     Nothing becomes active here, however clean the file: guessed roles (a row-number column taken for a
     measure, an id taken for a group) are shown for confirmation, and the previous dataset stays active
     until *Use this table* (:func:`on_apply`)."""
-    ss = st.session_state
-    up = ss.get("upload")
+    up = st.session_state.get("upload")
     if up is None:
         return
-    try:
-        memory.guard_table(file_bytes=up.size)
-        df = load_table(up, filename=up.name)
-        memory.guard_table(rows=len(df), columns=df.shape[1])
-        schema = guess_schema(df)  # refuses columns that can play no role (lists, records, binary)
-        if not schema.measures and not numeric_columns(df):
-            validate_schema(df, schema)  # no column can be a measure: refused with that message
-    except PrdpError as err:
-        keep_message("error", error_text(err), "upload")
-        return
-    ss["raw"] = {"df": df, "name": up.name, "schema": schema, "source": {"kind": "file", "filename": up.name},
-                 "id": uuid.uuid4().hex[:8], "pending": True, "file": up}
-    ss[TAB_KEY] = ROLES_TAB
-    size = review.count(len(df), "rows")
-    keep_message("info", f"Read **{md_escape(up.name)}** ({size}). The roles below were guessed from the data: check "
-                 "them and press **Use this table**. Until then the active dataset stays "
-                 f"**{md_escape(state.dataset().name)}**.", "roles")
+    read_file(up, up.name, up.size, {"kind": "file", "filename": up.name}, "upload", file=up)
 
 
 def schema_from_widgets(rid: str) -> Schema:

@@ -6,6 +6,10 @@ folder (``PRDP_DATA_DIR``, :func:`prdp_core.board.workshop.data_dir`; nothing ou
 engine (DuckDB): the session keeps an :class:`~prdp_core.engines.EngineDataset` — a handle — and the
 statistics computed from it, never the table.
 
+* SAS, Stata and SPSS files of the data folder are listed too, but DuckDB cannot read them in place: *Connect*
+  reads such a file whole with the loader, under the memory guard and the upload limits
+  (:func:`ui.large_roles.read_stat_file`; a larger file is refused with a message saying to save it as Parquet),
+  and it becomes an in-memory table, kept by the server as an upload is.
 * Connecting, the one check of the roles chosen and *Use this table* (the fixes applied in the engine,
   :func:`prdp_core.engines.prepare`, and the measures profiled) are :mod:`ui.large_roles`' flow.
 * Caches: the engine over a file and the prepared dataset are server resources (``st.cache_resource``,

@@ -30,14 +30,18 @@ from typing import Any, Callable
 import pandas as pd
 import streamlit as st
 
+from prdp_core.board import workshop as W
+from prdp_core.core import limits
 from prdp_core.core.errors import DataError, PrdpError
 from prdp_core.data.dataset import Schema, TableCheck, guess_schema
 from prdp_core.data.schema import id_like_columns
 from prdp_core.engines import EngineDataset
+from prdp_core.study.config import safe_data_path
 
 from . import large, state
 from . import memory as umem
 from .common import md_escape
+from .data_read import read_file
 from .data_tabs import DATASET, PROFILE_TAB, ROLES_TAB, TAB_KEY, error_text, keep_message
 
 #: Session keys of the steps a callback leaves for the end of the Data page (connect, check, use this table),
@@ -96,6 +100,9 @@ def on_connect() -> None:
     ss = st.session_state
     try:
         spec = spec_from_widgets()
+        if W.is_stat_file(spec):
+            read_stat_file(spec)
+            return
         large.file_version(spec)  # the path checks: absolute, '..', links leading out, missing files
     except PrdpError as err:
         keep_message("error", error_text(err), "large")
@@ -104,6 +111,28 @@ def on_connect() -> None:
     ss[TAB_KEY] = ROLES_TAB
     ss.pop("data_msg", None)
     ss.pop(FAILED_KEY, None)
+
+
+#: Said with what happens to a SAS, Stata or SPSS file of the data folder (and with a refusal of one).
+STAT_NOTE = ("DuckDB cannot read SAS, Stata or SPSS files in place: such a file is read whole into memory, under the "
+             "upload limits. Save a larger table as Parquet in the data folder to read it in place.")
+
+
+def read_stat_file(spec: str) -> None:
+    """*Connect* on a SAS, Stata or SPSS file of the data folder: the loader reads it whole (nothing outside the
+    folder can be named), under the memory guard and the upload limits, as an upload is read
+    (:func:`ui.data_read.read_file`); the table waits on the Column roles view for *Use this table*, and the server
+    then keeps a copy of it as it keeps an upload (:mod:`ui.durable`: a restored session finds it there even when
+    its roles needed fixes, which a data folder's shared file may not)."""
+    path = safe_data_path(spec, large.folder(), key="Large dataset", where="the data folder")
+    if not path.is_file():
+        raise DataError(f"No data file at '{spec}' (the data folder: {large.folder()}).", hint="Check the path.")
+    size = path.stat().st_size
+    if size > limits.max_upload_bytes():  # the loader refuses it from its size, without reading it
+        read_file(path, path.name, size, {}, "large", note=STAT_NOTE)
+        return
+    data = path.read_bytes()
+    read_file(data, path.name, size, {"kind": "file", "filename": path.name}, "large", file=data, note=STAT_NOTE)
 
 
 def checked(raw: dict[str, Any], schema: Schema) -> TableCheck | None:

@@ -81,7 +81,7 @@ def dataset_for(study: Study, data_bytes: bytes | None, data_name: str | None
                         "the active dataset on the Data page first.", hint="The current session is unchanged.")
     name = data_name or src.path or "data.csv"
     memory.guard_table(file_bytes=len(data_bytes))
-    df = load_table(data_bytes, filename=name)
+    df = load_table(data_bytes, filename=name, guard=memory.guard_table)
     memory.guard_table(rows=len(df), columns=df.shape[1])
     schema = Schema.from_dict(src.schema) if src.schema else prdp_core.guess_schema(df)
     ds = prepare_dataset(df, schema, name=name, **opts)
@@ -104,7 +104,7 @@ def set_raw(ds: Dataset, source: Mapping[str, Any], data_bytes: bytes | None, da
             raw["schema"] = Schema.from_dict(source["schema"])
             raw["source"] = {k: v for k, v in source.items() if k not in ("schema", "options")}
         return
-    df = load_table(data_bytes or b"", filename=data_name or source.get("filename"))
+    df = load_table(data_bytes or b"", filename=data_name or source.get("filename"), guard=memory.guard_table)
     st.session_state["raw"] = {"df": df, "name": source.get("filename"), "schema": Schema.from_dict(source["schema"]),
                                "source": {"kind": "file", "filename": source.get("filename")},
                                "id": uuid.uuid4().hex[:8], "upload": source.get("upload")}

@@ -34,6 +34,7 @@ import pandas as pd
 from ..core.errors import DataError, PrdpError
 from ..data import memory
 from ..data.dataset import SUPPORTED_EXTENSIONS, Dataset, guess_schema, load_table, prepare_dataset
+from ..data.statfiles import STAT_EXTENSIONS
 from ..study.config import safe_data_path
 
 ENV_WORKSHOP_DIR = "PRDP_WORKSHOP_DIR"
@@ -78,13 +79,15 @@ def facilitator_key(env: Mapping[str, str] | None = None) -> str | None:
 
 
 def data_files(folder: str | os.PathLike, *, large: bool = False) -> list[str]:
-    """Names of the tables directly in the data folder (CSV, TSV, Parquet, Excel), sorted; files
-    whose link leads out of the folder are left out.
+    """Names of the tables directly in the data folder (CSV, TSV, Parquet, Excel, SAS, Stata, SPSS), sorted;
+    files whose link leads out of the folder are left out.
 
-    ``large``: the sources the DuckDB engine reads in place instead (the app's *Large dataset*
-    source) — Parquet and CSV/TSV files, DuckDB database files (``name.duckdb``: name a table as
-    ``name.duckdb#table``, see :func:`database_tables`) and sub-folders holding Parquet or CSV files
-    (one table written in several files); a folder or link leading out of the data folder is left out."""
+    ``large``: the sources of the app's *Large dataset* source instead — those the DuckDB engine reads in
+    place (Parquet and CSV/TSV files, DuckDB database files (``name.duckdb``: name a table as
+    ``name.duckdb#table``, see :func:`database_tables`) and sub-folders holding Parquet or CSV files: one
+    table written in several files), and SAS, Stata and SPSS files, which DuckDB cannot read: the app reads
+    them whole with the loader, under the upload limits (:func:`is_stat_file`); a folder or link leading out
+    of the data folder is left out."""
     base = Path(folder)
     if not base.is_dir():
         return []
@@ -100,7 +103,7 @@ def data_files(folder: str | os.PathLike, *, large: bool = False) -> list[str]:
             if target.is_dir():
                 if any(f.is_file() and f.suffix.lower() in LARGE_EXTENSIONS[:-1] for f in target.iterdir()):
                     names.append(p.name)
-            elif target.is_file() and p.suffix.lower() in LARGE_EXTENSIONS:
+            elif target.is_file() and p.suffix.lower() in (*LARGE_EXTENSIONS, *STAT_EXTENSIONS):
                 names.append(p.name)
         elif p.suffix.lower() in SUPPORTED_EXTENSIONS and target.is_file():
             names.append(p.name)
@@ -109,6 +112,13 @@ def data_files(folder: str | os.PathLike, *, large: bool = False) -> list[str]:
 
 #: File types of the *Large dataset* source (the DuckDB engine): data files, then DuckDB databases.
 LARGE_EXTENSIONS = (".parquet", ".pq", ".csv", ".tsv", ".tab", ".txt", ".duckdb")
+
+
+def is_stat_file(spec: str) -> bool:
+    """Whether a *Large dataset* spec names one SAS, Stata or SPSS file (no glob, no table): DuckDB cannot
+    read those in place, so the app reads them whole with the loader (:func:`load_table`, the upload limits)."""
+    text = str(spec).strip()
+    return Path(text).suffix.lower() in STAT_EXTENSIONS and not any(ch in text for ch in "*?[#")
 
 
 def data_source(spec: str, folder: str | os.PathLike) -> Any:
@@ -248,7 +258,7 @@ def load_file(folder: str | os.PathLike, name: str) -> WorkshopFile:
     fixes the file before pinning it."""
     path, size, _ = file_stamp(folder, name)
     memory.guard_table(file_bytes=size)  # the memory guard of every route into a table
-    df = load_table(path, filename=name)  # size, row and column limits as for an upload
+    df = load_table(path, filename=name, guard=memory.guard_table)  # the limits of an upload
     memory.guard_table(rows=len(df), columns=df.shape[1])
     ds = prepare_dataset(df, guess_schema(df), name=name)
     return WorkshopFile(name=name, raw=df, dataset=ds, sha256=sha256_file(path))

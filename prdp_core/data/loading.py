@@ -1,9 +1,10 @@
-"""Loading tables: files and uploads (CSV and other delimited text, Parquet, Excel) into DataFrames.
+"""Loading tables: files and uploads (delimited text, Parquet, Excel, SAS, Stata, SPSS) into DataFrames.
 
 :func:`load_table` reads bytes or a path, checks the file's size, kind and shape before parsing
-(:mod:`prdp_core.data.filelimits`), decodes text robustly (UTF-8, UTF-16, cp1252; sniffed delimiters) and
-normalises the column names; it raises only :class:`~prdp_core.core.errors.PrdpError` with a message
-saying what to fix. :func:`preview` gives the first rows with long cells shortened.
+(:mod:`prdp_core.data.filelimits`; SAS, Stata and SPSS files from their header, :mod:`prdp_core.data.statfiles`),
+decodes text robustly (UTF-8, UTF-16, cp1252; sniffed delimiters) and normalises the column names; it raises
+only :class:`~prdp_core.core.errors.PrdpError` with a message saying what to fix. :func:`preview` gives the
+first rows with long cells shortened.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import pandas as pd
 
 from ..core import limits
 from ..core.errors import DataError, PrdpError, ResourceLimitError
-from . import filelimits, xlsxscan
+from . import filelimits, statfiles, xlsxscan
 
 #: File types the loader reads, by extension.
 SUPPORTED_EXTENSIONS = {
@@ -31,7 +32,11 @@ SUPPORTED_EXTENSIONS = {
     ".parquet": "parquet",
     ".pq": "parquet",
     ".xlsx": "excel",
+    **{ext: "stat" for ext in statfiles.STAT_EXTENSIONS},
 }
+
+#: The formats the loader reads, as messages name them.
+FORMATS_TEXT = "CSV, TSV, Parquet, Excel (.xlsx), SAS (.sas7bdat, .xpt), Stata (.dta) or SPSS (.sav)"
 
 #: Name of the id column added when a table has no record id.
 GENERATED_ID = "row_id"
@@ -39,7 +44,6 @@ GENERATED_ID = "row_id"
 _PARQUET_MAGIC = b"PAR1"
 _ZIP_MAGIC = b"PK\x03\x04"
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0"  # legacy .xls / .doc
-
 
 
 def _read_bytes(path_or_buffer: str | os.PathLike | bytes | IO[bytes], max_bytes: int) -> tuple[bytes, str | None]:
@@ -87,10 +91,17 @@ def _too_large(size: int, max_bytes: int) -> ResourceLimitError:
     )
 
 
-def _kind_from(filename: str | None, data: bytes) -> str:
+def _kind_from(filename: str | None, data: bytes) -> tuple[str, str]:
+    """The reader of a file (text, parquet, excel, stat) and the extension it reads it as."""
     ext = Path(filename).suffix.lower() if filename else ""
+    found = statfiles.extension_of_content(data)
     if ext in SUPPORTED_EXTENSIONS:
-        return SUPPORTED_EXTENSIONS[ext]
+        if found and SUPPORTED_EXTENSIONS[ext] != "stat":
+            raise DataError(f"The file is named '{ext}' but holds a {statfiles.STAT_EXTENSIONS[found]} table.",
+                            hint=f"Give it the {found} extension.")
+        return SUPPORTED_EXTENSIONS[ext], ext
+    if found:
+        return "stat", found
     if ext == ".xls" or data[:4] == _OLE_MAGIC:
         raise DataError(
             "Legacy Excel (.xls) files are not supported.",
@@ -99,26 +110,26 @@ def _kind_from(filename: str | None, data: bytes) -> str:
     if ext and ext not in ("",):
         # Unknown extension: trust the content if it is unambiguous, otherwise refuse.
         if data[:4] == _PARQUET_MAGIC:
-            return "parquet"
+            return "parquet", ".parquet"
         if data[:4] == _ZIP_MAGIC and ext != ".zip":
             raise DataError(
                 f"Files of type '{ext}' are not supported.",
-                hint="Upload CSV, TSV, Parquet or Excel (.xlsx).",
+                hint=f"Upload {FORMATS_TEXT}.",
             )
         if _looks_binary(data):
             raise DataError(
                 f"Files of type '{ext}' are not supported (the content is binary).",
-                hint="Upload CSV, TSV, Parquet or Excel (.xlsx).",
+                hint=f"Upload {FORMATS_TEXT}.",
             )
         raise DataError(
             f"Files of type '{ext}' are not supported.",
-            hint="Upload CSV, TSV, Parquet or Excel (.xlsx); rename a text table to .csv if that is what it is.",
+            hint=f"Upload {FORMATS_TEXT}; rename a text table to .csv if that is what it is.",
         )
     if data[:4] == _PARQUET_MAGIC:
-        return "parquet"
+        return "parquet", ".parquet"
     if data[:4] == _ZIP_MAGIC:
-        return "excel"
-    return "text"
+        return "excel", ".xlsx"
+    return "text", ".csv"
 
 
 def _looks_binary(data: bytes) -> bool:
@@ -294,8 +305,10 @@ def load_table(
     *,
     filename: str | None = None,
     max_bytes: int | None = None,
+    guard: statfiles.Guard | None = None,
 ) -> pd.DataFrame:
-    """Load a CSV/TSV (delimiter sniffed), Parquet or Excel (.xlsx) table.
+    """Load a CSV/TSV (delimiter sniffed), Parquet, Excel (.xlsx), SAS (.sas7bdat, .xpt), Stata (.dta) or SPSS
+    (.sav, .zsav) table.
 
     Parameters
     ----------
@@ -305,6 +318,9 @@ def load_table(
         Name used to pick the format when the buffer has none (``"data.tsv"``).
     max_bytes:
         Size limit; defaults to :data:`prdp_core.core.limits.MAX_UPLOAD_MB`.
+    guard:
+        The route's memory guard (:func:`prdp_core.data.memory.guard_table`): a SAS, Stata or SPSS file's rows ×
+        columns are submitted to it from the file's header, before its records are parsed.
 
     Returns a DataFrame with unique, stripped column names. Only
     :class:`~prdp_core.core.errors.PrdpError` subclasses are raised: unsupported type,
@@ -316,11 +332,13 @@ def load_table(
         name = filename or name_from_source
         if len(data) == 0:
             raise DataError("The file is empty (0 bytes).", hint="Upload a file that contains a table.")
-        kind = _kind_from(name, data)
+        kind, ext = _kind_from(name, data)
         if kind == "text":
             df = _read_text(data, name)
         elif kind == "parquet":
             df = _read_parquet(data)
+        elif kind == "stat":
+            df = statfiles.read_stat_file(data, ext, guard)
         else:
             df = _read_excel(data)
         df = _normalise_columns(df)
@@ -346,7 +364,7 @@ def load_table(
         raise ResourceLimitError("The table does not fit in memory.", hint="Sample rows or drop columns.") from None
     except Exception as exc:  # last line of defence: nothing but PrdpError escapes
         raise DataError(f"The file could not be read: {_short(exc)}.",
-                        hint="Upload CSV, TSV, Parquet or Excel (.xlsx).") from None
+                        hint=f"Upload {FORMATS_TEXT}.") from None
 
 
 def preview(df: pd.DataFrame, rows: int = 20) -> pd.DataFrame:

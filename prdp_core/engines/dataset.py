@@ -37,6 +37,7 @@ from ..data.dataset import (
     prepare_dataset,
     validate_roles,
 )
+from ..data.statfiles import STAT_EXTENSIONS
 from .base import Engine, EngineOptions
 from .memory import MemoryEngine
 
@@ -130,7 +131,8 @@ def available_engines() -> tuple[str, ...]:
 
 def choose_engine(source: Any, engine: EngineName = "auto", *, base_dir: str | os.PathLike | None = None) -> str:
     """The engine ``auto`` picks for ``source``: memory for a DataFrame and for one loader-readable
-    file of at most :func:`auto_memory_bytes`; DuckDB for larger files, folders, globs and
+    file of at most :func:`auto_memory_bytes` and for a SAS, Stata or SPSS file (which only the loader reads,
+    under its limits); DuckDB for larger files, folders, globs and
     database tables; Spark for a Spark DataFrame, a catalog table or a URI (``hdfs://…``)."""
     from .spark_engine import CatalogTable, file_uri_path, is_spark_dataframe, is_uri
 
@@ -151,8 +153,8 @@ def choose_engine(source: Any, engine: EngineName = "auto", *, base_dir: str | o
         return "duckdb"
     p = Path(text)
     full = p if (p.is_absolute() or base_dir is None) else Path(base_dir) / p
-    if full.is_file() and full.stat().st_size <= auto_memory_bytes():
-        return "memory"
+    if full.is_file() and (full.stat().st_size <= auto_memory_bytes() or p.suffix.lower() in STAT_EXTENSIONS):
+        return "memory"  # a SAS, Stata or SPSS file: only the loader reads it (whole, under its limits)
     return "duckdb"
 
 

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from ..core.errors import DataError, ParameterError, ResourceLimitError, StoreError
+from ..data.statfiles import STAT_EXTENSIONS
 from ..io.private_files import DIR_MODE, private_dir, tighten
 from . import result_cache, sql_budget
 from . import sql as sqlgen
@@ -120,6 +121,11 @@ def resolve_source(spec: str | os.PathLike, *, base_dir: str | os.PathLike | Non
         return Source("duckdb", tuple(files), table.strip(), f"{Path(files[0]).name}#{table.strip()}")
     if None in kinds:
         bad = next(f for f in files if _kind_of(Path(f).name) is None)
+        if Path(bad).suffix.lower() in STAT_EXTENSIONS:
+            raise DataError(f"'{Path(bad).name}' is a {STAT_EXTENSIONS[Path(bad).suffix.lower()]} file, which the "
+                            "DuckDB engine cannot read in place.",
+                            hint="Read it in memory (engine memory or auto: the loader reads it whole, under the "
+                                 "upload limits), or save the table as Parquet to read it in place.")
         raise DataError(f"'{Path(bad).name}' is not a Parquet or CSV file.",
                         hint="The engine reads Parquet (.parquet), CSV/TSV files, or database.duckdb#table.")
     if kinds == {"duckdb"}:

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import pandas as pd
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import prdp_core
 from prdp_core.core.errors import PrdpError
+from prdp_core.data import statfiles
 from prdp_core.data.dataset import Schema, check_table, guess_schema, prepare_dataset
 
-NAMES = st.sampled_from(["f.csv", "f.tsv", "f.txt", "f.parquet", "f.xlsx", "f.xls", "f.bin", None])
+from .. import hostile_files as H
+
+NAMES = st.sampled_from(["f.csv", "f.tsv", "f.txt", "f.parquet", "f.xlsx", "f.xls", "f.bin", "f.dta", "f.sav", "f.xpt",
+                         "f.sas7bdat", None])
 
 
 def _load_or_prdp_error(data: bytes, name: str | None) -> pd.DataFrame | None:
@@ -30,6 +34,27 @@ def test_random_bytes_with_magic_headers(tail):
     for head, name in ((b"PAR1", "x.parquet"), (b"PK\x03\x04", "x.xlsx"), (b"\xef\xbb\xbf", "x.csv"),
                        (b"\xff\xfe", "x.csv")):
         _load_or_prdp_error(head + tail, name)
+
+
+@settings(max_examples=12, deadline=None)  # each file that begins as a statistical file's starts a reader process
+@given(st.sampled_from([b"$FL2", b"$FL3", b"<stata_dta>", statfiles._XPORT_MAGIC, statfiles._SAS7BDAT_MAGIC,
+                        b"\x72\x02"]),
+       st.binary(max_size=600), st.sampled_from([".sav", ".zsav", ".dta", ".xpt", ".sas7bdat", None]))
+def test_random_bytes_after_a_statistical_file_mark(head, tail, ext):
+    _load_or_prdp_error(head + b"\x00" + tail, None if ext is None else f"x{ext}")
+
+
+_STAT_FILES = H.stat_tables(12)
+
+
+@settings(max_examples=10, deadline=None)
+@given(st.sampled_from([".dta", ".sav", ".zsav", ".xpt"]),
+       st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=8), st.integers(0, 10**6))
+def test_real_statistical_files_with_flipped_bytes(ext, flips, cut):
+    data = bytearray(_STAT_FILES[ext])
+    for at, value in flips:
+        data[at % len(data)] = value
+    _load_or_prdp_error(bytes(data[:max(cut % (len(data) + 1), 1)]), f"x{ext}")
 
 
 CELL = st.one_of(

@@ -73,12 +73,12 @@ def load_data(study: Study, data: str | os.PathLike | None = None, *, engine: st
     if data is not None or src.path is not None:
         path = Path(data) if data is not None else resolve_data_path(study)
         if path.is_dir():
-            raise DataError(f"{path} is a folder, not a data file.", hint="Name the table file itself (CSV, TSV, "
-                                                                         "Parquet or Excel).")
+            raise DataError(f"{path} is a folder, not a data file.",
+                            hint="Name the table file itself (CSV, TSV, Parquet, Excel, SAS, Stata or SPSS).")
         if not path.is_file():
             raise DataError(f"No data file at {path}.", hint="Check the path.")
         memory.guard_table(file_bytes=path.stat().st_size)  # the memory guard of every route into a table
-        df = load_table(path)
+        df = load_table(path, guard=memory.guard_table)
         memory.guard_table(rows=len(df), columns=df.shape[1])
         if src.schema is not None:
             schema = Schema.from_dict(src.schema)
