@@ -11,6 +11,7 @@ from ui import large, private_suggest, review, state
 from ui import personalized as upd
 from ui import personalized_views as upv
 from ui.common import code_expander, confidential, learn, md_escape, show_error
+from ui.figures import show
 from ui.reproduce import snippet_code
 
 st.title("Personalized DP")
@@ -109,7 +110,7 @@ if spec.roster == "table":
 sc1, sc2 = st.columns([3, 2])
 with sc1:
     if review.shows_records("users per epsilon"):
-        st.plotly_chart(pch.spec_figure(spec.eps, spec.tiers), key="pdp_spec_chart")
+        show(pch.spec_figure(spec.eps, spec.tiers), key="pdp_spec_chart")
 with sc2:
     tiers_shown = spec.tier_table() if records_shown else spec.tier_table().drop(columns=["users"])
     st.dataframe(tiers_shown.style.format({"share": "{:.1%}", "min": "{:.3g}", "mean": "{:.3g}", "max": "{:.3g}",

@@ -15,7 +15,7 @@ from prdp_core.study.config import group_values
 from ui import options, review, state
 from ui import policy_designer as pstate
 from ui.common import code_expander, confidential, learn, md_escape, show_error
-from ui.figures import chart
+from ui.figures import chart, show
 from ui.reproduce import snippet_code
 
 st.title("Policy designer")
@@ -163,14 +163,14 @@ if review.shows_records("policy losses"):
     series_rec = {c["label"]: c["records"] for c in st.session_state.get("policy_compare", [])}
     series_rec["current policy"] = prev.record_cdf()
     ch1, ch2 = st.columns(2)
-    ch1.plotly_chart(chart(loss_cdf_figure, series_rec, title="Policy-loss CDF over records",
-                           base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_records")
+    show(chart(loss_cdf_figure, series_rec, title="Policy-loss CDF over records",
+               base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_records", where=ch1)
     if owners is not None:
         series_own = {c["label"]: c["owners"] for c in st.session_state.get("policy_compare", []) if "owners" in c}
         series_own["current policy"] = owners.ecdf()
         label = "Lemma 5, optimistic" if owner_bound == "lemma5" else "Lemma 4: records × sum of their losses"
-        ch2.plotly_chart(chart(loss_cdf_figure, series_own, title=f"Policy-loss CDF over owners ({label})",
-                               base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_owners")
+        show(chart(loss_cdf_figure, series_own, title=f"Policy-loss CDF over owners ({label})",
+                   base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_owners", where=ch2)
     elif ds.schema.owner_col:
         ch2.info("Turn on *Compute the owners' losses* above to see owner-level losses of this large table.")
     else:
@@ -210,8 +210,8 @@ for g, _row in pol.thresholds.rows[:8]:
     lab = "every record" if pol.thresholds.group_col is None else (
         "other groups (*)" if g == DEFAULT_KEY else f"{pol.thresholds.group_col} = {g}")
     curves[lab] = pol.public_function(fm, grid, group=g)
-pc2.plotly_chart(chart(public_function_figure, grid, curves, measure=fm, observed=vals if show_data else None),
-                 key="public_fn")
+show(chart(public_function_figure, grid, curves, measure=fm, observed=vals if show_data else None),
+     key="public_fn", where=pc2)
 st.caption("This function — not any record's value — is what an agency can publish: anyone who knows a record's "
            f"{md_escape(fm)} can read off its loss (other measures at most their thresholds, record passing every "
            "filter).")
