@@ -12,7 +12,7 @@ from prdp_core.mechanisms.prdp import BudgetFunction
 from prdp_core.study.config import data_columns
 from ui import budget_functions as ubf
 from ui import figures, large, reproduce, review, state
-from ui.common import code_expander, confidential, learn, md_escape, show_error
+from ui.common import code_expander, confidential, learn, md_escape, scale_step, show_error
 
 st.title("Budget functions")
 st.caption("State each record's privacy requirement as a function of its values, E(r), and run mechanisms that "
@@ -74,7 +74,7 @@ def editor() -> BudgetFunction | None:
     b1, b2, b3, b4 = st.columns(4)
     b1.number_input("ε̂ (cap: the weakest requirement)", min_value=1e-9, max_value=1e6, key="bf_eps_max", format="%.4g")
     b2.number_input(f"U (largest possible {md_escape(measure)})", min_value=1e-6, max_value=1e18, key="bf_U",
-                    format="%.4g")
+                    format="%.4g", step=scale_step(ss.get("bf_U")))
     b3.checkbox("Set ε̌ myself", key="bf_eps_min_on", help="By default ε̌ = E(U), the budget of a record at the "
                 "domain bound.")
     if ss["bf_eps_min_on"]:

@@ -14,7 +14,7 @@ from prdp_core.mechanisms.preview import public_levels
 from prdp_core.study.config import group_values
 from ui import options, review, state
 from ui import policy_designer as pstate
-from ui.common import code_expander, confidential, learn, md_escape, show_error
+from ui.common import code_expander, confidential, learn, md_escape, scale_step, show_error
 from ui.figures import chart, show
 from ui.reproduce import snippet_code
 
@@ -40,7 +40,8 @@ with left:
         cols = st.columns(min(3, len(measures)))
         for i, m in enumerate(measures):
             col = cols[i % len(cols)]
-            col.number_input(f"T({md_escape(m)})", min_value=0.0, step=None, format="%g", key=f"thr_{m}",
+            col.number_input(f"T({md_escape(m)})", min_value=0.0, step=scale_step(st.session_state[f"thr_{m}"]),
+                             format="%g", key=f"thr_{m}",
                              help=f"Largest piece a record's {md_escape(m)} is cut into.")
             how = pstate.source_caption(m, st.session_state[f"thr_{m}"])
             if how:

@@ -10,8 +10,8 @@ from prdp_core.core.errors import PrdpError
 from prdp_core.core.provenance import data_derived
 from prdp_core.core.secure import mode_label
 from prdp_core.review.review_boundary import produce
+from ui import common, ledger_view, review, state
 from ui import group_keys as gkeys
-from ui import ledger_view, review, state
 from ui import policy_designer as pstate
 from ui import run as rstate
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
@@ -43,7 +43,7 @@ if from_data:
             pcols = st.columns(min(3, len(from_data)))
             for i, m in enumerate(from_data):
                 pcols[i % len(pcols)].number_input(f"Public T({md_escape(m)})", min_value=0.0, value=float(single[m]),
-                                                   format="%g", key=f"run_pub_{m}")
+                                                   step=common.scale_step(single[m]), format="%g", key=f"run_pub_{m}")
             st.button("Use these public thresholds", key="run_pub_apply", on_click=rstate.on_type_public,
                       args=(list(from_data),))
         else:
