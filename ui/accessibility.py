@@ -28,21 +28,26 @@ NAV_KEY = "a11y_nav"
 _SCRIPT = """<script>
 (() => {
   const w = window, doc = document, box = '[class*="st-key-%(box)s"]';
-  const label = () => doc.querySelectorAll(box).forEach(b => {
-    const chart = b.querySelector('[data-testid="stPlotlyChart"]');
-    const text = b.querySelector('[data-testid="stMarkdownContainer"]');
-    if (!chart || !text) return;
-    const t = text.textContent.trim();
-    if (chart.getAttribute('aria-label') !== t) {
-      chart.setAttribute('role', 'figure');
-      chart.setAttribute('aria-label', t);
-    }
-  });
-  if (!w.__prdpChartNames) {
-    w.__prdpChartNames = new MutationObserver(label);
-    w.__prdpChartNames.observe(doc.body, {childList: true, subtree: true, characterData: true});
+  const tidy = () => {
+    // a chart is a figure named by its summary (the text under it, in its box)
+    doc.querySelectorAll(box).forEach(b => {
+      const chart = b.querySelector('[data-testid="stPlotlyChart"]');
+      const text = b.querySelector('[data-testid="stMarkdownContainer"]');
+      const t = text ? text.textContent.trim() : '';
+      if (chart && t && chart.getAttribute('aria-label') !== t) {
+        chart.setAttribute('role', 'figure');
+        chart.setAttribute('aria-label', t);
+      }
+    });
+    // the headings' anchor links show only under the mouse: out of the Tab order, Tab reaches the page's controls
+    doc.querySelectorAll('[data-testid="stHeaderActionElements"] a:not([tabindex])')
+      .forEach(a => a.setAttribute('tabindex', '-1'));
+  };
+  if (!w.__prdpTidy) {
+    w.__prdpTidy = new MutationObserver(tidy);
+    w.__prdpTidy.observe(doc.body, {childList: true, subtree: true, characterData: true});
   }
-  label();
+  tidy();
   const nav = %(nav)d;
   if (w.__prdpNav === nav) return;
   w.__prdpNav = nav;

@@ -75,7 +75,7 @@ def show(fig: Any, *, key: str, where: Any = None, note: str = "") -> None:
     box = (where if where is not None else st).container(key=f"{CHART_BOX}{key}")
     box.plotly_chart(fig, key=key)
     text = summary(fig) + (f" {note}" if note else "")
-    box.markdown(f":material/bar_chart: {md_escape(text)}")
+    box.markdown(md_escape(text))
     with box.expander("Show data as a table", icon=":material/table_rows:"):
         table, total = data_table(fig)
         if len(table) < total:

@@ -17,6 +17,7 @@ is unescaped back to what the reader sees on the chart.
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -82,8 +83,12 @@ def _num(v: float) -> str:
     return f"{v:.4g}"
 
 
+#: The scale note of an axis title ("…, log scale", "… (log scale)"): a summary gives values, not the scale.
+_SCALE_NOTE = re.compile(r",? *\(?log scale\)?$")
+
+
 def _axis_title(fig: go.Figure, axis: str, default: str) -> str:
-    return _text(getattr(getattr(fig.layout, axis).title, "text", None)) or default
+    return _SCALE_NOTE.sub("", _text(getattr(getattr(fig.layout, axis).title, "text", None))).strip() or default
 
 
 def _names(names: Sequence[str]) -> str:
