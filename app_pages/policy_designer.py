@@ -9,6 +9,7 @@ from prdp_core.core.accounting import conversion_table
 from prdp_core.core.errors import PrdpError
 from prdp_core.core.loss_profile import format_loss
 from prdp_core.core.splitting import DEFAULT_KEY, as_thresholds, threshold_percentiles, thresholds_from_frame
+from prdp_core.core.wording import ordinal
 from prdp_core.core.workload import SplittingPolicy, Workload, workload_from_frame
 from prdp_core.mechanisms.preview import public_levels
 from prdp_core.study.config import group_values
@@ -158,7 +159,7 @@ if review.shows_records("policy losses"):
         st.markdown(f"- Owners ({md_escape(ds.schema.owner_col)}): {owners.plain_language(noun='owners')}")
     thr_pct = threshold_percentiles(pstate.data(), pol.thresholds) if pol.thresholds.group_col is None else {}
     if thr_pct:
-        st.markdown("- Thresholds sit at the " + ", ".join(f"**{p:.1f}th** percentile of {md_escape(m)}" for m, p in
+        st.markdown("- Thresholds sit at the " + ", ".join(f"**{ordinal(p)}** percentile of {md_escape(m)}" for m, p in
                                                           thr_pct.items()) + " (PctScore).")
 
     series_rec = {c["label"]: c["records"] for c in st.session_state.get("policy_compare", [])}
