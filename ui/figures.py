@@ -59,15 +59,18 @@ def chart(build: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 #: The key prefix of the container :func:`show` puts a chart, its summary and its table in (the page's script
 #: labels the chart with the summary by it: ui/a11y.py).
 CHART_BOX = "chartbox_"
+#: The key suffix of a chart's *Show data as a table* expander (open: True).
+TABLE_OPEN = "_table_open"
 
 
 def show(fig: Any, *, key: str, where: Any = None, note: str = "") -> None:
     """Show a Plotly figure with its text alternatives: a one-sentence summary computed from its data
     (:func:`prdp_core.charts.alt_text.summary`, under the chart; ``note`` adds a sentence of the page) and its
-    data as a table on request (an expander). ``where``: a column or container (default: the page).
+    data as a table on request (an expander, keyed ``<key>_table_open``, that builds and sends the table only
+    while it is open). ``where``: a column or container (default: the page).
 
     The chart, the summary and the table share a container keyed ``chartbox_<key>``, by which the page's
-    script (:mod:`ui.a11y`) gives the chart the summary as its accessible name."""
+    script (:mod:`ui.accessibility`) gives the chart the summary as its accessible name."""
     from prdp_core.charts.alt_text import data_table, summary
 
     from .common import md_escape
@@ -76,8 +79,10 @@ def show(fig: Any, *, key: str, where: Any = None, note: str = "") -> None:
     box.plotly_chart(fig, key=key)
     text = summary(fig) + (f" {note}" if note else "")
     box.markdown(md_escape(text))
-    with box.expander("Show data as a table", icon=":material/table_rows:"):
+    table_box = box.expander("Show data as a table", icon=":material/table_rows:", key=f"{key}{TABLE_OPEN}",
+                             on_change="rerun")
+    if table_box.open:
         table, total = data_table(fig)
         if len(table) < total:
-            st.caption(f"{len(table):,} of the chart's {total:,} points, evenly spaced.")
-        st.dataframe(table, hide_index=True)
+            table_box.caption(f"{len(table):,} of the chart's {total:,} points, evenly spaced.")
+        table_box.dataframe(table, hide_index=True)
