@@ -102,6 +102,7 @@ def streamlit_own(browser, tmp_path_factory) -> set[tuple[str, str]]:
                 "--server.fileWatcherType", "none"]
 
     found: set[tuple[str, str]] = set()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
     with open(ARTIFACTS / "bare-streamlit-server.log", "w") as log, \
             app_server(log, env=clean_env(), command=command, cwd=cwd) as (url, _proc):
         page = new_page(browser)
