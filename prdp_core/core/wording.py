@@ -34,16 +34,16 @@ def ordinal(x: float, digits: int = 1) -> str:
 
 
 def percent(share: float) -> str:
-    """A share as a percentage of at most one decimal that never reads 0% or 100% unless it is."""
+    """A share as a percentage (whole percents from 10% to 99.5%, one decimal otherwise) that never reads 0% or
+    100% unless it is: 0.04%, 0.4%, 5%, 62%, 99.5%, over 99.9%."""
     p = 100 * share
-    if 0 < p < 0.05 or 99.95 < p < 100:
-        return f"{p:.2g}%" if p < 1 else "over 99.9%"
-    text = f"{p:.0f}" if abs(p - round(p)) < 0.05 or p >= 10 else f"{p:.1f}"
-    if text == "100" and share < 1:
-        text = f"{p:.1f}"
-    if text == "0" and share > 0:
-        text = f"{p:.1f}"
-    return f"{text}%"
+    if p in (0, 100):
+        return f"{p:.0f}%"
+    if p < 0.05:
+        return f"{p:.1g}%"
+    if p > 99.95:
+        return "over 99.9%"
+    return (f"{p:.0f}" if 10 <= p < 99.5 else f"{p:.1f}".removesuffix(".0")) + "%"
 
 
 def share_in_words(share: float, noun: str, *, singular: str, plural: str) -> str:
