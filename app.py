@@ -13,7 +13,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from ui import durable, glossary, links, memory, session_design, sidebar, state, study
+from ui import accessibility, durable, glossary, links, memory, session_design, sidebar, state, study
 
 # A local file, not a :material/…: icon: Streamlit's frontend fetches a Material favicon from a public font
 # host, and the app must reach nothing outside its server (docs/security.md, "Offline").
@@ -56,6 +56,7 @@ PAGES = {
 }
 
 nav = st.navigation(PAGES)
+accessibility.apply(nav.url_path)  # readable captions, focus on the page's heading, named charts
 durable.show_message(nav.url_path)
 links.show_message(nav.url_path)
 nav.run()

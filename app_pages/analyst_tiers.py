@@ -10,6 +10,7 @@ from prdp_core.mechanisms import multitier as mt
 from ui import analyst_tiers as umt
 from ui import large, private_suggest, state
 from ui.common import code_expander, learn, md_escape, show_error
+from ui.figures import show
 from ui.reproduce import snippet_code
 
 st.title("Analyst tiers")
@@ -179,7 +180,7 @@ if cl.eps_at_delta:
     st.caption(f"In (ε, δ = {cl.eps_at_delta['delta']:.1e}): multi-tier ε = {cl.eps_at_delta['multitier']:.4g}, "
                f"independent ε = {cl.eps_at_delta['independent']:.4g} (exact for Gaussian outputs).")
 st.caption(f":material/calculate: Computed from {cl.method}, not assumed.")
-st.plotly_chart(mch.coalition_figure(ctable, unit=unit), key="mt_coalitions")
+show(mch.coalition_figure(ctable, unit=unit), key="mt_coalitions")
 learn("**Why is the total bounded?** Only the top tier's answer touches the data; every other answer is that "
       "answer plus extra randomness that does not depend on the data. Whatever several tiers compute together "
       "could have been computed from their most trusted member's answer alone.")

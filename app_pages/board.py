@@ -14,6 +14,7 @@ from prdp_core.review.review_boundary import produce, screen_frame
 from ui import board as ub
 from ui import links, options, state
 from ui.common import confidential, download_button, learn, md_escape, show_error
+from ui.figures import show
 
 st.title("Board")
 st.caption("Every participant's policy for the same table, side by side: submit yours with a name and a reason, "
@@ -121,18 +122,18 @@ def charts() -> None:
         series, unit = S.cdf_series(entries, owners=who == "owners", delta=delta)
         ch1, ch2 = st.columns(2)
         if series:
-            ch1.plotly_chart(board_cdf_figure(series, unit=unit, who=who, view=view), key="board_cdf")
+            show(board_cdf_figure(series, unit=unit, who=who, view=view), key="board_cdf", where=ch1)
         else:
             ch1.info("No owner losses: the policies' datasets have no owner column." if who == "owners" else
                      "No loss distribution to show.")
         pts = S.tradeoff_points(entries, delta)
         if len(pts):
-            ch2.plotly_chart(tradeoff_figure(pts, delta=delta), key="board_tradeoff")
+            show(tradeoff_figure(pts, delta=delta), key="board_tradeoff", where=ch2)
             front = ", ".join(f"#{i} {n}" for i, n in zip(pts.loc[pts["pareto"], "#"], pts.loc[pts["pareto"], "name"]))
             ch2.caption(f"On the Pareto front (no policy is better on both): {md_escape(front)}.")
     if policies and measures:
         m = st.selectbox("Public policy functions of", measures, key="board_fn_measure")
-        st.plotly_chart(public_functions_figure(policies, m), key="board_public_fn")
+        show(public_functions_figure(policies, m), key="board_public_fn")
 
 
 if entries:

@@ -11,8 +11,8 @@ from prdp_core.core.errors import PrdpError
 from prdp_core.mechanisms.prdp import BudgetFunction
 from prdp_core.study.config import data_columns
 from ui import budget_functions as ubf
-from ui import large, reproduce, review, state
-from ui.common import code_expander, confidential, learn, md_escape, show_error
+from ui import figures, large, reproduce, review, state
+from ui.common import code_expander, confidential, learn, md_escape, scale_step, show_error
 
 st.title("Budget functions")
 st.caption("State each record's privacy requirement as a function of its values, E(r), and run mechanisms that "
@@ -74,7 +74,7 @@ def editor() -> BudgetFunction | None:
     b1, b2, b3, b4 = st.columns(4)
     b1.number_input("ε̂ (cap: the weakest requirement)", min_value=1e-9, max_value=1e6, key="bf_eps_max", format="%.4g")
     b2.number_input(f"U (largest possible {md_escape(measure)})", min_value=1e-6, max_value=1e18, key="bf_U",
-                    format="%.4g")
+                    format="%.4g", step=scale_step(ss.get("bf_U")))
     b3.checkbox("Set ε̌ myself", key="bf_eps_min_on", help="By default ε̌ = E(U), the budget of a record at the "
                 "domain bound.")
     if ss["bf_eps_min_on"]:
@@ -105,7 +105,7 @@ def describe(budget: BudgetFunction) -> None:
         vmax = max(budget.U, 1.0)
         values = ubf.measure_values(ds, measure) if teaching else None
         fig = bch.budget_curve_figure(budget, measure=measure, values=values, vmax=vmax, seed=int(ss.get("seed", 0)))
-        st.plotly_chart(fig, key="bf_curve")
+        figures.show(fig, key="bf_curve")
         if teaching:
             confidential("The orange points are a sample of the dataset's records at their required budgets"
                          + (f" (a uniform sample of {ubf.CURVE_SAMPLE_ROWS:,} records, drawn in the engine)."
@@ -113,7 +113,7 @@ def describe(budget: BudgetFunction) -> None:
     elif state.is_large():
         st.caption("On a large dataset each record's budget stays in the engine: the domain counts below are exact.")
     elif review.shows_records("budget histogram"):
-        st.plotly_chart(bch.budget_histogram_figure(budget(ds.table), budget), key="bf_hist")
+        figures.show(bch.budget_histogram_figure(budget(ds.table), budget), key="bf_hist")
         confidential()
     learn("**Reading the curve.** Each dotted horizontal line is a domain boundary 2^(i−1)·ε̌. A record whose "
           "budget lies between two lines belongs to that domain and is charged the lower line's budget — never more "
@@ -139,7 +139,7 @@ def domains(budget: BudgetFunction) -> bool:
                                  "value_to": f"{measure} to", "records": "records"})
     if not teaching:
         shown = shown.drop(columns=["records"], errors="ignore")
-    st.plotly_chart(bch.domain_figure(dtab, show_counts=teaching), key="bf_domains")
+    figures.show(bch.domain_figure(dtab, show_counts=teaching), key="bf_domains")
     with st.expander(f"Table of the {dp.L} domains", expanded=False):
         st.dataframe(shown, hide_index=True, width="stretch")
     if teaching:
@@ -205,21 +205,21 @@ def run(budget: BudgetFunction) -> None:
                        "last domain was used (the guarantee still holds)"
             st.markdown(msg + ".")
         truth = float(res["rows"]["true"].iloc[0]) if res["teaching"] and teaching and "true" in res["rows"] else None
-        st.plotly_chart(bch.comparison_figure(res["rows"], truth=truth, title="Released answers"), key="bf_compare")
+        figures.show(bch.comparison_figure(res["rows"], truth=truth, title="Released answers"), key="bf_compare")
         if res["teaching"] and teaching:
             confidential("True answers, errors, dropped records and per-record losses describe the real records.")
             rel0 = res["releases"][0][1]
             if all(r.loss is not None for _, r in res["releases"]):
-                st.plotly_chart(bch.loss_figure(rel0.requested, {label: r.loss for label, r in res["releases"]}),
-                                key="bf_losses")
+                figures.show(bch.loss_figure(rel0.requested, {label: r.loss for label, r in res["releases"]}),
+                             key="bf_losses")
                 ok = all(r.check_delivered_within_requested() for _, r in res["releases"])
                 st.markdown(("Every record's delivered loss is at most its requirement E(r)." if ok else
                              "Some record received more than its requirement!") + " The runs were added to the "
                             "session ledger (their budgets add up per record).")
             else:  # a large dataset: delivered losses as distributions over the domains, computed in the engine
                 series, _ = ubf.loss_series(res["releases"])
-                st.plotly_chart(loss_cdf_figure(series, title="Delivered loss per record (and the requested E(r))",
-                                                unit="ε", view="cdf"), key="bf_losses")
+                figures.show(loss_cdf_figure(series, title="Delivered loss per record (and the requested E(r))",
+                                             unit="ε", view="cdf"), key="bf_losses")
                 st.markdown("A record of domain i is charged at most 2^(i−1)·ε̌ < E(r) — its requirement, by "
                             "construction of the domains; the records stay in the engine, so the chart shows the "
                             "distributions. The runs were added to the session ledger (their budgets add up per "

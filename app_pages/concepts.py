@@ -14,6 +14,7 @@ from prdp_core.mechanisms import granular
 from ui import concepts as lab
 from ui import exercises, worked_example
 from ui.common import code_expander, guarded, learn, show_error
+from ui.figures import show
 from ui.reproduce import snippet_code
 
 ss = st.session_state
@@ -65,8 +66,8 @@ with calc_tab:
         learn("**Why ε = 10 is weak in the worst case.** Randomized response at ε answers truthfully with "
               "probability e^ε/(1+e^ε); no ε-DP release can let a guesser do better on one bit. At ε = 10 that is "
               "99.995%. Real adversaries rarely reach the worst case, but the guarantee does not promise more.")
-        st.plotly_chart(charts.accuracy_figure(interpret.accuracy_curve(eps_max=max(20.0, eps)), eps),
-                        key="cc_accuracy_chart")
+        show(charts.accuracy_figure(interpret.accuracy_curve(eps_max=max(20.0, eps)), eps),
+             key="cc_accuracy_chart")
 
     st.subheader("zCDP ↔ (ε, δ)")
     c1, c2, c3 = st.columns(3)
@@ -96,8 +97,8 @@ with calc_tab:
         st.caption(f"The 2020 US Census redistricting data is 2.63-zCDP per person: ({c26.eps_cks:.2f}, 1e-6)-DP "
                    f"by CKS vs ({c26.eps_textbook:.2f}, 1e-6) by the textbook bound; for a change of race and "
                    f"ethnicity only, 1.02-zCDP: ({c102.eps_cks:.2f}, 1e-6) vs ({c102.eps_textbook:.2f}, 1e-6).")
-        st.plotly_chart(charts.conversion_figure(interpret.conversion_table(None, delta, rho_max=max(5.0, rho)),
-                                                 delta, rho), key="cc_conversion_chart")
+        show(charts.conversion_figure(interpret.conversion_table(None, delta, rho_max=max(5.0, rho)),
+                                      delta, rho), key="cc_conversion_chart")
 
     st.subheader("A record with P(r) = x has these guarantees")
     c1, c2 = st.columns(2)
@@ -179,11 +180,11 @@ with attr_tab:
                                    na_rep="—"), hide_index=True, key="pa_cost_table")
         c1, c2 = st.columns(2)
         with c1:
-            st.plotly_chart(charts.granularity_figure(granular.granularity_table(d, eps0, k=k, kind=kind),
-                                                      kind=kind, k=k), key="pa_granularity_chart")
+            show(charts.granularity_figure(granular.granularity_table(d, eps0, k=k, kind=kind),
+                                           kind=kind, k=k), key="pa_granularity_chart")
         with c2:
-            st.plotly_chart(charts.record_ratio_figure(granular.record_ratio_table(100, k=k), k=k),
-                            key="pa_ratio_chart")
+            show(charts.record_ratio_figure(granular.record_ratio_table(100, k=k), k=k),
+                 key="pa_ratio_chart")
         st.caption("No free lunch: at the *same whole-record* ε, a standard mechanism is at least as accurate. "
                    "The per-attribute number is an extra, finer statement about the same release.")
 
@@ -219,7 +220,7 @@ with attr_tab:
                    else " — no release reads these attributes.")
                 + f"\n- Changing the **whole record**: ρ = **{total:.4g}** ⇒ ({conv_t.eps_cks:.3g}, {delta:.0e})-DP "
                 f"(textbook: {conv_t.eps_textbook:.3g}).")
-            st.plotly_chart(charts.attribute_rho_figure(table, rho_s if subset else None), key="pa_attr_chart")
+            show(charts.attribute_rho_figure(table, rho_s if subset else None), key="pa_attr_chart")
 
 # ---------------------------------------------------------------------------
 with lab_tab:

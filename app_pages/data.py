@@ -14,6 +14,7 @@ from prdp_core.study.config import MAX_SHIFT
 from ui import data as udata
 from ui import large, large_roles, review, state
 from ui.common import code_expander, confidential, guarded, learn, md_escape, readable, show_error
+from ui.figures import show
 from ui.reproduce import snippet_code
 
 st.title("Data")
@@ -59,9 +60,9 @@ with prof_tab:
         c1, c2 = st.columns(2)
         with c1:
             m = st.selectbox("Histogram of", list(prof.histograms), key="profile_measure")
-            st.plotly_chart(charts.histogram_figure(prof.histograms[m], m), key="hist_chart")
+            show(charts.histogram_figure(prof.histograms[m], m), key="hist_chart")
         with c2:
-            st.plotly_chart(charts.lorenz_figure(prof.lorenz), key="lorenz_chart")
+            show(charts.lorenz_figure(prof.lorenz), key="lorenz_chart")
 
 with src_tab:
     names = prdp_core.data.samples.names()

@@ -10,7 +10,8 @@ from prdp_core.mechanisms import personalized
 from ui import large, private_suggest, review, state
 from ui import personalized as upd
 from ui import personalized_views as upv
-from ui.common import code_expander, confidential, learn, md_escape, show_error
+from ui.common import code_expander, confidential, learn, md_escape, scale_step, show_error
+from ui.figures import show
 from ui.reproduce import snippet_code
 
 st.title("Personalized DP")
@@ -109,7 +110,7 @@ if spec.roster == "table":
 sc1, sc2 = st.columns([3, 2])
 with sc1:
     if review.shows_records("users per epsilon"):
-        st.plotly_chart(pch.spec_figure(spec.eps, spec.tiers), key="pdp_spec_chart")
+        show(pch.spec_figure(spec.eps, spec.tiers), key="pdp_spec_chart")
 with sc2:
     tiers_shown = spec.tier_table() if records_shown else spec.tier_table().drop(columns=["users"])
     st.dataframe(tiers_shown.style.format({"share": "{:.1%}", "min": "{:.3g}", "mean": "{:.3g}", "max": "{:.3g}",
@@ -127,9 +128,9 @@ if ss.get("pdp_value") not in measures:
     upd.set_query_defaults(measures[0])
 q1, q2, q3, q4 = st.columns(4)
 q1.selectbox("Value column", measures, key="pdp_value", on_change=upd.on_value_change)
-q2.number_input("Count: tuples with value ≥", step=1.0, key="pdp_cutoff")
-q3.number_input("Public lower bound lo", step=1.0, key="pdp_lo")
-q4.number_input("Public upper bound hi", step=1.0, key="pdp_hi",
+q2.number_input("Count: tuples with value ≥", step=scale_step(ss.get("pdp_cutoff")), key="pdp_cutoff")
+q3.number_input("Public lower bound lo", step=scale_step(ss.get("pdp_hi")), key="pdp_lo")
+q4.number_input("Public upper bound hi", step=scale_step(ss.get("pdp_hi")), key="pdp_hi",
                 help="Values are clipped to [lo, hi]. hi sets the sensitivity of sums and the output range of "
                      "median and min. In a real release choose it without looking at the data.")
 st.checkbox("The values are whole numbers (declared, public): median and min answer on the integers of [lo, hi]",

@@ -9,13 +9,14 @@ from prdp_core.core.accounting import conversion_table
 from prdp_core.core.errors import PrdpError
 from prdp_core.core.loss_profile import format_loss
 from prdp_core.core.splitting import DEFAULT_KEY, as_thresholds, threshold_percentiles, thresholds_from_frame
+from prdp_core.core.wording import ordinal
 from prdp_core.core.workload import SplittingPolicy, Workload, workload_from_frame
 from prdp_core.mechanisms.preview import public_levels
 from prdp_core.study.config import group_values
 from ui import options, review, state
 from ui import policy_designer as pstate
-from ui.common import code_expander, confidential, learn, md_escape, show_error
-from ui.figures import chart
+from ui.common import code_expander, confidential, learn, md_escape, scale_step, show_error
+from ui.figures import chart, show
 from ui.reproduce import snippet_code
 
 st.title("Policy designer")
@@ -40,7 +41,8 @@ with left:
         cols = st.columns(min(3, len(measures)))
         for i, m in enumerate(measures):
             col = cols[i % len(cols)]
-            col.number_input(f"T({md_escape(m)})", min_value=0.0, step=None, format="%g", key=f"thr_{m}",
+            col.number_input(f"T({md_escape(m)})", min_value=0.0, step=scale_step(st.session_state[f"thr_{m}"]),
+                             format="%g", key=f"thr_{m}",
                              help=f"Largest piece a record's {md_escape(m)} is cut into.")
             how = pstate.source_caption(m, st.session_state[f"thr_{m}"])
             if how:
@@ -157,20 +159,20 @@ if review.shows_records("policy losses"):
         st.markdown(f"- Owners ({md_escape(ds.schema.owner_col)}): {owners.plain_language(noun='owners')}")
     thr_pct = threshold_percentiles(pstate.data(), pol.thresholds) if pol.thresholds.group_col is None else {}
     if thr_pct:
-        st.markdown("- Thresholds sit at the " + ", ".join(f"**{p:.1f}th** percentile of {md_escape(m)}" for m, p in
+        st.markdown("- Thresholds sit at the " + ", ".join(f"**{ordinal(p)}** percentile of {md_escape(m)}" for m, p in
                                                           thr_pct.items()) + " (PctScore).")
 
     series_rec = {c["label"]: c["records"] for c in st.session_state.get("policy_compare", [])}
     series_rec["current policy"] = prev.record_cdf()
     ch1, ch2 = st.columns(2)
-    ch1.plotly_chart(chart(loss_cdf_figure, series_rec, title="Policy-loss CDF over records",
-                           base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_records")
+    show(chart(loss_cdf_figure, series_rec, title="Policy-loss CDF over records",
+               base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_records", where=ch1)
     if owners is not None:
         series_own = {c["label"]: c["owners"] for c in st.session_state.get("policy_compare", []) if "owners" in c}
         series_own["current policy"] = owners.ecdf()
         label = "Lemma 5, optimistic" if owner_bound == "lemma5" else "Lemma 4: records × sum of their losses"
-        ch2.plotly_chart(chart(loss_cdf_figure, series_own, title=f"Policy-loss CDF over owners ({label})",
-                               base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_owners")
+        show(chart(loss_cdf_figure, series_own, title=f"Policy-loss CDF over owners ({label})",
+                   base=pol.workload.total_rho, log_x=log_x, view=view), key="cdf_owners", where=ch2)
     elif ds.schema.owner_col:
         ch2.info("Turn on *Compute the owners' losses* above to see owner-level losses of this large table.")
     else:
@@ -210,8 +212,8 @@ for g, _row in pol.thresholds.rows[:8]:
     lab = "every record" if pol.thresholds.group_col is None else (
         "other groups (*)" if g == DEFAULT_KEY else f"{pol.thresholds.group_col} = {g}")
     curves[lab] = pol.public_function(fm, grid, group=g)
-pc2.plotly_chart(chart(public_function_figure, grid, curves, measure=fm, observed=vals if show_data else None),
-                 key="public_fn")
+show(chart(public_function_figure, grid, curves, measure=fm, observed=vals if show_data else None),
+     key="public_fn", where=pc2)
 st.caption("This function — not any record's value — is what an agency can publish: anyone who knows a record's "
            f"{md_escape(fm)} can read off its loss (other measures at most their thresholds, record passing every "
            "filter).")

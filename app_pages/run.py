@@ -10,12 +10,13 @@ from prdp_core.core.errors import PrdpError
 from prdp_core.core.provenance import data_derived
 from prdp_core.core.secure import mode_label
 from prdp_core.review.review_boundary import produce
+from ui import common, ledger_view, memory, review, state
 from ui import group_keys as gkeys
-from ui import ledger_view, memory, review, state
 from ui import legacy_sdc as legacy_view
 from ui import policy_designer as pstate
 from ui import run as rstate
 from ui.common import code_expander, confidential, download_button, learn, md_escape, seeded_notice, show_error
+from ui.figures import show
 from ui.reproduce import snippet_code
 
 st.title("Run")
@@ -43,7 +44,7 @@ if from_data:
             pcols = st.columns(min(3, len(from_data)))
             for i, m in enumerate(from_data):
                 pcols[i % len(pcols)].number_input(f"Public T({md_escape(m)})", min_value=0.0, value=float(single[m]),
-                                                   format="%g", key=f"run_pub_{m}")
+                                                   step=common.scale_step(single[m]), format="%g", key=f"run_pub_{m}")
             st.button("Use these public thresholds", key="run_pub_apply", on_click=rstate.on_type_public,
                       args=(list(from_data),))
         else:
@@ -118,7 +119,7 @@ else:
     q = st.selectbox("Query", list(shown["query"].cat.categories) if hasattr(shown["query"], "cat") else
                      sorted(shown["query"].unique()), key="run_query")
     sub = shown[shown["query"] == q]
-    st.plotly_chart(answers_figure(sub), key="run_answers_chart")
+    show(answers_figure(sub), key="run_answers_chart")
     st.dataframe(sub.head(2000), hide_index=True)
     st.caption(f"{len(sub):,} answers for this query ({len(shown):,} in all); the table shows at most 2,000 — the "
                "download has them all.")
@@ -139,12 +140,12 @@ else:
             cdfs = {}
         l1, l2 = st.columns(2)
         if cdfs:
-            l1.plotly_chart(loss_cdf_figure(cdfs["records"], title="Records: policy vs realized loss",
-                                            base=rel_pol.workload.total_rho, view="tail"), key="run_cdf_records")
+            show(loss_cdf_figure(cdfs["records"], title="Records: policy vs realized loss",
+                                 base=rel_pol.workload.total_rho, view="tail"), key="run_cdf_records", where=l1)
         if "owners" in cdfs:
-            l2.plotly_chart(loss_cdf_figure(cdfs["owners"], title=f"Owners ({ds.schema.owner_col}): policy vs "
-                                            "realized loss", base=rel_pol.workload.total_rho, view="tail"),
-                            key="run_cdf_owners")
+            show(loss_cdf_figure(cdfs["owners"], title=f"Owners ({ds.schema.owner_col}): policy vs "
+                                 "realized loss", base=rel_pol.workload.total_rho, view="tail"),
+                 key="run_cdf_owners", where=l2)
         learn("**Realized loss.** The realized loss of a record is Σ_q Δ_q(r)²/(2σ_q²): what removing it changes "
               "in each answer, against the noise. It is exact for Gaussian answers and always below the policy loss; "
               "owners' realized loss removes all their records at once.")

@@ -10,7 +10,7 @@ from prdp_core.charts.policy import loss_cdf_figure
 from prdp_core.charts.tradeoffs import box_from_quantiles, mse_figure, sweep_figure
 from prdp_core.core.errors import PrdpError
 from prdp_core.mechanisms import analysis, sweeps
-from ui import options, review, state
+from ui import figures, options, review, state
 from ui import policy_designer as pstate
 from ui import tradeoffs as T
 from ui.common import code_expander, confidential, learn, md_escape, show_error
@@ -54,7 +54,7 @@ with tab_sweep:
                     st.warning("No answer has that many records: lower the minimum.")
                 else:
                     fam = st.selectbox("Query family", fams, index=min(1, len(fams) - 1), key="tr_family")
-                    st.plotly_chart(sweep_figure(errors, losses, fam), key="tr_sweep_chart")
+                    figures.show(sweep_figure(errors, losses, fam), key="tr_sweep_chart")
                     st.caption("Each box: the median ARE of every answer of that family (whiskers: 5th–95th "
                                "percentiles). Dashed lines: 10% (green) and 100% (red) error.")
                     if pol.workload.partition_rho > 0:
@@ -68,8 +68,8 @@ with tab_sweep:
                                                value=sorted(rhos)[0], key="tr_cdf_rho")
                     cdfs = T.sweep_cdfs(tok, pk, T.key({f"p{p:g}": g for p, g in zip(sorted(pcts), grid)}),
                                         float(rho_cdf), ds, pol)
-                    st.plotly_chart(loss_cdf_figure(cdfs, title=f"Policy-loss CDFs (base ρ = {rho_cdf:g})",
-                                                    base=float(rho_cdf), view="zoom"), key="tr_sweep_cdf")
+                    figures.show(loss_cdf_figure(cdfs, title=f"Policy-loss CDFs (base ρ = {rho_cdf:g})",
+                                                 base=float(rho_cdf), view="zoom"), key="tr_sweep_cdf")
                     for b in sweeps.best_settings(losses, fam):
                         if b["status"] == "none_within_share":
                             st.markdown(f"- At base ρ = {b['base_rho']:g}, every setting swept puts more than 1% of "
@@ -122,9 +122,9 @@ with tab_top:
                     st.warning("No answer has that many records: lower the minimum.")
                 for fam in comp["family"].unique() if not comp.empty else []:
                     stats_ = analysis.summarize_errors(comp[comp["family"] == fam], by=("level", "scheme"))
-                    st.plotly_chart(box_from_quantiles(stats_, x="level", color="scheme", title=f"{fam}: ARE by level",
-                                                       x_label="group-by level",
-                                                       lines=((0.05, "5%"), (0.2, "20%"))), key=f"tr_top_{fam}")
+                    figures.show(box_from_quantiles(stats_, x="level", color="scheme", title=f"{fam}: ARE by level",
+                                                    x_label="group-by level",
+                                                    lines=((0.05, "5%"), (0.2, "20%"))), key=f"tr_top_{fam}")
                 if not comp.empty:
                     med = comp.groupby(["family", "scheme"], observed=True)["median_are"].median().unstack()
                     st.dataframe(med.style.format("{:.2%}"))
@@ -147,8 +147,8 @@ with tab_fit:
             except PrdpError as err:
                 show_error(err)
             else:
-                st.plotly_chart(loss_cdf_figure(curves, title="Smallest policy meeting each goal (per record)",
-                                                base=pol.workload.total_rho, view="cdf"), key="tr_fit_cdf")
+                figures.show(loss_cdf_figure(curves, title="Smallest policy meeting each goal (per record)",
+                                             base=pol.workload.total_rho, view="cdf"), key="tr_fit_cdf")
                 st.dataframe(table.style.format("{:,.4g}"), hide_index=True)
                 st.caption("Fig. 4 of the paper: with the active thresholds, the budgets each query family needs so "
                            f"that {share:.0%} of its answers are within the goal with probability {gamma:.0%}; the "
@@ -190,7 +190,7 @@ with tab_clip:
         st.info("Choose at least one tail index α.")
     else:
         curves, optima = T.clip_curves(int(n), tuple(alphas), float(rho_c))
-        st.plotly_chart(mse_figure(curves, optima), key="tr_clip_chart")
+        figures.show(mse_figure(curves, optima), key="tr_clip_chart")
     for a in alphas:
         name = f"α = {a:g}"
         ratio = float(analysis.clipped_pareto_mse_ratio(optima[name], n=int(n), alpha=a, rho=float(rho_c)))

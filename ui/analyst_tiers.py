@@ -20,7 +20,7 @@ from prdp_core.data.dataset import Dataset
 from prdp_core.mechanisms import granular
 from prdp_core.mechanisms import multitier as mt
 
-from . import memory, private_suggest, state
+from . import figures, memory, private_suggest, state
 from .common import confidential, learn, md_escape, mode_notice
 from .page_state import PageState
 
@@ -299,11 +299,11 @@ def release_view(rel: Any, model: str, rng_seed: int, teaching: bool) -> None:
     fmt = {"eps": "{:g}", "eps_used": "{:.4g}", "estimate": "{:.6g}", "sd": "{:.4g}", "ci_low": "{:.6g}",
            "ci_high": "{:.6g}", "true": "{:.6g}", "error": "{:+.4g}", "abs_error": "{:.4g}"}
     if model == "central":
-        st.plotly_chart(mch.release_central_figure(ans, truth=truth), key="mt_release_fig")
+        figures.show(mch.release_central_figure(ans, truth=truth), key="mt_release_fig")
         st.dataframe(ans.drop(columns=["query"]).style.format({k: v for k, v in fmt.items() if k in ans.columns}),
                      hide_index=True)
     else:
-        st.plotly_chart(mch.release_local_figure(ans, truth=truth), key="mt_release_fig")
+        figures.show(mch.release_local_figure(ans, truth=truth), key="mt_release_fig")
         if truth:
             per = ans.groupby("tier", sort=False).apply(lambda g: float((g["error"] ** 2).sum()),
                                                         include_groups=False)
@@ -356,11 +356,11 @@ def accuracy_section(cur: dict[str, Any], plan: Any, teaching: bool) -> None:
         if teaching and cur["filter"] is not None:
             confidential("The number of matching records is the count query's true answer.")
         st.dataframe(central_display(table, plan.family.param_name()), hide_index=True)
-        st.plotly_chart(mch.mse_by_tier_figure(table, {"multi-tier (= ideal, = independent)": "mse_multitier",
-                                                       "gradual (budget split)": "mse_gradual"},
-                                               title="Mean squared error of each tier's answer",
-                                               y_label="MSE (squared units of the answer), log scale"),
-                        key="mt_mse_central")
+        figures.show(mch.mse_by_tier_figure(table, {"multi-tier (= ideal, = independent)": "mse_multitier",
+                                                    "gradual (budget split)": "mse_gradual"},
+                                            title="Mean squared error of each tier's answer",
+                                            y_label="MSE (squared units of the answer), log scale"),
+                     key="mt_mse_central")
         lines = []
         for _, r in table.iterrows():
             hw = ("is exactly right at least 95% of the time" if r["halfwidth_95"] == 0
@@ -391,14 +391,14 @@ def accuracy_section(cur: dict[str, Any], plan: Any, teaching: bool) -> None:
         tt = table.copy()
         for c in ("var_multitier", "var_ideal", "var_grr", "var_brr", "var_gradual"):
             tt[c] = tt[c] * n
-        st.plotly_chart(mch.mse_by_tier_figure(tt, {"multi-tier Subset": "var_multitier",
-                                                    "ideal (independent)": "var_ideal",
-                                                    "multi-tier GRR": "var_grr", "multi-tier BRR": "var_brr",
-                                                    "gradual": "var_gradual"},
-                                               title="Mean squared error of each tier's estimated counts",
-                                               y_label=("MSE (users²), log scale" if teaching
-                                                        else "MSE per user, log scale")),
-                        key="mt_mse_local")
+        figures.show(mch.mse_by_tier_figure(tt, {"multi-tier Subset": "var_multitier",
+                                                 "ideal (independent)": "var_ideal",
+                                                 "multi-tier GRR": "var_grr", "multi-tier BRR": "var_brr",
+                                                 "gradual": "var_gradual"},
+                                            title="Mean squared error of each tier's estimated counts",
+                                            y_label=("MSE (users²), log scale" if teaching
+                                                     else "MSE per user, log scale")),
+                     key="mt_mse_local")
         lines = []
         for _, r in table.iterrows():
             unused = (f"; ε = {r['unused_eps']:.3g} of its budget is left unused" if r["unused_eps"] > 1e-9
@@ -432,16 +432,16 @@ def plan_section(cur: dict[str, Any], plan: Any) -> None:
                         f"3π/2}} has smallest eigenvalue **{dg.min_eigenvalue:.7f}** < 0.\n"
                         f"- **Staircase**, ε = 2.8 → 1: R(5π) = {ex['r5pi']:.5f}; the Bochner matrix at t ∈ {{0, 5π}} "
                         f"has eigenvalue **{sc.min_eigenvalue:.5f}** < 0.")
-            st.plotly_chart(mch.residual_ratio_figure(ex["t"], ex["ratios"],
-                                                      title="Ratio of characteristic functions R(t): a valid residual "
-                                                            "never leaves [−1, 1]"), key="mt_ratio_fig")
+            figures.show(mch.residual_ratio_figure(ex["t"], ex["ratios"],
+                                                   title="Ratio of characteristic functions R(t): a valid residual "
+                                                         "never leaves [−1, 1]"), key="mt_ratio_fig")
             learn("**Bochner's theorem.** A function is the characteristic function of some noise only if every matrix "
                   "[R(t_a − t_b)] is positive semi-definite. One negative eigenvalue proves that no noise, however "
                   "clever, turns one tier's answer into the other's.")
     else:
         st.subheader("5 · Template plan")
         ttab = plan.template_table()
-        st.plotly_chart(mch.template_plan_figure(ttab, plan.names, list(plan.eps), list(plan.served)), key="mt_plan")
+        figures.show(mch.template_plan_figure(ttab, plan.names, list(plan.eps), list(plan.served)), key="mt_plan")
         unused = plan.eps - plan.served_eps
         st.markdown(f"{len(ttab)} templates; {len(set(plan.served))} of them serve a tier. "
                     f"Unused budget: "

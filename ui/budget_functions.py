@@ -22,6 +22,7 @@ from prdp_core.study.config import data_columns
 
 from . import memory, options, state
 from .common import md_escape, seeded_notice, show_error
+from .figures import show
 from .page_state import PageState
 
 MODES = {"preset": "Preset", "step": "Step table", "groups": "Per group", "expression": "Expression"}
@@ -517,7 +518,7 @@ def scaling_section() -> None:
     if shown_scale:
         try:
             study = scaling(shown_scale[0], shown_scale[1], int(ss.get("seed", 0)))
-            st.plotly_chart(bch.scaling_figure(study, shown_scale[0]), key="bf_scaling")
+            show(bch.scaling_figure(study, shown_scale[0]), key="bf_scaling")
             st.caption("Solid: 10⁴/v, dashed: 500/ln⁴v, dotted: 8/√v. The extension is best for 10⁴/v; for the slowly "
                        "decreasing log budget the framework wins (Appendix A).")
         except PrdpError as e:

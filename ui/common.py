@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from contextlib import contextmanager
 from typing import Any, Iterator
@@ -113,3 +114,16 @@ def readable(x: float) -> str:
     if abs(v) >= 1e4:
         return f"{v:,.0f}"
     return f"{v:.4g}"
+
+
+def scale_step(value: Any) -> float:
+    """The step of a number input that fits the scale of ``value``: one unit of its second significant digit
+    (1,234 → 100, 37 → 1, 0.37 → 0.01), so an arrow key changes it by 1–10% whatever its magnitude; 1 for zero
+    or a value that is not a finite number."""
+    try:
+        v = abs(float(value))
+    except (TypeError, ValueError):
+        return 1.0
+    if not math.isfinite(v) or v == 0:
+        return 1.0
+    return float(10.0 ** (math.floor(math.log10(v)) - 1))

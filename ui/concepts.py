@@ -21,6 +21,7 @@ from prdp_core.mechanisms import granular
 
 from . import large, memory, state
 from .common import confidential, guarded, learn, md_escape, seeded_notice
+from .figures import show
 from .page_state import PageState
 
 #: Widget keys of the histogram lab and their defaults.
@@ -342,11 +343,11 @@ def histogram_lab_tab() -> None:
                                                 "released_small": "1–2-record cells published",
                                                 "linf_error": "max error (all cells)"}), key="hl_accuracy_table")
         methods = ["heavy-hitter (per attribute)", "standard Laplace"]
-        st.plotly_chart(charts.histogram_comparison_figure(res.compare, methods, truth=res.accuracy is not None),
-                        key="hl_compare_chart")
+        show(charts.histogram_comparison_figure(res.compare, methods, truth=res.accuracy is not None),
+             key="hl_compare_chart")
         c1, c2 = st.columns(2)
         with c1:
-            st.plotly_chart(charts.level_sizes_figure(hh.extras["level_sizes"]), key="hl_levels_chart")
+            show(charts.level_sizes_figure(hh.extras["level_sizes"]), key="hl_levels_chart")
         with c2:
             st.markdown(f"**Noise.** Heavy-hitter lists: Laplace λ = {cal.lam:.3g} with threshold step "
                         f"µ = {cal.mu:.3g} and base threshold τ = {hh.params['tau']:,.1f} (rising by µ per level); "

@@ -54,3 +54,35 @@ def chart(build: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """The Plotly figure ``build(*args, **kwargs)``, built once per digest of its name and arguments in this
     session."""
     return _cached(digest(build.__module__, build.__qualname__, args, kwargs), lambda: build(*args, **kwargs))
+
+
+#: The key prefix of the container :func:`show` puts a chart, its summary and its table in (the page's script
+#: labels the chart with the summary by it: ui/a11y.py).
+CHART_BOX = "chartbox_"
+#: The key suffix of a chart's *Show data as a table* expander (open: True).
+TABLE_OPEN = "_table_open"
+
+
+def show(fig: Any, *, key: str, where: Any = None, note: str = "") -> None:
+    """Show a Plotly figure with its text alternatives: a one-sentence summary computed from its data
+    (:func:`prdp_core.charts.alt_text.summary`, under the chart; ``note`` adds a sentence of the page) and its
+    data as a table on request (an expander, keyed ``<key>_table_open``, that builds and sends the table only
+    while it is open). ``where``: a column or container (default: the page).
+
+    The chart, the summary and the table share a container keyed ``chartbox_<key>``, by which the page's
+    script (:mod:`ui.accessibility`) gives the chart the summary as its accessible name."""
+    from prdp_core.charts.alt_text import data_table, summary
+
+    from .common import md_escape
+
+    box = (where if where is not None else st).container(key=f"{CHART_BOX}{key}")
+    box.plotly_chart(fig, key=key)
+    text = summary(fig) + (f" {note}" if note else "")
+    box.markdown(md_escape(text))
+    table_box = box.expander("Show data as a table", icon=":material/table_rows:", key=f"{key}{TABLE_OPEN}",
+                             on_change="rerun")
+    if table_box.open:
+        table, total = data_table(fig)
+        if len(table) < total:
+            table_box.caption(f"{len(table):,} of the chart's {total:,} points, evenly spaced.")
+        table_box.dataframe(table, hide_index=True)

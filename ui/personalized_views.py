@@ -19,6 +19,7 @@ from prdp_core.mechanisms import personalized
 
 from . import state
 from .common import confidential, learn, md_escape, mode_notice, seeded_notice, show_error
+from .figures import show
 from .personalized import (
     MECHANISM_CHOICES,
     T_RULES,
@@ -70,7 +71,7 @@ def view_delivered(v: View) -> None:
     shown = {"Minimum": personalized.Minimum(), f"Threshold t={t:g}": personalized.Threshold(t),
              f"Sample t={t:g}": personalized.Sample(t), "Sample t=max Φ": personalized.Sample("max"),
              "PE": personalized.PE(), "Stretching": personalized.Stretching()}
-    st.plotly_chart(pch.delivered_cdf_figure(spec.eps, personalized.delivered_by_mechanism(spec, shown)), key="pdp_cdf")
+    show(pch.delivered_cdf_figure(spec.eps, personalized.delivered_by_mechanism(spec, shown)), key="pdp_cdf")
     table = personalized.delivered_table(spec, shown)
     st.dataframe(delivered_display(table), hide_index=True)
     row = table.set_index("mechanism").loc[f"Sample t={t:g}"]
@@ -83,7 +84,7 @@ def view_delivered(v: View) -> None:
           "asked (their data is used less, or with more noise). PDP only requires delivered ≤ requested; "
           "everything between costs accuracy.")
     grid, curves = personalized.pi_curves(pi_thresholds(spec, t), upto=spec.max_eps)
-    st.plotly_chart(pch.pi_curve_figure(grid, curves), key="pdp_pi")
+    show(pch.pi_curve_figure(grid, curves), key="pdp_pi")
     st.markdown("**Neighbour notion of each guarantee** (for a count)")
     st.dataframe(personalized.neighbour_table(mechs_all, spec), hide_index=True)
     if spec.roster == "table":
@@ -133,8 +134,8 @@ def view_threshold_explorer(v: View) -> None:
                     curve = personalized.sum_mse_proxy(spec.eps, ts, mean=mean_v, sd=sd_v, bound=proxy_bound(q, spec))
                 st.caption("Closed form from the public specification and the assumed data only: choosing t from "
                            "this curve costs no privacy (paper Sec. IV-B: use old or public data).")
-                st.plotly_chart(pch.threshold_curve_figure({"Sample (assumed data)": curve}, markers, unit=unit),
-                                key="pdp_curve_proxy")
+                show(pch.threshold_curve_figure({"Sample (assumed data)": curve}, markers, unit=unit),
+                     key="pdp_curve_proxy")
                 best = curve.loc[curve["rmse"].idxmin()]  # type: ignore[call-overload]  # idxmin gives a row label
             else:
                 st.warning("**Oracle curve — uses the private data.** Picking t from this curve tunes the mechanism "
@@ -147,7 +148,7 @@ def view_threshold_explorer(v: View) -> None:
                                                  ds, spec),
                           "Threshold": cached_curve(state.token(), spec_key(), q, ts, "threshold", int(runs), seed,
                                                     teaching, ds, spec)}
-                st.plotly_chart(pch.threshold_curve_figure(curves, markers, unit=unit), key="pdp_curve_oracle")
+                show(pch.threshold_curve_figure(curves, markers, unit=unit), key="pdp_curve_oracle")
                 curve = curves["Sample"]
                 best = curve.loc[curve["rmse"].idxmin()]  # type: ignore[call-overload]  # idxmin gives a row label
                 confidential("Errors computed against the true answer.")
@@ -180,8 +181,8 @@ def view_compare(v: View) -> None:
                     q = query_from_widgets(kind)
                     df = cached_compare(state.token(), spec_key(), q, int(runs), seed, teaching, ds, spec)
                     unit = "tuples" if kind == "count" else ss["pdp_value"]
-                    st.plotly_chart(pch.comparison_figure(df, unit=unit, title=f"RMSE of {q.describe()}"),
-                                    key=f"pdp_cmp_{kind}")
+                    show(pch.comparison_figure(df, unit=unit, title=f"RMSE of {q.describe()}"),
+                         key=f"pdp_cmp_{kind}")
                     best = df.loc[df["rmse"].idxmin()]  # type: ignore[call-overload]  # idxmin gives a row label
                     st.markdown(f"**{md_escape(q.describe())}** (true answer {fmt(df['truth'].iloc[0])}): lowest RMSE "
                                 f"**{best.mechanism}** ({fmt(best.rmse)}, {best.neighbours} neighbours).")
@@ -277,8 +278,8 @@ def view_pe_scores(v: View) -> None:
                                 integer=q.on_integers)
             truth = q.truth(raw)
             confidential("The score depends on the real records.")
-        st.plotly_chart(pch.pe_score_figure(prof["r"].to_numpy(), prof["d"].to_numpy(), prof["probability"].to_numpy(),
-                                            truth=truth), key="pdp_pe_fig")
+        show(pch.pe_score_figure(prof["r"].to_numpy(), prof["d"].to_numpy(), prof["probability"].to_numpy(),
+                                 truth=truth), key="pdp_pe_fig")
         st.caption("Neighbours: substitution (one tuple's value changes, n public).")
     except PrdpError as err:
         show_error(err)
@@ -350,9 +351,9 @@ def view_experiments(v: View) -> None:
     if ss.get("pdp_exp_on"):
         for task in ("count", "median"):
             df = cached_experiment(task, int(runs), score or "changes", seed)
-            st.plotly_chart(pch.experiment_figure(df, title=f"{task.capitalize()}: RMSE over {int(runs)} runs",
-                                                  unit="tuples" if task == "count" else "value, 1..1000"),
-                            key=f"pdp_exp_{task}")
+            show(pch.experiment_figure(df, title=f"{task.capitalize()}: RMSE over {int(runs)} runs",
+                                       unit="tuples" if task == "count" else "value, 1..1000"),
+                 key=f"pdp_exp_{task}")
             order = " < ".join(df.sort_values("rmse")["mechanism"])
             st.markdown(f"**{task}**: {order} (lower is better). The paper: "
                         + ("PE < S-avg < S < M, Alag slightly below S." if task == "count"

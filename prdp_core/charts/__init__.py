@@ -23,6 +23,10 @@ from ..data.profile import Histogram
 TEMPLATE = "prdp_white"
 #: The trace types the charts draw: the template keeps its defaults for these only.
 TRACE_TYPES = ("scatter", "bar", "box", "histogram")
+#: The legend of every chart: a row under the chart, anchored to the bottom of the figure (``yref="container"``),
+#: so Plotly makes room for it below the x-axis title instead of drawing it over the title (a legend placed in
+#: the plot's coordinates, e.g. ``y=-0.2``, stays where it is when the tick labels and the title need more room).
+LEGEND = dict(orientation="h", x=0.0, xanchor="left", yref="container", y=0.0, yanchor="bottom")
 #: Kinds of subplots no chart has (every chart is on cartesian axes): their template defaults are dropped.
 UNUSED_SUBPLOTS = ("polar", "ternary", "scene", "geo")
 
@@ -99,7 +103,7 @@ def layout(fig: go.Figure, title: str, x: str, y: str, *, log_x: bool = False, l
     """Common title, axes, legend and template of every figure; user text in it is shown literally
     (:func:`plain_figure`)."""
     fig.update_layout(title=dict(text=title, x=0.0, xanchor="left"), height=height,
-                      margin=dict(l=60, r=20, t=50, b=50), legend=dict(orientation="h", y=-0.2))
+                      margin=dict(l=60, r=20, t=50, b=50), legend=LEGEND)
     if pio.templates.default != TEMPLATE:  # the app makes it the default: figures are born with it
         fig.update_layout(template=TEMPLATE)
     # "-" lets Plotly pick linear, date or category axes itself (category bars stay visible)

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from . import PALETTE, TEMPLATE, layout, plain_figure
+from . import LEGEND, PALETTE, TEMPLATE, layout, plain_figure
 
 
 def box_from_quantiles(stats: pd.DataFrame, *, x: str, color: str, title: str, x_label: str,
@@ -57,7 +57,7 @@ def sweep_figure(boxes: pd.DataFrame, losses: pd.DataFrame, family: str, *, targ
     fig.update_yaxes(title_text="median ARE per answer (log)", row=1, col=1)
     fig.update_layout(title=dict(text=f"{family}: error vs share of records paying more", x=0.0),
                       height=420, template=TEMPLATE, margin=dict(l=60, r=20, t=70, b=50),
-                      legend=dict(orientation="h", y=-0.25))
+                      legend=LEGEND)
     return plain_figure(fig)  # the family names a measure (user text)
 
 

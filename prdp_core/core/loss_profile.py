@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from .errors import ParameterError
+from .wording import share_in_words
 
 Measure = Literal["rho", "eps"]
 MEASURE_SYMBOL = {"rho": "ρ", "eps": "ε"}
@@ -176,8 +177,7 @@ def plain_language(share: float, n: int, level: float, largest: float, measure: 
     largest loss is 19ρ" (``qualifier`` follows the level, e.g. a binned distribution's bound)."""
     if share == 0:
         return f"No one of the {n:,} {noun} pays more than {format_loss(level, measure)}."
-    one_in = 1 / share
-    ratio = f"1 in {one_in:,.0f} {noun} pays" if one_in >= 1.5 else f"{share:.0%} of {noun} pay"
+    ratio = share_in_words(share, noun, singular="pays", plural="pay")
     return (f"{ratio} more than {format_loss(level, measure)}{qualifier}; the largest loss is "
             f"{format_loss(largest, measure)}.")
 
