@@ -11,7 +11,7 @@ import pytest
 
 from prdp_core.core import limits
 from prdp_core.data.profile import profile_dataset
-from ui import large
+from ui import large_roles
 
 from .. import hostile_files as H
 from .conftest import open_page, texts, upload
@@ -86,7 +86,7 @@ def test_a_data_folder_file_is_read_whole_from_the_large_dataset_tab(tables, tmp
     at.button(key="large_connect_go").click().run()
     assert not at.exception, at.exception
     shown = texts(at)
-    assert "60 rows, over the 10 row limit" in shown and large.STAT_NOTE in shown
+    assert "60 rows, over the 10 row limit" in shown and large_roles.STAT_NOTE in shown
 
 
 def test_a_session_on_a_data_folder_file_is_restored_from_the_servers_copy(tables, tmp_path, monkeypatch, one_browser):
