@@ -8,6 +8,7 @@ import streamlit as st
 import prdp_core
 from prdp_core.board import summary as S
 from prdp_core.board import workshop as W
+from prdp_core.board.comparison import describe_reference
 from prdp_core.charts.board import board_cdf_figure, public_functions_figure, tradeoff_figure
 from prdp_core.core.errors import PrdpError
 from prdp_core.review.review_boundary import produce, screen_frame
@@ -80,14 +81,16 @@ if not entries:
     st.caption("No policy on the board yet.")
 else:
     own = ub.mine(entries)
-    frame = screen_frame(produce("board table (screen)", entries, teaching=not review, delta=delta, mine=own))
-    fmt = {"ε at δ, base": "{:.4g}", "ε at δ, p99 record": "{:.4g}", "share above base": "{:.2%}",
-           "median rel. error": "{:.2%}"}
-    st.dataframe(frame.style.format({k: v for k, v in fmt.items() if k in frame.columns}, na_rep="–"),
-                 hide_index=True, key="board_table",
-                 column_config={"yours": st.column_config.CheckboxColumn("yours", help="submitted by you")})
+    shown = {"teaching": not review, "delta": delta, "mine": own}
+    frame = screen_frame(produce("board table (screen)", entries, compact=True, **shown))
+    st.dataframe(ub.styled(frame), hide_index=True, key="board_table", width="stretch",
+                 column_config=ub.table_columns(frame))
     st.caption(f"(ε, δ) columns convert zCDP losses at the workshop's δ = {delta:g} (Canonne–Kamath–Steinke); "
-               "pure-ε policies are shown as they are.")
+               "pure-ε policies are shown as they are. Each policy's function, budgets, σ and rationale: under "
+               "*Details* below.")
+    if not review and (basis := describe_reference(entries)):
+        st.caption(f"Errors compared like with like: the {md_escape(basis)}. A policy measured otherwise is marked "
+                   "*not comparable* and kept off the Pareto front.")
     ids = [e.id for e in entries]
     names = {e.id: f"#{e.id} {e.name}" + (" (yours)" if e.id in own else "") for e in entries}
     if st.session_state.get("board_pick") not in ids:
@@ -99,8 +102,10 @@ else:
     c3.button("Withdraw", key="board_withdraw", icon=":material/delete:", on_click=ub.on_withdraw,
               help="Only your own entries.")
     picked = next(e for e in entries if e.id == st.session_state["board_pick"])
-    with st.expander(f"Each answer's error: {md_escape(names[picked.id])}", icon=":material/query_stats:"):
-        st.caption(md_escape(picked.summary.get("public", {}).get("policy", "")))
+    with st.expander(f"Details and each answer's error: {md_escape(names[picked.id])}",
+                     icon=":material/query_stats:"):
+        full = screen_frame(produce("board table (screen)", entries, **shown))
+        st.table(ub.details(full, picked.id).set_index("field"))
         queries = S.query_table(picked, review=review)
         if queries.empty:
             st.caption("No per-answer figures for this policy.")

@@ -112,6 +112,48 @@ def _fail(err: PrdpError) -> None:
 
 
 # ---------------------------------------------------------------------------
+# The board's table
+# ---------------------------------------------------------------------------
+
+#: How the board's numbers are written, by column.
+FORMATS = {"ε at δ, base": "{:.4g}", "ε at δ, p99 record": "{:.4g}", "share above base": "{:.2%}",
+           "median rel. error": "{:.2%}"}
+#: Widths (pixels) of the compact table's columns: together they fit a 1280-pixel screen beside the sidebar.
+WIDTHS = {"#": 40, "name": 170, "yours": 50, "kind": 110, "ε at δ, base": 90, "ε at δ, p99 record": 90,
+          "median rel. error": 90, "error measure": 150}
+
+
+def styled(frame: Any) -> Any:
+    """A board table with its numbers formatted (missing: –)."""
+    return frame.style.format({k: v for k, v in FORMATS.items() if k in frame.columns}, na_rep="–")
+
+
+def table_columns(frame: Any) -> dict[str, Any]:
+    """The compact table's column settings: fixed widths (long names are cut on screen, whole in *Details*)."""
+    cfg: dict[str, Any] = {c: st.column_config.Column(c, width=w) for c, w in WIDTHS.items() if c in frame.columns}
+    if "yours" in frame.columns:
+        cfg["yours"] = st.column_config.CheckboxColumn("yours", help="submitted by you", width=WIDTHS["yours"])
+    return cfg
+
+
+def details(full: Any, entry_id: int) -> Any:
+    """One entry's row of the full board table as a two-column table (field, value), numbers formatted."""
+    import pandas as pd
+
+    row = full[full["#"] == entry_id].iloc[0]
+    out = []
+    for col, v in row.items():
+        if v is None or (isinstance(v, float) and v != v):
+            text = "–"
+        elif col in FORMATS and isinstance(v, (int, float)):
+            text = FORMATS[col].format(v)
+        else:
+            text = str(v)
+        out.append({"field": str(col), "value": text})
+    return pd.DataFrame(out, columns=["field", "value"])
+
+
+# ---------------------------------------------------------------------------
 # The workshop dataset and designs
 # ---------------------------------------------------------------------------
 

@@ -20,6 +20,8 @@ from .conftest import open_page, texts
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "facilitator passphrase"
 SMALL = {"sample": "cbp_like", "n": 4000, "seed": 1}
+#: The statistics of the records the board's compact table shows (the others are in each entry's details).
+SHOWN_RECORD_COLUMNS = set(S.RECORD_COLUMNS) & set(S.COMPACT_COLUMNS)
 
 
 @pytest.fixture(autouse=True)
@@ -89,7 +91,10 @@ def test_submit_and_see_the_policy_with_its_record_statistics(workshop):
     assert "Submitted **#1 Mine** (unit splitting)" in at.success[0].value
     df = _frame(at)
     assert df["name"].tolist() == ["Mine"] and df["yours"].tolist() == [True]
-    assert set(S.RECORD_COLUMNS) <= set(df.columns) and df["rationale"][0] == "small firms pay the base loss"
+    assert SHOWN_RECORD_COLUMNS <= set(df.columns) and set(df.columns) <= set(S.COMPACT_COLUMNS)  # fits the screen
+    details = at.table[0].value  # the rest of the row: under Details
+    assert details.loc["rationale", "value"] == "small firms pay the base loss"
+    assert details.loc["error measure", "value"] == "closed form" and "P(r)" in details.loc["policy", "value"]
     (entry,) = _store(workshop).entries()
     assert entry.summary["records"]["p99"] > 0 and entry.config["policy"]["thresholds"]["EMP"] == 100
     at.button(key="board_submit").click().run()  # the same submission again
@@ -333,7 +338,7 @@ def test_the_table_on_screen_is_made_by_the_review_boundary_in_the_boards_mode(w
     monkeypatch.setitem(B.REGISTRY, "board table (screen)", replace(B.REGISTRY["board table (screen)"], build=build))
     at = _submit(_designer(), "Mine")
     df = _frame(at)
-    assert df["made in"].tolist() == ["teaching"] and set(S.RECORD_COLUMNS) <= set(df.columns)
+    assert df["made in"].tolist() == ["teaching"] and SHOWN_RECORD_COLUMNS <= set(df.columns)
     at.session_state["mode"] = "review"
     _board(at)
     df = _frame(at)

@@ -75,7 +75,38 @@ def _columns(page) -> tuple[int, list[str]]:
 
 
 def _expected_columns(review: bool) -> list[str]:
-    return list(S.board_frame([], review=review, delta=1e-6, mine=set()).columns)
+    return list(S.board_frame([], review=review, delta=1e-6, mine=set(), compact=True).columns)
+
+
+#: The horizontal overflow of the page and of the board's table (its grid and every scrolling part of it): the
+#: (scrollWidth, clientWidth) of each.
+_OVERFLOW_JS = """() => {
+  const page = document.querySelector('[data-testid="stMain"]');
+  const grid = document.querySelector('[data-testid="stDataFrame"] .stDataFrameGlideDataEditor');
+  if (!grid) return {page: [page.scrollWidth, page.clientWidth], grid: null};
+  const widest = [grid, ...grid.querySelectorAll('div')].reduce(
+    (w, e) => (e.scrollWidth - e.clientWidth > w[0] - w[1] ? [e.scrollWidth, e.clientWidth] : w), [0, 0]);
+  return {page: [page.scrollWidth, page.clientWidth], doc: [document.documentElement.scrollWidth,
+          document.documentElement.clientWidth], grid: widest};
+}"""
+
+
+def test_the_board_table_fits_a_1280_pixel_screen(browser, workshop_url):
+    """At a 1280-pixel viewport, with the sidebar open, in teaching mode (every column): neither the page nor the
+    board's table scrolls sideways."""
+    p = _open(browser, workshop_url)
+    p.set_viewport_size({"width": 1280, "height": 900})
+    _designer(p)
+    _submit(p, "A policy with a rather long name to see that it is cut, not widened", "wide tables scroll")
+    _in_table(p, "A policy with a rather long name to see that it is cut, not widened")
+    p.locator('[data-testid="stSidebar"]').wait_for()
+    wait_idle(p)
+    got = p.evaluate(_OVERFLOW_JS)
+    shot(p, "board-06-1280")
+    assert got["grid"] is not None, got
+    for what, (scroll, client) in got.items():
+        assert scroll <= client, f"{what} overflows: {scroll} > {client} px"
+    p.context.close()
 
 
 def test_two_participants_submit_compare_and_load(browser, workshop_url):
@@ -154,7 +185,7 @@ def test_review_mode_shows_no_record_statistic_on_the_board(browser, workshop_ur
     _submit(p, "Reviewed policy", "for the review")
     n, drawn = _columns(p)
     assert n == len(_expected_columns(review=False))
-    assert {"share above base", "median record loss"} <= set(drawn)  # the first record columns are drawn
+    assert {"ε at δ, p99 record", "median rel. error"} <= set(drawn)  # the record columns are drawn
 
     # the facilitator switches the board to review mode
     fac = _open(browser, workshop_url)
