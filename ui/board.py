@@ -26,7 +26,7 @@ from prdp_core.board import workshop as W
 from prdp_core.board.store import BoardStore, Entry, new_participant_code
 from prdp_core.core.errors import AccessError, DataError, PrdpError, StoreError
 from prdp_core.core.provenance import with_part_sources
-from prdp_core.data.dataset import Schema, prepare_dataset
+from prdp_core.data.dataset import Schema
 from prdp_core.study.config import parse_config
 
 from . import state, study_export, study_import
@@ -42,22 +42,32 @@ PART_LABELS = {"thresholds": "Splitting thresholds (Policy designer)", "budget":
 # ---------------------------------------------------------------------------
 
 
-@st.cache_resource(show_spinner="Loading the workshop table…", max_entries=4)
-def _workshop_file(path: str, size: int, mtime: int, name: str) -> W.WorkshopFile:
-    return W.load_file(W.data_dir(), name)
+@st.cache_resource(show_spinner="Reading the workshop table…", max_entries=4)
+def _workshop_raw(path: str, size: int, mtime: int, name: str) -> tuple[Any, str]:
+    return W.read_file(W.data_dir(), name)
 
 
-def workshop_file(name: str) -> W.WorkshopFile:
-    """A table of the data folder, loaded once per server (and again when the file changes)."""
-    folder = W.data_dir()
-    path, size, mtime = W.file_stamp(folder, name)
-    return _workshop_file(path, size, mtime, name)
+@st.cache_resource(show_spinner="Preparing the workshop table…", max_entries=8)
+def _workshop_file(path: str, size: int, mtime: int, name: str, schema_json: str, options_json: str
+                   ) -> W.WorkshopFile:
+    schema = json.loads(schema_json)
+    return W.load_file(W.data_dir(), name, None if schema is None else Schema.from_dict(schema),
+                       json.loads(options_json), raw=_workshop_raw(path, size, mtime, name))
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _prepared(sha: str, schema_json: str, options_json: str, _file: W.WorkshopFile) -> Any:
-    return prepare_dataset(_file.raw, Schema.from_dict(json.loads(schema_json)), name=_file.name,
-                           **json.loads(options_json))
+def workshop_raw(name: str) -> tuple[Any, str]:
+    """A table of the data folder as read (before roles and fixes) and its content hash, read once per server (and
+    again when the file changes)."""
+    return _workshop_raw(*W.file_stamp(W.data_dir(), name), name)
+
+
+def workshop_file(name: str, schema: Schema | None = None, options: Mapping[str, Any] | None = None
+                  ) -> W.WorkshopFile:
+    """A table of the data folder with the column roles ``schema`` (default: guessed) and the fixes ``options``,
+    prepared once per server (and again when the file changes)."""
+    path, size, mtime = W.file_stamp(W.data_dir(), name)
+    return _workshop_file(path, size, mtime, name, json.dumps(None if schema is None else schema.to_dict()),
+                          json.dumps(dict(options or {}), sort_keys=True))
 
 
 # ---------------------------------------------------------------------------
@@ -78,11 +88,11 @@ def on_use_code() -> None:
     ss = st.session_state
     code = str(ss.get("board_code_input") or "").strip()
     if not (6 <= len(code) <= 64) or not all(c.isalnum() or c in "-_" for c in code):
-        _msg("error", "That is not a participant code (6–64 letters, digits, - or _).")
+        say("error", "That is not a participant code (6–64 letters, digits, - or _).")
         return
     ss["board_participant"] = code
     ss["board_code_input"] = ""
-    _msg("success", "Your earlier participant code is in use: its entries are yours again.")
+    say("success", "Your earlier participant code is in use: its entries are yours again.")
 
 
 def review_mode(settings: Mapping[str, Any]) -> bool:
@@ -96,7 +106,8 @@ def mine(entries: list[Entry]) -> set[int]:
     return {e.id for e in entries if e.owned_by(code)}
 
 
-def _msg(kind: str, text: str) -> None:
+def say(kind: str, text: str) -> None:
+    """Keep the outcome of a board action (``kind``: error, success or info), shown by :func:`message`."""
     st.session_state["board_msg"] = {"kind": kind, "text": text}
 
 
@@ -108,7 +119,7 @@ def message() -> None:
 
 
 def _fail(err: PrdpError) -> None:
-    _msg("error", f"**{err.title}.** {md_escape(err)}")  # messages may quote names, files or a link's values
+    say("error", f"**{err.title}.** {md_escape(err)}")  # messages may quote names, files or a link's values
 
 
 # ---------------------------------------------------------------------------
@@ -163,7 +174,8 @@ def uses_pin(pin: Mapping[str, Any]) -> bool:
     active = W.pin_of_source(state.source())
     if active is None:
         return False
-    norm = lambda p: {**p, "n": p.get("n") or None, "seed": int(p.get("seed", 0) or 0)} if "sample" in p else dict(p)  # noqa: E731
+    norm = lambda p: ({**p, "n": p.get("n") or None, "seed": int(p.get("seed", 0) or 0)} if "sample" in p  # noqa: E731
+                      else {"file": p["file"], "prepare": dict(p.get("prepare") or {})})
     return norm(active) == norm(pin)
 
 
@@ -176,7 +188,7 @@ def on_use_workshop_dataset() -> None:
         use_pinned(pin)
         from .data import describe  # no record count in review mode
 
-        _msg("success", f"The workshop dataset is active: {md_escape(describe(state.dataset()))}.")
+        say("success", f"The workshop dataset is active: {md_escape(describe(state.dataset()))}.")
     except PrdpError as err:
         _fail(err)
 
@@ -191,19 +203,14 @@ def use_pinned(pin: Mapping[str, Any]) -> None:
                           {"kind": "sample", "name": pin["sample"], "n": n, "seed": seed})
         udata.raw_from_sample(pin["sample"], n, seed)
         return
-    _use_file(workshop_file(pin["file"]))
+    _use_file(workshop_file(pin["file"], *W.pin_roles(pin)))
 
 
-def _use_file(f: W.WorkshopFile, schema: Mapping[str, Any] | None = None,
-              options: Mapping[str, Any] | None = None) -> None:
-    """A data-folder table as the active dataset, with the given roles and fixes (default: guessed)."""
+def _use_file(f: W.WorkshopFile) -> None:
+    """A data-folder table, prepared with its roles and fixes, as the active dataset."""
     import uuid
 
     ds, src = f.dataset, dict(f.source)
-    if (schema is not None and Schema.from_dict(dict(schema)) != f.dataset.schema) or options:
-        ds = _prepared(f.sha256, json.dumps(dict(schema or src["schema"]), sort_keys=True),
-                       json.dumps(dict(options or {}), sort_keys=True), f)
-        src.update(schema=ds.schema.to_dict(), options=dict(options or {}))
     # the roles of the file's columns: an id generated from the row number is no column of it (as for an upload)
     roles = ds.schema if ds.schema.id_col in set(map(str, f.raw.columns)) else replace(ds.schema, id_col=None)
     src["schema"] = roles.to_dict()
@@ -226,11 +233,7 @@ def ensure_data(data: Mapping[str, Any]) -> None:
         raise DataError(f"This design reads the file '{name}', which this server does not have.",
                         hint="Upload that file on the Data page (same name), then open the link or load the "
                              "policy again.")
-    schema = data.get("schema")
-    s = None if schema is None else Schema(id_col=schema.get("id"), measures=tuple(schema.get("measures") or ()),
-                                           groups=tuple(schema.get("groups") or ()),
-                                           owner_col=schema.get("owner")).to_dict()
-    _use_file(workshop_file(name), s, data.get("prepare") or None)
+    _use_file(workshop_file(name, *W.pin_roles(data)))
 
 
 def load_design(config: Mapping[str, Any]) -> list[str]:
@@ -292,9 +295,9 @@ def on_submit() -> None:
         _fail(err)
         return
     if created:
-        _msg("success", f"Submitted **#{entry.id} {md_escape(entry.name)}** ({entry.kind}) to the board.")
+        say("success", f"Submitted **#{entry.id} {md_escape(entry.name)}** ({entry.kind}) to the board.")
     else:
-        _msg("info", f"This policy is already on the board as **#{entry.id} {md_escape(entry.name)}**.")
+        say("info", f"This policy is already on the board as **#{entry.id} {md_escape(entry.name)}**.")
 
 
 def _picked() -> int | None:
@@ -313,7 +316,7 @@ def on_withdraw() -> None:
         _fail(err)
         return
     st.session_state.pop("board_pick", None)
-    _msg("success", f"Entry #{eid} was withdrawn.")
+    say("success", f"Entry #{eid} was withdrawn.")
 
 
 def on_load() -> None:
@@ -330,7 +333,7 @@ def on_load() -> None:
     page = {"thresholds": "Policy designer", "budget": "Budget functions", "specification": "Personalized DP",
             "tiers": "Analyst tiers"}.get(entry.summary.get("part", ""), "Study")
     extra = "".join(f" {md_escape(n)}" for n in notes)
-    _msg("success", f"Loaded **#{entry.id} {md_escape(entry.name)}** into your session: open the **{page}** "
+    say("success", f"Loaded **#{entry.id} {md_escape(entry.name)}** into your session: open the **{page}** "
                     f"page.{extra}")
 
 
@@ -356,7 +359,7 @@ def on_unlock() -> None:
         return
     if bs.is_facilitator(typed):
         ss["board_key"] = typed
-        _msg("success", "Facilitator actions unlocked for this session.")
+        say("success", "Facilitator actions unlocked for this session.")
     else:
         _fail(AccessError("That is not the facilitator key."))
 
@@ -373,30 +376,7 @@ def _facilitator(action: Any, done: str) -> None:
         _fail(err)
         return
     st.session_state.pop("board_export", None)
-    _msg("success", done)
-
-
-def on_pin() -> None:
-    ss = st.session_state
-    how = ss.get("board_pin_kind", "none")
-    if how == "sample":
-        n = int(ss.get("board_pin_n") or 0)
-        pin: dict[str, Any] | None = {"sample": ss.get("board_pin_sample"), "n": n or None,
-                                      "seed": int(ss.get("board_pin_seed") or 0)}
-    elif how == "file":
-        pin = {"file": ss.get("board_pin_file")}
-    else:
-        pin = None
-
-    def act(bs: BoardStore, key: str | None) -> None:
-        if pin and "file" in pin:
-            if not pin["file"]:
-                raise DataError("The data folder has no table to pin.", hint=f"Put one in {W.data_dir()}.")
-            workshop_file(pin["file"])  # it loads and passes the checks before everyone is sent to it
-        bs.pin_dataset(pin, key=key)
-
-    _facilitator(act, f"Workshop dataset: {md_escape(W.describe_pin(pin))}." if pin
-                 else "No workshop dataset is pinned.")
+    say("success", done)
 
 
 def on_settings() -> None:
@@ -411,7 +391,7 @@ def on_settings() -> None:
 
 def on_clear() -> None:
     if not st.session_state.get("board_clear_confirm"):
-        _msg("error", "Tick the box to confirm: clearing deletes every entry of the board.")
+        say("error", "Tick the box to confirm: clearing deletes every entry of the board.")
         return
     st.session_state["board_clear_confirm"] = False
     _facilitator(lambda bs, key: bs.clear(key=key), "The board was cleared.")

@@ -473,15 +473,12 @@ class BoardStore:
 
     def pin_dataset(self, dataset: Mapping[str, Any] | None, *, key: str | None) -> None:
         """Pin the workshop dataset for everyone (``{"sample": name, "n": …, "seed": …}`` or
-        ``{"file": name}`` of the data folder), or unpin it (None)."""
+        ``{"file": name}`` of the data folder, with its ``schema`` and ``prepare``:
+        :func:`.workshop.normal_pin`), or unpin it (None)."""
+        from .workshop import normal_pin
+
         self._check_facilitator(key)
-        if dataset is not None:
-            ok = (isinstance(dataset, Mapping) and (("sample" in dataset) != ("file" in dataset))
-                  and set(dataset) <= {"sample", "n", "seed", "file"})
-            if not ok:
-                raise StoreError("A pinned dataset is a sample (sample, n, seed) or a file of the data folder.")
-            dataset = dict(dataset)
-        self._put("dataset", dataset)
+        self._put("dataset", normal_pin(dataset))
 
     def set_mode(self, mode: str, *, key: str | None) -> None:
         """The board's mode: ``review`` hides every statistic of the records for every viewer;

@@ -227,7 +227,9 @@ def test_facilitator_pins_a_data_folder_file_and_exports(workshop):
     fac.radio(key="board_pin_kind").set_value("file").run()
     assert fac.selectbox(key="board_pin_file").options == ["establishments.csv"]
     fac.button(key="board_pin").click().run()
-    assert _store(workshop).settings()["dataset"] == {"file": "establishments.csv"}
+    pin = _store(workshop).settings()["dataset"]
+    assert pin["file"] == "establishments.csv" and "prepare" not in pin  # the guessed roles, no fix needed
+    assert pin["schema"]["measures"] == ["EMP", "PAYANN", "PAYQTR1"] and pin["schema"]["owner"] == "FIRM_ID"
 
     p = _board(_designer())
     p.button(key="board_use_pin").click().run()
@@ -251,6 +253,67 @@ def test_facilitator_pins_a_data_folder_file_and_exports(workshop):
     fac.checkbox(key="board_clear_confirm").check()
     fac.button(key="board_clear").click().run()
     assert _store(workshop).entries() == []
+
+
+def _in_block(at: AppTest, key: str) -> list:
+    """The elements inside the container with the key ``key``."""
+    found = []
+
+    def walk(node, inside: bool) -> None:
+        here = inside or getattr(getattr(node, "proto", None), "id", "").endswith(key)
+        for child in getattr(node, "children", {}).values():
+            walk(child, here)
+        if inside and not getattr(node, "children", None):
+            found.append(node)
+
+    walk(at._tree, False)
+    return found
+
+
+def test_facilitator_pins_a_data_folder_file_with_roles_and_a_public_shift(workshop):
+    """A data-folder file with negative values: the facilitator picks its roles and types a public shift; without
+    one the pin is refused with the reason right beside the Pin button; with it, every participant gets the same
+    shifted table and submits on it."""
+    df = prdp_core.data.samples.load("cbp_like", n=800, seed=3)
+    df["PROFIT"] = df["PAYANN"] - 3 * df["PAYQTR1"]  # negative for many firms
+    assert (df["PROFIT"] < 0).any()
+    df.to_csv(workshop / "data" / "profits.csv", index=False)
+    fac = _board(_designer())
+    fac.text_input(key="board_key_input").input(KEY)
+    fac.button(key="board_unlock").click().run()
+    fac.radio(key="board_pin_kind").set_value("file").run()
+    assert fac.selectbox(key="board_pin_file").value == "profits.csv"
+    fac.multiselect(key="board_pin_measures_profits.csv").set_value(["EMP", "PROFIT"])
+    fac.selectbox(key="board_pin_owner_profits.csv").set_value("FIRM_ID")
+    fac.selectbox(key="board_pin_id_profits.csv").set_value(None).run()
+    assert not fac.exception, fac.exception
+    shift = fac.number_input(key="board_pin_shift_profits.csv_PROFIT")
+    assert "negative" in shift.label
+    fac.button(key="board_pin").click().run()
+    beside = [e for e in _in_block(fac, "board_pin_box") if e.type == "alert" or "error" in str(type(e)).lower()]
+    assert any("No public shift is typed for 'PROFIT'" in str(e.value).replace("\\", "") for e in beside), beside
+    assert "shift" not in fac.session_state["board_msg"]["text"]  # not at the top of the page: beside the button
+    assert _store(workshop).settings()["dataset"] is None
+    low = float(df["PROFIT"].min())
+    fac.number_input(key="board_pin_shift_profits.csv_PROFIT").set_value(-low + 10)
+    fac.button(key="board_pin").click().run()
+    assert not [e for e in _in_block(fac, "board_pin_box") if "No public shift" in str(getattr(e, "value", ""))]
+    pin = _store(workshop).settings()["dataset"]
+    assert pin == {"file": "profits.csv", "prepare": {"negative": "shift", "shift_by": {"PROFIT": -low + 10}},
+                   "schema": {"id": None, "measures": ["EMP", "PROFIT"], "owner": "FIRM_ID",
+                              "groups": pin["schema"]["groups"]}}
+    assert "PROFIT shifted by" in fac.success[0].value
+
+    p = _board(_designer())  # a participant follows the pin: the same shifted table
+    p.button(key="board_use_pin").click().run()
+    assert not p.exception, p.exception
+    ds = p.session_state["dataset"]
+    assert ds.name == "profits.csv" and ds.schema.measures == ("EMP", "PROFIT") and ds.schema.owner_col == "FIRM_ID"
+    assert ds.shifts == {"PROFIT": -low + 10} and float(ds.table["PROFIT"].min()) == pytest.approx(10.0)
+    assert "Workshop dataset" in texts(_board(p))  # the page says it is the pinned one
+    p.switch_page("app_pages/policy_designer.py").run()
+    p = _submit(p, "On the shifted file")
+    assert "Submitted **#1 On the shifted file**" in p.success[0].value, p.error
 
 
 def test_a_broken_board_database_gives_a_message(monkeypatch, tmp_path):

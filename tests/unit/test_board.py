@@ -413,6 +413,24 @@ def test_data_folder_tables_and_pins(tmp_path):
     assert W.pin_of_source(f.source) == {"file": "firms.csv"}
 
 
+def test_a_data_folder_file_with_negative_values_is_pinned_with_its_roles_and_a_public_shift(tmp_path):
+    df = pd.DataFrame({"FIRM": [1, 1, 2, 3], "PROFIT": [-50.0, 10.0, 20.0, -5.0], "EMP": [1, 2, 3, 4]})
+    df.to_csv(tmp_path / "profits.csv", index=False)
+    with pytest.raises(DataError, match="negative"):
+        W.load_file(tmp_path, "profits.csv")  # guessed roles, no fix: refused with the checker's message
+    schema = prdp_core.data.Schema(id_col=None, measures=("PROFIT", "EMP"), groups=(), owner_col="FIRM")
+    opts = {"negative": "shift", "shift_by": {"PROFIT": 60.0}}
+    f = W.load_file(tmp_path, "profits.csv", schema, opts)
+    assert f.dataset.shifts == {"PROFIT": 60.0} and f.dataset.table["PROFIT"].min() == 10.0
+    pin = W.file_pin("profits.csv", schema, opts)
+    assert pin["prepare"] == opts and pin["schema"]["owner"] == "FIRM"
+    assert W.pin_roles(pin) == (schema, opts) and W.pin_of_source(f.source) == {"file": "profits.csv",
+                                                                                "prepare": opts}
+    assert W.matches_pin({"path": "profits.csv", "prepare": opts}, pin)
+    assert not W.matches_pin({"path": "profits.csv"}, pin)  # the same file without the shift: other values
+    assert "PROFIT shifted by +60 (public)" in W.describe_pin(pin)
+
+
 def test_large_dataset_sources_of_the_data_folder_and_nothing_outside(tmp_path):
     """The app's Large dataset source: the data folder's Parquet/CSV files, folders of parts and DuckDB
     databases are listed and resolved; absolute paths, '..', and links leading out (of the path or of a file
