@@ -5,7 +5,9 @@ Keys in ``st.session_state``:
 
 * ``board_participant`` – the participant's random code: their identity on the board for this
   session (stored hashed with their entries; typing it again after a reconnect restores it);
-* ``board_key`` – the facilitator key typed in this session, once it was checked;
+* ``board_key`` – the facilitator key typed in this session, once it was checked (or recalled: an unlock is kept
+  for the durable session in its browser, :mod:`prdp_core.board.facilitator_unlocks`); ``board_locked`` – the
+  facilitator locked this session again;
 * ``board_msg`` – the outcome of the last action, shown by :func:`message`;
 * ``board_export`` – the last export built (CSV and HTML bytes).
 
@@ -21,6 +23,7 @@ from typing import Any, Mapping
 
 import streamlit as st
 
+from prdp_core.board import facilitator_unlocks as U
 from prdp_core.board import summary as S
 from prdp_core.board import workshop as W
 from prdp_core.board.store import BoardStore, Entry, new_participant_code
@@ -343,12 +346,36 @@ def on_load() -> None:
 
 
 def facilitator_key() -> str | None:
-    """The facilitator key this session unlocked with, if it still matches."""
+    """The facilitator key this session unlocked with, if it still matches; after a reload (or a reconnect) of a
+    durable session unlocked in this browser, the key that unlock was made with (:func:`_recalled`)."""
     k = st.session_state.get("board_key")
-    return k if k and store().is_facilitator(k) else None
+    if k and store().is_facilitator(k):
+        return str(k)
+    k = _recalled()
+    if k is not None:
+        st.session_state["board_key"] = k
+    return k
+
+
+def _recalled() -> str | None:
+    """The facilitator key kept for this durable session in this browser
+    (:func:`prdp_core.board.facilitator_unlocks.recall`), or None (also when the store cannot say)."""
+    from . import durable
+
+    browser = durable.browser()
+    if browser is None or st.session_state.get("board_locked"):
+        return None
+    try:
+        return U.recall(store(), durable.key(), browser)
+    except PrdpError:
+        return None
 
 
 def on_unlock() -> None:
+    """Callback: check the typed facilitator key; it unlocks this session, and stays unlocked when the session is
+    reloaded in this browser (kept in the store for its durable session)."""
+    from . import durable
+
     ss = st.session_state
     typed = str(ss.get("board_key_input") or "")
     ss["board_key_input"] = ""
@@ -357,16 +384,35 @@ def on_unlock() -> None:
     except PrdpError as err:
         _fail(err)
         return
-    if bs.is_facilitator(typed):
-        ss["board_key"] = typed
-        say("success", "Facilitator actions unlocked for this session.")
-    else:
+    if not bs.is_facilitator(typed):
         _fail(AccessError("That is not the facilitator key."))
+        return
+    ss["board_key"] = typed
+    ss.pop("board_locked", None)
+    browser, key = durable.browser(), durable.key()
+    try:
+        if browser is None or key is None or ss.get("durable_readonly"):
+            raise StoreError("this session is not saved.")
+        U.remember(bs, typed, key, browser)
+    except PrdpError as err:
+        say("success", "Facilitator actions unlocked for this session, but not kept for a reload: "
+                       f"{md_escape(err.message)}")
+        return
+    say("success", "Facilitator actions unlocked for this session (a reload in this browser keeps them unlocked).")
 
 
 def on_lock() -> None:
-    st.session_state.pop("board_key", None)
-    st.session_state.pop("board_export", None)
+    """Callback: lock the facilitator actions again (also for a reload of this session)."""
+    from . import durable
+
+    ss = st.session_state
+    ss.pop("board_key", None)
+    ss.pop("board_export", None)
+    ss["board_locked"] = True
+    try:
+        U.forget(store(), durable.key())
+    except PrdpError as err:
+        say("error", f"Locked here, but the store still keeps the unlock for a reload: {md_escape(err.message)}")
 
 
 def _facilitator(action: Any, done: str) -> None:

@@ -138,6 +138,12 @@ def _browser() -> str:
     return browser_hash(st.session_state["durable_browser"])
 
 
+def browser() -> str | None:
+    """The SHA-256 of this session's browser secret (None before :func:`start`): what the store ties this browser's
+    things to (its sessions, the facilitator's unlock of one)."""
+    return _browser() if "durable_browser" in st.session_state else None
+
+
 #: Stores the browser secret as the cookie :data:`COOKIE` (or renews its expiry) unless the browser holds another
 #: one (another tab of a new browser may have been first), then hides its own (empty) element.
 _REMEMBER_JS = """<script>(() => {{
@@ -546,5 +552,5 @@ def _transfer_panel() -> None:
 
 state.register("add_entries", add_entries)
 
-__all__ = ["RESTORERS", "add_entries", "align", "entry_fingerprints", "keep_upload", "key", "ledger_notice", "record",
-           "save", "show_message", "sidebar_note", "source_record", "start", "store"]
+__all__ = ["RESTORERS", "add_entries", "align", "browser", "entry_fingerprints", "keep_upload", "key", "ledger_notice",
+           "record", "save", "show_message", "sidebar_note", "source_record", "start", "store"]

@@ -316,6 +316,47 @@ def test_facilitator_pins_a_data_folder_file_with_roles_and_a_public_shift(works
     assert "Submitted **#1 On the shifted file**" in p.success[0].value, p.error
 
 
+def _reload(key: str, page: str = "board") -> AppTest:
+    """The address of a durable session opened again (a reload, or a reconnect after a restart)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["s"] = key
+    at.run()
+    assert not at.exception, at.exception
+    at.switch_page(f"app_pages/{page}.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _unlocked(at: AppTest) -> bool:
+    keys = {b.key for b in at.button}
+    assert ("board_lock" in keys) != ("board_unlock" in keys)
+    return "board_lock" in keys
+
+
+def test_the_facilitator_unlock_is_kept_for_a_reload_of_the_session_in_its_browser(workshop, one_browser):
+    at = _board(open_page("data"))
+    assert not _unlocked(at)
+    at.text_input(key="board_key_input").input(KEY)
+    at.button(key="board_unlock").click().run()
+    assert _unlocked(at) and "a reload in this browser keeps them unlocked" in at.success[0].value
+    key = at.query_params["s"]
+    key = key[0] if isinstance(key, list) else key
+    again = _reload(key)
+    assert _unlocked(again)  # the reload: still the facilitator
+    again.radio(key="board_set_mode").set_value("review")
+    again.button(key="board_save").click().run()
+    assert _store(workshop).settings()["mode"] == "review"  # and its actions work
+    assert not _unlocked(_board(open_page("data")))  # another session of this browser is not unlocked
+    mine = one_browser.cookie
+    one_browser.cookie = "another-browser-secret-of-32-chars-x"
+    assert not _unlocked(_reload(key))  # the address opened in another browser
+    one_browser.cookie = mine
+    again = _reload(key)
+    again.button(key="board_lock").click().run()
+    assert not _unlocked(again)
+    assert not _unlocked(_reload(key))  # locked: also after a reload
+
+
 def test_a_broken_board_database_gives_a_message(monkeypatch, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
