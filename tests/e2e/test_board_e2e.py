@@ -1,5 +1,5 @@
 """The workshop board in real browsers, against a server started with ``prdp app``: two
-participants submit, one loads the other's policy, a copied link restores a design in a fresh
+participants submit, one loads the other's policy, a copied short link restores a design in a fresh
 context, nobody withdraws someone else's entry, and review mode shows no statistic of the records."""
 
 from __future__ import annotations
@@ -156,9 +156,12 @@ def test_a_copied_link_restores_the_design_in_a_fresh_context(browser, workshop_
     _designer(first, emp=77)
     first.wait_for_function("() => location.search.includes('policy=')")
     _nav(first, "Board")  # the share link: the design without the session key the address bar also holds
-    link = first.locator('[data-testid="stCode"]').filter(has_text="policy=").first.inner_text().strip()
-    assert "/policy_designer?policy=" in link and "s=" not in link.split("?")[1]
+    link = first.locator('[data-testid="stCode"]').filter(has_text="?d=").first.inner_text().strip()
+    assert "/policy_designer?d=" in link and "s=" not in link.split("?")[1] and len(link) < 80  # short
     first.get_by_text("not the address bar").wait_for()
+    first.get_by_text("Long link").click()  # the long form, for offline use
+    long = first.locator('[data-testid="stCode"]').filter(has_text="policy=").first.inner_text().strip()
+    assert "/policy_designer?policy=" in long and "s=" not in long.split("?")[1]
     first.context.close()
 
     fresh = new_page(browser)
@@ -171,7 +174,7 @@ def test_a_copied_link_restores_the_design_in_a_fresh_context(browser, workshop_
     shot(fresh, "board-04-link-restored")
 
     damaged = new_page(browser)
-    damaged.goto(link.split("?")[0] + "?policy=not*a*design")
+    damaged.goto(long.split("?")[0] + "?policy=not*a*design")
     wait_idle(damaged)
     damaged.get_by_text("The link's design was not loaded").wait_for()
     assert damaged.locator('[data-testid="stException"]').count() == 0
