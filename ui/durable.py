@@ -156,11 +156,11 @@ def browser() -> str | None:
 _REMEMBER_JS = """<script>(() => {{
   const name = "{name}", held = document.cookie.split("; ").find((c) => c.startsWith(name + "="));
   const old = held ? held.slice(name.length + 1) : "";
-  const tail = "; path=/; max-age={age}; samesite=strict" + (location.protocol === "https:" ? "; secure" : "");
+  const secure = location.protocol === "https:" ? "; secure" : "";
   if (old === "{value}" || !/^[A-Za-z0-9_-]{{32,86}}$/.test(old)) {{
-    document.cookie = name + "={value}" + tail;
+    document.cookie = name + "={value}; path=/; max-age={age}; samesite=strict" + secure;
   }}
-  document.cookie = "{last}={key}" + tail;
+  document.cookie = "{last}={key}; path=/; max-age={age}; samesite=strict" + secure;
   const box = document.currentScript && document.currentScript.closest('[data-testid="stElementContainer"]');
   if (box) box.style.display = "none";
 }})();</script>"""

@@ -182,6 +182,33 @@ def test_a_copied_link_restores_the_design_in_a_fresh_context(browser, workshop_
     damaged.context.close()
 
 
+def test_a_link_opened_in_a_browser_with_a_session_asks_before_loading_it(browser, workshop_url):
+    """A short link opened in a new tab of a browser that has a session with a design: that session is reopened
+    and asked "Load this design into your session?"; loading it keeps the session (its address)."""
+    sharer = _open(browser, workshop_url)
+    _designer(sharer, emp=77)
+    _nav(sharer, "Board")
+    link = sharer.locator('[data-testid="stCode"]').filter(has_text="?d=").first.inner_text().strip()
+    sharer.context.close()
+
+    mine = _open(browser, workshop_url)
+    _designer(mine, emp=33)
+    mine.wait_for_function("() => document.cookie.includes('prdp_last_session=')")
+    key = mine.evaluate("() => new URLSearchParams(location.search).get('s')")
+    tab = mine.context.new_page()
+    tab.goto(link)
+    tab.get_by_text("Load this design into your session?").wait_for()
+    assert tab.evaluate("() => new URLSearchParams(location.search).get('s')") == key  # the same session
+    tab.locator('[data-testid="stSidebar"]').get_by_text("T(EMP) = 33").wait_for()  # not loaded before asked
+    tab.get_by_role("button", name="Load this design").click()
+    wait_idle(tab)
+    tab.get_by_text("Loaded the design this link carries").wait_for()
+    tab.locator('[data-testid="stSidebar"]').get_by_text("T(EMP) = 77").wait_for()
+    assert tab.locator('[data-testid="stException"]').count() == 0
+    shot(tab, "board-07-link-into-session")
+    mine.context.close()
+
+
 def test_review_mode_shows_no_record_statistic_on_the_board(browser, workshop_url):
     p = _open(browser, workshop_url)
     _designer(p)
