@@ -136,6 +136,9 @@ def charts() -> None:
             ch2.plotly_chart(tradeoff_figure(pts, delta=delta), key="board_tradeoff")
             front = ", ".join(f"#{i} {n}" for i, n in zip(pts.loc[pts["pareto"], "#"], pts.loc[pts["pareto"], "name"]))
             ch2.caption(f"On the Pareto front (no policy is better on both): {md_escape(front)}.")
+        off = [f"#{e.id} {e.name}" for e in entries if e.id not in set(pts["#"])]
+        if off:
+            ch2.caption(f"Not on this chart (no error measured like the others'): {md_escape(', '.join(off))}.")
     if policies and measures:
         m = st.selectbox("Public policy functions of", measures, key="board_fn_measure")
         st.plotly_chart(public_functions_figure(policies, m), key="board_public_fn")

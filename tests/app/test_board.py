@@ -194,7 +194,11 @@ def test_other_policy_kinds_can_be_submitted(workshop):
     assert not at.error, at.error[0].value
     kinds = [e.kind for e in _store(workshop).entries()]
     assert kinds == ["budget function", "analyst tiers"]
-    assert set(_frame(at)["kind"]) == {"budget function", "analyst tiers"}
+    df = _frame(at)
+    assert set(df["kind"]) == {"budget function", "analyst tiers"}
+    basis = df["error measure"].tolist()  # other queries answered: the later entry is not comparable
+    assert basis[0].endswith("seeded runs") and basis[1].startswith("not comparable: measured on")
+    assert "Not on this chart (no error measured like the others'): #2 My tiers" in texts(at)
 
 
 def test_facilitator_pins_a_sample_and_participants_follow(workshop):
