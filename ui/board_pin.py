@@ -70,7 +70,8 @@ def _roles(where: Any, name: str) -> None:
         where.error(f"**{err.title}.** {md_escape(err)}")
         return
     cols = [str(c) for c in raw.columns]
-    numeric = [c for c in cols if c in set(numeric_columns(raw)) | set(guess.measures)]
+    can_measure = set(numeric_columns(raw)) | set(guess.measures)
+    numeric = [c for c in cols if c in can_measure]
     r1, r2, r3 = where.columns([1, 1, 2])
     label = {None: NONE_LABEL}
     ss.setdefault(_key("id", name), guess.id_col)
@@ -82,7 +83,7 @@ def _roles(where: Any, name: str) -> None:
                  help="Who owns several records (a firm, a household).")
     r3.multiselect("Measures", numeric, key=_key("measures", name))
     try:
-        negative = check_table(raw, _schema(name, raw)).negative
+        negative = check_table(raw, _schema(name, guess)).negative
     except PrdpError as err:
         where.error(f"**{err.title}.** {md_escape(err)}")
         return
@@ -92,14 +93,14 @@ def _roles(where: Any, name: str) -> None:
                       "every value, so sums and thresholds are on the shifted scale.")
         shifts = where.columns(min(len(negative), 4))
         for i, (m, count) in enumerate(negative.items()):
-            shifts[i % len(shifts)].number_input(f"Shift of {m} ({count:,} negative)", min_value=0.0, value=None,
-                                                 key=_key("shift", name, m), placeholder="public constant")
+            label = f"Shift of {md_escape(m)} ({count:,} negative)"  # a column name is shown, never rendered
+            shifts[i % len(shifts)].number_input(label, min_value=0.0, value=None, key=_key("shift", name, m),
+                                                 placeholder="public constant")
 
 
-def _schema(name: str, raw: Any) -> Schema:
-    """The roles chosen for the file ``name``; the other columns keep their guessed group role."""
+def _schema(name: str, guess: Schema) -> Schema:
+    """The roles chosen for the file ``name``; the other columns keep their guessed group role (``guess``)."""
     ss = st.session_state
-    guess = guess_schema(raw)
     id_col, owner = ss.get(_key("id", name)), ss.get(_key("owner", name))
     measures = tuple(ss.get(_key("measures", name)) or ())
     groups = tuple(g for g in guess.groups if g not in {id_col, owner, *measures})
@@ -111,7 +112,7 @@ def _file_pin(name: str) -> dict[str, Any]:
     (it passes the checks before everyone is sent to it). DataError when a measure is left negative."""
     ss = st.session_state
     raw, _ = ub.workshop_raw(name)
-    schema = _schema(name, raw)
+    schema = _schema(name, guess_schema(raw))
     negative = check_table(raw, schema).negative
     shifts = {m: float(ss[_key("shift", name, m)]) for m in negative if ss.get(_key("shift", name, m)) is not None}
     untyped = [m for m in negative if m not in shifts]
