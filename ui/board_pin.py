@@ -93,8 +93,8 @@ def _roles(where: Any, name: str) -> None:
                       "every value, so sums and thresholds are on the shifted scale.")
         shifts = where.columns(min(len(negative), 4))
         for i, (m, count) in enumerate(negative.items()):
-            label = f"Shift of {md_escape(m)} ({count:,} negative)"  # a column name is shown, never rendered
-            shifts[i % len(shifts)].number_input(label, min_value=0.0, value=None, key=_key("shift", name, m),
+            text = f"Shift of {md_escape(m)} ({count:,} negative)"  # a column name is shown, never rendered
+            shifts[i % len(shifts)].number_input(text, min_value=0.0, value=None, key=_key("shift", name, m),
                                                  placeholder="public constant")
 
 
