@@ -23,7 +23,7 @@ st.set_page_config(page_title="PrDP Explorer", page_icon=str(FAVICON), layout="w
 
 memory.use_system_heap()  # Arrow's memory (pandas' text columns) is returned when a session ends
 state.init_state()
-durable.start(session_design.restore_design)  # the URL's key; a known key restores its saved session
+durable.start(session_design.restore_design, links.PARAMS)  # the URL's key restores its saved session
 links.restore()  # a session opened from a shared link starts with the link's design
 memory.track_session()  # an ended session's memory is released after Streamlit's reconnect window
 study.keep_settings()  # pages keep their settings while another page is on screen

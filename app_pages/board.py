@@ -3,16 +3,18 @@ facilitator) pin the workshop dataset, set the board's mode, clear, archive and 
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
-import prdp_core
 from prdp_core.board import summary as S
 from prdp_core.board import workshop as W
+from prdp_core.board.comparison import describe_reference
 from prdp_core.charts.board import board_cdf_figure, public_functions_figure, tradeoff_figure
 from prdp_core.core.errors import PrdpError
 from prdp_core.review.review_boundary import produce, screen_frame
 from ui import board as ub
-from ui import links, options, state
+from ui import board_pin, links, options, state
 from ui.common import confidential, download_button, learn, md_escape, show_error
 from ui.figures import show
 
@@ -81,14 +83,16 @@ if not entries:
     st.caption("No policy on the board yet.")
 else:
     own = ub.mine(entries)
-    frame = screen_frame(produce("board table (screen)", entries, teaching=not review, delta=delta, mine=own))
-    fmt = {"ε at δ, base": "{:.4g}", "ε at δ, p99 record": "{:.4g}", "share above base": "{:.2%}",
-           "median rel. error": "{:.2%}"}
-    st.dataframe(frame.style.format({k: v for k, v in fmt.items() if k in frame.columns}, na_rep="–"),
-                 hide_index=True, key="board_table",
-                 column_config={"yours": st.column_config.CheckboxColumn("yours", help="submitted by you")})
+    shown: dict[str, Any] = {"delta": delta, "mine": own}
+    frame = screen_frame(produce("board table (screen)", entries, teaching=not review, compact=True, **shown))
+    st.dataframe(ub.styled(frame), hide_index=True, key="board_table", width="stretch",
+                 column_config=ub.table_columns(frame))
     st.caption(f"(ε, δ) columns convert zCDP losses at the workshop's δ = {delta:g} (Canonne–Kamath–Steinke); "
-               "pure-ε policies are shown as they are.")
+               "pure-ε policies are shown as they are. Each policy's function, budgets, σ and rationale: under "
+               "*Details* below.")
+    if not review and (basis := describe_reference(entries)):
+        st.caption(f"Errors compared like with like: the {md_escape(basis)}. A policy measured otherwise is marked "
+                   "*not comparable* and kept off the Pareto front.")
     ids = [e.id for e in entries]
     names = {e.id: f"#{e.id} {e.name}" + (" (yours)" if e.id in own else "") for e in entries}
     if st.session_state.get("board_pick") not in ids:
@@ -100,8 +104,10 @@ else:
     c3.button("Withdraw", key="board_withdraw", icon=":material/delete:", on_click=ub.on_withdraw,
               help="Only your own entries.")
     picked = next(e for e in entries if e.id == st.session_state["board_pick"])
-    with st.expander(f"Each answer's error: {md_escape(names[picked.id])}", icon=":material/query_stats:"):
-        st.caption(md_escape(picked.summary.get("public", {}).get("policy", "")))
+    with st.expander(f"Details and each answer's error: {md_escape(names[picked.id])}",
+                     icon=":material/query_stats:"):
+        full = screen_frame(produce("board table (screen)", entries, teaching=not review, **shown))
+        st.table(ub.details(full, picked.id).set_index("field"))
         queries = S.query_table(picked, review=review)
         if queries.empty:
             st.caption("No per-answer figures for this policy.")
@@ -131,6 +137,9 @@ def charts() -> None:
             show(tradeoff_figure(pts, delta=delta), key="board_tradeoff", where=ch2)
             front = ", ".join(f"#{i} {n}" for i, n in zip(pts.loc[pts["pareto"], "#"], pts.loc[pts["pareto"], "name"]))
             ch2.caption(f"On the Pareto front (no policy is better on both): {md_escape(front)}.")
+        off = [f"#{e.id} {e.name}" for e in entries if e.id not in set(pts["#"])]
+        if off:
+            ch2.caption(f"Not on this chart (no error measured like the others'): {md_escape(', '.join(off))}.")
     if policies and measures:
         m = st.selectbox("Public policy functions of", measures, key="board_fn_measure")
         show(public_functions_figure(policies, m), key="board_public_fn")
@@ -160,19 +169,7 @@ with st.expander("Facilitator", icon=":material/admin_panel_settings:", expanded
     else:
         st.button("Lock", key="board_lock", on_click=ub.on_lock)
         st.markdown("**Workshop dataset** (everyone designs and submits on it)")
-        c1, c2, c3, c4 = st.columns([1, 2, 1, 1])
-        kind = c1.radio("Pin", ["none", "sample", "file"], key="board_pin_kind",
-                        format_func={"none": "nothing", "sample": "a sample", "file": "a data-folder file"}.get)
-        if kind == "sample":
-            c2.selectbox("Sample", prdp_core.data.samples.names(), key="board_pin_sample",
-                         format_func=lambda n: prdp_core.data.samples.info(n).title)
-            c3.number_input("Records (0 = default)", min_value=0, step=1000, key="board_pin_n")
-            c4.number_input("Seed", min_value=0, step=1, key="board_pin_seed")
-        elif kind == "file":
-            files = W.data_files(W.data_dir())
-            c2.selectbox("File", files, key="board_pin_file")
-            c3.caption(f"Data folder: {md_escape(W.data_dir())} ({len(files)} table(s)).")
-        st.button("Pin", key="board_pin", on_click=ub.on_pin)
+        board_pin.controls(st.container(key="board_pin_box"))
         st.markdown("**Board settings**")
         c1, c2, c3 = st.columns([2, 2, 1])
         c1.radio("Board mode", ["teaching", "review"], key="board_set_mode", horizontal=True,

@@ -5,7 +5,9 @@ Keys in ``st.session_state``:
 
 * ``board_participant`` – the participant's random code: their identity on the board for this
   session (stored hashed with their entries; typing it again after a reconnect restores it);
-* ``board_key`` – the facilitator key typed in this session, once it was checked;
+* ``board_key`` – the facilitator key typed in this session, once it was checked (or recalled: an unlock is kept
+  for the durable session in its browser, :mod:`prdp_core.board.facilitator_unlocks`); ``board_locked`` – the
+  facilitator locked this session again;
 * ``board_msg`` – the outcome of the last action, shown by :func:`message`;
 * ``board_export`` – the last export built (CSV and HTML bytes).
 
@@ -21,12 +23,13 @@ from typing import Any, Mapping
 
 import streamlit as st
 
+from prdp_core.board import facilitator_unlocks as U
 from prdp_core.board import summary as S
 from prdp_core.board import workshop as W
 from prdp_core.board.store import BoardStore, Entry, new_participant_code
 from prdp_core.core.errors import AccessError, DataError, PrdpError, StoreError
 from prdp_core.core.provenance import with_part_sources
-from prdp_core.data.dataset import Schema, prepare_dataset
+from prdp_core.data.dataset import Schema
 from prdp_core.study.config import parse_config
 
 from . import state, study_export, study_import
@@ -42,22 +45,32 @@ PART_LABELS = {"thresholds": "Splitting thresholds (Policy designer)", "budget":
 # ---------------------------------------------------------------------------
 
 
-@st.cache_resource(show_spinner="Loading the workshop table…", max_entries=4)
-def _workshop_file(path: str, size: int, mtime: int, name: str) -> W.WorkshopFile:
-    return W.load_file(W.data_dir(), name)
+@st.cache_resource(show_spinner="Reading the workshop table…", max_entries=4)
+def _workshop_raw(path: str, size: int, mtime: int, name: str) -> tuple[Any, str]:
+    return W.read_file(W.data_dir(), name)
 
 
-def workshop_file(name: str) -> W.WorkshopFile:
-    """A table of the data folder, loaded once per server (and again when the file changes)."""
-    folder = W.data_dir()
-    path, size, mtime = W.file_stamp(folder, name)
-    return _workshop_file(path, size, mtime, name)
+@st.cache_resource(show_spinner="Preparing the workshop table…", max_entries=8)
+def _workshop_file(path: str, size: int, mtime: int, name: str, schema_json: str, options_json: str
+                   ) -> W.WorkshopFile:
+    schema = json.loads(schema_json)
+    return W.load_file(W.data_dir(), name, None if schema is None else Schema.from_dict(schema),
+                       json.loads(options_json), raw=_workshop_raw(path, size, mtime, name))
 
 
-@st.cache_resource(show_spinner=False, max_entries=8)
-def _prepared(sha: str, schema_json: str, options_json: str, _file: W.WorkshopFile) -> Any:
-    return prepare_dataset(_file.raw, Schema.from_dict(json.loads(schema_json)), name=_file.name,
-                           **json.loads(options_json))
+def workshop_raw(name: str) -> tuple[Any, str]:
+    """A table of the data folder as read (before roles and fixes) and its content hash, read once per server (and
+    again when the file changes)."""
+    return _workshop_raw(*W.file_stamp(W.data_dir(), name), name)
+
+
+def workshop_file(name: str, schema: Schema | None = None, options: Mapping[str, Any] | None = None
+                  ) -> W.WorkshopFile:
+    """A table of the data folder with the column roles ``schema`` (default: guessed) and the fixes ``options``,
+    prepared once per server (and again when the file changes)."""
+    path, size, mtime = W.file_stamp(W.data_dir(), name)
+    return _workshop_file(path, size, mtime, name, json.dumps(None if schema is None else schema.to_dict()),
+                          json.dumps(dict(options or {}), sort_keys=True))
 
 
 # ---------------------------------------------------------------------------
@@ -78,11 +91,11 @@ def on_use_code() -> None:
     ss = st.session_state
     code = str(ss.get("board_code_input") or "").strip()
     if not (6 <= len(code) <= 64) or not all(c.isalnum() or c in "-_" for c in code):
-        _msg("error", "That is not a participant code (6–64 letters, digits, - or _).")
+        say("error", "That is not a participant code (6–64 letters, digits, - or _).")
         return
     ss["board_participant"] = code
     ss["board_code_input"] = ""
-    _msg("success", "Your earlier participant code is in use: its entries are yours again.")
+    say("success", "Your earlier participant code is in use: its entries are yours again.")
 
 
 def review_mode(settings: Mapping[str, Any]) -> bool:
@@ -96,7 +109,8 @@ def mine(entries: list[Entry]) -> set[int]:
     return {e.id for e in entries if e.owned_by(code)}
 
 
-def _msg(kind: str, text: str) -> None:
+def say(kind: str, text: str) -> None:
+    """Keep the outcome of a board action (``kind``: error, success or info), shown by :func:`message`."""
     st.session_state["board_msg"] = {"kind": kind, "text": text}
 
 
@@ -108,7 +122,49 @@ def message() -> None:
 
 
 def _fail(err: PrdpError) -> None:
-    _msg("error", f"**{err.title}.** {md_escape(err)}")  # messages may quote names, files or a link's values
+    say("error", f"**{err.title}.** {md_escape(err)}")  # messages may quote names, files or a link's values
+
+
+# ---------------------------------------------------------------------------
+# The board's table
+# ---------------------------------------------------------------------------
+
+#: How the board's numbers are written, by column.
+FORMATS = {"ε at δ, base": "{:.4g}", "ε at δ, p99 record": "{:.4g}", "share above base": "{:.2%}",
+           "median rel. error": "{:.2%}"}
+#: Widths (pixels) of the compact table's columns: together they fit a 1280-pixel screen beside the sidebar.
+WIDTHS = {"#": 40, "name": 170, "yours": 50, "kind": 110, "ε at δ, base": 90, "ε at δ, p99 record": 90,
+          "median rel. error": 90, "error measure": 150}
+
+
+def styled(frame: Any) -> Any:
+    """A board table with its numbers formatted (missing: –)."""
+    return frame.style.format({k: v for k, v in FORMATS.items() if k in frame.columns}, na_rep="–")
+
+
+def table_columns(frame: Any) -> dict[str, Any]:
+    """The compact table's column settings: fixed widths (long names are cut on screen, whole in *Details*)."""
+    cfg: dict[str, Any] = {c: st.column_config.Column(c, width=w) for c, w in WIDTHS.items() if c in frame.columns}
+    if "yours" in frame.columns:
+        cfg["yours"] = st.column_config.CheckboxColumn("yours", help="submitted by you", width=WIDTHS["yours"])
+    return cfg
+
+
+def details(full: Any, entry_id: int) -> Any:
+    """One entry's row of the full board table as a two-column table (field, value), numbers formatted."""
+    import pandas as pd
+
+    row = full[full["#"] == entry_id].iloc[0]
+    out = []
+    for col, v in row.items():
+        if v is None or (isinstance(v, float) and v != v):
+            text = "–"
+        elif col in FORMATS and isinstance(v, (int, float)):
+            text = FORMATS[col].format(v)
+        else:
+            text = str(v)
+        out.append({"field": str(col), "value": text})
+    return pd.DataFrame(out, columns=["field", "value"])
 
 
 # ---------------------------------------------------------------------------
@@ -121,7 +177,8 @@ def uses_pin(pin: Mapping[str, Any]) -> bool:
     active = W.pin_of_source(state.source())
     if active is None:
         return False
-    norm = lambda p: {**p, "n": p.get("n") or None, "seed": int(p.get("seed", 0) or 0)} if "sample" in p else dict(p)  # noqa: E731
+    norm = lambda p: ({**p, "n": p.get("n") or None, "seed": int(p.get("seed", 0) or 0)} if "sample" in p  # noqa: E731
+                      else {"file": p["file"], "prepare": dict(p.get("prepare") or {})})
     return norm(active) == norm(pin)
 
 
@@ -134,7 +191,7 @@ def on_use_workshop_dataset() -> None:
         use_pinned(pin)
         from .data import describe  # no record count in review mode
 
-        _msg("success", f"The workshop dataset is active: {md_escape(describe(state.dataset()))}.")
+        say("success", f"The workshop dataset is active: {md_escape(describe(state.dataset()))}.")
     except PrdpError as err:
         _fail(err)
 
@@ -149,19 +206,14 @@ def use_pinned(pin: Mapping[str, Any]) -> None:
                           {"kind": "sample", "name": pin["sample"], "n": n, "seed": seed})
         udata.raw_from_sample(pin["sample"], n, seed)
         return
-    _use_file(workshop_file(pin["file"]))
+    _use_file(workshop_file(pin["file"], *W.pin_roles(pin)))
 
 
-def _use_file(f: W.WorkshopFile, schema: Mapping[str, Any] | None = None,
-              options: Mapping[str, Any] | None = None) -> None:
-    """A data-folder table as the active dataset, with the given roles and fixes (default: guessed)."""
+def _use_file(f: W.WorkshopFile) -> None:
+    """A data-folder table, prepared with its roles and fixes, as the active dataset."""
     import uuid
 
     ds, src = f.dataset, dict(f.source)
-    if (schema is not None and Schema.from_dict(dict(schema)) != f.dataset.schema) or options:
-        ds = _prepared(f.sha256, json.dumps(dict(schema or src["schema"]), sort_keys=True),
-                       json.dumps(dict(options or {}), sort_keys=True), f)
-        src.update(schema=ds.schema.to_dict(), options=dict(options or {}))
     # the roles of the file's columns: an id generated from the row number is no column of it (as for an upload)
     roles = ds.schema if ds.schema.id_col in set(map(str, f.raw.columns)) else replace(ds.schema, id_col=None)
     src["schema"] = roles.to_dict()
@@ -184,11 +236,7 @@ def ensure_data(data: Mapping[str, Any]) -> None:
         raise DataError(f"This design reads the file '{name}', which this server does not have.",
                         hint="Upload that file on the Data page (same name), then open the link or load the "
                              "policy again.")
-    schema = data.get("schema")
-    s = None if schema is None else Schema(id_col=schema.get("id"), measures=tuple(schema.get("measures") or ()),
-                                           groups=tuple(schema.get("groups") or ()),
-                                           owner_col=schema.get("owner")).to_dict()
-    _use_file(workshop_file(name), s, data.get("prepare") or None)
+    _use_file(workshop_file(name, *W.pin_roles(data)))
 
 
 def load_design(config: Mapping[str, Any]) -> list[str]:
@@ -250,9 +298,9 @@ def on_submit() -> None:
         _fail(err)
         return
     if created:
-        _msg("success", f"Submitted **#{entry.id} {md_escape(entry.name)}** ({entry.kind}) to the board.")
+        say("success", f"Submitted **#{entry.id} {md_escape(entry.name)}** ({entry.kind}) to the board.")
     else:
-        _msg("info", f"This policy is already on the board as **#{entry.id} {md_escape(entry.name)}**.")
+        say("info", f"This policy is already on the board as **#{entry.id} {md_escape(entry.name)}**.")
 
 
 def _picked() -> int | None:
@@ -271,7 +319,7 @@ def on_withdraw() -> None:
         _fail(err)
         return
     st.session_state.pop("board_pick", None)
-    _msg("success", f"Entry #{eid} was withdrawn.")
+    say("success", f"Entry #{eid} was withdrawn.")
 
 
 def on_load() -> None:
@@ -288,7 +336,7 @@ def on_load() -> None:
     page = {"thresholds": "Policy designer", "budget": "Budget functions", "specification": "Personalized DP",
             "tiers": "Analyst tiers"}.get(entry.summary.get("part", ""), "Study")
     extra = "".join(f" {md_escape(n)}" for n in notes)
-    _msg("success", f"Loaded **#{entry.id} {md_escape(entry.name)}** into your session: open the **{page}** "
+    say("success", f"Loaded **#{entry.id} {md_escape(entry.name)}** into your session: open the **{page}** "
                     f"page.{extra}")
 
 
@@ -298,12 +346,36 @@ def on_load() -> None:
 
 
 def facilitator_key() -> str | None:
-    """The facilitator key this session unlocked with, if it still matches."""
+    """The facilitator key this session unlocked with, if it still matches; after a reload (or a reconnect) of a
+    durable session unlocked in this browser, the key that unlock was made with (:func:`_recalled`)."""
     k = st.session_state.get("board_key")
-    return k if k and store().is_facilitator(k) else None
+    if k and store().is_facilitator(k):
+        return str(k)
+    k = _recalled()
+    if k is not None:
+        st.session_state["board_key"] = k
+    return k
+
+
+def _recalled() -> str | None:
+    """The facilitator key kept for this durable session in this browser
+    (:func:`prdp_core.board.facilitator_unlocks.recall`), or None (also when the store cannot say)."""
+    from . import durable
+
+    browser = durable.browser()
+    if browser is None or st.session_state.get("board_locked"):
+        return None
+    try:
+        return U.recall(store(), durable.key(), browser)
+    except PrdpError:
+        return None
 
 
 def on_unlock() -> None:
+    """Callback: check the typed facilitator key; it unlocks this session, and stays unlocked when the session is
+    reloaded in this browser (kept in the store for its durable session)."""
+    from . import durable
+
     ss = st.session_state
     typed = str(ss.get("board_key_input") or "")
     ss["board_key_input"] = ""
@@ -312,16 +384,35 @@ def on_unlock() -> None:
     except PrdpError as err:
         _fail(err)
         return
-    if bs.is_facilitator(typed):
-        ss["board_key"] = typed
-        _msg("success", "Facilitator actions unlocked for this session.")
-    else:
+    if not bs.is_facilitator(typed):
         _fail(AccessError("That is not the facilitator key."))
+        return
+    ss["board_key"] = typed
+    ss.pop("board_locked", None)
+    browser, key = durable.browser(), durable.key()
+    try:
+        if browser is None or key is None or ss.get("durable_readonly"):
+            raise StoreError("this session is not saved.")
+        U.remember(bs, typed, key, browser)
+    except PrdpError as err:
+        say("success", "Facilitator actions unlocked for this session, but not kept for a reload: "
+                       f"{md_escape(err.message)}")
+        return
+    say("success", "Facilitator actions unlocked for this session (a reload in this browser keeps them unlocked).")
 
 
 def on_lock() -> None:
-    st.session_state.pop("board_key", None)
-    st.session_state.pop("board_export", None)
+    """Callback: lock the facilitator actions again (also for a reload of this session)."""
+    from . import durable
+
+    ss = st.session_state
+    ss.pop("board_key", None)
+    ss.pop("board_export", None)
+    ss["board_locked"] = True
+    try:
+        U.forget(store(), durable.key())
+    except PrdpError as err:
+        say("error", f"Locked here, but the store still keeps the unlock for a reload: {md_escape(err.message)}")
 
 
 def _facilitator(action: Any, done: str) -> None:
@@ -331,30 +422,7 @@ def _facilitator(action: Any, done: str) -> None:
         _fail(err)
         return
     st.session_state.pop("board_export", None)
-    _msg("success", done)
-
-
-def on_pin() -> None:
-    ss = st.session_state
-    how = ss.get("board_pin_kind", "none")
-    if how == "sample":
-        n = int(ss.get("board_pin_n") or 0)
-        pin: dict[str, Any] | None = {"sample": ss.get("board_pin_sample"), "n": n or None,
-                                      "seed": int(ss.get("board_pin_seed") or 0)}
-    elif how == "file":
-        pin = {"file": ss.get("board_pin_file")}
-    else:
-        pin = None
-
-    def act(bs: BoardStore, key: str | None) -> None:
-        if pin and "file" in pin:
-            if not pin["file"]:
-                raise DataError("The data folder has no table to pin.", hint=f"Put one in {W.data_dir()}.")
-            workshop_file(pin["file"])  # it loads and passes the checks before everyone is sent to it
-        bs.pin_dataset(pin, key=key)
-
-    _facilitator(act, f"Workshop dataset: {md_escape(W.describe_pin(pin))}." if pin
-                 else "No workshop dataset is pinned.")
+    say("success", done)
 
 
 def on_settings() -> None:
@@ -369,7 +437,7 @@ def on_settings() -> None:
 
 def on_clear() -> None:
     if not st.session_state.get("board_clear_confirm"):
-        _msg("error", "Tick the box to confirm: clearing deletes every entry of the board.")
+        say("error", "Tick the box to confirm: clearing deletes every entry of the board.")
         return
     st.session_state["board_clear_confirm"] = False
     _facilitator(lambda bs, key: bs.clear(key=key), "The board was cleared.")

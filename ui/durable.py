@@ -21,7 +21,10 @@ opened in another browser is not restored: the page says "This address belongs t
 the session there is a new one with its own key (so nothing done there reaches the planted key's
 session), and the owner can move their session to this browser with a one-time transfer code made in
 the browser it belongs to (:func:`_transfer_panel`, :func:`_foreign_choice`). The tabs of one browser
-share the secret and keep a key each in their address. What this protects against: an address
+share the secret and keep a key each in their address. The cookie :data:`LAST_COOKIE` holds the key of the last
+session the browser opened: a shared link opened without a key reopens that session (when it has a design and
+belongs to this browser), and :mod:`ui.links` offers to load the link's design into it, ledger kept.
+What this protects against: an address
 planted in, copied to or seen from another browser. What not: anyone who can run script in the
 owner's browser or read its cookies (the cookie cannot be HttpOnly, as a script sets it), or who uses
 the owner's browser itself (a shared laptop: its history holds the address and it holds the cookie).
@@ -87,6 +90,9 @@ HEARTBEAT_SECONDS = 120
 #: The cookie that holds this browser's secret, and how long the browser keeps it (days; browsers cap at 400).
 COOKIE = "prdp_browser"
 COOKIE_DAYS = 400
+#: The cookie that holds the key of the last session this browser opened (a shared link opened without a key is
+#: offered to that session: :func:`_last_session`).
+LAST_COOKIE = "prdp_last_session"
 
 #: How to make a stored data source active again, by its ``kind`` (samples and files are built in; a data
 #: source added later registers here: its record holds a path or handle, never rows).
@@ -138,27 +144,60 @@ def _browser() -> str:
     return browser_hash(st.session_state["durable_browser"])
 
 
+def browser() -> str | None:
+    """The SHA-256 of this session's browser secret (None before :func:`start`): what the store ties this browser's
+    things to (its sessions, the facilitator's unlock of one)."""
+    return _browser() if "durable_browser" in st.session_state else None
+
+
 #: Stores the browser secret as the cookie :data:`COOKIE` (or renews its expiry) unless the browser holds another
-#: one (another tab of a new browser may have been first), then hides its own (empty) element.
+#: one (another tab of a new browser may have been first), and this session's key as :data:`LAST_COOKIE`, then hides
+#: its own (empty) element.
 _REMEMBER_JS = """<script>(() => {{
   const name = "{name}", held = document.cookie.split("; ").find((c) => c.startsWith(name + "="));
   const old = held ? held.slice(name.length + 1) : "";
+  const secure = location.protocol === "https:" ? "; secure" : "";
   if (old === "{value}" || !/^[A-Za-z0-9_-]{{32,86}}$/.test(old)) {{
-    document.cookie = name + "={value}; path=/; max-age={age}; samesite=strict"
-      + (location.protocol === "https:" ? "; secure" : "");
+    document.cookie = name + "={value}; path=/; max-age={age}; samesite=strict" + secure;
   }}
+  document.cookie = "{last}={key}; path=/; max-age={age}; samesite=strict" + secure;
   const box = document.currentScript && document.currentScript.closest('[data-testid="stElementContainer"]');
   if (box) box.style.display = "none";
 }})();</script>"""
 
 
-def _remember_browser(secret: str) -> None:
-    """Have the browser keep ``secret`` in its cookie: a new browser's secret is stored, a known one's expiry
-    renewed (a browser in use keeps it). On every run of the session, so that the script surely ran once; the
-    browser runs it again only when the page's element is new."""
-    assert valid_key(secret)  # URL-safe letters only: nothing in it can leave the script's string
-    st.sidebar.html(_REMEMBER_JS.format(name=COOKIE, value=secret, age=COOKIE_DAYS * 86_400),
-                    unsafe_allow_javascript=True)
+def _remember_browser(secret: str, key: str) -> None:
+    """Have the browser keep ``secret`` in its cookie (a new browser's secret is stored, a known one's expiry
+    renewed: a browser in use keeps it) and ``key`` as its last session (:func:`_last_session`). On every run of
+    the session, so that the script surely ran once; the browser runs it again only when the page's element is
+    new (a new key)."""
+    assert valid_key(secret) and valid_key(key)  # URL-safe letters only: nothing in them can leave the script's string
+    st.sidebar.html(_REMEMBER_JS.format(name=COOKIE, value=secret, age=COOKIE_DAYS * 86_400, last=LAST_COOKIE,
+                                        key=key), unsafe_allow_javascript=True)
+
+
+def last_session_cookie() -> str | None:
+    """The key of the last session this browser opened (the cookie :data:`LAST_COOKIE`), or None."""
+    held = st.context.cookies.get(LAST_COOKIE)
+    return held if valid_key(held) else None
+
+
+def _last_session(link_params: tuple[str, ...]) -> str | None:
+    """For a first run opened with a shared link (one of ``link_params`` in the URL) and no session key: the key of
+    this browser's last session, when the store holds it with a design and it belongs to this browser — the
+    session the link's design is offered to (:mod:`ui.links`) instead of a new, empty one."""
+    if not any(st.query_params.get(p) for p in link_params):
+        return None
+    key, sessions = last_session_cookie(), store()
+    if key is None or sessions is None:
+        return None
+    try:
+        saved = sessions.load(key)
+        if saved is None or not (saved.config or {}).get("policy") or not sessions.admit(key, _browser()):
+            return None
+    except PrdpError:
+        return None
+    return key
 
 
 # ---------------------------------------------------------------------------
@@ -196,23 +235,26 @@ def align(data: Mapping[str, Any] | None = None, last: int = 0) -> None:
 DesignRestore = Callable[[SessionStore, SavedSession], list[str]]
 
 
-def start(restore_design: DesignRestore) -> None:
+def start(restore_design: DesignRestore, link_params: tuple[str, ...] = ()) -> None:
     """Every run, before the pages: on a session's first run read the browser's secret (a new browser gets one)
     and the URL's key, and restore the key's stored session when it belongs to this browser (its ledger here, its
-    data and design through ``restore_design``); then keep the key in the URL (page changes drop query
-    parameters)."""
+    data and design through ``restore_design``) — for a shared link opened without a key (one of ``link_params``
+    in the URL), this browser's last session with a design, to which :mod:`ui.links` offers the link's design
+    (``durable_for_link``); then keep the key in the URL (page changes drop query parameters)."""
     ss = st.session_state
     if "durable_browser" not in ss:
         ss["durable_browser"] = browser_cookie() or new_browser_secret()
-    _remember_browser(ss["durable_browser"])
     if "durable_key" not in ss:
         given = st.query_params.get(KEY_PARAM)
+        if not given and (given := _last_session(link_params)):
+            ss["durable_for_link"] = True  # this browser's session reopened for a shared link: ui.links offers it
         ss["durable_key"] = given if valid_key(given) else new_key()
         if given and not valid_key(given):
             _say("error", "**This address's session key is not one this app writes**, so no saved session was "
                           "restored. This is a new session with its own address.")
         elif given:
             _restore(given, restore_design)
+    _remember_browser(ss["durable_browser"], ss["durable_key"])
     if st.query_params.get(KEY_PARAM) != ss["durable_key"]:
         st.query_params[KEY_PARAM] = ss["durable_key"]
 
@@ -546,5 +588,5 @@ def _transfer_panel() -> None:
 
 state.register("add_entries", add_entries)
 
-__all__ = ["RESTORERS", "add_entries", "align", "entry_fingerprints", "keep_upload", "key", "ledger_notice", "record",
-           "save", "show_message", "sidebar_note", "source_record", "start", "store"]
+__all__ = ["RESTORERS", "add_entries", "align", "browser", "entry_fingerprints", "keep_upload", "key", "ledger_notice",
+           "record", "save", "show_message", "sidebar_note", "source_record", "start", "store"]

@@ -10,6 +10,9 @@ writes them as base64url of zlib-compressed JSON, at most :data:`MAX_LINK_CHARS`
 (:func:`prdp_core.study.config.parse_config`: every key checked, never evaluated): a damaged,
 oversized or invalid link is a :class:`~prdp_core.core.errors.ConfigError` saying so. Decompression
 stops at :data:`MAX_JSON_BYTES`, so a small link cannot unpack into a huge document.
+
+This is the long form of a share link, which works without the server's store (offline, another server);
+the short form stores the same design in the workshop store under a short id (:mod:`.shared_designs`).
 """
 
 from __future__ import annotations
@@ -53,6 +56,12 @@ def encode(config: Mapping[str, Any]) -> str:
 
 def decode(text: Any) -> Study:
     """The study a link carries, validated like a study import (ConfigError otherwise)."""
+    return parse_config(unpack(text))
+
+
+def unpack(text: Any) -> dict[str, Any]:
+    """The JSON a link's parameter carries, unpacked within the size limits but not yet validated as a study
+    config (:func:`decode` does that); ConfigError for a damaged or oversized parameter."""
     if not isinstance(text, str) or not text:
         raise ConfigError("The link holds no policy.")
     if len(text) > MAX_LINK_CHARS:
@@ -78,7 +87,7 @@ def decode(text: Any) -> Study:
                           hint="Copy the whole link again.") from None
     if not isinstance(obj, Mapping):
         raise ConfigError("The link's policy is not a study config.")
-    return parse_config(dict(obj))
+    return dict(obj)
 
 
-__all__ = ["MAX_JSON_BYTES", "MAX_LINK_CHARS", "PARAM", "decode", "encode", "link_config"]
+__all__ = ["MAX_JSON_BYTES", "MAX_LINK_CHARS", "PARAM", "decode", "encode", "link_config", "unpack"]

@@ -17,6 +17,9 @@ Tables (schema version :data:`SCHEMA_VERSION`)::
                                                    keyed hash chain (version 4, :mod:`.ledger_chain`)
     session_releases                               a session's recorded releases for its report
                                                    (version 6, :mod:`prdp_core.board.session_releases`)
+    shared_designs, facilitator_unlocks            designs of short share links (:mod:`.shared_designs`) and
+                                                   facilitator unlocks kept for a session
+                                                   (:mod:`.facilitator_unlocks`), version 7
 
 An entry holds the submitted study config (JSON; the schema of docs/config.md, which holds no
 data values) and the summary computed from it (:mod:`prdp_core.board.summary`). ``participant``
@@ -31,7 +34,8 @@ instead of failing. Opening a database runs the missing migrations (:data:`MIGRA
 a lock (SQLite's write lock, PostgreSQL's advisory lock), so many processes may open a new
 database at once. Version 3 adds durable sessions, uploaded tables by content hash and ledgers (their
 modules define the tables; the step is here, in order); version 4 seals the ledgers; version 5 binds
-sessions to their browser; version 6 keeps their recorded releases. A SQLite file (and its WAL
+sessions to their browser; version 6 keeps their recorded releases; version 7 keeps the designs of short share
+links and the facilitator's unlock of a session. A SQLite file (and its WAL
 files) is created 0600, in a folder created 0700, and tightened when looser (:mod:`prdp_core.io.private_files`).
 
 Who may do what is enforced here, not only in the UI: a participant withdraws only entries
@@ -60,7 +64,7 @@ from .canonical import canonical_json
 from .sqlite_setup import SQLITE_BUSY_SECONDS, sqlite_setup
 
 #: Layout this build writes and reads; older databases are migrated when opened.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 #: Limits of the text a participant types (characters).
 MAX_NAME = 120
@@ -176,6 +180,13 @@ def _to_v6(conn: Connection) -> None:
     create(conn)
 
 
+def _to_v7(conn: Connection) -> None:
+    """Version 7: the designs of short share links and the facilitator unlocks kept for sessions."""
+    from . import facilitator_unlocks, shared_designs
+    shared_designs.create(conn)
+    facilitator_unlocks.create(conn)
+
+
 def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int:
     """Insert a board row; its id."""
     key = conn.execute(table.insert().values(title=title, created_at=now)).inserted_primary_key
@@ -184,7 +195,7 @@ def _new_board(conn: Connection, table: sa.Table, title: str, now: float) -> int
 
 
 #: Every migration step in order; step i takes a database from version i to i + 1.
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6)
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_to_v1, _to_v2, _to_v3, _to_v4, _to_v5, _to_v6, _to_v7)
 assert len(MIGRATIONS) == SCHEMA_VERSION
 
 
@@ -473,15 +484,12 @@ class BoardStore:
 
     def pin_dataset(self, dataset: Mapping[str, Any] | None, *, key: str | None) -> None:
         """Pin the workshop dataset for everyone (``{"sample": name, "n": …, "seed": …}`` or
-        ``{"file": name}`` of the data folder), or unpin it (None)."""
+        ``{"file": name}`` of the data folder, with its ``schema`` and ``prepare``:
+        :func:`.workshop.normal_pin`), or unpin it (None)."""
+        from .workshop import normal_pin
+
         self._check_facilitator(key)
-        if dataset is not None:
-            ok = (isinstance(dataset, Mapping) and (("sample" in dataset) != ("file" in dataset))
-                  and set(dataset) <= {"sample", "n", "seed", "file"})
-            if not ok:
-                raise StoreError("A pinned dataset is a sample (sample, n, seed) or a file of the data folder.")
-            dataset = dict(dataset)
-        self._put("dataset", dataset)
+        self._put("dataset", normal_pin(dataset))
 
     def set_mode(self, mode: str, *, key: str | None) -> None:
         """The board's mode: ``review`` hides every statistic of the records for every viewer;

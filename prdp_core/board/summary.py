@@ -12,8 +12,11 @@ computes, with prdp_core's own functions, a JSON-ready mapping with two sections
 * ``records`` — statistics of the records, **confidential** (shown in teaching mode only):
   the share of records above the base loss, the median / 99th percentile / largest record loss,
   the owners' 99th percentile (Lemma 4 for zCDP, the sum for pure ε), the loss CDFs (at most
-  :data:`CDF_POINTS` steps), and the median relative error of the answers (closed form for
-  unit splitting, :data:`ERROR_RUNS` seeded runs of the mechanism otherwise).
+  :data:`CDF_POINTS` steps), and the median relative error of the answers (the entry's own figure: closed form for
+  unit splitting, :data:`ERROR_RUNS` seeded runs of the mechanism otherwise), with its figures by measure
+  (``errors``: the closed form where one exists, and :data:`ERROR_RUNS` seeded runs for every kind, the number of
+  runs stored) and the workload they were measured on (``error_workload``), so that the board compares every entry
+  on the same measure and workload (:mod:`prdp_core.board.comparison`).
 
 The error figures are teaching simulations (:func:`prdp_core.core.recorder.simulation`): the mechanism is run
 on the records against their true answers, nothing is released. :func:`summarise` computes them only in
@@ -44,6 +47,7 @@ from ..core.provenance import PART_SOURCES
 from ..core.recorder import simulation
 from ..data import Dataset
 from ..study.config import MAX_SEED, Study, parse_config
+from .comparison import CLOSED_FORM, SEEDED_RUNS, board_errors, query_label
 
 #: Policy parts of a study config: part → (kind shown on the board, mechanism kind, loss unit).
 PARTS: dict[str, tuple[str, str, str]] = {
@@ -58,8 +62,8 @@ CDF_POINTS = 300
 ERROR_RUNS = 30
 #: What a review-mode summary says instead of its error figures.
 REVIEW_ERRORS = "not computed in review mode (an error estimate runs the mechanism on the records)"
-#: Layout of a stored summary.
-SUMMARY_VERSION = 1
+#: Layout of a stored summary (2: error figures by measure and the workload they were measured on).
+SUMMARY_VERSION = 2
 _Z95 = 1.959963984540054
 
 
@@ -130,9 +134,46 @@ def _no_errors(why: str) -> dict[str, Any]:
     return {"median_rel_error": None, "error_method": why, "query_errors": []}
 
 
+def _by_measure(own: dict[str, Any], workload: list[str], seeded: dict[str, Any], runs: int,
+                closed: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The error figures of an entry: its own (``own``), and by measure — the closed form (``closed``, where one
+    exists) and ``runs`` seeded runs (``seeded``) — with the workload they were measured on."""
+    def fig(e: dict[str, Any]) -> dict[str, Any]:
+        return {"median_rel_error": e["median_rel_error"], "query_errors": e["query_errors"]}
+
+    errors = {SEEDED_RUNS: {**fig(seeded), "runs": int(runs)}}
+    if closed is not None:
+        errors[CLOSED_FORM] = fig(closed)
+    return {**own, "errors": errors, "error_workload": list(workload)}
+
+
+def error_workload(study: Study) -> list[str]:
+    """The queries a one-policy study's error figures are measured on, in the board's canonical form
+    (:func:`prdp_core.board.comparison.query_label`): the workload of unit splitting, the query of the other
+    kinds' mechanism (none without one)."""
+    part = part_of(study)
+    if part == "thresholds":
+        from ..core.workload import Workload
+
+        assert study.workload is not None  # a splitting entry has a workload (policy_parts)
+        return [query_label(q.kind, q.measure, by=q.group_by, where=None if q.filter is None else q.filter.describe())
+                for q in Workload.from_dict(study.workload).queries]
+    if not study.mechanisms:
+        return []
+    m = study.mechanisms[0]
+    if part == "budget":
+        return [query_label(m["query"], m.get("column"))]
+    if part == "specification":
+        q = m["query"]
+        cond = f" ≥ {q['cutoff']:g}" if q["kind"] == "count" else f" in [{q['lo']:g}, {q.get('hi')}]"
+        return [query_label(q["kind"], f"{q.get('column') or '*'}{cond}")]
+    return [query_label(m.get("query", "count"), m.get("measure") if m.get("query") == "sum" else None,
+                        where=None if not m.get("filter") else str(m["filter"]))]
+
+
 def _splitting(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary:
-    """Unit splitting: P(r) on every record, σ of every query from the thresholds, closed-form errors (teaching
-    mode; ``runs`` is not used)."""
+    """Unit splitting: P(r) on every record, σ of every query from the thresholds, closed-form errors and, for the
+    board's comparison with the other kinds, ``runs`` seeded runs (teaching mode)."""
     from ..mechanisms.analysis import workload_errors
     from ..mechanisms.preview import preview_policy
 
@@ -167,7 +208,8 @@ def _splitting(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSumm
     err = {"median_rel_error": float(errs["median_are"].median()) if len(errs) else None,
            "error_method": "closed form (median over the answers of each answer's median relative error)",
            "query_errors": per_query}
-    return public, prev.records.values, err
+    _, seeded = _seeded_runs(study, ds, runs, teaching)  # the measure every kind has, for the board to compare
+    return public, prev.records.values, _by_measure(err, error_workload(study), seeded, runs, closed=err)
 
 
 def _seeded_runs(study: Study, ds: Dataset, runs: int, teaching: bool) -> tuple[list[Any], dict[str, Any]]:
@@ -211,6 +253,12 @@ def _seeded_runs(study: Study, ds: Dataset, runs: int, teaching: bool) -> tuple[
                    "query_errors": per_query}
 
 
+def _measured(study: Study, err: dict[str, Any], runs: int) -> dict[str, Any]:
+    """A kind without a closed form: its seeded runs are its own figure and its figure by measure (none when no
+    run was made: review mode, no mechanism)."""
+    return err if err["median_rel_error"] is None else _by_measure(err, error_workload(study), err, runs)
+
+
 def _budget(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary:
     """Budget function: each record's requirement E(r) (the loss the policy allows it)."""
     E = study.budget_function()
@@ -220,7 +268,7 @@ def _budget(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary
               "budgets": f"ε̌ = {E.eps_min:.4g}, ε̂ = {E.eps_max:.4g}, U = {E.U:.4g}, {E.domains().L} domains",
               "queries": []}
     _, err = _seeded_runs(study, ds, runs, teaching)
-    return public, values, err
+    return public, values, _measured(study, err, runs)
 
 
 def _specification(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary:
@@ -241,7 +289,7 @@ def _specification(study: Study, ds: Dataset, runs: int, teaching: bool) -> Part
         what += f" ≥ {q['cutoff']:g}" if q["kind"] == "count" else f" in [{q['lo']:g}, {q.get('hi')}]"
         desc = f"{m['mechanism']} (t = {m['t']}) answering the {what}, each user's ε Φ public"
     public: dict[str, Any] = {"base_loss": None, "policy": desc, "budgets": f"Φ: {how}", "queries": []}
-    return public, values, err
+    return public, values, _measured(study, err, runs)
 
 
 def _tiers(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary:
@@ -273,7 +321,7 @@ def _tiers(study: Study, ds: Dataset, runs: int, teaching: bool) -> PartSummary:
               else np.full(ds.n, max(t.eps for t in tiers)))
     public = {"base_loss": None, "policy": desc, "budgets": f"top tier ε = {max(t.eps for t in tiers):g}",
               "queries": queries}
-    return public, values, err
+    return public, values, _measured(study, err, runs)
 
 
 #: Policy part → the function summarising it: (study, dataset, runs, teaching) → public, record losses, errors.
@@ -341,15 +389,24 @@ def _sigmas(public: Mapping[str, Any]) -> str:
 
 #: Columns of the board that describe records (hidden in review mode).
 RECORD_COLUMNS = ("share above base", "median record loss", "p99 record loss", "max record loss", "owner p99",
-                  "ε at δ, p99 record", "median rel. error")
+                  "ε at δ, p99 record", "median rel. error", "error measure")
+#: The columns of the compact table the Board page shows (the others are in each entry's details).
+COMPACT_COLUMNS = ("#", "name", "yours", "kind", "ε at δ, base", "ε at δ, p99 record", "median rel. error",
+                   "error measure")
 
 
-def board_frame(entries: Iterable[Any], *, review: bool, delta: float, mine: set[int] | None = None) -> pd.DataFrame:
+def board_frame(entries: Iterable[Any], *, review: bool, delta: float, mine: set[int] | None = None,
+                compact: bool = False) -> pd.DataFrame:
     """The board as a table, one row per entry (``store.Entry`` objects).
 
     Review mode keeps only public columns (name, kind, policy function, budgets, base loss and
     its ε at δ, σ of each query, dataset, time, rationale); teaching mode adds the statistics of
-    the records (:data:`RECORD_COLUMNS`). Losses are shown with their unit (ρ or ε)."""
+    the records (:data:`RECORD_COLUMNS`), the error of each entry measured like the others'
+    (:func:`prdp_core.board.comparison.board_errors`; "error measure" says how, or that it is not
+    comparable). Losses are shown with their unit (ρ or ε). ``compact``: the columns of
+    :data:`COMPACT_COLUMNS` only (the Board page's table; the rest is in each entry's details)."""
+    entries = list(entries)
+    compared = {} if review else board_errors(entries)
     rows = []
     for e in entries:
         s = e.summary
@@ -370,12 +427,14 @@ def board_frame(entries: Iterable[Any], *, review: bool, delta: float, mine: set
             row.update({"share above base": rec.get("share_above_base"), "median record loss": fmt["p50"],
                         "p99 record loss": fmt["p99"], "max record loss": fmt["max"], "owner p99": fmt["owner_p99"],
                         "ε at δ, p99 record": eps_at(rec.get("p99"), unit, delta),
-                        "median rel. error": rec.get("median_rel_error")})
+                        "median rel. error": compared[e.id].error, "error measure": compared[e.id].basis})
         rows.append(row)
     cols = ["#", "name"] + (["yours"] if mine is not None else []) + ["kind", "base loss", "ε at δ, base"]
     if not review:
         cols += list(RECORD_COLUMNS)
     cols += ["σ per query", "policy", "budgets", "dataset", "submitted", "rationale"]
+    if compact:
+        cols = [c for c in cols if c in COMPACT_COLUMNS]
     return pd.DataFrame(rows, columns=cols)
 
 
@@ -408,12 +467,17 @@ def pareto_front(x: Sequence[float] | np.ndarray | pd.Series, y: Sequence[float]
 
 
 def tradeoff_points(entries: Iterable[Any], delta: float) -> pd.DataFrame:
-    """Per entry: name, the 99th-percentile record loss as ε at δ, the median relative error, and
-    whether it is on the Pareto front (confidential: statistics of the records)."""
+    """Per comparable entry (:func:`prdp_core.board.comparison.board_errors`: the same error measure on the same
+    workload; the others are kept off): name, the 99th-percentile record loss as ε at δ, the median relative error,
+    and whether it is on the Pareto front (confidential: statistics of the records)."""
+    entries = list(entries)
+    compared = board_errors(entries)
     rows = []
     for e in entries:
         rec, unit = e.summary.get("records", {}), e.summary.get("unit", "rho")
-        x, y = eps_at(rec.get("p99"), unit, delta), rec.get("median_rel_error")
+        if not compared[e.id].comparable:
+            continue
+        x, y = eps_at(rec.get("p99"), unit, delta), compared[e.id].error
         if x is not None and y is not None:
             rows.append({"#": e.id, "name": e.name, "kind": e.kind, "eps_p99": x, "median_rel_error": float(y)})
     df = pd.DataFrame(rows, columns=["#", "name", "kind", "eps_p99", "median_rel_error"])
@@ -465,6 +529,7 @@ def measures_of(policies: Mapping[str, Any]) -> list[str]:
     return [m for m in first if all(m in s for s in sets)]
 
 
-__all__ = ["CDF_POINTS", "ERROR_RUNS", "PARTS", "PART_SUMMARIES", "RECORD_COLUMNS", "REVIEW_ERRORS", "board_frame",
-           "cdf_series", "convert_cdf", "eps_at", "measures_of", "pareto_front", "part_of", "policy_parts",
-           "query_table", "restrict", "splitting_policies", "summarise", "tradeoff_points"]
+__all__ = ["CDF_POINTS", "COMPACT_COLUMNS", "ERROR_RUNS", "PARTS", "PART_SUMMARIES", "RECORD_COLUMNS",
+           "REVIEW_ERRORS", "board_frame", "cdf_series", "convert_cdf", "eps_at", "error_workload", "measures_of",
+           "pareto_front", "part_of", "policy_parts", "query_table", "restrict", "splitting_policies", "summarise",
+           "tradeoff_points"]

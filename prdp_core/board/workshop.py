@@ -17,7 +17,9 @@ Environment (set by ``prdp app`` from its options, or by hand):
 ==========================  ==================================================================
 
 The pinned workshop dataset is a sample (``{"sample": name, "n": …, "seed": …}``) or a file
-of the data folder (``{"file": name}``), read by the engine from that folder only
+of the data folder (``{"file": name}``, with the column roles ``schema`` and the fixes ``prepare`` the facilitator
+chose — a public shift of a measure with negative values —, both in the form of a study config's ``data``
+section and checked by its parser, :func:`normal_pin`), read by the engine from that folder only
 (:func:`prdp_core.study.config.safe_data_path`: no absolute paths, ``..`` or links leading out).
 """
 
@@ -31,11 +33,12 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from ..core.errors import DataError, PrdpError
+from ..core.errors import DataError, PrdpError, StoreError
 from ..data import memory
-from ..data.dataset import SUPPORTED_EXTENSIONS, Dataset, guess_schema, load_table, prepare_dataset
+from ..data.dataset import SUPPORTED_EXTENSIONS, Dataset, Schema, guess_schema, load_table, prepare_dataset
 from ..data.statfiles import STAT_EXTENSIONS
-from ..study.config import safe_data_path
+from ..study.config import parse_config, safe_data_path
+from ..study.config.data_source import prepare_section
 
 ENV_WORKSHOP_DIR = "PRDP_WORKSHOP_DIR"
 ENV_BOARD_URL = "PRDP_BOARD_URL"
@@ -196,12 +199,58 @@ def database_tables(folder: str | os.PathLike, name: str) -> list[str]:
     return [str(r[0]) for r in rows]
 
 
+#: The keys of a pinned sample and of a pinned data-folder file.
+SAMPLE_PIN_KEYS = frozenset({"sample", "n", "seed"})
+FILE_PIN_KEYS = frozenset({"file", "schema", "prepare"})
+
+
+def normal_pin(pin: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """A pin as stored: a sample (name, size, seed) or a data-folder file with, optionally, its column roles
+    (``schema``: id, measures, groups, owner) and fixes (``prepare``: e.g. ``negative: shift`` with ``shift_by``,
+    the public constant of each measure), read by the study config's parser (unknown keys, wrong types and
+    negative shifts refused with its message). None unpins. StoreError or ConfigError otherwise."""
+    if pin is None:
+        return None
+    ok = isinstance(pin, Mapping) and (("sample" in pin) != ("file" in pin))
+    if not ok or not set(pin) <= (SAMPLE_PIN_KEYS if "sample" in pin else FILE_PIN_KEYS):
+        raise StoreError("A pinned dataset is a sample (sample, n, seed) or a file of the data folder (file, with "
+                         "its roles and fixes).")
+    if "sample" in pin:
+        return dict(pin)
+    if not isinstance(pin["file"], str) or not pin["file"]:
+        raise StoreError("A pinned file is named by its name in the data folder.")
+    extra = {k: pin[k] for k in ("schema", "prepare") if pin.get(k)}
+    data = parse_config({"version": 1, "data": {"path": pin["file"], **extra}}).data.to_dict()
+    return {"file": pin["file"], **{k: data[k] for k in ("schema", "prepare") if data.get(k)}}
+
+
+def file_pin(name: str, schema: Schema, options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The pin of the data-folder file ``name`` with the column roles ``schema`` and the options of
+    :func:`~prdp_core.data.prepare_dataset` ``options`` (checked by :func:`normal_pin`)."""
+    roles = {"id": schema.id_col, "measures": list(schema.measures), "groups": list(schema.groups),
+             "owner": schema.owner_col}
+    pin = normal_pin({"file": name, "schema": roles, "prepare": prepare_section(options or {})})
+    assert pin is not None
+    return pin
+
+
+def pin_roles(pin: Mapping[str, Any]) -> tuple[Schema | None, dict[str, Any]]:
+    """The column roles and the options of :func:`~prdp_core.data.prepare_dataset` a file pin (or a study
+    config's data section) names: (None, {}) for the guessed roles without fixes."""
+    s = pin.get("schema")
+    schema = None if not s else Schema(id_col=s.get("id"), measures=tuple(s.get("measures") or ()),
+                                       groups=tuple(s.get("groups") or ()), owner_col=s.get("owner"))
+    return schema, dict(pin.get("prepare") or {})
+
+
 def describe_pin(pin: Mapping[str, Any] | None) -> str | None:
     """A pinned workshop dataset in words ("sample 'cbp_like', n = 5,000, seed 1")."""
     if not pin:
         return None
     if "file" in pin:
-        return f"file '{pin['file']}' of the data folder"
+        shifts = (pin.get("prepare") or {}).get("shift_by") or {}
+        how = "".join(f", {m} shifted by +{c:,.15g} (public)" for m, c in shifts.items())
+        return f"file '{pin['file']}' of the data folder{how}"
     size = f", n = {int(pin['n']):,}" if pin.get("n") else ""
     return f"sample '{pin['sample']}'{size}, seed {int(pin.get('seed', 0) or 0)}"
 
@@ -211,8 +260,9 @@ def matches_pin(data: Mapping[str, Any], pin: Mapping[str, Any] | None) -> bool:
     sample by name, size and seed). Without a pin, every dataset does."""
     if not pin:
         return True
-    if "file" in pin:
-        return data.get("path") is not None and Path(str(data["path"])).name == pin["file"]
+    if "file" in pin:  # the same file, with the same fixes (a shift changes every value of its measure)
+        return (data.get("path") is not None and Path(str(data["path"])).name == pin["file"]
+                and dict(data.get("prepare") or {}) == dict(pin.get("prepare") or {}))
     return (data.get("sample") == pin.get("sample") and data.get("n") == pin.get("n")
             and int(data.get("seed", 0) or 0) == int(pin.get("seed", 0) or 0))
 
@@ -221,7 +271,10 @@ def pin_of_source(source: Mapping[str, Any]) -> dict[str, Any] | None:
     """The pin that names the app's active data source (a sample, or a file of the data folder)."""
     if source.get("kind") == "sample":
         return {"sample": source["name"], "n": source.get("n"), "seed": int(source.get("seed", 0) or 0)}
-    return {"file": source["filename"]} if source.get("shared") else None
+    if not source.get("shared"):
+        return None
+    prepare = prepare_section(source.get("options") or {})
+    return {"file": source["filename"], **({"prepare": prepare} if prepare else {})}
 
 
 @dataclass(frozen=True)
@@ -234,11 +287,12 @@ class WorkshopFile:
     raw: pd.DataFrame = field(repr=False)
     dataset: Dataset = field(repr=False)
     sha256: str
+    options: Mapping[str, Any] = field(default_factory=dict)  # the fixes it was prepared with
 
     @property
     def source(self) -> dict[str, Any]:
-        return {"kind": "file", "filename": self.name, "schema": self.dataset.schema.to_dict(), "options": {},
-                "shared": self.sha256}
+        return {"kind": "file", "filename": self.name, "schema": self.dataset.schema.to_dict(),
+                "options": dict(self.options), "shared": self.sha256}
 
 
 def file_stamp(folder: str | os.PathLike, name: str) -> tuple[str, int, int]:
@@ -252,16 +306,26 @@ def file_stamp(folder: str | os.PathLike, name: str) -> tuple[str, int, int]:
     return str(p), int(st.st_size), int(st.st_mtime_ns)
 
 
-def load_file(folder: str | os.PathLike, name: str) -> WorkshopFile:
-    """Load a data-folder table with guessed roles; a table that needs decisions (missing or
-    negative values, duplicate ids) is refused with the checker's message, so the facilitator
-    fixes the file before pinning it."""
+def read_file(folder: str | os.PathLike, name: str) -> tuple[pd.DataFrame, str]:
+    """A data-folder table as read (before roles and fixes) and its content hash."""
     path, size, _ = file_stamp(folder, name)
     memory.guard_table(file_bytes=size)  # the memory guard of every route into a table
     df = load_table(path, filename=name, guard=memory.guard_table)  # the limits of an upload
     memory.guard_table(rows=len(df), columns=df.shape[1])
-    ds = prepare_dataset(df, guess_schema(df), name=name)
-    return WorkshopFile(name=name, raw=df, dataset=ds, sha256=sha256_file(path))
+    return df, sha256_file(path)
+
+
+def load_file(folder: str | os.PathLike, name: str, schema: Schema | None = None,
+              options: Mapping[str, Any] | None = None, *, raw: tuple[pd.DataFrame, str] | None = None
+              ) -> WorkshopFile:
+    """Load a data-folder table with the column roles ``schema`` (default: guessed) and the fixes ``options``
+    of :func:`~prdp_core.data.prepare_dataset` (default: none; ``raw``: the table already read by
+    :func:`read_file`). A table that needs a decision the options do not make (missing or negative values,
+    duplicate ids) is refused with the checker's message, so the facilitator chooses a fix — a public shift —
+    or fixes the file before pinning it."""
+    df, sha = raw if raw is not None else read_file(folder, name)
+    ds = prepare_dataset(df, schema if schema is not None else guess_schema(df), name=name, **dict(options or {}))
+    return WorkshopFile(name=name, raw=df, dataset=ds, sha256=sha, options=dict(options or {}))
 
 
 def sha256_file(path: str | os.PathLike) -> str:

@@ -365,12 +365,13 @@ def _board_html(entries: list[Any], teaching: bool, *, delta: float = 1e-6, titl
 
 @register("board table (screen)", "board", "entries", "the board's table as the Board page shows it (read back with "
           ":func:`screen_frame`)")
-def _board_table(entries: list[Any], teaching: bool, *, delta: float = 1e-6, mine: set[int] | None = None) -> str:
+def _board_table(entries: list[Any], teaching: bool, *, delta: float = 1e-6, mine: set[int] | None = None,
+                 compact: bool = False) -> str:
     import json
 
     from ..board.summary import board_frame
 
-    frame = board_frame(entries, review=not teaching, delta=delta, mine=mine)
+    frame = board_frame(entries, review=not teaching, delta=delta, mine=mine, compact=compact)
     return json.dumps(frame.to_dict(orient="split", index=False), ensure_ascii=False, default=str)
 
 

@@ -20,6 +20,8 @@ from .conftest import open_page, texts
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "facilitator passphrase"
 SMALL = {"sample": "cbp_like", "n": 4000, "seed": 1}
+#: The statistics of the records the board's compact table shows (the others are in each entry's details).
+SHOWN_RECORD_COLUMNS = set(S.RECORD_COLUMNS) & set(S.COMPACT_COLUMNS)
 
 
 @pytest.fixture(autouse=True)
@@ -89,7 +91,10 @@ def test_submit_and_see_the_policy_with_its_record_statistics(workshop):
     assert "Submitted **#1 Mine** (unit splitting)" in at.success[0].value
     df = _frame(at)
     assert df["name"].tolist() == ["Mine"] and df["yours"].tolist() == [True]
-    assert set(S.RECORD_COLUMNS) <= set(df.columns) and df["rationale"][0] == "small firms pay the base loss"
+    assert SHOWN_RECORD_COLUMNS <= set(df.columns) and set(df.columns) <= set(S.COMPACT_COLUMNS)  # fits the screen
+    details = at.table[0].value  # the rest of the row: under Details
+    assert details.loc["rationale", "value"] == "small firms pay the base loss"
+    assert details.loc["error measure", "value"] == "closed form" and "P(r)" in details.loc["policy", "value"]
     (entry,) = _store(workshop).entries()
     assert entry.summary["records"]["p99"] > 0 and entry.config["policy"]["thresholds"]["EMP"] == 100
     at.button(key="board_submit").click().run()  # the same submission again
@@ -189,7 +194,11 @@ def test_other_policy_kinds_can_be_submitted(workshop):
     assert not at.error, at.error[0].value
     kinds = [e.kind for e in _store(workshop).entries()]
     assert kinds == ["budget function", "analyst tiers"]
-    assert set(_frame(at)["kind"]) == {"budget function", "analyst tiers"}
+    df = _frame(at)
+    assert set(df["kind"]) == {"budget function", "analyst tiers"}
+    basis = df["error measure"].tolist()  # other queries answered: the later entry is not comparable
+    assert basis[0].endswith("seeded runs") and basis[1].startswith("not comparable: measured on")
+    assert "Not on this chart (no error measured like the others'): #2 My tiers" in texts(at)
 
 
 def test_facilitator_pins_a_sample_and_participants_follow(workshop):
@@ -222,7 +231,9 @@ def test_facilitator_pins_a_data_folder_file_and_exports(workshop):
     fac.radio(key="board_pin_kind").set_value("file").run()
     assert fac.selectbox(key="board_pin_file").options == ["establishments.csv"]
     fac.button(key="board_pin").click().run()
-    assert _store(workshop).settings()["dataset"] == {"file": "establishments.csv"}
+    pin = _store(workshop).settings()["dataset"]
+    assert pin["file"] == "establishments.csv" and "prepare" not in pin  # the guessed roles, no fix needed
+    assert pin["schema"]["measures"] == ["EMP", "PAYANN", "PAYQTR1"] and pin["schema"]["owner"] == "FIRM_ID"
 
     p = _board(_designer())
     p.button(key="board_use_pin").click().run()
@@ -246,6 +257,108 @@ def test_facilitator_pins_a_data_folder_file_and_exports(workshop):
     fac.checkbox(key="board_clear_confirm").check()
     fac.button(key="board_clear").click().run()
     assert _store(workshop).entries() == []
+
+
+def _in_block(at: AppTest, key: str) -> list:
+    """The elements inside the container with the key ``key``."""
+    found = []
+
+    def walk(node, inside: bool) -> None:
+        here = inside or getattr(getattr(node, "proto", None), "id", "").endswith(key)
+        for child in getattr(node, "children", {}).values():
+            walk(child, here)
+        if inside and not getattr(node, "children", None):
+            found.append(node)
+
+    walk(at._tree, False)
+    return found
+
+
+def test_facilitator_pins_a_data_folder_file_with_roles_and_a_public_shift(workshop):
+    """A data-folder file with negative values: the facilitator picks its roles and types a public shift; without
+    one the pin is refused with the reason right beside the Pin button; with it, every participant gets the same
+    shifted table and submits on it."""
+    df = prdp_core.data.samples.load("cbp_like", n=800, seed=3)
+    df["PROFIT"] = df["PAYANN"] - 3 * df["PAYQTR1"]  # negative for many firms
+    assert (df["PROFIT"] < 0).any()
+    df.to_csv(workshop / "data" / "profits.csv", index=False)
+    fac = _board(_designer())
+    fac.text_input(key="board_key_input").input(KEY)
+    fac.button(key="board_unlock").click().run()
+    fac.radio(key="board_pin_kind").set_value("file").run()
+    assert fac.selectbox(key="board_pin_file").value == "profits.csv"
+    fac.multiselect(key="board_pin_measures_profits.csv").set_value(["EMP", "PROFIT"])
+    fac.selectbox(key="board_pin_owner_profits.csv").set_value("FIRM_ID")
+    fac.selectbox(key="board_pin_id_profits.csv").set_value(None).run()
+    assert not fac.exception, fac.exception
+    shift = fac.number_input(key="board_pin_shift_profits.csv_PROFIT")
+    assert "negative" in shift.label
+    fac.button(key="board_pin").click().run()
+    beside = [e for e in _in_block(fac, "board_pin_box") if e.type == "alert" or "error" in str(type(e)).lower()]
+    assert any("No public shift is typed for 'PROFIT'" in str(e.value).replace("\\", "") for e in beside), beside
+    assert "shift" not in fac.session_state["board_msg"]["text"]  # not at the top of the page: beside the button
+    assert _store(workshop).settings()["dataset"] is None
+    low = float(df["PROFIT"].min())
+    fac.number_input(key="board_pin_shift_profits.csv_PROFIT").set_value(-low + 10)
+    fac.button(key="board_pin").click().run()
+    assert not [e for e in _in_block(fac, "board_pin_box") if "No public shift" in str(getattr(e, "value", ""))]
+    pin = _store(workshop).settings()["dataset"]
+    assert pin == {"file": "profits.csv", "prepare": {"negative": "shift", "shift_by": {"PROFIT": -low + 10}},
+                   "schema": {"id": None, "measures": ["EMP", "PROFIT"], "owner": "FIRM_ID",
+                              "groups": pin["schema"]["groups"]}}
+    assert "PROFIT shifted by" in fac.success[0].value
+
+    p = _board(_designer())  # a participant follows the pin: the same shifted table
+    p.button(key="board_use_pin").click().run()
+    assert not p.exception, p.exception
+    ds = p.session_state["dataset"]
+    assert ds.name == "profits.csv" and ds.schema.measures == ("EMP", "PROFIT") and ds.schema.owner_col == "FIRM_ID"
+    assert ds.shifts == {"PROFIT": -low + 10} and float(ds.table["PROFIT"].min()) == pytest.approx(10.0)
+    assert "Workshop dataset" in texts(_board(p))  # the page says it is the pinned one
+    p.switch_page("app_pages/policy_designer.py").run()
+    p = _submit(p, "On the shifted file")
+    assert "Submitted **#1 On the shifted file**" in p.success[0].value, p.error
+
+
+def _reload(key: str, page: str = "board") -> AppTest:
+    """The address of a durable session opened again (a reload, or a reconnect after a restart)."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.query_params["s"] = key
+    at.run()
+    assert not at.exception, at.exception
+    at.switch_page(f"app_pages/{page}.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _unlocked(at: AppTest) -> bool:
+    keys = {b.key for b in at.button}
+    assert ("board_lock" in keys) != ("board_unlock" in keys)
+    return "board_lock" in keys
+
+
+def test_the_facilitator_unlock_is_kept_for_a_reload_of_the_session_in_its_browser(workshop, one_browser):
+    at = _board(open_page("data"))
+    assert not _unlocked(at)
+    at.text_input(key="board_key_input").input(KEY)
+    at.button(key="board_unlock").click().run()
+    assert _unlocked(at) and "a reload in this browser keeps them unlocked" in at.success[0].value
+    key = at.query_params["s"]
+    key = key[0] if isinstance(key, list) else key
+    again = _reload(key)
+    assert _unlocked(again)  # the reload: still the facilitator
+    again.radio(key="board_set_mode").set_value("review")
+    again.button(key="board_save").click().run()
+    assert _store(workshop).settings()["mode"] == "review"  # and its actions work
+    assert not _unlocked(_board(open_page("data")))  # another session of this browser is not unlocked
+    mine = one_browser.cookie
+    one_browser.cookie = "another-browser-secret-of-32-chars-x"
+    assert not _unlocked(_reload(key))  # the address opened in another browser
+    one_browser.cookie = mine
+    again = _reload(key)
+    again.button(key="board_lock").click().run()
+    assert not _unlocked(again)
+    assert not _unlocked(_reload(key))  # locked: also after a reload
 
 
 def test_a_broken_board_database_gives_a_message(monkeypatch, tmp_path):
@@ -333,7 +446,7 @@ def test_the_table_on_screen_is_made_by_the_review_boundary_in_the_boards_mode(w
     monkeypatch.setitem(B.REGISTRY, "board table (screen)", replace(B.REGISTRY["board table (screen)"], build=build))
     at = _submit(_designer(), "Mine")
     df = _frame(at)
-    assert df["made in"].tolist() == ["teaching"] and set(S.RECORD_COLUMNS) <= set(df.columns)
+    assert df["made in"].tolist() == ["teaching"] and SHOWN_RECORD_COLUMNS <= set(df.columns)
     at.session_state["mode"] = "review"
     _board(at)
     df = _frame(at)

@@ -1,5 +1,5 @@
 """The workshop board in real browsers, against a server started with ``prdp app``: two
-participants submit, one loads the other's policy, a copied link restores a design in a fresh
+participants submit, one loads the other's policy, a copied short link restores a design in a fresh
 context, nobody withdraws someone else's entry, and review mode shows no statistic of the records."""
 
 from __future__ import annotations
@@ -75,7 +75,38 @@ def _columns(page) -> tuple[int, list[str]]:
 
 
 def _expected_columns(review: bool) -> list[str]:
-    return list(S.board_frame([], review=review, delta=1e-6, mine=set()).columns)
+    return list(S.board_frame([], review=review, delta=1e-6, mine=set(), compact=True).columns)
+
+
+#: The horizontal overflow of the page and of the board's table (its grid and every scrolling part of it): the
+#: (scrollWidth, clientWidth) of each.
+_OVERFLOW_JS = """() => {
+  const page = document.querySelector('[data-testid="stMain"]');
+  const grid = document.querySelector('[data-testid="stDataFrame"] .stDataFrameGlideDataEditor');
+  if (!grid) return {page: [page.scrollWidth, page.clientWidth], grid: null};
+  const widest = [grid, ...grid.querySelectorAll('div')].reduce(
+    (w, e) => (e.scrollWidth - e.clientWidth > w[0] - w[1] ? [e.scrollWidth, e.clientWidth] : w), [0, 0]);
+  return {page: [page.scrollWidth, page.clientWidth], doc: [document.documentElement.scrollWidth,
+          document.documentElement.clientWidth], grid: widest};
+}"""
+
+
+def test_the_board_table_fits_a_1280_pixel_screen(browser, workshop_url):
+    """At a 1280-pixel viewport, with the sidebar open, in teaching mode (every column): neither the page nor the
+    board's table scrolls sideways."""
+    p = _open(browser, workshop_url)
+    p.set_viewport_size({"width": 1280, "height": 900})
+    _designer(p)
+    _submit(p, "A policy with a rather long name to see that it is cut, not widened", "wide tables scroll")
+    _in_table(p, "A policy with a rather long name to see that it is cut, not widened")
+    p.locator('[data-testid="stSidebar"]').wait_for()
+    wait_idle(p)
+    got = p.evaluate(_OVERFLOW_JS)
+    shot(p, "board-06-1280")
+    assert got["grid"] is not None, got
+    for what, (scroll, client) in got.items():
+        assert scroll <= client, f"{what} overflows: {scroll} > {client} px"
+    p.context.close()
 
 
 def test_two_participants_submit_compare_and_load(browser, workshop_url):
@@ -125,9 +156,12 @@ def test_a_copied_link_restores_the_design_in_a_fresh_context(browser, workshop_
     _designer(first, emp=77)
     first.wait_for_function("() => location.search.includes('policy=')")
     _nav(first, "Board")  # the share link: the design without the session key the address bar also holds
-    link = first.locator('[data-testid="stCode"]').filter(has_text="policy=").first.inner_text().strip()
-    assert "/policy_designer?policy=" in link and "s=" not in link.split("?")[1]
+    link = first.locator('[data-testid="stCode"]').filter(has_text="?d=").first.inner_text().strip()
+    assert "/policy_designer?d=" in link and "s=" not in link.split("?")[1] and len(link) < 80  # short
     first.get_by_text("not the address bar").wait_for()
+    first.get_by_text("Long link").click()  # the long form, for offline use
+    long = first.locator('[data-testid="stCode"]').filter(has_text="policy=").first.inner_text().strip()
+    assert "/policy_designer?policy=" in long and "s=" not in long.split("?")[1]
     first.context.close()
 
     fresh = new_page(browser)
@@ -140,12 +174,39 @@ def test_a_copied_link_restores_the_design_in_a_fresh_context(browser, workshop_
     shot(fresh, "board-04-link-restored")
 
     damaged = new_page(browser)
-    damaged.goto(link.split("?")[0] + "?policy=not*a*design")
+    damaged.goto(long.split("?")[0] + "?policy=not*a*design")
     wait_idle(damaged)
     damaged.get_by_text("The link's design was not loaded").wait_for()
     assert damaged.locator('[data-testid="stException"]').count() == 0
     fresh.context.close()
     damaged.context.close()
+
+
+def test_a_link_opened_in_a_browser_with_a_session_asks_before_loading_it(browser, workshop_url):
+    """A short link opened in a new tab of a browser that has a session with a design: that session is reopened
+    and asked "Load this design into your session?"; loading it keeps the session (its address)."""
+    sharer = _open(browser, workshop_url)
+    _designer(sharer, emp=77)
+    _nav(sharer, "Board")
+    link = sharer.locator('[data-testid="stCode"]').filter(has_text="?d=").first.inner_text().strip()
+    sharer.context.close()
+
+    mine = _open(browser, workshop_url)
+    _designer(mine, emp=33)
+    mine.wait_for_function("() => document.cookie.includes('prdp_last_session=')")
+    key = mine.evaluate("() => new URLSearchParams(location.search).get('s')")
+    tab = mine.context.new_page()
+    tab.goto(link)
+    tab.get_by_text("Load this design into your session?").wait_for()
+    assert tab.evaluate("() => new URLSearchParams(location.search).get('s')") == key  # the same session
+    tab.locator('[data-testid="stSidebar"]').get_by_text("T(EMP) = 33").wait_for()  # not loaded before asked
+    tab.get_by_role("button", name="Load this design").click()
+    wait_idle(tab)
+    tab.get_by_text("Loaded the design this link carries").wait_for()
+    tab.locator('[data-testid="stSidebar"]').get_by_text("T(EMP) = 77").wait_for()
+    assert tab.locator('[data-testid="stException"]').count() == 0
+    shot(tab, "board-07-link-into-session")
+    mine.context.close()
 
 
 def test_review_mode_shows_no_record_statistic_on_the_board(browser, workshop_url):
@@ -154,7 +215,7 @@ def test_review_mode_shows_no_record_statistic_on_the_board(browser, workshop_ur
     _submit(p, "Reviewed policy", "for the review")
     n, drawn = _columns(p)
     assert n == len(_expected_columns(review=False))
-    assert {"share above base", "median record loss"} <= set(drawn)  # the first record columns are drawn
+    assert {"ε at δ, p99 record", "median rel. error"} <= set(drawn)  # the record columns are drawn
 
     # the facilitator switches the board to review mode
     fac = _open(browser, workshop_url)

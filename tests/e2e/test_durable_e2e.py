@@ -96,8 +96,8 @@ def test_a_killed_and_restarted_server_gives_back_the_table_the_policy_and_the_l
 
             # the share link on the Board page carries the design, never the key
             _nav(page, "Board")
-            link = page.locator('[data-testid="stCode"]').filter(has_text="policy=").first.inner_text().strip()
-            assert "policy=" in link and key not in link and "s=" not in urlparse(link).query
+            link = page.locator('[data-testid="stCode"]').filter(has_text="?d=").first.inner_text().strip()
+            assert "d=" in link and key not in link and "s=" not in urlparse(link).query
             _nav(page, "Run")
 
             # a crash: the server is killed, then started again on the same port with the same workshop folder

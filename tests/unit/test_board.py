@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 
 import prdp_core
+from prdp_core.board import comparison as C
 from prdp_core.board import export as X
 from prdp_core.board import links as L
 from prdp_core.board import summary as B
@@ -132,8 +133,7 @@ def test_a_review_summary_runs_no_simulation_and_a_teaching_one_draws_only_insid
         assert rec["p50"] == rec["max"] == 4
     teach = B.summarise(study, cbp, teaching=True, runs=3)
     assert teach["public"] == rev["public"] and teach["records"]["median_rel_error"] is not None
-    assert not draws.outside and not draws.ledgers and draws.simulated == ({"the board's error estimate"}
-                                                                           if kind != "unit splitting" else set())
+    assert not draws.outside and not draws.ledgers and draws.simulated == {"the board's error estimate"}
 
 
 def test_restrict_keeps_one_policy_and_its_mechanism():
@@ -265,10 +265,60 @@ def test_pareto_front():
     x = [1.0, 2.0, 3.0, 2.0, 1.0, float("nan")]
     y = [3.0, 2.0, 1.0, 3.0, 3.0, 0.1]
     assert B.pareto_front(x, y).tolist() == [True, True, True, False, True, False]
-    pts = B.tradeoff_points([_entry(1, "a", {"unit": "eps", "records": {"p99": 1.0, "median_rel_error": 0.1}}, {}),
-                             _entry(2, "b", {"unit": "eps", "records": {"p99": 2.0, "median_rel_error": 0.2}}, {}),
+    pts = B.tradeoff_points([_entry(1, "a", {"unit": "eps", "records": _measured(1.0, 0.1)}, {}),
+                             _entry(2, "b", {"unit": "eps", "records": _measured(2.0, 0.2)}, {}),
                              _entry(3, "c", {"unit": "eps", "records": {}}, {})], 1e-6)
     assert pts["name"].tolist() == ["a", "b"] and pts["pareto"].tolist() == [True, False]
+
+
+def _measured(p99: float, error: float, workload=("SUM(EMP)",), runs: int = 30) -> dict:
+    """A summary's records measured as the board compares them: seeded runs on ``workload``."""
+    return {"p99": p99, "median_rel_error": error, "error_workload": list(workload),
+            "errors": {"seeded runs": {"median_rel_error": error, "query_errors": [], "runs": runs}}}
+
+
+SUM_EMP = {"queries": [{"kind": "sum", "measure": "EMP", "rho": 0.5}]}
+
+
+def test_a_splitting_and_a_budget_entry_on_the_same_workload_get_their_errors_from_the_same_measure(cbp):
+    """Like with like: a unit-splitting policy answering SUM(EMP) and a budget function's mechanism answering
+    SUM(EMP) are measured by the same number of seeded runs on the same workload (the splitting entry keeps its
+    closed form for its own table); the board shows that figure for both and puts both on its Pareto chart."""
+    split = _study(policy={"thresholds": {"EMP": 100, "PAYANN": 10000, "PAYQTR1": 2500}}, workload=SUM_EMP,
+                   mechanisms=[{"kind": "unit_splitting"}])
+    s1 = B.summarise(parse_config(split), cbp, teaching=True, runs=4)
+    s2 = B.summarise(parse_config(BUDGET), cbp, teaching=True, runs=4)
+    r1, r2 = s1["records"], s2["records"]
+    assert r1["error_workload"] == r2["error_workload"] == ["SUM(EMP)"]
+    assert r1["errors"]["seeded runs"]["runs"] == r2["errors"]["seeded runs"]["runs"] == 4
+    assert set(r1["errors"]) == {"seeded runs", "closed form"} and set(r2["errors"]) == {"seeded runs"}
+    assert r1["median_rel_error"] == r1["errors"]["closed form"]["median_rel_error"]  # its own: the closed form
+    entries = [_entry(1, "split", s1, split), _entry(2, "budget", s2, BUDGET)]
+    frame = B.board_frame(entries, review=False, delta=1e-6)
+    assert frame["error measure"].tolist() == ["4 seeded runs", "4 seeded runs"]
+    assert frame["median rel. error"].tolist() == [r1["errors"]["seeded runs"]["median_rel_error"],
+                                                   r2["errors"]["seeded runs"]["median_rel_error"]]
+    assert B.tradeoff_points(entries, 1e-6)["name"].tolist() == ["split", "budget"]
+    alone = B.board_frame(entries[:1], review=False, delta=1e-6)  # splitting entries only: their closed form
+    assert alone["error measure"].tolist() == ["closed form"]
+    assert alone["median rel. error"][0] == r1["errors"]["closed form"]["median_rel_error"]
+
+
+def test_entries_measured_differently_are_marked_and_kept_off_the_pareto_front():
+    old = {"unit": "eps", "records": {"p99": 0.5, "median_rel_error": 0.01}}  # stored before: its own measure only
+    entries = [_entry(1, "a", {"unit": "eps", "records": _measured(1.0, 0.1)}, {}),
+               _entry(2, "b", {"unit": "eps", "records": _measured(2.0, 0.2)}, {}),
+               _entry(3, "other workload", {"unit": "eps", "records": _measured(0.1, 0.01, ("COUNT(*)",))}, {}),
+               _entry(4, "fewer runs", {"unit": "eps", "records": _measured(0.1, 0.01, runs=3)}, {}),
+               _entry(5, "older", old, {})]
+    frame = B.board_frame(entries, review=False, delta=1e-6)
+    basis = frame["error measure"].tolist()
+    assert basis[:2] == ["30 seeded runs"] * 2 and all(b.startswith("not comparable") for b in basis[2:])
+    assert "COUNT(*)" in basis[2] and "3 seeded runs" in basis[3] and "before" in basis[4]
+    pts = B.tradeoff_points(entries, 1e-6)
+    assert pts["name"].tolist() == ["a", "b"] and pts["pareto"].tolist() == [True, False]  # the better ones are off
+    assert "SUM(EMP)" in C.describe_reference(entries) and "30 seeded runs" in C.describe_reference(entries)
+    assert C.query_label("sum", "EMP", by=["STATE"]) == "SUM(EMP) BY STATE"
 
 
 def test_cdfs_share_a_unit_or_convert_to_eps_at_delta(entries):
@@ -361,6 +411,24 @@ def test_data_folder_tables_and_pins(tmp_path):
     assert W.matches_pin({"sample": "x"}, None)
     assert W.describe_pin({"sample": "cbp_like", "n": 5000, "seed": 1}) == "sample 'cbp_like', n = 5,000, seed 1"
     assert W.pin_of_source(f.source) == {"file": "firms.csv"}
+
+
+def test_a_data_folder_file_with_negative_values_is_pinned_with_its_roles_and_a_public_shift(tmp_path):
+    df = pd.DataFrame({"FIRM": [1, 1, 2, 3], "PROFIT": [-50.0, 10.0, 20.0, -5.0], "EMP": [1, 2, 3, 4]})
+    df.to_csv(tmp_path / "profits.csv", index=False)
+    with pytest.raises(DataError, match="negative"):
+        W.load_file(tmp_path, "profits.csv")  # guessed roles, no fix: refused with the checker's message
+    schema = prdp_core.data.Schema(id_col=None, measures=("PROFIT", "EMP"), groups=(), owner_col="FIRM")
+    opts = {"negative": "shift", "shift_by": {"PROFIT": 60.0}}
+    f = W.load_file(tmp_path, "profits.csv", schema, opts)
+    assert f.dataset.shifts == {"PROFIT": 60.0} and f.dataset.table["PROFIT"].min() == 10.0
+    pin = W.file_pin("profits.csv", schema, opts)
+    assert pin["prepare"] == opts and pin["schema"]["owner"] == "FIRM"
+    assert W.pin_roles(pin) == (schema, opts) and W.pin_of_source(f.source) == {"file": "profits.csv",
+                                                                                "prepare": opts}
+    assert W.matches_pin({"path": "profits.csv", "prepare": opts}, pin)
+    assert not W.matches_pin({"path": "profits.csv"}, pin)  # the same file without the shift: other values
+    assert "PROFIT shifted by +60 (public)" in W.describe_pin(pin)
 
 
 def test_large_dataset_sources_of_the_data_folder_and_nothing_outside(tmp_path):

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 
 from prdp_core.board import store as S
 from prdp_core.board.store import BoardStore
-from prdp_core.core.errors import AccessError, StoreError
+from prdp_core.core.errors import AccessError, ConfigError, StoreError
 from tests.postgres import postgres_server  # noqa: F401 - fixture
 
 KEY = "correct horse battery staple"
@@ -184,9 +184,20 @@ def test_facilitator_pins_sets_clears_and_archives(board_url):
     assert s.settings()["dataset"] == {"file": "firms.csv"}
     s.pin_dataset(None, key=KEY)
     assert s.settings()["dataset"] is None
-    for bad in ({"sample": "a", "file": "b"}, {"path": "/etc/passwd"}, {}, "cbp_like"):
+    for bad in ({"sample": "a", "file": "b"}, {"path": "/etc/passwd"}, {}, "cbp_like",
+                {"sample": "a", "prepare": {}}, {"file": "f.csv", "rows": [1]}, {"file": ""}):
         with pytest.raises(StoreError):
             s.pin_dataset(bad, key=KEY)  # type: ignore[arg-type]
+    fixed = {"file": "f.csv", "schema": {"measures": ["X"], "owner": "F"},
+             "prepare": {"negative": "shift", "shift_by": {"X": 5}}}
+    s.pin_dataset(fixed, key=KEY)  # a file with its roles and a public shift, read as a config's data section
+    assert s.settings()["dataset"] == {"file": "f.csv", "schema": {"id": None, "measures": ["X"], "groups": [],
+                                                                   "owner": "F"},
+                                       "prepare": {"negative": "shift", "shift_by": {"X": 5.0}}}
+    for bad_fix in ({"negative": "shift", "shift_by": {"X": -5}}, {"shift_by": {"X": 5}}, {"negative": "rm -rf"}):
+        with pytest.raises(ConfigError, match="data.prepare"):
+            s.pin_dataset({"file": "f.csv", "prepare": bad_fix}, key=KEY)
+    assert s.settings()["dataset"]["prepare"]["shift_by"] == {"X": 5.0}  # a refused pin changes nothing
     with pytest.raises(StoreError):
         s.set_mode("chaos", key=KEY)
     for bad_delta in (0, 0.5, float("nan"), "x"):

@@ -1,4 +1,4 @@
-"""Durable sessions and ledgers in the workshop store (layout version 6), on SQLite and on a real
+"""Durable sessions and ledgers in the workshop store (layout version 7), on SQLite and on a real
 PostgreSQL server (tests/postgres.py): the migration of a version-2 and a version-3 database, sessions by
 hashed key and bound to their browser (transfer codes), uploaded tables stored once by content hash and
 their retention rule, ledgers whose restored per-record totals equal the original's, named ledgers tied to
@@ -68,7 +68,7 @@ def _make_v2(url: str) -> None:
 def test_a_version_2_database_is_migrated_and_keeps_its_entries(url, tmp_path):
     _make_v2(url)
     bs = BoardStore(url)
-    assert bs.migrated_from == 2 and bs.version() == B.SCHEMA_VERSION == 6
+    assert bs.migrated_from == 2 and bs.version() == B.SCHEMA_VERSION == 7
     assert {"sessions", "uploads", "ledgers", "ledger_entries"} <= set(sa.inspect(bs.engine).get_table_names())
     (old,) = bs.entries()
     assert (old.name, old.rationale) == ("From v2", "kept")
@@ -77,7 +77,7 @@ def test_a_version_2_database_is_migrated_and_keeps_its_entries(url, tmp_path):
     ss.save(key, source={"kind": "sample", "name": "cbp_like"}, config={"version": 1})
     assert ss.load(key).source == {"kind": "sample", "name": "cbp_like"}
     bs.dispose()
-    assert BoardStore(url).migrated_from == 6  # nothing to do the second time
+    assert BoardStore(url).migrated_from == 7  # nothing to do the second time
 
 
 def test_a_version_3_session_is_kept_unbound_and_goes_to_the_first_browser_that_opens_it(url, tmp_path):
@@ -122,7 +122,7 @@ def test_a_version_5_session_is_kept_and_its_recorded_releases_are_stored_after_
                      {"h": S.key_hash(key), "l": lid, "b": me})
     eng.dispose()
     bs = BoardStore(url)
-    assert bs.migrated_from == 5 and bs.version() == B.SCHEMA_VERSION == 6
+    assert bs.migrated_from == 5 and bs.version() == B.SCHEMA_VERSION == 7
     assert "session_releases" in sa.inspect(bs.engine).get_table_names()
     ss = S.SessionStore(bs, tmp_path / "up")
     assert ss.load(key).source == {"kind": "sample"} and ss.load_releases(key) is None  # kept, nothing recorded yet
@@ -130,7 +130,7 @@ def test_a_version_5_session_is_kept_and_its_recorded_releases_are_stored_after_
     ss.save_releases(key, text, browser=me)
     assert ss.load_releases(key) == text and ss.ledger_id(key, browser=me) == lid
     bs.dispose()
-    assert BoardStore(url).migrated_from == 6
+    assert BoardStore(url).migrated_from == 7
 
 
 # ---------------------------------------------------------------------------

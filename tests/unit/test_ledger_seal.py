@@ -214,7 +214,7 @@ def test_a_ledger_stored_before_sealing_is_sealed_once_by_the_upgrade_and_checke
                                                      total_rho=0.35 * (i + 1)))
     eng.dispose()
     bs = BoardStore(url)
-    assert bs.migrated_from == 3 and bs.version() == B.SCHEMA_VERSION == 6
+    assert bs.migrated_from == 3 and bs.version() == B.SCHEMA_VERSION == 7
     led = L.LedgerStore(bs)
     assert [s.uid for s in led.entries(lid)] == ["x", "y"]
     seal = led.seal(lid)
@@ -230,7 +230,7 @@ def test_a_ledger_stored_before_sealing_is_sealed_once_by_the_upgrade_and_checke
     with pytest.raises(C.TamperedLedger, match="its seal .* was removed, so its 3 entries cannot be checked"):
         led.entries(lid)
     bs.dispose()
-    assert BoardStore(url).migrated_from == 6
+    assert BoardStore(url).migrated_from == B.SCHEMA_VERSION
 
 
 def test_a_ledger_sealed_with_another_key_says_so(url, monkeypatch):
