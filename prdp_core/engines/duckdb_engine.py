@@ -310,7 +310,7 @@ class DuckDBEngine(SQLEngine):
             free = f"{shutil.disk_usage(temp).free / 1e9:.1f} GB free"
         except OSError:
             free = "its free space unknown"
-        need = needed_limit(str(exc))
+        need = needed_limit(str(exc), limit)
         example = "8GB" if need is None else f"{need}"
         measured = "" if need is None else (f" This statement had to hold more than {need} at once (what DuckDB "
                                             f"held plus what it asked for when it failed).")
@@ -421,17 +421,21 @@ class DuckDBEngine(SQLEngine):
 _OOM_SIZES = re.compile(r"(?:of size|block of size)\s+([\d.]+)\s*([KMGT]i?B)\s*\(([\d.]+)\s*([KMGT]i?B)\s*/")
 
 
-def needed_limit(message: str) -> str | None:
+def needed_limit(message: str, limit: str | None = None) -> str | None:
     """The memory limit a statement that ran out of memory needed at least, from DuckDB's message ("failed to
-    allocate data of size 512.0 MiB (1.5 GiB/1.8 GiB used)"): what it held plus what it asked for, rounded up to
-    whole megabytes or, above 1 GB, to tenths of a gigabyte (a DuckDB size, e.g. ``"2.1GB"``); None when the message
-    does not say."""
+    allocate data of size 512.0 MiB (1.5 GiB/1.8 GiB used)"): what it held plus what it asked for — and, DuckDB's
+    sizes being rounded, at least ``limit`` (the limit it ran within) plus what it asked for when that sum does not
+    exceed it — rounded up to whole megabytes or, above 1 GB, to tenths of a gigabyte (a DuckDB size, e.g.
+    ``"2.2GB"``); None when the message does not say."""
     from ..data.memory import size_bytes
 
     m = _OOM_SIZES.search(message)
     if m is None:
         return None
-    need = size_bytes(f"{m.group(1)}{m.group(2)}") + size_bytes(f"{m.group(3)}{m.group(4)}")
+    asked = size_bytes(f"{m.group(1)}{m.group(2)}")
+    need = asked + size_bytes(f"{m.group(3)}{m.group(4)}")
+    if limit is not None and need <= size_bytes(limit):
+        need = size_bytes(limit) + asked
     if need >= 1e9:
         return f"{math.ceil(need / 1e8) / 10:g}GB"
     return f"{math.ceil(need / 1e6):d}MB"
