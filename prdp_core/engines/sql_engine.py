@@ -39,6 +39,9 @@ from .memory import BOUND_STEPS, _binned_edges, bound_bins, bound_edges
 from .sql_checks import TableChecks
 from .sql_profile import PROFILE_VALUES, ProfileStatistics, profile_of_values
 
+#: Split-count histograms an engine keeps (the latest; each a few rows per split count and key).
+KEPT_HISTOGRAMS = 8
+
 
 class SQLEngine(ProfileStatistics, TableChecks, Engine):
     """Records in a relation of an SQL engine (a view or table named ``relation``), statistics as
@@ -195,6 +198,8 @@ class SQLEngine(ProfileStatistics, TableChecks, Engine):
         with self._lock:  # the release, its report and the owners' losses ask for the same histogram: one scan
             if sql not in self._histograms:
                 self._histograms[sql] = self._frame(sql)
+                while len(self._histograms) > KEPT_HISTOGRAMS:  # the oldest policy's (a session changes thresholds)
+                    self._histograms.pop(next(iter(self._histograms)))
             frame = self._histograms[sql].copy()
         for col in ["m"] + [f"m:{a}" for a in measures]:
             v = frame[col].to_numpy(dtype=float)
