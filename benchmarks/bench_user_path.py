@@ -12,22 +12,60 @@ memory of that process, ``os.wait4``):
    duplicate ids, missing and negative measures), the records' split-count histogram (the loss CDF), the sums
    per STATE, the owners' losses (a GROUP BY over the owners) and exact quantiles of both measures.
 
+With ``--app``, the app's path instead, through the Streamlit protocol (``st_client.py``: what a browser sends,
+nothing drawn): the app is started (``streamlit run app.py`` on 127.0.0.1, ``PRDP_DATA_DIR`` the file's folder, no
+memory setting, stopped by its process handle) and one session connects the file (*Connect*, the roles with the
+id, owner, measures and groups, *Use this table*), waits for the records' loss CDF on the Policy designer, changes
+the first threshold, computes the owners' CDF and releases on the Run page — each step timed, with the server's
+peak resident memory during it (``VmHWM``, reset before each step through ``/proc/<pid>/clear_refs``); then a second
+session the same way on the unchanged file, and two sessions pressing *Run release* at once. The hand-written SQL
+runs in the same invocation, as above. The widgets are found by their keys (:data:`APP_KEYS`); a key the app no
+longer has stops the run with its name.
+
 Run: .venv/bin/python benchmarks/bench_user_path.py [--rows 1000000] [--file PATH] [--keep]
+     .venv/bin/python benchmarks/bench_user_path.py --app [--rows 1000000] [--file PATH] [--id EID --owner FIRM
+         --measures EMP,PAY --groups STATE]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
+import re
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import machine  # noqa: E402
+from st_client import ProtocolError, StreamlitClient, plotly_data  # noqa: E402
+
+#: The app's widgets and charts the --app part drives, by user key: name → (element kind, key). A key ending in
+#: ``*`` is a prefix (the key ends with a per-table id); ``{measure}`` is the first measure. Adapt here when the
+#: app's keys change: a key the page does not show stops the run naming it.
+APP_KEYS: dict[str, tuple[str, str]] = {
+    "file": ("selectbox", "large_file"),
+    "connect": ("button", "large_connect_go"),
+    "id": ("selectbox", "map_id_*"),
+    "owner": ("selectbox", "map_owner_*"),
+    "measures": ("multiselect", "map_measures_*"),
+    "groups": ("multiselect", "map_groups_*"),
+    "use table": ("button", "apply_*"),
+    "records CDF": ("plotly_chart", "cdf_records"),
+    "threshold": ("number_input", "thr_{measure}"),
+    "owners switch": ("checkbox", "policy_large_owners"),
+    "owners CDF": ("plotly_chart", "cdf_owners"),
+    "release": ("button", "run_go"),
+    "released": ("plotly_chart", "run_answers_chart"),
+}
+#: The app's pages the --app part visits (their titles in the navigation).
+APP_PAGES = {"data": "Data", "policy": "Policy designer", "release": "Run"}
 
 STUDY = """version: 1
 title: the user's path at scale
@@ -91,11 +129,219 @@ def measured(argv: list[str], env: dict[str, str] | None = None) -> tuple[float,
         return wall, usage.ru_maxrss / 2**20, out.read()
 
 
+def hand_written(work: Path, data: Path, columns: dict[str, str] | None = None) -> tuple[str, float, float]:
+    """The hand-written SQL in a DuckDB process of its own: (label with each statement's time, wall, peak GB).
+    ``columns``: the file's names of cbp_like's columns (ESTAB_ID, FIRM_ID, EMP, PAYANN, STATE), when they differ."""
+    names = columns or {}
+    sql = {k: re.sub(r"\b(ESTAB_ID|FIRM_ID|EMP|PAYANN|STATE)\b", lambda m: names.get(m.group(1), m.group(1)), v)
+           for k, v in SQL.items()}
+    script = work / "hand_written.py"
+    script.write_text(HAND_WRITTEN.format(sql=sql), encoding="utf-8")
+    wall, peak, out = measured([sys.executable, str(script), str(data)])
+    parts = ", ".join(f"{line.split(chr(9))[0]} {line.split(chr(9))[1]} s" for line in out.strip().splitlines())
+    return f"hand-written DuckDB SQL ({parts})", wall, peak
+
+
+@dataclass(frozen=True)
+class Roles:
+    """The columns the --app part maps on the Column roles view."""
+
+    id: str
+    owner: str
+    measures: list[str]
+    groups: list[str]
+
+    def columns(self) -> dict[str, str]:
+        """cbp_like's column names → this file's (for the hand-written SQL)."""
+        return {"ESTAB_ID": self.id, "FIRM_ID": self.owner, "EMP": self.measures[0],
+                "PAYANN": self.measures[min(1, len(self.measures) - 1)], "STATE": self.groups[0]}
+
+
+def _key(c: StreamlitClient, name: str, roles: Roles) -> str:
+    """The element id of :data:`APP_KEYS` ``name`` on the client's page (ProtocolError naming the key if absent)."""
+    kind, key = APP_KEYS[name]
+    key = key.format(measure=roles.measures[0])
+    try:
+        return c.key_id(kind, key.rstrip("*"), prefix=key.endswith("*"))
+    except ProtocolError:
+        raise ProtocolError(f"the app shows no {kind} with key {key!r} (APP_KEYS[{name!r}] in "
+                            f"benchmarks/bench_user_path.py): adapt the table to the app's keys") from None
+
+
+def _has(c: StreamlitClient, name: str, roles: Roles) -> bool:
+    try:
+        _key(c, name, roles)
+        return True
+    except ProtocolError:
+        return False
+
+
+class Server:
+    """The app on 127.0.0.1 (``streamlit run app.py``), its peak resident memory read from ``/proc``."""
+
+    def __init__(self, data_dir: Path, work: Path, timeout: float) -> None:
+        import socket
+
+        self.timeout = timeout  # of each wait of a session's client, s
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PRDP_")}
+        env.update(PRDP_DATA_DIR=str(data_dir), PRDP_CACHE_DIR=str(work / "app-cache"), PYTHONPATH=str(ROOT))
+        self.log = open(work / "server.log", "w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+             "--server.address", "127.0.0.1", "--server.port", str(self.port), "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        import urllib.request
+
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"the app stopped at its start (exit {self.proc.returncode}); see its log")
+            try:
+                with urllib.request.urlopen(self.url + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        return
+            except OSError:
+                time.sleep(0.5)
+        raise SystemExit(f"the app did not answer on {self.url} within {timeout:g} s")
+
+    def reset_peak(self) -> None:
+        """Start a new peak (``VmHWM``) from the resident memory now."""
+        with open(f"/proc/{self.proc.pid}/clear_refs", "w") as f:
+            f.write("5")
+
+    def peak_gb(self) -> float:
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 2**20
+        return float("nan")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+async def _chart_changed(c: StreamlitClient, name: str, roles: Roles, before: str | None) -> None:
+    """Wait until the chart of :data:`APP_KEYS` ``name`` is shown (and differs from ``before``), then idle."""
+    kind, key = APP_KEYS[name]
+
+    def shown() -> bool:
+        try:
+            return before is None or plotly_data(c.keyed(kind, key)) != before
+        except ProtocolError:
+            return False
+
+    await c.wait_for(shown, f"the {name} ({kind} {key!r})")
+    await c.wait_idle()
+
+
+async def _connect(c: StreamlitClient, file: str, roles: Roles) -> None:
+    """Data page: choose the file, *Connect*, map the roles, *Use this table* (until the run that follows ends)."""
+    await c.wait_idle()
+    await c.choose(_key(c, "file", roles), file)
+    await c.wait_idle()
+    await c.click(_key(c, "connect", roles))
+    await c.wait_idle()
+    await c.wait_for(lambda: _has(c, "id", roles), f"the roles view ({APP_KEYS['id'][1]!r})")
+    for name, value in (("id", roles.id), ("owner", roles.owner), ("measures", roles.measures),
+                        ("groups", roles.groups)):
+        wid = _key(c, name, roles)
+        if c.value(wid) != value:
+            await c.choose(wid, value)
+            await c.wait_idle()
+    await c.click(_key(c, "use table", roles))
+    await c.wait_idle()  # the run that prepared and profiled the table
+
+
+async def _path(server: Server, file: str, roles: Roles, label: str, release: asyncio.Barrier | None = None
+                ) -> list[tuple[str, float, float]]:
+    """One session's path, each step timed with the server's peak RSS during it. With ``release``: every session
+    waits there before pressing *Run release* (sessions releasing at once; the first one through starts the peak)."""
+    rows: list[tuple[str, float, float]] = []
+
+    async def step(what: str, coro: Any) -> None:
+        if release is None:
+            server.reset_peak()
+        elif what.startswith("release") and await release.wait() == 0:
+            server.reset_peak()
+        t0 = time.perf_counter()
+        await coro
+        rows.append((f"{label}: {what}", time.perf_counter() - t0, server.peak_gb()))
+        print(f"{rows[-1][0]}: {rows[-1][1]:.1f} s", file=sys.stderr, flush=True)
+
+    c = StreamlitClient(server.url, timeout=server.timeout)
+    try:
+        await step("open the app", c.connect())
+        await step("connect the file, roles, Use this table", _connect(c, file, roles))
+        await step("records' CDF (Policy designer)", _open_chart(c, APP_PAGES["policy"], "records CDF", roles))
+        before = plotly_data(c.keyed(*APP_KEYS["records CDF"]))
+        box = _key(c, "threshold", roles)
+        await step("threshold change (records' CDF again)",
+                   _then(c.set_number(box, 2 * float(c.value(box) or 1)),
+                         _chart_changed(c, "records CDF", roles, before)))
+        switch = _key(c, "owners switch", roles)
+        await step("owners' CDF", _then(c.check(switch, True), _chart_changed(c, "owners CDF", roles, None)))
+        await c.open_page(APP_PAGES["release"])
+        await step("release (Run page)", _then(c.click(_key(c, "release", roles)),
+                                                _chart_changed(c, "released", roles, None)))
+    finally:
+        await c.close()
+    return rows
+
+
+async def _open_chart(c: StreamlitClient, page: str, name: str, roles: Roles) -> None:
+    await c.open_page(page)
+    await _chart_changed(c, name, roles, None)
+
+
+async def _then(first: Any, second: Any) -> None:
+    await first
+    await second
+
+
+async def _sessions(server: Server, file: str, roles: Roles) -> list[tuple[str, float, float]]:
+    rows = await _path(server, file, roles, "first session")
+    rows += await _path(server, file, roles, "second session (unchanged file)")
+    barrier = asyncio.Barrier(2)
+    pair = await asyncio.gather(*(_path(server, file, roles, f"session {k} of two releasing at once", barrier)
+                                  for k in (1, 2)))
+    rows += [r for r in pair[0] + pair[1] if r[0].endswith("release (Run page)")]
+    return rows
+
+
+def run_app(data: Path, work: Path, roles: Roles, timeout: float) -> list[tuple[str, float, float]]:
+    """The app's path on ``data`` (see the module doc): (step, wall s, server's peak GB) rows. ``timeout``: of each
+    wait for the app, s."""
+    server = Server(data.parent, work, timeout)
+    try:
+        server.wait_ready()
+        return asyncio.run(_sessions(server, data.name, roles))
+    finally:
+        server.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the generated file (default 10⁶)")
     ap.add_argument("--file", help="a cbp_like Parquet file to use instead of generating one")
     ap.add_argument("--keep", action="store_true", help="keep the working folder")
+    ap.add_argument("--app", action="store_true", help="the app's path through the Streamlit protocol instead")
+    ap.add_argument("--id", default="ESTAB_ID", help="--app: the record id column (default ESTAB_ID)")
+    ap.add_argument("--owner", default="FIRM_ID", help="--app: the owner column (default FIRM_ID)")
+    ap.add_argument("--measures", default="EMP,PAYANN", help="--app: the measures, comma-separated")
+    ap.add_argument("--groups", default="STATE", help="--app: the groups, comma-separated")
+    ap.add_argument("--timeout", type=float, default=3600, help="--app: the longest wait for one step, s")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="prdp-user-path-"))
     data = Path(args.file).resolve() if args.file else work / "cbp.parquet"
@@ -103,6 +349,25 @@ def main() -> None:
     if not args.file:
         subprocess.run([*prdp, "samples", "write", "cbp_like", "--rows", str(args.rows), "--out", str(data)],
                        check=True, capture_output=True)
+    if args.app:
+        roles = Roles(args.id, args.owner, args.measures.split(","), args.groups.split(","))
+        try:
+            try:
+                rows = run_app(data, work, roles, args.timeout)
+            except ProtocolError as err:
+                raise SystemExit(f"--app stopped: {err}") from None
+            sql_label, sql_wall, sql_peak = hand_written(work, data, roles.columns())
+        finally:
+            if not args.keep:
+                import shutil
+
+                shutil.rmtree(work, ignore_errors=True)
+        print(f"Machine: {machine()}. File: {data.name}.\n")
+        print("| step of the app | wall | server's peak RSS during the step |\n|---|---|---|")
+        for label, wall, peak in rows:
+            print(f"| {label} | {wall:.1f} s | {peak:.2f} GB |")
+        print(f"| {sql_label} | {sql_wall:.1f} s | {sql_peak:.2f} GB (its own process) |")
+        return
     study = data.parent / f".bench-user-path-{os.getpid()}.yaml"  # data.path is relative to the study's folder
     study.write_text(STUDY.format(path=data.name), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRDP_")}
@@ -116,11 +381,7 @@ def main() -> None:
     finally:
         study.unlink()
     same = (work / "first" / "results.csv").read_bytes() == (work / "second" / "results.csv").read_bytes()
-    script = work / "hand_written.py"
-    script.write_text(HAND_WRITTEN.format(sql=SQL), encoding="utf-8")
-    wall, peak, out = measured([sys.executable, str(script), str(data)])
-    parts = ", ".join(f"{line.split(chr(9))[0]} {line.split(chr(9))[1]} s" for line in out.strip().splitlines())
-    rows.append((f"hand-written DuckDB SQL ({parts})", wall, peak))
+    rows.append(hand_written(work, data))
     print(f"Machine: {machine()}. File: {data.name}, {data.stat().st_size / 1e9:.2f} GB.\n")
     print("| step | wall | peak RSS |\n|---|---|---|")
     for label, wall, peak in rows:

@@ -402,6 +402,46 @@ class StreamlitClient:
         self.widgets[widget_id] = new
         return await self.rerun()
 
+    async def choose(self, widget_id: str, value: str | list[str]) -> float:
+        """Pick ``value`` in a select box or radio (a list: a multiselect's choices) and send a full rerun with
+        every widget's state. Returns the time it was sent."""
+        if widget_id not in self.widgets and not any(getattr(s.element, "id", None) == widget_id
+                                                     for s in self.elements.values()):
+            raise ProtocolError(f"no select box {widget_id!r} on the page")
+        new = WidgetState(id=widget_id)
+        if isinstance(value, list):
+            new.string_array_value.data.extend(value)
+        else:
+            new.string_value = value
+        self.widgets[widget_id] = new
+        return await self.rerun()
+
+    async def check(self, widget_id: str, value: bool) -> float:
+        """Tick (or untick) a checkbox or toggle and send a full rerun. Returns the time it was sent."""
+        if widget_id not in self.widgets:
+            raise ProtocolError(f"no checkbox {widget_id!r} on the page")
+        self.widgets[widget_id] = WidgetState(id=widget_id, bool_value=bool(value))
+        return await self.rerun()
+
+    async def click(self, widget_id: str) -> float:
+        """Press a button: one full rerun whose widget states carry the button's trigger (as the browser sends it,
+        once; the next rerun does not repeat it). Returns the time it was sent."""
+        if not any(s.kind == "button" and getattr(s.element, "id", None) == widget_id for s in self.elements.values()):
+            raise ProtocolError(f"no button {widget_id!r} on the page")
+        self.widgets[widget_id] = WidgetState(id=widget_id, trigger_value=True)
+        try:
+            return await self.rerun()
+        finally:
+            self.widgets.pop(widget_id, None)
+
+    def key_id(self, kind: str, key: str, *, prefix: bool = False) -> str:
+        """The element id of the widget of ``kind`` whose user key is ``key`` (or starts with it: ``prefix``, for
+        keys that end with a per-table suffix)."""
+        def match(e: Any) -> bool:
+            k = element_key(getattr(e, "id", "")) or ""
+            return k.startswith(key) if prefix else k == key
+        return str(self.find(kind, match)[1].id)
+
 
 def plotly_data(chart: Any) -> str:
     """The traces of a Plotly chart element (its figure's ``data``), as canonical JSON: differs whenever a curve

@@ -259,8 +259,11 @@ def _prepare_sql(eng: Any, schema: Schema, name: str, fix: Preparation) -> Engin
     nums = {m: eng._measure_parts(m, kinds)[0] for m in schema.measures}
     keep = " AND ".join(f"COALESCE({d.isfinite(v)}, false)" for v in nums.values()) if n_bad else "true"
     kept = f"(SELECT * FROM {eng.relation} WHERE {keep})"
-    stats = eng._exec("SELECT " + ", ".join(f"min({v}), {d.count_if(f'{v} < 0')}" for v in nums.values())
-                      + f" FROM {kept}")[0]
+    if n_bad:  # some rows are dropped: the kept rows' minimum and negatives are counted again
+        stats = eng._exec("SELECT " + ", ".join(f"min({v}), {d.count_if(f'{v} < 0')}" for v in nums.values())
+                          + f" FROM {kept}")[0]
+    else:  # every row is kept and finite: the check counted them already (no second scan of the measures)
+        stats = tuple(x for issue in chk.measures for x in (issue.minimum, issue.negative))
     shifts: dict[str, float] = {}
     for j, m in enumerate(schema.measures):
         mn, neg = stats[2 * j], stats[2 * j + 1]
@@ -297,6 +300,11 @@ def _prepare_sql(eng: Any, schema: Schema, name: str, fix: Preparation) -> Engin
         c = shifts.get(m) or 0.0
         cols.append(f"({v} + {d.double(c)}) AS {d.ident(m)}" if c else f"{v} AS {d.ident(m)}")
     view = eng.derived(f"SELECT {', '.join(cols)} FROM {kept}", label=eng.label)
+    if not n_bad:
+        view._n = chk.n_rows  # every row is kept
+    for m in schema.measures:  # unshifted values: the check's whole-number test holds for the kept ones
+        if not shifts.get(m) and m in eng.finite_integral:
+            view._integral.setdefault(m, eng.finite_integral[m])
     final = Schema(id_col=id_col, measures=schema.measures, groups=schema.groups, owner_col=schema.owner_col)
     return EngineDataset(name, view, final, tuple(fix.notes), dict(fix.shifts), eng.label)
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import glob as _glob
 import itertools
+import math
 import os
+import re
 import stat
 import tempfile
 import threading
@@ -303,8 +305,9 @@ class DuckDBEngine(SQLEngine):
                 raise DataError(f"The engine could not compute this statistic: {_short(exc)}.") from None
 
     def _out_of_memory(self, exc: Exception) -> ResourceLimitError:
-        """What to change when DuckDB ran out of memory: the limit in use and where it is set, and the disk left
-        for spilling, as measured now."""
+        """What to change when DuckDB ran out of memory: the limit in use and where it is set, the limit the failed
+        statement needed at least (:func:`needed_limit`, from the sizes DuckDB reports) and the disk left for
+        spilling, as measured now."""
         import shutil
 
         limit = self.options.memory_limit or DEFAULT_MEMORY_LIMIT
@@ -313,11 +316,15 @@ class DuckDBEngine(SQLEngine):
             free = f"{shutil.disk_usage(temp).free / 1e9:.1f} GB free"
         except OSError:
             free = "its free space unknown"
+        need = needed_limit(str(exc), limit)
+        example = "8GB" if need is None else f"{need}"
+        measured = "" if need is None else (f" This statement had to hold more than {need} at once (what DuckDB "
+                                            f"held plus what it asked for when it failed).")
         return ResourceLimitError(
-            f"DuckDB ran out of memory within its limit of {limit}: {_short(exc)}.",
+            f"DuckDB ran out of memory within its limit of {limit}: {_short(exc)}.{measured}",
             hint=f"Raise the limit: PRDP_DUCKDB_MEMORY_LIMIT in the environment of the app or the CLI (e.g. "
-                 f"PRDP_DUCKDB_MEMORY_LIMIT=8GB), or data.duckdb.memory_limit in a study. Rows beyond the limit "
-                 f"spill to {temp} ({free}).")
+                 f"PRDP_DUCKDB_MEMORY_LIMIT={example}), or data.duckdb.memory_limit in a study; fewer threads "
+                 f"(PRDP_DUCKDB_THREADS) need less memory at once. Rows beyond the limit spill to {temp} ({free}).")
 
     def _frame(self, sql: str) -> pd.DataFrame:
         import duckdb
@@ -416,6 +423,30 @@ class DuckDBEngine(SQLEngine):
 
 
 
+
+_OOM_SIZES = re.compile(r"(?:of size|block of size)\s+([\d.]+)\s*([KMGT]i?B)\s*\(([\d.]+)\s*([KMGT]i?B)\s*/")
+
+
+def needed_limit(message: str, limit: str | None = None) -> str | None:
+    """The memory limit a statement that ran out of memory needed at least, from DuckDB's message ("failed to
+    allocate data of size 512.0 MiB (1.5 GiB/1.8 GiB used)"): what it held plus what it asked for — and, DuckDB's
+    sizes being rounded, at least ``limit`` (the limit it ran within) plus what it asked for when that sum does not
+    exceed it — rounded up to whole megabytes or, above 1 GB, to tenths of a gigabyte (a DuckDB size, e.g.
+    ``"2.2GB"``); None when the message does not say."""
+    from ..data.memory import size_bytes
+
+    m = _OOM_SIZES.search(message)
+    if m is None:
+        return None
+    asked = size_bytes(f"{m.group(1)}{m.group(2)}")
+    need = asked + size_bytes(f"{m.group(3)}{m.group(4)}")
+    if limit is not None and need <= size_bytes(limit):
+        need = size_bytes(limit) + asked
+    if need >= 1e9:
+        return f"{math.ceil(need / 1e8) / 10:g}GB"
+    return f"{math.ceil(need / 1e6):d}MB"
+
+
 # ---------------------------------------------------------------------------
 # Helpers
 # ---------------------------------------------------------------------------
@@ -458,4 +489,4 @@ def _check_schemas(con: Any, src: Source) -> None:
 
 
 
-__all__ = ["DEFAULT_MEMORY_LIMIT", "DuckDBEngine", "Source", "default_options", "resolve_source"]
+__all__ = ["DEFAULT_MEMORY_LIMIT", "DuckDBEngine", "Source", "default_options", "needed_limit", "resolve_source"]

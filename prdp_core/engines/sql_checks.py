@@ -23,6 +23,11 @@ class TableChecks:
     if TYPE_CHECKING:  # provided by SQLEngine, the class this one is mixed into
         d: sqlgen.Dialect
         relation: str
+        #: Per measure, as the last :meth:`check` found over its finite values (a superset of the records a
+        #: preparation keeps): whether all are whole numbers, and the largest magnitude — what a prepared view's
+        #: exact-division test needs, counted in the check's pass instead of one more scan per measure.
+        finite_integral: dict[str, tuple[bool, float]]
+        _n: int | None
 
         def column_kinds(self) -> dict[str, ColumnKind]: ...
         def n_rows(self) -> int: ...
@@ -39,8 +44,9 @@ class TableChecks:
             bad = f"({present} AND {num} IS NULL)"
             nan = f"(NOT {bad} AND ({num} IS NULL OR {d.isnan(num)}))"
             inf = f"COALESCE({d.isinf(num)}, false)"
+            fin = f"FILTER (WHERE {d.isfinite(num)})"
             aggs += [d.count_if(bad), d.count_if(nan), d.count_if(inf), d.count_if(f"COALESCE({num} < 0, false)"),
-                     f"min({num}) FILTER (WHERE {d.isfinite(num)})"]
+                     f"min({num}) {fin}", f"bool_and({num} = {d.floor(num)}) {fin}", f"max(abs({num})) {fin}"]
             row_missing.append(f"{nan} OR {inf}")
             row_bad.append(f"{nan} OR {inf} OR {bad}")
         aggs.append(d.count_if(" OR ".join(f"({x})" for x in row_missing)) if row_missing else "0")
@@ -51,11 +57,14 @@ class TableChecks:
             aggs.append(d.count_if(miss))
         for g in schema.groups:
             aggs.append(d.count_if(self._missing_cell(g, kinds)))
+        aggs.append("count(*)")  # the rows, in the same pass
         row = self._exec(f"SELECT {', '.join(aggs)} FROM {self.relation}")[0]
+        self._n = int(row[-1])
         it = iter(row)
         issues = []
         for m in schema.measures:
-            non_num, miss, inf, neg, mn = (next(it) for _ in range(5))
+            non_num, miss, inf, neg, mn, whole, top = (next(it) for _ in range(7))
+            self.finite_integral[m] = (bool(whole), float(top) if top is not None else 0.0)
             examples: tuple[str, ...] = ()
             if non_num:
                 num, present = self._measure_parts(m, kinds)

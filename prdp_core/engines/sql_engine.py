@@ -39,6 +39,9 @@ from .memory import BOUND_STEPS, _binned_edges, bound_bins, bound_edges
 from .sql_checks import TableChecks
 from .sql_profile import PROFILE_VALUES, ProfileStatistics, profile_of_values
 
+#: Split-count histograms an engine keeps (the latest; each a few rows per split count and key).
+KEPT_HISTOGRAMS = 8
+
 
 class SQLEngine(ProfileStatistics, TableChecks, Engine):
     """Records in a relation of an SQL engine (a view or table named ``relation``), statistics as
@@ -57,6 +60,8 @@ class SQLEngine(ProfileStatistics, TableChecks, Engine):
         self._n: int | None = None
         self._nulls: dict[str, int] = {}  # the relation never changes: counts are kept
         self._integral: dict[str, tuple[bool, float]] = {}
+        self.finite_integral: dict[str, tuple[bool, float]] = {}
+        self._histograms: dict[str, pd.DataFrame] = {}  # split-count histograms by their SQL (several readers)
         self._distinct: dict[tuple, pd.DataFrame] = {}
 
     # -- what a concrete engine provides ---------------------------------------------------
@@ -189,7 +194,13 @@ class SQLEngine(ProfileStatistics, TableChecks, Engine):
         thr = as_thresholds(thresholds)
         sel, names = self._key_select(thr, measures, filters, by)
         keys = ", ".join(self.d.ident(n) for n in names)
-        frame = self._frame(f"SELECT {keys}, count(*) AS __n FROM ({sel}) GROUP BY ALL ORDER BY {keys} NULLS LAST")
+        sql = f"SELECT {keys}, count(*) AS __n FROM ({sel}) GROUP BY ALL ORDER BY {keys} NULLS LAST"
+        with self._lock:  # the release, its report and the owners' losses ask for the same histogram: one scan
+            if sql not in self._histograms:
+                self._histograms[sql] = self._frame(sql)
+                while len(self._histograms) > KEPT_HISTOGRAMS:  # the oldest policy's (a session changes thresholds)
+                    self._histograms.pop(next(iter(self._histograms)))
+            frame = self._histograms[sql].copy()
         for col in ["m"] + [f"m:{a}" for a in measures]:
             v = frame[col].to_numpy(dtype=float)
             if v.size and not (np.all(np.isfinite(v)) and v.max() <= 2.0**53):

@@ -70,3 +70,22 @@ def test_running_out_of_memory_names_the_limit_and_where_to_raise_it(tmp_path):
     text = _run(OUT_OF_MEMORY, tmp_path / "t.parquet")
     assert "20MB" in text and "PRDP_DUCKDB_MEMORY_LIMIT" in text and "data.duckdb.memory_limit" in text
     assert "GB free" in text
+
+
+def test_running_out_of_memory_gives_the_limit_the_statement_needed_as_measured(tmp_path):
+    """The limit to set is DuckDB's own count when it failed (what it held plus what it asked for), not a guess."""
+    import re
+
+    from prdp_core.engines.duckdb_engine import needed_limit
+
+    text = _run(OUT_OF_MEMORY, tmp_path / "t.parquet")
+    held = re.search(r"of size ([\d.]+) MiB \(([\d.]+) MiB/", text)
+    assert held is not None, text
+    need = needed_limit(text, "20MB")
+    assert need is not None and need.endswith("MB")
+    assert int(need[:-2]) >= (float(held.group(1)) + float(held.group(2))) * 2**20 / 1e6 and int(need[:-2]) > 20
+    assert f"had to hold more than {need}" in text and f"PRDP_DUCKDB_MEMORY_LIMIT={need}" in text
+    assert needed_limit("failed to allocate data of size 512.0 MiB (1.5 GiB/1.8 GiB used)", "2GB") == "2.2GB"
+    # DuckDB's sizes are rounded: the limit set is never less than the one it failed within plus what it asked for
+    assert needed_limit("could not allocate block of size 256.0 KiB (18.8 MiB/19.0 MiB used)", "20MB") == "21MB"
+    assert needed_limit("Out of Memory Error: no sizes here") is None

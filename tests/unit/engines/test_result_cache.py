@@ -75,7 +75,7 @@ def test_a_second_run_on_an_unchanged_file_reads_no_record_and_writes_the_same_r
     # results is computed again: no role check (ids, nulls, negatives), profile or policy statistic
     again = [q for q in queries if "prdp_budget_" not in q and "prdp_tmp_" not in q]
     assert again == [], again
-    assert len(queries) < first / 3
+    assert len(queries) <= first / 3  # the first run reads each statement once (test_engine_one_pass.py)
     for name in ("results.csv", "budget.csv"):
         assert (tmp_path / "second" / name).read_bytes() == (tmp_path / "first" / name).read_bytes()
 
