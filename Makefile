@@ -44,9 +44,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(VPY) benchmarks/run_all.py
 
-# Regenerate the URL-free lock after editing pyproject.toml dependencies.
+# Regenerate the URL-free lock after editing pyproject.toml dependencies. One lock for every supported Python
+# (3.11 to 3.13): --universal writes a marker on each pin that differs between them.
 lock:
-	$(UV) pip compile pyproject.toml --extra dev --python-version 3.11 --quiet -o requirements.lock
+	$(UV) pip compile pyproject.toml --extra dev --universal --python-version 3.11 --quiet -o requirements.lock
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache test-artifacts
