@@ -8,6 +8,9 @@ HOST ?= 127.0.0.1
 VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.prdp-installed
+# A second environment on Python 3.13, from the same lock, for the engine's unit tests (make test-py313)
+VENV313 := .venv-py313
+STAMP313 := $(VENV313)/.prdp-installed
 PYTEST_ARGS ?= -n 2 --dist loadgroup
 
 export UV_COMPILE_BYTECODE := 1
@@ -18,7 +21,7 @@ ifeq ($(UV),)
 UV := $(PYTHON) -m uv
 endif
 
-.PHONY: run test install bench clean lock
+.PHONY: run test test-py313 install bench clean lock
 
 install: $(STAMP)
 
@@ -32,6 +35,13 @@ $(STAMP): requirements.lock pyproject.toml
 	$(UV) pip install --quiet --python $(VPY) --no-deps -e .
 	@touch $(STAMP)
 
+$(STAMP313): requirements.lock pyproject.toml
+	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
+	@test -x $(VENV313)/bin/python || $(UV) venv --quiet --python "$$(.ci/find-python 3.13)" $(VENV313)
+	$(UV) pip sync --quiet --python $(VENV313)/bin/python requirements.lock
+	$(UV) pip install --quiet --python $(VENV313)/bin/python --no-deps -e .
+	@touch $(STAMP313)
+
 run: $(STAMP)
 	$(VPY) -m streamlit run app.py --server.address $(HOST) --server.port $(PORT) \
 	  --server.headless true --browser.gatherUsageStats false
@@ -40,6 +50,11 @@ test: $(STAMP)
 	$(VPY) -m ruff check prdp_core ui app_pages app.py tests benchmarks
 	$(VPY) -m mypy
 	$(VPY) -m pytest $(PYTEST_ARGS)
+
+# The engine's unit tests on Python 3.13 (CI runs them after make test; the wheel test covers 3.12): the quick
+# ones, without the statistical (slow), Spark and browser tests, which make test runs on 3.11.
+test-py313: $(STAMP313)
+	$(VENV313)/bin/python -m pytest $(PYTEST_ARGS) tests/unit -m "not slow and not spark and not e2e"
 
 bench: $(STAMP)
 	$(VPY) benchmarks/run_all.py
@@ -50,4 +65,4 @@ lock:
 	$(UV) pip compile pyproject.toml --extra dev --universal --python-version 3.11 --quiet -o requirements.lock
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache test-artifacts
+	rm -rf $(VENV) $(VENV313) build dist .pytest_cache .mypy_cache test-artifacts
