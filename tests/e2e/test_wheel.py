@@ -1,7 +1,8 @@
-"""The wheel is the whole product: built once from the checkout, installed in a fresh virtual environment of
-each supported Python (3.11, 3.12, 3.13) with the versions of requirements.lock, it runs a study headless and
-serves the app (``prdp app``) from a folder outside the checkout; a real browser opens the Data page and finds
-the default sample's profile. Under CI=true a missing interpreter, uv or the browser fails the test."""
+"""The wheel is the whole product: built once from the checkout (through its source distribution),
+installed in a fresh virtual environment of each supported Python (3.11, 3.12, 3.13) with the versions of
+requirements.lock, it runs a study headless and serves the app (``prdp app``) from a folder outside the
+checkout; a real browser opens the Data page and finds the default sample's profile. Under CI=true a missing
+interpreter, uv or the browser fails the test."""
 
 from __future__ import annotations
 
@@ -57,7 +58,9 @@ def _env(home: Path) -> dict[str, str]:
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     t0 = time.perf_counter()
-    _run([*_uv(), "build", "--wheel", "--quiet", "--out-dir", str(out), str(ROOT)])
+    # the source distribution first, then the wheel from it (uv build's default): the wheel holds what
+    # MANIFEST.in puts in the sdist, and setuptools' build folder is a temporary one, not the checkout's
+    _run([*_uv(), "build", "--quiet", "--out-dir", str(out), str(ROOT)])
     print(f"wheel built in {time.perf_counter() - t0:.1f} s")
     (whl,) = out.glob("prdp_explorer-*.whl")
     return whl
@@ -87,11 +90,14 @@ def test_the_wheel_installs_runs_a_study_and_serves_the_app(version, wheel, brow
     _run([prdp, "run", str(ROOT / "examples" / "cbp_unit_splitting.yaml"), "--out", str(home / "out"), "-q"],
          cwd=home, env=env)
     assert (home / "out" / "results.csv").stat().st_size > 0 and (home / "out" / "report.html").is_file()
-    assert "world_cities" in _run([prdp, "samples"], cwd=home, env=env).stdout  # a real table of sample_data/
     times["prdp run"] = time.perf_counter() - t0
-    where = _run([str(venv / "bin" / "python"), "-c", "import prdp_core.commands.board_cli as c; "
-                  "print(c.app_script())"], cwd=home, env=env).stdout.strip()
-    assert Path(where).is_relative_to(venv), where  # the installed app, not the checkout's
+    out = _run([str(venv / "bin" / "python"), "-c", "from prdp_core.commands.board_cli import app_script; "
+                "from prdp_core.data.samples import names, sample_dir; "
+                "print(app_script().parent); print(sample_dir()); print(' '.join(names('real')))"],
+               cwd=home, env=env).stdout.splitlines()
+    app_dir, samples, real = Path(out[0]), Path(out[1]), out[2].split()
+    assert app_dir.is_relative_to(venv) and samples.is_relative_to(venv), out  # installed, not the checkout's
+    assert "world_cities" in real, out  # a real table of sample_data/, shipped in the wheel
 
     # the app: prdp app answers its health check and the Data page shows the default sample's profile
     t0 = time.perf_counter()
