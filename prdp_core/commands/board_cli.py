@@ -26,7 +26,7 @@ import time
 import urllib.request
 import webbrowser
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable
+from typing import IO, Any, Iterable
 
 from ..board import workshop
 from ..core.errors import DataError, PrdpError, StoreError
@@ -326,10 +326,10 @@ def browser_url(host: str, port: int) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def open_when_ready(url: str, timeout: float = 120.0, opener: Callable[[str], Any] | None = None) -> threading.Thread:
-    """Open ``url`` in the default web browser (``webbrowser.open``, or ``opener``) as soon as the server there
-    answers ``/_stcore/health``, from a background thread (the server runs in the foreground); nothing is opened
-    if it does not answer within ``timeout`` seconds. Returns the thread."""
+def open_when_ready(url: str, timeout: float = 120.0) -> threading.Thread:
+    """Open ``url`` in the default web browser (``webbrowser.open``) as soon as the server there answers
+    ``/_stcore/health``, from a background thread (the server runs in the foreground); nothing is opened if it
+    does not answer within ``timeout`` seconds. Returns the thread."""
 
     def wait() -> None:
         deadline = time.monotonic() + timeout
@@ -337,7 +337,7 @@ def open_when_ready(url: str, timeout: float = 120.0, opener: Callable[[str], An
             try:
                 with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
                     if r.status == 200:
-                        (opener or webbrowser.open)(url)
+                        webbrowser.open(url)
                         return
             except OSError:
                 pass
@@ -395,7 +395,7 @@ def run_app(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     from streamlit.web import cli as stcli
 
     argv = ["run", str(app), *streamlit_flags(app, args.host, args.port)]
-    if getattr(args, "open", False):
+    if args.open:
         open_when_ready(browser_url(args.host, args.port))
     saved = sys.argv
     sys.argv = ["streamlit", *argv]
