@@ -379,7 +379,7 @@ class SparkEngine(SQLEngine):
         warns that it does not yet fully support pandas 3 whenever a pandas UDF is made (docs/cluster.md)."""
         import pyarrow as pa
         import pyarrow.compute as pc
-        from pyspark.sql.pandas.functions import ArrowUDFType, arrow_udf
+        from pyspark.sql.pandas.functions import arrow_udf
 
         shape = budget.shape
         cols = list(shape.columns)
@@ -396,8 +396,8 @@ class SparkEngine(SQLEngine):
                 return pa.array(np.asarray(shape.raw(data, len(s)), dtype=float), type=pa.float64())
 
         name = _view_name("budget")
-        with _quiet():
-            self.spark.udf.register(name, arrow_udf(kernel, "double", ArrowUDFType.SCALAR))
+        kernel.__annotations__ = {"s": pa.Array, "return": pa.Array}  # a scalar Arrow UDF, told by its type hints
+        self.spark.udf.register(name, arrow_udf(kernel, "double"))  # no pandas conversion: PySpark warns nothing
         args = ", ".join(f"'c{j}', " + (self.d.as_text(self.d.ident(c)) if c in text else
                                         self.d.as_double(self.d.ident(c))) for j, c in enumerate(cols))
         return f"{name}(named_struct({args}))"
