@@ -397,7 +397,8 @@ class SparkEngine(SQLEngine):
 
         name = _view_name("budget")
         kernel.__annotations__ = {"s": pa.Array, "return": pa.Array}  # a scalar Arrow UDF, told by its type hints
-        self.spark.udf.register(name, arrow_udf(kernel, "double"))  # no pandas conversion: PySpark warns nothing
+        udf = arrow_udf(kernel, "double")  # type: ignore[call-overload]  # the stubs lack a DDL return type string
+        self.spark.udf.register(name, udf)  # no pandas conversion: PySpark warns nothing
         args = ", ".join(f"'c{j}', " + (self.d.as_text(self.d.ident(c)) if c in text else
                                         self.d.as_double(self.d.ident(c))) for j, c in enumerate(cols))
         return f"{name}(named_struct({args}))"
