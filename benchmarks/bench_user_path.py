@@ -285,11 +285,14 @@ async def _path(server: Server, file: str, roles: Roles, label: str, release: as
         await step("open the app", c.connect())
         await step("connect the file, roles, Use this table", _connect(c, file, roles))
         await step("records' CDF (Policy designer)", _open_chart(c, APP_PAGES["policy"], "records CDF", roles))
-        before = plotly_data(c.keyed(*APP_KEYS["records CDF"]))
+        before = await _chart_now(c, "records CDF", roles)
+        await c.wait_for(lambda: _has(c, "threshold", roles), f"the threshold box ({APP_KEYS['threshold'][1]!r})")
         box = _key(c, "threshold", roles)
         await step("threshold change (records' CDF again)",
                    _then(c.set_number(box, 2 * float(c.value(box) or 1)),
                          _chart_changed(c, "records CDF", roles, before)))
+        await c.wait_for(lambda: _has(c, "owners switch", roles),
+                         f"the owners' switch ({APP_KEYS['owners switch'][1]!r})")
         switch = _key(c, "owners switch", roles)
         await step("owners' CDF", _then(c.check(switch, True), _chart_changed(c, "owners CDF", roles, None)))
         await c.open_page(APP_PAGES["release"])
@@ -298,6 +301,23 @@ async def _path(server: Server, file: str, roles: Roles, label: str, release: as
     finally:
         await c.close()
     return rows
+
+
+async def _chart_now(c: StreamlitClient, name: str, roles: Roles) -> str:
+    """The data of the chart of :data:`APP_KEYS` ``name``, once the page shows it (a rerun may redraw the page
+    between two steps)."""
+    kind, key = APP_KEYS[name]
+    got: list[str] = []
+
+    def shown() -> bool:
+        try:
+            got.append(plotly_data(c.keyed(kind, key)))
+            return True
+        except ProtocolError:
+            return False
+
+    await c.wait_for(shown, f"the {name} ({kind} {key!r})")
+    return got[-1]
 
 
 async def _open_chart(c: StreamlitClient, page: str, name: str, roles: Roles) -> None:

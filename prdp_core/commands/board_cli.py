@@ -5,7 +5,7 @@
     prdp board submit STUDY.yaml --name NAME [--rationale TEXT] [--policy PART] [--db URL]
     prdp board list [--db URL] [--format table|json|csv] [--review] [--board ID]
     prdp board export --out DIR [--force] [--db URL] [--review] [--board ID]
-    prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL]
+    prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL] [--open]
     prdp ledger show NAME [--db URL] [--format table|json] [--review]
     prdp ledger list [--db URL]
 
@@ -21,6 +21,10 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import threading
+import time
+import urllib.request
+import webbrowser
 from pathlib import Path
 from typing import IO, Any, Iterable
 
@@ -79,6 +83,7 @@ def add_parsers(sub: Any, codes: str, parser_class: type) -> None:
     a.add_argument("--data-dir", metavar="DIR", help="folder of tables the facilitator may pin (default: "
                                                      "<workshop folder>/data)")
     a.add_argument("--board", metavar="URL", help=db_help)
+    a.add_argument("--open", action="store_true", help="open the app in the default web browser once it answers")
     led = sub.add_parser("ledger", help="named privacy ledgers that prdp run --ledger NAME appends to",
                          description="The named ledgers of headless runs, in the store's database (PRDP_BOARD_URL, "
                                      "else <PRDP_WORKSHOP_DIR>/board.sqlite).", epilog=epilog, formatter_class=fmt)
@@ -291,19 +296,56 @@ def run_ledger(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> in
 # ---------------------------------------------------------------------------
 
 
+APP_PACKAGE = "prdp_explorer_app"
+
+
 def app_script() -> Path:
-    """The app's entry script: app.py beside the installed ``prdp_core`` (the checkout an editable install
-    points at), or app.py in the current folder. The app's ``ui`` package is not installed: Streamlit imports
-    it from app.py's folder."""
+    """The app's entry script: app.py of the installed ``prdp_explorer_app`` (a wheel ships the app there, see
+    setup.py), else app.py beside ``prdp_core`` (the checkout an editable install points at), else app.py in the
+    current folder. ``ui`` is not an importable package of its own: Streamlit imports it from app.py's folder."""
+    import importlib.util
+
     import prdp_core
 
+    spec = importlib.util.find_spec(APP_PACKAGE)
+    installed = [Path(p) / "app.py" for p in (spec.submodule_search_locations or [])] if spec else []
     beside = Path(prdp_core.__file__).resolve().parent.parent / "app.py"
-    for cand in (beside, Path.cwd() / "app.py"):
+    for cand in (*installed, beside, Path.cwd() / "app.py"):
         if cand.is_file() and (cand.parent / "app_pages").is_dir():
             return cand
-    raise PrdpError("prdp app needs the PrDP Explorer checkout (app.py and app_pages/), which this installation does "
-                    "not include.", hint="Install the checkout in editable mode (make install), or run prdp app "
-                                         "from the checkout's folder.")
+    raise PrdpError("prdp app found no app: this installation holds neither the app (prdp_explorer_app) nor a "
+                    "PrDP Explorer checkout (app.py and app_pages/).",
+                    hint="Reinstall from a wheel (pip install prdp-explorer), install the checkout in editable mode "
+                         "(make install), or run prdp app from the checkout's folder.")
+
+
+def browser_url(host: str, port: int) -> str:
+    """The address a browser on this machine opens for a server listening on ``host``: a wildcard address
+    (0.0.0.0, ::) is reached at 127.0.0.1, an IPv6 address in brackets."""
+    host = "127.0.0.1" if host in ("", "0.0.0.0", "::") else host
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def open_when_ready(url: str, timeout: float = 120.0) -> threading.Thread:
+    """Open ``url`` in the default web browser (``webbrowser.open``) as soon as the server there answers
+    ``/_stcore/health``, from a background thread (the server runs in the foreground); nothing is opened if it
+    does not answer within ``timeout`` seconds. Returns the thread."""
+
+    def wait() -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        webbrowser.open(url)
+                        return
+            except OSError:
+                pass
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=wait, name="prdp-app-open", daemon=True)
+    thread.start()
+    return thread
 
 
 def streamlit_flags(app: Path, host: str, port: int) -> list[str]:
@@ -353,6 +395,8 @@ def run_app(args: argparse.Namespace, stdout: IO[str], stderr: IO[str]) -> int:
     from streamlit.web import cli as stcli
 
     argv = ["run", str(app), *streamlit_flags(app, args.host, args.port)]
+    if args.open:
+        open_when_ready(browser_url(args.host, args.port))
     saved = sys.argv
     sys.argv = ["streamlit", *argv]
     try:

@@ -8,7 +8,7 @@
     prdp samples
     prdp samples write NAME --rows N --out FILE.parquet [--seed S] [--force]
     prdp board submit STUDY.yaml --name NAME | list | export --out DIR [--force]   (the workshop board)
-    prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL]
+    prdp app [--host 127.0.0.1] [--port 8501] [--data-dir DIR] [--board URL] [--open]
     prdp ledger show NAME [--db URL] [--format table|json] [--review] | list   (named ledgers)
     prdp suggest thresholds STUDY.yaml --range M=LO:HI [...] --epsilon E --out NEW.yaml [--ledger NAME]
              (private thresholds: a DP percentile, its cost charged to the named ledger)

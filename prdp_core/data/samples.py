@@ -36,11 +36,14 @@ _SAMPLE_DIR_ENV = "PRDP_SAMPLE_DATA"
 
 
 def sample_dir() -> Path:
-    """Folder of the shipped sample files (``sample_data/`` at the project root)."""
+    """Folder of the shipped sample files: ``PRDP_SAMPLE_DATA`` if set, else ``prdp_core/sample_data/`` of an
+    installed wheel (setup.py copies them there), else ``sample_data/`` at the top of the checkout."""
     env = os.environ.get(_SAMPLE_DIR_ENV)
     if env:
         return Path(env)
-    return Path(__file__).resolve().parents[2] / "sample_data"
+    package = Path(__file__).resolve().parents[1]
+    installed = package / "sample_data"
+    return installed if installed.is_dir() else package.parent / "sample_data"
 
 
 @dataclass(frozen=True)

@@ -358,7 +358,7 @@ class SparkEngine(SQLEngine):
         return LossDistribution.from_counts(values["__x"].to_numpy(dtype=float), values["__n"].to_numpy(dtype=np.int64))
 
     def _budget_raw(self, budget: Any, kinds: dict[str, ColumnKind]) -> tuple[str, str | None]:
-        """The compiled formula when its SQL is exact, else the numpy kernel in a pandas UDF."""
+        """The compiled formula when its SQL is exact, else the numpy kernel in an Arrow UDF."""
         b = sql_budget.budget_sql(self.d, budget.shape, kinds)
         if b.exact:
             return b.raw, b.unmatched
@@ -366,7 +366,7 @@ class SparkEngine(SQLEngine):
 
     def _budget_categories(self, budget: Any, kinds: dict[str, ColumnKind]) -> sql_budget.BudgetCategories:
         """Exact SQL, or comparisons with thresholds for a monotone one-column budget, or the
-        numpy kernel in a pandas UDF (in that order of preference)."""
+        numpy kernel in an Arrow UDF (in that order of preference)."""
         if not sql_budget.budget_sql(self.d, budget.shape, kinds).exact:
             cats = sql_budget.monotone_budget_categories(self.d, budget, kinds)
             if cats is not None:
@@ -374,9 +374,12 @@ class SparkEngine(SQLEngine):
         return super()._budget_categories(budget, kinds)
 
     def _budget_udf(self, budget: Any, kinds: dict[str, ColumnKind]) -> str:
-        """The numpy kernel of ``budget.shape`` as a vectorised (Arrow) pandas UDF over a struct of
-        its columns: the same bits as the memory engine, record batch by record batch."""
-        from pyspark.sql.functions import pandas_udf
+        """The numpy kernel of ``budget.shape`` as a vectorised Arrow UDF over a struct of its columns: the
+        same bits as the memory engine, record batch by record batch. An Arrow UDF, not a pandas one: PySpark
+        warns that it does not yet fully support pandas 3 whenever a pandas UDF is made (docs/cluster.md)."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        from pyspark.sql.pandas.functions import arrow_udf
 
         shape = budget.shape
         cols = list(shape.columns)
@@ -384,17 +387,18 @@ class SparkEngine(SQLEngine):
             return self.d.double(float(shape.raw({}, 1)[0]))
         text = {c for c in cols if c in shape.text_columns or kinds.get(c) == "text"}
 
-        def kernel(s: pd.DataFrame) -> pd.Series:
+        def kernel(s: Any) -> Any:
             data: dict[str, Any] = {}
             for j, c in enumerate(cols):
-                x = s[f"c{j}"]
-                data[c] = x if c in text else x.to_numpy(dtype=float, na_value=np.nan)
+                x = s.field(f"c{j}")
+                data[c] = x.to_pandas() if c in text else pc.cast(x, pa.float64()).to_numpy(zero_copy_only=False)
             with np.errstate(all="ignore"):
-                return pd.Series(np.asarray(shape.raw(data, len(s)), dtype=float))
+                return pa.array(np.asarray(shape.raw(data, len(s)), dtype=float), type=pa.float64())
 
         name = _view_name("budget")
-        with _quiet():
-            self.spark.udf.register(name, pandas_udf(kernel, "double"))  # type: ignore[call-overload]  # pyspark's stubs have no overload for a Series kernel with a DDL return type string
+        kernel.__annotations__ = {"s": pa.Array, "return": pa.Array}  # a scalar Arrow UDF, told by its type hints
+        udf = arrow_udf(kernel, "double")  # type: ignore[call-overload]  # the stubs lack a DDL return type string
+        self.spark.udf.register(name, udf)  # no pandas conversion: PySpark warns nothing
         args = ", ".join(f"'c{j}', " + (self.d.as_text(self.d.ident(c)) if c in text else
                                         self.d.as_double(self.d.ident(c))) for j, c in enumerate(cols))
         return f"{name}(named_struct({args}))"

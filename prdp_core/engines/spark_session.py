@@ -110,7 +110,7 @@ def spark_session(options: EngineOptions | None = None) -> Any:
     master = master or DEFAULT_MASTER
     conf = {"spark.ui.showConsoleProgress": "false", **admin_conf()}  # the administrator's, under the caller's
     if not remote and master.startswith("local") and not os.environ.get("PYSPARK_PYTHON"):
-        # Python workers (pandas UDFs) run this interpreter: PySpark reads the variable, not the setting
+        # Python workers (the Arrow UDF) run this interpreter: PySpark reads the variable, not the setting
         os.environ["PYSPARK_PYTHON"] = sys.executable
     conf.update({str(k): str(v) for k, v in dict(opts.conf).items()})
     for k, v in conf.items():

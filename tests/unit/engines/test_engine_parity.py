@@ -187,7 +187,7 @@ BUDGETS = [
     parse_budget("where(g == 'a', 2, 1e4 / max(v, 1)) + min(h, 3) / 10", eps_min=1e-8, eps_max=100),
     parse_budget("abs(w - 20) / sqrt(max(v, 4)) + (h != 2) + 0.5", eps_min=0.01, eps_max=50),
     per_group("g", {"a": "50 / max(v, 1)", "b": "1"}, default="0.5", eps_min=1e-6, eps_max=60),
-    # log of two columns: neither exact SQL nor monotone in one column (Spark: the numpy kernel as a pandas UDF)
+    # log of two columns: neither exact SQL nor monotone in one column (Spark: the numpy kernel as an Arrow UDF)
     parse_budget("400 / max(log(w + 2), 1) ** 2 + h / 4", eps_min=0.01, eps_max=100),
 ]
 

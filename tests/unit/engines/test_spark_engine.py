@@ -182,7 +182,9 @@ def test_a_spark_dataframe_and_a_catalog_table_are_sources(spark, folder):
 
     df = _table(3, 20_000)
     schema = Schema(id_col="id", measures=("v", "w"), groups=("g",), owner_col="o")
-    sdf = spark.createDataFrame(df)
+    import pyarrow as pa
+
+    sdf = spark.createDataFrame(pa.Table.from_pandas(df, preserve_index=False))  # no pandas conversion of PySpark
     ds = engines.open_dataset(sdf, schema=schema)
     assert isinstance(ds, engines.EngineDataset) and ds.engine.name == "spark" and ds.n == len(df)
     mem = engines.open_dataset(df, schema=schema)
@@ -194,7 +196,6 @@ def test_a_spark_dataframe_and_a_catalog_table_are_sources(spark, folder):
     b = release(ds, pol, rng=np.random.default_rng(7), reveal=True)
     pd.testing.assert_frame_equal(a.answers, b.answers, check_exact=False, rtol=1e-9)
     got = ds.engine.collected
-    import pyarrow as pa
 
     # aggregates only, never the records: fewer rows than the table (the largest result is the exact
     # realized-loss distribution, one row per distinct loss) and a fraction of its bytes
