@@ -36,7 +36,6 @@ from prdp_core.core.errors import DataError, PrdpError
 from prdp_core.data.dataset import Schema, TableCheck, guess_schema
 from prdp_core.data.schema import id_like_columns
 from prdp_core.engines import EngineDataset
-from prdp_core.study.config import safe_data_path
 
 from . import large, state
 from . import memory as umem
@@ -124,14 +123,10 @@ def read_stat_file(spec: str) -> None:
     (:func:`ui.data_read.read_file`); the table waits on the Column roles view for *Use this table*, and the server
     then keeps a copy of it as it keeps an upload (:mod:`ui.durable`: a restored session finds it there even when
     its roles needed fixes, which a data folder's shared file may not)."""
-    path = safe_data_path(spec, large.folder(), key="Large dataset", where="the data folder")
-    if not path.is_file():
-        raise DataError(f"No data file at '{spec}' (the data folder: {large.folder()}).", hint="Check the path.")
-    size = path.stat().st_size
-    if size > limits.max_upload_bytes():  # the loader refuses it from its size, without reading it
+    path, size, data = W.data_file_bytes(spec, large.folder(), limit=limits.max_upload_bytes())
+    if data is None:  # the loader refuses it from its size, without reading it
         read_file(path, path.name, size, {}, "large", note=STAT_NOTE)
         return
-    data = path.read_bytes()
     read_file(data, path.name, size, {"kind": "file", "filename": path.name}, "large", file=data, note=STAT_NOTE)
 
 

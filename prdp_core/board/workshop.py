@@ -306,6 +306,16 @@ def file_stamp(folder: str | os.PathLike, name: str) -> tuple[str, int, int]:
     return str(p), int(st.st_size), int(st.st_mtime_ns)
 
 
+def data_file_bytes(spec: str, folder: str | os.PathLike, *, limit: float) -> tuple[Path, int, bytes | None]:
+    """A data-folder file named on the Large dataset tab (nothing outside the folder can be named): its path, its
+    size and its bytes — None above ``limit`` bytes, which the loader then refuses from the size alone."""
+    path = safe_data_path(spec, folder, key="Large dataset", where="the data folder")
+    if not path.is_file():
+        raise DataError(f"No data file at '{spec}' (the data folder: {Path(folder)}).", hint="Check the path.")
+    size = int(path.stat().st_size)
+    return path, size, (path.read_bytes() if size <= limit else None)
+
+
 def read_file(folder: str | os.PathLike, name: str) -> tuple[pd.DataFrame, str]:
     """A data-folder table as read (before roles and fixes) and its content hash."""
     path, size, _ = file_stamp(folder, name)
