@@ -108,6 +108,8 @@ else:
                      icon=":material/query_stats:"):
         full = screen_frame(produce("board table (screen)", entries, teaching=not review, **shown))
         st.table(ub.details(full, picked.id).set_index("field"))
+        if note := ub.extreme_note(picked, review):
+            st.info(f"**Its largest record loss.** {md_escape(note)}", icon=":material/info:")
         queries = S.query_table(picked, review=review)
         if queries.empty:
             st.caption("No per-answer figures for this policy.")

@@ -150,6 +150,22 @@ def table_columns(frame: Any) -> dict[str, Any]:
     return cfg
 
 
+def extreme_note(entry: Any, review: bool) -> str | None:
+    """Plain-language guidance beside an entry's largest record loss when it is extreme
+    (:func:`prdp_core.core.interpret.loss_guidance`; a pure ε counts as the ρ = ε²/2 it implies); None in review
+    mode (the records' losses are not shown there) or when the largest loss is moderate."""
+    from prdp_core.core.interpret import loss_guidance
+
+    if review:
+        return None
+    s = getattr(entry, "summary", {}) or {}
+    worst = (s.get("records") or {}).get("max")
+    if worst is None:
+        return None
+    rho = float(worst) if s.get("unit", "rho") == "rho" else float(worst) ** 2 / 2
+    return loss_guidance(rho)
+
+
 def details(full: Any, entry_id: int) -> Any:
     """One entry's row of the full board table as a two-column table (field, value), numbers formatted."""
     import pandas as pd

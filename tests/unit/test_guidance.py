@@ -41,3 +41,16 @@ def test_each_exercise_checks_its_computed_answer_within_its_tolerance():
     for e in exercises.EXERCISES:
         assert e.check(e.answer()) and not e.check(e.answer() + 10 * e.tolerance + 1)
         assert "{" not in e.explain()
+
+
+def test_the_board_explains_an_entrys_extreme_largest_loss_in_teaching_mode_only():
+    from types import SimpleNamespace
+
+    from ui.board import extreme_note
+
+    big = SimpleNamespace(summary={"unit": "rho", "records": {"max": 480_000.0}})
+    assert "ε ≈" in extreme_note(big, review=False) and extreme_note(big, review=True) is None
+    assert extreme_note(SimpleNamespace(summary={"unit": "rho", "records": {"max": 0.5}}), review=False) is None
+    eps = SimpleNamespace(summary={"unit": "eps", "records": {"max": 1000.0}})  # pure ε: ρ = ε²/2
+    assert "ε ≈" in extreme_note(eps, review=False)
+    assert extreme_note(SimpleNamespace(summary={"public": {}}), review=False) is None
