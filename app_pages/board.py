@@ -107,7 +107,8 @@ else:
     with st.expander(f"Details and each answer's error: {md_escape(names[picked.id])}",
                      icon=":material/query_stats:"):
         full = screen_frame(produce("board table (screen)", entries, teaching=not review, **shown))
-        st.table(ub.details(full, picked.id).set_index("field"))
+        # a dataframe, not st.table, which renders Markdown in its cells: names and rationales are user text
+        st.dataframe(ub.details(full, picked.id), hide_index=True)
         if note := ub.extreme_note(picked, review):
             st.info(f"**Its largest record loss.** {md_escape(note)}", icon=":material/info:")
         queries = S.query_table(picked, review=review)

@@ -92,7 +92,8 @@ def test_submit_and_see_the_policy_with_its_record_statistics(workshop):
     df = _frame(at)
     assert df["name"].tolist() == ["Mine"] and df["yours"].tolist() == [True]
     assert SHOWN_RECORD_COLUMNS <= set(df.columns) and set(df.columns) <= set(S.COMPACT_COLUMNS)  # fits the screen
-    details = at.table[0].value  # the rest of the row: under Details
+    details = next(d.value for d in at.dataframe  # the rest of the row: under Details
+                   if list(d.value.columns) == ["field", "value"]).set_index("field")
     assert details.loc["rationale", "value"] == "small firms pay the base loss"
     assert details.loc["error measure", "value"] == "closed form" and "P(r)" in details.loc["policy", "value"]
     (entry,) = _store(workshop).entries()

@@ -466,3 +466,14 @@ def test_uploaded_tables_never_share_cache_keys_across_sessions():
     assert dataset_token(a, src) != dataset_token(b, src)
     sample = {"kind": "sample", "name": "cbp_like", "n": None, "seed": 0}
     assert dataset_token(a, sample) == dataset_token(a, sample)
+
+
+def test_no_page_draws_a_table_that_renders_markdown():
+    """st.table renders Markdown in its cells (an image in a board entry's name would be fetched): pages and UI
+    helpers show tables with st.dataframe, which shows text as text."""
+    for path in [*(ROOT / "ui").rglob("*.py"), *(ROOT / "app_pages").rglob("*.py"), ROOT / "app.py"]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "table":
+                owner = node.func.value
+                assert not (isinstance(owner, ast.Name) and owner.id == "st"), \
+                    f"{path.relative_to(ROOT)}:{node.lineno} calls st.table"
