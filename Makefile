@@ -38,8 +38,8 @@ $(STAMP): requirements.lock pyproject.toml
 $(STAMP313): requirements.lock pyproject.toml
 	@$(UV) --version >/dev/null 2>&1 || $(PYTHON) -m pip install --quiet uv
 	@test -x $(VENV313)/bin/python || $(UV) venv --quiet --python "$$(.ci/find-python 3.13)" $(VENV313)
-	$(UV) pip sync --quiet --python $(VENV313)/bin/python requirements.lock
-	$(UV) pip install --quiet --python $(VENV313)/bin/python --no-deps -e .
+	UV_COMPILE_BYTECODE=0 $(UV) pip sync --quiet --python $(VENV313)/bin/python requirements.lock  # compiled on import
+	UV_COMPILE_BYTECODE=0 $(UV) pip install --quiet --python $(VENV313)/bin/python --no-deps -e .
 	@touch $(STAMP313)
 
 run: $(STAMP)

@@ -225,16 +225,16 @@ def test_a_wide_table_with_only_negative_candidates_still_gets_one_measure():
 def test_a_short_id_name_with_unique_whole_numbers_is_the_id_and_never_a_measure():
     rng = np.random.default_rng(1)
     n = 500
-    df = pd.DataFrame({"EID": rng.permutation(10**9)[:n], "EMP": rng.integers(1, 50, n),
+    df = pd.DataFrame({"EID": rng.choice(10**9, n, replace=False), "EMP": rng.integers(1, 50, n),
                        "PAY": rng.integers(1_000, 10**6, n), "STATE": rng.choice(["CA", "TX"], n)})
     s = guess_schema(df)
     assert s.id_col == "EID" and "EID" not in s.measures and set(s.measures) == {"EMP", "PAY"}
     # a second such column is not offered as a measure either; amounts named like "paid" or "aid" stay measures
     df["PID"] = np.arange(n) * 7 + 3
-    df["PAID"] = rng.permutation(10**7)[:n]
+    df["PAID"] = rng.choice(10**7, n, replace=False)
     s = guess_schema(df)
     assert s.id_col == "EID" and set(s.measures) == {"EMP", "PAY", "PAID"}
-    s = guess_schema(df.drop(columns="PAID").assign(AID=rng.permutation(10**7)[:n]))
+    s = guess_schema(df.drop(columns="PAID").assign(AID=rng.choice(10**7, n, replace=False)))
     assert s.id_col == "EID" and set(s.measures) == {"EMP", "PAY", "AID"}
     df["EID"] = df["EID"].astype(float) + 0.5  # not whole numbers: not an id
     assert guess_schema(df).id_col != "EID"

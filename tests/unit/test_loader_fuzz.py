@@ -36,7 +36,7 @@ def test_random_bytes_with_magic_headers(tail):
         _load_or_prdp_error(head + tail, name)
 
 
-@settings(max_examples=12, deadline=None)  # each file that begins as a statistical file's starts a reader process
+@settings(max_examples=8, deadline=None)  # each file that begins as a statistical file's starts a reader process
 @given(st.sampled_from([b"$FL2", b"$FL3", b"<stata_dta>", statfiles._XPORT_MAGIC, statfiles._SAS7BDAT_MAGIC,
                         b"\x72\x02"]),
        st.binary(max_size=600), st.sampled_from([".sav", ".zsav", ".dta", ".xpt", ".sas7bdat", None]))
@@ -47,7 +47,7 @@ def test_random_bytes_after_a_statistical_file_mark(head, tail, ext):
 _STAT_FILES = H.stat_tables(12)
 
 
-@settings(max_examples=10, deadline=None)
+@settings(max_examples=6, deadline=None)  # a reader process each
 @given(st.sampled_from([".dta", ".sav", ".zsav", ".xpt"]),
        st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), min_size=1, max_size=8), st.integers(0, 10**6))
 def test_real_statistical_files_with_flipped_bytes(ext, flips, cut):

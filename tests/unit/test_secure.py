@@ -270,7 +270,12 @@ def test_secure_prdp_framework_releases(query):
     if query == "sum":
         tau = rel.extras["tau"]
         assert math.frexp(tau)[0] == 0.5 and est % grid_for(tau) == 0
-        assert abs(rel.answers["rel_error"].iloc[0]) < 0.5
+        # unseeded: the framework misses with probability up to β = 0.1 per release, so the median of five releases
+        # is what must be close (a run of three misses in five has probability below 1%)
+        errors = [abs(rel.answers["rel_error"].iloc[0])] + [
+            abs(framework(df, bud, query, beta=0.1, secure=True, reveal=True).answers["rel_error"].iloc[0])
+            for _ in range(4)]
+        assert float(np.median(errors)) < 0.5, errors
     if query == "max":
         assert est in set(RankMax().grid(bud.U)) or math.isnan(est)
     # same loss formula as a seeded run: 2^(i−2)ε̌ + ε_τ/2 for kept records
