@@ -133,8 +133,9 @@ else:
     st.subheader("Policy loss and realized loss")
     if review.shows_records("release losses"):
         confidential()
+        owners = rstate.owners_switch(rel, ds, st)
         try:
-            cdfs = rstate.loss_cdfs(rel, ds, rel_pol)
+            cdfs = rstate.loss_cdfs(rel, ds, rel_pol, owners=owners)
         except PrdpError as err:
             show_error(err)
             cdfs = {}
@@ -146,6 +147,9 @@ else:
             show(loss_cdf_figure(cdfs["owners"], title=f"Owners ({ds.schema.owner_col}): policy vs "
                                  "realized loss", base=rel_pol.workload.total_rho, view="tail"),
                  key="run_cdf_owners", where=l2)
+        elif ds.schema.owner_col and not owners:
+            l2.info("Turn on *Compute the owners' realized losses* above to see owner-level losses of this large "
+                    "table.")
         learn("**Realized loss.** The realized loss of a record is Σ_q Δ_q(r)²/(2σ_q²): what removing it changes "
               "in each answer, against the noise. It is exact for Gaussian answers and always below the policy loss; "
               "owners' realized loss removes all their records at once.")

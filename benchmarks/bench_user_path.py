@@ -63,6 +63,8 @@ APP_KEYS: dict[str, tuple[str, str]] = {
     "owners CDF": ("plotly_chart", "cdf_owners"),
     "release": ("button", "run_go"),
     "released": ("plotly_chart", "run_answers_chart"),
+    "realized owners switch": ("checkbox", "run_large_owners"),
+    "realized owners CDF": ("plotly_chart", "run_cdf_owners"),
 }
 #: The app's pages the --app part visits (their titles in the navigation).
 APP_PAGES = {"data": "Data", "policy": "Policy designer", "release": "Run"}
@@ -240,6 +242,9 @@ async def _chart_changed(c: StreamlitClient, name: str, roles: Roles, before: st
         try:
             return before is None or plotly_data(c.keyed(kind, key)) != before
         except ProtocolError:
+            if not c.running and c.error_alerts():  # the run ended on an error box instead of the chart
+                shown = " | ".join(c.error_alerts())
+                raise ProtocolError(f"waiting for the {name}, the page shows: {shown}") from None
             return False
 
     await c.wait_for(shown, f"the {name} ({kind} {key!r})")
@@ -261,7 +266,11 @@ async def _connect(c: StreamlitClient, file: str, roles: Roles) -> None:
             await c.choose(wid, value)
             await c.wait_idle()
     await c.click(_key(c, "use table", roles))
-    await c.wait_idle()  # the run that prepared and profiled the table
+    await c.wait_idle()  # the runs that checked, prepared and profiled the table
+    if not any(s.kind == "markdown" and s.element.body.startswith(f"**{file}**") for s in c.elements.values()):
+        shown = " | ".join(c.error_alerts()) or "no error box"
+        raise ProtocolError(f"*Use this table* did not make {file} the active dataset (the sidebar does not name "
+                            f"it; {shown})")
 
 
 async def _path(server: Server, file: str, roles: Roles, label: str, release: asyncio.Barrier | None = None
@@ -298,6 +307,12 @@ async def _path(server: Server, file: str, roles: Roles, label: str, release: as
         await c.open_page(APP_PAGES["release"])
         await step("release (Run page)", _then(c.click(_key(c, "release", roles)),
                                                 _chart_changed(c, "released", roles, None)))
+        if release is None:  # a large table's owners' realized losses, asked for after the release
+            await c.wait_for(lambda: _has(c, "realized owners switch", roles),
+                             f"the owners' realized losses switch ({APP_KEYS['realized owners switch'][1]!r})")
+            await step("owners' realized losses (Run page)",
+                       _then(c.check(_key(c, "realized owners switch", roles), True),
+                             _chart_changed(c, "realized owners CDF", roles, None)))
     finally:
         await c.close()
     return rows

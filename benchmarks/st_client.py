@@ -42,13 +42,16 @@ from streamlit.proto.WidgetStates_pb2 import WidgetState
 #: The app's websocket, relative to its base URL.
 STREAM_PATH = "/_stcore/stream"
 #: Widgets without a state until used (the browser sends them only when clicked or edited).
+ALERT_ERROR = 1  # Alert.Format.ERROR: the box st.error draws
 STATELESS = {"button", "download_button", "link_button", "page_link", "file_uploader", "dataframe", "menu_button",
              "button_group", "chat_input", "feedback", "pagination"}
 #: Container path of the sidebar (the main area is 0).
 SIDEBAR = 1
 #: Script-run outcomes that end a full run (the others: a fragment's run).
-FULL_RUN_ENDS = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
-                 ForwardMsg.FINISHED_EARLY_FOR_RERUN}
+#: The ends of a full run that leave the session idle. A run ended by ``st.rerun()`` (FINISHED_EARLY_FOR_RERUN) is
+#: not one: the server reports "not running" for a moment and then starts the next run, so a wait must go on to
+#: that run's end (a step that checks, then prepares, then draws the page again is three runs).
+FULL_RUN_ENDS = {ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_WITH_COMPILE_ERROR}
 
 
 class ProtocolError(RuntimeError):
@@ -378,6 +381,11 @@ class StreamlitClient:
     def shown(self, kind: str, key: str) -> Shown:
         """The element of ``kind`` with user key ``key``, with when it arrived."""
         return self.elements[self.find(kind, lambda e: element_key(e.id) == key)[0]]
+
+    def error_alerts(self) -> list[str]:
+        """The texts of the error boxes (``st.error``) the page shows now, in the page's order."""
+        return [s.element.body for _, s in sorted(self.elements.items())
+                if s.kind == "alert" and s.element.format == ALERT_ERROR]
 
     def keyed(self, kind: str, key: str) -> Any:
         """The element (its proto) of ``kind`` with user key ``key``."""

@@ -18,7 +18,8 @@ from prdp_core.core.splitting import as_thresholds
 from prdp_core.core.workload import SplittingPolicy
 from prdp_core.data.dataset import Dataset
 from prdp_core.mechanisms import analysis
-from prdp_core.mechanisms.unit_splitting import QueryStats, release, workload_stats
+from prdp_core.mechanisms.unit_splitting import QueryStats, owner_realized_distribution, release, workload_stats
+from prdp_core.mechanisms.unit_splitting.workload_release import OWNER_TERMS
 from prdp_core.study import study_tables
 
 from . import memory, review, state
@@ -96,7 +97,9 @@ def _release(partition_delta_key: str) -> None:
             rel = state.release("run", partial(release, state.dataset(), pol, rng=rng, reveal=True,
                                                seed=None if secure else seed,
                                                partition_delta=float(ss.get(partition_delta_key, 1e-6)),
-                                               stats_=stats, secure=secure, allow_data_derived=state.teaching()),
+                                               stats_=stats, secure=secure, allow_data_derived=state.teaching(),
+                                               # a large table's owners' realized losses: on demand (owners_switch)
+                                               owner_realized=not state.is_large()),
                                 keep=pol is ss["policy"])  # only a release of every query is the study's release
     except PrdpError as err:
         fail(err)
@@ -193,25 +196,58 @@ def error_summary(rel: Release, min_records: int) -> pd.DataFrame:
     return out.reset_index()
 
 
-def loss_cdfs(rel: Release, ds: Any, pol: SplittingPolicy | None = None
+def owners_switch(rel: Release, ds: Any, where: Any) -> bool:
+    """Whether the owners' losses of the shown release are to be drawn. A large table's release leaves its
+    owners' realized losses for later (summing every owner's losses in the engine costs more than the release):
+    a toggle in ``where`` asks for them; otherwise they come with the release."""
+    if not ds.schema.owner_col:
+        return False
+    if rel.extras.get(OWNER_TERMS) is None:
+        return True
+    return bool(where.toggle("Compute the owners' realized losses (in the engine)", key="run_large_owners",
+                             help="Sums each owner's losses over its records in the engine, as the Policy "
+                                  "designer's owners' CDF does: slower than the release itself."))
+
+
+def owner_realized(rel: Release, pol: SplittingPolicy) -> Any:
+    """The owners' realized losses of a release (:func:`~prdp_core.mechanisms.unit_splitting.
+    owner_realized_distribution`): a large table's summed in the engine once per session and release terms,
+    as one of the server's heavy steps, with progress."""
+    later = rel.extras.get(OWNER_TERMS)
+    if later is None:
+        return owner_realized_distribution(state.dataset(), rel)
+    from . import large
+
+    def work(stage: Any) -> Any:
+        stage(f"summing each {later.owner_col}'s realized losses over its records and cells, in the engine")
+        return owner_realized_distribution(state.dataset(), rel)
+
+    return large.stats("owners_realized", [pstate.policy_key(pol), repr(later)],
+                       "Computing the owners' realized losses", work, heavy=True)
+
+
+def loss_cdfs(rel: Release, ds: Any, pol: SplittingPolicy | None = None, *, owners: bool = True
               ) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """Fig. 5: policy-loss and realized-loss CDFs, for records and (when available) owners. A large
-    dataset's release carries them as distributions computed in the engine (owners' policy losses of the
-    released policy ``pol`` are summed there too, with progress)."""
+    """Fig. 5: policy-loss and realized-loss CDFs, for records and (when available and ``owners``) owners. A
+    large dataset's release carries the records' as distributions computed in the engine; the owners' policy
+    losses of the released policy ``pol`` and their realized losses are summed there too, with progress."""
     from prdp_core.core.loss_profile import ecdf, owner_losses
 
     if rel.loss is None:
         out = {"records": {"policy loss": rel.loss_distribution.ecdf(),  # type: ignore[union-attr]  # a release without per-record losses has their distribution (made on an engine)
                            "realized loss": rel.extras["private_realized_distribution"].ecdf()}}
-        own_real = rel.extras.get("private_owner_realized_distribution")
-        if own_real is not None and ds.schema.owner_col and pol is not None:
+        if owners and ds.schema.owner_col and pol is not None:
+            own_real = owner_realized(rel, pol)
+        else:
+            own_real = None
+        if own_real is not None and pol is not None:
             own = pstate.owner_profile(pstate.preview(pol, "lemma4"))
             out["owners"] = {"policy loss (Lemma 4: its records × the sum of their losses)": own.ecdf(),
                              "realized loss": own_real.ecdf()}
         return out
     out = {"records": {"policy loss": ecdf(rel.loss), "realized loss": ecdf(rel.extras["private_realized"])}}
     own = rel.extras.get("private_owner_realized")
-    if own is not None and ds.schema.owner_col:
+    if own is not None and owners and ds.schema.owner_col:
         pol_own = owner_losses(rel.loss, ds.table[ds.schema.owner_col])
         out["owners"] = {"policy loss (Lemma 4: its records × the sum of their losses)": ecdf(pol_own.to_numpy()),
                          "realized loss": ecdf(own.to_numpy())}
@@ -223,7 +259,8 @@ def jsonable(obj: Any) -> str:
 
 
 __all__ = ["analysis", "answers_export", "answers_for_display", "cached_stats", "current_release", "error_summary",
-           "fail", "loss_cdfs", "on_run", "on_type_public", "run_error", "run_pending", "settings_key", "stats_for"]
+           "fail", "loss_cdfs", "on_run", "on_type_public", "owner_realized", "owners_switch", "run_error",
+           "run_pending", "settings_key", "stats_for"]
 
 
 #: The Run page's session state (:class:`ui.page_state.PageState`).

@@ -266,6 +266,16 @@ class Engine(ABC):
         :data:`~prdp_core.core.distribution.MAX_EXACT_VALUES` their distribution is binned on
         :func:`~prdp_core.engines.memory.bound_edges` in one pass."""
 
+    def owner_realized_losses(self, terms: Sequence[RealizedTerm], thresholds: Thresholds, *,
+                              partition_rho: float = 0.0, owner_col: str) -> LossDistribution:
+        """The owners' distribution of :meth:`realized_losses` alone, the records' not computed: for a release
+        that left it out (``owner_realized=False``: summing every owner's losses is the costly part on a large
+        table) and is asked for it later, from the release's own terms — the same numbers."""
+        own = self.realized_losses(terms, thresholds, partition_rho=partition_rho, owner_col=owner_col)[1]
+        if own is None:  # pragma: no cover - an engine returns the owners' distribution when given an owner
+            raise PolicyError("Owner losses need an owner column.")
+        return own
+
     @abstractmethod
     def domain_stats(self, budget: Any, *, column: str | None = None, bins: Bins | None = None,
                      distinct: bool = False) -> DomainStats:

@@ -300,17 +300,14 @@ class SQLEngine(ProfileStatistics, TableChecks, Engine):
         need_m = partition_rho > 0
         source = f"({self._split_sql(thr).sql})" if need_m else self.relation
         rec_terms = []
-        owner_parts: dict[tuple[str, ...], list[tuple[RealizedTerm, str, str]]] = {}
         for term in terms:
-            scope = term.scope()
-            inside = " AND ".join(sqlgen.filter_sql(d, f, kinds) for f in scope) if scope else "true"
+            inside = self._inside(term, kinds)
             delta = self._delta(term)
             c = _c_sql(d, term, kinds)
             value = f"(({delta} * {delta}) / {c})"
-            rec_terms.append(value if not scope else f"(CASE WHEN {inside} THEN {value} ELSE 0 END)")
+            rec_terms.append(value if inside == "true" else f"(CASE WHEN {inside} THEN {value} ELSE 0 END)")
             if term.extra:
                 rec_terms.append(f"(CASE WHEN {inside} THEN {d.double(term.extra)} ELSE 0 END)")
-            owner_parts.setdefault(term.group_by, []).append((term, inside, delta))
         expr = d.double(0.0)
         for t in rec_terms:
             expr = f"({expr} + {t})"
@@ -319,11 +316,26 @@ class SQLEngine(ProfileStatistics, TableChecks, Engine):
         records = self._distribution(f"SELECT {expr} AS __r FROM {source}", "__r", upper=upper)
         if owner_col is None:
             return records, None
+        return records, self.owner_realized_losses(terms, thr, partition_rho=partition_rho, owner_col=owner_col)
+
+    def owner_realized_losses(self, terms: Sequence[RealizedTerm], thresholds: Thresholds, *,
+                              partition_rho: float = 0.0, owner_col: str) -> LossDistribution:
+        d = self.d
+        kinds = self.column_kinds()
         if owner_col not in kinds:
             raise PolicyError(f"Owner column '{owner_col}' is not in the table.")
+        thr = as_thresholds(thresholds)
+        need_m = partition_rho > 0
+        owner_parts: dict[tuple[str, ...], list[tuple[RealizedTerm, str, str]]] = {}
+        for term in terms:
+            owner_parts.setdefault(term.group_by, []).append((term, self._inside(term, kinds), self._delta(term)))
         o = d.ident(owner_col)
+        # One aggregation per group-by set over (owner, its keys), then one over the owners. Every set's
+        # aggregation covers all records, so the split counts' sum per owner (partition selection) rides on the
+        # first one (read from the split source) instead of an aggregation over the owners of its own.
+        arms = list(owner_parts.items()) or ([((), [])] if need_m else [])
         unions = []
-        for gb, items in owner_parts.items():
+        for i, (gb, items) in enumerate(arms):
             keys = [d.ident(c) for c in gb]
             sums, adds = [], []
             for j, (term, inside, delta) in enumerate(items):
@@ -334,14 +346,27 @@ class SQLEngine(ProfileStatistics, TableChecks, Engine):
                     sums.append(f"{d.count_if(inside)} AS __n{j}")
                     ce = d.double(2.0 * np.float64(term.extra_sigma) ** 2)
                     adds.append(f"((CAST(__n{j} AS DOUBLE) * __n{j}) / {ce})")
+            with_m = need_m and i == 0
+            if with_m:
+                sums.append("sum(__m) AS __sm")
+            source = f"({self._split_sql(thr).sql})" if with_m else self.relation
             group = ", ".join([o] + keys)
-            unions.append(f"SELECT __o, {' + '.join(adds)} AS __v FROM (SELECT {o} AS __o, {', '.join(keys + sums)} "
-                          f"FROM {self.relation} GROUP BY {group})")
+            unions.append(f"SELECT __o, {' + '.join(adds) or d.double(0.0)} AS __v"
+                          f"{', __sm' if with_m else (', 0 AS __sm' if need_m else '')} FROM (SELECT {o} AS __o, "
+                          f"{', '.join(keys + sums)} FROM {source} GROUP BY {group})")
+        if not unions:  # no query: every owner loses nothing
+            unions.append(f"SELECT {o} AS __o, {d.double(0.0)} AS __v FROM {self.relation}")
         if need_m:
-            unions.append(f"SELECT __o, {d.double(partition_rho)} * (__sm * __sm) AS __v FROM "
-                          f"(SELECT {o} AS __o, sum(__m) AS __sm FROM {source} GROUP BY {o})")
-        per_owner = f"SELECT sum(__v) AS __l FROM ({' UNION ALL '.join(unions)}) GROUP BY __o"
-        return records, self._owner_distribution(per_owner, "__l")
+            per_owner = (f"SELECT sum(__v) + {d.double(partition_rho)} * (CAST(sum(__sm) AS DOUBLE) * sum(__sm)) "
+                         f"AS __l FROM ({' UNION ALL '.join(unions)}) GROUP BY __o")
+        else:
+            per_owner = f"SELECT sum(__v) AS __l FROM ({' UNION ALL '.join(unions)}) GROUP BY __o"
+        return self._owner_distribution(per_owner, "__l")
+
+    def _inside(self, term: RealizedTerm, kinds: Any) -> str:
+        """SQL of a record being in a cell of ``term`` (its query's filter and key list; ``true`` without)."""
+        scope = term.scope()
+        return " AND ".join(sqlgen.filter_sql(self.d, f, kinds) for f in scope) if scope else "true"
 
     def _delta(self, term: RealizedTerm) -> str:
         d = self.d

@@ -19,7 +19,7 @@ import prdp_core
 from prdp_core.data.dataset import prepare_dataset
 from prdp_core.engines import EngineDataset
 from prdp_core.mechanisms.preview import preview_policy
-from prdp_core.mechanisms.unit_splitting import release
+from prdp_core.mechanisms.unit_splitting import owner_realized_distribution, release
 from ui import data as udata
 from ui import large
 
@@ -175,7 +175,19 @@ def test_run_page_releases_the_same_answers_as_the_table_in_memory(at, folder):
                   seed=0)
     assert np.allclose(rel.answers["estimate"].to_numpy(), ref.answers["estimate"].to_numpy(), rtol=1e-9)
     assert len(at.session_state["ledger"]) == 1
-    assert chart_traces(at, "run_cdf_records") and chart_traces(at, "run_cdf_owners")
+    assert chart_traces(at, "run_cdf_records")
+    # the owners' realized losses of a large table are summed on demand, after the release
+    assert "private_owner_realized_distribution" not in rel.extras
+    assert not any(el.proto.id.endswith("run_cdf_owners") for el in at.get("plotly_chart"))
+    assert "Compute the owners' realized losses" in texts(at)
+    at.toggle(key="run_large_owners").set_value(True).run()
+    assert not at.exception, at.exception
+    realized = next(t for t in chart_traces(at, "run_cdf_owners") if t["name"] == "realized loss")
+    want = ref.extras["private_owner_realized"].to_numpy()
+    assert realized["x"] and want.min() * (1 - 1e-9) <= min(realized["x"]) <= max(realized["x"]) <= want.max()
+    got = owner_realized_distribution(ds, rel)  # what the chart drew: the memory engine's numbers
+    assert np.allclose(np.repeat(got.values, got.counts), np.sort(want), rtol=1e-9)
+    assert len(at.session_state["ledger"]) == 1  # summing the owners' losses releases nothing
 
 
 def test_tradeoffs_budget_functions_and_study_on_a_large_dataset(at, folder):

@@ -375,6 +375,8 @@ def test_app_binds_to_localhost_unless_configured():
     cfg = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text())
     assert cfg["server"]["address"] == "127.0.0.1"
     assert cfg["server"].get("enableXsrfProtection", True) is True
+    # a served app watches no source file: the watcher's thread floods on many file events and slows every session
+    assert cfg["server"]["fileWatcherType"] == "none" and cfg["server"]["runOnSave"] is False
     make = (ROOT / "Makefile").read_text()
     assert "HOST ?= 127.0.0.1" in make and "--server.address $(HOST)" in make
     for line in make.splitlines():

@@ -48,9 +48,10 @@ from .stats import (
     workload_stats,
 )
 from .topcoding import policy_for_thresholds, topcode_policy, topcode_workload
-from .workload_release import release
+from .workload_release import OwnerRealizedTerms, owner_realized_distribution, release
 
-__all__ = ["PartitionSelection", "PublicKeys", "QueryStats", "cell_sensitivity", "engine_workload_stats",
-           "joint_sum_release", "joint_sum_sigmas", "partition_record_delta", "policy_for_thresholds",
+__all__ = ["OwnerRealizedTerms", "PartitionSelection", "PublicKeys", "QueryStats", "cell_sensitivity",
+           "engine_workload_stats", "joint_sum_release", "joint_sum_sigmas", "owner_realized_distribution",
+           "partition_record_delta", "policy_for_thresholds",
            "policy_loss_of_histogram", "release", "selection_cells", "selection_plan", "topcode_policy",
            "topcode_workload", "workload_stats"]

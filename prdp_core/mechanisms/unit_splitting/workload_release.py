@@ -4,6 +4,7 @@ per cell, realized record and owner losses, in memory or on an engine's statisti
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -96,7 +97,9 @@ def release(data: Dataset | pd.DataFrame, policy: SplittingPolicy, *, rng: np.ra
         selection is on.
     owner_col, owner_realized:
         Column of owners (firms) for owner-level realized losses (defaults to the dataset's);
-        set ``owner_realized=False`` to skip them.
+        set ``owner_realized=False`` to skip them. A release on an engine then keeps their terms (σ, scopes:
+        no record value), and :func:`owner_realized_distribution` sums them when asked — on a large table the
+        owners' sums cost more than the rest of the release.
     """
     smp, rng, seed = resolve(noise, rng=rng, seed=seed, secure=secure, sampler=sampler).parts()
     if smp is not None and not allow_data_derived:  # a real release takes no threshold computed from the data
@@ -208,10 +211,46 @@ def _release_on_engine(data: EngineDataset, policy: SplittingPolicy, *, rng: Any
         extras["private_record_delta_distribution"] = LossDistribution.from_counts(delta, hist.counts)
     if own_real is not None:
         extras["private_owner_realized_distribution"] = own_real
+    elif owner:  # left for later (owner_realized_distribution): what the owners' sums need, no record value
+        extras[OWNER_TERMS] = OwnerRealizedTerms(tuple(terms), thr, float(wl.partition_rho), owner)
     dist = LossDistribution.from_counts(loss, hist.counts, "rho", base=wl.total_rho)
     return _finish(policy, frames, None, dist, extras, sts=sts, ps=ps, kept=kept, candidates=candidates,
                    public_keys=public_keys, partition_delta=partition_delta, smp=smp, grids={}, mechanism=mechanism,
                    seed=seed, reveal=reveal)
+
+
+#: The extra of an engine release made with ``owner_realized=False``: what :func:`owner_realized_distribution`
+#: needs to sum the owners' realized losses later (private: never in a review export).
+OWNER_TERMS = "private_owner_realized_terms"
+
+
+@dataclass(frozen=True)
+class OwnerRealizedTerms:
+    """The release's part of its owners' realized losses: each query's term (its σ, scope and group-by), the
+    thresholds (the split counts of partition selection), the partition-selection ρ and the owner column."""
+
+    terms: tuple[RealizedTerm, ...]
+    thresholds: Any
+    partition_rho: float
+    owner_col: str
+
+
+def owner_realized_distribution(data: Any, rel: Release) -> LossDistribution | None:
+    """The distribution of the owners' realized losses of a release on ``data``: the one it carries, or — an
+    engine release made with ``owner_realized=False`` (the owners' sums are the costly part of a large
+    table's release) — summed now in ``data``'s engine from the terms the release kept: the numbers
+    ``owner_realized=True`` gives (up to the last bits of an engine's parallel sums). None without an owner
+    column.
+
+    Confidential (every owner's loss depends on its records): for the designer, never in review mode."""
+    own = rel.extras.get("private_owner_realized_distribution")
+    if own is not None:
+        return own
+    later = rel.extras.get(OWNER_TERMS)
+    if later is None or not is_engine_data(data):
+        return None
+    return data.engine.owner_realized_losses(list(later.terms), later.thresholds,
+                                             partition_rho=later.partition_rho, owner_col=later.owner_col)
 
 
 def _realized_term(s: QueryStats, policy: SplittingPolicy, sig: np.ndarray, sig_c: np.ndarray | None,
