@@ -366,6 +366,19 @@ def run_app(data: Path, work: Path, roles: Roles, timeout: float) -> list[tuple[
         server.stop()
 
 
+def run_browser(data: Path, work: Path, roles: Roles, timeout: float) -> list[tuple[str, float, float]]:
+    """The app's path on ``data`` in a real browser (:mod:`browser_path`): (step, wall s, server's peak GB) rows."""
+    import pyarrow.parquet as pq
+    from browser_path import run_browser as browse
+
+    server = Server(data.parent, work, timeout)
+    try:
+        server.wait_ready()
+        return browse(server, data.name, roles.id, roles.owner, pq.ParquetFile(data).metadata.num_rows, timeout)
+    finally:
+        server.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the generated file (default 10⁶)")
@@ -376,6 +389,8 @@ def main() -> None:
     ap.add_argument("--owner", default="FIRM_ID", help="--app: the owner column (default FIRM_ID)")
     ap.add_argument("--measures", default="EMP,PAYANN", help="--app: the measures, comma-separated")
     ap.add_argument("--groups", default="STATE", help="--app: the groups, comma-separated")
+    ap.add_argument("--browser", action="store_true",
+                    help="the app's path in a real browser (Playwright, Debian chromium) instead; see browser_path.py")
     ap.add_argument("--timeout", type=float, default=3600, help="--app: the longest wait for one step, s")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="prdp-user-path-"))
@@ -384,11 +399,12 @@ def main() -> None:
     if not args.file:
         subprocess.run([*prdp, "samples", "write", "cbp_like", "--rows", str(args.rows), "--out", str(data)],
                        check=True, capture_output=True)
-    if args.app:
+    if args.app or args.browser:
         roles = Roles(args.id, args.owner, args.measures.split(","), args.groups.split(","))
         try:
             try:
-                rows = run_app(data, work, roles, args.timeout)
+                rows = run_browser(data, work, roles, args.timeout) if args.browser else \
+                    run_app(data, work, roles, args.timeout)
             except ProtocolError as err:
                 raise SystemExit(f"--app stopped: {err}") from None
             sql_label, sql_wall, sql_peak = hand_written(work, data, roles.columns())

@@ -44,6 +44,8 @@ from .sql_engine import SQLEngine, _normalise_frame, _short
 
 #: DuckDB's memory limit when none is configured (the process stays within about 4 GB).
 DEFAULT_MEMORY_LIMIT = "2GB"
+#: Records per part of the owners' realized losses (:meth:`DuckDBEngine._owner_parts`).
+OWNER_PART_ROWS = 25_000_000
 
 PARQUET_EXT = (".parquet", ".pq")
 CSV_EXT = (".csv", ".tsv", ".tab", ".txt")
@@ -295,14 +297,39 @@ class DuckDBEngine(SQLEngine):
     def _run(self, sql: str, params: Sequence[Any] | None) -> list[tuple]:
         import duckdb
 
+        def run() -> list[tuple]:
+            cur = self.con.execute(sql, params) if params is not None else self.con.execute(sql)
+            return cur.fetchall()
+
         with self._lock:
             try:
-                cur = self.con.execute(sql, params) if params is not None else self.con.execute(sql)
-                return cur.fetchall()
+                return self._within_memory(run)
             except duckdb.OutOfMemoryException as exc:
                 raise self._out_of_memory(exc) from None
             except duckdb.Error as exc:
                 raise DataError(f"The engine could not compute this statistic: {_short(exc)}.") from None
+
+    def _within_memory(self, run: Any) -> Any:
+        """``run()`` (one statement); when DuckDB runs out of memory with several threads, once more on one thread.
+
+        Each thread of a large aggregation (e.g. 10⁸ records into 9·10⁷ (owner, cell) groups) builds its own
+        partitions before they are merged and spilled, so the memory a statement needs at once grows with the
+        threads: a statement that fails under the limit on two threads completes on one (slower, but within the
+        limit; a failed statement leaves nothing behind). The thread count is restored afterwards. A statement
+        that fails on one thread too raises the error (:meth:`_out_of_memory` says what to set)."""
+        import duckdb
+
+        try:
+            return run()
+        except duckdb.OutOfMemoryException:
+            threads = int(self.con.execute("SELECT current_setting('threads')").fetchall()[0][0])
+            if threads <= 1:
+                raise
+        self.con.execute("SET threads = 1")
+        try:
+            return run()
+        finally:
+            self.con.execute(f"SET threads = {threads}")
 
     def _out_of_memory(self, exc: Exception) -> ResourceLimitError:
         """What to change when DuckDB ran out of memory: the limit in use and where it is set, the limit the failed
@@ -331,7 +358,7 @@ class DuckDBEngine(SQLEngine):
 
         with self._lock:
             try:
-                return self.con.execute(sql).df()
+                return self._within_memory(lambda: self.con.execute(sql).df())
             except duckdb.OutOfMemoryException as exc:
                 raise self._out_of_memory(exc) from None
             except duckdb.Error as exc:
@@ -368,6 +395,28 @@ class DuckDBEngine(SQLEngine):
 
     def _row_numbers(self, source: str) -> str:
         return "row_number() OVER ()"
+
+    def _owner_parts(self) -> int:
+        """:data:`OWNER_PART_ROWS` records per part: at 10⁸ records and 3·10⁷ owners, one aggregation of every
+        (owner, cell) pair (9·10⁷ of them) ran out of DuckDB's default limit now and then; a quarter of them at a
+        time never did, at about the same speed."""
+        return max(1, math.ceil(self.n_rows() / OWNER_PART_ROWS))
+
+    def _owner_part(self, owner: str, parts: int, k: int) -> str:
+        return f"hash({owner}) % {parts} = {k}"
+
+    @contextmanager
+    def _materialized_parts(self, selects: Sequence[str]) -> Iterator[str]:
+        """One temporary table filled by one statement per part (each aggregation within the memory limit)."""
+        name = f"prdp_tmp_{next(_counter)}"
+        with self._lock:
+            self._exec(f"CREATE TEMP TABLE {name} AS {selects[0]}")
+            try:
+                for sql in selects[1:]:
+                    self._exec(f"INSERT INTO {name} {sql}")
+                yield name
+            finally:
+                self._exec(f"DROP TABLE IF EXISTS {name}")
 
     @contextmanager
     def _materialized(self, select_sql: str) -> Iterator[str]:

@@ -334,34 +334,60 @@ class SQLEngine(ProfileStatistics, TableChecks, Engine):
         # aggregation covers all records, so the split counts' sum per owner (partition selection) rides on the
         # first one (read from the split source) instead of an aggregation over the owners of its own.
         arms = list(owner_parts.items()) or ([((), [])] if need_m else [])
-        unions = []
-        for i, (gb, items) in enumerate(arms):
-            keys = [d.ident(c) for c in gb]
-            sums, adds = [], []
-            for j, (term, inside, delta) in enumerate(items):
-                sums.append(f"COALESCE({d.sum_if(delta, inside)}, 0) AS __s{j}")
-                c = _c_sql(d, term, kinds)
-                adds.append(f"((__s{j} * __s{j}) / {c})")
-                if term.extra_sigma is not None:
-                    sums.append(f"{d.count_if(inside)} AS __n{j}")
-                    ce = d.double(2.0 * np.float64(term.extra_sigma) ** 2)
-                    adds.append(f"((CAST(__n{j} AS DOUBLE) * __n{j}) / {ce})")
-            with_m = need_m and i == 0
-            if with_m:
-                sums.append("sum(__m) AS __sm")
-            source = f"({self._split_sql(thr).sql})" if with_m else self.relation
-            group = ", ".join([o] + keys)
-            unions.append(f"SELECT __o, {' + '.join(adds) or d.double(0.0)} AS __v"
-                          f"{', __sm' if with_m else (', 0 AS __sm' if need_m else '')} FROM (SELECT {o} AS __o, "
-                          f"{', '.join(keys + sums)} FROM {source} GROUP BY {group})")
-        if not unions:  # no query: every owner loses nothing
-            unions.append(f"SELECT {o} AS __o, {d.double(0.0)} AS __v FROM {self.relation}")
-        if need_m:
-            per_owner = (f"SELECT sum(__v) + {d.double(partition_rho)} * (CAST(sum(__sm) AS DOUBLE) * sum(__sm)) "
-                         f"AS __l FROM ({' UNION ALL '.join(unions)}) GROUP BY __o")
-        else:
-            per_owner = f"SELECT sum(__v) AS __l FROM ({' UNION ALL '.join(unions)}) GROUP BY __o"
-        return self._owner_distribution(per_owner, "__l")
+
+        def per_owner(part: str) -> str:
+            """The owners' losses of the owners whose records pass ``part`` (SQL; "true": every owner)."""
+            where = "" if part == "true" else f" WHERE {part}"
+            unions = []
+            for i, (gb, items) in enumerate(arms):
+                keys = [d.ident(c) for c in gb]
+                sums, adds = [], []
+                for j, (term, inside, delta) in enumerate(items):
+                    sums.append(f"COALESCE({d.sum_if(delta, inside)}, 0) AS __s{j}")
+                    c = _c_sql(d, term, kinds)
+                    adds.append(f"((__s{j} * __s{j}) / {c})")
+                    if term.extra_sigma is not None:
+                        sums.append(f"{d.count_if(inside)} AS __n{j}")
+                        ce = d.double(2.0 * np.float64(term.extra_sigma) ** 2)
+                        adds.append(f"((CAST(__n{j} AS DOUBLE) * __n{j}) / {ce})")
+                with_m = need_m and i == 0
+                if with_m:
+                    sums.append("sum(__m) AS __sm")
+                source = f"({self._split_sql(thr).sql})" if with_m else self.relation
+                group = ", ".join([o] + keys)
+                unions.append(f"SELECT __o, {' + '.join(adds) or d.double(0.0)} AS __v"
+                              f"{', __sm' if with_m else (', 0 AS __sm' if need_m else '')} FROM (SELECT {o} AS __o, "
+                              f"{', '.join(keys + sums)} FROM {source}{where} GROUP BY {group})")
+            if not unions:  # no query: every owner loses nothing
+                unions.append(f"SELECT {o} AS __o, {d.double(0.0)} AS __v FROM {self.relation}{where}")
+            if need_m:
+                return (f"SELECT sum(__v) + {d.double(partition_rho)} * (CAST(sum(__sm) AS DOUBLE) * sum(__sm)) "
+                        f"AS __l FROM ({' UNION ALL '.join(unions)}) GROUP BY __o")
+            return f"SELECT sum(__v) AS __l FROM ({' UNION ALL '.join(unions)}) GROUP BY __o"
+
+        parts = self._owner_parts()
+        if parts == 1:
+            return self._owner_distribution(per_owner("true"), "__l")
+        # a large table: the owners in parts (by a hash of their id), one statement each, so that no aggregation
+        # holds every (owner, cell) pair at once; an owner's records are all in its part
+        with self._lock, self._materialized_parts([per_owner(self._owner_part(o, parts, k))
+                                                   for k in range(parts)]) as name:
+            return self._distribution(f"SELECT __l FROM {name}", "__l")
+
+    def _owner_parts(self) -> int:
+        """In how many parts the owners' realized losses are aggregated (1: all at once)."""
+        return 1
+
+    def _owner_part(self, owner: str, parts: int, k: int) -> str:
+        """SQL true for the records of the owners of part ``k`` of ``parts`` (a hash of the owner's id)."""
+        return f"pmod(hash({owner}), {parts}) = {k}"
+
+    @contextmanager
+    def _materialized_parts(self, selects: Sequence[str]) -> Iterator[str]:
+        """:meth:`_materialized` of the rows of every one of ``selects`` (the same columns); an engine may compute
+        them one statement at a time."""
+        with self._materialized(" UNION ALL ".join(f"({s})" for s in selects)) as name:
+            yield name
 
     def _inside(self, term: RealizedTerm, kinds: Any) -> str:
         """SQL of a record being in a cell of ``term`` (its query's filter and key list; ``true`` without)."""

@@ -89,3 +89,46 @@ def test_running_out_of_memory_gives_the_limit_the_statement_needed_as_measured(
     # DuckDB's sizes are rounded: the limit set is never less than the one it failed within plus what it asked for
     assert needed_limit("could not allocate block of size 256.0 KiB (18.8 MiB/19.0 MiB used)", "20MB") == "21MB"
     assert needed_limit("Out of Memory Error: no sizes here") is None
+
+
+def test_a_statement_out_of_memory_on_several_threads_runs_again_on_one(tmp_path):
+    """A statement that runs out of memory on two threads runs once more on one thread (each thread's partitions of
+    a large aggregation need their own memory), and the thread count is set back; on one thread already, the error
+    says what to set."""
+    import duckdb
+    import pandas as pd
+
+    from prdp_core.core.errors import ResourceLimitError
+    from prdp_core.engines import EngineOptions
+    from prdp_core.engines.duckdb_engine import DuckDBEngine
+
+    path = tmp_path / "t.parquet"
+    pd.DataFrame({"x": [1.0, 2.0]}).to_parquet(path)
+    eng = DuckDBEngine.open(path, options=EngineOptions(memory_limit="1GB", threads=2))
+    real = eng.con
+    seen: list[int] = []
+    fewest = [1]  # the fewest threads the sum fails on
+
+    def threads() -> int:
+        return int(real.execute("SELECT current_setting('threads')").fetchall()[0][0])
+
+    class Tight:  # DuckDB's connection, out of memory for the sum on more than one thread
+        def execute(self, sql, *args):
+            if "sum(x)" in sql:
+                seen.append(threads())
+                if seen[-1] > fewest[0]:
+                    raise duckdb.OutOfMemoryException("Out of Memory Error: failed to allocate data of size 256.0 MiB "
+                                                      "(1.9 GiB/1.8 GiB used)")
+            return real.execute(sql, *args)
+
+    eng.con = Tight()
+    assert eng._run(f"SELECT sum(x) FROM {eng.relation}", None) == [(3.0,)]
+    assert seen == [2, 1] and threads() == 2
+    assert eng._frame(f"SELECT sum(x) AS s FROM {eng.relation}")["s"].tolist() == [3.0]
+    assert seen == [2, 1, 2, 1] and threads() == 2
+    real.execute("SET threads = 1")
+    fewest[0] = 0
+    with pytest.raises(ResourceLimitError, match="ran out of memory") as err:
+        eng._run(f"SELECT sum(x) FROM {eng.relation}", None)
+    assert "needed" in str(err.value) or "PRDP_DUCKDB_MEMORY_LIMIT" in err.value.hint
+    assert seen == [2, 1, 2, 1, 1]

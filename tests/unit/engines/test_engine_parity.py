@@ -345,6 +345,27 @@ def test_owners_realized_losses_asked_for_after_the_release_are_the_releases(dat
     pd.testing.assert_frame_equal(later.answers, now.answers, check_exact=True)
 
 
+@pytest.mark.parametrize("name", list(POLICIES))
+def test_owners_realized_losses_summed_in_parts_are_the_same(data, name, monkeypatch):
+    """DuckDB sums a large table's owners' realized losses in parts (owners by a hash of their id, one statement
+    each): the same owners' losses as in one statement and as the memory engine's."""
+    from prdp_core.engines import duckdb_engine
+
+    _, _, ds, eds = data
+    pol = POLICIES[name]
+    ref = release(ds, pol, rng=np.random.default_rng(11), reveal=True, seed=11)
+    rel = release(eds["duckdb"], pol, rng=np.random.default_rng(11), reveal=True, seed=11, owner_realized=False)
+    eng = eds["duckdb"].engine
+    monkeypatch.setattr(duckdb_engine, "OWNER_PART_ROWS", eng.n_rows() // 3 + 1)
+    assert eng._owner_parts() == 3
+    statements: list[str] = []
+    run = eng._run
+    monkeypatch.setattr(eng, "_run", lambda sql, params: statements.append(sql) or run(sql, params))
+    got = owner_realized_distribution(eds["duckdb"], rel)
+    assert sum(s.startswith("INSERT INTO") for s in statements) == 2  # parts 2 and 3 join the first one's table
+    _close(got, ref.extras["private_owner_realized"].to_numpy())
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("method", ["lemma4", "lemma5"])
 def test_policy_previews_and_owner_losses_are_equal(data, engine, method):
