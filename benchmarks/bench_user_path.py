@@ -109,10 +109,15 @@ HAND_WRITTEN = """
 import sys, time, duckdb
 con = duckdb.connect()
 con.execute("CREATE VIEW rel AS SELECT * FROM read_parquet(" + repr(sys.argv[1]) + ")")
+kept = {{}}
 for name, sql in {sql!r}.items():
     t0 = time.perf_counter()
-    con.execute(sql).fetchall()
+    kept[name] = con.execute(sql).fetchall()
     print(f"{{name}}\\t{{time.perf_counter() - t0:.2f}}", flush=True)
+if len(sys.argv) > 2:  # the sums per STATE, to compare with the run's true values
+    import json
+    with open(sys.argv[2], "w") as f:
+        json.dump([[str(r[0])] + [float(x) for x in r[1:]] for r in kept["sums per STATE"]], f)
 """
 
 
@@ -131,15 +136,22 @@ def measured(argv: list[str], env: dict[str, str] | None = None) -> tuple[float,
         return wall, usage.ru_maxrss / 2**20, out.read()
 
 
-def hand_written(work: Path, data: Path, columns: dict[str, str] | None = None) -> tuple[str, float, float]:
-    """The hand-written SQL in a DuckDB process of its own: (label with each statement's time, wall, peak GB).
-    ``columns``: the file's names of cbp_like's columns (ESTAB_ID, FIRM_ID, EMP, PAYANN, STATE), when they differ."""
+def renamed(text: str, columns: dict[str, str] | None) -> str:
+    """``text`` (SQL or a study) with cbp_like's column names (ESTAB_ID, FIRM_ID, EMP, PAYANN, STATE) replaced by
+    the file's (``columns``)."""
     names = columns or {}
-    sql = {k: re.sub(r"\b(ESTAB_ID|FIRM_ID|EMP|PAYANN|STATE)\b", lambda m: names.get(m.group(1), m.group(1)), v)
-           for k, v in SQL.items()}
+    return re.sub(r"\b(ESTAB_ID|FIRM_ID|EMP|PAYANN|STATE)\b", lambda m: names.get(m.group(1), m.group(1)), text)
+
+
+def hand_written(work: Path, data: Path, columns: dict[str, str] | None = None, sums: Path | None = None
+                 ) -> tuple[str, float, float]:
+    """The hand-written SQL in a DuckDB process of its own: (label with each statement's time, wall, peak GB).
+    ``columns``: the file's names of cbp_like's columns (ESTAB_ID, FIRM_ID, EMP, PAYANN, STATE), when they differ;
+    ``sums``: a JSON file to write the sums per STATE to (STATE, records, EMP, PAYANN)."""
+    sql = {k: renamed(v, columns) for k, v in SQL.items()}
     script = work / "hand_written.py"
     script.write_text(HAND_WRITTEN.format(sql=sql), encoding="utf-8")
-    wall, peak, out = measured([sys.executable, str(script), str(data)])
+    wall, peak, out = measured([sys.executable, str(script), str(data), *([str(sums)] if sums else [])])
     parts = ", ".join(f"{line.split(chr(9))[0]} {line.split(chr(9))[1]} s" for line in out.strip().splitlines())
     return f"hand-written DuckDB SQL ({parts})", wall, peak
 
@@ -379,16 +391,33 @@ def run_browser(data: Path, work: Path, roles: Roles, timeout: float) -> list[tu
         server.stop()
 
 
+def same_truths(results: Path, sums: Path) -> str:
+    """Whether the run's true values (``results.csv``, teaching mode: the COUNT and the two SUMs of each STATE) are
+    the hand-written SQL's, exactly; as a sentence for the table's note."""
+    import json
+
+    import pandas as pd
+
+    got = pd.read_csv(results, keep_default_na=False)
+    want = {row[0]: row[1:] for row in json.loads(sums.read_text())}
+    queries = list(dict.fromkeys(got["query"]))  # COUNT, SUM of the first measure, SUM of the second
+    state = got.columns[3]  # the group column follows release, mechanism, query
+    differ = [f"{q} {r[state]}" for i, q in enumerate(queries) for _, r in got[got["query"] == q].iterrows()
+              if float(r["true"]) != want[str(r[state])][i]]
+    return (f"Truths equal the hand-written SQL's in all {len(got)} cells" if not differ else
+            f"TRUTHS DIFFER from the hand-written SQL's in {len(differ)} of {len(got)} cells: {', '.join(differ[:5])}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000, help="rows of the generated file (default 10⁶)")
     ap.add_argument("--file", help="a cbp_like Parquet file to use instead of generating one")
     ap.add_argument("--keep", action="store_true", help="keep the working folder")
     ap.add_argument("--app", action="store_true", help="the app's path through the Streamlit protocol instead")
-    ap.add_argument("--id", default="ESTAB_ID", help="--app: the record id column (default ESTAB_ID)")
-    ap.add_argument("--owner", default="FIRM_ID", help="--app: the owner column (default FIRM_ID)")
-    ap.add_argument("--measures", default="EMP,PAYANN", help="--app: the measures, comma-separated")
-    ap.add_argument("--groups", default="STATE", help="--app: the groups, comma-separated")
+    ap.add_argument("--id", default="ESTAB_ID", help="the record id column (default ESTAB_ID)")
+    ap.add_argument("--owner", default="FIRM_ID", help="the owner column (default FIRM_ID)")
+    ap.add_argument("--measures", default="EMP,PAYANN", help="the measures, comma-separated (two)")
+    ap.add_argument("--groups", default="STATE", help="the groups, comma-separated (the first is STATE's)")
     ap.add_argument("--browser", action="store_true",
                     help="the app's path in a real browser (Playwright, Debian chromium) instead; see browser_path.py")
     ap.add_argument("--timeout", type=float, default=3600, help="--app: the longest wait for one step, s")
@@ -419,8 +448,9 @@ def main() -> None:
             print(f"| {label} | {wall:.1f} s | {peak:.2f} GB |")
         print(f"| {sql_label} | {sql_wall:.1f} s | {sql_peak:.2f} GB (its own process) |")
         return
+    roles = Roles(args.id, args.owner, args.measures.split(","), args.groups.split(","))
     study = data.parent / f".bench-user-path-{os.getpid()}.yaml"  # data.path is relative to the study's folder
-    study.write_text(STUDY.format(path=data.name), encoding="utf-8")
+    study.write_text(renamed(STUDY.format(path=data.name), roles.columns()), encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PRDP_")}
     env["PRDP_CACHE_DIR"] = str(work / "cache")
     env["PYTHONPATH"] = str(ROOT)
@@ -432,12 +462,13 @@ def main() -> None:
     finally:
         study.unlink()
     same = (work / "first" / "results.csv").read_bytes() == (work / "second" / "results.csv").read_bytes()
-    rows.append(hand_written(work, data))
+    rows.append(hand_written(work, data, roles.columns(), work / "sums.json"))
+    truths = same_truths(work / "first" / "results.csv", work / "sums.json")
     print(f"Machine: {machine()}. File: {data.name}, {data.stat().st_size / 1e9:.2f} GB.\n")
     print("| step | wall | peak RSS |\n|---|---|---|")
     for label, wall, peak in rows:
         print(f"| {label} | {wall:.1f} s | {peak:.2f} GB |")
-    print(f"\nResults of the two runs byte-identical: {same}. First run / hand-written SQL: "
+    print(f"\nResults of the two runs byte-identical: {same}. {truths}. First run / hand-written SQL: "
           f"{rows[0][1] / rows[2][1]:.2f}×.")
     if not args.keep:
         import shutil

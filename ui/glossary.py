@@ -135,7 +135,7 @@ TERMS: tuple[Term, ...] = (
     Term("MSE", "mean squared error", "The average squared distance of the answers from the truth.",
          ("tradeoffs", "analyst_tiers")),
     Term("CDF", "cumulative distribution function",
-         "A curve: at each loss x, the share of records (or owners) losing at most x.", ("policy_designer", "board")),
+         "A curve: at each loss x, the share of records (or owners) losing at most x.", ("policy_designer", "run", "board")),
     Term("PctScore", "percentile score",
          "Where a threshold sits among the records' values: the 99th percentile means 1% of records are above it.",
          ("policy_designer", "tradeoffs")),

@@ -327,22 +327,18 @@ def test_unit_splitting_releases_are_equal(data, engine, name):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("name", list(POLICIES))
+@pytest.mark.parametrize("name", list(POLICIES)[:2])  # partition selection; AVG, filters and per-group thresholds
 def test_owners_realized_losses_asked_for_after_the_release_are_the_releases(data, engine, name):
     """A release made with owner_realized=False keeps its owners' terms (privately), and summing them later gives
-    the numbers the release itself gives, and the memory engine's."""
+    the memory engine's owners' realized losses (what owner_realized=True gives: the test above)."""
     _, _, ds, eds = data
     pol = POLICIES[name]
     ref = release(ds, pol, rng=np.random.default_rng(11), reveal=True, seed=11)
     later = release(eds[engine], pol, rng=np.random.default_rng(11), reveal=True, seed=11, owner_realized=False)
     assert "private_owner_realized_distribution" not in later.extras
     assert "private_owner_realized_terms" not in later.for_review().extras
-    got = owner_realized_distribution(eds[engine], later)
-    _close(got, ref.extras["private_owner_realized"].to_numpy())
-    now = release(eds[engine], pol, rng=np.random.default_rng(11), reveal=True, seed=11)
-    own_now = now.extras["private_owner_realized_distribution"]
-    _close(got, np.repeat(own_now.values, own_now.counts))  # an engine's parallel sums may differ in the last bits
-    pd.testing.assert_frame_equal(later.answers, now.answers, check_exact=True)
+    pd.testing.assert_frame_equal(ref.answers, later.answers, check_exact=True)
+    _close(owner_realized_distribution(eds[engine], later), ref.extras["private_owner_realized"].to_numpy())
 
 
 @pytest.mark.parametrize("name", list(POLICIES))
