@@ -141,22 +141,21 @@ class BrowserPath:
                   lambda: pg.wait_for_function(chart_changed_js(fingerprint), arg=before, polling=20,
                                                timeout=self.timeout_ms))
         _idle(pg, self.timeout_ms)
-        self.step(rows, f"{label}: owners' losses switched on → owners' CDF",
-                  lambda: pg.get_by_text("Compute the owners' losses (in the engine)").click(),
-                  lambda: _shown(pg, ".st-key-cdf_owners" + PLOT, "the owners' CDF"))
-        _idle(pg, self.timeout_ms)
-        _no_error(pg, f"{label}, Policy designer")
+        self.until_drawn(pg, rows, f"{label}: owners' losses switched on → owners' CDF",
+                         pg.get_by_text("Compute the owners' losses (in the engine)"), "cdf_owners")
         self.nav(pg, "Run")
         _idle(pg, self.timeout_ms)
-        self.step(rows, f"{label}: Run release → answers", lambda: pg.get_by_role("button", name="Run release").click(),
-                  lambda: _shown(pg, ".st-key-run_answers_chart" + PLOT, "the release"))
-        _idle(pg, self.timeout_ms)
-        self.step(rows, f"{label}: owners' realized losses switched on → their CDF",
-                  lambda: pg.get_by_text("Compute the owners' realized losses (in the engine)").click(),
-                  lambda: _shown(pg, ".st-key-run_cdf_owners" + PLOT, "the owners' realized losses"))
-        _idle(pg, self.timeout_ms)
-        _no_error(pg, f"{label}, Run page")
+        self.until_drawn(pg, rows, f"{label}: Run release → answers", pg.get_by_role("button", name="Run release"),
+                         "run_answers_chart")
+        self.until_drawn(pg, rows, f"{label}: owners' realized losses switched on → their CDF",
+                         pg.get_by_text("Compute the owners' realized losses (in the engine)"), "run_cdf_owners")
         pg.context.close()
+
+    def until_drawn(self, pg: Any, rows: list[Row], label: str, control: Any, chart_key: str) -> None:
+        """One timed step: click ``control`` (a button, a switch's label), wait for the chart ``chart_key``."""
+        self.step(rows, label, control.click, lambda: _shown(pg, f".st-key-{chart_key}{PLOT}", label))
+        _idle(pg, self.timeout_ms)
+        _no_error(pg, label)
 
     def two_releasing(self, rows: list[Row], file: str, id_col: str, owner: str, n_rows: str) -> None:
         pages = [self.page(), self.page()]
