@@ -53,6 +53,17 @@ def open_page(page: str, *, timeout: float = 120) -> AppTest:
     return at
 
 
+def small_sample(n: int = 4000, seed: int | None = 1) -> AppTest:
+    """A session on the Data page with the cbp_like sample of ``n`` records (``seed``: None keeps the default)."""
+    at = open_page("data")
+    at.session_state["sample_name"] = "cbp_like"
+    at.session_state["sample_n_cbp_like"] = n
+    if seed is not None:
+        at.session_state["sample_seed"] = seed
+    at.button(key="load_sample").click().run()
+    return at
+
+
 @pytest.fixture
 def data_page() -> AppTest:
     return open_page("data")

@@ -15,7 +15,7 @@ from prdp_core.board import summary as S
 from prdp_core.board.store import BoardStore
 from prdp_core.study.config import parse_config
 
-from .conftest import open_page, texts
+from .conftest import open_page, small_sample, texts
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = "facilitator passphrase"
@@ -47,11 +47,7 @@ def _board(at: AppTest) -> AppTest:
 
 def _designer() -> AppTest:
     """A session on a small sample with the Policy designer's default policy."""
-    at = open_page("data")
-    at.session_state["sample_name"] = "cbp_like"
-    at.session_state["sample_n_cbp_like"] = 4000
-    at.session_state["sample_seed"] = 1
-    at.button(key="load_sample").click().run()
+    at = small_sample()
     at.switch_page("app_pages/policy_designer.py").run()
     assert not at.exception, at.exception
     return at

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from ..samplers import watch
-from .conftest import open_page, texts, upload
+from .conftest import open_page, small_sample, texts, upload
 
 #: A table without group columns: a secure release on the Run page needs no public key list for it.
 CSV = ("acct,balance\n" + "".join(f"a{i},{i}\n" for i in range(1, 501))).encode()
@@ -149,10 +149,7 @@ def test_every_page_draws_noise_only_in_recorded_releases_or_in_teaching_simulat
     from prdp_core.board.workshop import board_url
 
     draws = watch(monkeypatch)
-    at = open_page("data")
-    at.session_state["sample_name"] = "cbp_like"  # a small sample: the board's simulations run 30 times
-    at.session_state["sample_n_cbp_like"] = 3000
-    at.button(key="load_sample").click().run()
+    at = small_sample(3000, seed=None)  # a small sample: the board's simulations run 30 times
     at.session_state["mode"] = mode
     at.run()
     assert not at.exception, at.exception

@@ -19,7 +19,7 @@ from prdp_core.core.errors import ResourceLimitError
 from prdp_core.data import memory
 from prdp_core.study.config import parse_config
 
-from .conftest import ROOT, open_page, texts, upload
+from .conftest import ROOT, open_page, small_sample, texts, upload
 
 pytestmark = pytest.mark.usefixtures("one_browser")  # a restored session is reopened in the browser that saved it
 
@@ -110,10 +110,7 @@ def test_board_load_this_policy_on_ten_million_records_is_refused(tmp_path):
 
 
 def test_a_session_restore_asks_the_guard_before_generating_its_sample(monkeypatch):
-    at = open_page("data")
-    at.session_state["sample_name"] = "cbp_like"
-    at.session_state["sample_n_cbp_like"] = 4000
-    at.button(key="load_sample").click().run()
+    at = small_sample(seed=None)
     assert at.session_state["dataset"].n == 4000
     key = at.query_params[S.KEY_PARAM]
     key = key[0] if isinstance(key, list) else key

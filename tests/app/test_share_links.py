@@ -14,7 +14,7 @@ from prdp_core.board import links, shared_designs
 from prdp_core.board.store import BoardStore
 from ui import durable
 
-from .conftest import ROOT, open_page, texts
+from .conftest import ROOT, small_sample, texts
 
 pytestmark = pytest.mark.usefixtures("one_browser")  # every session of a test from one browser
 SMALL = {"sample": "cbp_like", "n": 4000, "seed": 1}
@@ -31,11 +31,7 @@ def store(tmp_path) -> BoardStore:
 
 def _mine(emp: float = 42.0, release: bool = False) -> AppTest:
     """A session on the small sample with T(EMP) = ``emp`` (and, with ``release``, one release in its ledger)."""
-    at = open_page("data")
-    at.session_state["sample_name"] = "cbp_like"
-    at.session_state["sample_n_cbp_like"] = 4000
-    at.session_state["sample_seed"] = 1
-    at.button(key="load_sample").click().run()
+    at = small_sample()
     at.switch_page("app_pages/policy_designer.py").run()
     at.number_input(key="thr_EMP").set_value(emp).run()
     if release:
