@@ -209,7 +209,7 @@ def owners_switch(rel: Release, ds: Any, where: Any) -> bool:
                                   "designer's owners' CDF does: slower than the release itself."))
 
 
-def owner_realized(rel: Release, pol: SplittingPolicy) -> Any:
+def owner_realized(rel: Release) -> Any:
     """The owners' realized losses of a release (:func:`~prdp_core.mechanisms.unit_splitting.
     owner_realized_distribution`): a large table's summed in the engine once per session and release terms,
     as one of the server's heavy steps, with progress."""
@@ -222,7 +222,7 @@ def owner_realized(rel: Release, pol: SplittingPolicy) -> Any:
         stage(f"summing each {later.owner_col}'s realized losses over its records and cells, in the engine")
         return owner_realized_distribution(state.dataset(), rel)
 
-    return large.stats("owners_realized", [pstate.policy_key(pol), repr(later)],
+    return large.stats("owners_realized", repr(later),  # the terms, thresholds, ρ and owner column decide it
                        "Computing the owners' realized losses", work, heavy=True)
 
 
@@ -237,7 +237,7 @@ def loss_cdfs(rel: Release, ds: Any, pol: SplittingPolicy | None = None, *, owne
         out = {"records": {"policy loss": rel.loss_distribution.ecdf(),  # type: ignore[union-attr]  # a release without per-record losses has their distribution (made on an engine)
                            "realized loss": rel.extras["private_realized_distribution"].ecdf()}}
         if owners and ds.schema.owner_col and pol is not None:
-            own_real = owner_realized(rel, pol)
+            own_real = owner_realized(rel)
         else:
             own_real = None
         if own_real is not None and pol is not None:
