@@ -19,10 +19,11 @@ import streamlit as st
 import prdp_core
 from prdp_core.board import workshop as W
 from prdp_core.core.errors import DataError, PrdpError
-from prdp_core.data.dataset import Schema, check_table, guess_schema
+from prdp_core.data.dataset import Schema, check_table, guess_schema, require_shifts
 from prdp_core.data.schema import numeric_columns
 
 from . import board as ub
+from . import review
 from .common import md_escape
 
 ERROR = "board_pin_error"
@@ -93,7 +94,7 @@ def _roles(where: Any, name: str) -> None:
                       "every value, so sums and thresholds are on the shifted scale.")
         shifts = where.columns(min(len(negative), 4))
         for i, (m, count) in enumerate(negative.items()):
-            text = f"Shift of {md_escape(m)} ({count:,} negative)"  # a column name is shown, never rendered
+            text = f"Shift of {md_escape(m)} ({review.count(count, 'negative')})"  # a column name: shown, not rendered
             shifts[i % len(shifts)].number_input(text, min_value=0.0, value=None, key=_key("shift", name, m),
                                                  placeholder="public constant")
 
@@ -115,11 +116,7 @@ def _file_pin(name: str) -> dict[str, Any]:
     schema = _schema(name, guess_schema(raw))
     negative = check_table(raw, schema).negative
     shifts = {m: float(ss[_key("shift", name, m)]) for m in negative if ss.get(_key("shift", name, m)) is not None}
-    untyped = [m for m in negative if m not in shifts]
-    if untyped:
-        raise DataError(f"No public shift is typed for {', '.join(repr(m) for m in untyped)}, which has negative "
-                        "values.", hint="Type the constant to add to every value (a documented lower bound of the "
-                                        "measure, with its sign reversed), or fix the file.")
+    require_shifts(negative, shifts)
     options = {"negative": "shift", "shift_by": shifts} if shifts else {}
     ub.workshop_file(name, schema, options)
     return W.file_pin(name, schema, options)

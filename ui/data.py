@@ -14,13 +14,14 @@ from typing import Any
 import streamlit as st
 
 import prdp_core
-from prdp_core.core.errors import DataError, PrdpError
+from prdp_core.core.errors import PrdpError
 from prdp_core.data import memory
 from prdp_core.data.dataset import (
     Schema,
     TableCheck,
     check_table,
     prepare_dataset,
+    require_shifts,
     shift_text,
     validate_schema,
 )
@@ -157,11 +158,7 @@ def on_apply(rid: str) -> None:
             memory.guard_table(rows=len(raw["df"]), columns=raw["df"].shape[1])
         chk = check_raw(raw, schema)
         if opts.get("negative") == "shift" and chk is not None:
-            untyped = [c for c in chk.negative if c not in opts.get("shift_by", {})]
-            if untyped:
-                raise DataError(f"No public constant is typed for {', '.join(repr(c) for c in untyped)}.",
-                                hint="Type the constant to add to every value (a documented lower bound of the "
-                                     "measure, with its sign reversed), or reject the file.")
+            require_shifts(chk.negative, opts.get("shift_by", {}))
         if raw.get("large"):
             from . import large_roles
 

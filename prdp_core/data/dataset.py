@@ -81,6 +81,16 @@ def _coerce_measure(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return vals, bad
 
 
+def require_shifts(negative: Mapping[str, int], shift_by: Mapping[str, float]) -> None:
+    """Refuse (DataError) a measure with negative values (``negative``: column → count, :attr:`TableCheck.negative`)
+    that has no public constant in ``shift_by``: a shift read off the data would make its values' minimum public."""
+    untyped = [c for c in negative if c not in shift_by]
+    if untyped:
+        raise DataError(f"No public constant is typed for {', '.join(repr(c) for c in untyped)}, which has "
+                        "negative values.", hint="Type the constant to add to every value (a documented lower bound "
+                                                 "of the measure, with its sign reversed), or fix the file.")
+
+
 def check_table(df: pd.DataFrame, schema: Schema) -> TableCheck:
     """Count the problems that would stop this table from being used with ``schema``."""
     validate_schema(df, schema)
@@ -428,5 +438,5 @@ def as_measure_array(values: Iterable[float] | pd.Series | np.ndarray, *, name: 
 
 __all__ = ["GENERATED_ID", "MISSING_GROUP", "SUPPORTED_EXTENSIONS", "Dataset", "MeasureIssue", "Preparation", "Schema",
            "TableCheck", "as_measure_array", "check_table", "dataset_from_frame", "guess_schema", "load_table",
-           "numeric_columns", "prepare_dataset", "preview", "shift_text", "strictly_increasing", "validate_roles",
-           "validate_schema"]
+           "numeric_columns", "prepare_dataset", "preview", "require_shifts", "shift_text", "strictly_increasing",
+           "validate_roles", "validate_schema"]

@@ -292,13 +292,13 @@ def test_facilitator_pins_a_data_folder_file_with_roles_and_a_public_shift(works
     assert "negative" in shift.label
     fac.button(key="board_pin").click().run()
     beside = [e for e in _in_block(fac, "board_pin_box") if e.type == "alert" or "error" in str(type(e)).lower()]
-    assert any("No public shift is typed for 'PROFIT'" in str(e.value).replace("\\", "") for e in beside), beside
+    assert any("No public constant is typed for 'PROFIT'" in str(e.value).replace("\\", "") for e in beside), beside
     assert "shift" not in fac.session_state["board_msg"]["text"]  # not at the top of the page: beside the button
     assert _store(workshop).settings()["dataset"] is None
     low = float(df["PROFIT"].min())
     fac.number_input(key="board_pin_shift_profits.csv_PROFIT").set_value(-low + 10)
     fac.button(key="board_pin").click().run()
-    assert not [e for e in _in_block(fac, "board_pin_box") if "No public shift" in str(getattr(e, "value", ""))]
+    assert not [e for e in _in_block(fac, "board_pin_box") if "No public constant" in str(getattr(e, "value", ""))]
     pin = _store(workshop).settings()["dataset"]
     assert pin == {"file": "profits.csv", "prepare": {"negative": "shift", "shift_by": {"PROFIT": -low + 10}},
                    "schema": {"id": None, "measures": ["EMP", "PROFIT"], "owner": "FIRM_ID",
