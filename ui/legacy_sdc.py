@@ -112,7 +112,7 @@ def section(pol: SplittingPolicy, dp: Release | None) -> None:
         rel: Release = result["release"]
         st.markdown(f"**{md_escape(result['query'])}** — {md_escape(rel.extras.get('legacy_rules', ''))}")
         if not review.shows_records("legacy cells"):
-            st.dataframe(rel.answers, hide_index=True)
+            st.dataframe(rel.for_review().answers, hide_index=True)  # also a teaching run's, once in review mode
             return
         confidential("Which cells the rules withhold, the true and noisy values and the errors come from the "
                      "records: shown because the app is in teaching mode.")

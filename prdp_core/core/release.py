@@ -66,6 +66,9 @@ class Release:
     truth_included: bool = False
     extras: dict[str, Any] = field(default_factory=dict)
     loss_distribution: LossDistribution | None = None
+    #: What a review sees instead of ``answers`` less their truth columns, when a mechanism's answers are
+    #: confidential through and through (today's methods' cells: which are withheld and their values).
+    review_answers: pd.DataFrame | None = None
 
     def loss_profile(self, label: str = "") -> LossProfile:
         if self.loss is None:
@@ -83,7 +86,8 @@ class Release:
 
     def for_review(self) -> "Release":
         """A copy without true answers, errors or per-record losses (safe to export)."""
-        ans = self.answers.drop(columns=[c for c in TRUTH_COLUMNS if c in self.answers.columns])
+        ans = self.review_answers if self.review_answers is not None else \
+            self.answers.drop(columns=[c for c in TRUTH_COLUMNS if c in self.answers.columns])
         return replace(self, answers=ans, loss=None, requested=None, truth_included=False, loss_distribution=None,
                        extras={k: v for k, v in self.extras.items() if not k.startswith("private_")})
 

@@ -48,6 +48,18 @@ def test_review_mode_shows_only_how_many_cells_each_method_withholds():
     assert "Hidden in review mode:** which cells cell suppression and noise infusion would withhold" in texts(at)
 
 
+def test_a_teaching_comparison_seen_after_switching_to_review_mode_shows_counts_only():
+    at = open_page("run")
+    at = _compare(at)
+    assert at.session_state["legacy_result"]["release"].truth_included
+    at.sidebar.radio(key="mode").set_value("review")
+    at.run()
+    assert not at.exception, at.exception
+    assert [df for df in _frames(at) if "withheld" in df.columns]
+    for df in _frames(at):
+        assert not {"true", "suppression", "suppression_value", "noisy", "noise_flag", "owners"} & set(df.columns)
+
+
 def test_impossible_rules_leave_a_message_and_the_page_intact():
     at = open_page("run")
     at.number_input(key="legacy_low").set_value(0.5)

@@ -62,16 +62,16 @@ def release(ds: Any, *, measure: str, group_by: Sequence[str], query: str, rules
               "min_frequency": rules.min_frequency, "complementary": bool(complementary and table.dims),
               "noise_low": None if infusion is None else infusion.low,
               "noise_high": None if infusion is None else infusion.high}
+    counts = cmp.for_review().assign(query=query)[["query", "method", "cells", "withheld"]].reset_index(drop=True)
     if reveal:
         answers = cmp.cells.assign(query=query)
         answers = answers[["query", *[c for c in answers.columns if c != "query"]]]
         extras: dict[str, Any] = {"private_legacy": {"table": table, "verdicts": verdicts, "suppression": supp,
-                                                     "infused": infused, "summary": cmp.summary}}
+                                                     "infused": infused}}
     else:
-        answers = cmp.for_review().assign(query=query)[["query", "method", "cells", "withheld"]]
-        extras = {}
+        answers, extras = counts, {}
     extras["legacy_rules"] = rules.describe() + ("" if infusion is None else "; noise infusion: "
                                                  + infusion.describe())
     return Release(mechanism=MECHANISM, answers=answers.reset_index(drop=True), measure="rho", loss=None,
                    entries=(), params=params, seed=None if noise is None else noise.seed, truth_included=reveal,
-                   extras=extras)
+                   extras=extras, review_answers=counts)  # a review sees the counts only, never a cell

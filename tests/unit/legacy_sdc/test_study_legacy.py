@@ -89,3 +89,22 @@ def test_a_workload_without_a_sum_is_refused_with_what_to_add(tmp_path):
 
     with pytest.raises(PrdpError, match="needs a SUM query"):
         run_study(parse_config(d))
+
+
+def test_a_teaching_run_seen_in_review_mode_holds_counts_only(tmp_path):
+    """A teaching run's comparison passed through the review boundary (an export made in review mode) carries the
+    number of cells each method withholds, and no cell: not which cells are withheld, nor any value."""
+    from prdp_core.review.review_boundary import produce, review_view
+
+    run, _ = _run("teaching", tmp_path)
+    rel = run.releases[1][2]
+    assert "suppression_value" in rel.answers.columns  # the teaching run holds the cells
+    seen = review_view(run).releases[1][2]
+    assert list(seen.answers.columns) == ["query", "method", "cells", "withheld"]
+    import io
+
+    results = pd.read_csv(io.BytesIO(produce("results.csv", run, teaching=False)))
+    legacy = results[results["mechanism"].str.startswith("legacy_sdc")].dropna(axis=1, how="all")
+    assert list(legacy["method"]) == ["cell suppression", "noise infusion"]
+    assert not {"true", "noisy", "suppression", "suppression_value", "noise_value", "owners", "STATE",
+                "NAICS2"} & set(legacy.columns)
