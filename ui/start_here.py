@@ -73,7 +73,7 @@ STEPS: tuple[Step, ...] = (
     Step("Run",
          "Press **Next** to release the workload once. Every answer gets Gaussian noise sized to the thresholds, "
          "and the release is written into the session's privacy ledger: losses of successive releases add up "
-         "for every record. This is a seeded teaching run, reproducible and not for publication.",
+         "for every record. {run_note}",
          "The Run page chooses the queries, partition selection for unknown group keys and a secure release "
          "(exact OpenDP noise, unseeded). Each answer comes with its noise σ and a 95% interval.",
          "app_pages/run.py"),
@@ -101,11 +101,22 @@ def go(i: int) -> None:
 def on_next(i: int) -> None:
     """Callback of step ``i``'s Next button; the Run step's Next makes the release first (through the Run page's
     recorded path) and stays on the step when it is refused (its message is shown there)."""
-    if STEPS[i].title == "Run":
+    if STEPS[i].title == "Run" and not _released():
         rstate.on_run(PS_DELTA_KEY)
         if rstate.run_error() is not None:
             return
+        st.session_state[RELEASED_FOR] = rstate.settings_key()
     go(i + 1)
+
+
+#: Session key of the Run page's settings the guided path released with (:func:`_released`).
+RELEASED_FOR = "guide_released_for"
+
+
+def _released() -> bool:
+    """Whether the guided path already released with the current settings (Back, then Next again, does not
+    release — and charge the ledger — a second time)."""
+    return rstate.current_release() is not None and st.session_state.get(RELEASED_FOR) == rstate.settings_key()
 
 
 def _fields(i: int) -> dict[str, Any]:
@@ -126,6 +137,11 @@ def _fields(i: int) -> dict[str, Any]:
                 "formula": md_escape(f"{pol.workload.flat_rho:g}ρ + {pol.workload.split_rho:g}ρ·m(r)²")}
     if title == "Preview":
         return {"base": format_loss(pol.workload.total_rho), "readout": _readout(pol)}
+    if title == "Run":
+        note = ("A secure release: exact noise, unseeded." if st.session_state.get("run_secure") else
+                "This is a seeded teaching run, reproducible and not for publication.")
+        return {"run_note": note + (" Released already with these settings: **Next** does not release again."
+                                    if _released() else "")}
     if title == "Review":
         rel = rstate.current_release()
         teaching = state.teaching()

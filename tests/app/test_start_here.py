@@ -40,6 +40,17 @@ def test_next_alone_walks_from_the_data_to_the_report_of_one_recorded_release():
     assert at.session_state["guide_report"][0] == key and len(at.session_state["ledger"]) == 1
 
 
+def test_back_then_next_on_the_run_step_does_not_release_again():
+    at = open_page("start_here")
+    for i in range(4):
+        _next(at, i)
+    assert len(at.session_state["ledger"]) == 1
+    at.button(key="guide_back_4").click().run()
+    assert "seeded teaching run" in _markdown(at) and "Released already with these settings" in _markdown(at)
+    _next(at, 3)
+    assert len(at.session_state["ledger"]) == 1  # the same release: nothing charged twice
+
+
 def test_the_preview_step_shows_public_levels_in_review_mode_and_a_typed_record_in_its_worked_example():
     at = open_page("start_here")
     at.session_state["mode"] = "review"
