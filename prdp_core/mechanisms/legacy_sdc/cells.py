@@ -20,10 +20,10 @@ import pandas as pd
 
 from ...core.errors import ParameterError
 
-#: The label of a margin in a dimension's column (the row or column total).
+#: The label of a margin in a dimension's column (the row or column total), for readers only.
 TOTAL = "(total)"
-#: The kinds of cells: interior, margin (a row or column total of a two-dimensional table) and the grand total.
-KINDS = ("interior", "margin", "total")
+#: The code of a margin in a dimension (:attr:`CellTable.codes`).
+MARGIN = -1
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,9 @@ class CellTable:
     measure: str
     cells: pd.DataFrame
     contributions: pd.DataFrame
+    #: Each cell's code in each dimension (its value's rank), :data:`MARGIN` in a margin's dimension: what tells a
+    #: margin from a cell, never the label (a group may well be called "(total)").
+    codes: np.ndarray
 
     def top(self, n: int) -> np.ndarray:
         """The sum of each cell's ``n`` largest contributions (aligned with :attr:`cells`)."""
@@ -105,6 +108,7 @@ def cell_table(frame: pd.DataFrame, dims: list[str] | tuple[str, ...], measure: 
                 cell_key = cell_key * len(labels[d]) + cells[d].to_numpy()
             where = np.searchsorted(cell_key, key)  # cells are sorted by their codes, so by cell_key
             for d in kept:
+                cells[f"__code_{d}"] = cells[d].to_numpy()
                 cells[d] = labels[d][cells[d].to_numpy()]
         else:
             cells = pd.DataFrame({"value": [float(per_owner["_x"].sum())], "owners": [len(per_owner)]})
@@ -112,14 +116,17 @@ def cell_table(frame: pd.DataFrame, dims: list[str] | tuple[str, ...], measure: 
         for d in dims:
             if d not in kept:
                 cells[d] = TOTAL
+                cells[f"__code_{d}"] = MARGIN
         cells["kind"] = kind
-        cell_parts.append(cells[[*dims, "kind", "value", "owners"]])
+        cell_parts.append(cells[[*dims, "kind", "value", "owners", *(f"__code_{d}" for d in dims)]])
         contrib_parts.append(pd.DataFrame({"cell": where + offset, "owner": per_owner["_owner"].to_numpy(),
                                            "x": per_owner["_x"].to_numpy()}))
         offset += len(cells)
     cells = pd.concat(cell_parts, ignore_index=True)
+    cell_codes = cells[[f"__code_{d}" for d in dims]].to_numpy(dtype=np.int64).reshape(len(cells), len(dims))
+    cells = cells.drop(columns=[f"__code_{d}" for d in dims])
     cells["owners"] = cells["owners"].astype(int)
     contrib = pd.concat(contrib_parts, ignore_index=True)
     order = np.lexsort((-contrib["x"].to_numpy(), contrib["cell"].to_numpy()))  # by cell, largest first
     contrib = contrib.iloc[order].reset_index(drop=True)
-    return CellTable(dims=dims, measure=measure, cells=cells, contributions=contrib)
+    return CellTable(dims=dims, measure=measure, cells=cells, contributions=contrib, codes=cell_codes)

@@ -35,7 +35,7 @@ from scipy.optimize import linprog
 from scipy.sparse import csr_matrix
 
 from ...core.errors import ParameterError
-from .cells import TOTAL, CellTable
+from .cells import MARGIN, CellTable
 
 #: Largest number of dimensions complementary suppression is computed for.
 MAX_DIMS = 2
@@ -87,10 +87,10 @@ def equations(table: CellTable) -> csr_matrix:
     if len(dims) == 1:
         add(np.flatnonzero(kind == "interior"), grand)
     elif len(dims) == 2:
-        a, b = (cells[d].to_numpy() for d in dims)
+        a, b = table.codes[:, 0], table.codes[:, 1]
         interior = kind == "interior"
         for this, other in ((a, b), (b, a)):
-            margin = (kind == "margin") & (other == TOTAL) & (this != TOTAL)
+            margin = (kind == "margin") & (other == MARGIN) & (this != MARGIN)
             where = {v: int(i) for i, v in zip(np.flatnonzero(margin), this[margin])}
             for v, i in where.items():
                 add(np.flatnonzero(interior & (this == v)), i)
@@ -218,11 +218,11 @@ class _Grid:
 
     def __init__(self, table: CellTable) -> None:
         c = table.cells
-        a, b = (c[d].to_numpy() for d in table.dims)
-        rows = np.unique(a[a != TOTAL])
-        cols = np.unique(b[b != TOTAL])
-        ri = np.where(a == TOTAL, len(rows), np.searchsorted(rows, a))
-        ci = np.where(b == TOTAL, len(cols), np.searchsorted(cols, b))
+        a, b = table.codes[:, 0], table.codes[:, 1]
+        rows = np.unique(a[a != MARGIN])
+        cols = np.unique(b[b != MARGIN])
+        ri = np.where(a == MARGIN, len(rows), np.searchsorted(rows, a))
+        ci = np.where(b == MARGIN, len(cols), np.searchsorted(cols, b))
         self.index = np.full((len(rows) + 1, len(cols) + 1), -1, dtype=np.int64)
         self.index[ri, ci] = np.arange(len(c))
         self.where = {int(cell): (int(i), int(j)) for cell, (i, j) in enumerate(zip(ri, ci))}

@@ -108,3 +108,21 @@ def test_sensitive_margins_are_protected_too():
     t1, v1 = _table(one, ["A"])
     s1 = suppress(t1, v1["sensitive"].to_numpy(), v1["protection"].to_numpy())
     assert v1["sensitive"].all() and s1.protected
+
+
+def test_a_group_called_like_a_margin_is_a_cell_of_its_own():
+    """Margins are told from cells by their codes, never by the label "(total)": a row of the data named so keeps
+    its own row-total equation."""
+    import numpy as np
+    import pandas as pd
+
+    from prdp_core.mechanisms.legacy_sdc import cell_table
+    from prdp_core.mechanisms.legacy_sdc.complementary import equations
+
+    frame = pd.DataFrame({"r": ["(total)", "(total)", "b", "b"], "c": ["x", "y", "x", "y"],
+                          "v": [10.0, 20.0, 30.0, 50.0]})
+    table = cell_table(frame, ["r", "c"], "v")
+    A = equations(table)
+    values = table.cells["value"].to_numpy()
+    assert np.allclose(A @ values, 0)  # every equation holds with the true values
+    assert A.shape[0] == 2 + 2 + 2  # two row totals, two column totals, both sets of margins against the grand total
