@@ -23,8 +23,10 @@ from .complementary import Suppression
 #: What each method promises, in the summary's words.
 PROMISES = {
     "cell suppression": "No formal guarantee: each published cell passes the rules against their intruder (the "
-                        "second-largest contributor, a coalition of n); nothing bounds what linked tables, other "
-                        "releases or outside knowledge reveal.",
+                        "second-largest contributor, a coalition of n), and the audit bounds what an outsider can "
+                        "compute from the published cells — not what a contributor of a withheld cell learns by "
+                        "subtracting its own value; nothing bounds what linked tables, other releases or outside "
+                        "knowledge reveal.",
     "noise infusion": "No formal guarantee: every company's values are moved by a bounded random share; nothing "
                       "bounds what repeated or linked releases reveal, and the parameters must stay secret.",
     "DP": "A formal guarantee: each record's privacy loss is bounded by its policy loss, whatever else is "
