@@ -408,15 +408,10 @@ class DuckDBEngine(SQLEngine):
     @contextmanager
     def _materialized_parts(self, selects: Sequence[str]) -> Iterator[str]:
         """One temporary table filled by one statement per part (each aggregation within the memory limit)."""
-        name = f"prdp_tmp_{next(_counter)}"
-        with self._lock:
-            self._exec(f"CREATE TEMP TABLE {name} AS {selects[0]}")
-            try:
-                for sql in selects[1:]:
-                    self._exec(f"INSERT INTO {name} {sql}")
-                yield name
-            finally:
-                self._exec(f"DROP TABLE IF EXISTS {name}")
+        with self._lock, self._materialized(selects[0]) as name:
+            for sql in selects[1:]:
+                self._exec(f"INSERT INTO {name} {sql}")
+            yield name
 
     @contextmanager
     def _materialized(self, select_sql: str) -> Iterator[str]:

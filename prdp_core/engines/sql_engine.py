@@ -365,13 +365,12 @@ class SQLEngine(ProfileStatistics, TableChecks, Engine):
                         f"AS __l FROM ({' UNION ALL '.join(unions)}) GROUP BY __o")
             return f"SELECT sum(__v) AS __l FROM ({' UNION ALL '.join(unions)}) GROUP BY __o"
 
-        parts = self._owner_parts()
-        if parts == 1:
-            return self._owner_distribution(per_owner("true"), "__l")
         # a large table: the owners in parts (by a hash of their id), one statement each, so that no aggregation
         # holds every (owner, cell) pair at once; an owner's records are all in its part
-        with self._lock, self._materialized_parts([per_owner(self._owner_part(o, parts, k))
-                                                   for k in range(parts)]) as name:
+        parts = self._owner_parts()
+        selects = ([per_owner("true")] if parts == 1 else
+                   [per_owner(self._owner_part(o, parts, k)) for k in range(parts)])
+        with self._lock, self._materialized_parts(selects) as name:  # aggregated once, read twice
             return self._distribution(f"SELECT __l FROM {name}", "__l")
 
     def _owner_parts(self) -> int:
@@ -379,8 +378,9 @@ class SQLEngine(ProfileStatistics, TableChecks, Engine):
         return 1
 
     def _owner_part(self, owner: str, parts: int, k: int) -> str:
-        """SQL true for the records of the owners of part ``k`` of ``parts`` (a hash of the owner's id)."""
-        return f"pmod(hash({owner}), {parts}) = {k}"
+        """SQL true for the records of the owners of part ``k`` of ``parts``: an engine whose
+        :meth:`_owner_parts` can exceed 1 says how it splits them."""
+        raise NotImplementedError(f"{type(self).__name__} aggregates the owners in one part")
 
     @contextmanager
     def _materialized_parts(self, selects: Sequence[str]) -> Iterator[str]:
