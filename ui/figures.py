@@ -57,7 +57,7 @@ def chart(build: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 
 #: The key prefix of the container :func:`show` puts a chart, its summary and its table in (the page's script
-#: labels the chart with the summary by it: ui/a11y.py).
+#: labels the chart with the summary by it: ui/accessibility.py).
 CHART_BOX = "chartbox_"
 #: The key suffix of a chart's *Show data as a table* expander (open: True).
 TABLE_OPEN = "_table_open"

@@ -48,12 +48,12 @@ class Step:
 
 STEPS: tuple[Step, ...] = (
     Step("Data",
-         "The app starts with a sample table, **{name}**: {records} that imitate the US Census Bureau's County "
-         "Business Patterns (CBP). Each record is an establishment with numbers that get summed — the *measures* "
-         "{measures} — and labels to group by, such as {groups}. {owner} Every privacy number in this guide is "
-         "about these records. Press **Next** to see the policy that protects them.",
-         "The Data page loads other samples or your own file (CSV, Parquet, Excel) and sets the column roles: the "
-         "record id, the measures, the groups and the owner. The sample's values are generated, not real.",
+         "{source} Each record has numbers that get summed — the *measures* {measures} — and labels to group by, "
+         "such as {groups}. {owner} Every privacy number in this guide is about these records. Press **Next** to "
+         "see the policy that protects them.",
+         "The Data page loads other samples or your own file (CSV, Parquet, Excel, SAS, Stata or SPSS) and sets the "
+         "column roles: the record id, the measures, the groups and the owner. The samples' values are generated, "
+         "not real.",
          "app_pages/data.py"),
     Step("Policy",
          "A *policy* says how much each record may lose, in ρ (the unit of zCDP: smaller is more private). Large "
@@ -127,7 +127,11 @@ def _fields(i: int) -> dict[str, Any]:
     if title == "Data":
         own = (f"Each is owned by a firm ({md_escape(ds.schema.owner_col)}), which may own several."
                if ds.schema.owner_col else "")
-        return {"name": md_escape(ds.name), "records": review.count(ds.n, "records", hidden="records"),
+        records = review.count(ds.n, "records")
+        source = (f"The app starts with a sample table, **{md_escape(ds.name)}**: {records} that imitate the US "
+                  "Census Bureau's County Business Patterns (CBP), each an establishment." if ds.name == "cbp_like"
+                  else f"The table in use is **{md_escape(ds.name)}**: {records}.")
+        return {"source": source,
                 "measures": md_escape(", ".join(ds.schema.measures)),
                 "groups": md_escape(", ".join(ds.schema.groups[:3]) or "none"), "owner": own}
     if title == "Policy":

@@ -340,8 +340,9 @@ def mi_bound_prop27(eps0: float, block_sizes: Sequence[int]) -> float:
 # Plain-language guidance next to extreme values
 # ---------------------------------------------------------------------------
 
-#: Above this ε (at the read-out's δ) a loss is called weak: a worst-case guesser is right about one yes/no fact
-#: with probability above 99.995%.
+#: Above this ε (at the read-out's δ) a loss is called weak: under pure ε-DP a worst-case guesser would be right
+#: about one yes/no fact with probability e^ε/(1 + e^ε) > 99.995% (the read-out itself states the zCDP bound of
+#: :func:`zcdp_inference_accuracy`, about 90% at this cut-off).
 WEAK_EPS = 10.0
 #: Above this ε a loss promises nothing a reader would call privacy.
 VOID_EPS = 100.0

@@ -74,8 +74,13 @@ def test_a_refused_release_keeps_the_run_step_and_says_what_to_fix():
     at.session_state["mode"] = "review"  # a secure release in review mode refuses thresholds computed from the data
     at.session_state["run_secure"] = True
     at.switch_page("app_pages/start_here.py").run()
+    at.session_state["guide_step"] = 0
+    at.run()
+    assert "The table in use is **accounts.csv**: some records." in _markdown(at)  # review mode: no count
+    assert "imitate the US Census" not in _markdown(at)
     at.session_state["guide_step"] = 3
     at.run()
+    assert "A secure release: exact noise, unseeded." in _markdown(at)
     _next(at, 3)
     assert at.session_state["guide_step"] == 3 and len(at.session_state["ledger"]) == 0
     assert at.error and "threshold" in at.error[0].value.lower()
