@@ -57,18 +57,14 @@ def _compare(pol: SplittingPolicy, i: int, name: str) -> None:
     ss[KEY] = {"release": rel, "query": name, "token": state.token()}
 
 
-def _summary(rel: Release, dp: Release | None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    private: dict[str, Any] = rel.extras["private_legacy"]
-    answers = None
-    label = "DP policy"
-    if dp is not None and "query" in dp.answers.columns:
-        answers = dp.answers[dp.answers["query"] == rel.answers["query"].iloc[0]]
-        label = "DP: the Run page's release"
-        if answers.empty:
-            answers = None
-    cmp = legacy_sdc.compare_methods(private["table"], private["verdicts"], private["suppression"],
-                                     private["infused"], answers, dp_label=label)
-    return cmp.summary, cmp.cells
+def _summary(result: dict[str, Any], dp: Release | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The comparison shown, beside the Run page's release ``dp``: made once per (comparison, release), not on
+    every rerun."""
+    kept = result.get("beside")
+    if kept is None or kept[0] is not dp:
+        cmp = legacy_sdc.beside(result["release"], None if dp is None else dp.answers, "DP: the Run page's release")
+        kept = result["beside"] = (dp, cmp)
+    return kept[1].summary, kept[1].cells
 
 
 def section(pol: SplittingPolicy, dp: Release | None) -> None:
@@ -116,7 +112,7 @@ def section(pol: SplittingPolicy, dp: Release | None) -> None:
             return
         confidential("Which cells the rules withhold, the true and noisy values and the errors come from the "
                      "records: shown because the app is in teaching mode.")
-        summary, cells = _summary(rel, dp)
+        summary, cells = _summary(result, dp)
         st.dataframe(summary.style.format({"share_cells": "{:.1%}", "share_total": "{:.1%}",
                                            "median_rel_error": "{:.2%}", "p90_rel_error": "{:.2%}"}),
                      hide_index=True)

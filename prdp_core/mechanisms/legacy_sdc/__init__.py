@@ -23,7 +23,8 @@ from .compare import Comparison, compare_methods
 from .complementary import MAX_DIMS, Suppression, audit, suppress
 from .noise_infusion import FLAGS, NoiseInfusion, infuse
 from .primary import Rules, primary_suppression
-from .release import MECHANISM, release
+from .release import MECHANISM, beside, release
 
 __all__ = ["CellTable", "Comparison", "FLAGS", "MAX_DIMS", "MECHANISM", "NoiseInfusion", "Rules", "Suppression",
-           "TOTAL", "audit", "cell_table", "compare_methods", "infuse", "primary_suppression", "release", "suppress"]
+           "TOTAL", "audit", "beside", "cell_table", "compare_methods", "infuse", "primary_suppression", "release",
+           "suppress"]

@@ -23,7 +23,7 @@ from ...core.recorder import simulation
 from ...core.release import Release
 from ...core.workload import Filter
 from .cells import cell_table
-from .compare import compare_methods
+from .compare import Comparison, compare_methods
 from .complementary import suppress
 from .noise_infusion import NoiseInfusion, infuse
 from .primary import Rules, primary_suppression
@@ -75,3 +75,18 @@ def release(ds: Any, *, measure: str, group_by: Sequence[str], query: str, rules
     return Release(mechanism=MECHANISM, answers=answers.reset_index(drop=True), measure="rho", loss=None,
                    entries=(), params=params, seed=None if noise is None else noise.seed, truth_included=reveal,
                    extras=extras, review_answers=counts)  # a review sees the counts only, never a cell
+
+
+def beside(rel: Release, dp: pd.DataFrame | None = None, dp_label: str = "DP policy") -> Comparison:
+    """The methods of a teaching run ``rel`` (:func:`release` with ``reveal``) set beside a DP release's answers
+    ``dp`` of the same query (its rows whose ``query`` is ``rel``'s; none, or no such rows: without DP), the DP
+    column named ``dp_label``. Confidential: every cell of the records (teaching mode only)."""
+    private = rel.extras.get("private_legacy")
+    if private is None:
+        raise ParameterError("This comparison holds no cells (a review-mode run): only its counts can be shown.")
+    query = str(rel.answers["query"].iloc[0]) if len(rel.answers) else ""
+    rows = None
+    if dp is not None and {"query", "estimate"} <= set(dp.columns):
+        rows = dp[dp["query"] == query]
+    return compare_methods(private["table"], private["verdicts"], private["suppression"], private["infused"],
+                           None if rows is None or rows.empty else rows, dp_label=dp_label)

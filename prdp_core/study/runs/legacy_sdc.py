@@ -167,23 +167,18 @@ class LegacySdcRun(RunConfig):
         """The report's tables for this entry: in teaching mode the summary per method — with the DP answers of
         the same query from the study's first other release that answered it — and the cells; in review mode
         the number of cells each method withholds."""
-        from ...mechanisms.legacy_sdc import compare_methods
+        from ...mechanisms.legacy_sdc import beside
 
-        private = rel.extras.get("private_legacy")
-        if not teaching or private is None:
+        if not teaching or "private_legacy" not in rel.extras:
             return [(f"{label}: cells withheld by each method (counts only in review mode)", rel.answers)]
         query = str(rel.answers["query"].iloc[0]) if len(rel.answers) else ""
         dp, dp_label = None, "DP policy"
-        for other_label, other, other_rel in run.releases:
+        for other_label, other, other_rel in run.releases:  # the first other release that answered the query
             a = other_rel.answers
-            if other is self or "estimate" not in a.columns or "query" not in a.columns:
-                continue
-            rows = a[a["query"] == query]
-            if len(rows):
-                dp, dp_label = rows, f"DP: {other_label}"
+            if other is not self and {"query", "estimate"} <= set(a.columns) and (a["query"] == query).any():
+                dp, dp_label = a, f"DP: {other_label}"
                 break
-        cmp = compare_methods(private["table"], private["verdicts"], private["suppression"], private["infused"], dp,
-                              dp_label=dp_label)
+        cmp = beside(rel, dp, dp_label)
         summary = cmp.summary.rename(columns={"share_cells": "share of cells", "share_total": "share of the total",
                                               "median_rel_error": "median relative error",
                                               "p90_rel_error": "90th-percentile relative error"})
