@@ -9,11 +9,12 @@ import streamlit as st
 import prdp_core
 from prdp_core import charts
 from prdp_core.core.errors import PrdpError
+from prdp_core.core.wording import readable
 from prdp_core.data.dataset import GENERATED_ID, MISSING_GROUP, TableCheck
 from prdp_core.study.config import MAX_SHIFT
 from ui import data as udata
 from ui import large, large_roles, review, state
-from ui.common import code_expander, confidential, guarded, learn, md_escape, readable, show_error
+from ui.common import code_expander, confidential, guarded, learn, md_escape, show_error
 from ui.figures import show
 from ui.reproduce import snippet_code
 

@@ -103,17 +103,6 @@ def mode_notice(secure: bool, seed: int, detail: str) -> None:
         seeded_notice(seed)
 
 
-def readable(x: float) -> str:
-    """A number for tables: thousands separators for large values, 4 significant digits otherwise."""
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return str(x)
-    if v != v:
-        return "–"
-    if abs(v) >= 1e4:
-        return f"{v:,.0f}"
-    return f"{v:.4g}"
 
 
 def scale_step(value: Any) -> float:

@@ -22,11 +22,12 @@ import streamlit as st
 from prdp_core.core import interpret
 from prdp_core.core.loss_profile import format_loss, owner_losses
 from prdp_core.core.splitting import restrict_thresholds, split_counts
+from prdp_core.core.wording import readable
 from prdp_core.core.workload import SplittingPolicy
 
 from . import policy_designer as pstate
 from . import review, state
-from .common import confidential, guarded, md_escape, readable
+from .common import confidential, guarded, md_escape
 
 #: The records a reader may follow in teaching mode.
 CHOICES = {"largest": "the record with the largest loss", "median": "a typical record (the median loss)",

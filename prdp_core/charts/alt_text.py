@@ -25,6 +25,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from ..core.wording import readable
+
 #: Box-trace quantities a table lists beside x and y (Plotly's names; ``box_from_quantiles`` sets them).
 BOX_FIELDS = ("lowerfence", "q1", "median", "q3", "upperfence")
 #: At most this many rows in a chart's table; a longer trace keeps evenly spaced points (its ends included).
@@ -77,12 +79,6 @@ def _numeric(a: np.ndarray | None) -> np.ndarray | None:
     return f if f.size else None
 
 
-def _num(v: float) -> str:
-    if abs(v) >= 1e4:
-        return f"{v:,.0f}"
-    return f"{v:.4g}"
-
-
 #: The scale note of an axis title ("…, log scale", "… (log scale)"): a summary gives values, not the scale.
 _SCALE_NOTE = re.compile(r",? *\(?log scale\)?$")
 
@@ -131,7 +127,7 @@ def _peak(traces: list[_Trace]) -> tuple[_Trace, int] | None:
 def _axis_phrase(title: str, values: list[np.ndarray | None]) -> str:
     ext = _extent(values)
     if ext is not None:
-        return f"{title} from {_num(ext[0])} to {_num(ext[1])}"
+        return f"{title} from {readable(ext[0])} to {readable(ext[1])}"
     cats = _categories(values)
     if cats:
         first = ", ".join(cats[:3]) + (", …" if len(cats) > 3 else "")
@@ -158,13 +154,13 @@ def summary(fig: go.Figure) -> str:
         y = t.y if t.y is not None else t.extra["median"]
         at = f" at {x_title} = {_value(t.x[i])}" if t.x is not None and i < len(t.x) else ""
         who = f" ({t.name})" if len(names) > 1 else ""
-        sentence += f"; largest {y_title}: {_num(float(y[i]))}{who}{at}"
+        sentence += f"; largest {y_title}: {readable(float(y[i]))}{who}{at}"
     return sentence + "."
 
 
 def _value(v: Any) -> str:
     try:
-        return _num(float(v))
+        return readable(float(v))
     except (TypeError, ValueError):
         return _text(v)
 

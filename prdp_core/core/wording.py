@@ -64,4 +64,18 @@ def share_in_words(share: float, noun: str, *, singular: str, plural: str) -> st
     return f"{percent(s)} of {noun} {plural}"
 
 
-__all__ = ["ABOUT", "ordinal", "percent", "share_in_words"]
+def readable(x: object) -> str:
+    """A number for tables and chart summaries: thousands separators for large values, 4 significant digits
+    otherwise ("–" for NaN; text that is not a number as it is)."""
+    try:
+        v = float(x)  # type: ignore[arg-type]  # anything float() takes; the rest is shown as text
+    except (TypeError, ValueError):
+        return str(x)
+    if v != v:
+        return "–"
+    if abs(v) >= 1e4:
+        return f"{v:,.0f}"
+    return f"{v:.4g}"
+
+
+__all__ = ["ABOUT", "ordinal", "percent", "readable", "share_in_words"]
