@@ -148,7 +148,8 @@ with roles_tab:
                  key=f"map_id_{rid}", disabled=busy)
     c2.selectbox("Owner id (optional)", id_options, index=id_options.index(guess.owner_col),
                  format_func=lambda c: "(none)" if c is None else c, key=f"map_owner_{rid}", disabled=busy)
-    st.multiselect("Measures (numeric, non-negative)", [c for c in cols if c not in large_roles.id_like(raw)],
+    id_like = set(large_roles.id_like(raw)) - set(guess.measures)  # a measure given (a study, a restore) stays offered
+    st.multiselect("Measures (numeric, non-negative)", [c for c in cols if c not in id_like],
                    default=list(guess.measures), key=f"map_measures_{rid}", disabled=busy)
     st.multiselect("Groups (filters / group-by keys)", cols, default=list(guess.groups), key=f"map_groups_{rid}",
                    disabled=busy)

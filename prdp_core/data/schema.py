@@ -172,7 +172,8 @@ def _distinct_counts(df: pd.DataFrame) -> dict[str, int]:
 def id_like_columns(df: pd.DataFrame) -> list[str]:
     """Columns that identify rows and are no measure, whatever the record id is: a short id name (EID, PID, …)
     holding unique whole numbers, or a row-number column (:func:`guess_schema` never guesses them as measures;
-    the role editor does not offer them as measures). Refuses nested columns as :func:`guess_schema` does."""
+    the role editor of a large table does not offer them as measures unless its roles name one). Refuses nested
+    columns as :func:`guess_schema` does."""
     distinct = _distinct_counts(df)
     return [c for c in df.columns if _is_row_number(c, df[c]) or (
         _SHORT_ID_NAME.match(str(c).strip()) and _unique_whole_numbers(df[c], distinct[c]))]

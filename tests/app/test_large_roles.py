@@ -92,6 +92,21 @@ def test_an_id_column_is_guessed_as_the_record_id_and_never_offered_as_a_measure
     assert "EID" not in at.multiselect(key=f"map_measures_{rid}").options
 
 
+def test_roles_given_with_an_id_like_measure_keep_it_offered(at):
+    """Roles that come with the table (a study's, a restored session's) may name an id-like column as a measure:
+    the editor offers it (a choice it does not offer would stop the page)."""
+    from prdp_core.data import Schema
+
+    rid = _connect(at)
+    raw = at.session_state["raw"]
+    at.session_state["raw"] = {**raw, "schema": Schema(id_col=None, measures=("EMP", "EID"), groups=(),
+                                                       owner_col="FIRM")}
+    at.run()
+    assert not at.exception, at.exception
+    measures = at.multiselect(key=f"map_measures_{rid}")
+    assert "EID" in measures.options and "PAY" in measures.options
+
+
 def test_role_edits_check_nothing_and_one_check_makes_the_table_active(at, queries, monkeypatch, tmp_path):
     monkeypatch.setenv(rc.ENV_CACHE_DIR, str(tmp_path / "cache"))  # the app's result cache, as in production
     rid = _connect(at)
