@@ -80,11 +80,9 @@ def step_share() -> heavy_steps.Share:
     """The memory limit of one heavy engine step on this server: ``PRDP_DUCKDB_MEMORY_LIMIT`` (default the
     engine's) at most, and at most its share of the server's limit for ``PRDP_HEAVY_STEPS`` steps at once
     (:func:`prdp_core.data.heavy_steps.step_limit_mb`)."""
-    import os
+    from prdp_core.engines.duckdb_engine import DEFAULT_MEMORY_LIMIT, default_options
 
-    from prdp_core.engines.duckdb_engine import DEFAULT_MEMORY_LIMIT
-
-    configured = os.environ.get("PRDP_DUCKDB_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT
+    configured = default_options().memory_limit or DEFAULT_MEMORY_LIMIT  # the environment's, as the engine reads it
     return heavy_steps.step_limit_mb(memory.size_bytes(configured) / memory.MB, memory.server_limit_mb(),
                                      heavy_steps.heavy_steps())
 
